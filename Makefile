@@ -1,0 +1,35 @@
+# Two entry points for a fresh machine: `make serve` and `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DATA_DIR ?= ./data
+PORT ?= 6443
+
+.PHONY: setup serve test lint typecheck unit integration clean
+
+$(BIN)/kubewire: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test,fast]'
+	touch $(BIN)/kubewire
+
+setup: $(BIN)/kubewire
+
+serve: setup
+	$(BIN)/kubewire serve --data-dir $(DATA_DIR) --port $(PORT)
+
+lint: setup
+	$(BIN)/ruff check src tests tools bench
+	$(BIN)/mypy
+
+unit: setup
+	$(BIN)/pytest -q tests/unit
+
+integration: setup
+	$(BIN)/pytest -q tests/integration
+
+test: setup lint
+	$(BIN)/pytest -q
+
+clean:
+	rm -rf $(VENV) $(DATA_DIR) .mypy_cache .ruff_cache .pytest_cache

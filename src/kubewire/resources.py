@@ -1,0 +1,216 @@
+"""The registry: one data entry per served kind.
+
+Everything kind-specific that the server or client needs is a field here (scope, names, field
+selectors, subresources, lifecycle flags), so adding a kind is adding an entry — never a new code
+path. Facts come from kube-apiserver v1.32 (see the shared reference docs, sections cited inline).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal
+
+NameRule = Literal["subdomain", "label", "dns1035", "path"]
+"""How ``metadata.name`` is validated (objects-and-clients.md §1.7)."""
+
+FieldLabelStyle = Literal["core", "default", "crd"]
+"""Which converter rejects unknown field-selector labels (watch-protocol.md §9.3):
+``core``/``crd``: ``field label not supported: X``; ``default``:
+``"X" is not a known field selector: only "metadata.name", "metadata.namespace"``."""
+
+GenerationPolicy = Literal["none", "spec", "spec_and_annotations", "non_metadata",
+                           "non_metadata_and_labels"]
+"""When ``metadata.generation`` is set and bumped (objects-and-clients.md §1.4)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """API facts for one kind at one group/version."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    singular: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    subresources: tuple[str, ...] = ()
+    # Extra selectable fields beyond metadata.name (and metadata.namespace when namespaced):
+    # label -> source. A source is a dotted JSON path, optionally prefixed by a formatter:
+    # "bool:" renders a missing/false bool as "false", "first_ip:" takes the first
+    # ``ip`` of a list of {ip: ...}, falling back to the path without the list; "never:" is
+    # accepted but never has a value (status.podIPs, §9.3); "or:a|b" takes the first
+    # non-empty path.
+    field_labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # Aliases accepted by the field-label converter (pods: spec.host -> spec.nodeName).
+    field_label_aliases: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    field_label_style: FieldLabelStyle = "core"
+    name_rule: NameRule = "subdomain"
+    generation: GenerationPolicy = "none"
+    is_custom: bool = False  # served like a CRD: items carry kind/apiVersion, no SMP, ...
+    return_deleted_object: bool = False  # DELETE answers the object, not a Success Status
+    allow_create_on_update: bool = False  # PUT on a missing name creates it
+    allow_unconditional_update: bool = True  # PUT without resourceVersion allowed
+    has_watch_cache: bool = True  # periodic bookmarks (kube: events have none, §6.4)
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def list_kind(self) -> str:
+        return self.kind + "List"
+
+    @property
+    def group_resource(self) -> str:
+        """``pods``, ``deployments.apps``: the form used in error messages."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def group_kind(self) -> str:
+        """``Pod``, ``Deployment.apps``: the form used in Invalid messages."""
+        return f"{self.kind}.{self.group}" if self.group else self.kind
+
+    @property
+    def id(self) -> str:
+        """Storage prefix for this kind: ``core/pods``, ``apps/deployments``."""
+        return f"{self.group or 'core'}/{self.plural}"
+
+    @property
+    def base_path(self) -> str:
+        """``/api/v1`` or ``/apis/<group>/<version>``."""
+        return f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+
+    @property
+    def has_status(self) -> bool:
+        return "status" in self.subresources
+
+    def storage_key(self, namespace: str, name: str) -> str:
+        """``core/pods/<ns>/<name>``; cluster-scoped kinds have no namespace segment."""
+        return f"{self.id}/{namespace}/{name}" if self.namespaced else f"{self.id}/{name}"
+
+    def storage_prefix(self, namespace: str = "") -> str:
+        """Prefix of every key in a collection (namespace ``""`` means all namespaces)."""
+        if self.namespaced and namespace:
+            return f"{self.id}/{namespace}/"
+        return f"{self.id}/"
+
+    def all_field_labels(self) -> tuple[str, ...]:
+        base = ("metadata.name", "metadata.namespace") if self.namespaced else ("metadata.name",)
+        return base + tuple(l for l in self.field_labels if l not in base)  # noqa: E741
+
+
+_POD_FIELDS = MappingProxyType({
+    "spec.nodeName": "spec.nodeName",
+    "spec.restartPolicy": "spec.restartPolicy",
+    "spec.schedulerName": "spec.schedulerName",
+    "spec.serviceAccountName": "spec.serviceAccountName",
+    "spec.hostNetwork": "bool:spec.hostNetwork",
+    "status.phase": "status.phase",
+    "status.podIP": "first_ip:status.podIPs|status.podIP",
+    "status.podIPs": "never:",
+    "status.nominatedNodeName": "status.nominatedNodeName",
+})
+
+_EVENT_FIELDS = MappingProxyType({
+    "reason": "reason",
+    "type": "type",
+    "reportingController": "reportingController",
+    "source": "or:deprecatedSource.component|reportingController",
+    "regarding.kind": "regarding.kind",
+    "regarding.namespace": "regarding.namespace",
+    "regarding.name": "regarding.name",
+    "regarding.uid": "regarding.uid",
+    "regarding.apiVersion": "regarding.apiVersion",
+    "regarding.resourceVersion": "regarding.resourceVersion",
+    "regarding.fieldPath": "regarding.fieldPath",
+})
+
+_GATEWAY_GROUP = "gateway.networking.k8s.io"
+
+RESOURCES: tuple[Resource, ...] = (
+    Resource("", "v1", "Namespace", "namespaces", "namespace", namespaced=False,
+             short_names=("ns",), subresources=("status", "finalize"),
+             field_labels=MappingProxyType({"status.phase": "status.phase"}),
+             name_rule="label", return_deleted_object=True),
+    Resource("", "v1", "Node", "nodes", "node", namespaced=False, short_names=("no",),
+             subresources=("status",),
+             field_labels=MappingProxyType({"spec.unschedulable": "bool:spec.unschedulable"})),
+    Resource("", "v1", "Pod", "pods", "pod", namespaced=True, short_names=("po",),
+             categories=("all",), subresources=("status",), field_labels=_POD_FIELDS,
+             field_label_aliases=MappingProxyType({"spec.host": "spec.nodeName"}),
+             return_deleted_object=True),
+    Resource("", "v1", "Service", "services", "service", namespaced=True, short_names=("svc",),
+             categories=("all",), subresources=("status",),
+             field_labels=MappingProxyType({"spec.clusterIP": "spec.clusterIP",
+                                            "spec.type": "spec.type"}),
+             name_rule="dns1035", return_deleted_object=True, allow_create_on_update=True),
+    Resource("apps", "v1", "Deployment", "deployments", "deployment", namespaced=True,
+             short_names=("deploy",), categories=("all",), subresources=("status", "scale"),
+             field_label_style="default", generation="spec_and_annotations"),
+    Resource("events.k8s.io", "v1", "Event", "events", "event", namespaced=True,
+             short_names=("ev",), field_labels=_EVENT_FIELDS, has_watch_cache=False),
+    Resource("networking.k8s.io", "v1", "Ingress", "ingresses", "ingress", namespaced=True,
+             short_names=("ing",), subresources=("status",), field_label_style="default",
+             generation="spec"),
+    Resource("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", "networkpolicy",
+             namespaced=True, short_names=("netpol",), field_label_style="default",
+             generation="spec"),
+    Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", "endpointslice",
+             namespaced=True, field_label_style="default", generation="non_metadata_and_labels"),
+    Resource(_GATEWAY_GROUP, "v1", "Gateway", "gateways", "gateway", namespaced=True,
+             short_names=("gtw",), categories=("gateway-api",), subresources=("status",),
+             field_label_style="crd", generation="non_metadata", is_custom=True,
+             allow_unconditional_update=False),
+    Resource(_GATEWAY_GROUP, "v1", "HTTPRoute", "httproutes", "httproute", namespaced=True,
+             categories=("gateway-api",), subresources=("status",), field_label_style="crd",
+             generation="non_metadata", is_custom=True, allow_unconditional_update=False),
+)
+
+
+class Registry:
+    """Lookup of served kinds by (group, version, plural), by id and by (apiVersion, kind)."""
+
+    def __init__(self, resources: tuple[Resource, ...] = RESOURCES) -> None:
+        self._by_path: dict[tuple[str, str, str], Resource] = {}
+        self._by_id: dict[str, Resource] = {}
+        self._by_gvk: dict[tuple[str, str], Resource] = {}
+        for res in resources:
+            key = (res.group, res.version, res.plural)
+            if key in self._by_path:
+                raise ValueError(f"duplicate resource {key}")
+            self._by_path[key] = res
+            self._by_id[res.id] = res
+            self._by_gvk[(res.api_version, res.kind)] = res
+        self._resources = resources
+
+    def __iter__(self) -> Iterator[Resource]:
+        return iter(self._resources)
+
+    def lookup(self, group: str, version: str, plural: str) -> Resource | None:
+        return self._by_path.get((group, version, plural))
+
+    def by_id(self, resource_id: str) -> Resource | None:
+        return self._by_id.get(resource_id)
+
+    def by_kind(self, api_version: str, kind: str) -> Resource | None:
+        return self._by_gvk.get((api_version, kind))
+
+    def group_versions(self) -> list[tuple[str, str]]:
+        """Served (group, version) pairs in registry order, core first."""
+        seen: list[tuple[str, str]] = []
+        for res in self._resources:
+            if (res.group, res.version) not in seen:
+                seen.append((res.group, res.version))
+        return seen
+
+    def resource_for_key(self, key: str) -> Resource | None:
+        group, plural = key.split("/", 2)[:2]
+        return self._by_id.get(f"{group}/{plural}")
+
+
+REGISTRY = Registry()
+"""The kinds kubewire serves."""
