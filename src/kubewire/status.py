@@ -18,7 +18,8 @@ exception class per ``reason``, constructors that produce kube-apiserver's exact
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any, ClassVar
 
 JSON = Any
@@ -221,7 +222,7 @@ class FieldError:
 
     type: str
     field: str
-    value: JSON = field(default=_NO_VALUE)
+    value: JSON = dataclass_field(default=_NO_VALUE)
     detail: str = ""
 
     @property
@@ -355,7 +356,7 @@ def too_large_resource_version(requested: int, current: int) -> Timeout:
 
 
 def too_old_resource_version(requested: int, oldest: int) -> Expired:
-    """The watch-cache form: ``too old resource version: <requested> (<oldest resumable − 1>)``."""
+    """The watch-cache form: ``too old resource version: <requested> (<oldest resumable - 1>)``."""
     return Expired(f"too old resource version: {requested} ({oldest})")
 
 

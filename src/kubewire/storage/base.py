@@ -23,6 +23,7 @@ Guarantees every backend gives (tested by one contract suite, tests/unit/test_st
 
 from __future__ import annotations
 
+import builtins
 import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -171,7 +172,7 @@ class Store(Protocol):
         ...
 
     async def list(self, prefix: str, *, revision: int = 0, start: str = "",
-                   limit: int = 0) -> tuple[list[Record], int]:
+                   limit: int = 0) -> tuple[builtins.list[Record], int]:
         """Records under ``prefix`` in key order, at ``revision`` (0 = current).
 
         ``start`` is an inclusive lower bound on keys; ``limit`` 0 means no limit. Returns the
@@ -181,7 +182,7 @@ class Store(Protocol):
         ...
 
     async def changes_since(self, revision: int, prefix: str = "",
-                            limit: int = 0) -> list[Change]:
+                            limit: int = 0) -> builtins.list[Change]:
         """Retained changes with revision > ``revision`` under ``prefix``, in revision order."""
         ...
 
