@@ -1,0 +1,279 @@
+"""Schema checks that run on every write: types, required fields, enums, unknown fields, defaults.
+
+Messages follow kube-apiserver's structural-schema validation of custom resources
+(``kube-openapi:pkg/validation/validate`` type/object validators, converted to field errors by
+``apiextensions-apiserver:pkg/apiserver/validation/validation.go``
+``kubeOpenAPIResultToFieldErrors``), applied to every kind. Paths are dotted with list indices
+(``spec.containers[0].name``); map values append ``.<key>`` as kube-openapi does.
+
+Each kind's schema is compiled once into small ``_Node`` objects; each check walks the object
+once. ``null`` is accepted wherever a field is optional (Go decodes it as the zero value) and
+counts as missing for ``required``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
+
+from kubewire.schema import TypeNode, type_for
+from kubewire.status import FieldError, not_supported, required
+
+JSON = Any
+
+_INT32 = (-(2**31), 2**31 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
+# Declared JSON types per compact type, as kube-openapi joins them in messages.
+_DECLARED: dict[str, tuple[str, ...]] = {
+    "string": ("string",), "integer": ("integer",), "number": ("number",),
+    "boolean": ("boolean",), "object": ("object",), "array": ("array",),
+    "int-or-string": ("integer", "string"), "quantity": ("string", "number"),
+}
+
+
+class _Node:
+    """A compiled schema node (structure resolved, facts flattened for fast walking)."""
+
+    __slots__ = ("declared", "default", "enum", "format", "has_default", "has_defaults",
+                 "is_open", "items", "nullable", "props", "required", "type", "values")
+
+    def __init__(self) -> None:
+        self.type = "any"
+        self.declared: tuple[str, ...] = ()
+        self.format = ""
+        self.props: dict[str, _Node] = {}
+        self.required: tuple[str, ...] = ()
+        self.items: _Node | None = None
+        self.values: _Node | None = None
+        self.enum: tuple[JSON, ...] | None = None
+        self.has_default = False
+        self.default: JSON = None
+        self.nullable = False
+        self.is_open = True  # unknown fields allowed (any / preserve-unknown-fields)
+        self.has_defaults = False  # a default exists somewhere in this subtree
+
+
+def _compile(node: TypeNode, memo: dict[str, _Node], stack: set[str]) -> _Node:
+    # A bare reference is the named type itself: share one compiled node per name.
+    bare = node.ref and set(node.raw) == {"ref"}
+    if bare and node.ref in memo:
+        return memo[node.ref]
+    if bare:
+        if node.ref in stack:
+            raise ValueError(f"recursive schema at {node.ref}")
+        stack.add(node.ref)
+    out = _Node()
+    out.type = node.type
+    out.declared = _DECLARED.get(out.type, ())
+    out.format = node.format
+    out.enum = node.enum
+    out.nullable = node.nullable
+    out.has_default = node.has_default
+    out.default = node.default
+    out.props = {k: _compile(v, memo, stack) for k, v in node.properties.items()}
+    out.required = node.required
+    out.items = _compile(node.items, memo, stack) if node.items is not None else None
+    out.values = _compile(node.values, memo, stack) if node.values is not None else None
+    if node.embedded_resource:
+        for key in ("apiVersion", "kind", "metadata"):
+            out.props.setdefault(key, _Node())
+    out.is_open = out.type == "any" or node.preserve_unknown_fields
+    children = [*out.props.values(), out.items, out.values]
+    out.has_defaults = any(c is not None and (c.has_default or c.has_defaults)
+                           for c in children)
+    if bare:
+        stack.discard(node.ref)
+        memo[node.ref] = out
+    return out
+
+
+@cache
+def _root(api_version: str, kind: str) -> _Node:
+    return _compile(type_for(api_version, kind), {}, set())
+
+
+# --- types, required, enums ------------------------------------------------------------------
+
+def _json_type(value: JSON) -> tuple[str, str]:
+    """kube-openapi's (type, format) for a decoded JSON value."""
+    if isinstance(value, bool):
+        return "boolean", ""
+    if isinstance(value, int):
+        return "integer", "int64"
+    if isinstance(value, float):
+        return "number", "float64"
+    if isinstance(value, str):
+        return "string", ""
+    if isinstance(value, list):
+        return "array", ""
+    return "object", ""
+
+
+def _type_error(path: str, expected: str, actual: str) -> FieldError:
+    detail = f"{path} in body must be of type {expected}: {json.dumps(actual)}"
+    return FieldError("FieldValueTypeInvalid", path, actual, detail)
+
+
+def _check_type(node: _Node, value: JSON, path: str) -> FieldError | None:
+    """kube-openapi ``typeValidator.Validate`` for one non-null value, plus integer ranges."""
+    declared = node.declared
+    if not declared:
+        return None
+    actual, fmt = _json_type(value)
+    float_int = actual == "number" and float(value).is_integer() and "integer" in declared
+    int_float = actual == "integer" and "number" in declared
+    matches = actual in declared or float_int or int_float
+    if actual not in ("string", "array") and node.format and not (matches or fmt == node.format):
+        return _type_error(path, node.format, fmt)
+    if not ("number" in declared or "integer" in declared) and node.format and actual in (
+            "string", "array"):
+        return None
+    if not matches:
+        return _type_error(path, ",".join(declared), actual)
+    if actual == "integer" and "integer" in declared:
+        low, high = _INT32 if node.format == "int32" else _INT64
+        if not low <= value <= high:
+            return _type_error(path, node.format or "int64", "int64")
+    return None
+
+
+def _enum_error(node: _Node, value: JSON, path: str) -> FieldError | None:
+    if node.enum is None or value in node.enum:
+        return None
+    supported = [v if isinstance(v, str) else json.dumps(v) for v in node.enum]
+    return not_supported(path, value, supported)
+
+
+def _walk_types(node: _Node, value: JSON, path: str, errors: list[FieldError]) -> None:
+    if value is None or node.type == "any":
+        return
+    error = _check_type(node, value, path) or _enum_error(node, value, path)
+    if error is not None:
+        errors.append(error)
+        return
+    if isinstance(value, dict):
+        prefix = path + "." if path else ""
+        for key, child in value.items():
+            sub = node.props.get(key) or node.values
+            if sub is not None:
+                _walk_types(sub, child, prefix + key, errors)
+        errors.extend(required(prefix + name) for name in node.required
+                      if value.get(name) is None)
+    elif isinstance(value, list) and node.items is not None:
+        for i, child in enumerate(value):
+            _walk_types(node.items, child, f"{path}[{i}]", errors)
+
+
+def validate_types(api_version: str, kind: str, obj: Mapping[str, JSON]) -> list[FieldError]:
+    """Type, required and enum errors of ``obj`` against its kind's schema.
+
+    Wrong JSON types give ``FieldValueTypeInvalid`` (``spec.replicas: Invalid value: "string":
+    spec.replicas in body must be of type integer: "string"``); missing required properties
+    give ``Required value``; enum violations ``Unsupported value``. Unknown fields are not
+    errors here (see ``unknown_fields``). Raises KeyError for a kind without a schema.
+    """
+    errors: list[FieldError] = []
+    _walk_types(_root(api_version, kind), obj, "", errors)
+    return errors
+
+
+# --- unknown fields ---------------------------------------------------------------------------
+
+def _walk_unknown(node: _Node, value: JSON, path: str, out: list[str]) -> None:
+    if node.is_open:
+        return
+    if isinstance(value, dict):
+        prefix = path + "." if path else ""
+        for key, child in value.items():
+            sub = node.props.get(key) or node.values
+            if sub is None:
+                out.append(prefix + key)
+            else:
+                _walk_unknown(sub, child, prefix + key, out)
+    elif isinstance(value, list) and node.items is not None:
+        for i, child in enumerate(value):
+            _walk_unknown(node.items, child, f"{path}[{i}]", out)
+
+
+def unknown_fields(api_version: str, kind: str, obj: Mapping[str, JSON]) -> list[str]:
+    """Paths of fields the schema does not declare (``spec.foo``, ``spec.containers[0].x``).
+
+    Free-form and preserve-unknown-fields subtrees and map keys are never unknown. kube's
+    strict decoding reports each as ``unknown field "<path>"``.
+    """
+    out: list[str] = []
+    _walk_unknown(_root(api_version, kind), obj, "", out)
+    return out
+
+
+def _copy_json(value: JSON) -> JSON:
+    if isinstance(value, dict):
+        return {k: _copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_json(v) for v in value]
+    return value
+
+
+def _pruned(node: _Node, value: JSON) -> JSON:
+    if node.is_open:
+        return _copy_json(value)
+    if isinstance(value, dict):
+        out = {}
+        for key, child in value.items():
+            sub = node.props.get(key) or node.values
+            if sub is not None:
+                out[key] = _pruned(sub, child)
+        return out
+    if isinstance(value, list) and node.items is not None:
+        return [_pruned(node.items, v) for v in value]
+    return _copy_json(value)
+
+
+def prune_unknown_fields(api_version: str, kind: str, obj: Mapping[str, JSON]) -> JSON:
+    """A deep copy of ``obj`` without the fields ``unknown_fields`` reports."""
+    return _pruned(_root(api_version, kind), obj)
+
+
+# --- defaults ---------------------------------------------------------------------------------
+
+def _is_null_to_default(node: _Node, value: JSON) -> bool:
+    return value is None and not node.nullable and node.has_default
+
+
+def _defaulted(node: _Node, value: JSON) -> JSON:
+    """apiextensions structural defaulting (``structuraldefaulting.Default``) on a copy."""
+    if not node.has_defaults:
+        return value
+    if isinstance(value, dict):
+        out = dict(value)
+        for key, prop in node.props.items():
+            if prop.has_default and (key not in out or _is_null_to_default(prop, out[key])):
+                out[key] = _copy_json(prop.default)
+        for key, child in out.items():
+            sub = node.props.get(key) or node.values
+            if sub is not None:
+                if key not in node.props and _is_null_to_default(sub, child):
+                    child = _copy_json(sub.default)
+                out[key] = _defaulted(sub, child)
+        return out
+    if isinstance(value, list) and node.items is not None:
+        items = node.items
+        return [_defaulted(items, _copy_json(items.default)
+                           if _is_null_to_default(items, v) else v) for v in value]
+    return value
+
+
+def apply_defaults(api_version: str, kind: str, obj: Mapping[str, JSON]) -> JSON:
+    """``obj`` with the schema's ``default`` values filled in (a new object).
+
+    Follows apiextensions structural defaulting: a default applies to a missing property (or a
+    null one that is not nullable) of an object that is present, and recursion continues into
+    defaulted values. Containers along defaulted paths are copied; other subtrees are shared
+    with ``obj``, which is never modified.
+    """
+    return _defaulted(_root(api_version, kind), obj)
+
+
+__all__ = ["apply_defaults", "prune_unknown_fields", "unknown_fields", "validate_types"]
