@@ -1,0 +1,282 @@
+"""The embedded default ``Store``: one SQLite file in WAL mode.
+
+Threads: one writer thread owns the only writing connection and group-commits (see
+``sqlite_writer``); a small pool of reader threads, each with its own connection, serves get,
+list and changes_since (WAL lets them read while the writer commits). SQLite never runs on the
+event loop. Schema: ``sqlite_schema``; queries: ``sqlite_reads``; compaction:
+``sqlite_compaction``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+from kubewire.storage.base import (
+    Change,
+    ChangeListener,
+    Create,
+    Op,
+    Record,
+    Retention,
+    StorageError,
+    Update,
+)
+from kubewire.storage.sqlite_reads import read_changes, read_list, read_record
+from kubewire.storage.sqlite_schema import (
+    Durability,
+    connect,
+    ensure_schema,
+    read_meta_int,
+    recover_revision,
+    write_meta,
+)
+from kubewire.storage.sqlite_writer import (
+    CompactRequest,
+    Outcome,
+    StopRequest,
+    Writer,
+    WriteRequest,
+    copy_for_write,
+)
+
+__all__ = ["SQLiteStore"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Reader threads: WAL readers never block each other, but the GIL and a 2-core box gain
+# little beyond a few.
+READER_THREADS = 4
+# Writes queued or in flight at once; further writers wait, so the queue cannot grow unbounded.
+MAX_PENDING_WRITES = 10_000
+_DEFAULT_RETENTION = Retention()
+
+
+class _ReaderPool:
+    """Reader threads, each with its own read-only connection, all closed together."""
+
+    def __init__(self, path: str | os.PathLike[str], durability: Durability) -> None:
+        self._path = path
+        self._durability = durability
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._executor = ThreadPoolExecutor(READER_THREADS,
+                                            thread_name_prefix="kubewire-sqlite-reader")
+
+    def _connection(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = connect(self._path, self._durability, is_reader=True)
+            self._local.conn = conn
+            with self._lock:
+                self._connections.append(conn)
+        return conn
+
+    async def run(self, query: Callable[[sqlite3.Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, lambda: query(self._connection()))
+
+    def close(self) -> None:
+        """Wait for running queries, then close every connection (blocking: run off the loop)."""
+        self._executor.shutdown(wait=True)
+        with self._lock:
+            for conn in self._connections:
+                conn.close()
+            self._connections.clear()
+
+
+class SQLiteStore:
+    """A ``Store`` in one SQLite database file, with the change log in the same file.
+
+    Durability: with ``"full"`` (``PRAGMA synchronous=FULL``) a write is acknowledged only after
+    its commit is fsynced, so it survives power loss. With ``"normal"`` (``synchronous=NORMAL``)
+    an acknowledged write survives a crash of the process but the last commits may be lost on
+    power loss or an OS crash; the database stays consistent either way.
+
+    Guarantees, beyond the ``Store`` protocol:
+    - writes queued while a commit is in flight share the next transaction (group commit); each
+      still gets its own revision, in queue order, and its own outcome;
+    - revisions are dense: a failed write consumes none;
+    - the caller's object is not modified: the store stamps ``metadata.resourceVersion`` on a
+      copy, and values are compact JSON with the caller's key order;
+    - listeners run on the event loop, with each committed batch in revision order, before any
+      write of that batch returns; a listener that raises is logged and the store carries on;
+    - cancelling ``write`` after it was queued does not cancel the write: it commits, and only
+      the caller stops waiting;
+    - ``list`` with a ``revision`` above the newest committed one raises ``ValueError``;
+    - the change log is also compacted automatically (after every 1000 changes or 60 s), in
+      chunks so that writes wait only milliseconds behind it.
+
+    ``clock`` gives change timestamps, which age-based retention is judged by. The store
+    expects to be the only process writing its file.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, durability: Durability = "full",
+                 retention: Retention = _DEFAULT_RETENTION,
+                 clock: Callable[[], float] = time.time) -> None:
+        if durability not in ("full", "normal"):
+            raise ValueError(f"durability must be 'full' or 'normal', not {durability!r}")
+        self._path = path
+        self._durability: Durability = durability
+        self._retention = retention
+        self._clock = clock
+        self._listeners: list[ChangeListener] = []
+        self._current_revision = 0
+        self._writer: Writer | None = None
+        self._readers: _ReaderPool | None = None
+        self._pending: asyncio.Semaphore | None = None
+        self._is_closing = False
+
+    @property
+    def current_revision(self) -> int:
+        """The revision of the last write whose change has been published to listeners."""
+        return self._current_revision
+
+    @property
+    def compacted_revision(self) -> int:
+        """The highest revision dropped from the change log (0 if none)."""
+        return 0 if self._writer is None else self._writer.compacted_revision
+
+    async def open(self) -> None:
+        """Create or open the database, recover the revision counter, start the threads.
+
+        Raises ``StorageError`` if the store is already open or the file has another schema.
+        """
+        if self._writer is not None or self._is_closing:
+            raise StorageError("store is already open (or was closed)")
+        conn, revision, compacted = await asyncio.to_thread(self._open_writer_connection)
+        self._current_revision = revision
+        writer = Writer(conn, asyncio.get_running_loop(), self._retention, self._clock,
+                        self._deliver)
+        writer.compacted_revision = compacted
+        self._readers = _ReaderPool(self._path, self._durability)
+        self._pending = asyncio.Semaphore(MAX_PENDING_WRITES)
+        writer.start()
+        self._writer = writer
+
+    def _open_writer_connection(self) -> tuple[sqlite3.Connection, int, int]:
+        """The writer's connection, the current revision and the compacted revision."""
+        conn = connect(self._path, self._durability, is_reader=False)
+        try:
+            ensure_schema(conn)
+            # Every write transaction updates meta, so this repair never fires unless the file
+            # was edited by hand; it keeps revisions strictly increasing even then.
+            revision = recover_revision(conn)
+            if revision != read_meta_int(conn, "revision"):
+                conn.execute("BEGIN IMMEDIATE")
+                write_meta(conn, "revision", revision)
+                conn.execute("COMMIT")
+            return conn, revision, read_meta_int(conn, "compacted_revision")
+        except BaseException:
+            conn.close()
+            raise
+
+    async def close(self) -> None:
+        """Commit every queued write, publish it, stop the threads and close the database.
+
+        Idempotent. Writes attempted after ``close()`` starts raise ``StorageError``.
+        """
+        writer, readers = self._writer, self._readers
+        if self._is_closing or writer is None or readers is None:
+            self._is_closing = True
+            return
+        self._is_closing = True
+        writer.submit(StopRequest())
+        # The writer's deliveries were scheduled before ``stopped`` resolves, so they have run.
+        await asyncio.shield(writer.stopped)
+        await asyncio.to_thread(writer.join)
+        await asyncio.to_thread(readers.close)
+
+    def subscribe(self, listener: ChangeListener) -> None:
+        """Call ``listener`` with every committed batch of changes, in revision order."""
+        self._listeners.append(listener)
+
+    def _deliver(self, changes: Sequence[Change], outcomes: Sequence[Outcome]) -> None:
+        """On the loop: publish a committed batch, then resolve its writers (in that order)."""
+        if changes:
+            self._current_revision = changes[-1].revision
+            for listener in builtins.list(self._listeners):
+                try:
+                    listener(changes)
+                except Exception:
+                    log.exception("store listener %r failed", listener)
+        for future, outcome in outcomes:
+            if future.done():  # the caller cancelled its wait
+                continue
+            if isinstance(outcome, BaseException):
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
+
+    def _require_writer(self) -> Writer:
+        if self._writer is None or self._is_closing:
+            raise StorageError("store is not open")
+        if self._writer.has_failed:
+            raise StorageError("the store's writer has stopped")
+        return self._writer
+
+    async def write(self, op: Op) -> Change:
+        """Apply ``op`` atomically in the next group commit and return its change.
+
+        Raises ``KeyExistsError``, ``KeyNotFoundError`` or ``RevisionMismatchError`` when the
+        precondition fails (nothing changes), ``StorageError`` if the store is not open or the
+        transaction failed.
+        """
+        self._require_writer()
+        obj = copy_for_write(op.obj) if isinstance(op, Create | Update) else None
+        assert self._pending is not None
+        async with self._pending:
+            writer = self._require_writer()  # re-check: close() may have begun while we waited
+            future: asyncio.Future[Change] = asyncio.get_running_loop().create_future()
+            writer.submit(WriteRequest(op, obj, future))
+            return await future
+
+    async def get(self, key: str) -> Record | None:
+        """The current record of ``key``, or None."""
+        return await self._read(lambda conn: read_record(conn, key))
+
+    async def list(self, prefix: str, *, revision: int = 0, start: str = "",
+                   limit: int = 0) -> tuple[builtins.list[Record], int]:
+        """Records under ``prefix`` in key order, at ``revision`` (0 = current).
+
+        ``start`` is an inclusive lower bound on keys; ``limit`` > 0 caps the count. Returns the
+        records and the revision they reflect (for ``revision=0``, the newest committed one,
+        which may be just ahead of ``current_revision``). Raises ``CompactedError`` below
+        ``compacted_revision`` and ``ValueError`` above the newest committed revision.
+        """
+        return await self._read(lambda conn: read_list(conn, prefix, revision, start, limit))
+
+    async def changes_since(self, revision: int, prefix: str = "",
+                            limit: int = 0) -> builtins.list[Change]:
+        """Retained changes with revision > ``revision`` under ``prefix``, ascending.
+
+        ``limit`` > 0 caps the count. Raises ``CompactedError`` if
+        ``revision < compacted_revision``.
+        """
+        return await self._read(lambda conn: read_changes(conn, revision, prefix, limit))
+
+    async def compact(self) -> int:
+        """Drop changes outside the retention policy now; return the new ``compacted_revision``.
+
+        Runs in the writer thread in chunks, with queued writes committed between chunks.
+        """
+        writer = self._require_writer()
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        writer.submit(CompactRequest(future))
+        return await future
+
+    async def _read(self, query: Callable[[sqlite3.Connection], T]) -> T:
+        if self._readers is None or self._is_closing:
+            raise StorageError("store is not open")
+        return await self._readers.run(query)
