@@ -1,0 +1,389 @@
+"""The watch cache: per kind, the current objects, a history ring, and watcher cursors.
+
+The store's change feed is the cache's only input; the cache is the only place events fan out.
+
+Guarantees:
+- Total order: changes enter every kind's ring in global revision order (the store publishes in
+  order), and each watcher receives them in that order, each at most once.
+- Exactly once from a start revision: a watch from revision R gets every matching change with
+  revision > R: from the ring when R is inside it, from the durable change log when R is older
+  but not compacted; below the compaction horizon it gets one ERROR 410 Expired and ends.
+- Encode once: an event's line is built once per event type variant and the same bytes go to
+  every watcher; live watchers with equal filters share one framed payload per batch; pending
+  events are coalesced into one write per watcher per loop iteration.
+- Bounded: the ring has a fixed capacity; a paused watcher only holds a cursor, and is closed
+  when the ring overwrites it.
+- Bookmarks carry the store's global revision (progress of the whole store), about once per
+  ``bookmark_interval_s`` per watcher that asked, only when it advanced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextlib
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import msgspec
+
+from kubewire.resources import Registry, Resource
+from kubewire.status import StatusError, too_large_resource_version, too_old_resource_version
+from kubewire.storage.base import Change, ChangeType, CompactedError, Store
+from kubewire.storage.cached import CachedEvent, CachedObject, WatchFilter, event_line
+from kubewire.storage.watcher import Sink, State, Watcher
+
+log = logging.getLogger(__name__)
+
+DEFAULT_RING_CAPACITY = 4096  # events per kind in memory; older ones come from the durable log
+DEFAULT_BOOKMARK_INTERVAL_S = 60.0  # kube: one bookmark about every minute (cacher.go)
+REPLAY_PAGE = 500  # changes read from the durable log per query
+FRESHNESS_WAIT_S = 3.0  # kube's blockTimeout for "not older than" reads (watch_cache.go)
+
+
+class HistoryRing:
+    """Fixed-capacity ring of events; ``start``/``end`` are ever-growing sequence numbers."""
+
+    __slots__ = ("_buf", "capacity", "end", "floor_rev", "start")
+
+    def __init__(self, capacity: int, floor_rev: int) -> None:
+        self.capacity = capacity
+        self._buf: list[CachedEvent | None] = [None] * capacity
+        self.start = 0
+        self.end = 0
+        # Every change of this kind with revision > floor_rev is in the ring.
+        self.floor_rev = floor_rev
+
+    def append(self, event: CachedEvent) -> None:
+        if self.end - self.start == self.capacity:
+            evicted = self._buf[self.start % self.capacity]
+            assert evicted is not None
+            self.floor_rev = evicted.revision
+            self.start += 1
+        self._buf[self.end % self.capacity] = event
+        self.end += 1
+
+    def get(self, seq: int) -> CachedEvent:
+        event = self._buf[seq % self.capacity]
+        assert event is not None
+        return event
+
+    def slice(self, begin: int, stop: int) -> list[CachedEvent]:
+        return [self.get(s) for s in range(max(begin, self.start), min(stop, self.end))]
+
+    def seq_after(self, revision: int) -> int:
+        """The first sequence number whose event revision is > ``revision``."""
+        lo, hi = self.start, self.end
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.get(mid).revision <= revision:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+
+class WatchCache:
+    """One kind: current objects in key order, the history ring, and its watchers."""
+
+    def __init__(self, caches: WatchCaches, resource: Resource, capacity: int,
+                 floor_rev: int) -> None:
+        self.caches = caches
+        self.resource = resource
+        self.ring = HistoryRing(capacity, floor_rev)
+        self.objects: dict[str, CachedObject] = {}
+        self.last_change_rev = floor_rev  # newest revision that touched this kind
+        self._sorted_keys: list[str] | None = None
+        self._live_all: set[Watcher] = set()  # watchers of every namespace
+        self._live_ns: dict[str, set[Watcher]] = {}
+        self._future: set[Watcher] = set()
+        self.lagging: set[Watcher] = set()  # INITIAL or LAGGING: they hold a ring cursor
+        self.watchers: set[Watcher] = set()
+        self._dispatched = 0  # ring sequence up to which live watchers have been served
+
+    # -- state -------------------------------------------------------------------------------
+    def load(self, records: Iterable[tuple[str, int, bytes]]) -> None:
+        for key, revision, value in records:
+            self.objects[key] = CachedObject.decode(key, revision, value, self.resource)
+        self._sorted_keys = None
+
+    def apply(self, change: Change) -> None:
+        """Fold one committed change into the objects and the ring (no dispatch yet)."""
+        prev = self.objects.get(change.key)
+        obj = CachedObject.decode(change.key, change.revision, change.value, self.resource)
+        if change.type == ChangeType.DELETED:
+            self.objects.pop(change.key, None)
+            self._sorted_keys = None
+        else:
+            if prev is None:
+                self._sorted_keys = None
+            self.objects[change.key] = obj
+        self.ring.append(CachedEvent(change.revision, change.type, obj, prev))
+        self.last_change_rev = change.revision
+
+    def get(self, key: str) -> CachedObject | None:
+        return self.objects.get(key)
+
+    def scan(self, prefix: str, start: str = "") -> list[CachedObject]:
+        """Objects whose key starts with ``prefix`` (and is >= ``start``), in key order."""
+        if self._sorted_keys is None:
+            self._sorted_keys = sorted(self.objects)
+        keys = self._sorted_keys
+        i = bisect.bisect_left(keys, max(prefix, start))
+        out: list[CachedObject] = []
+        while i < len(keys) and keys[i].startswith(prefix):
+            out.append(self.objects[keys[i]])
+            i += 1
+        return out
+
+    # -- watchers ----------------------------------------------------------------------------
+    def attach_live(self, watcher: Watcher) -> None:
+        ns = watcher.filter.namespace
+        if ns:
+            self._live_ns.setdefault(ns, set()).add(watcher)
+        else:
+            self._live_all.add(watcher)
+
+    def _detach_live(self, watcher: Watcher) -> None:
+        ns = watcher.filter.namespace
+        if ns:
+            group = self._live_ns.get(ns)
+            if group is not None:
+                group.discard(watcher)
+                if not group:
+                    del self._live_ns[ns]
+        else:
+            self._live_all.discard(watcher)
+
+    def detach(self, watcher: Watcher) -> None:
+        self._detach_live(watcher)
+        self._future.discard(watcher)
+        self.lagging.discard(watcher)
+        self.watchers.discard(watcher)
+
+    def dispatch(self) -> None:
+        """Serve live watchers every event appended since the last dispatch (one write each)."""
+        start, stop = self._dispatched, self.ring.end
+        if start == stop:
+            return
+        self._dispatched = stop
+        events = self.ring.slice(start, stop)
+        payloads: dict[Any, bytes] = {}
+        for watcher in self._live_targets(events):
+            framed = payloads.get(watcher.key)
+            if framed is None:
+                lines = watcher.filter.lines(events)
+                framed = watcher.sink.frame(lines) if lines else b""
+                payloads[watcher.key] = framed
+            if framed:
+                watcher.sink.write_framed(framed)
+            if watcher.sink.is_paused:
+                self._detach_live(watcher)
+                watcher.fall_behind(stop)
+        self._close_overtaken()
+        newest = events[-1].revision
+        for watcher in [w for w in self._future if w.start_rev <= newest]:
+            self._future.discard(watcher)
+            watcher.begin_at_cursor(self.ring.seq_after(watcher.start_rev))
+        for event in events:
+            event.forget_lines()
+
+    def _close_overtaken(self) -> None:
+        """A lagging watcher whose cursor the ring overwrote can never catch up: close it now
+        (it holds at most one transport buffer until then); the client resumes from its
+        last revision, which the durable log serves."""
+        for watcher in [w for w in self.lagging if w.cursor < self.ring.start]:
+            if watcher.state is State.LAGGING or watcher.state is State.INITIAL:
+                log.info("closing a %s watcher that fell behind the history ring",
+                         self.resource.plural)
+                watcher.close()
+
+    def _live_targets(self, events: Sequence[CachedEvent]) -> list[Watcher]:
+        targets = list(self._live_all)
+        namespaces = {e.obj.namespace for e in events}
+        for ns in namespaces:
+            group = self._live_ns.get(ns)
+            if group:
+                targets.extend(group)
+        return targets
+
+    def bookmark(self, now: float, revision: int, interval_s: float) -> None:
+        for watcher in list(self.watchers):
+            if watcher.bookmarks and watcher.state is State.LIVE and now >= watcher.next_bookmark:
+                # kube: next at min(now + 60 s, deadline - 2 s) (cache_watcher.go nextBookmarkTime)
+                watcher.next_bookmark = min(now + interval_s, watcher.deadline - 2.0)
+                if watcher.next_bookmark <= now:
+                    watcher.next_bookmark = float("inf")
+                watcher.send_bookmark(revision)
+
+    # -- starting a watch --------------------------------------------------------------------
+    async def watch(self, sink: Sink, watch_filter: WatchFilter, start: WatchStart) -> Watcher:
+        """Register a watcher according to ``start``; errors become an in-stream ERROR event."""
+        watcher = Watcher(self, sink, watch_filter, start.revision, start.bookmarks)
+        self.watchers.add(watcher)
+        now = time.monotonic()
+        if start.timeout_s is not None:
+            watcher.set_deadline(now, start.timeout_s)
+        watcher.next_bookmark = min(now + self.caches.bookmark_interval_s, watcher.deadline - 2.0)
+        try:
+            await self._begin(watcher, start)
+        except StatusError as err:
+            watcher.fail(error_event(err))
+        return watcher
+
+    async def _begin(self, watcher: Watcher, start: WatchStart) -> None:
+        if start.initial_events:
+            if start.revision > self.caches.revision:
+                await self.caches.wait_for_revision(start.revision)
+            if watcher.state is State.CLOSED:
+                return
+            snapshot = self.scan(self.resource.storage_prefix(watcher.filter.namespace))
+            watcher.begin_initial(snapshot, self.caches.revision, start.bookmarks)
+        elif start.revision >= self.caches.revision:
+            if start.revision == self.caches.revision:
+                watcher.begin_at_cursor(self.ring.end)
+            else:
+                watcher.state = State.FUTURE
+                self._future.add(watcher)
+        elif start.revision >= self.ring.floor_rev:
+            watcher.begin_at_cursor(self.ring.seq_after(start.revision))
+        else:
+            await self._replay(watcher, start.revision)
+
+    async def _replay(self, watcher: Watcher, revision: int) -> None:
+        """Serve a start revision older than the ring from the durable change log."""
+        store = self.caches.store
+        if revision < store.compacted_revision:
+            raise too_old_resource_version(revision, store.compacted_revision)
+        watcher.state = State.REPLAY
+        prefix = self.resource.storage_prefix(watcher.filter.namespace)
+        while revision < self.ring.floor_rev:
+            try:
+                changes = await store.changes_since(revision, prefix, REPLAY_PAGE)
+            except CompactedError as exc:
+                raise too_old_resource_version(revision, exc.compacted) from exc
+            changes = [c for c in changes if c.revision <= self.ring.floor_rev]
+            if not changes:
+                break
+            events = [self._replayed_event(c) for c in changes]
+            if not await watcher.wait_writable():
+                return
+            watcher.write_lines(watcher.filter.lines(events))
+            revision = changes[-1].revision
+            watcher.progress_rev = revision
+        if watcher.state is State.REPLAY:
+            watcher.begin_at_cursor(self.ring.seq_after(max(revision, self.ring.floor_rev)))
+
+    def _replayed_event(self, change: Change) -> CachedEvent:
+        obj = CachedObject.decode(change.key, change.revision, change.value, self.resource)
+        prev = None
+        if change.prev_value is not None and change.type == ChangeType.MODIFIED:
+            prev = CachedObject.decode(change.key, 0, change.prev_value, self.resource)
+        return CachedEvent(change.revision, change.type, obj, prev)
+
+
+class WatchStart(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a watch begins: after ``revision``, optionally with a synthetic initial state."""
+
+    revision: int
+    initial_events: bool = False
+    bookmarks: bool = False
+    timeout_s: float | None = None
+
+
+def error_event(err: StatusError) -> bytes:
+    return event_line(b"ERROR", msgspec.json.encode(err.to_status()))
+
+
+class WatchCaches:
+    """All kinds' caches, fed by one store subscription."""
+
+    def __init__(self, store: Store, registry: Registry, *,
+                 ring_capacity: int = DEFAULT_RING_CAPACITY,
+                 bookmark_interval_s: float = DEFAULT_BOOKMARK_INTERVAL_S) -> None:
+        self.store = store
+        self.registry = registry
+        self.ring_capacity = ring_capacity
+        self.bookmark_interval_s = bookmark_interval_s
+        self.revision = 0
+        self._caches: dict[str, WatchCache] = {}
+        self._revision_waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._ticker: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Load every kind's objects, subscribe to the store, start the bookmark ticker."""
+        self.revision = self.store.current_revision
+        for resource in self.registry:
+            cache = WatchCache(self, resource, self.ring_capacity, self.revision)
+            records, _ = await self.store.list(resource.storage_prefix())
+            cache.load((r.key, r.revision, r.value) for r in records)
+            self._caches[resource.id] = cache
+        self.store.subscribe(self._on_changes)
+        self._ticker = asyncio.get_running_loop().create_task(self._tick_bookmarks())
+
+    async def stop(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._ticker
+        for cache in self._caches.values():
+            for watcher in list(cache.watchers):
+                watcher.close()
+
+    def for_resource(self, resource: Resource) -> WatchCache:
+        return self._caches[resource.id]
+
+    def watcher_count(self) -> int:
+        return sum(len(c.watchers) for c in self._caches.values())
+
+    def _on_changes(self, changes: Sequence[Change]) -> None:
+        # Dispatch synchronously: the store hands over one group-commit batch at a time, which
+        # is the coalescing point, and it keeps every cache's live point at its ring's end
+        # whenever another coroutine runs (no new watcher can see a half-dispatched batch).
+        touched: dict[str, WatchCache] = {}
+        for change in changes:
+            group, plural = change.key.split("/", 2)[:2]
+            cache = self._caches.get(f"{group}/{plural}")
+            if cache is not None:
+                cache.apply(change)
+                touched[cache.resource.id] = cache
+            self.revision = max(self.revision, change.revision)
+        for cache in touched.values():
+            try:
+                cache.dispatch()
+            except Exception:
+                log.exception("dispatch failed for %s", cache.resource.plural)
+        if self._revision_waiters:
+            self._wake_revision_waiters()
+
+    async def wait_for_revision(self, revision: int) -> None:
+        """Wait until the cache has seen ``revision``; 504 Too large resource version after 3 s."""
+        if revision <= self.revision:
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._revision_waiters.append((revision, future))
+        try:
+            await asyncio.wait_for(future, FRESHNESS_WAIT_S)
+        except TimeoutError as exc:
+            raise too_large_resource_version(revision, self.revision) from exc
+
+    def _wake_revision_waiters(self) -> None:
+        keep = []
+        for revision, future in self._revision_waiters:
+            if revision <= self.revision:
+                if not future.done():
+                    future.set_result(None)
+            else:
+                keep.append((revision, future))
+        self._revision_waiters = keep
+
+    async def _tick_bookmarks(self) -> None:
+        tick = min(1.0, self.bookmark_interval_s / 2)
+        while True:
+            await asyncio.sleep(tick)
+            now = time.monotonic()
+            for cache in self._caches.values():
+                if cache.resource.has_watch_cache or cache.watchers:
+                    cache.bookmark(now, self.revision, self.bookmark_interval_s)

@@ -1,0 +1,169 @@
+"""Values held by the watch cache, and the pure rules that turn them into watch lines.
+
+No I/O here: objects and events in, bytes and decisions out.
+
+- ``CachedObject``: one stored object's encoded bytes plus the label and field sets a watch
+  filter needs, computed once when the object enters the cache.
+- ``CachedEvent``: one committed change with its new and previous object; its watch lines are
+  encoded lazily, once per event type variant, and shared by every watcher that gets them.
+- ``WatchFilter.convert``: kube's ``convertToWatchEvent`` (apiserver pkg/storage/cacher/
+  cache_watcher.go): an update that moves an object out of a filter is DELETED with the previous
+  content at the event's revision, one that moves it in is ADDED with the new content.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from kubewire.resources import Resource
+from kubewire.selectors import FieldSelector, LabelSelector, field_set
+from kubewire.storage.base import ChangeType
+
+_decode = msgspec.json.Decoder(dict[str, Any]).decode
+_encode = msgspec.json.Encoder().encode
+
+ADDED = b"ADDED"
+MODIFIED = b"MODIFIED"
+DELETED = b"DELETED"
+_TYPE_NAMES = {ChangeType.ADDED: ADDED, ChangeType.MODIFIED: MODIFIED, ChangeType.DELETED: DELETED}
+
+
+class CachedObject:
+    """An object as the cache holds it: bytes for the wire, sets for filtering."""
+
+    __slots__ = ("fields", "key", "labels", "name", "namespace", "revision", "value")
+
+    def __init__(self, key: str, revision: int, value: bytes, obj: dict[str, Any],
+                 resource: Resource) -> None:
+        meta = obj.get("metadata") or {}
+        self.key = key
+        self.revision = revision
+        self.value = value
+        self.name: str = meta.get("name", "")
+        self.namespace: str = meta.get("namespace", "") if resource.namespaced else ""
+        labels = meta.get("labels")
+        self.labels: dict[str, str] = labels if isinstance(labels, dict) else {}
+        self.fields = field_set(resource, obj)
+
+    @classmethod
+    def decode(cls, key: str, revision: int, value: bytes, resource: Resource) -> CachedObject:
+        return cls(key, revision, value, _decode(value), resource)
+
+
+def event_line(event_type: bytes, value: bytes) -> bytes:
+    """One watch event, kube's framing: compact JSON, ``type`` then ``object``, then ``\\n``."""
+    return b'{"type":"%b","object":%b}\n' % (event_type, value)
+
+
+def with_resource_version(value: bytes, revision: int) -> bytes:
+    """Re-encode an object with another ``metadata.resourceVersion`` (DELETED on filter exit)."""
+    obj = _decode(value)
+    meta = obj.setdefault("metadata", {})
+    meta["resourceVersion"] = str(revision)
+    return _encode(obj)
+
+
+class CachedEvent:
+    """One change in a kind's history. Lines are built on first use and then shared."""
+
+    __slots__ = ("_lines", "obj", "prev", "revision", "type")
+
+    def __init__(self, revision: int, change_type: ChangeType, obj: CachedObject,
+                 prev: CachedObject | None) -> None:
+        self.revision = revision
+        self.type = change_type
+        self.obj = obj  # new state; for DELETED the last state at the delete's revision
+        self.prev = prev
+        self._lines: dict[bytes, bytes] = {}
+
+    def forget_lines(self) -> None:
+        """Drop encoded lines once dispatched (kube does too); replays re-encode."""
+        self._lines.clear()
+
+    def line(self, event_type: bytes) -> bytes:
+        cached = self._lines.get(event_type)
+        if cached is None:
+            cached = event_line(event_type, self._payload(event_type))
+            self._lines[event_type] = cached
+        return cached
+
+    def _payload(self, event_type: bytes) -> bytes:
+        if event_type is DELETED and self.type != ChangeType.DELETED:
+            assert self.prev is not None  # an update leaving the filter
+            return with_resource_version(self.prev.value, self.revision)
+        return self.obj.value
+
+    @property
+    def natural_type(self) -> bytes:
+        return _TYPE_NAMES[self.type]
+
+
+@dataclass(frozen=True, slots=True)
+class WatchFilter:
+    """What one watcher wants: a namespace, maybe one name, label and field selectors."""
+
+    namespace: str
+    name: str
+    labels: LabelSelector
+    fields: FieldSelector
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """Watchers with equal keys get equal bytes for the same events."""
+        return (self.namespace, self.name, str(self.labels), str(self.fields))
+
+    @property
+    def is_trivial(self) -> bool:
+        return not self.name and self.labels.is_empty and self.fields.is_empty
+
+    def matches(self, obj: CachedObject) -> bool:
+        if self.namespace and obj.namespace != self.namespace:
+            return False
+        if self.name and obj.name != self.name:
+            return False
+        if not self.labels.is_empty and not self.labels.matches(obj.labels):
+            return False
+        return self.fields.is_empty or self.fields.matches(obj.fields)
+
+    def convert(self, event: CachedEvent) -> bytes | None:
+        """The event type this watcher sees for ``event``, or None when it sees nothing."""
+        if event.type == ChangeType.ADDED:
+            return ADDED if self.matches(event.obj) else None
+        if event.type == ChangeType.DELETED:
+            return DELETED if self.matches(event.obj) else None
+        now = self.matches(event.obj)
+        before = event.prev is not None and self.matches(event.prev)
+        if now:
+            return MODIFIED if before else ADDED
+        return DELETED if before else None
+
+    def lines(self, events: list[CachedEvent]) -> list[bytes]:
+        """The encoded lines this watcher gets for a run of events."""
+        out: list[bytes] = []
+        for event in events:
+            event_type = self.convert(event)
+            if event_type is not None:
+                out.append(event.line(event_type))
+        return out
+
+
+def bookmark_line(resource: Resource, revision: int, *, initial_events_end: bool = False) -> bytes:
+    """A BOOKMARK: an empty object of the watched kind carrying only the revision (§5.3, §6.2)."""
+    meta: dict[str, Any] = {"resourceVersion": str(revision)}
+    if initial_events_end:
+        meta["annotations"] = {"k8s.io/initial-events-end": "true",
+                               "kubernetes.io/initial-events-list-blueprint":
+                                   list_blueprint(resource)}
+    obj = {"kind": resource.kind, "apiVersion": resource.api_version, "metadata": meta}
+    return event_line(b"BOOKMARK", _encode(obj))
+
+
+def list_blueprint(resource: Resource) -> str:
+    """Base64 of the empty versioned list (kube 1.32's initial-events-end annotation)."""
+    empty = b'{"kind":"%b","apiVersion":"%b","metadata":{},"items":null}\n' % (
+        resource.list_kind.encode(), resource.api_version.encode())
+    return base64.b64encode(empty).decode()

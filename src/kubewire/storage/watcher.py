@@ -1,0 +1,216 @@
+"""One watcher: a filter, a sink, and a cursor into its kind's history.
+
+A watcher owns no copy of events and no queue. It is in exactly one state:
+
+- ``LIVE``: caught up; the cache's dispatcher writes each new batch to it directly.
+- ``INITIAL``: writing the synthetic ADDED snapshot (then the initial-events-end bookmark).
+- ``LAGGING``: its cursor is behind the ring's end (it started from an older revision, or its
+  sink was paused); ``pump`` copies from the ring until paused or caught up.
+- ``REPLAY``: its start revision is older than the in-memory ring but still in the durable
+  change log; a task reads the log page by page, then hands over to the ring.
+- ``FUTURE``: it asked for a revision the store has not reached; it waits for it.
+- ``CLOSED``.
+
+Guarantees (tests/unit/test_watch_cache.py, tests/integration/test_watch_*.py):
+- every event with revision > the start revision that matches the filter is written once, in
+  revision order; events before it never are;
+- a watcher whose sink is paused stops consuming; if the ring overwrites its cursor meanwhile it
+  is closed (the client resumes from its last revision, served from the durable log), so a stuck
+  peer can never grow memory or slow the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+from kubewire.storage.cached import ADDED, CachedObject, WatchFilter, bookmark_line, event_line
+
+if TYPE_CHECKING:
+    from kubewire.storage.cache import WatchCache
+
+log = logging.getLogger(__name__)
+
+PUMP_BATCH_EVENTS = 256  # events per write while catching up: bounds one write's size
+
+
+class Sink(Protocol):
+    """Where a watcher's bytes go (a chunked HTTP body, a WebSocket)."""
+
+    closed: bool
+    on_resume: Callable[[], None] | None
+    on_close: Callable[[], None] | None
+    framing: str  # watchers with equal filters and framing share encoded payloads
+
+    @property
+    def is_paused(self) -> bool: ...
+
+    def frame(self, lines: list[bytes]) -> bytes: ...
+
+    def write_framed(self, framed: bytes) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class State(enum.Enum):
+    LIVE = "live"
+    INITIAL = "initial"
+    LAGGING = "lagging"
+    REPLAY = "replay"
+    FUTURE = "future"
+    CLOSED = "closed"
+
+
+class Watcher:
+    """A cursor plus a filter; see the module docstring for the states."""
+
+    __slots__ = ("_initial", "_initial_end_rev", "_initial_index", "_resumed", "_timer",
+                 "bookmarks", "cache", "cursor", "deadline", "filter", "key", "next_bookmark",
+                 "progress_rev", "sink", "start_rev", "state")
+
+    def __init__(self, cache: WatchCache, sink: Sink, watch_filter: WatchFilter,
+                 start_rev: int, bookmarks: bool) -> None:
+        self.cache = cache
+        self.sink = sink
+        self.filter = watch_filter
+        self.key = (watch_filter.key, sink.framing)
+        self.start_rev = start_rev  # deliver only events with revision > start_rev
+        self.progress_rev = start_rev  # every matching event <= this has been written
+        self.bookmarks = bookmarks
+        self.next_bookmark = 0.0
+        self.deadline = float("inf")  # time.monotonic() at which the watch ends
+        self.state = State.LAGGING
+        self.cursor = 0
+        self._initial: list[CachedObject] | None = None
+        self._initial_index = 0
+        self._initial_end_rev: int | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._resumed: asyncio.Event | None = None
+        sink.on_resume = self._on_resume
+        sink.on_close = self._on_sink_closed
+
+    # -- starting ----------------------------------------------------------------------------
+    def begin_initial(self, snapshot: list[CachedObject], snapshot_rev: int,
+                      end_bookmark: bool) -> None:
+        """Send ``snapshot`` as ADDED events, then continue after ``snapshot_rev``."""
+        self._initial = snapshot
+        self._initial_index = 0
+        self._initial_end_rev = snapshot_rev if end_bookmark else None
+        self.start_rev = self.progress_rev = snapshot_rev
+        self.cursor = self.cache.ring.end
+        self.state = State.INITIAL
+        self.cache.lagging.add(self)
+        self.pump()
+
+    def begin_at_cursor(self, cursor: int) -> None:
+        self.cursor = cursor
+        self.state = State.LAGGING
+        self.cache.lagging.add(self)
+        self.pump()
+
+    def set_deadline(self, now: float, timeout_s: float) -> None:
+        """End the stream cleanly after ``timeout_s`` (kube sends no final event, §3.4)."""
+        self.deadline = now + timeout_s
+        loop = asyncio.get_running_loop()
+        self._timer = loop.call_later(max(timeout_s, 0.0), self.close)
+
+    # -- writing -----------------------------------------------------------------------------
+    def pump(self) -> None:
+        """Write from the snapshot or the ring until paused, caught up or closed."""
+        while self.state in (State.INITIAL, State.LAGGING) and not self.sink.is_paused:
+            if self.state is State.INITIAL:
+                self._pump_initial()
+            else:
+                self._pump_ring()
+
+    def _pump_initial(self) -> None:
+        assert self._initial is not None
+        chunk = self._initial[self._initial_index:self._initial_index + PUMP_BATCH_EVENTS]
+        self._initial_index += len(chunk)
+        lines = [event_line(ADDED, o.value) for o in chunk if self.filter.matches(o)]
+        if lines:
+            self.sink.write_framed(self.sink.frame(lines))
+        if self._initial_index >= len(self._initial):
+            self._initial = None
+            if self._initial_end_rev is not None:
+                line = bookmark_line(self.cache.resource, self._initial_end_rev,
+                                     initial_events_end=True)
+                self.sink.write_framed(self.sink.frame([line]))
+            self.state = State.LAGGING
+
+    def _pump_ring(self) -> None:
+        ring = self.cache.ring
+        if self.cursor < ring.start:
+            log.info("closing watcher that fell behind the %s history", self.cache.resource.plural)
+            self.close()
+            return
+        if self.cursor >= ring.end:
+            self.state = State.LIVE
+            self.cache.lagging.discard(self)
+            self.cache.attach_live(self)
+            return
+        stop = min(ring.end, self.cursor + PUMP_BATCH_EVENTS)
+        events = [e for e in ring.slice(self.cursor, stop) if e.revision > self.start_rev]
+        self.cursor = stop
+        lines = self.filter.lines(events)
+        if lines:
+            self.sink.write_framed(self.sink.frame(lines))
+        if events:
+            self.progress_rev = events[-1].revision
+
+    def fall_behind(self, cursor: int) -> None:
+        """Called by the dispatcher when this live watcher's sink paused."""
+        self.state = State.LAGGING
+        self.cursor = cursor
+        self.cache.lagging.add(self)
+
+    def write_lines(self, lines: list[bytes]) -> None:
+        if lines and not self.sink.closed:
+            self.sink.write_framed(self.sink.frame(lines))
+
+    def send_bookmark(self, revision: int) -> None:
+        if revision > self.progress_rev and not self.sink.is_paused:
+            self.progress_rev = revision
+            self.write_lines([bookmark_line(self.cache.resource, revision)])
+
+    def fail(self, error_line: bytes) -> None:
+        """Write an ERROR event and end the stream (kube: in-stream errors close the watch)."""
+        self.write_lines([error_line])
+        self.close()
+
+    # -- durable replay ----------------------------------------------------------------------
+    async def wait_writable(self) -> bool:
+        """Wait until the sink can take more; False if the watcher closed meanwhile."""
+        while self.sink.is_paused and self.state is not State.CLOSED:
+            self._resumed = asyncio.Event()
+            await self._resumed.wait()
+        return self.state is not State.CLOSED
+
+    # -- ending ------------------------------------------------------------------------------
+    def close(self) -> None:
+        if self.state is State.CLOSED:
+            return
+        self._detach()
+        self.sink.close()
+
+    def _on_sink_closed(self) -> None:
+        self._detach()
+
+    def _detach(self) -> None:
+        if self.state is State.CLOSED:
+            return
+        self.state = State.CLOSED
+        if self._timer is not None:
+            self._timer.cancel()
+        self.cache.detach(self)
+        if self._resumed is not None:
+            self._resumed.set()
+
+    def _on_resume(self) -> None:
+        if self._resumed is not None:
+            self._resumed.set()
+        if self.state in (State.INITIAL, State.LAGGING):
+            self.pump()
