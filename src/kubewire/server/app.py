@@ -1,0 +1,130 @@
+"""The API server: open the store, fill the watch caches, route requests to handlers.
+
+Every failure a client can see is a ``Status`` (one mapping, here); anything else is a bug,
+logged and answered 500 InternalError.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+
+from kubewire import __version__
+from kubewire.resources import REGISTRY
+from kubewire.server import reads, writes
+from kubewire.server.context import ServerConfig, ServerContext
+from kubewire.server.controllers import Controllers
+from kubewire.server.encoding import json_response, negotiate_json, status_response
+from kubewire.server.http import HTTPServer, Request, Response
+from kubewire.server.options import parse_get_options, parse_list_options
+from kubewire.server.routes import GroupVersionPath, Route, parse_route
+from kubewire.server.watch import serve_watch
+from kubewire.status import MethodNotAllowed, NotFound, StatusError, internal_error
+from kubewire.storage.cache import WatchCaches
+from kubewire.storage.sqlite import SQLiteStore
+
+log = logging.getLogger(__name__)
+
+HEALTH_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
+NOT_FOUND_TEXT = b"404 page not found\n"
+
+
+class APIServer:
+    """One kubewire server process: ``await start()``, serve, ``await stop()``."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        config.data_dir.mkdir(parents=True, exist_ok=True)
+        store = SQLiteStore(config.data_dir / "kubewire.db", durability=config.durability,
+                            retention=config.retention)
+        caches = WatchCaches(store, REGISTRY, ring_capacity=config.ring_capacity,
+                             bookmark_interval_s=config.bookmark_interval_s)
+        self.ctx = ServerContext(config=config, store=store, caches=caches)
+        self.http = HTTPServer(self.handle, config.limits)
+        self.controllers = Controllers(self.ctx)
+        self.address: tuple[str, int] = (config.host, config.port)
+        self.ready = False
+
+    async def start(self, ssl_context: ssl.SSLContext | None = None) -> tuple[str, int]:
+        await self.ctx.store.open()
+        await self.ctx.caches.start()
+        await writes.ensure_initial_namespaces(self.ctx)
+        self.controllers.start()
+        self.address = await self.http.listen(self.config.host, self.config.port, ssl_context)
+        self.ready = True
+        return self.address
+
+    async def stop(self) -> None:
+        self.ready = False
+        await self.http.close()
+        await self.controllers.stop()
+        await self.ctx.caches.stop()
+        await self.ctx.store.close()
+
+    async def handle(self, request: Request) -> Response | None:
+        try:
+            return await self._route(request)
+        except StatusError as err:
+            if request.stream is not None:  # headers already sent: end the stream
+                request.stream.close()
+                return None
+            return status_response(err)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("internal error serving %s %s", request.method, request.path)
+            if request.stream is not None:
+                request.stream.close()
+                return None
+            return status_response(internal_error(f"{type(exc).__name__}: {exc}"))
+
+    async def _route(self, request: Request) -> Response | None:
+        path = request.path
+        if path in HEALTH_PATHS or path.rstrip("/") in HEALTH_PATHS:
+            return Response(200 if self.ready else 503, b"ok", "text/plain; charset=utf-8")
+        if path.rstrip("/") == "/version":
+            return json_response(200, version_info())
+        route = parse_route(self.ctx.registry, path)
+        if route is None:
+            return Response(404, NOT_FOUND_TEXT, "text/plain; charset=utf-8")
+        if isinstance(route, GroupVersionPath):
+            raise NotFound("the server could not find the requested resource", {})
+        return await self._serve(request, route)
+
+    async def _serve(self, request: Request, route: Route) -> Response | None:
+        method = request.method
+        ctx = self.ctx
+        if method in ("GET", "HEAD"):
+            if route.is_collection or route.watch_path:
+                return await self._get_collection(request, route)
+            negotiate_json(request.header("accept"))
+            return await reads.serve_get(ctx, route, parse_get_options(request.query))
+        if method == "POST" and route.is_collection and not route.watch_path:
+            return await writes.create(ctx, request, route)
+        if method == "PUT" and not route.is_collection:
+            return await writes.update(ctx, request, route)
+        if method == "PATCH" and not route.is_collection:
+            return await writes.patch(ctx, request, route)
+        if method == "DELETE" and not route.watch_path:
+            if route.is_collection:
+                return await writes.delete_collection(ctx, request, route)
+            return await writes.delete(ctx, request, route)
+        raise MethodNotAllowed("the server does not allow this method on the requested resource",
+                               {})
+
+    async def _get_collection(self, request: Request, route: Route) -> Response | None:
+        opts = parse_list_options(request.query, route.resource, force_watch=route.watch_path,
+                                  path_name=route.name)
+        if opts.watch:
+            await serve_watch(self.ctx, request, route, opts)
+            return None
+        negotiate_json(request.header("accept"))
+        return await reads.serve_list(self.ctx, route, opts)
+
+
+def version_info() -> dict[str, str]:
+    """``/version``: kube's version.Info shape; clients parse major/minor and gitVersion."""
+    return {"major": "1", "minor": "32", "gitVersion": f"v1.32.0+kubewire.{__version__}",
+            "gitCommit": "", "gitTreeState": "clean", "buildDate": "", "goVersion": "",
+            "compiler": "python", "platform": "linux/amd64"}

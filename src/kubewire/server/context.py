@@ -1,0 +1,54 @@
+"""What every handler shares: configuration, the store, the watch caches, clock and chance."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from kubewire.resources import REGISTRY, Registry, Resource
+from kubewire.server.http import Limits
+from kubewire.storage.base import Retention, Store
+from kubewire.storage.cache import DEFAULT_BOOKMARK_INTERVAL_S, DEFAULT_RING_CAPACITY, WatchCaches
+
+MIN_REQUEST_TIMEOUT_S = 1800  # kube --min-request-timeout: watch timeout default in [1x, 2x)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """Everything ``kubewire serve`` can be told."""
+
+    data_dir: Path
+    host: str = "127.0.0.1"
+    port: int = 6443
+    ring_capacity: int = DEFAULT_RING_CAPACITY
+    bookmark_interval_s: float = DEFAULT_BOOKMARK_INTERVAL_S
+    min_request_timeout_s: float = MIN_REQUEST_TIMEOUT_S
+    retention: Retention = field(default_factory=Retention)
+    durability: Literal["full", "normal"] = "full"
+    limits: Limits = field(default_factory=Limits)
+    pod_grace_cap_s: float | None = None  # finish graceful pod deletions sooner (tests)
+    list_continue_ttl_s: float | None = None  # None: tokens live as long as the log retains
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(slots=True)
+class ServerContext:
+    config: ServerConfig
+    store: Store
+    caches: WatchCaches
+    registry: Registry = REGISTRY
+    rng: random.Random = field(default_factory=random.Random)
+    now: Callable[[], datetime] = utc_now
+    # Called with each object a write left marked for deletion (controllers finish them).
+    marked_hooks: list[Callable[[Resource, dict[str, Any]], None]] = field(default_factory=list)
+
+    def object_marked(self, resource: Resource, obj: dict[str, Any]) -> None:
+        for hook in self.marked_hooks:
+            hook(resource, obj)

@@ -1,0 +1,121 @@
+"""DELETE of one object and of a collection.
+
+An object without finalizers (and not a scheduled pod in its grace period) is removed at once:
+watchers get DELETED carrying the delete's revision. Otherwise it is marked — deletionTimestamp
+set, a MODIFIED event — and removed when its last finalizer goes or its grace period ends
+(objects-and-clients.md §1.10, §1.11). Namespaces are marked Terminating and emptied by the
+namespace controller.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from typing import Any
+
+import msgspec
+
+from kubewire.resources import Resource
+from kubewire.server import lifecycle
+from kubewire.server.context import ServerContext
+from kubewire.server.encoding import json_response, negotiate_json
+from kubewire.server.http import Request, Response
+from kubewire.server.options import DeleteOptions, parse_delete_options, parse_list_options
+from kubewire.server.routes import Route
+from kubewire.status import MethodNotAllowed, conflict, not_found
+from kubewire.storage.base import Delete, KeyNotFoundError, RevisionMismatchError, Update
+
+DELETE_RETRIES = 16
+
+_decode = msgspec.json.Decoder(dict[str, Any]).decode
+
+
+async def delete(ctx: ServerContext, request: Request, route: Route) -> Response:
+    if route.subresource:
+        raise MethodNotAllowed("the server does not allow this method on the requested resource",
+                               {})
+    negotiate_json(request.header("accept"))
+    dopts = parse_delete_options(request.body, request.query)
+    result = await delete_object(ctx, route.resource, route.namespace, route.name, dopts)
+    return json_response(200, result)
+
+
+async def delete_object(ctx: ServerContext, resource: Resource, namespace: str, name: str,
+                        dopts: DeleteOptions) -> dict[str, Any]:
+    """Delete or mark one object; returns the DELETE response body."""
+    key = resource.storage_key(namespace, name)
+    cache = ctx.caches.for_resource(resource)
+    for _ in range(DELETE_RETRIES):
+        current = cache.get(key)
+        if current is None:
+            raise not_found(resource.group, resource.plural, name)
+        old = _decode(current.value)
+        plan = lifecycle.plan_delete(resource, old, _delete_request(dopts), ctx.now())
+        if dopts.dry_run:
+            return lifecycle.delete_response(resource, plan.obj, removed=plan.remove)
+        try:
+            revision = current.revision
+            if plan.needs_write:
+                # kube writes the marked object first (watchers see MODIFIED), even when the
+                # delete then completes at once (grace 0, no finalizers): store.go Delete
+                change = await ctx.store.write(Update(key, plan.obj, revision))
+                revision = change.revision
+            if plan.remove:
+                change = await ctx.store.write(Delete(key, revision))
+                return lifecycle.delete_response(resource, _decode(change.value))
+            if not plan.needs_write:
+                return plan.obj
+        except RevisionMismatchError:
+            continue
+        except KeyNotFoundError:
+            raise not_found(resource.group, resource.plural, name) from None
+        marked = _decode(change.value)
+        ctx.object_marked(resource, marked)
+        return marked
+    raise conflict(resource.group, resource.plural, name)
+
+
+def _delete_request(dopts: DeleteOptions) -> lifecycle.DeleteRequest:
+    return lifecycle.DeleteRequest(
+        grace_period_seconds=dopts.grace_period_seconds,
+        precondition_uid=dopts.precondition_uid,
+        precondition_resource_version=dopts.precondition_resource_version,
+        propagation_policy=dopts.propagation_policy)
+
+
+async def delete_collection(ctx: ServerContext, request: Request, route: Route) -> Response:
+    """Delete every object a list with the same query would return; answer that list."""
+    resource = route.resource
+    if resource.id == "core/namespaces" or route.subresource:
+        raise MethodNotAllowed("the server does not allow this method on the requested resource",
+                               {})
+    negotiate_json(request.header("accept"))
+    opts = parse_list_options(request.query, resource)
+    dopts = parse_delete_options(request.body, request.query)
+    cache = ctx.caches.for_resource(resource)
+    items: list[dict[str, Any]] = []
+    for obj in cache.scan(resource.storage_prefix(route.namespace)):
+        if not opts.label_selector.matches(obj.labels):
+            continue
+        if not opts.field_selector.matches(obj.fields):
+            continue
+        try:
+            result = await delete_object(ctx, resource, obj.namespace, obj.name, dopts)
+        except Exception:
+            continue
+        if result.get("kind") == resource.kind:
+            item = copy.copy(result)
+            item.pop("kind", None)
+            item.pop("apiVersion", None)
+            items.append(item)
+    return json_response(200, {"kind": resource.list_kind, "apiVersion": resource.api_version,
+                               "metadata": {"resourceVersion": str(ctx.caches.revision)},
+                               "items": items})
+
+
+async def remove_if_finished(ctx: ServerContext, resource: Resource, key: str,
+                             revision: int) -> None:
+    """Remove an object whose deletion just completed (last finalizer gone, grace over)."""
+    # Someone else changing or removing it meanwhile is fine: their write decides.
+    with contextlib.suppress(RevisionMismatchError, KeyNotFoundError):
+        await ctx.store.write(Delete(key, revision))

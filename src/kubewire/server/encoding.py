@@ -1,0 +1,136 @@
+"""Media types in and out: request body decoding, Accept negotiation, response bodies.
+
+kube-apiserver treats a missing Content-Type as JSON (the official Python client sends none on
+POST/PUT), accepts YAML, and answers 415/406 with fixed messages (watch-protocol.md §3.3, §8.2).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import yaml
+
+from kubewire.resources import Resource
+from kubewire.server.http import Response
+from kubewire.status import BadRequest, NotAcceptable, StatusError, UnsupportedMediaType
+
+_decode_json = msgspec.json.Decoder().decode
+encode_json = msgspec.json.Encoder().encode
+
+JSON_TYPES = ("application/json", "")
+YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
+_ACCEPTED_BODY_TYPES = (
+    "application/json, application/yaml, application/vnd.kubernetes.protobuf")
+_ACCEPTED_CUSTOM_BODY_TYPES = "application/json, application/yaml"
+
+
+def media_type(header: str) -> str:
+    """``application/json; charset=utf-8`` -> ``application/json``."""
+    return header.split(";", 1)[0].strip().lower()
+
+
+def unsupported_body(resource: Resource) -> UnsupportedMediaType:
+    accepted = _ACCEPTED_CUSTOM_BODY_TYPES if resource.is_custom else _ACCEPTED_BODY_TYPES
+    return UnsupportedMediaType(
+        "the body of the request was in an unknown format - accepted media types include: "
+        + accepted)
+
+
+def decode_object(body: bytes, content_type: str, resource: Resource) -> dict[str, Any]:
+    """Decode a create/update body into a JSON object; 415 for unknown media types."""
+    kind = media_type(content_type)
+    if kind in JSON_TYPES:
+        value = decode_json_body(body)
+    elif kind in YAML_TYPES:
+        value = _decode_yaml(body)
+    else:
+        raise unsupported_body(resource)
+    if not isinstance(value, dict):
+        raise BadRequest(_cannot_unmarshal(value, resource))
+    return value
+
+
+def decode_json_body(body: bytes) -> Any:
+    """JSON with kube's wording for syntax errors (400 BadRequest)."""
+    if not body.strip():
+        raise BadRequest("the body of the request was empty")
+    try:
+        return _decode_json(body)
+    except msgspec.DecodeError as exc:
+        raise BadRequest(f"couldn't get version/kind; json parse error: {_json_reason(exc)}") \
+            from exc
+
+
+def _json_reason(exc: msgspec.DecodeError) -> str:
+    return str(exc).replace("JSON is malformed: ", "")
+
+
+def _decode_yaml(body: bytes) -> Any:
+    try:
+        return yaml.safe_load(body)
+    except yaml.YAMLError as exc:
+        raise BadRequest(f"error converting YAML to JSON: {exc}") from exc
+
+
+def _cannot_unmarshal(value: Any, resource: Resource) -> str:
+    type_name = {list: "array", str: "string", int: "number", float: "number",
+                 bool: "bool"}.get(type(value), "null")
+    return (f"couldn't get version/kind; json parse error: json: cannot unmarshal {type_name} "
+            f"into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty"
+            f"\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}")
+
+
+def negotiate_json(accept: str, *, stream: bool = False) -> None:
+    """Accept must allow JSON; otherwise 406 with kube's list of types.
+
+    Table (``as=Table``) and protobuf entries are skipped when JSON is also acceptable, as
+    every kubectl Accept list ends with ``application/json``.
+    """
+    if not accept.strip():
+        return
+    for part in accept.split(","):
+        kind = media_type(part)
+        params = part.lower()
+        if kind in ("*/*", "application/*"):
+            return
+        if kind == "application/json" and "as=" not in params:
+            return
+    if stream:
+        raise NotAcceptable("only the following media types are accepted: "
+                            "application/json;stream=watch, "
+                            "application/vnd.kubernetes.protobuf;stream=watch")
+    raise NotAcceptable("only the following media types are accepted: application/json, "
+                        "application/yaml, application/vnd.kubernetes.protobuf")
+
+
+def json_response(status: int, value: Any, headers: list[tuple[str, str]] | None = None,
+                  ) -> Response:
+    return Response(status, encode_json(value), headers=headers or [])
+
+
+def status_response(err: StatusError) -> Response:
+    headers: list[tuple[str, str]] = []
+    if err.retry_after_seconds:
+        headers.append(("Retry-After", str(err.retry_after_seconds)))
+    return Response(err.code, encode_json(err.to_status()), headers=headers)
+
+
+def type_meta_prefix(resource: Resource) -> bytes:
+    """How every stored object of ``resource`` begins: kind and apiVersion first."""
+    return b'{"kind":"%b","apiVersion":"%b",' % (resource.kind.encode(),
+                                                  resource.api_version.encode())
+
+
+def list_item(value: bytes, prefix: bytes) -> bytes:
+    """A list item: built-in kinds drop kind/apiVersion in lists (watch-protocol.md §10.1)."""
+    return b"{" + value[len(prefix):] if value.startswith(prefix) else value
+
+
+def with_type_meta(resource: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``obj`` whose first keys are kind and apiVersion (stored form)."""
+    out: dict[str, Any] = {"kind": resource.kind, "apiVersion": resource.api_version}
+    for key, value in obj.items():
+        if key not in out:
+            out[key] = value
+    return out

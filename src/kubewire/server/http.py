@@ -1,0 +1,451 @@
+"""A small HTTP/1.1 server on an asyncio ``Protocol`` (httptools parses, we frame).
+
+Why not aiohttp or an ASGI stack: a watch is a long-lived chunked response that the watch cache
+writes to directly, with no task, queue or body-wrapping layer per watcher. Here a streaming
+response is a ``ChunkedStream`` over the connection's transport; the transport's own flow
+control (``pause_writing``/``resume_writing``) is the back-pressure signal the watch cache reads.
+
+Guarantees:
+- requests on one connection are answered in order (pipelined requests wait their turn);
+- a handler either returns a ``Response`` or takes over the connection with
+  ``Request.start_stream`` and returns ``None``; the connection serves its next request only
+  after the stream is closed;
+- request heads and bodies are bounded (``Limits``); going over answers 413/431 and closes;
+- a connection idle between requests is closed after ``Limits.keepalive_timeout_s``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import ssl
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from email.utils import formatdate
+from typing import Any
+from urllib.parse import parse_qs, unquote
+
+import httptools
+
+from kubewire.status import RequestEntityTooLarge, StatusError
+
+log = logging.getLogger(__name__)
+
+_REASONS = {
+    101: "Switching Protocols", 200: "OK", 201: "Created", 202: "Accepted", 204: "No Content",
+    400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+    405: "Method Not Allowed", 406: "Not Acceptable", 409: "Conflict", 410: "Gone",
+    413: "Request Entity Too Large", 415: "Unsupported Media Type", 422: "Unprocessable Entity",
+    429: "Too Many Requests", 431: "Request Header Fields Too Large",
+    500: "Internal Server Error", 503: "Service Unavailable", 504: "Gateway Timeout",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Per-connection bounds. Defaults follow kube-apiserver where it has one."""
+
+    max_body_bytes: int = 3 * 1024 * 1024  # kube-apiserver's MaxRequestBodyBytes (3 MiB)
+    max_head_bytes: int = 1024 * 1024  # Go net/http DefaultMaxHeaderBytes (1 MiB)
+    keepalive_timeout_s: float = 120.0  # idle time between requests before closing
+    write_high_water_bytes: int = 256 * 1024  # transport buffer at which a stream is "paused"
+
+
+@dataclass(slots=True)
+class Response:
+    """A complete (non-streamed) response."""
+
+    status: int
+    body: bytes = b""
+    content_type: str = "application/json"
+    headers: list[tuple[str, str]] = field(default_factory=list)
+
+
+class Request:
+    """One parsed request. ``query`` keeps blank values and repeated keys, as Go does."""
+
+    __slots__ = ("_conn", "_query", "body", "headers", "method", "path", "raw_query", "stream")
+
+    def __init__(self, conn: HTTPConnection, method: str, url: bytes,
+                 headers: dict[str, str], body: bytes) -> None:
+        parsed = httptools.parse_url(url)
+        self._conn = conn
+        self._query: dict[str, list[str]] | None = None
+        self.method = method
+        self.path = unquote(parsed.path.decode("latin-1"))
+        self.raw_query = (parsed.query or b"").decode("latin-1")
+        self.headers = headers
+        self.body = body
+        self.stream: ChunkedStream | None = None
+
+    @property
+    def query(self) -> dict[str, list[str]]:
+        if self._query is None:
+            self._query = parse_qs(self.raw_query, keep_blank_values=True)
+        return self._query
+
+    def header(self, name: str, default: str = "") -> str:
+        return self.headers.get(name, default)
+
+    def extra(self, name: str) -> Any:
+        """Transport facts: ``peername``, ``peercert``, ``ssl_object``..."""
+        return self._conn.transport_extra(name)
+
+    def start_stream(self, status: int = 200,
+                     headers: list[tuple[str, str]] | None = None) -> ChunkedStream:
+        """Send the head of a chunked response now and hand back its stream."""
+        if self.stream is not None:
+            raise RuntimeError("stream already started")
+        self.stream = self._conn.start_stream(status, headers or [])
+        return self.stream
+
+
+class ChunkedStream:
+    """The body of a chunked response, written straight to the connection's transport.
+
+    ``write`` never blocks; ``is_paused`` says the transport buffer is over the high-water mark
+    and the writer should stop until ``on_resume`` fires. ``on_close`` fires once when the
+    stream ends for any reason (``close()``, peer gone, server shutdown).
+    """
+
+    __slots__ = ("_conn", "closed", "on_close", "on_resume")
+    framing = "chunked"
+
+    def __init__(self, conn: HTTPConnection) -> None:
+        self._conn = conn
+        self.closed = False
+        self.on_resume: Callable[[], None] | None = None
+        self.on_close: Callable[[], None] | None = None
+
+    @property
+    def is_paused(self) -> bool:
+        return self._conn.write_paused
+
+    @staticmethod
+    def frame(lines: list[bytes]) -> bytes:
+        """All ``lines`` as one chunk: pending events coalesce into one write."""
+        return frame_chunk(b"".join(lines))
+
+    def write(self, data: bytes) -> None:
+        """Frame ``data`` as one chunk and write it."""
+        if not self.closed and data:
+            self._conn.write(frame_chunk(data))
+
+    def write_framed(self, framed: bytes) -> None:
+        """Write bytes already framed with ``frame_chunk`` (shared by many streams)."""
+        if not self.closed:
+            self._conn.write(framed)
+
+    def buffered_bytes(self) -> int:
+        return self._conn.buffered_bytes()
+
+    def close(self) -> None:
+        """End the body with the zero-length chunk; the connection may serve another request."""
+        if self.closed:
+            return
+        self._conn.write(b"0\r\n\r\n")
+        self._finish()
+        self._conn.stream_finished(self)
+
+    def abort(self) -> None:
+        """Drop the connection without finishing the body (the client sees a broken stream)."""
+        if not self.closed:
+            self._finish()
+            self._conn.close()
+
+    def _finish(self) -> None:
+        self.closed = True
+        callback, self.on_close, self.on_resume = self.on_close, None, None
+        if callback is not None:
+            try:
+                callback()
+            except Exception:
+                log.exception("stream close callback failed")
+
+
+def frame_chunk(data: bytes) -> bytes:
+    """HTTP/1.1 chunk framing: ``<hex length>\\r\\n<data>\\r\\n``."""
+    return b"%x\r\n%b\r\n" % (len(data), data)
+
+
+def render_head(status: int, headers: list[tuple[str, str]]) -> bytes:
+    lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Unknown')}\r\n"]
+    lines.extend(f"{k}: {v}\r\n" for k, v in headers)
+    lines.append(f"Date: {formatdate(usegmt=True)}\r\n\r\n")
+    return "".join(lines).encode("latin-1")
+
+
+Handler = Callable[[Request], Awaitable[Response | None]]
+
+
+class HTTPConnection(asyncio.Protocol):
+    """One client connection: parse requests, run the handler, write responses in order."""
+
+    def __init__(self, handler: Handler, limits: Limits, server: HTTPServer) -> None:
+        self._handler = handler
+        self._limits = limits
+        self._server = server
+        self._transport: asyncio.Transport | None = None
+        self._parser = httptools.HttpRequestParser(self)
+        self._url = b""
+        self._headers: dict[str, str] = {}
+        self._head_bytes = 0
+        self._body: list[bytes] = []
+        self._body_bytes = 0
+        self._pending: list[Request] = []
+        self._task: asyncio.Task[None] | None = None
+        self._stream: ChunkedStream | None = None
+        self._keep_alive = True
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self.write_paused = False
+        self._rejected = False
+
+    # -- asyncio.Protocol ------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports implement the interface without subclassing asyncio.Transport
+        self._transport = transport  # type: ignore[assignment]
+        transport.set_write_buffer_limits(  # type: ignore[attr-defined]
+            high=self._limits.write_high_water_bytes)
+        self._server.connections.add(self)
+        self._arm_idle_timer()
+
+    def data_received(self, data: bytes) -> None:
+        if self._rejected:
+            return
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._reject(400, b"upgrade not supported on this path")
+        except httptools.HttpParserCallbackError as exc:  # our callback raised inside httptools
+            cause = exc.__context__
+            if isinstance(cause, _TooLarge):
+                self._reject_status(cause.status)
+            else:
+                self._reject(400, b"malformed HTTP request")
+        except httptools.HttpParserError:
+            self._reject(400, b"malformed HTTP request")
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._server.connections.discard(self)
+        self._cancel_idle_timer()
+        if self._stream is not None and not self._stream.closed:
+            self._stream._finish()
+        self._stream = None
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        self._transport = None
+
+    def pause_writing(self) -> None:
+        self.write_paused = True
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        stream = self._stream
+        if stream is not None and stream.on_resume is not None:
+            stream.on_resume()
+
+    # -- httptools callbacks ---------------------------------------------------------------
+    def on_message_begin(self) -> None:
+        self._cancel_idle_timer()
+        self._url = b""
+        self._headers = {}
+        self._head_bytes = 0
+        self._body = []
+        self._body_bytes = 0
+
+    def on_url(self, url: bytes) -> None:
+        self._url += url
+        self._count_head(len(url))
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count_head(len(name) + len(value) + 4)
+        key = name.decode("latin-1").lower()
+        text = value.decode("latin-1")
+        old = self._headers.get(key)
+        self._headers[key] = text if old is None else f"{old}, {text}"
+
+    def on_headers_complete(self) -> None:
+        length = self._headers.get("content-length", "")
+        if length.isdigit() and int(length) > self._limits.max_body_bytes:
+            raise _TooLarge(413)
+
+    def on_body(self, body: bytes) -> None:
+        self._body_bytes += len(body)
+        if self._body_bytes > self._limits.max_body_bytes:
+            raise _TooLarge(413)
+        self._body.append(body)
+
+    def on_message_complete(self) -> None:
+        method = self._parser.get_method().decode("latin-1")
+        try:
+            request = Request(self, method, self._url, self._headers, b"".join(self._body))
+        except httptools.HttpParserInvalidURLError:
+            self._reject(400, b"malformed request target")
+            return
+        if not self._parser.should_keep_alive():
+            self._keep_alive = False
+        self._pending.append(request)
+        self._maybe_start_next()
+
+    # -- request scheduling ----------------------------------------------------------------
+    def _maybe_start_next(self) -> None:
+        if self._task is not None or self._stream is not None or not self._pending:
+            return
+        if self._transport is None:
+            return
+        request = self._pending.pop(0)
+        self._task = asyncio.get_running_loop().create_task(self._run(request))
+
+    async def _run(self, request: Request) -> None:
+        try:
+            response = await self._handler(request)
+        except asyncio.CancelledError:
+            raise
+        except StatusError as exc:  # the app normally maps these; a fallback keeps it sane
+            response = _status_response(exc)
+        except Exception:
+            log.exception("unhandled error in handler")
+            response = Response(500, b'{"kind":"Status","apiVersion":"v1","metadata":{},'
+                                     b'"status":"Failure","message":"internal error",'
+                                     b'"reason":"InternalError","code":500}')
+        finally:
+            self._task = None
+        if request.stream is None:
+            if response is not None:
+                self.send_response(response, head_only=request.method == "HEAD")
+            self._after_response()
+        elif request.stream.closed:  # the stream ended before the handler returned
+            self._after_response()
+
+    def send_response(self, response: Response, *, head_only: bool = False) -> None:
+        headers = [("Content-Type", response.content_type),
+                   ("Content-Length", str(len(response.body))), *response.headers]
+        if not any(k.lower() == "cache-control" for k, _ in response.headers):
+            headers.append(("Cache-Control", "no-cache, private"))
+        if not self._keep_alive:
+            headers.append(("Connection", "close"))
+        head = render_head(response.status, headers)
+        self.write(head if head_only else head + response.body)
+
+    def start_stream(self, status: int, headers: list[tuple[str, str]]) -> ChunkedStream:
+        all_headers = [*headers, ("Transfer-Encoding", "chunked")]
+        if not any(k.lower() == "cache-control" for k, _ in headers):
+            all_headers.append(("Cache-Control", "no-cache, private"))
+        self.write(render_head(status, all_headers))
+        self._stream = ChunkedStream(self)
+        return self._stream
+
+    def stream_finished(self, stream: ChunkedStream) -> None:
+        if stream is self._stream:
+            self._stream = None
+            if self._task is None:  # else the handler's task continues the connection
+                self._after_response()
+
+    def _after_response(self) -> None:
+        if not self._keep_alive or self._server.closing:
+            self.close()
+            return
+        if self._pending:
+            self._maybe_start_next()
+        else:
+            self._arm_idle_timer()
+
+    # -- writing and closing ---------------------------------------------------------------
+    def write(self, data: bytes) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.write(data)
+
+    def buffered_bytes(self) -> int:
+        return 0 if self._transport is None else self._transport.get_write_buffer_size()
+
+    def transport_extra(self, name: str) -> Any:
+        return None if self._transport is None else self._transport.get_extra_info(name)
+
+    def close(self) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.close()
+
+    def shutdown(self) -> None:
+        """Server stopping: end an open stream cleanly, close an idle connection."""
+        if self._stream is not None:
+            self._stream.close()
+        elif self._task is None:
+            self.close()
+
+    def _count_head(self, n: int) -> None:
+        self._head_bytes += n
+        if self._head_bytes > self._limits.max_head_bytes:
+            raise _TooLarge(431)
+
+    def _reject_status(self, status: int) -> None:
+        if status == 413:
+            err = RequestEntityTooLarge(
+                f"Request entity too large: limit is {self._limits.max_body_bytes}")
+            self._keep_alive = False
+            self._rejected = True
+            self.send_response(_status_response(err))
+            self.close()
+        else:
+            self._reject(status, b"request header fields too large")
+
+    def _reject(self, status: int, text: bytes) -> None:
+        self._keep_alive = False
+        self._rejected = True
+        self.send_response(Response(status, text, "text/plain; charset=utf-8"))
+        self.close()
+
+    def _arm_idle_timer(self) -> None:
+        self._cancel_idle_timer()
+        loop = asyncio.get_running_loop()
+        self._idle_timer = loop.call_later(self._limits.keepalive_timeout_s, self.close)
+
+    def _cancel_idle_timer(self) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+
+
+class _TooLarge(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+def _status_response(exc: StatusError) -> Response:
+    import msgspec  # local: keeps the module's import surface small for the common path
+
+    headers = []
+    if exc.retry_after_seconds:
+        headers.append(("Retry-After", str(exc.retry_after_seconds)))
+    return Response(exc.code, msgspec.json.encode(exc.to_status()), headers=headers)
+
+
+class HTTPServer:
+    """Listens on a socket and serves ``handler``; ``close()`` ends streams and connections."""
+
+    def __init__(self, handler: Handler, limits: Limits | None = None) -> None:
+        self.handler = handler
+        self.limits = limits or Limits()
+        self.connections: set[HTTPConnection] = set()
+        self.closing = False
+        self._server: asyncio.Server | None = None
+
+    async def listen(self, host: str, port: int,
+                     ssl_context: ssl.SSLContext | None = None) -> tuple[str, int]:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: HTTPConnection(self.handler, self.limits, self),
+            host, port, ssl=ssl_context, reuse_address=True, backlog=2048)
+        sock = self._server.sockets[0].getsockname()
+        return str(sock[0]), int(sock[1])
+
+    async def close(self) -> None:
+        self.closing = True
+        if self._server is not None:
+            self._server.close()
+        for conn in list(self.connections):
+            conn.shutdown()
+        if self._server is not None:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._server.wait_closed(), 5)

@@ -1,0 +1,82 @@
+"""Checks every write body passes before it reaches the store (all raise Status errors).
+
+- type meta: the body's apiVersion/kind must name the URL's kind (kube handlers/create.go);
+- object meta and schema types: 422 Invalid with causes;
+- unknown fields per ``fieldValidation`` (Strict: 400; Warn, the default: dropped with a
+  ``Warning`` header; Ignore: dropped silently) (objects-and-clients.md §2.7);
+- namespaced creates need an existing, non-terminating namespace (NamespaceLifecycle).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubewire import validation
+from kubewire.resources import Resource
+from kubewire.schema import validate as schema_validate
+from kubewire.server import lifecycle
+from kubewire.server.context import ServerContext
+from kubewire.server.options import WriteOptions
+from kubewire.status import BadRequest, FieldError, invalid, invalid_object, not_found
+
+
+def check_type_meta(resource: Resource, body: dict[str, Any]) -> None:
+    """Missing apiVersion/kind default to the URL's; different ones are rejected."""
+    api_version = body.get("apiVersion") or resource.api_version
+    kind = body.get("kind") or resource.kind
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        raise BadRequest("couldn't get version/kind; json parse error: apiVersion and kind "
+                         "must be strings")
+    if api_version != resource.api_version:
+        raise BadRequest(f"the API version in the data ({api_version}) does not match the "
+                         f"expected API version ({resource.api_version})")
+    if kind != resource.kind:
+        if resource.is_custom:
+            name = _name_of(body)
+            raise invalid_object(resource.group, kind, name, [
+                invalid("kind", kind, f"must be {resource.kind}")])
+        version = api_version.rsplit("/", 1)[-1]
+        raise BadRequest(f'{kind} in version "{version}" cannot be handled as a {resource.kind}: '
+                         f"the kind in the data ({kind}) does not match the expected kind "
+                         f"({resource.kind})")
+
+
+def _name_of(body: dict[str, Any]) -> str:
+    meta = body.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else ""
+    return name if isinstance(name, str) else ""
+
+
+def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
+             old: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
+    """Validate a prepared object; returns it with unknown fields handled, and warnings."""
+    del old  # update-specific rules live in lifecycle.prepare_update
+    errors: list[FieldError] = list(validation.validate_object_meta(resource, obj))
+    errors.extend(schema_validate.validate_types(resource.api_version, resource.kind, obj))
+    if errors:
+        raise invalid_object(resource.group, resource.kind, _name_of(obj), errors)
+    warnings: list[str] = []
+    unknown = schema_validate.unknown_fields(resource.api_version, resource.kind, obj)
+    if unknown:
+        texts = [f'unknown field "{path}"' for path in unknown]
+        if wopts.field_validation == "Strict":
+            raise BadRequest(f'{resource.kind} in version "{resource.version}" cannot be handled '
+                             f"as a {resource.kind}: strict decoding error: " + ", ".join(texts))
+        if wopts.field_validation != "Ignore":
+            warnings.extend(texts)
+        obj = schema_validate.prune_unknown_fields(resource.api_version, resource.kind, obj)
+    if resource.is_custom:
+        obj = schema_validate.apply_defaults(resource.api_version, resource.kind, obj)
+    return obj, warnings
+
+
+def check_namespace_usable(ctx: ServerContext, resource: Resource, namespace: str,
+                           name: str) -> None:
+    """404 ``namespaces "x" not found``; 403 while the namespace is terminating."""
+    ns_resource = ctx.registry.lookup("", "v1", "namespaces")
+    assert ns_resource is not None
+    ns = ctx.caches.for_resource(ns_resource).get(ns_resource.storage_key("", namespace))
+    if ns is None:
+        raise not_found("", "namespaces", namespace)
+    if ns.fields.get("status.phase") == "Terminating":
+        raise lifecycle.namespace_terminating_error(resource, name, namespace)

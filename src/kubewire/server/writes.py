@@ -1,0 +1,243 @@
+"""Create, update, patch and the status subresource: validate, set metadata, commit.
+
+A write goes once through decoding, lifecycle rules and validation, then commits to the store
+with a revision precondition. Read-modify-write paths (unconditional PUT, PATCH) retry on a
+concurrent change as kube's ``GuaranteedUpdate`` does; a PUT carrying a resourceVersion does
+not (409 Conflict). Rejected requests change nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from typing import Any
+
+import msgspec
+
+from kubewire.resources import Resource
+from kubewire.server import lifecycle
+from kubewire.server import patch as patching
+from kubewire.server.context import ServerContext
+from kubewire.server.deletes import (
+    delete,
+    delete_collection,
+    remove_if_finished,
+)
+from kubewire.server.encoding import (
+    decode_object,
+    json_response,
+    media_type,
+    negotiate_json,
+    with_type_meta,
+)
+from kubewire.server.http import Request, Response
+from kubewire.server.options import WriteOptions, parse_write_options
+from kubewire.server.routes import Route
+from kubewire.server.validate_write import check_namespace_usable, check_type_meta, validate
+from kubewire.status import (
+    BadRequest,
+    MethodNotAllowed,
+    StatusError,
+    UnsupportedMediaType,
+    already_exists,
+    conflict,
+    generate_name_conflict,
+    not_found,
+)
+from kubewire.storage.base import (
+    Create,
+    KeyExistsError,
+    KeyNotFoundError,
+    RevisionMismatchError,
+    Update,
+)
+
+__all__ = ["create", "delete", "delete_collection", "ensure_initial_namespaces", "patch",
+           "update"]
+
+GENERATE_NAME_ATTEMPTS = 8  # kube store.go maxNameGenerationCreateAttempts
+UPDATE_RETRIES = 16  # read-modify-write attempts before giving up with 409
+INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+_decode = msgspec.json.Decoder(dict[str, Any]).decode
+
+PATCH_TYPES = {
+    "application/json-patch+json": patching.apply_json_patch,
+    "application/merge-patch+json": patching.apply_merge_patch,
+}
+
+
+async def create(ctx: ServerContext, request: Request, route: Route) -> Response:
+    """POST to a collection: 201 with the stored object."""
+    resource = route.resource
+    if route.subresource:
+        raise _method_not_allowed()
+    negotiate_json(request.header("accept"))
+    wopts = parse_write_options(request.query)
+    body = decode_object(request.body, request.header("content-type"), resource)
+    check_type_meta(resource, body)
+    obj = with_type_meta(resource, body)
+    stored, warnings = await create_object(ctx, route, obj, wopts)
+    return json_response(201, stored, _warning_headers(warnings))
+
+
+async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
+                        wopts: WriteOptions) -> tuple[dict[str, Any], list[str]]:
+    """Prepare, validate and commit a new object (also PUT-creates); returns it decoded."""
+    resource = route.resource
+    generated = not (obj.get("metadata") or {}).get("name")
+    attempts = GENERATE_NAME_ATTEMPTS if generated else 1
+    for _ in range(attempts):
+        ctx_create = lifecycle.CreateContext(namespace=route.namespace, now=ctx.now(),
+                                             rng=ctx.rng)
+        prepared = lifecycle.prepare_create(resource, obj, ctx_create)
+        prepared, warnings = validate(resource, prepared, wopts)
+        name = prepared["metadata"]["name"]
+        namespace = prepared["metadata"].get("namespace", "")
+        if resource.namespaced:
+            check_namespace_usable(ctx, resource, namespace, name)
+        if wopts.dry_run:
+            return prepared, warnings
+        key = resource.storage_key(namespace, name)
+        try:
+            change = await ctx.store.write(Create(key, prepared))
+        except KeyExistsError:
+            if generated:
+                continue
+            raise already_exists(resource.group, resource.plural, name) from None
+        return _decode(change.value), warnings
+    raise generate_name_conflict(resource.group, resource.plural, name)
+
+
+async def update(ctx: ServerContext, request: Request, route: Route) -> Response:
+    """PUT an object (or its status): optimistic concurrency when the body carries an RV."""
+    resource = route.resource
+    if route.subresource not in ("", "status"):
+        raise _method_not_allowed()
+    negotiate_json(request.header("accept"))
+    wopts = parse_write_options(request.query, verb="update")
+    body = decode_object(request.body, request.header("content-type"), resource)
+    check_type_meta(resource, body)
+    new = with_type_meta(resource, body)
+    expected = lifecycle.update_precondition(resource, new)
+    key = resource.storage_key(route.namespace, route.name)
+    current = ctx.caches.for_resource(resource).get(key)
+    if current is None:
+        if resource.allow_create_on_update and not route.subresource:
+            stored, warnings = await create_object(ctx, route, _strip_rv(new), wopts)
+            return json_response(201, stored, _warning_headers(warnings))
+        raise not_found(resource.group, resource.plural, route.name)
+
+    def mutate(old: dict[str, Any]) -> dict[str, Any]:
+        if expected is not None and str(expected) != old["metadata"].get("resourceVersion"):
+            raise conflict(resource.group, resource.plural, route.name)
+        return copy.deepcopy(new)
+
+    stored, warnings = await guaranteed_update(ctx, route, mutate, wopts)
+    return json_response(200, stored, _warning_headers(warnings))
+
+
+async def patch(ctx: ServerContext, request: Request, route: Route) -> Response:
+    """PATCH an object (or its status) with a JSON patch or a JSON merge patch."""
+    resource = route.resource
+    if route.subresource not in ("", "status"):
+        raise _method_not_allowed()
+    negotiate_json(request.header("accept"))
+    wopts = parse_write_options(request.query, verb="patch")
+    apply = _patch_function(resource, request.header("content-type"))
+    key = resource.storage_key(route.namespace, route.name)
+    if ctx.caches.for_resource(resource).get(key) is None:
+        raise not_found(resource.group, resource.plural, route.name)
+
+    def mutate(old: dict[str, Any]) -> dict[str, Any]:
+        patched = apply(old, request.body)
+        if not isinstance(patched, dict):
+            raise BadRequest("the patched object is not a JSON object")
+        check_type_meta(resource, patched)
+        rv = (patched.get("metadata") or {}).get("resourceVersion")
+        if rv and rv != old["metadata"].get("resourceVersion"):
+            raise conflict(resource.group, resource.plural, route.name)
+        return with_type_meta(resource, patched)
+
+    stored, warnings = await guaranteed_update(ctx, route, mutate, wopts)
+    return json_response(200, stored, _warning_headers(warnings))
+
+
+def _patch_function(resource: Resource, content_type: str) -> Any:
+    kind = media_type(content_type)
+    func = PATCH_TYPES.get(kind)
+    if func is not None:
+        return func
+    if kind == "application/strategic-merge-patch+json" and not resource.is_custom:
+        strategic = getattr(patching, "apply_strategic_merge_patch", None)
+        if strategic is not None:
+            return lambda doc, body: strategic(doc, body, resource)
+    accepted = "application/json-patch+json, application/merge-patch+json"
+    if not resource.is_custom:
+        accepted += ", application/strategic-merge-patch+json"
+    raise UnsupportedMediaType(
+        "the body of the request was in an unknown format - accepted media types include: "
+        + accepted)
+
+
+async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Any,
+                            wopts: WriteOptions) -> tuple[dict[str, Any], list[str]]:
+    """Read, mutate, validate, commit with the read revision; retry on a concurrent write."""
+    resource = route.resource
+    key = resource.storage_key(route.namespace, route.name)
+    cache = ctx.caches.for_resource(resource)
+    for _ in range(UPDATE_RETRIES):
+        current = cache.get(key)
+        if current is None:
+            raise not_found(resource.group, resource.plural, route.name)
+        old = _decode(current.value)
+        new = mutate(copy.deepcopy(old))
+        uctx = lifecycle.UpdateContext(subresource=route.subresource, now=ctx.now(),
+                                       namespace=route.namespace, name=route.name)
+        prepared = lifecycle.prepare_update(resource, old, new, uctx)
+        prepared, warnings = validate(resource, prepared, wopts, old=old)
+        if lifecycle.is_noop_update(old, prepared) or wopts.dry_run:
+            return (old if not wopts.dry_run else prepared), warnings
+        try:
+            change = await ctx.store.write(Update(key, prepared, current.revision))
+        except RevisionMismatchError:
+            continue
+        except KeyNotFoundError:
+            raise not_found(resource.group, resource.plural, route.name) from None
+        stored = _decode(change.value)
+        if lifecycle.should_remove_after_update(resource, stored):
+            await remove_if_finished(ctx, resource, key, change.revision)
+        elif (stored.get("metadata") or {}).get("deletionTimestamp"):
+            ctx.object_marked(resource, stored)
+        return stored, warnings
+    raise conflict(resource.group, resource.plural, route.name)
+
+
+async def ensure_initial_namespaces(ctx: ServerContext) -> None:
+    """``default``, ``kube-system``, ``kube-public`` and ``kube-node-lease`` always exist."""
+    resource = ctx.registry.lookup("", "v1", "namespaces")
+    assert resource is not None
+    cache = ctx.caches.for_resource(resource)
+    for name in INITIAL_NAMESPACES:
+        if cache.get(resource.storage_key("", name)) is None:
+            obj = with_type_meta(resource, {"metadata": {"name": name}})
+            lctx = lifecycle.CreateContext(namespace="", now=ctx.now(), rng=ctx.rng)
+            with contextlib.suppress(KeyExistsError):
+                await ctx.store.write(Create(resource.storage_key("", name),
+                                             lifecycle.prepare_create(resource, obj, lctx)))
+
+
+def _strip_rv(obj: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
+    (out.get("metadata") or {}).pop("resourceVersion", None)
+    return out
+
+
+def _warning_headers(warnings: list[str]) -> list[tuple[str, str]]:
+    """RFC 7234 warn-text: a quoted string with ``\\`` and ``"`` escaped."""
+    return [("Warning", '299 - "' + w.replace("\\", "\\\\").replace('"', '\\"') + '"')
+            for w in warnings]
+
+
+def _method_not_allowed() -> StatusError:
+    return MethodNotAllowed("the server does not allow this method on the requested resource", {})

@@ -1,0 +1,34 @@
+"""Fixtures: a real kubewire server per test (fresh data dir, random loopback port)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubewire.server.context import ServerConfig
+from tests.integration.harness import ServerThread
+
+
+@pytest.fixture
+def make_server(tmp_path: Path) -> Iterator[Callable[..., ServerThread]]:
+    """Start servers with config overrides: ``make_server(ring_capacity=8)``."""
+    started: list[ServerThread] = []
+
+    def make(**overrides: Any) -> ServerThread:
+        data_dir = overrides.pop("data_dir", tmp_path / f"data{len(started)}")
+        config = ServerConfig(data_dir=data_dir, host="127.0.0.1", port=0, **overrides)
+        server = ServerThread(config).start()
+        started.append(server)
+        return server
+
+    yield make
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def server(make_server: Callable[..., ServerThread]) -> ServerThread:
+    return make_server()

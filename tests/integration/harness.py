@@ -1,0 +1,98 @@
+"""Run the real kubewire server on a random loopback port, in its own thread and event loop.
+
+A thread (not the test's loop) so that blocking clients — kubectl in a subprocess, the official
+``kubernetes`` package — and async clients can all talk to it while the test waits on them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from kubewire.cli import kubeconfig_text
+from kubewire.server.app import APIServer
+from kubewire.server.context import ServerConfig
+
+
+class ServerThread:
+    """``start()`` blocks until the server listens; ``stop()`` until it has shut down."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.server: APIServer | None = None
+        self.url = ""
+        self.port = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> ServerThread:
+        ready = threading.Event()
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            try:
+                loop.run_until_complete(self._start())
+            except BaseException as exc:  # surfaced to the starting thread
+                errors.append(exc)
+                ready.set()
+                return
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self._stop())
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="kubewire-server", daemon=True)
+        self._thread.start()
+        if not ready.wait(30):
+            raise TimeoutError("server did not start")
+        if errors:
+            raise errors[0]
+        return self
+
+    async def _start(self) -> None:
+        self.server = APIServer(self.config)
+        host, port = await self.server.start()
+        self.port = port
+        self.url = f"http://{host}:{port}"
+        (self.config.data_dir / "kubeconfig").write_text(kubeconfig_text(self.url))
+        # Later starts on the same data dir reuse the port, as a restarted server would.
+        self.config = replace(self.config, port=port)
+
+    async def _stop(self) -> None:
+        if self.server is not None:
+            await self.server.stop()
+
+    def stop(self) -> None:
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(30)
+        self._loop = None
+        self._thread = None
+
+    def restart(self) -> ServerThread:
+        self.stop()
+        return self.start()
+
+    def call(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` on the server's loop and return its result (for white-box checks)."""
+        assert self._loop is not None
+        result: list[Any] = []
+        done = threading.Event()
+
+        def invoke() -> None:
+            result.append(fn())
+            done.set()
+
+        self._loop.call_soon_threadsafe(invoke)
+        done.wait(10)
+        return result[0]
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.config.data_dir / "kubeconfig"
