@@ -1,146 +1,37 @@
 """Object-metadata validation with kube-apiserver's exact messages.
 
-Sources: ``apimachinery:pkg/util/validation/validation.go`` (DNS-1123/1035 names, qualified
-names, label values, ``RegexError``), ``apimachinery:pkg/api/validation/objectmeta.go``
-(``ValidateObjectMetaAccessor``, annotations, finalizers), ``.../api/validation/generic.go``
-(``maskTrailingDash`` for generateName), ``.../api/validation/path/name.go`` (path segments),
-``kubernetes:pkg/registry/core/pod/strategy.go`` (``WarningsOnCreate``); per-kind name rules in
-objects-and-clients.md §1.7.
+Sources: ``apimachinery:pkg/api/validation/objectmeta.go`` (``ValidateObjectMetaAccessor``,
+annotations, finalizers), ``.../api/validation/generic.go`` (``maskTrailingDash`` for
+generateName), ``kubernetes:pkg/registry/core/pod/strategy.go`` (``WarningsOnCreate``); per-kind
+name rules in objects-and-clients.md §1.7. The name, key and label-value rules themselves
+(``apimachinery:pkg/util/validation``) are in ``kubewire.names``, shared with label selectors.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kubewire.go_text import go_string_slice
+from kubewire.names import (
+    is_dns1035_label,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_path_segment_name,
+    is_qualified_name,
+    is_valid_label_value,
+)
 from kubewire.resources import NameRule, Resource
 from kubewire.status import FieldError, forbidden, invalid, required
 
 JSON = Any
 
-DNS1123_LABEL_MAX_CHARS = 63
-DNS1123_SUBDOMAIN_MAX_CHARS = 253
-DNS1035_LABEL_MAX_CHARS = 63
-QUALIFIED_NAME_MAX_CHARS = 63
-LABEL_VALUE_MAX_CHARS = 63
 TOTAL_ANNOTATION_SIZE_MAX_BYTES = 256 * 1024  # objectmeta.go TotalAnnotationSizeLimitB
-
-_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
-_DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
-_QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_LABEL_VALUE_FMT = "(" + _QUALIFIED_NAME_FMT + ")?"
-
-_DNS1123_LABEL_RE = re.compile(_DNS1123_LABEL_FMT)
-_DNS1123_SUBDOMAIN_RE = re.compile(_DNS1123_SUBDOMAIN_FMT)
-_DNS1035_LABEL_RE = re.compile(_DNS1035_LABEL_FMT)
-_QUALIFIED_NAME_RE = re.compile(_QUALIFIED_NAME_FMT)
-_LABEL_VALUE_RE = re.compile(_LABEL_VALUE_FMT)
-
-_DNS1123_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric "
-                      "characters or '-', and must start and end with an alphanumeric character")
-_DNS1123_SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case "
-                          "alphanumeric characters, '-' or '.', and must start and end with an "
-                          "alphanumeric character")
-_DNS1035_LABEL_MSG = ("a DNS-1035 label must consist of lower case alphanumeric characters or "
-                      "'-', start with an alphabetic character, and end with an alphanumeric "
-                      "character")
-_QUALIFIED_NAME_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and must start "
-                       "and end with an alphanumeric character")
-_LABEL_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric "
-                    "characters, '-', '_' or '.', and must start and end with an alphanumeric "
-                    "character")
 
 _JSON_TYPE_NAMES = {str: "string", bool: "boolean", int: "integer", float: "number",
                     list: "array"}
 _FINALIZER_ORPHAN = "orphan"
 _FINALIZER_FOREGROUND = "foregroundDeletion"
-
-
-# --- apimachinery pkg/util/validation ----------------------------------------------------------
-
-def regex_error(msg: str, fmt: str, *examples: str) -> str:
-    """``RegexError``: message, examples and the regex, spacing exactly as kube prints it."""
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    shown = " or ".join(f"'{e}', " for e in examples)
-    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
-
-
-def max_len_error(length: int) -> str:
-    return f"must be no more than {length} characters"
-
-
-def is_dns1123_label(value: str) -> list[str]:
-    """``IsDNS1123Label``: problems of ``value`` as a DNS-1123 label (empty when valid)."""
-    errs = [max_len_error(DNS1123_LABEL_MAX_CHARS)] if len(value) > DNS1123_LABEL_MAX_CHARS else []
-    if not _DNS1123_LABEL_RE.fullmatch(value):
-        if _DNS1123_SUBDOMAIN_RE.fullmatch(value):
-            errs.append("must not contain dots")
-        else:
-            errs.append(regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
-    return errs
-
-
-def is_dns1123_subdomain(value: str) -> list[str]:
-    """``IsDNS1123Subdomain``: problems of ``value`` as a DNS-1123 subdomain."""
-    errs = ([max_len_error(DNS1123_SUBDOMAIN_MAX_CHARS)]
-            if len(value) > DNS1123_SUBDOMAIN_MAX_CHARS else [])
-    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
-        errs.append(regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
-    return errs
-
-
-def is_dns1035_label(value: str) -> list[str]:
-    """``IsDNS1035Label``: problems of ``value`` as a DNS-1035 label."""
-    errs = [max_len_error(DNS1035_LABEL_MAX_CHARS)] if len(value) > DNS1035_LABEL_MAX_CHARS else []
-    if not _DNS1035_LABEL_RE.fullmatch(value):
-        errs.append(regex_error(_DNS1035_LABEL_MSG, _DNS1035_LABEL_FMT, "my-name", "abc-123"))
-    return errs
-
-
-def is_path_segment_name(value: str, prefix: bool = False) -> list[str]:
-    """``ValidatePathSegmentName``: not ``.``/``..`` (unless a prefix), no ``/`` or ``%``."""
-    if not prefix and value in (".", ".."):
-        return [f"may not be '{value}'"]
-    return [f"may not contain '{c}'" for c in ("/", "%") if c in value]
-
-
-def is_qualified_name(value: str) -> list[str]:
-    """``IsQualifiedName`` (label and annotation keys, finalizers)."""
-    errs: list[str] = []
-    parts = value.split("/")
-    if len(parts) > 2:
-        return [f"a qualified name {_qualified_regex_error()} with an optional DNS subdomain "
-                "prefix and '/' (e.g. 'example.com/MyName')"]
-    name = parts[-1]
-    if len(parts) == 2:
-        prefix = parts[0]
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            errs += ["prefix part " + m for m in is_dns1123_subdomain(prefix)]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > QUALIFIED_NAME_MAX_CHARS:
-        errs.append("name part " + max_len_error(QUALIFIED_NAME_MAX_CHARS))
-    if not _QUALIFIED_NAME_RE.fullmatch(name):
-        errs.append("name part " + _qualified_regex_error())
-    return errs
-
-
-def _qualified_regex_error() -> str:
-    return regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
-
-
-def is_valid_label_value(value: str) -> list[str]:
-    """``IsValidLabelValue``."""
-    errs = [max_len_error(LABEL_VALUE_MAX_CHARS)] if len(value) > LABEL_VALUE_MAX_CHARS else []
-    if not _LABEL_VALUE_RE.fullmatch(value):
-        errs.append(regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value",
-                                "12345"))
-    return errs
 
 
 # --- names ------------------------------------------------------------------------------------
@@ -184,18 +75,6 @@ def pod_name_warnings(name: str) -> list[str]:
 
 # --- object metadata --------------------------------------------------------------------------
 
-class _GoStrings:
-    """A ``[]string`` rendered as Go's ``%#v`` does in field errors."""
-
-    def __init__(self, values: list[str]) -> None:
-        self.values = values
-
-    def __repr__(self) -> str:
-        inner = ", ".join('"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-                          for v in self.values)
-        return "[]string{" + inner + "}"
-
-
 def _string_map(meta: Mapping[str, JSON], key: str) -> Mapping[str, str]:
     value = meta.get(key)
     return value if isinstance(value, dict) else {}
@@ -232,7 +111,7 @@ def validate_finalizers(finalizers: list[str],
     for finalizer in finalizers:
         errors += [invalid(path, finalizer, m) for m in is_qualified_name(finalizer)]
     if _FINALIZER_ORPHAN in finalizers and _FINALIZER_FOREGROUND in finalizers:
-        errors.append(invalid(path, _GoStrings(finalizers),
+        errors.append(invalid(path, go_string_slice(finalizers),
                               f"finalizer {_FINALIZER_ORPHAN} and {_FINALIZER_FOREGROUND} "
                               "cannot be both set"))
     return errors

@@ -1,9 +1,8 @@
-"""kubewire.server.options: list/watch, get, write and delete options with kube's exact errors."""
+"""kubewire.server.options: list/watch and get options with kube's exact errors."""
 
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -13,18 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kubewire.resources import REGISTRY, Resource
-from kubewire.server.options import (
-    DeleteOptions,
-    ListOptions,
-    WriteOptions,
-    decode_continue,
-    encode_continue,
-    parse_bool,
-    parse_delete_options,
-    parse_get_options,
-    parse_list_options,
-    parse_write_options,
-)
+from kubewire.server.continue_tokens import encode_continue
+from kubewire.server.options import ListOptions, parse_get_options, parse_list_options
 from kubewire.status import BadRequest, Invalid, StatusError
 
 
@@ -53,16 +42,6 @@ def list_error(query: Mapping[str, Sequence[str]], resource: Resource = PODS,
 def token(doc: Any) -> str:
     raw = json.dumps(doc, separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
-
-
-# --- bool parsing (§1.2) ----------------------------------------------------------------------
-
-@pytest.mark.parametrize(("value", "expected"), [
-    ("false", False), ("FALSE", False), ("False", False), ("0", False),
-    ("true", True), ("True", True), ("1", True), ("", True), ("no", True), ("00", True),
-])
-def test_parse_bool(value: str, expected: bool) -> None:
-    assert parse_bool(value) is expected
 
 
 # --- decoding ---------------------------------------------------------------------------------
@@ -244,76 +223,6 @@ def test_path_name_mismatch(selector: str) -> None:
     assert err.message == "fieldSelector metadata.name doesn't match requested name"
 
 
-# --- continue tokens (§10.2) ------------------------------------------------------------------
-
-def test_encode_continue_is_kube_format() -> None:
-    assert encode_continue(12345, "web-2\x00") == (
-        "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MTIzNDUsInN0YXJ0Ijoid2ViLTJcdTAwMDAifQ")
-    assert encode_continue(-1, "web-2\x00") == (
-        "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6LTEsInN0YXJ0Ijoid2ViLTJcdTAwMDAifQ")
-    decoded = base64.urlsafe_b64decode(encode_continue(1, "<a&b>") + "==")
-    assert decoded == b'{"v":"meta.k8s.io/v1","rv":1,"start":"\\u003ca\\u0026b\\u003e"}'
-
-
-def test_decode_continue_accepts_kube_tokens() -> None:
-    assert decode_continue(encode_continue(-1, "demo/web-2\x00")) == (-1, "demo/web-2\x00")
-    assert decode_continue(token({"v": "meta.k8s.io/v1", "rv": 5, "start": "/a\x00"})) == (
-        5, "a\x00")
-    assert decode_continue(token({"V": "meta.k8s.io/v1", "RV": 5, "Start": "a", "x": 1})) == (
-        5, "a")
-
-
-PREFIX = "invalid continue token: continue key is not valid: "
-
-
-@pytest.mark.parametrize(("tok", "reason"), [
-    (token({"v": "meta.k8s.io/v1", "rv": 0, "start": "a"}),
-     "incorrect encoded start resourceVersion (version meta.k8s.io/v1)"),
-    (token({"v": "meta.k8s.io/v1", "start": "a"}),
-     "incorrect encoded start resourceVersion (version meta.k8s.io/v1)"),
-    (token({"v": "meta.k8s.io/v1", "rv": 3, "start": ""}),
-     "encoded start key empty (version meta.k8s.io/v1)"),
-    (token({"v": "meta.k8s.io/v2", "rv": 3, "start": "a"}),
-     "server does not recognize this encoded version meta.k8s.io/v2"),
-    (token({}), "server does not recognize this encoded version "),
-    (token(None), "server does not recognize this encoded version "),
-    (token({"v": "meta.k8s.io/v1", "rv": 3, "start": "../secrets/x"}), "../secrets/x"),
-    (token({"v": "meta.k8s.io/v1", "rv": 3, "start": "a/../../b"}), "a/../../b"),
-    (token({"v": "meta.k8s.io/v1", "rv": 3, "start": "a//b"}), "a//b"),
-    (token([1]), "json: cannot unmarshal array into Go value of type storage.continueToken"),
-    (token({"v": "meta.k8s.io/v1", "rv": "3", "start": "a"}),
-     "json: cannot unmarshal string into Go struct field continueToken.rv of type int64"),
-    (token({"v": "meta.k8s.io/v1", "rv": 1.5, "start": "a"}),
-     "json: cannot unmarshal number 1.5 into Go struct field continueToken.rv of type int64"),
-    (token({"v": 1, "rv": 3, "start": "a"}),
-     "json: cannot unmarshal number into Go struct field continueToken.v of type string"),
-    ("", "unexpected end of JSON input"),
-    ("!!!!", "illegal base64 data at input byte 0"),
-    ("abcde", "illegal base64 data at input byte 4"),
-    ("abc=", "illegal base64 data at input byte 3"),
-    (base64.urlsafe_b64encode(b"x").rstrip(b"=").decode(),
-     "invalid character 'x' looking for beginning of value"),
-])
-def test_decode_continue_rejections(tok: str, reason: str) -> None:
-    with pytest.raises(BadRequest) as info:
-        decode_continue(tok)
-    assert info.value.message == PREFIX + reason
-
-
-@given(st.integers(min_value=-1, max_value=2**63 - 1).filter(lambda rv: rv != 0),
-       st.text(min_size=1).filter(lambda s: "/" not in s and s not in (".", "..")))
-def test_continue_round_trip(rv: int, start: str) -> None:
-    assert decode_continue(encode_continue(rv, start + "\x00")) == (rv, start + "\x00")
-
-
-@given(st.text())
-def test_decode_continue_only_raises_bad_request(tok: str) -> None:
-    try:
-        decode_continue(tok)
-    except BadRequest as exc:
-        assert exc.message.startswith(PREFIX)
-
-
 # --- get --------------------------------------------------------------------------------------
 
 def test_parse_get_options() -> None:
@@ -330,129 +239,7 @@ def test_parse_get_options() -> None:
                                   "supported")
 
 
-# --- writes -----------------------------------------------------------------------------------
-
-def test_parse_write_options() -> None:
-    assert parse_write_options({}) == WriteOptions()
-    opts = parse_write_options(q(dryRun="All", fieldManager="kubectl", fieldValidation="Strict",
-                                 force="true"), verb="apply")
-    assert opts == WriteOptions(dry_run=True, field_manager="kubectl",
-                                field_validation="Strict", force=True)
-
-
-@pytest.mark.parametrize(("query", "verb", "message"), [
-    (q(dryRun="foo"), "create", 'CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported '
-                                'value: []string{"foo"}: supported values: "All"'),
-    (q(dryRun=["All", ""]), "update", 'UpdateOptions.meta.k8s.io "" is invalid: dryRun: '
-                                      'Unsupported value: []string{"All", ""}: supported values: '
-                                      '"All"'),
-    (q(fieldValidation="strict"), "create",
-     'CreateOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "strict": '
-     'supported values: "", "Ignore", "Strict", "Warn"'),
-    (q(fieldManager="a" * 129), "create",
-     'CreateOptions.meta.k8s.io "" is invalid: fieldManager: Too long: may not be more than 128 '
-     "bytes"),
-    (q(fieldManager="ab\x07"), "create",
-     'CreateOptions.meta.k8s.io "" is invalid: fieldManager: Invalid value: "ab\\a": invalid '
-     "character U+0007 (at position 2)"),
-    (q(force="false"), "patch", 'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may '
-                                "not be specified for non-apply patch"),
-    ({}, "apply", 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is '
-                  "required for apply patch"),
-])
-def test_invalid_write_options(query: dict[str, list[str]], verb: Any, message: str) -> None:
-    with pytest.raises(Invalid) as info:
-        parse_write_options(query, verb=verb)
-    assert info.value.message == message
-    assert info.value.details is not None and info.value.details["kind"].endswith("Options")
-
-
-# --- deletes ----------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("body", [
-    b'{"propagationPolicy":"Background"}',
-    b'{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background"}',
-    b'{"kind":"DeleteOptions","apiVersion":"meta.k8s.io/v1","propagationPolicy":"Background"}',
-])
-def test_delete_body_kubectl_shapes(body: bytes) -> None:
-    assert parse_delete_options(body, {}) == DeleteOptions(propagation_policy="Background")
-
-
-def test_delete_body_fields() -> None:
-    body = (b'{"gracePeriodSeconds":0,"dryRun":["All"],"orphanDependents":false,'
-            b'"preconditions":{"uid":"u1","resourceVersion":"7"}}')
-    assert parse_delete_options(body, q(gracePeriodSeconds="9")) == DeleteOptions(
-        grace_period_seconds=0, dry_run=True, orphan_dependents=False, precondition_uid="u1",
-        precondition_resource_version="7")
-    assert parse_delete_options(b"{}", {}) == DeleteOptions()
-
-
-def test_delete_query_when_body_is_empty() -> None:
-    opts = parse_delete_options(b"", q(gracePeriodSeconds="5", propagationPolicy="Foreground",
-                                       dryRun="All"))
-    assert opts == DeleteOptions(grace_period_seconds=5, propagation_policy="Foreground",
-                                 dry_run=True)
-    assert parse_delete_options(b"", q(orphanDependents="true")).orphan_dependents is True
-    with pytest.raises(BadRequest) as info:
-        parse_delete_options(b"", q(gracePeriodSeconds="soon"))
-    assert info.value.message == 'strconv.ParseInt: parsing "soon": invalid syntax'
-
-
-DELETE_INVALID = 'DeleteOptions.meta.k8s.io "" is invalid: '
-
-
-@pytest.mark.parametrize(("body", "query", "message"), [
-    (b'{"propagationPolicy":"Foo"}', {}, 'propagationPolicy: Unsupported value: "Foo": supported '
-                                         'values: "Foreground", "Background", "Orphan", "nil"'),
-    (b'{"propagationPolicy":"Orphan","orphanDependents":true}', {},
-     'propagationPolicy: Invalid value: "Orphan": orphanDependents and deletionPropagation '
-     "cannot be both set"),
-    (b'{"dryRun":["Some"]}', {},
-     'dryRun: Unsupported value: []string{"Some"}: supported values: "All"'),
-    (b"", q(propagationPolicy="x"), 'propagationPolicy: Unsupported value: "x": supported '
-                                    'values: "Foreground", "Background", "Orphan", "nil"'),
-])
-def test_invalid_delete_options(body: bytes, query: dict[str, list[str]], message: str) -> None:
-    with pytest.raises(Invalid) as info:
-        parse_delete_options(body, query)
-    assert info.value.message == DELETE_INVALID + message
-
-
-@pytest.mark.parametrize(("body", "message"), [
-    (b'{"gracePeriodSeconds":"x"}',
-     "json: cannot unmarshal string into Go struct field DeleteOptions.gracePeriodSeconds of "
-     "type int64"),
-    (b'{"dryRun":"All"}',
-     "json: cannot unmarshal string into Go struct field DeleteOptions.dryRun of type []string"),
-    (b'{"dryRun":[1]}',
-     "json: cannot unmarshal number into Go struct field DeleteOptions.dryRun of type string"),
-    (b'{"orphanDependents":"yes"}',
-     "json: cannot unmarshal string into Go struct field DeleteOptions.orphanDependents of type "
-     "bool"),
-    (b'{"preconditions":{"uid":1}}',
-     "json: cannot unmarshal number into Go struct field DeleteOptions.preconditions.uid of "
-     "type types.UID"),
-    (b'{"apiVersion":true}', "couldn't get version/kind; json parse error: json: cannot "
-                             "unmarshal bool into Go struct field .apiVersion of type string"),
-    (b"[]", "couldn't get version/kind; json parse error: json: cannot unmarshal array into Go "
-            'value of type struct { APIVersion string "json:\\"apiVersion,omitempty\\""; Kind '
-            'string "json:\\"kind,omitempty\\"" }'),
-    (b"  ", "couldn't get version/kind; json parse error: unexpected end of JSON input"),
-    (b'{"kind":"Pod","apiVersion":"v1"}',
-     'no kind "Pod" is registered for version "v1" in scheme '
-     '"k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme/register.go:28"'),
-])
-def test_undecodable_delete_bodies(body: bytes, message: str) -> None:
-    with pytest.raises(BadRequest) as info:
-        parse_delete_options(body, {})
-    assert info.value.message == message
-
-
-@given(st.binary())
-def test_delete_body_only_raises_status_errors(body: bytes) -> None:
-    with contextlib.suppress(StatusError):
-        parse_delete_options(body, {})
-
+# --- properties -------------------------------------------------------------------------------
 
 @given(st.dictionaries(st.sampled_from(["watch", "resourceVersion", "resourceVersionMatch",
                                         "sendInitialEvents", "allowWatchBookmarks",

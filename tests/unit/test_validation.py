@@ -186,3 +186,16 @@ def test_metadata_must_be_an_object(metadata: Any, actual: str) -> None:
         f'metadata: Invalid value: "{actual}": metadata in body must be of type object: '
         f'"{actual}"']
     assert errors[0].type == "FieldValueTypeInvalid"
+
+
+def test_lengths_are_go_byte_lengths() -> None:
+    name = "é" * 32  # 32 characters, 64 bytes
+    assert _meta(NODE, {"name": "n", "labels": {"k": name}}) == [
+        f'metadata.labels: Invalid value: "{name}": must be no more than 63 characters',
+        f'metadata.labels: Invalid value: "{name}": {LABEL_VALUE_MSG}']
+
+
+def test_finalizer_slice_is_quoted_as_go_prints_it() -> None:
+    assert _meta(NODE, {"name": "n", "finalizers": ["orphan", "foregroundDeletion", "a\tb"]})[-1] \
+        == ('metadata.finalizers: Invalid value: []string{"orphan", "foregroundDeletion", '
+            '"a\\tb"}: finalizer orphan and foregroundDeletion cannot be both set')

@@ -1,0 +1,148 @@
+"""kubewire.field_selectors: kube-exact parsing, matching and per-kind conversion (§9.2, §9.3)."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kubewire.field_selectors import (
+    FieldSelector,
+    convert_field_selector,
+    parse_field_selector,
+)
+from kubewire.resources import REGISTRY, Resource
+from kubewire.selector_error import SelectorError
+
+
+def resource(plural: str) -> Resource:
+    found = next((r for r in REGISTRY if r.plural == plural), None)
+    assert found is not None
+    return found
+
+
+def field_error(text: str) -> str:
+    with pytest.raises(SelectorError) as info:
+        parse_field_selector(text)
+    return info.value.message
+
+
+
+# --- field selectors (§9.2) -------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("a=b=c", "invalid field selector: unescaped character in value: 61"),
+    ("a=\\x", "invalid field selector: invalid escape sequence: \\x"),
+    ("a=b\\", "invalid field selector: invalid escape sequence: \\"),
+    ("a", "invalid selector: 'a'; can't understand 'a'"),
+    ("x=1,a", "invalid selector: 'x=1,a'; can't understand 'a'"),
+])
+def test_field_selector_messages_are_kube_exact(text: str, message: str) -> None:
+    assert field_error(text) == message
+
+
+def test_field_selector_parsing() -> None:
+    sel = parse_field_selector("b==1,a!=2,,c=x\\,y\\=z\\\\,")
+    assert [(t.field, t.operator, t.value) for t in sel.terms] == [
+        ("a", "!=", "2"), ("b", "=", "1"), ("c", "=", "x,y=z\\")]
+    assert str(sel) == "a!=2,b=1,c=x\\,y\\=z\\\\"
+    assert parse_field_selector("a = b").terms[0].field == "a "  # no trimming
+    assert parse_field_selector("").is_empty and parse_field_selector(",").is_empty
+
+
+def test_field_selector_matching_and_exact() -> None:
+    sel = parse_field_selector("metadata.name=web,status.phase!=Failed")
+    assert sel.matches({"metadata.name": "web", "status.phase": "Running"})
+    assert sel.matches({"metadata.name": "web"})  # absent reads as ""
+    assert not sel.matches({"metadata.name": "web", "status.phase": "Failed"})
+    assert parse_field_selector("a=").matches({})
+    assert not parse_field_selector("a!=").matches({})
+    assert sel.exact("metadata.name") == "web"
+    assert sel.exact("status.phase") is None
+    assert FieldSelector().exact("metadata.name") is None
+
+
+# --- field-label conversion per kind (§9.3) ---------------------------------------------------
+
+ACCEPTED = {
+    "pods": ["metadata.name", "metadata.namespace", "spec.nodeName", "spec.restartPolicy",
+             "spec.schedulerName", "spec.serviceAccountName", "spec.hostNetwork", "status.phase",
+             "status.podIP", "status.podIPs", "status.nominatedNodeName", "spec.host"],
+    "services": ["metadata.name", "metadata.namespace", "spec.clusterIP", "spec.type"],
+    "nodes": ["metadata.name", "spec.unschedulable"],
+    "namespaces": ["metadata.name", "status.phase"],
+    "events": ["metadata.name", "metadata.namespace", "reason", "type", "reportingController",
+               "source", "regarding.kind", "regarding.namespace", "regarding.name",
+               "regarding.uid", "regarding.apiVersion", "regarding.resourceVersion",
+               "regarding.fieldPath"],
+    "deployments": ["metadata.name", "metadata.namespace"],
+    "ingresses": ["metadata.name", "metadata.namespace"],
+    "networkpolicies": ["metadata.name", "metadata.namespace"],
+    "endpointslices": ["metadata.name", "metadata.namespace"],
+    "gateways": ["metadata.name", "metadata.namespace"],
+    "httproutes": ["metadata.name", "metadata.namespace"],
+    "configmaps": ["metadata.name", "metadata.namespace"],
+    "secrets": ["metadata.name", "metadata.namespace", "type"],
+    "serviceaccounts": ["metadata.name", "metadata.namespace"],
+    "leases": ["metadata.name", "metadata.namespace"],
+}
+REJECTED = {"pods": "spec.foo", "services": "spec.ports", "nodes": "metadata.namespace",
+            "namespaces": "name", "events": "involvedObject.name", "deployments": "spec.replicas",
+            "ingresses": "spec.rules", "networkpolicies": "spec.podSelector",
+            "endpointslices": "addressType", "gateways": "spec.gatewayClassName",
+            "httproutes": "spec.hostnames", "configmaps": "data", "secrets": "data",
+            "serviceaccounts": "secrets", "leases": "spec.holderIdentity"}
+
+
+def test_every_registry_kind_is_covered() -> None:
+    assert {r.plural for r in REGISTRY} == set(ACCEPTED) == set(REJECTED)
+
+
+@pytest.mark.parametrize("plural", sorted(ACCEPTED))
+def test_convert_accepts_the_kinds_labels(plural: str) -> None:
+    for label in ACCEPTED[plural]:
+        converted = convert_field_selector(resource(plural), parse_field_selector(f"{label}=v"))
+        expected = "spec.nodeName" if label == "spec.host" else label
+        assert converted.terms[0].field == expected
+
+
+@pytest.mark.parametrize("plural", sorted(REJECTED))
+def test_convert_rejects_with_the_kinds_message(plural: str) -> None:
+    res, label = resource(plural), REJECTED[plural]
+    with pytest.raises(SelectorError) as info:
+        convert_field_selector(res, parse_field_selector(f"{label}=v"))
+    if res.field_label_style == "default":
+        expected = (f'"{label}" is not a known field selector: only "metadata.name", '
+                    '"metadata.namespace"')
+    else:
+        expected = f"field label not supported: {label}"
+    assert info.value.message == expected
+
+
+def test_default_style_kinds_and_message_quoting() -> None:
+    assert {r.plural for r in REGISTRY if r.field_label_style == "default"} == {
+        "deployments", "ingresses", "networkpolicies", "endpointslices", "configmaps",
+        "serviceaccounts", "leases"}
+    with pytest.raises(SelectorError) as info:
+        convert_field_selector(resource("deployments"), parse_field_selector('a"b=1'))
+    assert info.value.message.startswith('"a\\"b" is not a known field selector')
+
+
+# --- properties -------------------------------------------------------------------------------
+
+@given(st.text())
+def test_field_parser_only_raises_selector_error(text: str) -> None:
+    with contextlib.suppress(SelectorError):
+        parse_field_selector(text)
+
+
+@given(st.lists(st.tuples(st.from_regex(r"\A[a-zA-Z.]{1,8}\Z"), st.sampled_from(["=", "!="]),
+                          st.text()), max_size=4))
+def test_field_selector_round_trip(terms: list[tuple[str, str, str]]) -> None:
+    escaped = [f + op + v.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=")
+               for f, op, v in terms]
+    sel = parse_field_selector(",".join(escaped))
+    assert parse_field_selector(str(sel)) == sel
+    assert sorted((t.field, t.operator, t.value) for t in sel.terms) == sorted(terms)

@@ -1,0 +1,16 @@
+"""kubewire.server.query_params: query parameters decoded as kube's url.Values conversions."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubewire.server.query_params import parse_bool
+
+# --- bool parsing (§1.2) ----------------------------------------------------------------------
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("false", False), ("FALSE", False), ("False", False), ("0", False),
+    ("true", True), ("True", True), ("1", True), ("", True), ("no", True), ("00", True),
+])
+def test_parse_bool(value: str, expected: bool) -> None:
+    assert parse_bool(value) is expected
