@@ -33,6 +33,7 @@ from kubewire.server.encoding import (
 from kubewire.server.http import Request, Response
 from kubewire.server.options import WriteOptions, parse_write_options
 from kubewire.server.routes import Route
+from kubewire.server.strategic_patch import apply_strategic_merge_patch
 from kubewire.server.validate_write import check_namespace_usable, check_type_meta, validate
 from kubewire.status import (
     BadRequest,
@@ -169,9 +170,7 @@ def _patch_function(resource: Resource, content_type: str) -> Any:
     if func is not None:
         return func
     if kind == "application/strategic-merge-patch+json" and not resource.is_custom:
-        strategic = getattr(patching, "apply_strategic_merge_patch", None)
-        if strategic is not None:
-            return lambda doc, body: strategic(doc, body, resource)
+        return lambda doc, body: apply_strategic_merge_patch(doc, body, resource)
     accepted = "application/json-patch+json, application/merge-patch+json"
     if not resource.is_custom:
         accepted += ", application/strategic-merge-patch+json"
