@@ -18,11 +18,7 @@ from kubewire.resources import Resource
 from kubewire.server import lifecycle
 from kubewire.server import patch as patching
 from kubewire.server.context import ServerContext
-from kubewire.server.deletes import (
-    delete,
-    delete_collection,
-    remove_if_finished,
-)
+from kubewire.server.deletes import delete, delete_collection
 from kubewire.server.encoding import (
     decode_object,
     json_response,
@@ -47,6 +43,7 @@ from kubewire.status import (
 )
 from kubewire.storage.base import (
     Create,
+    Delete,
     KeyExistsError,
     KeyNotFoundError,
     RevisionMismatchError,
@@ -198,15 +195,18 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Any,
         if lifecycle.is_noop_update(old, prepared) or wopts.dry_run:
             return (old if not wopts.dry_run else prepared), warnings
         try:
+            if lifecycle.should_remove_after_update(resource, prepared):
+                # store.go Update: emptied finalizers on a marked object → the update is not
+                # written, the object is deleted (watchers see one DELETED) — errEmptiedFinalizers
+                change = await ctx.store.write(Delete(key, current.revision))
+                return _decode(change.value), warnings
             change = await ctx.store.write(Update(key, prepared, current.revision))
         except RevisionMismatchError:
             continue
         except KeyNotFoundError:
             raise not_found(resource.group, resource.plural, route.name) from None
         stored = _decode(change.value)
-        if lifecycle.should_remove_after_update(resource, stored):
-            await remove_if_finished(ctx, resource, key, change.revision)
-        elif (stored.get("metadata") or {}).get("deletionTimestamp"):
+        if (stored.get("metadata") or {}).get("deletionTimestamp"):
             ctx.object_marked(resource, stored)
         return stored, warnings
     raise conflict(resource.group, resource.plural, route.name)
