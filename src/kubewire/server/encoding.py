@@ -6,6 +6,7 @@ POST/PUT), accepts YAML, and answers 415/406 with fixed messages (watch-protocol
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import msgspec
@@ -41,14 +42,36 @@ def decode_object(body: bytes, content_type: str, resource: Resource) -> dict[st
     """Decode a create/update body into a JSON object; 415 for unknown media types."""
     kind = media_type(content_type)
     if kind in JSON_TYPES:
-        value = decode_json_body(body)
+        if not body.strip():
+            raise BadRequest("the body of the request was empty")
+        try:
+            value = _decode_json(body)
+        except msgspec.DecodeError:
+            raise BadRequest(unrecognized(resource, go_json_syntax_error(body), body)) from None
     elif kind in YAML_TYPES:
         value = _decode_yaml(body)
     else:
         raise unsupported_body(resource)
     if not isinstance(value, dict):
-        raise BadRequest(_cannot_unmarshal(value, resource))
+        raise BadRequest(unrecognized(resource, _cannot_unmarshal(value), body))
     return value
+
+
+def unrecognized(resource: Resource, reason: str, body: bytes) -> str:
+    """create.go ``transformDecodeError`` when no kind could be read: reason plus a summary."""
+    return (f"the object provided is unrecognized (must be of type {resource.kind}): "
+            f"couldn't get version/kind; json parse error: {reason} ({summarize_data(body)})")
+
+
+def summarize_data(data: bytes, max_length: int = 30) -> str:
+    """create.go ``summarizeData``: an object's first bytes as text, anything else as hex."""
+    if not data:
+        return "<empty>"
+    cut = data[:max_length]
+    suffix = " ..." if len(data) > max_length else ""
+    if data[:1] == b"{":
+        return cut.decode("utf-8", "replace") + suffix
+    return cut.hex() + suffix
 
 
 def decode_json_body(body: bytes) -> Any:
@@ -57,13 +80,76 @@ def decode_json_body(body: bytes) -> Any:
         raise BadRequest("the body of the request was empty")
     try:
         return _decode_json(body)
-    except msgspec.DecodeError as exc:
-        raise BadRequest(f"couldn't get version/kind; json parse error: {_json_reason(exc)}") \
-            from exc
+    except msgspec.DecodeError:
+        raise BadRequest("couldn't get version/kind; json parse error: "
+                         + go_json_syntax_error(body)) from None
 
 
-def _json_reason(exc: msgspec.DecodeError) -> str:
-    return str(exc).replace("JSON is malformed: ", "")
+_GO_CONTEXT = {
+    "Expecting value": "looking for beginning of value",
+    "Expecting property name enclosed in double quotes": "looking for beginning of object key "
+                                                         "string",
+    "Expecting ':' delimiter": "after object key",
+    "Extra data": "after top-level value",
+    "Invalid control character at": "in string literal",
+}
+
+
+def go_json_syntax_error(body: bytes) -> str:
+    """Go ``encoding/json``'s SyntaxError text for ``body``, which msgspec rejected.
+
+    The standard library's decoder finds the offending offset and what it expected; Go names the
+    character found there and the context (``invalid character 'x' after object key``).
+    """
+    text = body.decode("utf-8", "replace")
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.pos >= len(text.rstrip()):
+            return "unexpected end of JSON input"
+        found = _go_quote_char(text[exc.pos])
+        context = _GO_CONTEXT.get(exc.msg)
+        if exc.msg == "Expecting ',' delimiter":
+            context = _container_context(text, exc.pos)
+        return f"invalid character {found} {context or 'looking for beginning of value'}"
+    except ValueError:
+        pass
+    return "invalid character looking for beginning of value"
+
+
+def _container_context(text: str, pos: int) -> str:
+    """After a value inside an object or an array: which one is open at ``pos``."""
+    depth: list[str] = []
+    in_string = escaped = False
+    for char in text[:pos]:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+            continue
+        if char == '"':
+            in_string = True
+        elif char in "[{":
+            depth.append(char)
+        elif char in "]}" and depth:
+            depth.pop()
+    if depth and depth[-1] == "[":
+        return "after array element"
+    return "after object key:value pair"
+
+
+def _go_quote_char(char: str) -> str:
+    """Go's ``quoteChar``: the character in single quotes, escaped as ``strconv.Quote`` does."""
+    if char == "'":
+        return "'\\''"
+    if char == '"':
+        return "'\"'"
+    if char.isprintable():
+        return f"'{char}'"
+    return json.dumps(char)[1:-1].join("''")
 
 
 def _decode_yaml(body: bytes) -> Any:
@@ -73,10 +159,10 @@ def _decode_yaml(body: bytes) -> Any:
         raise BadRequest(f"error converting YAML to JSON: {exc}") from exc
 
 
-def _cannot_unmarshal(value: Any, resource: Resource) -> str:
+def _cannot_unmarshal(value: Any) -> str:
     type_name = {list: "array", str: "string", int: "number", float: "number",
                  bool: "bool"}.get(type(value), "null")
-    return (f"couldn't get version/kind; json parse error: json: cannot unmarshal {type_name} "
+    return (f"json: cannot unmarshal {type_name} "
             f"into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty"
             f"\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}")
 

@@ -59,6 +59,9 @@ INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 
+PATCH_MEDIA_TYPES = frozenset({
+    "application/json-patch+json", "application/merge-patch+json",
+    "application/strategic-merge-patch+json", "application/apply-patch+yaml"})
 PATCH_TYPES = {
     "application/json-patch+json": patching.apply_json_patch,
     "application/merge-patch+json": patching.apply_merge_patch,
@@ -168,12 +171,12 @@ def _patch_function(resource: Resource, content_type: str) -> Any:
         return func
     if kind == "application/strategic-merge-patch+json" and not resource.is_custom:
         return lambda doc, body: apply_strategic_merge_patch(doc, body, resource)
-    accepted = "application/json-patch+json, application/merge-patch+json"
-    if not resource.is_custom:
-        accepted += ", application/strategic-merge-patch+json"
+    if not resource.is_custom and kind not in PATCH_MEDIA_TYPES:
+        # go-restful matches a built-in's PATCH route by Consumes: no route → its generic 415.
+        raise UnsupportedMediaType("415: Unsupported Media Type", {})
     raise UnsupportedMediaType(
         "the body of the request was in an unknown format - accepted media types include: "
-        + accepted)
+        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
 
 
 async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Any,
