@@ -1,0 +1,401 @@
+"""Discovery documents and Accept negotiation (server/discovery.py)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kubewire.resources import REGISTRY, RESOURCES, Registry, Resource
+from kubewire.server.discovery import (
+    AGGREGATED_CONTENT_TYPES,
+    discovery_documents,
+    discovery_response,
+    negotiate_discovery,
+    storage_version_hash,
+)
+
+ADDRESS = "127.0.0.1:6443"
+V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+KUBECTL_ACCEPT = f"{V2},{V2BETA1},application/json"  # objects-and-clients.md §4.3 [M]
+KUBECTL_128_ACCEPT = f"{V2BETA1},application/json"
+STD = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+CRD_VERBS = ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]
+STATUS = ["get", "patch", "update"]
+
+# objects-and-clients.md §4.2 (subresources limited to what kubewire serves), plus the other
+# registry kinds as kube-apiserver 1.32 lists them:
+# (group, plural) -> (kind, namespaced, verbs, shortNames, categories, {sub: verbs})
+EXPECTED: dict[tuple[str, str], tuple[str, bool, list[str], list[str], list[str],
+                                      dict[str, list[str]]]] = {
+    ("", "pods"): ("Pod", True, STD, ["po"], ["all"], {"status": STATUS}),
+    ("", "services"): ("Service", True, STD, ["svc"], ["all"], {"status": STATUS}),
+    ("", "nodes"): ("Node", False, STD, ["no"], [], {"status": STATUS}),
+    ("", "namespaces"): ("Namespace", False, [v for v in STD if v != "deletecollection"],
+                         ["ns"], [], {"finalize": ["update"], "status": STATUS}),
+    ("", "configmaps"): ("ConfigMap", True, STD, ["cm"], [], {}),
+    ("", "secrets"): ("Secret", True, STD, [], [], {}),
+    ("", "serviceaccounts"): ("ServiceAccount", True, STD, ["sa"], [], {}),
+    ("apps", "deployments"): ("Deployment", True, STD, ["deploy"], ["all"],
+                              {"scale": STATUS, "status": STATUS}),
+    ("events.k8s.io", "events"): ("Event", True, STD, ["ev"], [], {}),
+    ("networking.k8s.io", "ingresses"): ("Ingress", True, STD, ["ing"], [], {"status": STATUS}),
+    ("networking.k8s.io", "networkpolicies"): ("NetworkPolicy", True, STD, ["netpol"], [], {}),
+    ("discovery.k8s.io", "endpointslices"): ("EndpointSlice", True, STD, [], [], {}),
+    ("coordination.k8s.io", "leases"): ("Lease", True, STD, [], [], {}),
+    ("gateway.networking.k8s.io", "gateways"): ("Gateway", True, CRD_VERBS, ["gtw"],
+                                                ["gateway-api"], {"status": STATUS}),
+    ("gateway.networking.k8s.io", "httproutes"): ("HTTPRoute", True, CRD_VERBS, [],
+                                                  ["gateway-api"], {"status": STATUS}),
+}
+
+# kubernetes/kubernetes pkg/controlplane/storageversionhashdata/data.go
+KUBE_HASHES = {
+    ("", "pods"): "xPOwRZ+Yhw8=", ("", "services"): "0/CO1lhkEBI=",
+    ("", "nodes"): "XwShjMxG9Fs=", ("", "namespaces"): "Q3oi5N2YM8M=",
+    ("", "configmaps"): "qFsyl6wFWjQ=", ("", "secrets"): "S6u1pOWzb84=",
+    ("", "serviceaccounts"): "pbx9ZvyFpBE=", ("apps", "deployments"): "8aSe+NMegvE=",
+    ("events.k8s.io", "events"): "r2yiGXH7wu8=", ("networking.k8s.io", "ingresses"): "39NQlfNR+bo=",
+    ("networking.k8s.io", "networkpolicies"): "YpfwF18m1G8=",
+    ("discovery.k8s.io", "endpointslices"): "qgS0xkrxYAI=",
+    ("coordination.k8s.io", "leases"): "gqkMMb/YqFM=",
+}
+
+
+def get(path: str, accept: str = "", registry: Registry = REGISTRY) -> tuple[int, bytes, str]:
+    result = discovery_response(registry, path, accept, ADDRESS)
+    assert result is not None, path
+    return result
+
+
+def get_json(path: str, accept: str = "") -> Any:
+    status, body, _ = get(path, accept)
+    assert status == 200
+    return json.loads(body)
+
+
+def content_type_params(content_type: str) -> tuple[str, dict[str, str]]:
+    """Split like client-go's ContentTypeIsGVK (mime.ParseMediaType): order-free params."""
+    media, *params = content_type.split(";")
+    return media.strip(), dict(p.strip().split("=", 1) for p in params)
+
+
+# --- negotiation ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("accept", "expected"),
+    [
+        (KUBECTL_ACCEPT, "v2"),
+        (KUBECTL_128_ACCEPT, "v2beta1"),
+        (V2, "v2"),
+        ("*/*", "legacy"),  # kr8s, kopf (§7.4, §7.6)
+        ("", "legacy"),
+        ("application/json", "legacy"),
+        ("application/json, */*", "legacy"),  # kubectl's per-group-version fetches (§4.4)
+        ("application/json;as=Table;v=v1;g=meta.k8s.io,application/json", "legacy"),
+        ("application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;"
+         "as=APIGroupDiscoveryList,application/json", "legacy"),
+        ("application/json;as=APIGroupDiscoveryList;v=v2;g=apidiscovery.k8s.io", "v2"),
+        ("application/json; g=apidiscovery.k8s.io; v=v2; as=APIGroupDiscoveryList", "v2"),
+        ("Application/JSON;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList", "v2"),
+        ("application/json;g=apidiscovery.k8s.io;v=v3;as=APIGroupDiscoveryList", "legacy"),
+        ("application/json;g=other.io;v=v2;as=APIGroupDiscoveryList", "legacy"),
+        ("*/*;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList", "v2"),
+        # the server honours the client's order and q values (goautoneg), like kube
+        (f"{V2BETA1},{V2}", "v2beta1"),
+        (f"application/json;q=0.5,{V2}", "v2"),
+        (f"{V2};q=0.1,{V2BETA1};q=0.9", "v2beta1"),
+        (f"*/*,{V2}", "v2"),  # concrete before wildcard at equal q
+        ("text/html", "legacy"),
+        ("garbage,,;;=", "legacy"),
+        ("application/json/x;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList", "legacy"),
+    ],
+)
+def test_negotiate_discovery(accept: str, expected: str) -> None:
+    assert negotiate_discovery(accept) == expected
+
+
+@given(st.text())
+def test_negotiate_discovery_total(accept: str) -> None:
+    assert negotiate_discovery(accept) in ("v2", "v2beta1", "legacy")
+
+
+# --- roots and content types ------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", ["/api", "/api/", "/apis", "/apis/"])
+def test_kubectl_accept_gets_aggregated_v2_with_exact_content_type(path: str) -> None:
+    status, body, content_type = get(path, KUBECTL_ACCEPT)
+    assert status == 200
+    assert content_type == "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    media, params = content_type_params(content_type)
+    assert media == "application/json"
+    assert params == {"g": "apidiscovery.k8s.io", "v": "v2", "as": "APIGroupDiscoveryList"}
+    doc = json.loads(body)
+    assert doc["kind"] == "APIGroupDiscoveryList"
+    assert doc["apiVersion"] == "apidiscovery.k8s.io/v2"
+    assert doc["metadata"] == {}
+
+
+@pytest.mark.parametrize("path", ["/api", "/apis"])
+def test_v2beta1_is_the_v2_document_under_its_own_version(path: str) -> None:
+    _, v2_body, _ = get(path, KUBECTL_ACCEPT)
+    status, body, content_type = get(path, KUBECTL_128_ACCEPT)
+    assert status == 200
+    assert content_type == AGGREGATED_CONTENT_TYPES["v2beta1"]
+    assert content_type_params(content_type)[1]["v"] == "v2beta1"
+    doc, v2_doc = json.loads(body), json.loads(v2_body)
+    assert doc.pop("apiVersion") == "apidiscovery.k8s.io/v2beta1"
+    v2_doc.pop("apiVersion")
+    assert doc == v2_doc
+
+
+def test_kr8s_accept_gets_legacy_api_versions() -> None:
+    for path in ("/api", "/api/"):
+        status, body, content_type = get(path, "*/*")
+        assert (status, content_type) == (200, "application/json")
+        assert body == (b'{"kind":"APIVersions","versions":["v1"],"serverAddressByClientCIDRs":'
+                        b'[{"clientCIDR":"0.0.0.0/0","serverAddress":"127.0.0.1:6443"}]}\n')
+
+
+def test_api_versions_carries_the_given_server_address() -> None:
+    result = discovery_response(REGISTRY, "/api", "", "10.0.0.7:443")
+    assert result is not None
+    doc = json.loads(result[1])
+    assert doc["serverAddressByClientCIDRs"] == [{"clientCIDR": "0.0.0.0/0",
+                                                  "serverAddress": "10.0.0.7:443"}]
+
+
+def test_legacy_group_list_in_kube_priority_order() -> None:
+    status, _, content_type = get("/apis/", "*/*")
+    assert (status, content_type) == (200, "application/json")
+    doc = get_json("/apis", "*/*")
+    assert doc["kind"] == "APIGroupList"
+    assert doc["apiVersion"] == "v1"
+    names = [g["name"] for g in doc["groups"]]
+    assert names == ["apps", "events.k8s.io", "networking.k8s.io", "coordination.k8s.io",
+                     "discovery.k8s.io", "gateway.networking.k8s.io"]
+    assert doc["groups"][0] == {
+        "name": "apps", "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
+        "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}}
+
+
+@pytest.mark.parametrize("path", ["/apis/apps", "/apis/apps/"])
+def test_api_group(path: str) -> None:
+    status, body, content_type = get(path)
+    assert (status, content_type) == (200, "application/json")
+    assert json.loads(body) == {
+        "kind": "APIGroup", "apiVersion": "v1", "name": "apps",
+        "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
+        "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}}
+
+
+@pytest.mark.parametrize("path", ["/apis/nope.example.com", "/apis/nope/", "/apis/apps/v9",
+                                  "/apis/nope/v1/", "/api/v2", "/apis/v1"])
+def test_unknown_group_or_version_is_plain_text_404(path: str) -> None:
+    assert get(path) == (404, b"404 page not found\n", "text/plain; charset=utf-8")
+
+
+@pytest.mark.parametrize("path", ["/", "", "/version", "/api/v1/pods", "/api/v1/namespaces/x",
+                                  "/apis/apps/v1/deployments", "/apis/apps/v1/watch/deployments",
+                                  "/apisx", "/apix", "/api//", "//api", "/apis//v1",
+                                  "/openapi/v3", "/healthz", "api"])
+def test_other_paths_are_left_to_the_caller(path: str) -> None:
+    assert discovery_response(REGISTRY, path, KUBECTL_ACCEPT, ADDRESS) is None
+
+
+# --- resource lists ---------------------------------------------------------------------------
+
+def test_core_resource_list_has_no_api_version() -> None:
+    doc = get_json("/api/v1")
+    assert list(doc)[:2] == ["kind", "groupVersion"]
+    assert doc["kind"] == "APIResourceList"
+    assert doc["groupVersion"] == "v1"
+
+
+def test_group_resource_list_shape() -> None:
+    _, body, content_type = get("/apis/apps/v1/")
+    assert content_type == "application/json"
+    assert json.loads(body) == {
+        "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "apps/v1",
+        "resources": [
+            {"name": "deployments", "singularName": "deployment", "namespaced": True,
+             "kind": "Deployment", "verbs": STD, "shortNames": ["deploy"], "categories": ["all"],
+             "storageVersionHash": "8aSe+NMegvE="},
+            {"name": "deployments/scale", "singularName": "", "namespaced": True,
+             "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": STATUS},
+            {"name": "deployments/status", "singularName": "", "namespaced": True,
+             "kind": "Deployment", "verbs": STATUS},
+        ]}
+
+
+def legacy_entries() -> dict[tuple[str, str], dict[str, Any]]:
+    entries: dict[tuple[str, str], dict[str, Any]] = {}
+    for group, version in REGISTRY.group_versions():
+        path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+        doc = get_json(path, "application/json, */*")
+        assert doc["groupVersion"] == (f"{group}/{version}" if group else version)
+        names = [r["name"] for r in doc["resources"]]
+        assert names == sorted(names)
+        for entry in doc["resources"]:
+            entries[(group, entry["name"])] = entry
+    return entries
+
+
+def test_every_registry_kind_in_legacy_resource_lists() -> None:
+    entries = legacy_entries()
+    assert {key for key in entries if "/" not in key[1]} == {(r.group, r.plural)
+                                                              for r in REGISTRY}
+    for res in REGISTRY:
+        kind, namespaced, verbs, short, categories, subs = EXPECTED[(res.group, res.plural)]
+        entry = entries[(res.group, res.plural)]
+        assert entry["kind"] == kind
+        assert entry["singularName"] == res.singular
+        assert entry["namespaced"] is namespaced
+        assert entry["verbs"] == verbs
+        assert entry.get("shortNames", []) == short
+        assert entry.get("categories", []) == categories
+        assert "group" not in entry and "version" not in entry
+        assert entry["storageVersionHash"] == storage_version_hash(
+            "" if res.id == "events.k8s.io/events" else res.group, res.version, kind)
+        found_subs = {k[1].split("/")[1] for k in entries
+                      if k[0] == res.group and k[1].startswith(res.plural + "/")}
+        assert found_subs == set(subs)
+        for sub, sub_verbs in subs.items():
+            sub_entry = entries[(res.group, f"{res.plural}/{sub}")]
+            assert sub_entry["verbs"] == sub_verbs
+            assert sub_entry["singularName"] == ""
+            assert sub_entry["namespaced"] is namespaced
+            assert "storageVersionHash" not in sub_entry
+            if sub != "scale":
+                assert sub_entry["kind"] == kind
+                assert "group" not in sub_entry
+
+
+def test_storage_version_hashes_match_kube() -> None:
+    entries = legacy_entries()
+    for key, expected in KUBE_HASHES.items():
+        assert entries[key]["storageVersionHash"] == expected, key
+
+
+def test_storage_version_hash_algorithm() -> None:
+    assert storage_version_hash("", "v1", "Pod") == "xPOwRZ+Yhw8="
+    assert storage_version_hash("apps", "v1", "Deployment") == "8aSe+NMegvE="
+
+
+# --- aggregated -------------------------------------------------------------------------------
+
+def aggregated_resources() -> dict[tuple[str, str], dict[str, Any]]:
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    core = get_json("/api", KUBECTL_ACCEPT)["items"]
+    assert [item["metadata"] for item in core] == [{"creationTimestamp": None}]
+    named = get_json("/apis", KUBECTL_ACCEPT)["items"]
+    assert [item["metadata"]["name"] for item in named] == [
+        "apps", "events.k8s.io", "networking.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
+        "gateway.networking.k8s.io"]
+    for item in core + named:
+        group = item["metadata"].get("name", "")
+        for version in item["versions"]:
+            assert version["freshness"] == "Current"
+            assert (group, version["version"]) in REGISTRY.group_versions()
+            for res in version["resources"]:
+                out[(group, res["resource"])] = res
+    return out
+
+
+def test_every_registry_kind_in_aggregated_discovery() -> None:
+    resources = aggregated_resources()
+    assert set(resources) == {(r.group, r.plural) for r in REGISTRY}
+    for res in REGISTRY:
+        kind, namespaced, verbs, short, categories, subs = EXPECTED[(res.group, res.plural)]
+        entry = resources[(res.group, res.plural)]
+        own_gv = (res.group, res.version) if res.is_custom else ("", "")
+        assert entry["responseKind"] == {"group": own_gv[0], "version": own_gv[1], "kind": kind}
+        assert entry["scope"] == ("Namespaced" if namespaced else "Cluster")
+        assert entry["singularResource"] == res.singular
+        assert entry["verbs"] == verbs
+        assert entry.get("shortNames", []) == short
+        assert entry.get("categories", []) == categories
+        got_subs = {s["subresource"]: s for s in entry.get("subresources", [])}
+        assert {name: s["verbs"] for name, s in got_subs.items()} == subs
+        for name, sub in got_subs.items():
+            expected_kind = ({"group": "autoscaling", "version": "v1", "kind": "Scale"}
+                             if name == "scale" else
+                             {"group": own_gv[0], "version": own_gv[1], "kind": kind})
+            assert sub["responseKind"] == expected_kind
+
+
+def test_aggregated_item_shape() -> None:
+    items = get_json("/apis", KUBECTL_ACCEPT)["items"]
+    apps = items[0]
+    assert apps == {
+        "metadata": {"name": "apps", "creationTimestamp": None},
+        "versions": [{"version": "v1", "freshness": "Current", "resources": [{
+            "resource": "deployments",
+            "responseKind": {"group": "", "version": "", "kind": "Deployment"},
+            "scope": "Namespaced", "singularResource": "deployment", "verbs": STD,
+            "shortNames": ["deploy"], "categories": ["all"],
+            "subresources": [
+                {"subresource": "scale",
+                 "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+                 "verbs": STATUS},
+                {"subresource": "status",
+                 "responseKind": {"group": "", "version": "", "kind": "Deployment"},
+                 "verbs": STATUS}]}]}]}
+
+
+def test_aggregated_and_legacy_agree() -> None:
+    aggregated = aggregated_resources()
+    legacy = legacy_entries()
+    for (group, name), entry in legacy.items():
+        plural, _, sub = name.partition("/")
+        parent = aggregated[(group, plural)]
+        if not sub:
+            assert entry["verbs"] == parent["verbs"]
+            continue
+        subs = {s["subresource"]: s["verbs"] for s in parent["subresources"]}
+        assert subs[sub] == entry["verbs"]
+
+
+# --- encoding and determinism -----------------------------------------------------------------
+
+def all_paths() -> list[tuple[str, str]]:
+    paths = [("/api", ""), ("/apis", ""), ("/api", KUBECTL_ACCEPT), ("/apis", KUBECTL_ACCEPT),
+             ("/api", KUBECTL_128_ACCEPT), ("/apis", KUBECTL_128_ACCEPT)]
+    for group, version in REGISTRY.group_versions():
+        if group:
+            paths += [(f"/apis/{group}", ""), (f"/apis/{group}/{version}", "")]
+        else:
+            paths.append((f"/api/{version}", ""))
+    return paths
+
+
+def test_bodies_are_json_ending_in_newline() -> None:
+    for path, accept in all_paths():
+        _, body, _ = get(path, accept)
+        assert body.endswith(b"}\n"), path
+        json.loads(body)
+
+
+def test_bodies_are_encoded_once_and_shared() -> None:
+    for path, accept in all_paths():
+        assert get(path, accept)[1] is get(path + "/", accept)[1], path
+    assert discovery_documents(REGISTRY) is discovery_documents(REGISTRY)
+
+
+def test_output_is_deterministic_across_registries_and_entry_order() -> None:
+    reordered = Registry(tuple(reversed(RESOURCES)))
+    for path, accept in all_paths():
+        first = get(path, accept, REGISTRY)
+        assert get(path, accept, Registry()) == first, path
+        assert get(path, accept, reordered) == first, path
+
+
+def test_unknown_subresource_is_refused() -> None:
+    registry = Registry((Resource("", "v1", "Widget", "widgets", "widget", namespaced=True,
+                                  subresources=("exec",)),))
+    with pytest.raises(ValueError, match="exec"):
+        discovery_response(registry, "/api/v1", "", ADDRESS)
