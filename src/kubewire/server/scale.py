@@ -1,0 +1,121 @@
+"""The ``deployments/scale`` subresource: autoscaling/v1 ``Scale`` to and from a Deployment.
+
+Pure functions on JSON dicts (objects-and-clients.md §2.4), after kube's
+``pkg/registry/apps/deployment/storage/storage.go`` (``scaleFromDeployment`` and
+``scaleUpdatedObjectInfo.UpdatedObject``) and ``pkg/apis/autoscaling/validation``
+(``ValidateScale``).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from kubewire.selectors import SelectorError, format_label_selector
+from kubewire.status import BadRequest, conflict, invalid, invalid_object, required
+
+JSON = Any
+SCALE_API_VERSION = "autoscaling/v1"
+SCALE_KIND = "Scale"
+_SCALE_GROUP = "autoscaling"
+_PARENT_GROUP = "apps"
+_PARENT_RESOURCE = "deployments"
+_INT32_MAX = 2**31 - 1
+
+
+def scale_from_deployment(deployment: dict[str, JSON]) -> dict[str, JSON]:
+    """The ``Scale`` a GET of ``deployments/<name>/scale`` answers.
+
+    ``spec.replicas`` is omitted when 0 (``omitempty``), ``status.replicas`` always present,
+    ``status.selector`` is ``spec.selector`` as a selector string (omitted when empty).
+    Raises BadRequest (kube's text) when the stored selector cannot be converted.
+    """
+    meta = _mapping(deployment.get("metadata"))
+    scale_meta: dict[str, JSON] = {}
+    for key in ("name", "namespace", "uid", "resourceVersion"):
+        if meta.get(key):
+            scale_meta[key] = meta[key]
+    scale_meta["creationTimestamp"] = meta.get("creationTimestamp")
+    spec: dict[str, JSON] = {}
+    replicas = _mapping(deployment.get("spec")).get("replicas")
+    if replicas:
+        spec["replicas"] = replicas
+    status: dict[str, JSON] = {"replicas": _mapping(deployment.get("status")).get("replicas") or 0}
+    selector = _selector_string(_mapping(deployment.get("spec")).get("selector"))
+    if selector:
+        status["selector"] = selector
+    return {"kind": SCALE_KIND, "apiVersion": SCALE_API_VERSION, "metadata": scale_meta,
+            "spec": spec, "status": status}
+
+
+def apply_scale(deployment: dict[str, JSON], scale: dict[str, JSON]) -> dict[str, JSON]:
+    """A copy of ``deployment`` with ``spec.replicas`` (and the resourceVersion) from ``scale``.
+
+    ``scale`` is the updated Scale (a PUT body, or a patch applied to ``scale_from_deployment``).
+    Rules: ``spec.replicas`` must be an int32 (BadRequest otherwise) and ≥ 0 (422
+    ``Scale.autoscaling "<n>" is invalid``); a missing value means 0; a non-empty
+    ``metadata.uid`` must equal the Deployment's (409 precondition failure); a non-empty
+    ``metadata.resourceVersion`` must equal the Deployment's (409 optimistic-lock Conflict). The
+    returned object carries the Scale's resourceVersion (absent when the Scale had none), so the
+    ordinary update path keeps enforcing optimistic concurrency.
+    """
+    meta = _mapping(deployment.get("metadata"))
+    name = str(meta.get("name") or "")
+    scale_meta = _mapping(scale.get("metadata"))
+    replicas = _replicas_of(scale)
+    errors = []
+    if not scale_meta.get("name"):
+        errors.append(required("metadata.name", "name or generateName is required"))
+    if not scale_meta.get("namespace"):
+        errors.append(required("metadata.namespace"))
+    if replicas < 0:
+        errors.append(invalid("spec.replicas", replicas, "must be greater than or equal to 0"))
+    if errors:
+        raise invalid_object(_SCALE_GROUP, SCALE_KIND, name, errors)
+    uid = scale_meta.get("uid")
+    if uid and uid != meta.get("uid"):
+        raise conflict(_PARENT_GROUP, f"{_PARENT_RESOURCE}/scale", name,
+                       f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
+                       f"{meta.get('uid') or ''}")
+    resource_version = scale_meta.get("resourceVersion")
+    if resource_version and resource_version != meta.get("resourceVersion"):
+        raise conflict(_PARENT_GROUP, _PARENT_RESOURCE, name)
+    updated = copy.deepcopy(deployment)
+    updated.setdefault("spec", {})["replicas"] = replicas
+    updated_meta = updated.setdefault("metadata", {})
+    if resource_version:
+        updated_meta["resourceVersion"] = resource_version
+    else:
+        updated_meta.pop("resourceVersion", None)
+    return updated
+
+
+def _replicas_of(scale: dict[str, JSON]) -> int:
+    """``spec.replicas`` as Go's JSON decoder into ``int32`` accepts it (absent: 0)."""
+    value = _mapping(scale.get("spec")).get("replicas", 0)
+    if value is None:
+        return 0
+    if isinstance(value, int) and not isinstance(value, bool):
+        if -_INT32_MAX - 1 <= value <= _INT32_MAX:
+            return value
+        go_type = f"number {value}"
+    elif isinstance(value, float):
+        go_type = f"number {value!r}"
+    else:
+        go_type = {bool: "bool", str: "string", list: "array", dict: "object"}.get(
+            type(value), "value")
+    raise BadRequest(f"json: cannot unmarshal {go_type} into Go struct field "
+                     "ScaleSpec.spec.replicas of type int32")
+
+
+def _selector_string(selector: JSON) -> str:
+    if not isinstance(selector, dict):
+        return ""
+    try:
+        return format_label_selector(selector)
+    except SelectorError as exc:
+        raise BadRequest(exc.message) from None
+
+
+def _mapping(value: JSON) -> dict[str, JSON]:
+    return value if isinstance(value, dict) else {}
