@@ -1,0 +1,123 @@
+"""The served kinds as test data: URLs and a minimal valid object for each.
+
+Facts come from watch-protocol.md §1.1 and objects-and-clients.md §1, written out here on
+purpose (not read from kubewire.resources) so the tests check the server against the reference.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+NS = "default"
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Kind:
+    kind: str
+    api_version: str
+    plural: str
+    namespaced: bool
+    spec: JSON  # top-level fields besides apiVersion/kind/metadata of a valid object
+    mutation: JSON  # a merge patch that changes the spec (or equivalent) validly
+    has_status: bool = True
+    is_custom: bool = False
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def base(self) -> str:
+        prefix = "/apis" if "/" in self.api_version else "/api"
+        return f"{prefix}/{self.api_version}"
+
+    @property
+    def group_resource(self) -> str:
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def group_kind(self) -> str:
+        return f"{self.kind}.{self.group}" if self.group else self.kind
+
+    def collection(self, namespace: str | None = NS) -> str:
+        if self.namespaced and namespace is not None:
+            return f"{self.base}/namespaces/{namespace}/{self.plural}"
+        return f"{self.base}/{self.plural}"
+
+    def item(self, name: str, namespace: str | None = NS) -> str:
+        return f"{self.collection(namespace)}/{name}"
+
+    def obj(self, name: str, labels: dict[str, str] | None = None, **meta: Any) -> JSON:
+        metadata: JSON = {"name": name, **meta}
+        if labels:
+            metadata["labels"] = dict(labels)
+        return {"apiVersion": self.api_version, "kind": self.kind, "metadata": metadata,
+                **copy.deepcopy(self.spec)}
+
+
+_CONTAINERS = [{"name": "c", "image": "nginx:1.27"}]
+
+POD = Kind("Pod", "v1", "pods", True, {"spec": {"containers": _CONTAINERS}},
+           {"spec": {"activeDeadlineSeconds": 60}})
+SERVICE = Kind("Service", "v1", "services", True,
+               {"spec": {"ports": [{"port": 80}], "selector": {"app": "web"}}},
+               {"spec": {"selector": {"app": "other"}}})
+NODE = Kind("Node", "v1", "nodes", False, {"spec": {}}, {"spec": {"unschedulable": True}})
+NAMESPACE = Kind("Namespace", "v1", "namespaces", False, {},
+                 {"metadata": {"annotations": {"touched": "yes"}}})
+DEPLOYMENT = Kind(
+    "Deployment", "apps/v1", "deployments", True,
+    {"spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+              "template": {"metadata": {"labels": {"app": "web"}},
+                           "spec": {"containers": _CONTAINERS}}}},
+    {"spec": {"replicas": 3}})
+EVENT = Kind(
+    "Event", "events.k8s.io/v1", "events", True,
+    {"eventTime": "2024-12-11T09:15:02.123456Z", "type": "Normal", "reason": "Testing",
+     "action": "Test", "reportingController": "kubewire.io/tests",
+     "reportingInstance": "tests-1", "note": "first",
+     "regarding": {"kind": "Pod", "namespace": NS, "name": "web-0", "apiVersion": "v1"}},
+    {"note": "second"}, has_status=False)
+INGRESS = Kind(
+    "Ingress", "networking.k8s.io/v1", "ingresses", True,
+    {"spec": {"defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}}},
+    {"spec": {"defaultBackend": {"service": {"name": "web", "port": {"number": 8080}}}}})
+NETWORK_POLICY = Kind(
+    "NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", True,
+    {"spec": {"podSelector": {"matchLabels": {"app": "web"}}}},
+    {"spec": {"podSelector": {"matchLabels": {"app": "db"}}}}, has_status=False)
+ENDPOINT_SLICE = Kind(
+    "EndpointSlice", "discovery.k8s.io/v1", "endpointslices", True,
+    {"addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"]}],
+     "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]},
+    {"endpoints": [{"addresses": ["10.0.0.2"]}]}, has_status=False)
+GATEWAY = Kind(
+    "Gateway", "gateway.networking.k8s.io/v1", "gateways", True,
+    {"spec": {"gatewayClassName": "example",
+              "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}},
+    {"spec": {"gatewayClassName": "other"}}, is_custom=True)
+HTTP_ROUTE = Kind(
+    "HTTPRoute", "gateway.networking.k8s.io/v1", "httproutes", True,
+    {"spec": {"parentRefs": [{"name": "gw"}], "hostnames": ["a.example.com"]}},
+    {"spec": {"hostnames": ["b.example.com"]}}, is_custom=True)
+
+CONFIG_MAP = Kind("ConfigMap", "v1", "configmaps", True, {"data": {"key": "one"}},
+                  {"data": {"key": "two"}}, has_status=False)
+SECRET = Kind("Secret", "v1", "secrets", True, {"type": "Opaque", "data": {"key": "b25l"}},
+              {"data": {"key": "dHdv"}}, has_status=False)
+SERVICE_ACCOUNT = Kind("ServiceAccount", "v1", "serviceaccounts", True, {},
+                       {"automountServiceAccountToken": False}, has_status=False)
+LEASE = Kind("Lease", "coordination.k8s.io/v1", "leases", True,
+             {"spec": {"holderIdentity": "tests-1", "leaseDurationSeconds": 15}},
+             {"spec": {"holderIdentity": "tests-2"}}, has_status=False)
+
+ALL_KINDS = [POD, SERVICE, NODE, NAMESPACE, DEPLOYMENT, EVENT, INGRESS, NETWORK_POLICY,
+             ENDPOINT_SLICE, GATEWAY, HTTP_ROUTE, CONFIG_MAP, SECRET, SERVICE_ACCOUNT, LEASE]
+NAMESPACED_KINDS = [k for k in ALL_KINDS if k.namespaced]
+
+
+def kind_id(kind: Kind) -> str:
+    return kind.kind
