@@ -15,8 +15,10 @@ from kubewire.resources import REGISTRY
 from kubewire.server import reads, writes
 from kubewire.server.context import ServerConfig, ServerContext
 from kubewire.server.controllers import Controllers
+from kubewire.server.discovery import discovery_response
 from kubewire.server.encoding import json_response, negotiate_json, status_response
 from kubewire.server.http import HTTPServer, Request, Response
+from kubewire.server.openapi import openapi_response
 from kubewire.server.options import parse_get_options, parse_list_options
 from kubewire.server.routes import GroupVersionPath, Route, parse_route
 from kubewire.server.watch import serve_watch
@@ -85,12 +87,30 @@ class APIServer:
             return Response(200 if self.ready else 503, b"ok", "text/plain; charset=utf-8")
         if path.rstrip("/") == "/version":
             return json_response(200, version_info())
+        if request.method in ("GET", "HEAD"):
+            found = self._describe(request)
+            if found is not None:
+                return found
         route = parse_route(self.ctx.registry, path)
         if route is None:
             return Response(404, NOT_FOUND_TEXT, "text/plain; charset=utf-8")
         if isinstance(route, GroupVersionPath):
             raise NotFound("the server could not find the requested resource", {})
         return await self._serve(request, route)
+
+    def _describe(self, request: Request) -> Response | None:
+        """Discovery and OpenAPI documents: precomputed bytes, shared by every request."""
+        registry = self.ctx.registry
+        host, port = self.address
+        found = discovery_response(registry, request.path, request.header("accept"),
+                                   f"{host}:{port}")
+        if found is not None:
+            status, body, content_type = found
+            return Response(status, body, content_type)
+        answer = openapi_response(registry, request.path, request.query, request.headers)
+        if answer is not None:
+            return Response(answer.status, answer.body, answer.content_type, answer.headers)
+        return None
 
     async def _serve(self, request: Request, route: Route) -> Response | None:
         method = request.method
