@@ -19,7 +19,7 @@ serve: setup
 	$(BIN)/kubewire serve --data-dir $(DATA_DIR) --port $(PORT)
 
 lint: setup
-	$(BIN)/ruff check src tests tools bench
+	$(BIN)/ruff check src tests tools $(wildcard bench examples)
 	$(BIN)/mypy
 
 unit: setup
@@ -29,6 +29,7 @@ integration: setup
 	$(BIN)/pytest -q tests/integration
 
 test: setup lint
+	tools/ensure-kubectl
 	$(BIN)/pytest -q
 
 clean:
