@@ -1,5 +1,5 @@
 """Text exactly as Go prints or parses it: ``strconv.Quote``, ``strconv.ParseInt``, ``%#v`` of a
-``[]string`` and ``encoding/json`` decode errors.
+``[]string`` and ``encoding/json`` syntax errors.
 
 kube-apiserver's messages embed these forms and clients match on them (watch-protocol.md §9), so
 every module that builds such a message renders through here. Nothing here raises except
@@ -8,6 +8,7 @@ every module that builds such a message renders through here. Nothing here raise
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import msgspec
@@ -80,16 +81,80 @@ def go_string_slice(values: Sequence[str]) -> GoLiteral:
     return GoLiteral("[]string{" + ", ".join(go_quote(v) for v in values) + "}")
 
 
-def go_json_error(data: bytes, exc: msgspec.DecodeError) -> str:
-    """Go ``encoding/json`` wording for the common failures; otherwise msgspec's position."""
-    text = str(exc)
-    if not data.strip() or "truncated" in text:
+_GO_CONTEXT = {
+    "Expecting value": "looking for beginning of value",
+    "Expecting property name enclosed in double quotes": "looking for beginning of object key "
+                                                         "string",
+    "Expecting ':' delimiter": "after object key",
+    "Extra data": "after top-level value",
+    "Invalid control character at": "in string literal",
+}
+
+
+def go_json_error(body: bytes, exc: msgspec.DecodeError | None = None) -> str:
+    """Go ``encoding/json``'s SyntaxError text for ``body``, which msgspec rejected (``exc``).
+
+    The standard library's decoder finds the offending offset and what it expected; Go names the
+    character found there and the context (``invalid character 'x' after object key``).
+    """
+    text = body.decode("utf-8", "replace")
+    if not text.strip():
         return "unexpected end of JSON input"
-    offset = int(text.rsplit("byte ", 1)[-1].rstrip(")")) if "(byte " in text else 0
-    char = data[offset:offset + 1].decode("latin-1") or " "
-    quoted = "'\\''" if char == "'" else "'" + go_quote(char)[1:-1] + "'"
-    if "trailing" in text:
-        return f"invalid character {quoted} after top-level value"
-    if offset == len(data) - len(data.lstrip()):
-        return f"invalid character {quoted} looking for beginning of value"
-    return f"invalid character {quoted} at input byte {offset}"
+    try:
+        json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as err:
+        if err.pos >= len(text.rstrip()):
+            return "unexpected end of JSON input"
+        found = _go_quote_char(text[err.pos])
+        context = _GO_CONTEXT.get(err.msg)
+        if err.msg == "Expecting ',' delimiter":
+            context = _container_context(text, err.pos)
+        return f"invalid character {found} {context or 'looking for beginning of value'}"
+    except ValueError as err:  # NaN / Infinity: JSON to Python, not to Go
+        char = str(err)[:1]
+    else:  # valid to Python but not to msgspec: name the byte msgspec stopped at
+        offset = 0
+        if exc is not None and "(byte " in str(exc):
+            offset = int(str(exc).rsplit("byte ", 1)[-1].rstrip(")"))
+        char = body[offset:offset + 1].decode("latin-1") or " "
+    return f"invalid character {_go_quote_char(char)} looking for beginning of value"
+
+
+def _reject_constant(name: str) -> None:
+    """NaN and Infinity are not JSON to Go."""
+    raise ValueError(name)
+
+
+def _container_context(text: str, pos: int) -> str:
+    """After a value inside an object or an array: which one is open at ``pos``."""
+    depth: list[str] = []
+    in_string = escaped = False
+    for char in text[:pos]:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+            continue
+        if char == '"':
+            in_string = True
+        elif char in "[{":
+            depth.append(char)
+        elif char in "]}" and depth:
+            depth.pop()
+    if depth and depth[-1] == "[":
+        return "after array element"
+    return "after object key:value pair"
+
+
+def _go_quote_char(char: str) -> str:
+    """Go's ``quoteChar``: the character in single quotes, escaped as ``strconv.Quote`` does."""
+    if char == "'":
+        return "'\\''"
+    if char == '"':
+        return "'\"'"
+    if char.isprintable():
+        return f"'{char}'"
+    return json.dumps(char)[1:-1].join("''")

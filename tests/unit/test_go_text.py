@@ -55,6 +55,17 @@ def test_go_string_slice_is_percent_sharp_v() -> None:
     (b"", "unexpected end of JSON input"),
     (b'{"a":', "unexpected end of JSON input"),
     (b"x", "invalid character 'x' looking for beginning of value"),
+    # Go's scanner names the context it was in (encoding/json scanner.go stateXxx).
+    (b'{"a" 1}', "invalid character '1' after object key"),
+    (b'{"a":1 "b":2}', "invalid character '\"' after object key:value pair"),
+    (b"[1 2]", "invalid character '2' after array element"),
+    (b'["{\\"", 1 2]', "invalid character '2' after array element"),
+    (b"{x}", "invalid character 'x' looking for beginning of object key string"),
+    (b'{"a":1,}', "invalid character '}' looking for beginning of object key string"),
+    (b"{}x", "invalid character 'x' after top-level value"),
+    (b'{"a":"\tb"}', "invalid character '\\t' in string literal"),
+    (b'{"a": NaN}', "invalid character 'N' looking for beginning of value"),
+    (b"'", "invalid character '\\'' looking for beginning of value"),
 ])
 def test_go_json_error(data: bytes, message: str) -> None:
     with pytest.raises(msgspec.DecodeError) as info:

@@ -6,12 +6,12 @@ POST/PUT), accepts YAML, and answers 415/406 with fixed messages (watch-protocol
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import msgspec
 import yaml
 
+from kubewire.go_text import JSON_KIND_NAMES, go_json_error
 from kubewire.resources import Resource
 from kubewire.server.http import Response
 from kubewire.status import BadRequest, NotAcceptable, StatusError, UnsupportedMediaType
@@ -47,7 +47,7 @@ def decode_object(body: bytes, content_type: str, resource: Resource) -> dict[st
         try:
             value = _decode_json(body)
         except msgspec.DecodeError:
-            raise BadRequest(unrecognized(resource, go_json_syntax_error(body), body)) from None
+            raise BadRequest(unrecognized(resource, go_json_error(body), body)) from None
     elif kind in YAML_TYPES:
         value = _decode_yaml(body)
     else:
@@ -82,74 +82,7 @@ def decode_json_body(body: bytes) -> Any:
         return _decode_json(body)
     except msgspec.DecodeError:
         raise BadRequest("couldn't get version/kind; json parse error: "
-                         + go_json_syntax_error(body)) from None
-
-
-_GO_CONTEXT = {
-    "Expecting value": "looking for beginning of value",
-    "Expecting property name enclosed in double quotes": "looking for beginning of object key "
-                                                         "string",
-    "Expecting ':' delimiter": "after object key",
-    "Extra data": "after top-level value",
-    "Invalid control character at": "in string literal",
-}
-
-
-def go_json_syntax_error(body: bytes) -> str:
-    """Go ``encoding/json``'s SyntaxError text for ``body``, which msgspec rejected.
-
-    The standard library's decoder finds the offending offset and what it expected; Go names the
-    character found there and the context (``invalid character 'x' after object key``).
-    """
-    text = body.decode("utf-8", "replace")
-    try:
-        json.loads(text)
-    except json.JSONDecodeError as exc:
-        if exc.pos >= len(text.rstrip()):
-            return "unexpected end of JSON input"
-        found = _go_quote_char(text[exc.pos])
-        context = _GO_CONTEXT.get(exc.msg)
-        if exc.msg == "Expecting ',' delimiter":
-            context = _container_context(text, exc.pos)
-        return f"invalid character {found} {context or 'looking for beginning of value'}"
-    except ValueError:
-        pass
-    return "invalid character looking for beginning of value"
-
-
-def _container_context(text: str, pos: int) -> str:
-    """After a value inside an object or an array: which one is open at ``pos``."""
-    depth: list[str] = []
-    in_string = escaped = False
-    for char in text[:pos]:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-            continue
-        if char == '"':
-            in_string = True
-        elif char in "[{":
-            depth.append(char)
-        elif char in "]}" and depth:
-            depth.pop()
-    if depth and depth[-1] == "[":
-        return "after array element"
-    return "after object key:value pair"
-
-
-def _go_quote_char(char: str) -> str:
-    """Go's ``quoteChar``: the character in single quotes, escaped as ``strconv.Quote`` does."""
-    if char == "'":
-        return "'\\''"
-    if char == '"':
-        return "'\"'"
-    if char.isprintable():
-        return f"'{char}'"
-    return json.dumps(char)[1:-1].join("''")
+                         + go_json_error(body)) from None
 
 
 def _decode_yaml(body: bytes) -> Any:
@@ -160,8 +93,7 @@ def _decode_yaml(body: bytes) -> Any:
 
 
 def _cannot_unmarshal(value: Any) -> str:
-    type_name = {list: "array", str: "string", int: "number", float: "number",
-                 bool: "bool"}.get(type(value), "null")
+    type_name = JSON_KIND_NAMES.get(type(value), "null")
     return (f"json: cannot unmarshal {type_name} "
             f"into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty"
             f"\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}")
