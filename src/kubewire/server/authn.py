@@ -1,0 +1,111 @@
+"""Who is asking: client certificates and bearer tokens, as kube-apiserver reads them.
+
+- A client certificate verified against the server's CA names the user by its subject CN and the
+  groups by its O attributes (x509 authenticator, ``CommonNameUserConversion``).
+- A bearer token is looked up in a file in kube-apiserver's ``--token-auth-file`` format: CSV
+  lines ``token,user,uid[,"group1,group2,..."]``; blank lines are skipped.
+- Every authenticated user is also in ``system:authenticated``. A request with no credentials is
+  anonymous (``system:anonymous`` in ``system:unauthenticated``); a request with a token the
+  file does not hold fails — kube does not fall back to anonymous then.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+AUTHENTICATED = "system:authenticated"
+UNAUTHENTICATED = "system:unauthenticated"
+ANONYMOUS = "system:anonymous"
+
+
+@dataclass(frozen=True, slots=True)
+class UserInfo:
+    name: str
+    uid: str = ""
+    groups: tuple[str, ...] = ()
+
+    @property
+    def is_anonymous(self) -> bool:
+        return self.name == ANONYMOUS
+
+
+ANONYMOUS_USER = UserInfo(ANONYMOUS, "", (UNAUTHENTICATED,))
+
+
+class TokenFileError(ValueError):
+    """A token file kube-apiserver would refuse to start with."""
+
+
+def parse_token_file(text: str, source: str = "token file") -> dict[str, UserInfo]:
+    """``token,user,uid[,groups]`` lines → token → user (kube's tokenfile.NewCSV)."""
+    users: dict[str, UserInfo] = {}
+    reader = csv.reader(io.StringIO(text), skipinitialspace=False)
+    for line_no, record in enumerate(reader, start=1):
+        if not record or (len(record) == 1 and not record[0].strip()):
+            continue
+        if len(record) < 3:
+            raise TokenFileError(f"{source}: line {line_no}: token file is malformed: "
+                                 f"expected at least 3 fields, got {len(record)}")
+        token, name, uid = (field.strip() for field in record[:3])
+        if not token:
+            continue  # kube warns and skips a line with an empty token
+        groups: tuple[str, ...] = ()
+        if len(record) >= 4 and record[3].strip():
+            groups = tuple(g.strip() for g in record[3].split(",") if g.strip())
+        users[token] = UserInfo(name, uid, groups)
+    return users
+
+
+def load_token_file(path: Path) -> dict[str, UserInfo]:
+    return parse_token_file(path.read_text(), str(path))
+
+
+def with_authenticated(user: UserInfo) -> UserInfo:
+    if AUTHENTICATED in user.groups:
+        return user
+    return UserInfo(user.name, user.uid, (*user.groups, AUTHENTICATED))
+
+
+def user_from_peercert(peercert: Mapping[str, Any] | None) -> UserInfo | None:
+    """The user a verified client certificate names (``ssl`` ``getpeercert()`` form)."""
+    if not peercert:
+        return None
+    name = ""
+    groups: list[str] = []
+    for rdn in peercert.get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                name = value
+            elif key == "organizationName":
+                groups.append(value)
+    if not name:
+        return None  # kube: "common name is required"
+    return with_authenticated(UserInfo(name, "", tuple(groups)))
+
+
+class InvalidCredentials(Exception):
+    """Credentials were sent but do not identify anyone: 401."""
+
+
+@dataclass(slots=True)
+class Authenticator:
+    """Turns a request's transport facts and headers into a ``UserInfo``."""
+
+    tokens: Mapping[str, UserInfo]
+
+    def authenticate(self, authorization: str, peercert: Mapping[str, Any] | None) -> UserInfo:
+        user = user_from_peercert(peercert)
+        if user is not None:
+            return user
+        scheme, _, token = authorization.strip().partition(" ")
+        if scheme.lower() == "bearer" and token.strip():
+            found = self.tokens.get(token.strip())
+            if found is None:
+                raise InvalidCredentials("invalid bearer token")
+            return with_authenticated(found)
+        return ANONYMOUS_USER
