@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kubewire.resources import REGISTRY, Registry, Resource
+from kubewire.server.allocation import DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR
+from kubewire.server.allocation_state import AllocationState
 from kubewire.server.http import Limits
 from kubewire.storage.base import Retention, Store
 from kubewire.storage.cache import DEFAULT_BOOKMARK_INTERVAL_S, DEFAULT_RING_CAPACITY, WatchCaches
@@ -32,6 +34,17 @@ class ServerConfig:
     limits: Limits = field(default_factory=Limits)
     pod_grace_cap_s: float | None = None  # finish graceful pod deletions sooner (tests)
     list_continue_ttl_s: float | None = None  # None: tokens live as long as the log retains
+    # Access: HTTPS with certificates made in DIR/pki unless the user brings a pair.
+    insecure_http: bool = False
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    tls_sans: tuple[str, ...] = ()
+    client_ca_file: Path | None = None
+    token_auth_file: Path | None = None
+    authorization_policy_file: Path | None = None
+    # kubeadm's default; kube-apiserver's own built-in default is 10.0.0.0/24
+    service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR
+    service_node_port_range: tuple[int, int] = DEFAULT_NODE_PORT_RANGE
 
 
 def utc_now() -> datetime:
@@ -48,6 +61,18 @@ class ServerContext:
     now: Callable[[], datetime] = utc_now
     # Called with each object a write left marked for deletion (controllers finish them).
     marked_hooks: list[Callable[[Resource, dict[str, Any]], None]] = field(default_factory=list)
+    _allocations: AllocationState = field(init=False)
+
+    def __post_init__(self) -> None:
+        # Built here so a bad range fails at start; bound to the store on first use.
+        self._allocations = AllocationState(self.config.service_cluster_ip_range,
+                                            self.config.service_node_port_range, self.rng)
+
+    @property
+    def allocations(self) -> AllocationState:
+        """Service IPs and ports, rebuilt from the cached Services on first use."""
+        self._allocations.bind(self.store, self.caches, self.registry)
+        return self._allocations
 
     def object_marked(self, resource: Resource, obj: dict[str, Any]) -> None:
         for hook in self.marked_hooks:

@@ -6,6 +6,7 @@ POST/PUT), accepts YAML, and answers 415/406 with fixed messages (watch-protocol
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import msgspec
@@ -14,6 +15,7 @@ import yaml
 from kubewire.go_text import JSON_KIND_NAMES, go_json_error
 from kubewire.resources import Resource
 from kubewire.server.http import Response
+from kubewire.server.protobuf import PROTOBUF_MEDIA_TYPE, decode_protobuf_object
 from kubewire.status import BadRequest, NotAcceptable, StatusError, UnsupportedMediaType
 
 _decode_json = msgspec.json.Decoder().decode
@@ -38,9 +40,20 @@ def unsupported_body(resource: Resource) -> UnsupportedMediaType:
         + accepted)
 
 
-def decode_object(body: bytes, content_type: str, resource: Resource) -> dict[str, Any]:
-    """Decode a create/update body into a JSON object; 415 for unknown media types."""
+def decode_object(body: bytes, content_type: str, resource: Resource,
+                  as_kind: tuple[str, str] | None = None) -> dict[str, Any]:
+    """Decode a create/update body into a JSON object; 415 for unknown media types.
+
+    Protobuf bodies are built-in kinds only (CRs have no protobuf form); ``as_kind``
+    (apiVersion, kind) names a subresource's payload type (autoscaling/v1 Scale) when it is not
+    ``resource``'s own. Protobuf bodies come back with kind/apiVersion first, like JSON ones.
+    """
     kind = media_type(content_type)
+    if as_kind is not None:  # error messages name the payload's kind
+        group, _, version = as_kind[0].rpartition("/")
+        resource = replace(resource, group=group, version=version, kind=as_kind[1])
+    if kind == PROTOBUF_MEDIA_TYPE and not resource.is_custom:
+        return decode_protobuf_object(body, resource.api_version, resource.kind)
     if kind in JSON_TYPES:
         if not body.strip():
             raise BadRequest("the body of the request was empty")

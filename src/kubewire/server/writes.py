@@ -18,6 +18,7 @@ from kubewire.resources import Resource
 from kubewire.server import lifecycle
 from kubewire.server import patch as patching
 from kubewire.server.context import ServerContext
+from kubewire.server.defaults import apply_kind_defaults
 from kubewire.server.deletes import delete, delete_collection
 from kubewire.server.encoding import (
     decode_object,
@@ -88,21 +89,26 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
     resource = route.resource
     generated = not (obj.get("metadata") or {}).get("name")
     attempts = GENERATE_NAME_ATTEMPTS if generated else 1
+    defaulted = apply_kind_defaults(resource, obj)  # kube defaults while decoding the body
     for _ in range(attempts):
         ctx_create = lifecycle.CreateContext(namespace=route.namespace, now=ctx.now(),
                                              rng=ctx.rng)
-        prepared = lifecycle.prepare_create(resource, obj, ctx_create)
+        prepared = lifecycle.prepare_create(resource, defaulted, ctx_create)
         prepared, warnings = validate(resource, prepared, wopts)
         name = prepared["metadata"]["name"]
         namespace = prepared["metadata"].get("namespace", "")
         if resource.namespaced:
             check_namespace_usable(ctx, resource, namespace, name)
+        prepared = ctx.allocations.allocate_on_create(resource, prepared, dry_run=wopts.dry_run)
         if wopts.dry_run:
             return prepared, warnings
         key = resource.storage_key(namespace, name)
         try:
             change = await ctx.store.write(Create(key, prepared))
         except KeyExistsError:
+            # Only a write known not to commit gives back what it reserved; a cancelled one
+            # may still commit, so its reservation stays (a restart rebuilds the state).
+            ctx.allocations.abandon(resource, prepared)
             if generated:
                 continue
             raise already_exists(resource.group, resource.plural, name) from None
@@ -190,23 +196,32 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Any,
         if current is None:
             raise not_found(resource.group, resource.plural, route.name)
         old = _decode(current.value)
-        new = mutate(copy.deepcopy(old))
+        new = apply_kind_defaults(resource, mutate(copy.deepcopy(old)))
         uctx = lifecycle.UpdateContext(subresource=route.subresource, now=ctx.now(),
                                        namespace=route.namespace, name=route.name)
         prepared = lifecycle.prepare_update(resource, old, new, uctx)
         prepared, warnings = validate(resource, prepared, wopts, old=old)
-        if lifecycle.is_noop_update(old, prepared) or wopts.dry_run:
-            return (old if not wopts.dry_run else prepared), warnings
+        if not route.subresource:  # status writes keep the stored spec: nothing to allocate
+            prepared = ctx.allocations.allocate_on_update(resource, old, prepared,
+                                                          dry_run=wopts.dry_run)
+        if wopts.dry_run:
+            return prepared, warnings
+        if lifecycle.is_noop_update(old, prepared):
+            ctx.allocations.abandon(resource, prepared, kept=old)
+            return old, warnings
         try:
             if lifecycle.should_remove_after_update(resource, prepared):
                 # store.go Update: emptied finalizers on a marked object → the update is not
                 # written, the object is deleted (watchers see one DELETED) — errEmptiedFinalizers
+                ctx.allocations.abandon(resource, prepared, kept=old)
                 change = await ctx.store.write(Delete(key, current.revision))
                 return _decode(change.value), warnings
             change = await ctx.store.write(Update(key, prepared, current.revision))
         except RevisionMismatchError:
+            ctx.allocations.abandon(resource, prepared, kept=old)
             continue
         except KeyNotFoundError:
+            ctx.allocations.abandon(resource, prepared, kept=old)
             raise not_found(resource.group, resource.plural, route.name) from None
         stored = _decode(change.value)
         if (stored.get("metadata") or {}).get("deletionTimestamp"):
