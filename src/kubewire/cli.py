@@ -46,7 +46,40 @@ def build_parser() -> argparse.ArgumentParser:
                        help="CIDR Service clusterIPs come from (default 10.96.0.0/12, kubeadm's; "
                             "kube-apiserver's built-in default is 10.0.0.0/24)")
     serve.add_argument("--log-level", default="INFO")
+    _add_access_flags(serve)
+    _add_user_command(sub)
     return parser
+
+
+def _add_access_flags(serve: argparse.ArgumentParser) -> None:
+    serve.add_argument("--insecure-http", action="store_true",
+                       help="serve plain HTTP (local experiments only: without a token file "
+                            "every request is admin)")
+    serve.add_argument("--tls-cert-file", type=Path, default=None,
+                       help="serving certificate (default: made in DIR/pki by kubewire's CA)")
+    serve.add_argument("--tls-private-key-file", type=Path, default=None)
+    serve.add_argument("--tls-san", action="append", default=[],
+                       help="extra DNS name or IP for the serving certificate (repeatable)")
+    serve.add_argument("--client-ca-file", type=Path, default=None,
+                       help="CA that signs client certificates (default: DIR/pki/ca.crt)")
+    serve.add_argument("--token-auth-file", type=Path, default=None,
+                       help="kube-apiserver token file: token,user,uid[,\"groups\"] "
+                            "(default: DIR/tokens.csv)")
+    serve.add_argument("--authorization-policy-file", type=Path, default=None,
+                       help="ABAC policy, one JSON Policy per line (default: authenticated "
+                            "users may do everything)")
+
+
+def _add_user_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    user = sub.add_parser("user", help="issue credentials for a user and print a kubeconfig")
+    user.add_argument("name")
+    user.add_argument("--group", action="append", default=[], help="a group (repeatable)")
+    user.add_argument("--token", action="store_true",
+                      help="a bearer token in the token file instead of a client certificate")
+    user.add_argument("--data-dir", type=Path, default=Path("./data"))
+    user.add_argument("--token-auth-file", type=Path, default=None)
+    user.add_argument("--server", default=None, help="server URL (default: DIR/kubeconfig's)")
+    user.add_argument("--namespace", default="default")
 
 
 MAX_SERVICE_CIDR_BITS = 20  # kube-apiserver rejects larger service ranges (options/validation.go)
@@ -79,29 +112,35 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
                         retention=retention, durability=args.durability,
                         pod_grace_cap_s=args.pod_grace_cap,
                         service_cluster_ip_range=args.service_cluster_ip_range,
+                        insecure_http=args.insecure_http, tls_cert_file=args.tls_cert_file,
+                        tls_key_file=args.tls_private_key_file, tls_sans=tuple(args.tls_san),
+                        client_ca_file=args.client_ca_file,
+                        token_auth_file=args.token_auth_file,
+                        authorization_policy_file=args.authorization_policy_file,
                         **extra)  # type: ignore[arg-type]
 
 
-def kubeconfig_text(server_url: str) -> str:
-    """A kubeconfig that kubectl and the Python clients use as-is."""
-    return (
-        "apiVersion: v1\nkind: Config\n"
-        f"clusters:\n- name: kubewire\n  cluster:\n    server: {server_url}\n"
-        "users:\n- name: kubewire-admin\n  user: {}\n"
-        "contexts:\n- name: kubewire\n  context:\n    cluster: kubewire\n"
-        "    user: kubewire-admin\n    namespace: default\n"
-        "current-context: kubewire\npreferences: {}\n")
+def issue_user(args: argparse.Namespace) -> None:
+    from kubewire.server.users import UserRequest, user_kubeconfig
+
+    token_file = None
+    if args.token:
+        token_file = args.token_auth_file or args.data_dir / "tokens.csv"
+    request = UserRequest(args.name, tuple(args.group), token_file=token_file,
+                          namespace=args.namespace)
+    print(user_kubeconfig(args.data_dir, request, server=args.server), end="")
 
 
 async def serve(config: ServerConfig) -> None:
     from kubewire.server.app import APIServer
 
     server = APIServer(config)
-    host, port = await server.start()
-    url_host = f"[{host}]" if ":" in host else host
-    url = f"http://{url_host}:{port}"
+    await server.start()
+    url = server.url
     kubeconfig = config.data_dir / "kubeconfig"
-    kubeconfig.write_text(kubeconfig_text(url))
+    if config.insecure_http:
+        log.warning("INSECURE: serving plain HTTP%s; use it for local experiments only",
+                    "" if config.token_auth_file else " and every request is admin")
     log.info("kubewire serving on %s (kubeconfig: %s)", url, kubeconfig)
     print(f"kubewire ready: {url} kubeconfig={kubeconfig}", flush=True)
     stop = asyncio.Event()
@@ -116,7 +155,7 @@ async def serve(config: ServerConfig) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(),
+    logging.basicConfig(level=getattr(args, "log_level", "INFO").upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "serve":
         run = asyncio.run
@@ -125,6 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             run = uvloop.run
         run(serve(config_from_args(args)))
+    elif args.command == "user":
+        issue_user(args)
     return 0
 
 

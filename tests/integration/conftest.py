@@ -14,11 +14,17 @@ from tests.integration.harness import ServerThread
 
 @pytest.fixture
 def make_server(tmp_path: Path) -> Iterator[Callable[..., ServerThread]]:
-    """Start servers with config overrides: ``make_server(ring_capacity=8)``."""
+    """Start servers with config overrides: ``make_server(ring_capacity=8)``.
+
+    Servers are plain HTTP with access open (``insecure_http=True``) unless the test passes
+    ``insecure_http=False``: then HTTPS, with ``DIR/kubeconfig`` holding the admin certificate.
+    """
     started: list[ServerThread] = []
 
     def make(**overrides: Any) -> ServerThread:
         data_dir = overrides.pop("data_dir", tmp_path / f"data{len(started)}")
+        # Plain HTTP with everyone admin unless a test asks for TLS and credentials.
+        overrides.setdefault("insecure_http", True)
         config = ServerConfig(data_dir=data_dir, host="127.0.0.1", port=0, **overrides)
         server = ServerThread(config).start()
         started.append(server)

@@ -13,7 +13,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kubewire.cli import kubeconfig_text
 from kubewire.server.app import APIServer
 from kubewire.server.context import ServerConfig
 
@@ -57,10 +56,9 @@ class ServerThread:
 
     async def _start(self) -> None:
         self.server = APIServer(self.config)
-        host, port = await self.server.start()
+        _, port = await self.server.start()  # also writes DIR/kubeconfig
         self.port = port
-        self.url = f"http://{host}:{port}"
-        (self.config.data_dir / "kubeconfig").write_text(kubeconfig_text(self.url))
+        self.url = self.server.url
         # Later starts on the same data dir reuse the port, as a restarted server would.
         self.config = replace(self.config, port=port)
 

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import ssl
 
 from kubewire import __version__
 from kubewire.resources import REGISTRY
 from kubewire.server import reads, writes
+from kubewire.server.access import Access, server_ssl_context, tls_files
 from kubewire.server.context import ServerConfig, ServerContext
 from kubewire.server.controllers import Controllers
 from kubewire.server.discovery import discovery_response
 from kubewire.server.encoding import json_response, negotiate_json, status_response
 from kubewire.server.http import HTTPServer, Request, Response
+from kubewire.server.kubeconfig import Credentials, kubeconfig_text, server_url
 from kubewire.server.openapi import openapi_response
 from kubewire.server.options import parse_get_options, parse_list_options
 from kubewire.server.routes import GroupVersionPath, Route, parse_route
@@ -46,17 +47,39 @@ class APIServer:
         self.ctx = ServerContext(config=config, store=store, caches=caches)
         self.http = HTTPServer(self.handle, config.limits)
         self.controllers = Controllers(self.ctx)
+        self.access = Access(config)
+        self.tls = None if config.insecure_http else tls_files(config)
         self.address: tuple[str, int] = (config.host, config.port)
+        self.url = ""
         self.ready = False
 
-    async def start(self, ssl_context: ssl.SSLContext | None = None) -> tuple[str, int]:
+    async def start(self) -> tuple[str, int]:
+        """Open the store, fill the caches, listen, and write ``DIR/kubeconfig`` for the admin."""
         await self.ctx.store.open()
         await self.ctx.caches.start()
         await writes.ensure_initial_namespaces(self.ctx)
         self.controllers.start()
+        ssl_context = server_ssl_context(self.tls) if self.tls else None
         self.address = await self.http.listen(self.config.host, self.config.port, ssl_context)
+        self.url = server_url(*self.address, tls=self.tls is not None)
+        self._write_admin_kubeconfig()
         self.ready = True
         return self.address
+
+    def _write_admin_kubeconfig(self) -> None:
+        path = self.config.data_dir / "kubeconfig"
+        if self.tls is None or self.tls.pki is None:
+            text = kubeconfig_text(self.url, ca_cert=self.tls.client_ca.read_bytes()
+                                   if self.tls else None)
+        else:
+            made = self.tls.pki
+            admin = Credentials(client_cert=made.admin_cert.read_bytes(),
+                                client_key=made.admin_key.read_bytes())
+            text = kubeconfig_text(self.url, admin, ca_cert=made.ca_cert.read_bytes())
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(text)
+        tmp.chmod(0o600)  # it holds the admin's key
+        tmp.replace(path)
 
     async def stop(self) -> None:
         self.ready = False
@@ -88,11 +111,12 @@ class APIServer:
             return Response(200 if self.ready else 503, b"ok", "text/plain; charset=utf-8")
         if path.rstrip("/") == "/version":
             return json_response(200, version_info())
+        route = parse_route(self.ctx.registry, path)
+        self.access.check(request, route if isinstance(route, Route) else None)
         if request.method in ("GET", "HEAD"):
             found = self._describe(request)
             if found is not None:
                 return found
-        route = parse_route(self.ctx.registry, path)
         if route is None:
             return Response(404, NOT_FOUND_TEXT, "text/plain; charset=utf-8")
         if isinstance(route, GroupVersionPath):

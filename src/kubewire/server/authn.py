@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Mapping
+import logging
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
 
 AUTHENTICATED = "system:authenticated"
 UNAUTHENTICATED = "system:unauthenticated"
@@ -65,6 +69,45 @@ def load_token_file(path: Path) -> dict[str, UserInfo]:
     return parse_token_file(path.read_text(), str(path))
 
 
+class TokenFile:
+    """A token file that is read again when it changes (``kubewire user --token`` appends).
+
+    kube-apiserver reads its file once; re-reading lets a new user in without a restart. The
+    file's mtime is looked at no more than once a second, so a request costs a dict lookup.
+    """
+
+    def __init__(self, path: Path, clock: Callable[[], float] = time.monotonic) -> None:
+        self.path = path
+        self._clock = clock
+        self._checked = float("-inf")
+        self._stamp: tuple[int, int] | None = None
+        self._tokens: dict[str, UserInfo] = {}
+        self._refresh()
+
+    def _refresh(self) -> None:
+        try:
+            info = self.path.stat()
+        except FileNotFoundError:
+            self._stamp, self._tokens = None, {}
+            return
+        stamp = (info.st_mtime_ns, info.st_size)
+        if stamp != self._stamp:
+            try:
+                self._tokens = load_token_file(self.path)
+            except TokenFileError:
+                if self._stamp is None:
+                    raise
+                log.exception("keeping the previous tokens: %s is malformed", self.path)
+            self._stamp = stamp
+
+    def get(self, token: str) -> UserInfo | None:
+        now = self._clock()
+        if now - self._checked >= 1.0:
+            self._checked = now
+            self._refresh()
+        return self._tokens.get(token)
+
+
 def with_authenticated(user: UserInfo) -> UserInfo:
     if AUTHENTICATED in user.groups:
         return user
@@ -92,11 +135,15 @@ class InvalidCredentials(Exception):
     """Credentials were sent but do not identify anyone: 401."""
 
 
+class TokenLookup(Protocol):
+    def get(self, token: str) -> UserInfo | None: ...
+
+
 @dataclass(slots=True)
 class Authenticator:
     """Turns a request's transport facts and headers into a ``UserInfo``."""
 
-    tokens: Mapping[str, UserInfo]
+    tokens: TokenLookup
 
     def authenticate(self, authorization: str, peercert: Mapping[str, Any] | None) -> UserInfo:
         user = user_from_peercert(peercert)

@@ -34,6 +34,14 @@ class ServerConfig:
     limits: Limits = field(default_factory=Limits)
     pod_grace_cap_s: float | None = None  # finish graceful pod deletions sooner (tests)
     list_continue_ttl_s: float | None = None  # None: tokens live as long as the log retains
+    # Access: HTTPS with certificates made in DIR/pki unless the user brings a pair.
+    insecure_http: bool = False
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    tls_sans: tuple[str, ...] = ()
+    client_ca_file: Path | None = None
+    token_auth_file: Path | None = None
+    authorization_policy_file: Path | None = None
     # kubeadm's default; kube-apiserver's own built-in default is 10.0.0.0/24
     service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR
     service_node_port_range: tuple[int, int] = DEFAULT_NODE_PORT_RANGE

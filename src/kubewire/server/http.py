@@ -366,6 +366,10 @@ class HTTPConnection(asyncio.Protocol):
         if self._transport is not None and not self._transport.is_closing():
             self._transport.close()
 
+    def abort(self) -> None:
+        if self._transport is not None:
+            self._transport.abort()
+
     def shutdown(self) -> None:
         """Server stopping: end an open stream cleanly, close an idle connection."""
         if self._stream is not None:
@@ -446,6 +450,14 @@ class HTTPServer:
             self._server.close()
         for conn in list(self.connections):
             conn.shutdown()
+        # Python 3.11's wait_closed does not wait for connections, and a TLS close needs a few
+        # loop turns for close_notify: give them a moment, then drop whatever is left.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 2.0
+        while self.connections and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+        for conn in list(self.connections):
+            conn.abort()
         if self._server is not None:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._server.wait_closed(), 5)

@@ -1,0 +1,131 @@
+"""Who may do what, per request: TLS set-up, authentication, then authorization.
+
+Request attributes follow kube-apiserver's ``RequestInfoFactory``: a resource request's verb
+comes from the method and the path (``list`` becomes ``watch`` with ``watch=true`` or under
+``/watch/``; DELETE on a collection is ``deletecollection``); any other path is a non-resource
+request whose verb is the lower-cased method. ``/healthz``, ``/livez``, ``/readyz`` and
+``/version`` are open to anyone; every other path needs credentials (401 without).
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+
+from kubewire.server.authn import (
+    ANONYMOUS_USER,
+    Authenticator,
+    InvalidCredentials,
+    TokenFile,
+    UserInfo,
+)
+from kubewire.server.authz import Attributes, Authorizer, load_policy_file
+from kubewire.server.context import ServerConfig
+from kubewire.server.http import Request
+from kubewire.server.pki import ServerPKI, ensure_server_pki
+from kubewire.server.routes import Route
+from kubewire.status import Unauthorized
+
+log = logging.getLogger(__name__)
+
+PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
+_WRITE_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
+_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})  # Go strconv.ParseBool
+INSECURE_USER = UserInfo("kubewire-insecure", "", ("system:masters", "system:authenticated"))
+
+
+def token_file_path(config: ServerConfig) -> Path:
+    """``--token-auth-file``, else ``DIR/tokens.csv`` (where ``kubewire user --token`` writes)."""
+    return config.token_auth_file or config.data_dir / "tokens.csv"
+
+
+@dataclass(frozen=True, slots=True)
+class TLSFiles:
+    cert: Path
+    key: Path
+    client_ca: Path
+    pki: ServerPKI | None  # set when kubewire made the certificates itself
+
+
+def tls_files(config: ServerConfig) -> TLSFiles:
+    """The serving pair and client CA: the user's own files, or ones made in ``DIR/pki``."""
+    made = ensure_server_pki(config.data_dir / "pki", config.tls_sans)
+    if config.tls_cert_file and config.tls_key_file:
+        return TLSFiles(config.tls_cert_file, config.tls_key_file,
+                        config.client_ca_file or made.ca_cert, made)
+    return TLSFiles(made.serving_cert, made.serving_key, config.client_ca_file or made.ca_cert,
+                    made)
+
+
+def server_ssl_context(files: TLSFiles) -> ssl.SSLContext:
+    """TLS 1.2+, client certificates verified against the CA when offered (never required)."""
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(files.cert, files.key)
+    ctx.load_verify_locations(files.client_ca)
+    ctx.verify_mode = ssl.CERT_OPTIONAL
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx
+
+
+class Access:
+    """Authenticates and authorizes each request; ``open`` when serving insecure HTTP alone."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        tokens = TokenFile(token_file_path(config))
+        policies = (load_policy_file(config.authorization_policy_file)
+                    if config.authorization_policy_file else None)
+        self.authenticator = Authenticator(tokens)
+        self.authorizer = Authorizer(policies)
+        # --insecure-http without a token file: a local sandbox where everyone is admin.
+        self.open = config.insecure_http and not config.token_auth_file
+
+    def user(self, request: Request) -> UserInfo:
+        """The request's user; 401 for bad credentials and for anonymous requests."""
+        if self.open:
+            return INSECURE_USER
+        try:
+            peercert = request.extra("peercert")
+            user = self.authenticator.authenticate(request.header("authorization"), peercert)
+        except InvalidCredentials:
+            raise Unauthorized("Unauthorized") from None
+        if user is ANONYMOUS_USER:
+            raise Unauthorized("Unauthorized")
+        return user
+
+    def check(self, request: Request, route: Route | None) -> UserInfo | None:
+        """Raise the Status a request must get before it is served; None for public paths."""
+        if request.path.rstrip("/") in PUBLIC_PATHS or request.path in PUBLIC_PATHS:
+            return None
+        user = self.user(request)
+        if user is INSECURE_USER:
+            return user
+        self.authorizer.check(attributes(user, request, route))
+        return user
+
+
+def resource_verb(request: Request, route: Route) -> str:
+    method = request.method
+    if method in ("GET", "HEAD"):
+        if route.watch_path or (request.query.get("watch") or [""])[0] in _TRUE:
+            return "watch"
+        return "list" if route.is_collection else "get"
+    if method == "DELETE":
+        return "deletecollection" if route.is_collection else "delete"
+    return _WRITE_VERBS.get(method, method.lower())
+
+
+def attributes(user: UserInfo, request: Request, route: Route | None) -> Attributes:
+    if route is None:
+        verb = "get" if request.method == "HEAD" else request.method.lower()
+        return Attributes(user=user, verb=verb, path=request.path)
+    resource = route.resource
+    namespace = route.namespace
+    if resource.kind == "Namespace" and route.name:
+        namespace = route.name  # kube: a namespace's own requests are in that namespace
+    return Attributes(user=user, verb=resource_verb(request, route), path=request.path,
+                      resource_request=True, namespace=namespace, api_group=resource.group,
+                      api_version=resource.version, resource=resource.plural,
+                      subresource=route.subresource, name=route.name)
