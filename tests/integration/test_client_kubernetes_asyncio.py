@@ -78,6 +78,9 @@ async def test_pod_create_get_list(core: CoreV1Api) -> None:
     assert created.metadata.uid
     assert created.metadata.labels == {"app": "web"}
     assert created.spec.containers[0].image == "nginx:1.27"
+    assert created.spec.containers[0].image_pull_policy == "IfNotPresent"
+    assert created.spec.restart_policy == "Always"
+    assert created.spec.termination_grace_period_seconds == 30
     assert created.status.phase == "Pending"
 
     read = await core.read_namespaced_pod("web-0", NS)
@@ -175,7 +178,13 @@ async def test_service_crud(core: CoreV1Api) -> None:
     assert isinstance(created, V1Service)
     assert created.metadata.name == "web"
     assert created.spec.selector == {"app": "web"}
-    assert created.spec.ports[0].port == 80
+    # Defaults and an allocated cluster IP (objects-and-clients.md §3).
+    assert created.spec.type == "ClusterIP"
+    assert created.spec.cluster_ip
+    assert created.spec.cluster_ips == [created.spec.cluster_ip]
+    assert created.spec.session_affinity == "None"
+    assert [(p.port, p.protocol, p.target_port) for p in created.spec.ports] == [
+        (80, "TCP", 80)]
 
     read = await core.read_namespaced_service("web", NS)
     assert read.to_dict() == created.to_dict()
@@ -193,22 +202,12 @@ async def test_service_crud(core: CoreV1Api) -> None:
     jsonpatch = await core.patch_namespaced_service(
         "web", NS, [{"op": "replace", "path": "/spec/selector", "value": {"app": "db"}}])
     assert jsonpatch.spec.selector == {"app": "db"}
+    assert jsonpatch.spec.cluster_ip == created.spec.cluster_ip
 
     deleted = await core.delete_namespaced_service("web", NS)
     assert isinstance(deleted, V1Service)
     assert deleted.metadata.uid == created.metadata.uid
     assert (await core.list_namespaced_service(NS)).items == []
-
-
-@pytest.mark.xfail(strict=True, reason="kind defaults and clusterIP allocation (defaults.py, "
-                   "allocation.py) are not called on create (writes.py/lifecycle.py)")
-async def test_service_create_is_defaulted(core: CoreV1Api) -> None:
-    created = await core.create_namespaced_service(NS, new_service("web"))
-    assert created.spec.type == "ClusterIP"
-    assert created.spec.cluster_ip
-    assert created.spec.cluster_i_ps == [created.spec.cluster_ip]
-    assert created.spec.session_affinity == "None"
-    assert (created.spec.ports[0].protocol, created.spec.ports[0].target_port) == ("TCP", 80)
 
 
 async def test_service_not_found_carries_status(core: CoreV1Api) -> None:
