@@ -16,14 +16,16 @@ from kubewire.server.access import Access, server_ssl_context, tls_files
 from kubewire.server.context import ServerConfig, ServerContext
 from kubewire.server.controllers import Controllers
 from kubewire.server.discovery import discovery_response
-from kubewire.server.encoding import json_response, negotiate_json, status_response
+from kubewire.server.encoding import json_response, status_response
 from kubewire.server.http import HTTPServer, Request, Response
 from kubewire.server.kubeconfig import Credentials, kubeconfig_text, server_url
 from kubewire.server.openapi import openapi_response
 from kubewire.server.options import parse_get_options, parse_list_options
 from kubewire.server.routes import GroupVersionPath, Route, parse_route
 from kubewire.server.scale_subresource import serve_scale
+from kubewire.server.tables import negotiate_output
 from kubewire.server.watch import serve_watch
+from kubewire.server.websocket import HandshakeError
 from kubewire.status import MethodNotAllowed, NotFound, StatusError, internal_error
 from kubewire.storage.cache import WatchCaches
 from kubewire.storage.sqlite import SQLiteStore
@@ -96,6 +98,8 @@ class APIServer:
                 request.stream.close()
                 return None
             return status_response(err)
+        except HandshakeError as err:  # x/net/websocket answers in plain text
+            return Response(err.status, err.text.encode(), "text/plain; charset=utf-8")
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -145,8 +149,8 @@ class APIServer:
         if method in ("GET", "HEAD"):
             if route.is_collection or route.watch_path:
                 return await self._get_collection(request, route)
-            negotiate_json(request.header("accept"))
-            return await reads.serve_get(ctx, route, parse_get_options(request.query))
+            table = negotiate_output(request.header("accept"), request.query)
+            return await reads.serve_get(ctx, route, parse_get_options(request.query), table)
         if method == "POST" and route.is_collection and not route.watch_path:
             return await writes.create(ctx, request, route)
         if method == "PUT" and not route.is_collection:
@@ -166,8 +170,8 @@ class APIServer:
         if opts.watch:
             await serve_watch(self.ctx, request, route, opts)
             return None
-        negotiate_json(request.header("accept"))
-        return await reads.serve_list(self.ctx, route, opts)
+        table = negotiate_output(request.header("accept"), request.query)
+        return await reads.serve_list(self.ctx, route, opts, table)
 
 
 def version_info() -> dict[str, str]:

@@ -4,6 +4,9 @@ Reads come from the watch cache, which always holds the current state; a read at
 revision (``resourceVersionMatch=Exact``, legacy ``limit`` + RV, continue tokens) is rebuilt from
 the durable change log, so pages of one list stay consistent for as long as the log retains
 history (watch-protocol.md §2.3, §10).
+
+A request that negotiated a Table (``kubectl get``) gets the same read rendered as a
+``meta.k8s.io`` Table (objects-and-clients.md §5); only then are objects decoded.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from kubewire.server.encoding import list_item, type_meta_prefix
 from kubewire.server.http import Response
 from kubewire.server.options import ListOptions, decode_continue, encode_continue
 from kubewire.server.routes import Route
+from kubewire.server.table_bodies import list_table_body, object_table_body
+from kubewire.server.tables import NegotiatedTable
 from kubewire.status import Expired, not_found, too_large_resource_version
 from kubewire.storage.base import CompactedError
 from kubewire.storage.cached import CachedObject
@@ -29,14 +34,22 @@ CONTINUE_EXPIRED = (
 LIST_TOO_OLD = "The resourceVersion for the provided list is too old."
 
 
-async def serve_get(ctx: ServerContext, route: Route, resource_version: str) -> Response:
-    """One object; RV "" is consistent, "0" any, N not older than N."""
+async def serve_get(ctx: ServerContext, route: Route, resource_version: str,
+                    table: NegotiatedTable | None = None) -> Response:
+    """One object; RV "" is consistent, "0" any, N not older than N.
+
+    With ``table``, a one-row Table; a bad ``includeObject`` is 400 only once the object was
+    found (kube transforms the read's result).
+    """
     await _wait_fresh(ctx, resource_version)
     cache = ctx.caches.for_resource(route.resource)
     obj = cache.get(route.resource.storage_key(route.namespace, route.name))
     if obj is None:
         raise not_found(route.resource.group, route.resource.plural, route.name)
-    return Response(200, obj.value)
+    if table is None:
+        return Response(200, obj.value)
+    return Response(200, object_table_body(route.resource, obj.value, table.resolve(),
+                                           ctx.now()))
 
 
 async def _wait_fresh(ctx: ServerContext, resource_version: str) -> None:
@@ -46,7 +59,9 @@ async def _wait_fresh(ctx: ServerContext, resource_version: str) -> None:
         await ctx.caches.wait_for_revision(int(resource_version))
 
 
-async def serve_list(ctx: ServerContext, route: Route, opts: ListOptions) -> Response:
+async def serve_list(ctx: ServerContext, route: Route, opts: ListOptions,
+                     table: NegotiatedTable | None = None) -> Response:
+    """One page of the collection, as a kind List or, with ``table``, as a Table."""
     resource = route.resource
     namespace = _scope_namespace(route, opts)
     prefix = resource.storage_prefix(namespace)
@@ -66,9 +81,14 @@ async def serve_list(ctx: ServerContext, route: Route, opts: ListOptions) -> Res
         except CompactedError as exc:
             raise Expired(LIST_TOO_OLD) from exc
     items, more, remaining = _page(objects, route, opts, namespace, limit)
+    token = "" if more is None else encode_continue(revision, more.key[len(prefix):] + "\x00")
+    if table is not None:
+        list_meta = {"resourceVersion": str(revision), "continue": token,
+                     "remainingItemCount": None if more is None else remaining}
+        return Response(200, list_table_body(resource, (o.value for o in items), list_meta,
+                                             table.resolve(), ctx.now()))
     meta = b'"resourceVersion":"%d"' % revision
     if more is not None:
-        token = encode_continue(revision, more.key[len(prefix):] + "\x00")
         meta += b',"continue":"%b"' % token.encode()
         if remaining is not None:
             meta += b',"remainingItemCount":%d' % remaining

@@ -7,6 +7,9 @@ watch-protocol.md §3.3), modelled on ``apiserver:pkg/endpoints/handlers/respons
   needs ``as=Table;g=meta.k8s.io;v=v1|v1beta1`` on ``application/json`` (or a wildcard).
 - ``parse_include_object``: ``None``/``Metadata``/``Object`` (empty means Metadata); other
   values are kube's 400, raised only when a Table was negotiated (``optionsForTransform``).
+- ``negotiate_output``: what a GET, LIST or WATCH answers with: a ``NegotiatedTable``, plain
+  JSON (None), or kube's 406. ``includeObject`` is checked later, by ``resolve``, because kube
+  checks it only when it transforms the read's result (a missing object is 404 first).
 - ``table_for_list`` / ``table_for_object``: the Table body. Rows always carry every column,
   priority-1 included (kube prints server-side with ``Wide: true``; kubectl hides them).
 - ``table_event_object``: a watch event's one-row Table; ``columnDefinitions`` is null after
@@ -21,7 +24,8 @@ from datetime import datetime
 from typing import Any, Literal
 
 from kubewire.resources import Resource
-from kubewire.server.encoding import with_type_meta
+from kubewire.server.encoding import negotiate_json, with_type_meta
+from kubewire.server.query_params import Query, first_value
 from kubewire.server.table_columns import column_definitions, row_cells, row_conditions
 from kubewire.status import BadRequest, aggregate_messages, invalid
 
@@ -126,6 +130,37 @@ def table_request(accept: str, include_object: str) -> TableRequest | None:
     if request is None:
         return None
     return TableRequest(request.version, parse_include_object(include_object))
+
+
+@dataclass(frozen=True, slots=True)
+class NegotiatedTable:
+    """A request that negotiated a Table; ``includeObject`` is still the raw query value."""
+
+    version: TableVersion
+    include_object: str = ""
+
+    def resolve(self) -> TableRequest:
+        """The TableRequest; raises kube's 400 for an unknown ``includeObject``."""
+        return TableRequest(self.version, parse_include_object(self.include_object))
+
+
+def negotiate_output(accept: str, query: Query, *, watch: bool = False,
+                     watch_list: bool = False) -> NegotiatedTable | None:
+    """A Table when the Accept header's best clause asks for one, else None for JSON.
+
+    Raises kube's 406 when neither is acceptable. Watch-list requests (``sendInitialEvents``
+    with bookmarks) are never Tables: kube 1.32 negotiates them with
+    ``watchListEndpointRestrictions``, so a Table-only Accept fails the first (non-stream)
+    negotiation, while a Table-then-JSON one gets JSON (watch-protocol.md §3.3).
+    """
+    if "table" not in accept.lower():  # the common path: no clause can ask for a Table
+        negotiate_json(accept, stream=watch)
+        return None
+    table = negotiate_table(accept)
+    if table is not None and not watch_list:
+        return NegotiatedTable(table.version, first_value(query, "includeObject") or "")
+    negotiate_json(accept, stream=watch and table is None)
+    return None
 
 
 def _row_object(resource: Resource, obj: Mapping[str, JSON], request: TableRequest) -> JSON:

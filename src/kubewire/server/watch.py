@@ -8,18 +8,23 @@ Contract (watch-protocol.md §2.2, §3, §5, §6):
 - ``sendInitialEvents=true`` (also the v1.32 default for RV unset/"0"): the initial ADDED batch
   and, with ``allowWatchBookmarks=true``, the ``k8s.io/initial-events-end`` bookmark;
 - the stream ends silently after ``timeoutSeconds`` (absent or 0: random in [1800, 3600) s);
-- errors found before streaming are ordinary Status responses; later ones are ERROR events.
+- errors found before streaming are ordinary Status responses; later ones are ERROR events;
+- a Table Accept (``kubectl get -w``) makes each ADDED/MODIFIED/DELETED object a one-row
+  ``meta.k8s.io`` Table, column definitions on the first only (objects-and-clients.md §5.4);
+  order, once-only delivery and slow-consumer closing are the same as for JSON.
 """
 
 from __future__ import annotations
 
 from kubewire.server.context import ServerContext
-from kubewire.server.encoding import negotiate_json
 from kubewire.server.http import Request
 from kubewire.server.options import ListOptions
 from kubewire.server.routes import Route
+from kubewire.server.table_sink import TableSink
+from kubewire.server.tables import negotiate_output
 from kubewire.storage.cache import WatchStart
 from kubewire.storage.cached import WatchFilter
+from kubewire.storage.watcher import Sink
 
 WATCH_HEADERS = [("Content-Type", "application/json")]
 
@@ -53,11 +58,24 @@ def watch_filter(route: Route, opts: ListOptions) -> WatchFilter:
     return WatchFilter(namespace, name, opts.label_selector, opts.field_selector)
 
 
+def is_watch_list(opts: ListOptions) -> bool:
+    """kube's ``isListWatchRequest``: initial events ended by a bookmark (never a Table)."""
+    return bool(opts.send_initial_events) and opts.allow_watch_bookmarks
+
+
 async def serve_watch(ctx: ServerContext, request: Request, route: Route,
                       opts: ListOptions) -> None:
-    """Start the stream and hand it to the watch cache; the request task then ends."""
-    negotiate_json(request.header("accept"), stream=True)
+    """Start the stream and hand it to the watch cache; the request task then ends.
+
+    Raises kube's 406 for an unacceptable Accept and its 400 for a bad ``includeObject``
+    before the head is written.
+    """
+    table = negotiate_output(request.header("accept"), request.query, watch=True,
+                             watch_list=is_watch_list(opts))
+    table_request = None if table is None else table.resolve()
     start = watch_start(ctx, opts)
     cache = ctx.caches.for_resource(route.resource)
-    stream = request.start_stream(200, WATCH_HEADERS)
-    await cache.watch(stream, watch_filter(route, opts), start)
+    sink: Sink = request.start_event_stream(WATCH_HEADERS)
+    if table_request is not None:
+        sink = TableSink(sink, route.resource, table_request, ctx.now)
+    await cache.watch(sink, watch_filter(route, opts), start)
