@@ -26,6 +26,7 @@ from kubewire.server.context import ServerConfig
 from kubewire.server.http import Request
 from kubewire.server.pki import ServerPKI, ensure_server_pki
 from kubewire.server.routes import Route
+from kubewire.server.websocket import bearer_token
 from kubewire.status import Unauthorized
 
 log = logging.getLogger(__name__)
@@ -86,9 +87,13 @@ class Access:
         """The request's user; 401 for bad credentials and for anonymous requests."""
         if self.open:
             return INSECURE_USER
+        authorization = request.header("authorization")
+        if not authorization:
+            token = bearer_token(request.headers)  # a browser's WebSocket carries it here
+            authorization = f"Bearer {token}" if token else ""
         try:
             peercert = request.extra("peercert")
-            user = self.authenticator.authenticate(request.header("authorization"), peercert)
+            user = self.authenticator.authenticate(authorization, peercert)
         except InvalidCredentials:
             raise Unauthorized("Unauthorized") from None
         if user is ANONYMOUS_USER:

@@ -25,6 +25,7 @@ from kubewire.server.routes import GroupVersionPath, Route, parse_route
 from kubewire.server.scale_subresource import serve_scale
 from kubewire.server.tables import negotiate_output
 from kubewire.server.watch import serve_watch
+from kubewire.server.websocket import HandshakeError
 from kubewire.status import MethodNotAllowed, NotFound, StatusError, internal_error
 from kubewire.storage.cache import WatchCaches
 from kubewire.storage.sqlite import SQLiteStore
@@ -97,6 +98,8 @@ class APIServer:
                 request.stream.close()
                 return None
             return status_response(err)
+        except HandshakeError as err:  # x/net/websocket answers in plain text
+            return Response(err.status, err.text.encode(), "text/plain; charset=utf-8")
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -28,9 +28,11 @@ from urllib.parse import parse_qs, unquote
 
 import httptools
 
+from kubewire.server.websocket import WebSocketStream, handshake, is_websocket_request
 from kubewire.status import RequestEntityTooLarge, StatusError
 
 log = logging.getLogger(__name__)
+_MAX_UPGRADE_TAIL = 64 * 1024  # client bytes kept while an upgrade request is being decided
 
 _REASONS = {
     101: "Switching Protocols", 200: "OK", 201: "Created", 202: "Accepted", 204: "No Content",
@@ -77,7 +79,7 @@ class Request:
         self.raw_query = (parsed.query or b"").decode("latin-1")
         self.headers = headers
         self.body = body
-        self.stream: ChunkedStream | None = None
+        self.stream: ChunkedStream | WebSocketStream | None = None
 
     @property
     def query(self) -> dict[str, list[str]]:
@@ -97,8 +99,28 @@ class Request:
         """Send the head of a chunked response now and hand back its stream."""
         if self.stream is not None:
             raise RuntimeError("stream already started")
-        self.stream = self._conn.start_stream(status, headers or [])
-        return self.stream
+        stream = self._conn.start_stream(status, headers or [])
+        self.stream = stream
+        return stream
+
+    def start_event_stream(self, headers: list[tuple[str, str]],
+                           ) -> ChunkedStream | WebSocketStream:
+        """A stream of events: a WebSocket if the request asked to upgrade, else chunked 200.
+
+        Raises ``HandshakeError`` (a raw HTTP answer) before writing anything when the
+        WebSocket handshake is malformed.
+        """
+        if is_websocket_request(self.headers):
+            return self.start_websocket(handshake(self.headers).head_headers())
+        return self.start_stream(200, headers)
+
+    def start_websocket(self, headers: list[tuple[str, str]]) -> WebSocketStream:
+        """Answer 101 with the handshake ``headers``; the connection now carries frames."""
+        if self.stream is not None:
+            raise RuntimeError("stream already started")
+        stream = self._conn.start_websocket(headers)
+        self.stream = stream
+        return stream
 
 
 class ChunkedStream:
@@ -169,10 +191,12 @@ def frame_chunk(data: bytes) -> bytes:
     return b"%x\r\n%b\r\n" % (len(data), data)
 
 
-def render_head(status: int, headers: list[tuple[str, str]]) -> bytes:
+def render_head(status: int, headers: list[tuple[str, str]], *, date: bool = True) -> bytes:
     lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Unknown')}\r\n"]
     lines.extend(f"{k}: {v}\r\n" for k, v in headers)
-    lines.append(f"Date: {formatdate(usegmt=True)}\r\n\r\n")
+    if date:
+        lines.append(f"Date: {formatdate(usegmt=True)}\r\n")
+    lines.append("\r\n")
     return "".join(lines).encode("latin-1")
 
 
@@ -195,7 +219,8 @@ class HTTPConnection(asyncio.Protocol):
         self._body_bytes = 0
         self._pending: list[Request] = []
         self._task: asyncio.Task[None] | None = None
-        self._stream: ChunkedStream | None = None
+        self._stream: ChunkedStream | WebSocketStream | None = None
+        self._upgrade_tail: bytes | None = None  # client bytes after an Upgrade request's head
         self._keep_alive = True
         self._idle_timer: asyncio.TimerHandle | None = None
         self.write_paused = False
@@ -213,10 +238,18 @@ class HTTPConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._rejected:
             return
+        if self._upgrade_tail is not None:  # past an Upgrade request: frames, not HTTP
+            if isinstance(self._stream, WebSocketStream):
+                self._stream.feed(data)
+            elif len(self._upgrade_tail) < _MAX_UPGRADE_TAIL:
+                self._upgrade_tail += data
+            return
         try:
             self._parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
-            self._reject(400, b"upgrade not supported on this path")
+        except httptools.HttpParserUpgrade as upgrade:
+            # The request was completed (and queued) first; no more HTTP on this connection.
+            self._upgrade_tail = data[upgrade.args[0]:] if upgrade.args else b""
+            self._keep_alive = False
         except httptools.HttpParserCallbackError as exc:  # our callback raised inside httptools
             cause = exc.__context__
             if isinstance(cause, _TooLarge):
@@ -335,6 +368,15 @@ class HTTPConnection(asyncio.Protocol):
         self.write(render_head(status, all_headers))
         self._stream = ChunkedStream(self)
         return self._stream
+
+    def start_websocket(self, headers: list[tuple[str, str]]) -> WebSocketStream:
+        self.write(render_head(101, headers, date=False))
+        stream = WebSocketStream(self)
+        self._stream = stream
+        tail, self._upgrade_tail = self._upgrade_tail or b"", b""
+        if tail:
+            stream.feed(tail)
+        return stream
 
     def stream_finished(self, stream: ChunkedStream) -> None:
         if stream is self._stream:

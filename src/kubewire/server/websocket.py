@@ -1,0 +1,248 @@
+"""Watch over WebSocket (RFC 6455), as kube-apiserver serves it (watch-protocol.md §4).
+
+Same URL, query, filters, bookmarks and timeouts as the chunked watch; only the framing differs:
+each event — the same bytes as one HTTP line, trailing newline included — is one unmasked text
+frame. The client may offer at most one subprotocol besides kube's bearer-token protocol
+(``base64url.bearer.authorization.k8s.io.<token>``), and the server echoes it. Whatever the
+client sends is read and dropped, except that pings get pongs and a close ends the watch, as
+with golang.org/x/net/websocket.
+
+The protocol logic is here, apart from I/O: ``handshake`` checks a request's headers and gives
+the 101 head, ``text_frame`` frames, ``FrameReader`` parses the client's frames.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import struct
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+BEARER_PROTOCOL_PREFIX = "base64url.bearer.authorization.k8s.io."
+OP_CONTINUATION, OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
+CLOSE_NORMAL = 1000
+MAX_CLIENT_FRAME = 1 << 20  # the server reads and drops client data; never buffer much of it
+
+
+def is_websocket_request(headers: Mapping[str, str]) -> bool:
+    """wsstream ``IsWebSocketRequest``: ``Upgrade: websocket`` and ``Connection`` has upgrade."""
+    if headers.get("upgrade", "").strip().lower() != "websocket":
+        return False
+    return "upgrade" in (t.strip().lower() for t in headers.get("connection", "").split(","))
+
+
+def offered_protocols(headers: Mapping[str, str]) -> list[str]:
+    raw = headers.get("sec-websocket-protocol", "")
+    return [p.strip() for p in raw.split(",") if p.strip()]
+
+
+def bearer_token(headers: Mapping[str, str]) -> str | None:
+    """The token kube's websocket authenticator reads from the offered protocols, if any."""
+    for proto in offered_protocols(headers):
+        if proto.startswith(BEARER_PROTOCOL_PREFIX):
+            encoded = proto[len(BEARER_PROTOCOL_PREFIX):]
+            try:
+                data = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
+                return data.decode("utf-8")
+            except (binascii.Error, UnicodeDecodeError):
+                return None
+    return None
+
+
+class HandshakeError(Exception):
+    """The handshake fails with a raw (non-Status) HTTP answer, as x/net/websocket's does."""
+
+    def __init__(self, status: int, text: str) -> None:
+        super().__init__(text)
+        self.status = status
+        self.text = text
+
+
+@dataclass(frozen=True, slots=True)
+class Handshake:
+    accept: str
+    protocol: str | None
+
+    def head_headers(self) -> list[tuple[str, str]]:
+        headers = [("Upgrade", "websocket"), ("Connection", "Upgrade"),
+                   ("Sec-WebSocket-Accept", self.accept)]
+        if self.protocol is not None:
+            headers.append(("Sec-WebSocket-Protocol", self.protocol))
+        return headers
+
+
+def accept_key(key: str) -> str:
+    return base64.b64encode(hashlib.sha1(key.encode("latin-1") + _GUID).digest()).decode()
+
+
+def handshake(headers: Mapping[str, str]) -> Handshake:
+    """Check a WebSocket request (x/net hybi ``ReadHandshake``) and say how to answer it.
+
+    A missing Origin is accepted (x/net refuses it with 403; non-browser clients rarely send
+    one, and kube documents no reliance on it).
+    """
+    key = headers.get("sec-websocket-key", "").strip()
+    try:
+        if len(base64.b64decode(key, validate=True)) != 16:
+            raise ValueError(key)
+    except (binascii.Error, ValueError):
+        raise HandshakeError(400, "Bad Request: invalid Sec-WebSocket-Key") from None
+    if headers.get("sec-websocket-version", "").strip() != "13":
+        raise HandshakeError(400, "Bad Request: unsupported WebSocket version")
+    protocols = [p for p in offered_protocols(headers)
+                 if not p.startswith(BEARER_PROTOCOL_PREFIX)]
+    if len(protocols) > 1:
+        raise HandshakeError(400, "Bad Request: more than one subprotocol")
+    return Handshake(accept_key(key), protocols[0] if protocols else None)
+
+
+def frame(opcode: int, payload: bytes) -> bytes:
+    """One unmasked, final server frame."""
+    size = len(payload)
+    if size < 126:
+        head = struct.pack("!BB", 0x80 | opcode, size)
+    elif size < 1 << 16:
+        head = struct.pack("!BBH", 0x80 | opcode, 126, size)
+    else:
+        head = struct.pack("!BBQ", 0x80 | opcode, 127, size)
+    return head + payload
+
+
+def text_frame(payload: bytes) -> bytes:
+    return frame(OP_TEXT, payload)
+
+
+def close_frame(code: int = CLOSE_NORMAL) -> bytes:
+    return frame(OP_CLOSE, struct.pack("!H", code))
+
+
+class FrameError(Exception):
+    """The client broke the framing rules: the connection is closed."""
+
+
+class FrameReader:
+    """Incremental parser of client frames; calls ``on_frame(opcode, payload)`` per frame."""
+
+    def __init__(self, on_frame: Callable[[int, bytes], None]) -> None:
+        self._buffer = bytearray()
+        self._on_frame = on_frame
+
+    def feed(self, data: bytes) -> None:
+        self._buffer += data
+        while True:
+            parsed = self._parse_one()
+            if parsed is None:
+                return
+            opcode, payload, used = parsed
+            del self._buffer[:used]
+            self._on_frame(opcode, payload)
+
+    def _parse_one(self) -> tuple[int, bytes, int] | None:
+        buf = self._buffer
+        if len(buf) < 2:
+            return None
+        opcode, masked, size = buf[0] & 0x0F, buf[1] & 0x80, buf[1] & 0x7F
+        pos = 2
+        if size == 126:
+            if len(buf) < 4:
+                return None
+            size, pos = struct.unpack_from("!H", buf, 2)[0], 4
+        elif size == 127:
+            if len(buf) < 10:
+                return None
+            size, pos = struct.unpack_from("!Q", buf, 2)[0], 10
+        if not masked:
+            raise FrameError("client frames must be masked")
+        if size > MAX_CLIENT_FRAME:
+            raise FrameError("client frame too large")
+        if len(buf) < pos + 4 + size:
+            return None
+        mask = bytes(buf[pos:pos + 4])
+        data = bytes(buf[pos + 4:pos + 4 + size])
+        return opcode, _unmask(data, mask), pos + 4 + size
+
+
+def _unmask(data: bytes, mask: bytes) -> bytes:
+    if not data:
+        return data
+    repeated = (mask * (len(data) // 4 + 1))[:len(data)]
+    return (int.from_bytes(data, "big") ^ int.from_bytes(repeated, "big")).to_bytes(
+        len(data), "big")
+
+
+class Connection(Protocol):
+    """What a WebSocket stream needs from its HTTP connection."""
+
+    write_paused: bool
+
+    def write(self, data: bytes) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class WebSocketStream:
+    """A watch sink over WebSocket: one text frame per event line, shared between watchers."""
+
+    __slots__ = ("_conn", "_reader", "closed", "on_close", "on_resume")
+    framing = "websocket"
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._reader = FrameReader(self._on_frame)
+        self.closed = False
+        self.on_resume: Callable[[], None] | None = None
+        self.on_close: Callable[[], None] | None = None
+
+    @property
+    def is_paused(self) -> bool:
+        return self._conn.write_paused
+
+    @staticmethod
+    def frame(lines: list[bytes]) -> bytes:
+        return b"".join(text_frame(line) for line in lines)
+
+    def write(self, data: bytes) -> None:
+        """One event line (or several joined) as one message each."""
+        if not self.closed and data:
+            lines = data.splitlines(keepends=True)
+            self._conn.write(self.frame(lines))
+
+    def write_framed(self, framed: bytes) -> None:
+        if not self.closed:
+            self._conn.write(framed)
+
+    def feed(self, data: bytes) -> None:
+        """Bytes the client sent after the handshake."""
+        try:
+            self._reader.feed(data)
+        except FrameError:
+            self.abort()
+
+    def _on_frame(self, opcode: int, payload: bytes) -> None:
+        if opcode == OP_PING:
+            self._conn.write(frame(OP_PONG, payload))
+        elif opcode == OP_CLOSE:
+            self.close()
+
+    def close(self) -> None:
+        """Send a close frame and close the connection (WebSocket connections are not reused)."""
+        if self.closed:
+            return
+        self._conn.write(close_frame())
+        self._finish()
+        self._conn.close()
+
+    def abort(self) -> None:
+        if not self.closed:
+            self._finish()
+            self._conn.close()
+
+    def _finish(self) -> None:
+        self.closed = True
+        callback, self.on_close, self.on_resume = self.on_close, None, None
+        if callback is not None:
+            callback()
