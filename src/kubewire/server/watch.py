@@ -75,7 +75,7 @@ async def serve_watch(ctx: ServerContext, request: Request, route: Route,
     table_request = None if table is None else table.resolve()
     start = watch_start(ctx, opts)
     cache = ctx.caches.for_resource(route.resource)
-    sink: Sink = request.start_stream(200, WATCH_HEADERS)
+    sink: Sink = request.start_event_stream(WATCH_HEADERS)
     if table_request is not None:
         sink = TableSink(sink, route.resource, table_request, ctx.now)
     await cache.watch(sink, watch_filter(route, opts), start)
