@@ -8,8 +8,10 @@ Output: one file per group-version (``core_v1.json``, ``apps_v1.json``,
 ``gateway.networking.k8s.io_v1.json``; apimachinery types in ``meta_v1.json``) holding the kinds
 and the named types they reach, plus ``index.json`` mapping apiVersions and type-name packages to
 files. Only facts are kept (types, formats, required lists, enums, defaults, constraints, the
-``x-kubernetes-*`` merge/list/map markers); descriptions and CEL rules are dropped. Output is
-deterministic: sorted keys, one named type per line.
+``x-kubernetes-*`` merge/list/map markers); descriptions and CEL rules are dropped. Builtin files
+also map type names to the Go named types of their fields (``goTypes``, from
+``go_named_types.py``), which decode errors name. Output is deterministic: sorted keys, one
+named type per line.
 
 Usage: ``python tools/gen_schema.py [--shared ../shared] [--out src/kubewire/schema]``.
 """
@@ -28,6 +30,9 @@ import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from go_named_types import GO_NAMED_TYPES  # noqa: E402
 
 from kubewire.resources import REGISTRY  # noqa: E402
 
@@ -302,7 +307,23 @@ def _add_closure(out: Output, builtins: Builtins, pending: list[str]) -> None:
         seen.add(name)
         node = convert(builtins.definitions[name], is_crd=False)
         out.add_type(builtin_stem(name), name, node)
+        _add_go_types(out, name, node)
         pending.extend(refs_in(node))
+    missing = set(GO_NAMED_TYPES) - seen
+    if missing:
+        raise ValueError(f"go_named_types.py names types outside the closure: {sorted(missing)}")
+
+
+def _add_go_types(out: Output, name: str, node: Node) -> None:
+    """Record the Go named types of ``name``'s fields (``goTypes`` beside ``types``, so the
+    served OpenAPI nodes stay upstream's); struct, slice and map types follow from the schema."""
+    fields = GO_NAMED_TYPES.get(name, {})
+    for field in fields:
+        if field not in node.get("properties", {}):
+            raise ValueError(f"go_named_types.py: {name} has no field {field}")
+    if fields:
+        stem = builtin_stem(name)
+        out.file(stem, *_stem_gv(stem)).setdefault("goTypes", {})[name] = dict(fields)
 
 
 def _finish(out: Output) -> dict[str, Node]:

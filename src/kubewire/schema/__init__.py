@@ -7,7 +7,8 @@ types (ObjectMeta, Time, Quantity, IntOrString, Status, ...) live in ``meta_v1.j
 
 Files are read lazily with ``importlib.resources`` on first use and cached for the process.
 Compact node types: ``string``, ``integer``, ``number``, ``boolean``, ``object``, ``array``,
-``int-or-string``, ``quantity`` and ``any`` (free-form JSON).
+``int-or-string``, ``quantity`` and ``any`` (free-form JSON). Builtin files also hold the Go
+named types of fields (``goTypes``) for the Go-struct decoding errors of ``go_decode``.
 """
 
 from __future__ import annotations
@@ -212,6 +213,16 @@ def named_type(name: str) -> TypeNode:
     return TypeNode(_document(stem)["types"][name], name)
 
 
+def go_named_field_type(type_name: str, field: str) -> str:
+    """The Go named type of builtin ``type_name``'s ``field`` when the schema cannot tell it
+    (``v1.RestartPolicy``, ``types.UID``, ``v1.ResourceList``); ``""`` otherwise."""
+    stem = _index()["packages"].get(type_name.rsplit(".", 1)[0])
+    if stem is None:
+        return ""
+    fields = _document(stem).get("goTypes", {}).get(type_name, {})
+    return str(fields.get(field, ""))
+
+
 def kind_info(api_version: str, kind: str) -> KindInfo | None:
     """The entry for ``kind`` in ``api_version``; apimachinery kinds (Status, DeleteOptions,
     WatchEvent, ...) are found under every apiVersion. None when unknown."""
@@ -261,5 +272,5 @@ def patch_meta(api_version: str, kind: str, path: Sequence[str]) -> PatchMeta:
     return node.patch_meta if node is not None else PatchMeta()
 
 
-__all__ = ["JSON", "KindInfo", "PatchMeta", "TypeNode", "field_type", "kind_info", "kinds",
-           "named_type", "named_types", "patch_meta", "type_for"]
+__all__ = ["JSON", "KindInfo", "PatchMeta", "TypeNode", "field_type", "go_named_field_type",
+           "kind_info", "kinds", "named_type", "named_types", "patch_meta", "type_for"]

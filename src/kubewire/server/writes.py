@@ -160,7 +160,7 @@ async def patch(ctx: ServerContext, request: Request, route: Route) -> Response:
         patched = apply(old, request.body)
         if not isinstance(patched, dict):
             raise BadRequest("the patched object is not a JSON object")
-        check_type_meta(resource, patched)
+        check_type_meta(resource, patched, patch_type=request.header("content-type"))
         rv = (patched.get("metadata") or {}).get("resourceVersion")
         if rv and rv != old["metadata"].get("resourceVersion"):
             raise conflict(resource.group, resource.plural, route.name)
