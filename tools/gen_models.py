@@ -156,12 +156,17 @@ def isort_key(name: str) -> tuple[int, str]:
 def render_imports(imports: dict[str, set[str]]) -> list[str]:
     lines = []
     for module in sorted(imports):
-        names = sorted(imports[module], key=isort_key)
+        names = sorted((n for n in imports[module] if " as " not in n), key=isort_key)
         one = f"from {module} import {', '.join(names)}"
-        if len(one) <= LINE_LIMIT:
+        if not names:
+            pass
+        elif len(one) <= LINE_LIMIT:
             lines.append(one)
         else:
             lines += [f"from {module} import (", *(f"    {n}," for n in names), ")"]
+        # ruff's isort keeps each ``as`` import in its own statement, after the plain ones.
+        lines += [f"from {module} import {n}" for n in sorted(n for n in imports[module]
+                                                              if " as " in n)]
     return lines
 
 
@@ -207,13 +212,24 @@ def render_field(f: FieldDef) -> str:
     return (f"    {f.py_name}: (\n        {f.annotation} | None\n    ) = {spec}")
 
 
+def package_alias(module: str, name: str) -> str:
+    """``CoreV1Event``: the package-level name of a kind whose name another kind shares."""
+    return "".join(part.capitalize() for part in module.split("_")) + name
+
+
 def render_init(kinds: list[tuple[str, str]], metas: list[str]) -> str:
     imports: dict[str, set[str]] = {"kubewire.models.base": {
         "JSON", "IntOrString", "KubeObject", "Model", "Quantity", "decode", "encode", "to_dict"}}
+    names = [name for _, name in kinds]
+    # Two served versions of one kind (core/v1 and events.k8s.io/v1 Event) share a class name.
+    kinds = [(m, package_alias(m, n) if names.count(n) > 1 else n) for m, n in kinds]
+    aliased = {alias: n for m, n in zip((m for m, _ in kinds), names, strict=True)
+               for alias in [package_alias(m, n)] if names.count(n) > 1}
     for module, name in [*kinds, *((module_of(f"{META_PACKAGE}.{m}"), m) for m in metas)]:
-        imports.setdefault(f"kubewire.models.{module}", set()).add(name)
-    exported = sorted({n for names in imports.values() for n in names} | {"KINDS", "model_for"},
-                      key=isort_key)
+        entry = f"{aliased[name]} as {name}" if name in aliased else name
+        imports.setdefault(f"kubewire.models.{module}", set()).add(entry)
+    exported = sorted({n.split(" as ")[-1] for names in imports.values() for n in names}
+                      | {"KINDS", "model_for"}, key=isort_key)
     lines = [HEADER, "", '"""Typed models of every served kind and the meta types.', "",
              "``decode(Pod, data)`` reads bytes straight into a Struct; ``encode(obj)`` writes it",
              "back with any fields the models do not know. ``model_for(api_version, kind)`` finds",

@@ -55,6 +55,11 @@ class Resource:
     allow_create_on_update: bool = False  # PUT on a missing name creates it
     allow_unconditional_update: bool = True  # PUT without resourceVersion allowed
     has_watch_cache: bool = True  # periodic bookmarks (kube: events have none, §6.4)
+    # The id of the entry whose stored objects this one serves in its own version (kube's
+    # cohabiting resources: core/v1 Events are events.k8s.io/v1 Events); "" for a stored kind.
+    # kubewire.conversions converts between the two; storage, caches and tables keyed by id
+    # are shared.
+    stored_as: str = ""
 
     @property
     def api_version(self) -> str:
@@ -76,8 +81,19 @@ class Resource:
 
     @property
     def id(self) -> str:
-        """Storage prefix for this kind: ``core/pods``, ``apps/deployments``."""
-        return f"{self.group or 'core'}/{self.plural}"
+        """Storage prefix for this kind: ``core/pods``, ``apps/deployments`` (shared by every
+        version of one stored resource, see ``stored_as``)."""
+        return self.stored_as or f"{self.group or 'core'}/{self.plural}"
+
+    @property
+    def is_stored_version(self) -> bool:
+        """True for the entry whose version the store holds; False for another version of it."""
+        return not self.stored_as
+
+    @property
+    def version_kind(self) -> tuple[str, str]:
+        """``(apiVersion, kind)``: what names this entry's objects on the wire."""
+        return self.api_version, self.kind
 
     @property
     def base_path(self) -> str:
@@ -129,7 +145,24 @@ _EVENT_FIELDS = MappingProxyType({
     "regarding.fieldPath": "regarding.fieldPath",
 })
 
+# core/v1 names (pkg/apis/core/v1/conversion.go AddFieldLabelConversionsForEvent); the set is
+# pkg/registry/core/event/strategy.go ToSelectableFields ("source" falls back to the reporter).
+_CORE_EVENT_FIELDS = MappingProxyType({
+    "involvedObject.kind": "involvedObject.kind",
+    "involvedObject.namespace": "involvedObject.namespace",
+    "involvedObject.name": "involvedObject.name",
+    "involvedObject.uid": "involvedObject.uid",
+    "involvedObject.apiVersion": "involvedObject.apiVersion",
+    "involvedObject.resourceVersion": "involvedObject.resourceVersion",
+    "involvedObject.fieldPath": "involvedObject.fieldPath",
+    "reason": "reason",
+    "reportingComponent": "reportingComponent",
+    "source": "or:source.component|reportingComponent",
+    "type": "type",
+})
+
 _GATEWAY_GROUP = "gateway.networking.k8s.io"
+_EVENTS_ID = "events.k8s.io/events"
 
 RESOURCES: tuple[Resource, ...] = (
     Resource("", "v1", "Namespace", "namespaces", "namespace", namespaced=False,
@@ -161,6 +194,11 @@ RESOURCES: tuple[Resource, ...] = (
              field_label_style="default", generation="spec_and_annotations"),
     Resource("events.k8s.io", "v1", "Event", "events", "event", namespaced=True,
              short_names=("ev",), field_labels=_EVENT_FIELDS, has_watch_cache=False),
+    # Legacy validation names no rule for events (objects-and-clients.md §1.7); PUT creates
+    # (registry/core/event/strategy.go AllowCreateOnUpdate).
+    Resource("", "v1", "Event", "events", "event", namespaced=True, short_names=("ev",),
+             field_labels=_CORE_EVENT_FIELDS, name_rule="path", has_watch_cache=False,
+             allow_create_on_update=True, stored_as=_EVENTS_ID),
     Resource("networking.k8s.io", "v1", "Ingress", "ingresses", "ingress", namespaced=True,
              short_names=("ing",), subresources=("status",), field_label_style="default",
              generation="spec"),
@@ -191,7 +229,8 @@ class Registry:
             if key in self._by_path:
                 raise ValueError(f"duplicate resource {key}")
             self._by_path[key] = res
-            self._by_id[res.id] = res
+            if res.is_stored_version:  # an id names storage: its stored version answers
+                self._by_id[res.id] = res
             self._by_gvk[(res.api_version, res.kind)] = res
         self._resources = resources
 

@@ -22,17 +22,19 @@ from kubewire.models.base import (
 )
 from kubewire.models.coordination_k8s_io_v1 import Lease
 from kubewire.models.core_v1 import ConfigMap, Namespace, Node, Pod, Secret, Service, ServiceAccount
+from kubewire.models.core_v1 import Event as CoreV1Event
 from kubewire.models.discovery_k8s_io_v1 import EndpointSlice
-from kubewire.models.events_k8s_io_v1 import Event
+from kubewire.models.events_k8s_io_v1 import Event as EventsK8sIoV1Event
 from kubewire.models.gateway_networking_k8s_io_v1 import Gateway, HTTPRoute
 from kubewire.models.meta_v1 import DeleteOptions, ListMeta, ObjectMeta, Status, WatchEvent
 from kubewire.models.networking_k8s_io_v1 import Ingress, NetworkPolicy
 
 KINDS: tuple[type[KubeObject], ...] = (
     ConfigMap,
+    CoreV1Event,
     Deployment,
     EndpointSlice,
-    Event,
+    EventsK8sIoV1Event,
     Gateway,
     HTTPRoute,
     Ingress,
@@ -59,10 +61,11 @@ __all__ = [
     "JSON",
     "KINDS",
     "ConfigMap",
+    "CoreV1Event",
     "DeleteOptions",
     "Deployment",
     "EndpointSlice",
-    "Event",
+    "EventsK8sIoV1Event",
     "Gateway",
     "HTTPRoute",
     "Ingress",

@@ -317,6 +317,36 @@ class EphemeralVolumeSource(Model, kw_only=True, omit_defaults=True):
         default=None, name="volumeClaimTemplate")
 
 
+class Event(KubeObject, kw_only=True, omit_defaults=True):
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "Event"
+    PLURAL: ClassVar[str] = "events"
+    NAMESPACED: ClassVar[bool] = True
+
+    action: str | None = None
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    count: int | None = None
+    event_time: str | None = msgspec.field(default=None, name="eventTime")
+    first_timestamp: str | None = msgspec.field(default=None, name="firstTimestamp")
+    involved_object: ObjectReference | None = msgspec.field(default=None, name="involvedObject")
+    kind: str | None = None
+    last_timestamp: str | None = msgspec.field(default=None, name="lastTimestamp")
+    message: str | None = None
+    metadata: ObjectMeta | None = None
+    reason: str | None = None
+    related: ObjectReference | None = None
+    reporting_component: str | None = msgspec.field(default=None, name="reportingComponent")
+    reporting_instance: str | None = msgspec.field(default=None, name="reportingInstance")
+    series: EventSeries | None = None
+    source: EventSource | None = None
+    type: str | None = None
+
+
+class EventSeries(Model, kw_only=True, omit_defaults=True):
+    count: int | None = None
+    last_observed_time: str | None = msgspec.field(default=None, name="lastObservedTime")
+
+
 class EventSource(Model, kw_only=True, omit_defaults=True):
     component: str | None = None
     host: str | None = None

@@ -15,6 +15,7 @@ from kubewire.server.allocation_state import AllocationState
 from kubewire.server.http import Limits
 from kubewire.storage.base import Retention, Store
 from kubewire.storage.cache import DEFAULT_BOOKMARK_INTERVAL_S, DEFAULT_RING_CAPACITY, WatchCaches
+from kubewire.storage.versioned_store import VersionedStore
 
 MIN_REQUEST_TIMEOUT_S = 1800  # kube --min-request-timeout: watch timeout default in [1x, 2x)
 
@@ -64,6 +65,8 @@ class ServerContext:
     _allocations: AllocationState = field(init=False)
 
     def __post_init__(self) -> None:
+        # Writes in any served version of a kind are stored in its stored version.
+        self.store = VersionedStore(self.store, self.registry)
         # Built here so a bad range fails at start; bound to the store on first use.
         self._allocations = AllocationState(self.config.service_cluster_ip_range,
                                             self.config.service_node_port_range, self.rng)

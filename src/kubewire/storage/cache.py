@@ -13,6 +13,9 @@ Guarantees:
   events are coalesced into one write per watcher per loop iteration.
 - Bounded: the ring has a fixed capacity; a paused watcher only holds a cursor, and is closed
   when the ring overwrites it.
+- Versions: a resource served at another version (``Resource.stored_as``) has no cache of its
+  own; ``for_resource`` answers a ``VersionView`` of the stored kind's cache, whose watchers
+  share that ring and get each line encoded once per version (storage/version_view.py).
 - Bookmarks carry the store's global revision (progress of the whole store), about once per
   ``bookmark_interval_s`` per watcher that asked, only when it advanced.
 """
@@ -33,6 +36,7 @@ from kubewire.resources import Registry, Resource
 from kubewire.status import StatusError, too_large_resource_version, too_old_resource_version
 from kubewire.storage.base import Change, ChangeType, CompactedError, Store
 from kubewire.storage.cached import CachedEvent, CachedObject, WatchFilter, event_line
+from kubewire.storage.version_view import VersionView
 from kubewire.storage.watcher import Sink, State, Watcher
 
 log = logging.getLogger(__name__)
@@ -239,7 +243,9 @@ class WatchCache:
                 await self.caches.wait_for_revision(start.revision)
             if watcher.state is State.CLOSED:
                 return
-            snapshot = self.scan(self.resource.storage_prefix(watcher.filter.namespace))
+            version = watcher.filter.version
+            snapshot = [o.as_version(version) for o in
+                        self.scan(self.resource.storage_prefix(watcher.filter.namespace))]
             watcher.begin_initial(snapshot, self.caches.revision, start.bookmarks)
         elif start.revision >= self.caches.revision:
             if start.revision == self.caches.revision:
@@ -309,6 +315,7 @@ class WatchCaches:
         self.bookmark_interval_s = bookmark_interval_s
         self.revision = 0
         self._caches: dict[str, WatchCache] = {}
+        self._views: dict[tuple[str, str, str], VersionView] = {}
         self._revision_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._ticker: asyncio.Task[None] | None = None
 
@@ -316,6 +323,8 @@ class WatchCaches:
         """Load every kind's objects, subscribe to the store, start the bookmark ticker."""
         self.revision = self.store.current_revision
         for resource in self.registry:
+            if not resource.is_stored_version:
+                continue  # served through a VersionView of the stored kind's cache
             cache = WatchCache(self, resource, self.ring_capacity, self.revision)
             records, _ = await self.store.list(resource.storage_prefix())
             cache.load((r.key, r.revision, r.value) for r in records)
@@ -332,8 +341,16 @@ class WatchCaches:
             for watcher in list(cache.watchers):
                 watcher.close()
 
-    def for_resource(self, resource: Resource) -> WatchCache:
-        return self._caches[resource.id]
+    def for_resource(self, resource: Resource) -> WatchCache | VersionView:
+        """The kind's cache; for another version of a stored kind, a view converting to it."""
+        cache = self._caches[resource.id]
+        if resource.is_stored_version:
+            return cache
+        path = (resource.group, resource.version, resource.plural)
+        view = self._views.get(path)
+        if view is None:
+            view = self._views[path] = VersionView(cache, resource)
+        return view
 
     def watcher_count(self) -> int:
         return sum(len(c.watchers) for c in self._caches.values())

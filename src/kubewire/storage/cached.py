@@ -6,6 +6,9 @@ No I/O here: objects and events in, bytes and decisions out.
   filter needs, computed once when the object enters the cache.
 - ``CachedEvent``: one committed change with its new and previous object; its watch lines are
   encoded lazily, once per event type variant, and shared by every watcher that gets them.
+- Versions: a resource served at two versions (``Resource.stored_as``) is cached once, in its
+  stored version; ``CachedObject.as_version`` converts an object once per other version and
+  keeps the result, and an event's lines are encoded once per (event type, version).
 - ``WatchFilter.convert``: kube's ``convertToWatchEvent`` (apiserver pkg/storage/cacher/
   cache_watcher.go): an update that moves an object out of a filter is DELETED with the previous
   content at the event's revision, one that moves it in is ADDED with the new content.
@@ -19,6 +22,7 @@ from typing import Any
 
 import msgspec
 
+from kubewire.conversions import convert_object, needs_conversion
 from kubewire.resources import Resource
 from kubewire.selectors import FieldSelector, LabelSelector, field_set
 from kubewire.storage.base import ChangeType
@@ -35,7 +39,8 @@ _TYPE_NAMES = {ChangeType.ADDED: ADDED, ChangeType.MODIFIED: MODIFIED, ChangeTyp
 class CachedObject:
     """An object as the cache holds it: bytes for the wire, sets for filtering."""
 
-    __slots__ = ("fields", "key", "labels", "name", "namespace", "revision", "value")
+    __slots__ = ("_versions", "api_version", "fields", "key", "labels", "name", "namespace",
+                 "revision", "value")
 
     def __init__(self, key: str, revision: int, value: bytes, obj: dict[str, Any],
                  resource: Resource) -> None:
@@ -43,15 +48,35 @@ class CachedObject:
         self.key = key
         self.revision = revision
         self.value = value
+        self.api_version = resource.api_version  # the version ``value`` is written in
         self.name: str = meta.get("name", "")
         self.namespace: str = meta.get("namespace", "") if resource.namespaced else ""
         labels = meta.get("labels")
         self.labels: dict[str, str] = labels if isinstance(labels, dict) else {}
         self.fields = field_set(resource, obj)
+        self._versions: dict[str, CachedObject] | None = None
 
     @classmethod
     def decode(cls, key: str, revision: int, value: bytes, resource: Resource) -> CachedObject:
-        return cls(key, revision, value, _decode(value), resource)
+        """The stored ``value`` as ``resource`` serves it (converted when another version)."""
+        obj = _decode(value)
+        if needs_conversion(obj, resource.version_kind):
+            obj = convert_object(obj, resource.version_kind)
+            value = _encode(obj)
+        return cls(key, revision, value, obj, resource)
+
+    def as_version(self, resource: Resource | None) -> CachedObject:
+        """This object as ``resource``'s version serves it: itself when already so (or None),
+        else converted on first use and kept, so each version is converted and encoded once."""
+        if resource is None or resource.api_version == self.api_version:
+            return self
+        if self._versions is None:
+            self._versions = {}
+        converted = self._versions.get(resource.api_version)
+        if converted is None:
+            converted = CachedObject.decode(self.key, self.revision, self.value, resource)
+            self._versions[resource.api_version] = converted
+        return converted
 
 
 def event_line(event_type: bytes, value: bytes) -> bytes:
@@ -78,24 +103,26 @@ class CachedEvent:
         self.type = change_type
         self.obj = obj  # new state; for DELETED the last state at the delete's revision
         self.prev = prev
-        self._lines: dict[bytes, bytes] = {}
+        self._lines: dict[tuple[bytes, str], bytes] = {}
 
     def forget_lines(self) -> None:
         """Drop encoded lines once dispatched (kube does too); replays re-encode."""
         self._lines.clear()
 
-    def line(self, event_type: bytes) -> bytes:
-        cached = self._lines.get(event_type)
+    def line(self, event_type: bytes, version: Resource | None = None) -> bytes:
+        """The event's line as ``version`` serves it (None: the stored version)."""
+        memo_key = (event_type, "" if version is None else version.api_version)
+        cached = self._lines.get(memo_key)
         if cached is None:
-            cached = event_line(event_type, self._payload(event_type))
-            self._lines[event_type] = cached
+            cached = event_line(event_type, self._payload(event_type, version))
+            self._lines[memo_key] = cached
         return cached
 
-    def _payload(self, event_type: bytes) -> bytes:
+    def _payload(self, event_type: bytes, version: Resource | None) -> bytes:
         if event_type is DELETED and self.type != ChangeType.DELETED:
             assert self.prev is not None  # an update leaving the filter
-            return with_resource_version(self.prev.value, self.revision)
-        return self.obj.value
+            return with_resource_version(self.prev.as_version(version).value, self.revision)
+        return self.obj.as_version(version).value
 
     @property
     def natural_type(self) -> bytes:
@@ -110,11 +137,14 @@ class WatchFilter:
     name: str
     labels: LabelSelector
     fields: FieldSelector
+    # The served version when it is not the stored one: objects are matched and sent in it.
+    version: Resource | None = None
 
     @property
-    def key(self) -> tuple[str, str, str, str]:
+    def key(self) -> tuple[str, str, str, str, str]:
         """Watchers with equal keys get equal bytes for the same events."""
-        return (self.namespace, self.name, str(self.labels), str(self.fields))
+        version = "" if self.version is None else self.version.api_version
+        return (self.namespace, self.name, str(self.labels), str(self.fields), version)
 
     @property
     def is_trivial(self) -> bool:
@@ -127,7 +157,8 @@ class WatchFilter:
             return False
         if not self.labels.is_empty and not self.labels.matches(obj.labels):
             return False
-        return self.fields.is_empty or self.fields.matches(obj.fields)
+        # Field labels are the served version's (kube converts them per version too).
+        return self.fields.is_empty or self.fields.matches(obj.as_version(self.version).fields)
 
     def convert(self, event: CachedEvent) -> bytes | None:
         """The event type this watcher sees for ``event``, or None when it sees nothing."""
@@ -147,7 +178,7 @@ class WatchFilter:
         for event in events:
             event_type = self.convert(event)
             if event_type is not None:
-                out.append(event.line(event_type))
+                out.append(event.line(event_type, self.version))
         return out
 
 

@@ -136,8 +136,8 @@ class Watcher:
         if self._initial_index >= len(self._initial):
             self._initial = None
             if self._initial_end_rev is not None:
-                line = bookmark_line(self.cache.resource, self._initial_end_rev,
-                                     initial_events_end=True)
+                line = bookmark_line(self.filter.version or self.cache.resource,
+                                     self._initial_end_rev, initial_events_end=True)
                 self.sink.write_framed(self.sink.frame([line]))
             self.state = State.LAGGING
 
@@ -174,7 +174,7 @@ class Watcher:
     def send_bookmark(self, revision: int) -> None:
         if revision > self.progress_rev and not self.sink.is_paused:
             self.progress_rev = revision
-            self.write_lines([bookmark_line(self.cache.resource, revision)])
+            self.write_lines([bookmark_line(self.filter.version or self.cache.resource, revision)])
 
     def fail(self, error_line: bytes) -> None:
         """Write an ERROR event and end the stream (kube: in-stream errors close the watch)."""

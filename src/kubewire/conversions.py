@@ -1,0 +1,54 @@
+"""Version conversions between served versions of one stored resource: data plus one function.
+
+A registry entry with ``stored_as`` serves the objects of another entry (kube's cohabiting
+resources, e.g. core/v1 and events.k8s.io/v1 Events). ``CONVERTERS`` holds one pure function per
+(from, to) pair of (apiVersion, kind); ``convert_object`` is the single mechanism every layer
+(storage writes, the watch cache, historical lists) uses to move an object between versions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from kubewire import event_conversion as events
+
+JSON = Any
+Converter = Callable[[Mapping[str, JSON]], dict[str, JSON]]
+VersionKind = tuple[str, str]  # (apiVersion, kind)
+
+CONVERTERS: Mapping[tuple[VersionKind, VersionKind], Converter] = MappingProxyType({
+    ((events.CORE_API_VERSION, events.KIND), (events.EVENTS_API_VERSION, events.KIND)):
+        events.core_event_to_events_v1,
+    ((events.EVENTS_API_VERSION, events.KIND), (events.CORE_API_VERSION, events.KIND)):
+        events.events_v1_to_core_event,
+})
+
+
+def version_kind_of(obj: Mapping[str, JSON]) -> VersionKind | None:
+    """The object's (apiVersion, kind), or None when either is missing."""
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if isinstance(api_version, str) and api_version and isinstance(kind, str) and kind:
+        return api_version, kind
+    return None
+
+
+def needs_conversion(obj: Mapping[str, JSON], target: VersionKind) -> bool:
+    """True when ``obj`` names another version that ``CONVERTERS`` can turn into ``target``."""
+    source = version_kind_of(obj)
+    return source is not None and source != target and (source, target) in CONVERTERS
+
+
+def convert_object(obj: Mapping[str, JSON], target: VersionKind) -> dict[str, JSON]:
+    """``obj`` in ``target``'s version; an object already there (or unnamed) comes back as is.
+
+    Raises ValueError for a pair without a converter: a registry entry without its data.
+    """
+    source = version_kind_of(obj)
+    if source is None or source == target:
+        return dict(obj)
+    converter = CONVERTERS.get((source, target))
+    if converter is None:
+        raise ValueError(f"no conversion from {source} to {target}")
+    return converter(obj)

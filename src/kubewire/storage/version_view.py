@@ -1,0 +1,51 @@
+"""Another served version of a cached resource: the stored kind's cache, seen in that version.
+
+kube serves one stored resource at several group/versions (core/v1 and events.k8s.io/v1 Events)
+by converting each object on its way out. ``VersionView`` gives a registry entry with
+``stored_as`` the read and watch surface of a ``WatchCache``: ``get`` and ``scan`` answer the
+stored objects converted to the view's version (each object once per version, kept with it), and
+a watch is the stored cache's watch with the version in its filter, so its watchers share the
+stored kind's ring, order, once-only delivery and slow-consumer rules, and its lines are encoded
+once per version for every watcher of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from kubewire.resources import Resource
+from kubewire.storage.cached import CachedObject, WatchFilter
+from kubewire.storage.watcher import Sink, Watcher
+
+if TYPE_CHECKING:
+    from kubewire.storage.cache import WatchCache, WatchStart
+
+
+class VersionView:
+    """The stored kind's cache as ``resource`` (another version of it) serves it."""
+
+    __slots__ = ("cache", "resource")
+
+    def __init__(self, cache: WatchCache, resource: Resource) -> None:
+        if resource.is_stored_version or resource.id != cache.resource.id:
+            raise ValueError(f"{resource.api_version} {resource.kind} is not another version "
+                             f"of {cache.resource.api_version} {cache.resource.kind}")
+        self.cache = cache
+        self.resource = resource
+
+    @property
+    def last_change_rev(self) -> int:
+        return self.cache.last_change_rev
+
+    def get(self, key: str) -> CachedObject | None:
+        obj = self.cache.get(key)
+        return None if obj is None else obj.as_version(self.resource)
+
+    def scan(self, prefix: str, start: str = "") -> list[CachedObject]:
+        """Objects under ``prefix`` (from ``start``) in key order, in this view's version."""
+        return [obj.as_version(self.resource) for obj in self.cache.scan(prefix, start)]
+
+    async def watch(self, sink: Sink, watch_filter: WatchFilter, start: WatchStart) -> Watcher:
+        """A watcher of the stored kind that matches and receives this view's version."""
+        return await self.cache.watch(sink, replace(watch_filter, version=self.resource), start)

@@ -1,0 +1,88 @@
+"""A ``Store`` that takes writes in any served version and keeps the stored one.
+
+kube converts a request's object to the storage version before it reaches etcd and converts the
+stored result back for the response (one storage, many served versions: core/v1 and
+events.k8s.io/v1 Events). Here that is one wrapper around the real store: a Create or Update
+whose object names another version of the key's stored kind is converted to the stored version,
+written, and its ``Change`` answered in the writer's version. Subscribers (the watch caches)
+still see only stored-version changes; reads convert in the cache (storage/version_view.py).
+Every other call passes through unchanged.
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import replace
+from typing import Any
+
+import msgspec
+
+from kubewire.conversions import VersionKind, convert_object, needs_conversion, version_kind_of
+from kubewire.resources import Registry
+from kubewire.storage.base import Change, ChangeListener, Create, Op, Record, Store, Update
+
+_decode = msgspec.json.Decoder(dict[str, Any]).decode
+_encode = msgspec.json.Encoder().encode
+
+
+class VersionedStore:
+    """``store`` with version conversion on writes; see the module docstring."""
+
+    def __init__(self, store: Store, registry: Registry) -> None:
+        self.store = store
+        self.registry = registry
+
+    @property
+    def current_revision(self) -> int:
+        return self.store.current_revision
+
+    @property
+    def compacted_revision(self) -> int:
+        return self.store.compacted_revision
+
+    async def open(self) -> None:
+        await self.store.open()
+
+    async def close(self) -> None:
+        await self.store.close()
+
+    def subscribe(self, listener: ChangeListener) -> None:
+        self.store.subscribe(listener)
+
+    async def write(self, op: Op) -> Change:
+        """Write ``op``; an object in another served version is stored in the stored one."""
+        if isinstance(op, Create | Update):
+            stored = self.registry.resource_for_key(op.key)
+            served = version_kind_of(op.obj)
+            if stored is not None and served is not None \
+                    and needs_conversion(op.obj, stored.version_kind):
+                obj = convert_object(op.obj, stored.version_kind)
+                change = await self.store.write(replace(op, obj=obj))
+                return change_as(change, served)
+        return await self.store.write(op)
+
+    async def get(self, key: str) -> Record | None:
+        return await self.store.get(key)
+
+    async def list(self, prefix: str, *, revision: int = 0, start: str = "",
+                   limit: int = 0) -> tuple[builtins.list[Record], int]:
+        return await self.store.list(prefix, revision=revision, start=start, limit=limit)
+
+    async def changes_since(self, revision: int, prefix: str = "",
+                            limit: int = 0) -> builtins.list[Change]:
+        return await self.store.changes_since(revision, prefix, limit)
+
+    async def compact(self) -> int:
+        return await self.store.compact()
+
+
+def change_as(change: Change, target: VersionKind) -> Change:
+    """``change`` with its values converted to ``target``'s version (for the writer)."""
+    prev = change.prev_value
+    return replace(change, value=_convert_bytes(change.value, target),
+                   prev_value=None if prev is None else _convert_bytes(prev, target))
+
+
+def _convert_bytes(value: bytes, target: VersionKind) -> bytes:
+    obj = _decode(value)
+    return _encode(convert_object(obj, target)) if needs_conversion(obj, target) else value
