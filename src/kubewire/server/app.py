@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from kubewire import __version__
 from kubewire.resources import REGISTRY
 from kubewire.server import reads, writes
-from kubewire.server.access import Access, server_ssl_context, tls_files
+from kubewire.server.access import Access, resource_verb, server_ssl_context, tls_files
 from kubewire.server.context import ServerConfig, ServerContext
 from kubewire.server.controllers import Controllers
 from kubewire.server.discovery import discovery_response
 from kubewire.server.encoding import json_response, status_response
 from kubewire.server.http import HTTPServer, Request, Response
 from kubewire.server.kubeconfig import Credentials, kubeconfig_text, server_url
+from kubewire.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from kubewire.server.observer import Observer, RequestInfo, TooManyInFlight
 from kubewire.server.openapi import openapi_response
 from kubewire.server.options import parse_get_options, parse_list_options
 from kubewire.server.routes import GroupVersionPath, Route, parse_route
@@ -50,6 +53,7 @@ class APIServer:
         self.http = HTTPServer(self.handle, config.limits)
         self.controllers = Controllers(self.ctx)
         self.access = Access(config)
+        self.observer = Observer(self.ctx, config)
         self.tls = None if config.insecure_http else tls_files(config)
         self.address: tuple[str, int] = (config.host, config.port)
         self.url = ""
@@ -91,32 +95,54 @@ class APIServer:
         await self.ctx.store.close()
 
     async def handle(self, request: Request) -> Response | None:
+        started = time.perf_counter()
+        info = RequestInfo()
+        response = await self._answer(request, info)
+        self.observer.finished(request, info, response, time.perf_counter() - started)
+        return response
+
+    async def _answer(self, request: Request, info: RequestInfo) -> Response | None:
         try:
-            return await self._route(request)
+            return await self._route(request, info)
         except StatusError as err:
+            info.code = err.code
             if request.stream is not None:  # headers already sent: end the stream
                 request.stream.close()
                 return None
             return status_response(err)
         except HandshakeError as err:  # x/net/websocket answers in plain text
             return Response(err.status, err.text.encode(), "text/plain; charset=utf-8")
+        except TooManyInFlight as err:
+            return err.response()
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             log.exception("internal error serving %s %s", request.method, request.path)
+            info.code = 500
             if request.stream is not None:
                 request.stream.close()
                 return None
             return status_response(internal_error(f"{type(exc).__name__}: {exc}"))
 
-    async def _route(self, request: Request) -> Response | None:
+    async def _route(self, request: Request, info: RequestInfo) -> Response | None:
         path = request.path
         if path in HEALTH_PATHS or path.rstrip("/") in HEALTH_PATHS:
             return Response(200 if self.ready else 503, b"ok", "text/plain; charset=utf-8")
         if path.rstrip("/") == "/version":
             return json_response(200, version_info())
         route = parse_route(self.ctx.registry, path)
-        self.access.check(request, route if isinstance(route, Route) else None)
+        info.route = route if isinstance(route, Route) else None
+        info.user = self.access.check(request, info.route)
+        if info.route is not None:
+            info.verb = resource_verb(request, info.route)
+        with self.observer.admit(request, info):
+            return await self._dispatch(request, route)
+
+    async def _dispatch(self, request: Request, route: Route | GroupVersionPath | None,
+                        ) -> Response | None:
+        path = request.path
+        if path.rstrip("/") == "/metrics" and request.method in ("GET", "HEAD"):
+            return Response(200, self.observer.metrics.render(), METRICS_CONTENT_TYPE)
         if request.method in ("GET", "HEAD"):
             found = self._describe(request)
             if found is not None:

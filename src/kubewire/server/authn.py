@@ -73,7 +73,7 @@ class TokenFile:
     """A token file that is read again when it changes (``kubewire user --token`` appends).
 
     kube-apiserver reads its file once; re-reading lets a new user in without a restart. The
-    file's mtime is looked at no more than once a second, so a request costs a dict lookup.
+    file is re-read only when its mtime or size changed.
     """
 
     def __init__(self, path: Path, clock: Callable[[], float] = time.monotonic) -> None:
@@ -101,11 +101,15 @@ class TokenFile:
             self._stamp = stamp
 
     def get(self, token: str) -> UserInfo | None:
+        found = self._tokens.get(token)
         now = self._clock()
-        if now - self._checked >= 1.0:
+        # A known token is re-checked once a second (it may have been removed); an unknown one
+        # at once, since it may have just been added (a stat is cheap next to a request).
+        if found is None or now - self._checked >= 1.0:
             self._checked = now
             self._refresh()
-        return self._tokens.get(token)
+            found = self._tokens.get(token)
+        return found
 
 
 def with_authenticated(user: UserInfo) -> UserInfo:

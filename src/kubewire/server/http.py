@@ -52,6 +52,9 @@ class Limits:
     max_head_bytes: int = 1024 * 1024  # Go net/http DefaultMaxHeaderBytes (1 MiB)
     keepalive_timeout_s: float = 120.0  # idle time between requests before closing
     write_high_water_bytes: int = 256 * 1024  # transport buffer at which a stream is "paused"
+    max_requests_inflight: int = 400  # kube --max-requests-inflight (read-only; 0 = no limit)
+    max_mutating_requests_inflight: int = 200  # kube --max-mutating-requests-inflight
+    max_watches_per_user: int = 10_000  # kubewire's own bound on one user's open watches
 
 
 @dataclass(slots=True)

@@ -1,0 +1,164 @@
+"""Limits trigger with kube's answers and leave the server healthy; /metrics moves with traffic.
+
+Requests are held in flight for real: a list at a resourceVersion far ahead of the store waits
+3 s in the watch cache (then 504), occupying its slot the whole time.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import ssl
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from kubewire.server.http import Limits
+from kubewire.server.users import add_token
+from tests.integration.harness import ServerThread
+from tests.integration.kinds import POD
+from tests.integration.wire import Reply, call, create, wait_for
+
+FAR_AHEAD = "1000000000"
+
+
+class Client:
+    """HTTPS as one user (token) or as the admin (client certificate)."""
+
+    def __init__(self, server: ServerThread, token: str | None = None) -> None:
+        pki = server.config.data_dir / "pki"
+        self.ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+        if token is None:
+            self.ctx.load_cert_chain(pki / "admin.crt", pki / "admin.key")
+        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.port = server.port
+
+    def request(self, method: str, path: str, body: Any = None) -> Reply:
+        conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ctx, timeout=20)
+        try:
+            data = json.dumps(body).encode() if body is not None else None
+            conn.request(method, path, body=data, headers=self.headers)
+            resp = conn.getresponse()
+            return Reply(resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read())
+        finally:
+            conn.close()
+
+
+def metrics(client: Client) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
+    reply = client.request("GET", "/metrics")
+    assert reply.status == 200, reply.body
+    assert reply.headers["content-type"].startswith("text/plain; version=0.0.4")
+    out: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
+    for family in text_string_to_metric_families(reply.body.decode()):
+        for sample in family.samples:
+            out.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
+    return out
+
+
+def sample(found: dict[str, dict[tuple[tuple[str, str], ...], float]], name: str,
+           **labels: str) -> float:
+    total = 0.0
+    for key, value in found.get(name, {}).items():
+        if all((k, v) in key for k, v in labels.items()):
+            total += value
+    return total
+
+
+@pytest.fixture
+def limited(make_server: Callable[..., ServerThread]) -> ServerThread:
+    return make_server(insecure_http=False, limits=Limits(
+        max_requests_inflight=1, max_mutating_requests_inflight=1, max_watches_per_user=2))
+
+
+def user(server: ServerThread, name: str) -> Client:
+    return Client(server, add_token(server.config.data_dir / "tokens.csv", name, ()))
+
+
+def test_requests_over_the_in_flight_limit_get_kubes_429(limited: ServerThread) -> None:
+    dev, admin = user(limited, "dev"), Client(limited)
+    held: list[Reply] = []
+    holder = threading.Thread(target=lambda: held.append(
+        dev.request("GET", f"/api/v1/pods?resourceVersion={FAR_AHEAD}")))
+    holder.start()
+    wait_for(lambda: sample(metrics(admin), "apiserver_current_inflight_requests",
+                            request_kind="readOnly") == 1, what="a request held in flight")
+    refused = dev.request("GET", "/api/v1/namespaces")
+    assert refused.status == 429
+    assert refused.body == b"Too many requests, please try again later.\n"
+    assert refused.headers["retry-after"] == "1"
+    assert refused.headers["content-type"] == "text/plain; charset=utf-8"
+    # Mutating requests have their own budget; the admin is never throttled.
+    assert dev.request("POST", "/api/v1/namespaces",
+                       {"metadata": {"name": "side"}}).status == 201
+    assert admin.request("GET", "/api/v1/namespaces").status == 200
+    holder.join(20)
+    assert held[0].status == 504
+    assert json.loads(held[0].body)["message"].startswith(
+        f"Timeout: Too large resource version: {FAR_AHEAD}, current: ")
+    assert dev.request("GET", "/api/v1/namespaces").status == 200  # healthy again
+
+
+def test_watches_per_user_are_bounded(limited: ServerThread) -> None:
+    dev = user(limited, "dev")
+    path = "/api/v1/namespaces/default/pods?watch=true&timeoutSeconds=30"
+    opened = []
+    for _ in range(2):
+        conn = http.client.HTTPSConnection("127.0.0.1", limited.port, context=dev.ctx, timeout=20)
+        conn.request("GET", path, headers=dev.headers)
+        resp = conn.getresponse()
+        assert resp.status == 200
+        opened.append(conn)
+    refused = dev.request("GET", path)
+    assert refused.status == 429
+    status = json.loads(refused.body)
+    assert (status["reason"], status["details"]) == ("TooManyRequests", {"retryAfterSeconds": 1})
+    assert status["message"] == "too many watches open for user 'dev': the limit is 2"
+    assert refused.headers["retry-after"] == "1"
+    assert user(limited, "other").request("GET", path.replace("30", "1")).status == 200
+    opened.pop().close()  # a closed watch frees its place
+    wait_for(lambda: dev.request("GET", path.replace("30", "1")).status == 200,
+             what="a freed watch slot")
+    for conn in opened:
+        conn.close()
+
+
+def test_metrics_parse_and_move_with_traffic(server: ServerThread) -> None:
+    admin_ish = server  # insecure test servers: everyone is admin, /metrics is open
+    before_text = call(admin_ish, "GET", "/metrics")
+    assert before_text.status == 200
+    families = {f.name: f for f in text_string_to_metric_families(before_text.body.decode())}
+    for name in ("apiserver_request", "apiserver_request_duration_seconds",
+                 "apiserver_registered_watchers", "apiserver_storage_objects",
+                 "apiserver_current_inflight_requests"):
+        assert name in families, sorted(families)
+    for i in range(3):
+        create(server, POD.collection(), POD.obj(f"p{i}"))
+    assert call(server, "GET", POD.item("missing")).status == 404
+    stream = http.client.HTTPConnection(server.url.removeprefix("http://").split(":")[0],
+                                        server.port, timeout=10)
+    stream.request("GET", POD.collection() + "?watch=true&timeoutSeconds=30")
+    assert stream.getresponse().status == 200
+
+    def scrape() -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
+        found: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
+        for family in text_string_to_metric_families(call(server, "GET", "/metrics")
+                                                     .body.decode()):
+            for s in family.samples:
+                found.setdefault(s.name, {})[tuple(sorted(s.labels.items()))] = s.value
+        return found
+
+    after = scrape()
+    assert sample(after, "apiserver_request_total", verb="POST", resource="pods",
+                  code="201", scope="namespace") == 3
+    assert sample(after, "apiserver_request_total", verb="GET", resource="pods",
+                  code="404", scope="resource") == 1
+    assert sample(after, "apiserver_request_duration_seconds_count", verb="POST",
+                  resource="pods") == 3
+    assert sample(after, "apiserver_storage_objects", resource="pods") == 3
+    assert sample(after, "apiserver_registered_watchers", kind="Pod") == 1
+    stream.close()
+    wait_for(lambda: sample(scrape(), "apiserver_registered_watchers", kind="Pod") == 0,
+             what="the watcher to be unregistered")
