@@ -1,0 +1,273 @@
+"""Events at core/v1 and events.k8s.io/v1: one stored resource, two served versions.
+
+kube serves the same Event objects at ``/api/v1/.../events`` and
+``/apis/events.k8s.io/v1/.../events``, converting between the versions
+(pkg/apis/events/v1/conversion.go). A write through either is read, listed and watched through
+both, each in its own version; field selectors use each version's labels.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from typing import Any
+
+import pytest
+
+from kubewire.event_conversion import core_event_to_events_v1, events_v1_to_core_event
+from tests.integration.harness import ServerThread
+from tests.integration.wire import call, create, get, list_rv, ok, types_and_names, watch
+
+CORE = "/api/v1/namespaces/default/events"
+EVENTS = "/apis/events.k8s.io/v1/namespaces/default/events"
+KUBECTL = shutil.which("kubectl")
+needs_kubectl = pytest.mark.skipif(KUBECTL is None and not os.environ.get("CI"),
+                                   reason="kubectl is not installed")
+
+
+def core_event(name: str, pod: str = "web-0", **extra: Any) -> dict[str, Any]:
+    """What kubelet (and kopf) post: the legacy fields, no eventTime."""
+    return {"apiVersion": "v1", "kind": "Event", "metadata": {"name": name},
+            "involvedObject": {"kind": "Pod", "namespace": "default", "name": pod,
+                               "uid": "pod-uid", "apiVersion": "v1"},
+            "reason": "Pulled", "message": "pulled the image",
+            "source": {"component": "kubelet", "host": "node-1"},
+            "firstTimestamp": "2024-12-11T09:15:02Z", "lastTimestamp": "2024-12-11T09:16:00Z",
+            "count": 2, "type": "Normal", **extra}
+
+
+def new_event(name: str, pod: str = "web-0") -> dict[str, Any]:
+    """What client-go's events.k8s.io recorder posts."""
+    return {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": name},
+            "eventTime": "2024-12-11T09:15:02.123456Z", "reportingController": "kubewire.io/t",
+            "reportingInstance": "t-1", "action": "Scheduling", "reason": "Scheduled",
+            "type": "Normal", "note": "assigned to node-1",
+            "regarding": {"kind": "Pod", "namespace": "default", "name": pod}}
+
+
+# --- reads through the other version -------------------------------------------------------------
+
+def test_core_create_reads_back_converted_through_events(server: ServerThread) -> None:
+    created = create(server, CORE, core_event("legacy"))
+    # the answer is core/v1 as Go writes it: every field in struct order, zeros included
+    assert list(created) == ["kind", "apiVersion", "metadata", "involvedObject", "reason",
+                             "message", "source", "firstTimestamp", "lastTimestamp", "count",
+                             "type", "eventTime", "reportingComponent", "reportingInstance"]
+    assert (created["eventTime"], created["reportingComponent"]) == (None, "")
+    assert get(server, f"{CORE}/legacy") == created
+    assert get(server, f"{EVENTS}/legacy") == core_event_to_events_v1(created)
+    assert get(server, f"{EVENTS}/legacy")["note"] == "pulled the image"
+
+
+def test_events_create_reads_back_converted_through_core(server: ServerThread) -> None:
+    created = create(server, EVENTS, new_event("fresh"))
+    assert get(server, f"{EVENTS}/fresh") == created
+    core = get(server, f"{CORE}/fresh")
+    assert core == events_v1_to_core_event(created)
+    assert (core["involvedObject"]["name"], core["message"], core["reportingComponent"]) == (
+        "web-0", "assigned to node-1", "kubewire.io/t")
+    assert (core["source"], core["firstTimestamp"]) == ({}, None)
+
+
+def test_lists_hold_both_writes_each_in_its_version(server: ServerThread) -> None:
+    a = create(server, CORE, core_event("a"))
+    b = create(server, EVENTS, new_event("b"))
+    core_list = get(server, CORE)
+    assert (core_list["kind"], core_list["apiVersion"]) == ("EventList", "v1")
+    strip = {"kind", "apiVersion"}
+    assert core_list["items"] == [{k: v for k, v in o.items() if k not in strip}
+                                  for o in (a, events_v1_to_core_event(b))]
+    events_list = get(server, EVENTS)
+    assert (events_list["kind"], events_list["apiVersion"]) == ("EventList", "events.k8s.io/v1")
+    assert [o["metadata"]["name"] for o in events_list["items"]] == ["a", "b"]
+    assert events_list["items"][0]["regarding"]["name"] == "web-0"
+    all_namespaces = get(server, "/api/v1/events")
+    assert [o["metadata"]["name"] for o in all_namespaces["items"]] == ["a", "b"]
+
+
+def test_a_historical_list_is_converted_too(server: ServerThread) -> None:
+    create(server, EVENTS, new_event("old"))
+    rv = list_rv(server, CORE)
+    create(server, EVENTS, new_event("later"))
+    page = get(server, CORE, resourceVersion=rv, resourceVersionMatch="Exact")
+    assert [o["metadata"]["name"] for o in page["items"]] == ["old"]
+    assert page["items"][0]["involvedObject"]["name"] == "web-0"
+
+
+# --- writes through either version ----------------------------------------------------------------
+
+def test_update_patch_and_delete_through_core_act_on_the_shared_object(
+        server: ServerThread) -> None:
+    create(server, EVENTS, new_event("shared"))
+    current = get(server, f"{CORE}/shared")
+    current["count"] = 5
+    updated = ok(call(server, "PUT", f"{CORE}/shared", current), 200)
+    assert updated["count"] == 5
+    assert get(server, f"{EVENTS}/shared")["deprecatedCount"] == 5
+    patched = ok(call(server, "PATCH", f"{CORE}/shared", {"message": "patched"},
+                      {"Content-Type": "application/merge-patch+json"}), 200)
+    assert patched["message"] == "patched" and patched["apiVersion"] == "v1"
+    assert get(server, f"{EVENTS}/shared")["note"] == "patched"
+    done = ok(call(server, "DELETE", f"{CORE}/shared"), 200)
+    assert (done["kind"], done["status"]) == ("Status", "Success")
+    assert call(server, "GET", f"{EVENTS}/shared").status == 404
+
+
+def test_put_through_core_creates_a_missing_event(server: ServerThread) -> None:
+    # registry/core/event/strategy.go AllowCreateOnUpdate
+    reply = call(server, "PUT", f"{CORE}/put-made", core_event("put-made"))
+    assert reply.status == 201, reply.body
+    assert get(server, f"{EVENTS}/put-made")["deprecatedSource"] == {
+        "component": "kubelet", "host": "node-1"}
+
+
+def test_deletecollection_through_core_removes_events_of_both_origins(
+        server: ServerThread) -> None:
+    create(server, CORE, core_event("a"))
+    create(server, EVENTS, new_event("b"))
+    create(server, EVENTS, new_event("c", pod="db-0"))
+    gone = ok(call(server, "DELETE", CORE,
+                   params={"fieldSelector": "involvedObject.name=web-0"}))
+    assert (gone["kind"], gone["apiVersion"]) == ("EventList", "v1")
+    assert [o["metadata"]["name"] for o in get(server, EVENTS)["items"]] == ["c"]
+
+
+# --- watches see the other version's writes -------------------------------------------------------
+
+def test_a_core_watch_sees_events_writes_in_core_form(server: ServerThread) -> None:
+    rv = list_rv(server, CORE)
+    with watch(server, CORE, resourceVersion=rv) as stream:
+        created = create(server, EVENTS, new_event("w"))
+        patched = ok(call(server, "PATCH", f"{EVENTS}/w", {"type": "Warning"},
+                          {"Content-Type": "application/merge-patch+json"}), 200)
+        ok(call(server, "DELETE", f"{EVENTS}/w"), 200)
+        events = stream.events(3)
+    assert types_and_names(events) == [("ADDED", "w"), ("MODIFIED", "w"), ("DELETED", "w")]
+    assert events[0]["object"] == events_v1_to_core_event(created)
+    assert events[1]["object"] == events_v1_to_core_event(patched)
+    assert events[2]["object"]["apiVersion"] == "v1"
+    assert events[2]["object"]["involvedObject"]["name"] == "web-0"
+
+
+def test_an_events_watch_sees_core_writes_in_events_form(server: ServerThread) -> None:
+    rv = list_rv(server, EVENTS)
+    with watch(server, EVENTS, resourceVersion=rv) as stream:
+        created = create(server, CORE, core_event("k"))
+        current = get(server, f"{CORE}/k")
+        current["count"] = 3
+        updated = ok(call(server, "PUT", f"{CORE}/k", current), 200)
+        ok(call(server, "DELETE", f"{CORE}/k"), 200)
+        events = stream.events(3)
+    assert types_and_names(events) == [("ADDED", "k"), ("MODIFIED", "k"), ("DELETED", "k")]
+    assert events[0]["object"] == core_event_to_events_v1(created)
+    assert events[1]["object"] == core_event_to_events_v1(updated)
+    assert events[2]["object"]["deprecatedCount"] == 3
+
+
+def test_a_core_watch_from_the_start_lists_in_core_form(server: ServerThread) -> None:
+    create(server, EVENTS, new_event("before"))
+    with watch(server, CORE, allowWatchBookmarks="true", sendInitialEvents="true",
+               resourceVersionMatch="NotOlderThan") as stream:
+        added, bookmark = stream.events(2)
+    assert (added["type"], added["object"]["apiVersion"]) == ("ADDED", "v1")
+    assert added["object"]["message"] == "assigned to node-1"
+    assert bookmark["type"] == "BOOKMARK"
+    assert (bookmark["object"]["kind"], bookmark["object"]["apiVersion"]) == ("Event", "v1")
+
+
+# --- field selectors per version ------------------------------------------------------------------
+
+@pytest.mark.parametrize(("path", "selector"), [
+    (CORE, "involvedObject.name=web-0"), (CORE, "involvedObject.kind=Pod,reason=Scheduled"),
+    (CORE, "reportingComponent=kubewire.io/t"), (CORE, "source=kubewire.io/t"),
+    (EVENTS, "regarding.name=web-0"), (EVENTS, "reportingController=kubewire.io/t"),
+    (EVENTS, "source=kubewire.io/t"), (EVENTS, "regarding.name=web-0,type=Normal"),
+])
+def test_field_selectors_use_each_versions_labels(server: ServerThread, path: str,
+                                                  selector: str) -> None:
+    create(server, EVENTS, new_event("match"))
+    create(server, EVENTS, new_event("other", pod="db-0") | {"reason": "Other",
+                                                            "reportingController": "x.io/y"})
+    found = get(server, path, fieldSelector=selector)
+    assert [o["metadata"]["name"] for o in found["items"]] == ["match"]
+
+
+def test_source_selects_the_legacy_source_first(server: ServerThread) -> None:
+    create(server, CORE, core_event("kubelet-made"))
+    assert [o["metadata"]["name"] for o in
+            get(server, EVENTS, fieldSelector="source=kubelet")["items"]] == ["kubelet-made"]
+
+
+@pytest.mark.parametrize(("path", "label"), [
+    (CORE, "regarding.name"), (CORE, "reportingController"), (CORE, "note"),
+    (EVENTS, "involvedObject.name"), (EVENTS, "reportingComponent"),
+])
+def test_the_other_versions_labels_are_rejected(server: ServerThread, path: str,
+                                                label: str) -> None:
+    for params in ({}, {"watch": "true"}):
+        reply = call(server, "GET", path, params={"fieldSelector": f"{label}=x", **params})
+        assert reply.status == 400
+        assert reply.status_object() == {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": f"field label not supported: {label}", "reason": "BadRequest",
+            "code": 400}
+
+
+def test_a_field_selector_watch_on_core_follows_events_updates(server: ServerThread) -> None:
+    create(server, EVENTS, new_event("moving"))
+    rv = list_rv(server, CORE)
+    with watch(server, CORE, resourceVersion=rv,
+               fieldSelector="involvedObject.name=web-0") as stream:
+        moved = new_event("moving", pod="web-1")
+        current = get(server, f"{EVENTS}/moving")
+        moved["metadata"] = current["metadata"]
+        ok(call(server, "PUT", f"{EVENTS}/moving", moved), 200)
+        create(server, EVENTS, new_event("arriving"))
+        events = stream.events(2)
+    assert types_and_names(events) == [("DELETED", "moving"), ("ADDED", "arriving")]
+    # leaving the selector: the last matching state, in core/v1
+    assert events[0]["object"]["involvedObject"]["name"] == "web-0"
+    assert events[0]["object"]["apiVersion"] == "v1"
+
+
+# --- discovery, OpenAPI, kubectl ------------------------------------------------------------------
+
+def test_discovery_lists_events_in_both_groups(server: ServerThread) -> None:
+    for path in ("/api/v1", "/apis/events.k8s.io/v1"):
+        entry = next(r for r in get(server, path)["resources"] if r["name"] == "events")
+        assert (entry["kind"], entry["namespaced"], entry["shortNames"]) == ("Event", True,
+                                                                             ["ev"])
+        assert entry["storageVersionHash"] == "r2yiGXH7wu8="  # one storage: one hash
+
+
+def test_openapi_documents_both_versions(server: ServerThread) -> None:
+    core = get(server, "/openapi/v3/api/v1")
+    assert "io.k8s.api.core.v1.Event" in core["components"]["schemas"]
+    assert "/api/v1/namespaces/{namespace}/events" in core["paths"]
+    events = get(server, "/openapi/v3/apis/events.k8s.io/v1")
+    assert "io.k8s.api.events.v1.Event" in events["components"]["schemas"]
+
+
+def kubectl(server: ServerThread, *args: str) -> subprocess.CompletedProcess[str]:
+    assert KUBECTL is not None, "kubectl is required (tools/ensure-kubectl)"
+    return subprocess.run([KUBECTL, "--kubeconfig", str(server.kubeconfig), *args],
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+@needs_kubectl
+def test_kubectl_get_events_reads_core_v1(server: ServerThread) -> None:
+    create(server, EVENTS, new_event("from-recorder"))
+    create(server, CORE, core_event("from-kubelet", pod="db-0"))
+    done = kubectl(server, "get", "events", "-n", "default", "-o", "json")
+    assert done.returncode == 0, done.stderr
+    items = json.loads(done.stdout)["items"]
+    assert [(o["apiVersion"], o["metadata"]["name"]) for o in items] == [
+        ("v1", "from-kubelet"), ("v1", "from-recorder")]
+    table = kubectl(server, "get", "events", "-n", "default")
+    assert table.returncode == 0, table.stderr
+    header, *rows = table.stdout.splitlines()
+    assert header.split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    assert any("pod/web-0" in row and "assigned to node-1" in row for row in rows), rows
+    assert any("pod/db-0" in row and "pulled the image" in row for row in rows), rows
