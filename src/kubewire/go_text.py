@@ -91,19 +91,24 @@ _GO_CONTEXT = {
 }
 
 
+_JSON_SPACE = " \t\r\n"  # the only whitespace Go's JSON scanner skips
+
+
 def go_json_error(body: bytes, exc: msgspec.DecodeError | None = None) -> str:
     """Go ``encoding/json``'s SyntaxError text for ``body``, which msgspec rejected (``exc``).
 
     The standard library's decoder finds the offending offset and what it expected; Go names the
     character found there and the context (``invalid character 'x' after object key``).
     """
-    text = body.decode("utf-8", "replace")
-    if not text.strip():
+    # Go's scanner reads bytes and names the offending byte as a rune (0xc3 is 'Ã'): Latin-1
+    # keeps one character per byte, so positions and the character shown match Go's.
+    text = body.decode("latin-1")
+    if not text.strip(_JSON_SPACE):
         return "unexpected end of JSON input"
     try:
         json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as err:
-        if err.pos >= len(text.rstrip()):
+        if err.pos >= len(text.rstrip(_JSON_SPACE)):
             return "unexpected end of JSON input"
         found = _go_quote_char(text[err.pos])
         context = _GO_CONTEXT.get(err.msg)

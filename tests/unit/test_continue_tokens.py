@@ -68,6 +68,14 @@ PREFIX = "invalid continue token: continue key is not valid: "
     ("abc=", "illegal base64 data at input byte 3"),
     (base64.urlsafe_b64encode(b"x").rstrip(b"=").decode(),
      "invalid character 'x' looking for beginning of value"),
+    # Go's JSON scanner names the offending byte as a rune, not a UTF-8 character.
+    ("garbage", "invalid character '\\u0081' looking for beginning of value"),
+    (base64.urlsafe_b64encode("é".encode()).rstrip(b"=").decode(),
+     "invalid character 'Ã' looking for beginning of value"),
+    (base64.urlsafe_b64encode(b"\xff").rstrip(b"=").decode(),
+     "invalid character 'ÿ' looking for beginning of value"),
+    (base64.urlsafe_b64encode(b"\xa0").rstrip(b"=").decode(),
+     "invalid character '\\u00a0' looking for beginning of value"),
 ])
 def test_decode_continue_rejections(tok: str, reason: str) -> None:
     with pytest.raises(BadRequest) as info:
