@@ -271,3 +271,18 @@ def test_kubectl_get_events_reads_core_v1(server: ServerThread) -> None:
     assert header.split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
     assert any("pod/web-0" in row and "assigned to node-1" in row for row in rows), rows
     assert any("pod/db-0" in row and "pulled the image" in row for row in rows), rows
+
+
+def test_tables_print_the_same_row_through_both_versions(server: ServerThread) -> None:
+    create(server, EVENTS, new_event("recorded"))
+    accept = {"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
+    rows = {}
+    for path in (CORE, EVENTS):
+        reply = call(server, "GET", path, headers=accept)
+        table = ok(reply, 200)
+        names = [c["name"] for c in table["columnDefinitions"]]
+        cells = dict(zip(names, table["rows"][0]["cells"], strict=True))
+        rows[path] = {k: v for k, v in cells.items() if k not in ("Last Seen", "First Seen")}
+    # Source falls back to the reporting controller under either version's field name
+    assert rows[CORE]["Source"] == "kubewire.io/t, t-1"
+    assert rows[CORE] == rows[EVENTS]

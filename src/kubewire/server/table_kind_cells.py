@@ -215,7 +215,8 @@ def event_source(obj: JSON, now: datetime) -> Cell:
     """``formatEventSource``: ``component[, host]``, falling back to the reporting fields."""
     event = as_dict(obj)
     source = as_dict(_event_field(event, "deprecatedSource", "source"))
-    component = as_str(source.get("component")) or as_str(event.get("reportingController"))
+    component = as_str(source.get("component")) or as_str(
+        _event_field(event, "reportingController", "reportingComponent"))
     host = as_str(source.get("host")) or as_str(event.get("reportingInstance"))
     return f"{component}, {host}" if host else component
 
