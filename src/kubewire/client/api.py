@@ -18,12 +18,14 @@ from typing import Any, Generic, Literal, TypeVar, Unpack, overload
 import msgspec
 
 from kubewire.client.client import Client
+from kubewire.client.events import WatchEvent
 from kubewire.client.params import (
     DeleteCollectionParams,
     DeleteParams,
     KindParams,
     ListParams,
     PatchParams,
+    WatchParams,
     WriteParams,
 )
 from kubewire.client.resource import (
@@ -41,6 +43,8 @@ from kubewire.client.resource import (
     status_decoder,
 )
 from kubewire.client.transport import Request
+from kubewire.client.watch import WatchSettings, WatchStream
+from kubewire.client.watch_state import WatchOptions, WatchState
 from kubewire.models import KubeObject, Status, encode
 
 JSON = Any
@@ -236,6 +240,25 @@ class Api(Generic[T]):
         page = page_decoder.decode(data)
         return ObjectList([self.codec.decode(i) for i in page.items or ()],
                           page.metadata.resource_version or "")
+
+
+    # --- watch -----------------------------------------------------------------------------
+
+    def watch(self, *, namespace: Namespace = DEFAULT_NAMESPACE,
+              settings: WatchSettings | None = None,
+              **opts: Unpack[WatchParams]) -> AsyncIterator[WatchEvent[T]]:
+        """Stream changes as ``WatchEvent[T]`` (see ``kubewire.client.watch`` for the
+        guarantees: resumes across reconnects, raises ``Gone`` on 410). Close it with
+        ``aclose()`` (or ``contextlib.aclosing``) when you stop early."""
+        ns = self._ns(namespace)
+        state = WatchState(WatchOptions(**opts), (settings or WatchSettings()).rng)
+
+        async def current_revision() -> str:
+            return (await self.list(namespace=ns, limit=1)).resource_version
+
+        stream = WatchStream(self.client, self.info.collection_path(ns), self.codec, state,
+                             settings or WatchSettings(), current_revision)
+        return stream.events()
 
 
 def _write_query(opts: WriteParams) -> dict[str, str]:

@@ -53,3 +53,12 @@ class DeleteCollectionParams(TypedDict, total=False):
     field_selector: Selector | None
     grace_period_seconds: int | None
     propagation_policy: PropagationPolicy | str | None
+
+
+class WatchParams(TypedDict, total=False):
+    label_selector: Selector | None
+    field_selector: Selector | None
+    resource_version: str | None  # watch after this revision ("" / "0": initial events)
+    allow_bookmarks: bool  # pass BOOKMARK events on (they are always requested)
+    send_initial_events: bool | None  # KEP-3157 streaming list before live events
+    timeout_seconds: int | None  # the watch ends after this; None: runs until closed

@@ -126,6 +126,10 @@ class Codec(Protocol[T]):
 
     def name_and_namespace(self, obj: T) -> tuple[str, str | None]: ...
 
+    def key(self, obj: T) -> tuple[str | None, str, str]:
+        """namespace, name and resourceVersion (what a watch tracks)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class ModelCodec(Generic[M]):
@@ -145,6 +149,12 @@ class ModelCodec(Generic[M]):
             return "", None
         return meta.name or "", meta.namespace
 
+    def key(self, obj: M) -> tuple[str | None, str, str]:
+        meta = getattr(obj, "metadata", None)
+        if meta is None:
+            return None, "", ""
+        return meta.namespace, meta.name or "", meta.resource_version or ""
+
 
 class DictCodec:
     """Plain dicts, for any kind (including kinds without a model)."""
@@ -159,6 +169,11 @@ class DictCodec:
     def name_and_namespace(self, obj: dict[str, JSON]) -> tuple[str, str | None]:
         meta = obj.get("metadata") or {}
         return str(meta.get("name") or ""), meta.get("namespace")
+
+    def key(self, obj: dict[str, JSON]) -> tuple[str | None, str, str]:
+        meta = obj.get("metadata") or {}
+        return (meta.get("namespace"), str(meta.get("name") or ""),
+                str(meta.get("resourceVersion") or ""))
 
 
 class ListPage(msgspec.Struct):
