@@ -302,3 +302,17 @@ def test_watch_list_requests_never_get_tables(server: ServerThread) -> None:
     with watch(server, PODS, headers={"Accept": TABLE_ONLY}, **params) as refused:
         assert refused.status == 406
         assert json.loads(refused.body) == NOT_ACCEPTABLE
+
+
+@pytest.mark.parametrize(("accept", "message"), [
+    ("text/html", NOT_ACCEPTABLE["message"]),
+    ("application/json;as=Table;v=v2;g=meta.k8s.io", NOT_ACCEPTABLE["message"]),
+    # YAML passes kube's first negotiation but has no stream serializer
+    ("application/yaml", "only the following media types are accepted: "
+                         "application/json;stream=watch, "
+                         "application/vnd.kubernetes.protobuf;stream=watch"),
+])
+def test_watch_406_before_the_stream(server: ServerThread, accept: str, message: str) -> None:
+    with watch(server, PODS, headers={"Accept": accept}, resourceVersion="0") as refused:
+        assert refused.status == 406
+        assert json.loads(refused.body) == {**NOT_ACCEPTABLE, "message": message}

@@ -15,7 +15,9 @@ from kubewire.server.table_columns import PRINTERS, column_definitions, printer_
 from kubewire.server.table_jsonpath import find_results, go_float
 from kubewire.server.tables import (
     IncludeObject,
+    NegotiatedTable,
     TableRequest,
+    negotiate_output,
     negotiate_table,
     parse_include_object,
     table_event_object,
@@ -116,6 +118,56 @@ def test_table_only_accept_without_table_support_is_the_callers_406() -> None:
     with pytest.raises(NotAcceptable):
         negotiate_json(accept, stream=True)  # what a watch-list request falls back to
     negotiate_json(KUBECTL_ACCEPT, stream=True)  # Table-then-JSON falls back to JSON
+
+
+GENERAL_406 = ("only the following media types are accepted: application/json, "
+               "application/yaml, application/vnd.kubernetes.protobuf")
+STREAM_406 = ("only the following media types are accepted: application/json;stream=watch, "
+              "application/vnd.kubernetes.protobuf;stream=watch")
+
+
+@pytest.mark.parametrize(("accept", "query", "expected"), [
+    (KUBECTL_ACCEPT, {}, NegotiatedTable("v1")),
+    (KUBECTL_ACCEPT, {"includeObject": ["Object", "None"]}, NegotiatedTable("v1", "Object")),
+    ("Application/JSON;as=Table;v=v1beta1;g=meta.k8s.io", {}, NegotiatedTable("v1beta1")),
+    ("application/json", {"includeObject": ["Everything"]}, None),
+    ("*/*", {}, None),
+    ("", {}, None),
+])
+def test_negotiate_output(accept: str, query: dict[str, list[str]],
+                          expected: NegotiatedTable | None) -> None:
+    assert negotiate_output(accept, query) == expected
+    assert negotiate_output(accept, query, watch=True) == expected
+
+
+def test_negotiate_output_keeps_include_object_for_after_the_read() -> None:
+    table = negotiate_output(KUBECTL_ACCEPT, {"includeObject": ["Everything"]})
+    assert table == NegotiatedTable("v1", "Everything")
+    with pytest.raises(BadRequest):
+        table.resolve()
+    assert NegotiatedTable("v1beta1", "None").resolve() == TableRequest("v1beta1", "None")
+
+
+def test_watch_list_requests_are_never_tables() -> None:
+    assert negotiate_output(KUBECTL_ACCEPT, {}, watch=True, watch_list=True) is None
+    with pytest.raises(NotAcceptable) as info:  # kube's first (non-stream) negotiation fails
+        negotiate_output("application/json;as=Table;v=v1;g=meta.k8s.io", {}, watch=True,
+                         watch_list=True)
+    assert info.value.message == GENERAL_406
+
+
+@pytest.mark.parametrize(("accept", "watch", "message"), [
+    ("text/html", False, GENERAL_406),
+    ("application/json;as=Table;v=v2;g=meta.k8s.io", False, GENERAL_406),
+    ("application/yaml", True, STREAM_406),
+    ("application/yaml;q=0.5,text/html", True, STREAM_406),
+    ("text/html", True, GENERAL_406),
+    ("application/json;as=Table;v=v2;g=meta.k8s.io", True, GENERAL_406),
+])
+def test_negotiate_output_406(accept: str, watch: bool, message: str) -> None:
+    with pytest.raises(NotAcceptable) as info:
+        negotiate_output(accept, {}, watch=watch)
+    assert info.value.message == message
 
 
 @pytest.mark.parametrize(("value", "policy"), [

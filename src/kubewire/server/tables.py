@@ -153,14 +153,26 @@ def negotiate_output(accept: str, query: Query, *, watch: bool = False,
     ``watchListEndpointRestrictions``, so a Table-only Accept fails the first (non-stream)
     negotiation, while a Table-then-JSON one gets JSON (watch-protocol.md §3.3).
     """
-    if "table" not in accept.lower():  # the common path: no clause can ask for a Table
-        negotiate_json(accept, stream=watch)
-        return None
-    table = negotiate_table(accept)
+    # The common path: without "table" in it no clause can ask for a Table.
+    table = negotiate_table(accept) if "table" in accept.lower() else None
     if table is not None and not watch_list:
         return NegotiatedTable(table.version, first_value(query, "includeObject") or "")
-    negotiate_json(accept, stream=watch and table is None)
+    if watch and table is None and _names_a_serializer(accept):
+        negotiate_json(accept, stream=True)  # the watch's own, stream-serializer negotiation
+    else:
+        negotiate_json(accept)
     return None
+
+
+_SERIALIZER_TYPES = frozenset({"application/json", "application/yaml",
+                               "application/vnd.kubernetes.protobuf", "application/*", "*/*"})
+
+
+def _names_a_serializer(accept: str) -> bool:
+    """kube's first negotiation of a watch passes: some clause names a serialized type
+    without asking for a conversion (then a YAML-only Accept fails the stream one)."""
+    return any(c.quality > 0 and c.media_type in _SERIALIZER_TYPES and "as" not in c.params
+               for c in _parse_accept(accept))
 
 
 def _row_object(resource: Resource, obj: Mapping[str, JSON], request: TableRequest) -> JSON:
