@@ -12,6 +12,7 @@ because discovery lists ``pods/status``), and core/v1 Events (``generateName: ko
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -169,8 +170,6 @@ def test_watch_sees_each_operator_step(server: ServerThread, operator: Operator)
     assert get(server, POD.collection())["items"] == []
 
 
-@pytest.mark.xfail(strict=True, reason="core/v1 Event is not served yet: "
-                   "GET/POST /api/v1/namespaces/<ns>/events → 404")
 def test_kopf_info_posts_a_core_v1_event(server: ServerThread, operator: Operator) -> None:
     created = create(server, POD.collection(), POD.obj("web"))
     wait_for(lambda: operator.called("create", "web"), HANDLER_TIMEOUT_S, "the create handler")
@@ -184,4 +183,18 @@ def test_kopf_info_posts_a_core_v1_event(server: ServerThread, operator: Operato
         "apiVersion": "v1", "kind": "Pod", "name": "web", "namespace": NS,
         "uid": created["metadata"]["uid"]}
     assert event["source"] == {"component": "kopf"}
+    assert (event["action"], event["reportingComponent"]) == ("Action?", "kopf")
+
+
+@pytest.mark.xfail(strict=True, reason="times are stored as sent: metav1.Time and MicroTime are "
+                   "not re-encoded in UTC (owned by the write path, not these tests' files)")
+def test_kopf_event_times_are_re_encoded(server: ServerThread, operator: Operator) -> None:
+    """kopf sends ``…+00:00`` microsecond times (§1.3). kube decodes them and encodes
+    metav1.Time as RFC 3339 seconds in UTC and MicroTime with six decimals and ``Z``."""
+    create(server, POD.collection(), POD.obj("web"))
+    [event] = wait_for(lambda: get(server, f"/api/v1/namespaces/{NS}/events")["items"],
+                       HANDLER_TIMEOUT_S, "kopf's event")
+    sent = event["eventTime"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", sent), sent
+    assert event["firstTimestamp"] == event["lastTimestamp"] == sent[:19] + "Z"
 

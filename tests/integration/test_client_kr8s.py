@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import kr8s
@@ -25,14 +25,23 @@ NS = "default"
 WATCH_TIMEOUT_S = 10.0  # bound on each wait for a watch event; a hung watch fails the test
 
 
+@contextlib.asynccontextmanager
+async def kr8s_api(server: ServerThread) -> AsyncIterator[kr8s.asyncio.Api]:
+    """kr8s configured from the server's kubeconfig, as a user would load it."""
+    client = await kr8s.asyncio.api(kubeconfig=str(server.kubeconfig))
+    try:
+        yield client
+    finally:
+        # kr8s keeps its httpx client for the Api's lifetime and offers no close; an unclosed
+        # one would warn (ResourceWarning) when collected.
+        if client._session is not None:
+            await client._session.aclose()
+
+
 @pytest.fixture
 async def api(server: ServerThread) -> AsyncIterator[kr8s.asyncio.Api]:
-    client = await kr8s.asyncio.api(kubeconfig=str(server.kubeconfig))
-    yield client
-    # kr8s keeps its httpx client for the Api's lifetime and offers no close; an unclosed one
-    # would warn (ResourceWarning) when collected.
-    if client._session is not None:
-        await client._session.aclose()
+    async with kr8s_api(server) as client:
+        yield client
 
 
 def pod_body(name: str) -> dict[str, Any]:
@@ -244,3 +253,18 @@ async def test_service_watch_from_list_resource_version(api: kr8s.asyncio.Api) -
     assert [rv(obj) for _, obj in events[:2]] == [created_rv, patched_rv]
     assert rv(events[2][1]) > patched_rv
     assert events[1][1].spec.selector == {"app": "changed"}
+
+
+# --- The default server: HTTPS with its own CA and an admin client certificate -----------------
+
+
+async def test_default_https_server_with_its_kubeconfig(
+        make_server: Callable[..., ServerThread]) -> None:
+    tls = make_server(insecure_http=False)
+    assert tls.url.startswith("https://")
+    async with kr8s_api(tls) as api:
+        pod = Pod(pod_body("web-0"), api=api)
+        await pod.create()
+        got = await Pod.get("web-0", namespace=NS, api=api)
+        assert got.metadata.uid == pod.metadata.uid
+        assert [p.name async for p in api.get("pods", namespace=NS)] == ["web-0"]

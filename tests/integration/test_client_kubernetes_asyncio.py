@@ -8,8 +8,9 @@ as strategic merge, a list body as JSON patch; ``_content_type`` picks merge pat
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -38,13 +39,20 @@ MERGE = "application/merge-patch+json"
 APPLY = "application/apply-patch+yaml"
 
 
-@pytest.fixture
-async def core(server: ServerThread) -> AsyncIterator[CoreV1Api]:
+@contextlib.asynccontextmanager
+async def core_api(server: ServerThread) -> AsyncIterator[CoreV1Api]:
+    """A CoreV1Api configured from the server's kubeconfig, as a user would load it."""
     configuration = Configuration()
     await config.load_kube_config(config_file=str(server.kubeconfig),
                                   client_configuration=configuration)
     async with ApiClient(configuration) as api:
         yield CoreV1Api(api)
+
+
+@pytest.fixture
+async def core(server: ServerThread) -> AsyncIterator[CoreV1Api]:
+    async with core_api(server) as api:
+        yield api
 
 
 def new_pod(name: str) -> V1Pod:
@@ -279,3 +287,16 @@ async def test_service_watch_from_list_resource_version(core: CoreV1Api) -> None
     assert [rv(e["object"]) for e in events[:2]] == [rv(created), rv(patched)]
     assert rv(events[2]["object"]) > rv(patched)
     assert events[1]["object"].spec.selector == {"app": "changed"}
+
+
+# --- The default server: HTTPS with its own CA and an admin client certificate -----------------
+
+
+async def test_default_https_server_with_its_kubeconfig(
+        make_server: Callable[..., ServerThread]) -> None:
+    tls = make_server(insecure_http=False)
+    assert tls.url.startswith("https://")
+    async with core_api(tls) as core:
+        created = await core.create_namespaced_pod(NS, new_pod("web-0"))
+        assert (await core.read_namespaced_pod("web-0", NS)).metadata.uid == created.metadata.uid
+        assert [p.metadata.name for p in (await core.list_namespaced_pod(NS)).items] == ["web-0"]

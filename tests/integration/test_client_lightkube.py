@@ -10,7 +10,7 @@ Status.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -237,3 +237,16 @@ async def test_service_watch_from_list_resource_version(client: AsyncClient) -> 
     assert [rv(obj) for _, obj in events[:2]] == [rv(created), rv(patched)]
     assert rv(events[2][1]) > rv(patched)
     assert events[1][1].spec.selector == {"app": "changed"}
+
+
+# --- The default server: HTTPS with its own CA and an admin client certificate -----------------
+
+
+async def test_default_https_server_with_its_kubeconfig(
+        make_server: Callable[..., ServerThread]) -> None:
+    tls = make_server(insecure_http=False)
+    assert tls.url.startswith("https://")
+    async with AsyncClient(KubeConfig.from_file(tls.kubeconfig)) as kube:
+        created = await kube.create(new_pod("web-0"), namespace=NS)
+        assert (await kube.get(Pod, "web-0", namespace=NS)).metadata.uid == created.metadata.uid
+        assert [p.metadata.name async for p in kube.list(Pod, namespace=NS)] == ["web-0"]
