@@ -20,6 +20,7 @@ import pytest
 from kr8s.asyncio.objects import Pod, Service
 
 from tests.integration.harness import ServerThread
+from tests.integration.wire import Session, ok
 
 NS = "default"
 WATCH_TIMEOUT_S = 10.0  # bound on each wait for a watch event; a hung watch fails the test
@@ -99,6 +100,36 @@ async def test_pod_create_get_list(api: kr8s.asyncio.Api) -> None:
     # Listing every namespace goes through /api/v1/pods.
     everywhere = [p async for p in api.get(Pod, namespace=kr8s.ALL)]
     assert [p.name for p in everywhere] == ["web-0"]
+
+
+async def test_list_pages_through_continue_tokens(server: ServerThread,
+                                                  api: kr8s.asyncio.Api) -> None:
+    """kr8s lists with ``limit=100`` and follows ``continue`` until it is empty."""
+    with Session(server) as session:
+        for i in range(130):
+            ok(session.call("POST", f"/api/v1/namespaces/{NS}/pods", pod_body(f"p{i:03d}")), 201)
+    names = [p.name async for p in api.get("pods", namespace=NS)]
+    assert names == [f"p{i:03d}" for i in range(130)]
+    selected = [p.name async for p in api.get("pods", namespace=NS,
+                                               field_selector={"metadata.name": "p042"})]
+    assert selected == ["p042"]
+
+
+async def test_wait_for_a_condition_and_for_delete(api: kr8s.asyncio.Api) -> None:
+    """``wait`` reads the pod, then watches it (``fieldSelector=metadata.name``) until the
+    condition holds; a status merge patch makes it Ready."""
+    pod = Pod(pod_body("web-0"), api=api)
+    await pod.create()
+    waiter = asyncio.create_task(pod.wait("condition=Ready", timeout=WATCH_TIMEOUT_S))
+    await pod.patch({"status": {"conditions": [{"type": "Ready", "status": "True"}]}},
+                    subresource="status")
+    await waiter
+    assert [c["type"] for c in pod.status.conditions] == ["Ready"]
+
+    deleting = asyncio.create_task(pod.wait("delete", timeout=WATCH_TIMEOUT_S))
+    await Pod({"metadata": {"name": "web-0", "namespace": NS}}, api=api).delete()
+    await deleting
+    assert not await pod.exists()
 
 
 async def test_pod_patches(api: kr8s.asyncio.Api) -> None:

@@ -20,10 +20,12 @@ from kubernetes_asyncio.client import (
     Configuration,
     CoreV1Api,
     V1Container,
+    V1DeleteOptions,
     V1ObjectMeta,
     V1Pod,
     V1PodList,
     V1PodSpec,
+    V1Preconditions,
     V1Service,
     V1ServiceList,
     V1ServicePort,
@@ -129,7 +131,6 @@ async def test_pod_patches(core: CoreV1Api) -> None:
     assert rv(jsonpatch) > rv(merged)
 
 
-@pytest.mark.xfail(strict=True, reason="server-side apply is not in yet: apply-patch+yaml → 415")
 async def test_pod_server_side_apply(core: CoreV1Api) -> None:
     body = {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "web-0", "labels": {"app": "web"}},
@@ -154,6 +155,42 @@ async def test_pod_delete(core: CoreV1Api) -> None:
     with pytest.raises(ApiException) as missing:
         await core.read_namespaced_pod("web-0", NS)
     assert missing.value.status == 404
+
+
+async def test_pod_delete_options_in_query_and_body(core: CoreV1Api) -> None:
+    """kubernetes_asyncio sends keyword options as query parameters with an empty JSON body, and
+    ``body=V1DeleteOptions`` as the body. A scheduled pod is deleted gracefully (§1.11)."""
+    pod = new_pod("web-0")
+    pod.spec.node_name = "node-1"
+    created = await core.create_namespaced_pod(NS, pod)
+
+    with pytest.raises(ApiException) as stale:
+        await core.delete_namespaced_pod("web-0", NS, body=V1DeleteOptions(
+            preconditions=V1Preconditions(resource_version="1")))
+    # rest/delete.go BeforeDelete names the kind, not the resource, in this Conflict.
+    assert json.loads(stale.value.body) == {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": 'Operation cannot be fulfilled on Pod "web-0": the ResourceVersion in the '
+                   f"precondition (1) does not match the ResourceVersion in record "
+                   f"({created.metadata.resource_version}). The object might have been modified",
+        "reason": "Conflict", "details": {"name": "web-0", "kind": "Pod"}, "code": 409}
+
+    dry = await core.delete_namespaced_pod("web-0", NS, grace_period_seconds=20, dry_run="All")
+    assert dry.metadata.deletion_grace_period_seconds == 20
+    assert (await core.read_namespaced_pod("web-0", NS)).metadata.deletion_timestamp is None
+
+    marked = await core.delete_namespaced_pod("web-0", NS, grace_period_seconds=20)
+    assert marked.metadata.deletion_grace_period_seconds == 20
+    assert marked.metadata.deletion_timestamp is not None
+    shorter = await core.delete_namespaced_pod("web-0", NS,
+                                               body=V1DeleteOptions(grace_period_seconds=10))
+    assert shorter.metadata.deletion_grace_period_seconds == 10
+    assert shorter.metadata.deletion_timestamp < marked.metadata.deletion_timestamp
+
+    await core.delete_namespaced_pod("web-0", NS, grace_period_seconds=0)
+    with pytest.raises(ApiException) as gone:
+        await core.read_namespaced_pod("web-0", NS)
+    assert gone.value.status == 404
 
 
 async def test_pod_not_found_carries_status(core: CoreV1Api) -> None:

@@ -107,7 +107,6 @@ async def test_pod_patches(client: AsyncClient) -> None:
     assert rv(jsonpatch) > rv(merged)
 
 
-@pytest.mark.xfail(strict=True, reason="server-side apply is not in yet: apply-patch+yaml → 415")
 async def test_pod_apply(client: AsyncClient) -> None:
     created = await client.apply(new_pod("web-0"), namespace=NS, field_manager="tests")
     assert isinstance(created, Pod)
@@ -118,6 +117,28 @@ async def test_pod_apply(client: AsyncClient) -> None:
     applied = await client.apply(again, namespace=NS, field_manager="tests")
     assert applied.metadata.uid == created.metadata.uid
     assert applied.metadata.labels == {"app": "web", "applied": "twice"}
+
+
+async def test_status_subresource_and_wait(client: AsyncClient) -> None:
+    """``Pod.Status`` reads and patches ``/status``; ``wait`` watches the pod by name until the
+    condition holds."""
+    await client.create(new_pod("web-0"), namespace=NS)
+    status = await client.get(Pod.Status, "web-0", namespace=NS)
+    assert status.status.phase == "Pending"
+
+    waiter = asyncio.create_task(client.wait(Pod, "web-0", for_conditions=["Ready"],
+                                             namespace=NS))
+    patched = await client.patch(
+        Pod.Status, "web-0",
+        {"status": {"conditions": [{"type": "Ready", "status": "True"}]}},
+        namespace=NS, patch_type=PatchType.MERGE)
+    assert [(c.type, c.status) for c in patched.status.conditions] == [("Ready", "True")]
+    ready = await asyncio.wait_for(waiter, WATCH_TIMEOUT_S)
+    assert ready.metadata.resourceVersion == patched.metadata.resourceVersion
+    # A status write leaves the spec alone, and the main resource ignores status changes.
+    spec_try = await client.patch(Pod, "web-0", {"status": {"phase": "Failed"}}, namespace=NS,
+                                  patch_type=PatchType.MERGE)
+    assert spec_try.status.phase == "Pending"
 
 
 async def test_pod_delete(client: AsyncClient) -> None:
@@ -173,7 +194,6 @@ async def test_service_crud(client: AsyncClient) -> None:
     assert raised.value.status.to_dict() == not_found("services", "web")
 
 
-@pytest.mark.xfail(strict=True, reason="server-side apply is not in yet: apply-patch+yaml → 415")
 async def test_service_apply(client: AsyncClient) -> None:
     created = await client.apply(new_service("web"), namespace=NS, field_manager="tests")
     assert isinstance(created, Service)
