@@ -116,8 +116,6 @@ async def test_patch_strategic_merge_and_json(client: Client) -> None:
     assert jsonp.metadata is not None and jsonp.metadata.labels == {"tier": "x"}
 
 
-@pytest.mark.xfail(reason="server-side apply is being added to the server by a colleague",
-                   strict=True)
 async def test_patch_apply_with_field_manager(client: Client) -> None:
     maps = Api(ConfigMap, client=client)
     applied = await maps.patch(

@@ -235,3 +235,41 @@ def test_kubectl_prints_the_decode_error(seeded: ServerThread, tmp_path: Path) -
         f'Error from server (BadRequest): error when creating "{manifest}": Deployment in '
         'version "v1" cannot be handled as a Deployment: json: cannot unmarshal string into Go '
         "struct field DeploymentSpec.spec.replicas of type int32\n")
+
+
+def smp_failure(patch: dict[str, Any], error: str) -> dict[str, Any]:
+    """applyPatchToObject's 422: the patch map printed with %+v, the converter's error."""
+    cause = f"Invalid value: {json.dumps(_go_sprint(patch))}: {error}"
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": f' "" is invalid: patch: {cause}', "reason": "Invalid",
+            "details": {"causes": [{"reason": "FieldValueInvalid", "message": cause,
+                                    "field": "patch"}]},
+            "code": 422}
+
+
+def _go_sprint(value: Any) -> str:
+    """fmt's %v of a decoded map (keys sorted; the test patches hold strings and ints)."""
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{_go_sprint(value[k])}" for k in sorted(value)) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(_go_sprint(v) for v in value) + "]"
+    return str(value)
+
+
+@pytest.mark.parametrize(("patch", "error"), [
+    ({"spec": {"replicas": "three"}}, "unrecognized type: int32"),
+    ({"spec": {"replicas": 2.5}}, "cannot convert float64 to int32"),
+    ({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": 5}]}}}},
+     "cannot convert int64 to string"),
+    ({"spec": {"selector": "app=web"}}, "cannot restore struct from: string"),
+    ({"spec": {"template": {"spec": {"containers": [{"name": "c", "resources": {
+        "limits": {"cpu": "lots"}}}]}}}}, QUANTITY_FORMAT),
+], ids=["string-into-int32", "float-into-int32", "int-into-string", "string-into-struct",
+        "quantity"])
+def test_strategic_merge_patch_whose_result_does_not_convert(
+        seeded: ServerThread, patch: dict[str, Any], error: str) -> None:
+    # The patched map is converted into the Go struct (runtime.DefaultUnstructuredConverter),
+    # whose errors name no field.
+    reply = call(seeded, "PATCH", DEPLOYMENT.item("existing"), patch,
+                 {"Content-Type": "application/strategic-merge-patch+json"})
+    expect(reply, smp_failure(patch, error))

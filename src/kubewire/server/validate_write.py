@@ -2,8 +2,8 @@
 
 - type meta: the body's apiVersion/kind must name the URL's kind (kube handlers/create.go);
 - Go decoding: builtin kinds are decoded into Go structs, so a wrong JSON type is a 400 decode
-  error in create.go ``transformDecodeError``'s form (``schema.go_decode``), or for a JSON or
-  merge patch the 422 that handlers/patch.go ``jsonPatcher`` makes of it;
+  error in create.go ``transformDecodeError``'s form (``schema.go_decode``); a patch's result
+  that does not decode (JSON, merge) or convert (strategic, ``schema.go_convert``) is 422;
 - object meta and schema types: 422 Invalid with causes;
 - unknown fields per ``fieldValidation`` (Strict: 400; Warn, the default: dropped with a
   ``Warning`` header; Ignore: dropped silently) (objects-and-clients.md §2.7);
@@ -12,63 +12,68 @@
 
 from __future__ import annotations
 
-import re
+import json
 from typing import Any
 
-import msgspec
-
 from kubewire import validation
+from kubewire.go_print import go_json, go_sprint
 from kubewire.go_text import go_quote
 from kubewire.resources import Resource
 from kubewire.schema import validate as schema_validate
+from kubewire.schema.go_convert import convert_error
 from kubewire.schema.go_decode import decode_error
 from kubewire.server import lifecycle
 from kubewire.server.context import ServerContext
+from kubewire.server.encoding import media_type
+from kubewire.server.http import Request
 from kubewire.server.options import WriteOptions
 from kubewire.status import BadRequest, FieldError, Invalid, invalid, invalid_object, not_found
 
 # Patches whose result kube re-decodes from JSON (handlers/patch.go jsonPatcher).
 _JSON_PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json")
-_GO_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
-                    "\u2029": "\\u2029"}
-_GO_SHORT_ESCAPES = {"b": "\\u0008", "f": "\\u000c"}  # Go shortens only n, r, t
-_JSON_ESCAPE = re.compile(r"\\(.)")
-_encode_sorted = msgspec.json.Encoder(order="sorted").encode
+_STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 
 
-def check_type_meta(resource: Resource, body: dict[str, Any], patch_type: str = "") -> None:
+def check_type_meta(resource: Resource, body: dict[str, Any],
+                    patch: Request | None = None) -> None:
     """Check a write body's type meta, then that a builtin body decodes into its Go struct.
 
     Missing apiVersion/kind default to the URL's; different ones are rejected. A decode error
-    is 400 in create.go ``transformDecodeError``'s form. For a patch's result (``patch_type``
-    is the request's media type) kube decodes a JSON or merge patch's result and answers 422 on
-    ``patch`` (handlers/patch.go ``jsonPatcher.applyPatchToCurrentObject``); a strategic merge
-    patch's result is converted from a map instead and keeps ``validate``'s schema check.
+    is 400 in create.go ``transformDecodeError``'s form. ``body`` is the result of the
+    ``patch`` request when one is given: kube decodes a JSON or merge patch's result from JSON
+    and converts a strategic merge patch's result from a map, and answers a failure with 422
+    on ``patch`` (handlers/patch.go ``jsonPatcher``, ``applyPatchToObject``).
     """
     _check_kind(resource, body)
-    media = patch_type.split(";", 1)[0].strip().lower()
-    if resource.is_custom or (patch_type and media not in _JSON_PATCH_TYPES):
+    if resource.is_custom:
         return
-    error = decode_error(resource.api_version, resource.kind, body)
-    if error is None:
+    if patch is None:
+        error = decode_error(resource.api_version, resource.kind, body)
+        if error is not None:
+            raise BadRequest(f'{resource.kind} in version "{resource.version}" cannot be '
+                             f"handled as a {resource.kind}: {error}")
         return
-    if not patch_type:
-        raise BadRequest(f'{resource.kind} in version "{resource.version}" cannot be handled '
-                         f"as a {resource.kind}: {error}")
-    cause = f"Invalid value: {go_quote(go_json(body))}: {error}"
-    raise Invalid(f' "" is invalid: patch: {cause}',
-                  {"causes": [{"reason": "FieldValueInvalid", "message": cause,
-                               "field": "patch"}]})
+    media = media_type(patch.header("content-type"))
+    if media in _JSON_PATCH_TYPES:
+        error = decode_error(resource.api_version, resource.kind, body)
+        shown = go_json(body)  # string(patchedObjJS)
+    elif media == _STRATEGIC_MERGE_PATCH:
+        error = convert_error(resource.api_version, resource.kind, body)
+        shown = go_sprint(_decoded(patch.body))  # fmt.Sprintf("%+v", patchMap)
+    else:
+        return
+    if error is not None:
+        cause = f"Invalid value: {go_quote(shown)}: {error}"
+        raise Invalid(f' "" is invalid: patch: {cause}',
+                      {"causes": [{"reason": "FieldValueInvalid", "message": cause,
+                                   "field": "patch"}]})
 
 
-def go_json(value: Any) -> str:
-    """``value`` as Go's ``json.Marshal`` of maps writes it: compact, keys sorted, ``<>&`` and
-    U+2028/2029 escaped, control characters as ``\\u00XX`` except ``\\n \\r \\t``."""
-    text = _encode_sorted(value).decode()
-    text = _JSON_ESCAPE.sub(lambda m: _GO_SHORT_ESCAPES.get(m[1], m[0]), text)
-    for char, escaped in _GO_JSON_ESCAPES.items():
-        text = text.replace(char, escaped)
-    return text
+def _decoded(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None  # the patch was applied, so it decoded: not reached
 
 
 def _check_kind(resource: Resource, body: dict[str, Any]) -> None:

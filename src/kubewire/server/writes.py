@@ -27,6 +27,14 @@ from kubewire.server.encoding import (
     negotiate_json,
     with_type_meta,
 )
+from kubewire.server.field_ownership import (
+    APPLY_PATCH_MEDIA_TYPE,
+    Mutation,
+    WriteFacts,
+    default_field_manager,
+    parse_apply,
+    track_write,
+)
 from kubewire.server.http import Request, Response
 from kubewire.server.options import WriteOptions, parse_write_options
 from kubewire.server.routes import Route
@@ -75,7 +83,7 @@ async def create(ctx: ServerContext, request: Request, route: Route) -> Response
     if route.subresource:
         raise _method_not_allowed()
     negotiate_json(request.header("accept"))
-    wopts = parse_write_options(request.query)
+    wopts = default_field_manager(parse_write_options(request.query), request.header("user-agent"))
     body = decode_object(request.body, request.header("content-type"), resource)
     check_type_meta(resource, body)
     obj = with_type_meta(resource, body)
@@ -95,6 +103,7 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
                                              rng=ctx.rng)
         prepared = lifecycle.prepare_create(resource, defaulted, ctx_create)
         prepared, warnings = validate(resource, prepared, wopts)
+        prepared = track_write(WriteFacts(route, wopts, ctx_create.now), None, obj, prepared)
         name = prepared["metadata"]["name"]
         namespace = prepared["metadata"].get("namespace", "")
         if resource.namespaced:
@@ -122,7 +131,8 @@ async def update(ctx: ServerContext, request: Request, route: Route) -> Response
     if route.subresource not in ("", "status"):
         raise _method_not_allowed()
     negotiate_json(request.header("accept"))
-    wopts = parse_write_options(request.query, verb="update")
+    wopts = default_field_manager(parse_write_options(request.query, verb="update"),
+                                  request.header("user-agent"))
     body = decode_object(request.body, request.header("content-type"), resource)
     check_type_meta(resource, body)
     new = with_type_meta(resource, body)
@@ -145,27 +155,41 @@ async def update(ctx: ServerContext, request: Request, route: Route) -> Response
 
 
 async def patch(ctx: ServerContext, request: Request, route: Route) -> Response:
-    """PATCH an object (or its status) with a JSON patch or a JSON merge patch."""
+    """PATCH an object (or its status): JSON, merge or strategic merge patch, or server-side
+    apply, which creates a missing object (201; never through ``/status``)."""
     resource = route.resource
     if route.subresource not in ("", "status"):
         raise _method_not_allowed()
     negotiate_json(request.header("accept"))
-    wopts = parse_write_options(request.query, verb="patch")
-    apply = _patch_function(resource, request.header("content-type"))
     key = resource.storage_key(route.namespace, route.name)
-    if ctx.caches.for_resource(resource).get(key) is None:
+    missing = ctx.caches.for_resource(resource).get(key) is None
+    mutate: Mutation
+    wopts: WriteOptions
+    if media_type(request.header("content-type")) == APPLY_PATCH_MEDIA_TYPE:
+        wopts, server_side_apply = parse_apply(request.query, request.body, route, ctx.now())
+        if missing and not route.subresource:
+            obj = server_side_apply.create(route.name)
+            stored, warnings = await create_object(ctx, route, obj, wopts)
+            return json_response(201, stored, _warning_headers(warnings))
+        mutate = server_side_apply
+    else:
+        wopts = default_field_manager(parse_write_options(request.query, verb="patch"),
+                                      request.header("user-agent"))
+        apply = _patch_function(resource, request.header("content-type"))
+
+        def patched(old: dict[str, Any]) -> dict[str, Any]:
+            result = apply(old, request.body)
+            if not isinstance(result, dict):
+                raise BadRequest("the patched object is not a JSON object")
+            check_type_meta(resource, result, patch_type=request.header("content-type"))
+            rv = (result.get("metadata") or {}).get("resourceVersion")
+            if rv and rv != old["metadata"].get("resourceVersion"):
+                raise conflict(resource.group, resource.plural, route.name)
+            return with_type_meta(resource, result)
+
+        mutate = patched
+    if missing:
         raise not_found(resource.group, resource.plural, route.name)
-
-    def mutate(old: dict[str, Any]) -> dict[str, Any]:
-        patched = apply(old, request.body)
-        if not isinstance(patched, dict):
-            raise BadRequest("the patched object is not a JSON object")
-        check_type_meta(resource, patched, patch_type=request.header("content-type"))
-        rv = (patched.get("metadata") or {}).get("resourceVersion")
-        if rv and rv != old["metadata"].get("resourceVersion"):
-            raise conflict(resource.group, resource.plural, route.name)
-        return with_type_meta(resource, patched)
-
     stored, warnings = await guaranteed_update(ctx, route, mutate, wopts)
     return json_response(200, stored, _warning_headers(warnings))
 
@@ -201,6 +225,7 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Any,
                                        namespace=route.namespace, name=route.name)
         prepared = lifecycle.prepare_update(resource, old, new, uctx)
         prepared, warnings = validate(resource, prepared, wopts, old=old)
+        prepared = track_write(WriteFacts(route, wopts, uctx.now), old, new, prepared)
         if not route.subresource:  # status writes keep the stored spec: nothing to allocate
             prepared = ctx.allocations.allocate_on_update(resource, old, prepared,
                                                           dry_run=wopts.dry_run)

@@ -1,0 +1,137 @@
+"""Who owns which fields: the ``managedFields`` step of every create, update, patch and apply.
+
+Writes call ``track_write`` once, after the lifecycle rules and validation and before the store
+(kube runs its field manager in the handlers, ``fieldmanager.go`` ``UpdateNoErrors``/``Apply``).
+An apply has already computed its entries (``apply.apply_config``); any other write is an Update
+operation for its manager: the ``fieldManager`` parameter, else the User-Agent's product name
+(``handlers/rest.go`` ``managerOrUserAgent``, ``prefixFromUserAgent``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from kubewire.resources import Resource
+from kubewire.schema import TypeNode, type_for
+from kubewire.server.apply import ApplyRequest, ServerSideApply, decode_apply_body
+from kubewire.server.field_paths import MissingKeyError, compare
+from kubewire.server.lifecycle import format_time
+from kubewire.server.managed_fields import (
+    UpdateRecord,
+    encode_managed,
+    live_or_new,
+    manager_key,
+    record_update,
+)
+from kubewire.server.query_params import Query
+from kubewire.server.routes import Route
+from kubewire.server.write_options import (
+    MAX_FIELD_MANAGER_BYTES,
+    WriteOptions,
+    parse_write_options,
+)
+from kubewire.status import JSON
+
+__all__ = ["APPLY_PATCH_MEDIA_TYPE", "ApplyOptions", "Mutation", "WriteFacts",
+           "default_field_manager", "parse_apply", "resource_schema", "track_write"]
+
+APPLY_PATCH_MEDIA_TYPE = "application/apply-patch+yaml"
+Mutation = Callable[[dict[str, JSON]], dict[str, JSON]]
+"""What a read-modify-write does to the live object."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApplyOptions(WriteOptions):
+    """Write options of an apply patch: its managedFields come from the apply itself."""
+
+
+@dataclass(frozen=True, slots=True)
+class WriteFacts:
+    """The endpoint, options and time of one write."""
+
+    route: Route
+    options: WriteOptions
+    now: datetime
+
+
+def default_field_manager(options: WriteOptions, user_agent: str) -> WriteOptions:
+    """``options`` naming the User-Agent's product when no ``fieldManager`` was given."""
+    if options.field_manager:
+        return options
+    name = ""
+    for ch in user_agent.split("/", 1)[0]:
+        if not ch.isprintable():
+            continue
+        if len((name + ch).encode("utf-8", "surrogatepass")) > MAX_FIELD_MANAGER_BYTES:
+            break
+        name += ch
+    return replace(options, field_manager=name)
+
+
+def parse_apply(query: Query, body: bytes, route: Route,
+                now: datetime) -> tuple[ApplyOptions, ServerSideApply]:
+    """An apply request's options (422 without ``fieldManager``) and its decoded body (400)."""
+    options = parse_write_options(query, verb="apply")
+    config = decode_apply_body(body)
+    resource = route.resource
+    request = ApplyRequest(manager=options.field_manager, api_version=resource.api_version,
+                           kind=resource.kind, now=format_time(now), force=options.force,
+                           subresource=route.subresource, is_custom=resource.is_custom,
+                           has_status=resource.has_status)
+    apply_options = ApplyOptions(dry_run=options.dry_run, field_manager=options.field_manager,
+                                 field_validation=options.field_validation, force=options.force)
+    return apply_options, ServerSideApply(config, resource_schema(resource), request)
+
+
+def resource_schema(resource: Resource) -> TypeNode | None:
+    """The kind's root schema, or None when kubewire has none (fields are then deduced)."""
+    try:
+        return type_for(resource.api_version, resource.kind)
+    except KeyError:
+        return None
+
+
+def track_write(facts: WriteFacts, old: dict[str, JSON] | None, new: dict[str, JSON],
+                prepared: dict[str, JSON]) -> dict[str, JSON]:
+    """``prepared`` with its ``metadata.managedFields`` for this write (mutated and returned).
+
+    ``old`` is the live object (None on create), ``new`` what the request asked for before the
+    lifecycle rules (an apply's result carries its computed entries there).
+    """
+    meta = prepared.setdefault("metadata", {})
+    if isinstance(facts.options, ApplyOptions):
+        entries = (new.get("metadata") or {}).get("managedFields")
+        _set_entries(meta, entries)
+        return prepared
+    resource, subresource = facts.route.resource, facts.route.subresource
+    base = live_or_new(old, new, subresource)
+    try:
+        changes = compare(_bare(old), _bare(prepared), resource_schema(resource),
+                          is_custom=resource.is_custom)
+    except MissingKeyError:
+        _set_entries(meta, encode_managed(base) if base else None)
+        return prepared  # validation let a keyless list item through: keep ownership as it was
+    key = manager_key(facts.options.field_manager, "Update", resource.api_version, subresource)
+    managed = record_update(base, changes, UpdateRecord(key, format_time(facts.now),
+                                                        resource.has_status))
+    _set_entries(meta, encode_managed(managed) if managed else None)
+    return prepared
+
+
+def _set_entries(meta: dict[str, JSON], entries: JSON) -> None:
+    if entries:
+        meta["managedFields"] = entries
+    else:
+        meta.pop("managedFields", None)
+
+
+def _bare(obj: dict[str, JSON] | None) -> dict[str, JSON]:
+    """The object without its managedFields (never compared as data)."""
+    if obj is None:
+        return {}
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or "managedFields" not in meta:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}

@@ -1,0 +1,341 @@
+"""Field paths and field sets of server-side apply, as structured-merge-diff defines them.
+
+A path is a tuple of path elements, each kept in its ``FieldsV1`` spelling: ``f:<field>``,
+``k:<JSON object of the list-map keys>``, ``v:<JSON value>`` (set lists), ``i:<index>``. A field
+set is a frozenset of paths; a path in the set is a *member* (its owner owns that node).
+
+The walk reads the schema facts (``kubewire.schema``): an object with ``properties`` is a struct
+whose declared fields are not members themselves; ``additionalProperties`` is a map whose entries
+are members; ``x-kubernetes-map-type: atomic`` and lists without keys are one leaf. List types
+follow kube-openapi ``schemaconv``: ``x-kubernetes-list-type`` when given, else patch strategy
+``merge`` with a merge key is a map list and without one a set, else atomic. Sources:
+``kubernetes-sigs/structured-merge-diff`` ``typed/tofieldset.go``, ``typed/compare.go``,
+``fieldpath/serialize.go`` and ``fieldpath/element.go`` (``PathElement.String``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from kubewire.schema import TypeNode
+from kubewire.status import JSON
+
+Path = tuple[str, ...]
+FieldSet = frozenset[Path]
+NodeKind = Literal["struct", "map", "atomic", "map-list", "set-list", "scalar"]
+
+__all__ = [
+    "Comparison",
+    "FieldSet",
+    "MissingKeyError",
+    "Path",
+    "compare",
+    "field_set",
+    "fields_v1",
+    "list_element",
+    "node_kind",
+    "parse_fields_v1",
+    "path_text",
+    "without_subtree",
+]
+
+
+class MissingKeyError(ValueError):
+    """A map-list element lacks a key field that has no schema default."""
+
+
+def node_kind(node: TypeNode | None, value: JSON) -> NodeKind:
+    """How server-side apply treats ``value`` at schema ``node`` (None: outside the schema)."""
+    if node is None or node.type == "any":
+        # Deduced types (CR fields without schema): maps are granular, lists atomic.
+        return "map" if isinstance(value, dict) else "atomic" if isinstance(value, list) \
+            else "scalar"
+    if node.type == "object":
+        if node.patch_meta.map_type == "atomic":
+            return "atomic"
+        return "struct" if node.properties else "map"
+    if node.type == "array":
+        return _list_kind(node)
+    return "scalar"
+
+
+def _list_kind(node: TypeNode) -> NodeKind:
+    meta = node.patch_meta
+    if meta.list_type == "map" and meta.list_map_keys:
+        return "map-list"
+    if meta.list_type == "set":
+        return "set-list"
+    if meta.list_type:
+        return "atomic"
+    if "merge" in meta.patch_strategy.split(","):
+        return "map-list" if meta.patch_merge_key else "set-list"
+    return "atomic"
+
+
+def _map_keys(node: TypeNode) -> tuple[str, ...]:
+    meta = node.patch_meta
+    return meta.list_map_keys if meta.list_type == "map" else (meta.patch_merge_key,)
+
+
+def _json(value: JSON) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
+
+def list_element(node: TypeNode, kind: NodeKind, item: JSON) -> str:
+    """The path element naming ``item`` of a map list (``k:``) or a set list (``v:``).
+
+    Raises MissingKeyError when a key field is absent and its schema has no default
+    (structured-merge-diff ``listItemToPathElement``).
+    """
+    if kind == "set-list":
+        return "v:" + _json(item)
+    element = node.items
+    key: dict[str, JSON] = {}
+    for name in _map_keys(node):
+        value = item.get(name) if isinstance(item, dict) else None
+        if value is None:
+            child = element.child(name) if element is not None else None
+            if child is None or not child.has_default:
+                raise MissingKeyError(
+                    f"associative list with keys has an element that omits key field "
+                    f"{json.dumps(name)} (and doesn't have default value)")
+            value = child.default
+        key[name] = value
+    return "k:" + _json(key)
+
+
+def _child(node: TypeNode | None, name: str) -> tuple[TypeNode | None, bool]:
+    """The schema of field ``name`` and whether it is a declared struct field."""
+    if node is None or node.type != "object":
+        return None, False
+    prop = node.properties.get(name)
+    if prop is not None:
+        return prop, True
+    return node.values, False
+
+
+def _items(node: TypeNode | None) -> TypeNode | None:
+    return node.items if node is not None else None
+
+
+# --- ToFieldSet ---------------------------------------------------------------------------------
+
+def field_set(value: JSON, node: TypeNode | None) -> FieldSet:
+    """Every node ``value`` sets, as structured-merge-diff ``TypedValue.ToFieldSet`` walks it.
+
+    Raises MissingKeyError for a map-list element without its keys.
+    """
+    out: set[Path] = set()
+    _walk(value, node, (), out)
+    return frozenset(out)
+
+
+def _walk(value: JSON, node: TypeNode | None, path: Path, out: set[Path]) -> None:
+    kind = node_kind(node, value)
+    if isinstance(value, dict) and kind in ("struct", "map"):
+        for key, child_value in value.items():
+            child, declared = _child(node, key)
+            child_path = (*path, "f:" + key)
+            _walk(child_value, child, child_path, out)
+            if not declared or child_value is None or child_value == {}:
+                out.add(child_path)
+    elif isinstance(value, list) and node is not None and kind in ("map-list", "set-list"):
+        for item in value:
+            item_path = (*path, list_element(node, kind, item))
+            _walk(item, _items(node), item_path, out)
+            out.add(item_path)
+    elif path:
+        out.add(path)
+
+
+# --- Compare ------------------------------------------------------------------------------------
+
+@dataclass(slots=True)
+class Comparison:
+    """Leaves added, modified and removed between two objects (``typed.Comparison``)."""
+
+    added: set[Path] = field(default_factory=set)
+    modified: set[Path] = field(default_factory=set)
+    removed: set[Path] = field(default_factory=set)
+
+    @property
+    def is_same(self) -> bool:
+        return not (self.added or self.modified or self.removed)
+
+
+_MISSING: JSON = object()
+
+
+def compare(old: JSON, new: JSON, node: TypeNode | None, *, is_custom: bool) -> Comparison:
+    """What changed from ``old`` to ``new``; ``null`` counts as absent.
+
+    Built-in structs are Go structs that always exist, so a declared struct field is never
+    reported added or removed by itself; custom resources are unstructured and it is.
+    """
+    result = Comparison()
+    _compare(old, new, node, (), _CompareRun(result, is_custom))
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class _CompareRun:
+    result: Comparison
+    is_custom: bool
+
+
+def _compare(old: JSON, new: JSON, node: TypeNode | None, path: Path, run: _CompareRun) -> None:
+    old = _MISSING if old is None else old
+    new = _MISSING if new is None else new
+    probe = new if new is not _MISSING else old
+    kind = node_kind(node, probe)
+    granular = kind in ("struct", "map", "map-list", "set-list")
+    same_shape = type(old) is type(new) or _MISSING in (old, new)
+    if not granular or not same_shape or (not old and not new) or not isinstance(
+            probe, dict | list):
+        _leaf(old, new, path, run.result)
+        return
+    if isinstance(probe, dict):
+        _compare_maps(old, new, node, path, run)
+    elif node is not None:
+        _compare_lists(old, new, node, path, run)
+    if path and (run.is_custom or kind != "struct"):
+        if old is _MISSING:
+            run.result.added.add(path)
+        elif new is _MISSING:
+            run.result.removed.add(path)
+
+
+def _leaf(old: JSON, new: JSON, path: Path, result: Comparison) -> None:
+    if not path:
+        return
+    if old is _MISSING:
+        if new is not _MISSING:
+            result.added.add(path)
+    elif new is _MISSING:
+        result.removed.add(path)
+    elif old != new or type(old) is not type(new):
+        result.modified.add(path)
+
+
+def _compare_maps(old: JSON, new: JSON, node: TypeNode | None, path: Path,
+                  run: _CompareRun) -> None:
+    old_map = old if isinstance(old, dict) else {}
+    new_map = new if isinstance(new, dict) else {}
+    for key in dict.fromkeys([*old_map, *new_map]):
+        child, _ = _child(node, key)
+        _compare(old_map.get(key), new_map.get(key), child, (*path, "f:" + key), run)
+
+
+def _compare_lists(old: JSON, new: JSON, node: TypeNode, path: Path, run: _CompareRun) -> None:
+    kind = node_kind(node, new if new is not _MISSING else old)
+    old_items = index_items(node, kind, old if isinstance(old, list) else [])
+    new_items = index_items(node, kind, new if isinstance(new, list) else [])
+    for element in dict.fromkeys([*old_items, *new_items]):
+        _compare(old_items.get(element), new_items.get(element), _items(node),
+                 (*path, element), run)
+
+
+def index_items(node: TypeNode, kind: NodeKind, items: Iterable[JSON]) -> dict[str, JSON]:
+    """A keyed list's items by path element; a repeated key keeps its first item."""
+    out: dict[str, JSON] = {}
+    for item in items:
+        out.setdefault(list_element(node, kind, item), item)
+    return out
+
+
+# --- FieldsV1 -----------------------------------------------------------------------------------
+
+def fields_v1(paths: Iterable[Path]) -> dict[str, JSON]:
+    """The ``FieldsV1`` JSON of a field set: nested ``{element: {...}}``, ``".": {}`` marking a
+    member that also has children, keys in structured-merge-diff's element order."""
+    tree: dict[str, JSON] = {}
+    for path in paths:
+        level = tree
+        for element in path:
+            level = level.setdefault(element, {})
+        level["."] = {}
+    return _emit(tree, top=True)
+
+
+def _emit(tree: dict[str, JSON], *, top: bool = False) -> dict[str, JSON]:
+    out: dict[str, JSON] = {}
+    children = {k: v for k, v in tree.items() if k != "."}
+    if "." in tree and children and not top:
+        out["."] = {}
+    for key in sorted(children, key=element_order):
+        out[key] = _emit(children[key])
+    return out
+
+
+def parse_fields_v1(fields: JSON) -> FieldSet:
+    """The field set of a ``FieldsV1`` JSON object; malformed input gives what could be read."""
+    out: set[Path] = set()
+    _parse(fields, (), out)
+    return frozenset(out)
+
+
+def _parse(fields: JSON, path: Path, out: set[Path]) -> None:
+    if not isinstance(fields, dict):
+        return
+    if path and (not fields or "." in fields):
+        out.add(path)
+    for key, child in fields.items():
+        if key != ".":
+            _parse(child, (*path, key), out)
+
+
+_ELEMENT_RANK = {"f": 0, "k": 1, "v": 2, "i": 3}
+
+
+def element_order(element: str) -> tuple[int, JSON]:
+    """Sort key of a path element: fields, then keys, values, indexes (``PathElement.Compare``)."""
+    prefix, _, text = element.partition(":")
+    rank = _ELEMENT_RANK.get(prefix, 4)
+    if prefix == "f":
+        return rank, text
+    if prefix == "i":
+        return rank, (int(text) if text.isdigit() else 0,)
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return rank, text
+    if isinstance(value, dict):
+        return rank, tuple((k, _value_order(v)) for k, v in sorted(value.items()))
+    return rank, _value_order(value)
+
+
+def _value_order(value: JSON) -> tuple[int, JSON]:
+    if isinstance(value, bool):
+        return 1, int(value)
+    if isinstance(value, int | float):
+        return 2, value
+    if isinstance(value, str):
+        return 3, value
+    return 4, _json(value)
+
+
+# --- printing and subtrees ------------------------------------------------------------------------
+
+def path_text(path: Path) -> str:
+    """``fieldpath.Path.String``: ``.spec.containers[name="web"].image``, ``[=value]``, ``[0]``."""
+    parts = []
+    for element in path:
+        prefix, _, text = element.partition(":")
+        if prefix == "f":
+            parts.append("." + text)
+        elif prefix == "k":
+            key: Mapping[str, JSON] = json.loads(text)
+            parts.append("[" + ",".join(f"{k}={_json(v)}" for k, v in sorted(key.items())) + "]")
+        elif prefix == "v":
+            parts.append(f"[={text}]")
+        else:
+            parts.append(f"[{text}]")
+    return "".join(parts)
+
+
+def without_subtree(paths: Iterable[Path], prefix: Path) -> FieldSet:
+    """``paths`` minus ``prefix`` and everything below it (``Set.RecursiveDifference``)."""
+    return frozenset(p for p in paths if p[:len(prefix)] != prefix)
