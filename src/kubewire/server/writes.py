@@ -181,7 +181,7 @@ async def patch(ctx: ServerContext, request: Request, route: Route) -> Response:
             result = apply(old, request.body)
             if not isinstance(result, dict):
                 raise BadRequest("the patched object is not a JSON object")
-            check_type_meta(resource, result, patch_type=request.header("content-type"))
+            check_type_meta(resource, result, patch=request)
             rv = (result.get("metadata") or {}).get("resourceVersion")
             if rv and rv != old["metadata"].get("resourceVersion"):
                 raise conflict(resource.group, resource.plural, route.name)
