@@ -1,0 +1,73 @@
+"""kubewire's async Kubernetes client.
+
+    async with await create_client() as client:
+        pods = Api(Pod, client=client, namespace="default")
+        async for event in pods.watch(allow_bookmarks=True):
+            print(event.type, event.object.metadata.name)
+
+Models live in ``kubewire.models``; exceptions are listed in ``kubewire.client.errors``.
+"""
+
+from kubewire.client.api import Api, ObjectList
+from kubewire.client.backoff import Backoff
+from kubewire.client.client import Client, create_client
+from kubewire.client.config import ClientConfig, in_cluster_config, load_config, load_kubeconfig
+from kubewire.client.errors import (
+    AlreadyExists,
+    BadRequest,
+    ClientError,
+    ConfigError,
+    Conflict,
+    CredentialError,
+    Expired,
+    Forbidden,
+    Gone,
+    InternalError,
+    Invalid,
+    NotFound,
+    ServiceUnavailable,
+    StatusError,
+    Timeout,
+    TooManyRequests,
+    TransportError,
+    Unauthorized,
+)
+from kubewire.client.events import Bookmark, EventType, WatchEvent
+from kubewire.client.resource import PatchType, PropagationPolicy
+from kubewire.client.watch import WatchSettings
+
+__all__ = [
+    "AlreadyExists",
+    "Api",
+    "Backoff",
+    "BadRequest",
+    "Bookmark",
+    "Client",
+    "ClientConfig",
+    "ClientError",
+    "ConfigError",
+    "Conflict",
+    "CredentialError",
+    "EventType",
+    "Expired",
+    "Forbidden",
+    "Gone",
+    "InternalError",
+    "Invalid",
+    "NotFound",
+    "ObjectList",
+    "PatchType",
+    "PropagationPolicy",
+    "ServiceUnavailable",
+    "StatusError",
+    "Timeout",
+    "TooManyRequests",
+    "TransportError",
+    "Unauthorized",
+    "WatchEvent",
+    "WatchSettings",
+    "create_client",
+    "in_cluster_config",
+    "load_config",
+    "load_kubeconfig",
+]

@@ -22,6 +22,8 @@ INITIAL_EVENTS_END = "k8s.io/initial-events-end"  # KEP-3157 annotation (watch-p
 
 
 class EventType(enum.Enum):
+    """The ``type`` of a watch event (watch-protocol.md §5)."""
+
     ADDED = "ADDED"
     MODIFIED = "MODIFIED"
     DELETED = "DELETED"

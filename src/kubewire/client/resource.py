@@ -31,6 +31,8 @@ class PatchType(enum.Enum):
 
 
 class PropagationPolicy(enum.Enum):
+    """How a delete treats dependents (``DeleteOptions.propagationPolicy``)."""
+
     ORPHAN = "Orphan"
     BACKGROUND = "Background"
     FOREGROUND = "Foreground"
