@@ -12,6 +12,7 @@ because discovery lists ``pods/status``), and core/v1 Events (``generateName: ko
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import threading
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ import kopf
 import pytest
 
 from tests.integration.harness import ServerThread
-from tests.integration.kinds import NS, POD
+from tests.integration.kinds import NAMESPACE, NS, POD
 from tests.integration.wire import call, create, get, list_rv, ok, rv_of, wait_for, watch
 
 FINALIZER = "kopf.zalando.org/KopfFinalizerMarker"
@@ -62,13 +63,14 @@ def build_registry(seen: Operator) -> kopf.OperatorRegistry:
 def settings_for_tests() -> kopf.OperatorSettings:
     settings = kopf.OperatorSettings()
     settings.posting.enabled = True  # the default, stated: Events are part of what is tested
-    # Without watch errors kopf never backs off; a short timeout keeps shutdown quick.
-    settings.watching.server_timeout = 30
     return settings
 
 
-@pytest.fixture
-def operator(server: ServerThread, monkeypatch: pytest.MonkeyPatch) -> Iterator[Operator]:
+@contextlib.contextmanager
+def running_operator(server: ServerThread, monkeypatch: pytest.MonkeyPatch,
+                     **scope: Any) -> Iterator[Operator]:
+    """kopf in its own thread and loop, as ``kopf run --standalone`` with ``scope`` (``-n``
+    or ``-A``); kopf's kubeconfig login reads ``KUBECONFIG``."""
     monkeypatch.setenv("KUBECONFIG", str(server.kubeconfig))
     seen = Operator()
     registry = build_registry(seen)
@@ -78,7 +80,7 @@ def operator(server: ServerThread, monkeypatch: pytest.MonkeyPatch) -> Iterator[
         try:
             asyncio.run(kopf.operator(
                 registry=registry, settings=settings_for_tests(), standalone=True,
-                namespaces=[NS], ready_flag=ready, stop_flag=stop))
+                ready_flag=ready, stop_flag=stop, **scope))
         except BaseException as exc:  # surfaced by the test, not lost in the thread
             seen.errors.append(exc)
             ready.set()
@@ -94,6 +96,12 @@ def operator(server: ServerThread, monkeypatch: pytest.MonkeyPatch) -> Iterator[
         thread.join(OPERATOR_START_TIMEOUT_S)
     assert not thread.is_alive(), "kopf did not stop"
     assert not seen.errors, seen.errors
+
+
+@pytest.fixture
+def operator(server: ServerThread, monkeypatch: pytest.MonkeyPatch) -> Iterator[Operator]:
+    with running_operator(server, monkeypatch, namespaces=[NS]) as seen:
+        yield seen
 
 
 def pod_or_none(server: ServerThread, name: str) -> dict[str, Any] | None:
@@ -198,3 +206,20 @@ def test_kopf_event_times_are_re_encoded(server: ServerThread, operator: Operato
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", sent), sent
     assert event["firstTimestamp"] == event["lastTimestamp"] == sent[:19] + "Z"
 
+
+
+def test_clusterwide_operator_and_namespace_deletion(
+        server: ServerThread, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cluster-wide (``-A``: list and watch ``/api/v1/pods``): deleting a namespace deletes its
+    pod, which kopf's finalizer holds until the delete handler ran; then the namespace goes."""
+    create(server, NAMESPACE.collection(), NAMESPACE.obj("team-a"))
+    with running_operator(server, monkeypatch, clusterwide=True) as operator:
+        created = create(server, POD.collection("team-a"), POD.obj("web"))
+        wait_for(lambda: LAST_HANDLED in (
+            get(server, POD.item("web", "team-a"))["metadata"].get("annotations") or {}),
+            HANDLER_TIMEOUT_S, "the create handler to be recorded")
+        ok(call(server, "DELETE", NAMESPACE.item("team-a")), 200)
+        wait_for(lambda: call(server, "GET", NAMESPACE.item("team-a")).status == 404,
+                 HANDLER_TIMEOUT_S, "the namespace to go away")
+        assert operator.calls == [("create", "web", created["metadata"]["uid"]),
+                                  ("delete", "web", created["metadata"]["uid"])]
