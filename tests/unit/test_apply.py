@@ -1,0 +1,300 @@
+"""Server-side apply as pure functions: field sets, FieldsV1, merge, prune, conflicts, Updates."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from kubewire.schema import TypeNode, type_for
+from kubewire.server.apply import ApplyRequest, apply_config, decode_apply_body, merge
+from kubewire.server.field_paths import (
+    MissingKeyError,
+    compare,
+    field_set,
+    fields_v1,
+    parse_fields_v1,
+    path_text,
+)
+from kubewire.server.managed_fields import (
+    UpdateRecord,
+    decode_managed,
+    encode_managed,
+    manager_key,
+    record_update,
+)
+from kubewire.status import BadRequest, Conflict
+
+T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z"
+
+
+def deployment_schema() -> TypeNode:
+    return type_for("apps/v1", "Deployment")
+
+
+def pod_schema() -> TypeNode:
+    return type_for("v1", "Pod")
+
+
+def deployment(replicas: int = 2, labels: dict[str, str] | None = None,
+               image: str = "nginx:1") -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default",
+                     "labels": {"app": "web"} if labels is None else labels},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "nginx", "image": image,
+                                                       "ports": [{"containerPort": 80}]}]}}},
+    }
+
+
+def request(manager: str = "alice", *, now: str = T0, force: bool = False,
+            kind: str = "Deployment", api_version: str = "apps/v1") -> ApplyRequest:
+    return ApplyRequest(manager=manager, api_version=api_version, kind=kind, now=now,
+                        force=force, has_status=True)
+
+
+def entries(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    result: list[dict[str, Any]] = obj["metadata"]["managedFields"]
+    return result
+
+
+# --- field sets and FieldsV1 --------------------------------------------------------------------
+
+def test_field_set_of_a_deployment_encodes_like_kube() -> None:
+    paths = field_set(deployment(), deployment_schema())
+    encoded = fields_v1(p for p in paths if p[0] != "f:apiVersion" and p[0] != "f:kind"
+                        and p[:2] not in {("f:metadata", "f:name"),
+                                          ("f:metadata", "f:namespace")})
+    assert encoded == {
+        "f:metadata": {"f:labels": {"f:app": {}}},
+        "f:spec": {
+            "f:replicas": {},
+            "f:selector": {},  # LabelSelector is an atomic map
+            "f:template": {
+                "f:metadata": {"f:labels": {"f:app": {}}},
+                "f:spec": {"f:containers": {'k:{"name":"nginx"}': {
+                    ".": {}, "f:image": {}, "f:name": {},
+                    "f:ports": {'k:{"containerPort":80,"protocol":"TCP"}': {
+                        ".": {}, "f:containerPort": {}}}}}},
+            },
+        },
+    }
+
+
+def test_fields_v1_round_trips() -> None:
+    paths = field_set(deployment(), deployment_schema())
+    assert parse_fields_v1(fields_v1(paths)) == paths
+
+
+def test_set_lists_use_value_elements_and_atomic_lists_are_one_leaf() -> None:
+    pod = {"metadata": {"finalizers": ["b", "a"]},
+           "spec": {"tolerations": [{"key": "k"}], "containers": [
+               {"name": "c", "args": ["x", "y"]}]}}
+    assert fields_v1(field_set(pod, pod_schema())) == {
+        "f:metadata": {"f:finalizers": {'v:"a"': {}, 'v:"b"': {}}},
+        "f:spec": {"f:containers": {'k:{"name":"c"}': {".": {}, "f:args": {}, "f:name": {}}},
+                   "f:tolerations": {}},
+    }
+
+
+def test_map_list_item_without_key_or_default_is_refused() -> None:
+    pod = {"spec": {"containers": [{"image": "x"}]}}
+    with pytest.raises(MissingKeyError, match='omits key field "name"'):
+        field_set(pod, pod_schema())
+
+
+def test_path_text_prints_like_fieldpath() -> None:
+    assert path_text(("f:spec", "f:containers", 'k:{"name":"web"}', "f:image")) == \
+        '.spec.containers[name="web"].image'
+    assert path_text(("f:ports", 'k:{"containerPort":80,"protocol":"TCP"}')) == \
+        '.ports[containerPort=80,protocol="TCP"]'
+    assert path_text(("f:metadata", "f:finalizers", 'v:"a"')) == '.metadata.finalizers[="a"]'
+
+
+def test_compare_reports_leaves_and_new_map_entries() -> None:
+    old, new = deployment(), deployment(replicas=3, labels={"app": "web", "tier": "x"})
+    changes = compare(old, new, deployment_schema(), is_custom=False)
+    assert changes.modified == {("f:spec", "f:replicas")}
+    assert changes.added == {("f:metadata", "f:labels", "f:tier")}
+    assert not changes.removed
+
+
+# --- merge --------------------------------------------------------------------------------------
+
+def test_merge_merges_maps_and_keyed_lists_and_replaces_atomic_ones() -> None:
+    schema = pod_schema()
+    live = {"metadata": {"labels": {"a": "1"}},
+            "spec": {"containers": [{"name": "a", "image": "i", "args": ["1"]},
+                                    {"name": "b", "image": "j"}],
+                     "tolerations": [{"key": "x"}]}}
+    config = {"metadata": {"labels": {"b": "2"}},
+              "spec": {"containers": [{"name": "b", "image": "k"}, {"name": "a", "args": ["2"]}],
+                       "tolerations": [{"key": "y"}]}}
+    assert merge(live, config, schema) == {
+        "metadata": {"labels": {"a": "1", "b": "2"}},
+        "spec": {"containers": [{"name": "b", "image": "k"},
+                                {"name": "a", "image": "i", "args": ["2"]}],
+                 "tolerations": [{"key": "y"}]}}
+
+
+def test_merge_keeps_live_only_items_in_place_and_null_unsets() -> None:
+    schema = pod_schema()
+    live = {"spec": {"containers": [{"name": "a"}, {"name": "x"}, {"name": "b"}],
+                     "hostname": "h"}}
+    config = {"spec": {"containers": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
+                       "hostname": None}}
+    assert merge(live, config, schema) == {
+        "spec": {"containers": [{"name": "a"}, {"name": "x"}, {"name": "b"}, {"name": "c"}]}}
+
+
+# --- apply --------------------------------------------------------------------------------------
+
+def test_create_records_one_apply_entry() -> None:
+    obj = apply_config(None, deployment(), deployment_schema(), request())
+    [entry] = entries(obj)
+    assert {k: v for k, v in entry.items() if k != "fieldsV1"} == {
+        "manager": "alice", "operation": "Apply", "apiVersion": "apps/v1", "time": T0,
+        "fieldsType": "FieldsV1"}
+    assert entry["fieldsV1"]["f:metadata"] == {"f:labels": {"f:app": {}}}
+    assert obj["spec"]["replicas"] == 2
+
+
+def test_dropped_fields_are_pruned_and_kept_ones_stay() -> None:
+    schema = deployment_schema()
+    live = apply_config(None, deployment(labels={"app": "web", "tier": "x"}), schema, request())
+    config = deployment(labels={"app": "web"})
+    del config["spec"]["replicas"]
+    obj = apply_config(live, config, schema, request(now=T1))
+    assert obj["metadata"]["labels"] == {"app": "web"}
+    assert "replicas" not in obj["spec"]
+    assert "f:replicas" not in entries(obj)[0]["fieldsV1"]["f:spec"]
+    assert entries(obj)[0]["time"] == T1
+
+
+def test_a_field_another_applier_owns_is_not_pruned() -> None:
+    schema = deployment_schema()
+    live = apply_config(None, deployment(labels={"app": "web", "tier": "x"}), schema, request())
+    shared = {"apiVersion": "apps/v1", "kind": "Deployment",
+              "metadata": {"name": "web", "labels": {"tier": "x"}}}
+    live = apply_config(live, shared, schema, request("bob"))
+    obj = apply_config(live, deployment(), schema, request(now=T1))
+    assert obj["metadata"]["labels"] == {"app": "web", "tier": "x"}
+    assert [e["manager"] for e in entries(obj)] == ["alice", "bob"]
+
+
+def test_no_op_apply_keeps_the_time() -> None:
+    schema = deployment_schema()
+    live = apply_config(None, deployment(), schema, request())
+    assert apply_config(live, deployment(), schema, request(now=T1)) == live
+
+
+def with_updater(live: dict[str, Any], manager: str, new: dict[str, Any]) -> dict[str, Any]:
+    managed = decode_managed(live["metadata"]["managedFields"]) or {}
+    bare = {k: v for k, v in live.items() if k != "metadata"}
+    changes = compare(bare, {k: v for k, v in new.items() if k != "metadata"},
+                      deployment_schema(), is_custom=False)
+    key = manager_key(manager, "Update", "apps/v1")
+    out = copy.deepcopy(new)
+    out["metadata"]["managedFields"] = encode_managed(
+        record_update(managed, changes, UpdateRecord(key, T0, has_status=True)))
+    return out
+
+
+def test_changing_a_field_an_updater_owns_is_a_conflict() -> None:
+    schema = deployment_schema()
+    live = with_updater(apply_config(None, deployment(), schema, request()), "bob",
+                        deployment(replicas=5))
+    assert [(e["manager"], e["operation"]) for e in entries(live)] == [
+        ("alice", "Apply"), ("bob", "Update")]
+    with pytest.raises(Conflict) as caught:
+        apply_config(live, deployment(replicas=3), schema, request(now=T1))
+    assert caught.value.to_status() == {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": 'Apply failed with 1 conflict: conflict with "bob" using apps/v1: '
+                   ".spec.replicas",
+        "reason": "Conflict",
+        "details": {"causes": [{"reason": "FieldManagerConflict",
+                                "message": 'conflict with "bob" using apps/v1',
+                                "field": ".spec.replicas"}]},
+        "code": 409}
+
+
+def test_the_same_value_is_shared_not_a_conflict() -> None:
+    schema = deployment_schema()
+    live = with_updater(apply_config(None, deployment(), schema, request()), "bob",
+                        deployment(replicas=5))
+    obj = apply_config(live, deployment(replicas=5), schema, request("carol", now=T1))
+    owners = {e["manager"] for e in entries(obj) if "f:replicas" in e["fieldsV1"].get(
+        "f:spec", {})}
+    assert owners == {"bob", "carol"}
+
+
+def test_force_takes_ownership() -> None:
+    schema = deployment_schema()
+    live = with_updater(apply_config(None, deployment(), schema, request()), "bob",
+                        deployment(replicas=5))
+    obj = apply_config(live, deployment(replicas=3), schema, request(now=T1, force=True))
+    assert obj["spec"]["replicas"] == 3
+    assert [e["manager"] for e in entries(obj)] == ["alice"]  # bob owned nothing else
+
+
+def test_several_conflicts_are_listed_per_manager() -> None:
+    schema = deployment_schema()
+    live = apply_config(None, deployment(), schema, request("bob"))
+    with pytest.raises(Conflict) as caught:
+        apply_config(live, deployment(replicas=3, image="nginx:2"), schema, request())
+    assert caught.value.message == (
+        'Apply failed with 2 conflicts: conflicts with "bob":\n'
+        "- .spec.replicas\n"
+        '- .spec.template.spec.containers[name="nginx"].image')
+    assert [c["field"] for c in caught.value.details["causes"]] == [  # type: ignore[index]
+        ".spec.replicas", '.spec.template.spec.containers[name="nginx"].image']
+
+
+@pytest.mark.parametrize(("config", "message"), [
+    ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"}},
+     "invalid object type: /v1, Kind=Pod"),
+    ({"metadata": {"name": "web"}}, "invalid object type: /, Kind="),
+    ({"apiVersion": "apps/v1", "kind": "Deployment",
+      "metadata": {"name": "web", "managedFields": [{"manager": "x"}]}},
+     "metadata.managedFields must be nil"),
+])
+def test_bad_configurations_are_400(config: dict[str, Any], message: str) -> None:
+    with pytest.raises(BadRequest) as caught:
+        apply_config(None, config, deployment_schema(), request())
+    assert caught.value.message == message
+
+
+def test_custom_kinds_deduce_unknown_fields_and_keep_atomic_lists() -> None:
+    route = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+             "metadata": {"name": "r"},
+             "spec": {"hostnames": ["a.example"], "extra": {"x": 1}}}
+    schema = type_for("gateway.networking.k8s.io/v1", "HTTPRoute")
+    obj = apply_config(None, route, schema, ApplyRequest(
+        manager="m", api_version="gateway.networking.k8s.io/v1", kind="HTTPRoute", now=T0,
+        is_custom=True, has_status=True))
+    assert entries(obj)[0]["fieldsV1"]["f:spec"] == {
+        "f:extra": {".": {}, "f:x": {}}, "f:hostnames": {}}
+
+
+def test_decode_apply_body_reads_yaml_and_json() -> None:
+    assert decode_apply_body(b"kind: Pod\nmetadata:\n  name: x\n") == {
+        "kind": "Pod", "metadata": {"name": "x"}}
+    assert decode_apply_body(b'{"kind":"Pod"}') == {"kind": "Pod"}
+    with pytest.raises(BadRequest, match="cannot unmarshal array into Go value of type "
+                                         "map"):
+        decode_apply_body(b"[1]")
+
+
+def test_an_update_takes_what_it_changed_from_the_applier() -> None:
+    schema = deployment_schema()
+    live = apply_config(None, deployment(), schema, request())
+    obj = with_updater(live, "bob", deployment(replicas=5))
+    alice, bob = entries(obj)
+    assert "f:replicas" not in alice["fieldsV1"]["f:spec"]
+    assert bob == {"manager": "bob", "operation": "Update", "apiVersion": "apps/v1",
+                   "time": T0, "fieldsType": "FieldsV1",
+                   "fieldsV1": {"f:spec": {"f:replicas": {}}}}
