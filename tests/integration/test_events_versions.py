@@ -140,7 +140,9 @@ def test_a_core_watch_sees_events_writes_in_core_form(server: ServerThread) -> N
     rv = list_rv(server, CORE)
     with watch(server, CORE, resourceVersion=rv) as stream:
         created = create(server, EVENTS, new_event("w"))
-        patched = ok(call(server, "PATCH", f"{EVENTS}/w", {"type": "Warning"},
+        # events.k8s.io updates may change only metadata and the series (ValidateEventUpdate)
+        series = {"count": 2, "lastObservedTime": "2024-12-11T09:20:00.000000Z"}
+        patched = ok(call(server, "PATCH", f"{EVENTS}/w", {"series": series},
                           {"Content-Type": "application/merge-patch+json"}), 200)
         ok(call(server, "DELETE", f"{EVENTS}/w"), 200)
         events = stream.events(3)
@@ -215,21 +217,21 @@ def test_the_other_versions_labels_are_rejected(server: ServerThread, path: str,
             "code": 400}
 
 
-def test_a_field_selector_watch_on_core_follows_events_updates(server: ServerThread) -> None:
-    create(server, EVENTS, new_event("moving"))
-    rv = list_rv(server, CORE)
-    with watch(server, CORE, resourceVersion=rv,
-               fieldSelector="involvedObject.name=web-0") as stream:
-        moved = new_event("moving", pod="web-1")
-        current = get(server, f"{EVENTS}/moving")
-        moved["metadata"] = current["metadata"]
-        ok(call(server, "PUT", f"{EVENTS}/moving", moved), 200)
-        create(server, EVENTS, new_event("arriving"))
+def test_a_field_selector_watch_on_events_follows_core_updates(server: ServerThread) -> None:
+    create(server, CORE, core_event("moving"))
+    rv = list_rv(server, EVENTS)
+    with watch(server, EVENTS, resourceVersion=rv,
+               fieldSelector="regarding.name=web-0") as stream:
+        # legacy (core/v1) updates may change what the event is about
+        moved = get(server, f"{CORE}/moving")
+        moved["involvedObject"]["name"] = "web-1"
+        ok(call(server, "PUT", f"{CORE}/moving", moved), 200)
+        create(server, CORE, core_event("arriving"))
         events = stream.events(2)
     assert types_and_names(events) == [("DELETED", "moving"), ("ADDED", "arriving")]
-    # leaving the selector: the last matching state, in core/v1
-    assert events[0]["object"]["involvedObject"]["name"] == "web-0"
-    assert events[0]["object"]["apiVersion"] == "v1"
+    # leaving the selector: the last matching state, in events.k8s.io/v1
+    assert events[0]["object"]["regarding"]["name"] == "web-0"
+    assert events[0]["object"]["apiVersion"] == "events.k8s.io/v1"
 
 
 # --- discovery, OpenAPI, kubectl ------------------------------------------------------------------
@@ -286,3 +288,64 @@ def test_tables_print_the_same_row_through_both_versions(server: ServerThread) -
     # Source falls back to the reporting controller under either version's field name
     assert rows[CORE]["Source"] == "kubewire.io/t, t-1"
     assert rows[CORE] == rows[EVENTS]
+
+
+# --- validation follows the request's version ---------------------------------------------
+
+def test_core_creates_get_legacy_validation(server: ServerThread) -> None:
+    bad = core_event("bad")
+    bad["involvedObject"]["namespace"] = "other"
+    reply = call(server, "POST", CORE, bad)
+    assert reply.status == 422
+    cause = {"reason": "FieldValueInvalid", "field": "involvedObject.namespace",
+             "message": 'Invalid value: "other": does not match event.namespace'}
+    assert reply.status_object() == {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": 'Event "bad" is invalid: involvedObject.namespace: Invalid value: "other": '
+                   "does not match event.namespace",
+        "reason": "Invalid", "details": {"name": "bad", "kind": "Event", "causes": [cause]},
+        "code": 422}
+    # a core event naming the new fields is held to them, under core/v1's names
+    half = core_event("half", eventTime="2024-12-11T09:15:02.000000Z",
+                      reportingComponent="kubelet")
+    fields = [c["field"] for c in call(server, "POST", CORE, half).json["details"]["causes"]]
+    assert fields == ["reportingInstance", "action"]
+    assert get(server, CORE)["items"] == []
+
+
+def test_events_creates_get_strict_validation(server: ServerThread) -> None:
+    legacy_fields = new_event("strict") | {"deprecatedCount": 3,
+                                           "deprecatedSource": {"component": "kubelet"}}
+    del legacy_fields["type"]
+    reply = call(server, "POST", EVENTS, legacy_fields)
+    assert reply.status == 422
+    status = reply.status_object()
+    assert status["details"]["causes"] == [
+        {"reason": "FieldValueInvalid", "field": "type",
+         "message": 'Invalid value: "": has invalid value: '},
+        {"reason": "FieldValueInvalid", "field": "count",
+         "message": 'Invalid value: "": needs to be unset'},
+        {"reason": "FieldValueInvalid", "field": "source",
+         "message": 'Invalid value: "": needs to be unset'}]
+    assert status["message"].endswith(
+        ' "strict" is invalid: [type: Invalid value: "": has invalid value: , count: Invalid '
+        'value: "": needs to be unset, source: Invalid value: "": needs to be unset]')
+    # the very same event is fine through core/v1
+    create(server, CORE, events_v1_to_core_event(legacy_fields))
+
+
+def test_events_updates_may_not_change_the_event_but_core_updates_may(
+        server: ServerThread) -> None:
+    create(server, EVENTS, new_event("fixed"))
+    before = get(server, f"{EVENTS}/fixed")
+    reply = call(server, "PATCH", f"{EVENTS}/fixed", {"note": "rewritten"},
+                 {"Content-Type": "application/merge-patch+json"})
+    assert reply.status == 422
+    assert reply.status_object()["details"]["causes"] == [
+        {"reason": "FieldValueInvalid", "field": "message",
+         "message": 'Invalid value: "rewritten": field is immutable'}]
+    assert get(server, f"{EVENTS}/fixed") == before  # nothing changed
+    legacy = ok(call(server, "PATCH", f"{CORE}/fixed", {"message": "rewritten"},
+                     {"Content-Type": "application/merge-patch+json"}), 200)
+    assert legacy["message"] == "rewritten"
+    assert get(server, f"{EVENTS}/fixed")["note"] == "rewritten"

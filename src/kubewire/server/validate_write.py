@@ -18,6 +18,7 @@ from typing import Any
 from kubewire import validation
 from kubewire.go_print import go_json, go_sprint
 from kubewire.go_text import go_quote
+from kubewire.kind_validation import validate_kind
 from kubewire.resources import Resource
 from kubewire.schema import validate as schema_validate
 from kubewire.schema.go_convert import convert_error
@@ -105,9 +106,9 @@ def _name_of(body: dict[str, Any]) -> str:
 def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
              old: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
     """Validate a prepared object; returns it with unknown fields handled, and warnings."""
-    del old  # update-specific rules live in lifecycle.prepare_update
     errors: list[FieldError] = list(validation.validate_object_meta(resource, obj))
     errors.extend(schema_validate.validate_types(resource.api_version, resource.kind, obj))
+    errors.extend(validate_kind(resource, obj, old))  # the kind's strategy rules
     if errors:
         raise invalid_object(resource.group, resource.kind, _name_of(obj), errors)
     warnings: list[str] = []
