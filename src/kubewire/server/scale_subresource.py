@@ -78,14 +78,13 @@ def _put_body(request: Request, route: Route) -> UpdatedScale:
 
 def _patched(request: Request, route: Route) -> UpdatedScale:
     payload = _payload(route.resource)
-    content_type = request.header("content-type")
-    apply = _patch_function(payload, content_type)
+    apply = _patch_function(payload, request.header("content-type"))
 
     def updated(current_scale: dict[str, JSON]) -> dict[str, JSON]:
         result = apply(current_scale, request.body)
         if not isinstance(result, dict):
             raise BadRequest("the patched object is not a JSON object")
-        check_type_meta(payload, result, patch_type=content_type)
+        check_type_meta(payload, result, patch=request)
         return result
 
     return updated
