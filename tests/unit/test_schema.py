@@ -74,6 +74,26 @@ def _assert_no_prose(node: dict[str, Any]) -> None:
             _assert_no_prose(node[key])
 
 
+def test_go_named_types_of_builtin_fields() -> None:
+    # Decode errors name a field's Go type; named non-struct types are generated facts.
+    assert schema.go_named_field_type("io.k8s.api.core.v1.PodSpec", "restartPolicy") == (
+        "v1.RestartPolicy")
+    assert schema.go_named_field_type("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+                                      "uid") == "types.UID"
+    assert schema.go_named_field_type("io.k8s.api.core.v1.PodSpec", "nodeName") == ""
+    assert schema.go_named_field_type("unknown.Type", "x") == ""
+
+
+@pytest.mark.skipif(not (SHARED / "openapi").is_dir(), reason="../shared/openapi is absent")
+def test_generator_refuses_a_go_type_for_a_missing_field(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    generator = _load_generator()
+    bogus = {**generator.GO_NAMED_TYPES, "io.k8s.api.core.v1.PodSpec": {"noSuchField": "x"}}
+    monkeypatch.setattr(generator, "GO_NAMED_TYPES", bogus)
+    with pytest.raises(ValueError, match="noSuchField"):
+        generator.generate(SHARED, tmp_path)
+
+
 def test_every_registry_kind_has_a_schema_and_scope() -> None:
     for res in REGISTRY:
         info = schema.kind_info(res.api_version, res.kind)
