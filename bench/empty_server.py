@@ -1,0 +1,47 @@
+"""The write-path reference: kubewire's own HTTP stack (``kubewire.server.http.HTTPServer``)
+answering every request from an empty handler, on the same event loop ``kubewire serve`` uses.
+
+POST answers 201 with a small JSON body, anything else 200 (so ``/readyz`` is ready at once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+
+from bench.worker import new_event_loop
+from kubewire.server.http import HTTPServer, Request, Response
+
+CREATED = Response(201, b'{"kind":"Pod","apiVersion":"v1","metadata":{"name":"x"}}')
+OK = Response(200, b"ok", "text/plain; charset=utf-8")
+
+
+async def empty_handler(request: Request) -> Response:
+    return CREATED if request.method == "POST" else OK
+
+
+async def serve(port: int) -> None:
+    http = HTTPServer(empty_handler)
+    _, bound = await http.listen("127.0.0.1", port)
+    print(f"ready {bound}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await http.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    loop = new_event_loop()
+    with contextlib.closing(loop):
+        loop.run_until_complete(serve(args.port))
+
+
+if __name__ == "__main__":
+    main()

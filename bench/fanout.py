@@ -1,0 +1,175 @@
+"""Fan-out: W watchers on one collection, ~2 KB events; kubewire vs. the raw-socket limit.
+
+kubewire (``kubewire serve --insecure-http --durability normal``: the store's fsync is the
+write path's concern, not fan-out's) gets its events from a writer process creating Pods with
+64 connections; the raw server (``bench.raw_server``) publishes the same number of
+pre-serialized lines of the same size as fast as the readers take them. The same reader
+processes hold the W watches for both. Delivered events/s = W x N / (last watcher complete -
+go); server CPU per delivered event from ``/proc/<pid>/stat``, writes included for kubewire.
+
+    python -m bench.fanout [--smoke] [--repeats 5] [--watchers 10,100,1000]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from bench import report
+from bench.servers import ServerProcess, kubewire_serve_argv, reference_argv
+from bench.stats import row, summary
+from bench.wire import EVENT_BYTES, create_namespace, pod_manifest, pods_path, request
+from bench.worker import Worker, gather_results
+
+NAME = "fanout"
+TARGET_RATIO = 0.85  # issue 6: fan-out at W=1000, ratio to the raw limit
+
+
+@dataclass
+class FanoutOptions:
+    watchers: tuple[int, ...] = (10, 100, 1000)
+    repeats: int = 5
+    deliveries: int = 200_000  # W x N aimed for per round
+    min_events: int = 200
+    max_events: int = 2000
+    writers: int = 64  # kubewire's write concurrency; the raw server publishes this many per turn
+    reader_processes: int = 2
+    round_timeout_s: float = 120.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def events_per_watcher(self, watchers: int) -> int:
+        return max(self.min_events, min(self.max_events, self.deliveries // watchers))
+
+
+SMOKE = FanoutOptions(watchers=(3,), repeats=1, deliveries=60, min_events=20, max_events=20,
+                      writers=4, reader_processes=1, round_timeout_s=30.0)
+
+
+class Rig:
+    """Both servers, the reader processes and the writer process, for every round."""
+
+    def __init__(self, opts: FanoutOptions, stack: contextlib.ExitStack, data_dir: Path) -> None:
+        self.opts = opts
+        self.kubewire = stack.enter_context(ServerProcess(
+            "kubewire", kubewire_serve_argv(data_dir, durability="normal"))).wait_ready()
+        self.raw = stack.enter_context(ServerProcess(
+            "raw", reference_argv("bench.raw_server"))).wait_ready()
+        self.readers = [stack.enter_context(Worker("bench.readers:ReaderSet"))
+                        for _ in range(opts.reader_processes)]
+        self.load = stack.enter_context(Worker("bench.load:LoadGenerator"))
+        self.body = msgspec.json.encode(pod_manifest("x", generate_name="fan-"))
+        self.rounds = 0
+
+    def open_watches(self, port: int, path: str, watchers: int) -> None:
+        shares = [watchers // len(self.readers) + (i < watchers % len(self.readers))
+                  for i in range(len(self.readers))]
+        active = [(r, n) for r, n in zip(self.readers, shares, strict=True) if n]
+        for reader, n in active:
+            reader.send("open", port=port, path=path, count=n, timeout_s=60.0)
+        gather_results([r for r, _ in active], 90.0)
+        self.active = [r for r, _ in active]
+
+    def round(self, side: str, watchers: int) -> dict[str, Any]:
+        self.rounds += 1
+        n = self.opts.events_per_watcher(watchers)
+        server = self.kubewire if side == "kubewire" else self.raw
+        if side == "kubewire":
+            namespace = f"fan-{self.rounds}"
+            create_namespace(server.port, namespace)
+            body = self.body.replace(b'"namespace":"x"', b'"namespace":"%b"' % namespace.encode())
+            self.load.call("connect", 30.0, port=server.port, count=self.opts.writers)
+            self.open_watches(server.port, pods_path(namespace) + "?watch=1", watchers)
+        else:
+            self.open_watches(server.port, "/pods?watch=1", watchers)
+        timeout = self.opts.round_timeout_s
+        for reader in self.active:
+            reader.send("count", expected=n, timeout_s=timeout)
+        time.sleep(0.05)  # the readers' loops are running before the first event
+        cpu_before = server.cpu_seconds()
+        go = time.monotonic()
+        if side == "kubewire":
+            self.load.send("closed_loop", path=pods_path(namespace), body=body, max_requests=n,
+                           duration_s=timeout)
+        else:
+            request(server.port, "POST", f"/go?n={n}&batch={self.opts.writers}&size={EVENT_BYTES}")
+        counts = gather_results(self.active, timeout + 30)
+        cpu = server.cpu_seconds() - cpu_before
+        if side == "kubewire":
+            written = self.load.result(timeout + 30)
+            if written["completed"] != n:
+                raise RuntimeError(f"writer completed {written} of {n}")
+            self.load.call("close", 10.0)
+        for reader in self.active:
+            reader.call("close", 30.0)
+        return measure(counts, go, watchers, n, cpu)
+
+
+def measure(counts: list[dict[str, Any]], go: float, watchers: int, n: int,
+            cpu_s: float) -> dict[str, Any]:
+    events = sum(c["events"] for c in counts)
+    complete = sum(c["complete"] for c in counts)
+    if complete < watchers:
+        raise RuntimeError(f"only {complete} of {watchers} watchers received {n} events "
+                           f"({sum(c['closed'] for c in counts)} closed)")
+    elapsed = max(c["done_at"] for c in counts) - go
+    return {"events_per_s": events / elapsed, "elapsed_s": elapsed,
+            "cpu_us_per_event": cpu_s * 1e6 / events,
+            "bytes_per_event": sum(c["bytes"] for c in counts) / events}
+
+
+def run(opts: FanoutOptions) -> dict[str, Any]:
+    samples: dict[int, dict[str, list[dict[str, Any]]]] = {}
+    with contextlib.ExitStack() as stack:
+        data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kw-fanout-")))
+        rig = Rig(opts, stack, data_dir)
+        for watchers in opts.watchers:
+            sides: dict[str, list[dict[str, Any]]] = {"kubewire": [], "raw": []}
+            for rep in range(opts.repeats):
+                order = ("kubewire", "raw") if rep % 2 == 0 else ("raw", "kubewire")
+                for side in order:
+                    sides[side].append(rig.round(side, watchers))
+            samples[watchers] = sides
+    return result(opts, samples)
+
+
+def result(opts: FanoutOptions, samples: dict[int, dict[str, list[dict[str, Any]]]],
+           ) -> dict[str, Any]:
+    rows = []
+    for watchers, sides in samples.items():
+        ours = [s["events_per_s"] for s in sides["kubewire"]]
+        ref = [s["events_per_s"] for s in sides["raw"]]
+        ratio = summary([a / b for a, b in zip(ours, ref, strict=True)])["median"]
+        is_target = watchers == 1000
+        rows.append(row(
+            f"W={watchers}, N={opts.events_per_watcher(watchers)} events/watcher", "events/s",
+            ours, ref, target=f">= {TARGET_RATIO}" if is_target else "",
+            met=(ratio >= TARGET_RATIO) if is_target else None, watchers=watchers,
+            cpu_us_per_event={side: summary([s["cpu_us_per_event"] for s in runs])
+                              for side, runs in sides.items()},
+            bytes_per_event={side: summary([s["bytes_per_event"] for s in runs])
+                             for side, runs in sides.items()}))
+    return {"name": NAME, "title": "Fan-out (item 1)", "reference": "raw uvloop socket server",
+            "command": "python -m bench.fanout", "repeats": opts.repeats, "rows": rows,
+            "notes": ["kubewire runs with --insecure-http --durability normal; its events come "
+                      f"from {opts.writers} concurrent creates, so its CPU includes the writes.",
+                      "The raw server publishes pre-serialized lines with no storage: the limit."]}
+
+
+def main() -> None:
+    args = report.parse_args(__doc__, watchers=True)
+    opts = SMOKE if args.smoke else FanoutOptions()
+    if args.repeats:
+        opts.repeats = args.repeats
+    if args.watchers:
+        opts.watchers = args.watchers
+    report.finish(run(opts), args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""What the benchmarks put on the wire: ~2 KB Pods and their watch event lines, and requests.
+
+kubewire's stored Pod gains defaults, a uid and managedFields on create; ``POD_PAD_BYTES`` is
+chosen so the event line it sends is about ``EVENT_BYTES``. The reference servers send lines of
+exactly ``EVENT_BYTES`` in the same shape (readers report the measured size of both).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+from typing import Any
+
+EVENT_BYTES = 2048
+POD_PAD_BYTES = 785  # annotation padding that makes kubewire's ADDED line ~EVENT_BYTES
+USER_AGENT = "kubewire-bench"
+EVENT_MARKER = b'\n{"type":"'  # once per event: lines follow a chunk-size line or a line
+CONTROL_TIMEOUT_S = 30.0
+
+
+def pod_manifest(namespace: str, *, name: str = "", generate_name: str = "",
+                 pad_bytes: int = POD_PAD_BYTES) -> dict[str, Any]:
+    meta: dict[str, Any] = {"namespace": namespace, "labels": {"app": "bench"},
+                            "annotations": {"bench/pad": "x" * pad_bytes}}
+    if name:
+        meta["name"] = name
+    else:
+        meta["generateName"] = generate_name or "bench-"
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+            "spec": {"containers": [{"name": "c", "image": "registry.example/app:1.0"}]}}
+
+
+def pods_path(namespace: str) -> str:
+    return f"/api/v1/namespaces/{namespace}/pods"
+
+
+def post_request(path: str, body: bytes) -> bytes:
+    """A keep-alive HTTP/1.1 POST of JSON ``body``."""
+    return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: {USER_AGENT}\r\n"
+            f"Content-Type: application/json\r\nAccept: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+def get_request(path: str) -> bytes:
+    return (f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: {USER_AGENT}\r\n"
+            f"Accept: application/json\r\n\r\n").encode()
+
+
+def event_line(name: str, namespace: str = "bench", size: int = EVENT_BYTES) -> bytes:
+    """An ADDED Pod event line of exactly ``size`` bytes (the reference servers' payload)."""
+    obj = pod_manifest(namespace, name=name, pad_bytes=0)
+    obj["status"] = {"phase": "Pending"}
+    head = b'{"type":"ADDED","object":'
+    bare = head + json.dumps(obj, separators=(",", ":")).encode() + b"}\n"
+    obj["metadata"]["annotations"]["bench/pad"] = "x" * max(0, size - len(bare))
+    return head + json.dumps(obj, separators=(",", ":")).encode() + b"}\n"
+
+
+def request(port: int, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
+    """One blocking request from the benchmark process (setup and control, never measured)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=CONTROL_TIMEOUT_S)
+    try:
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT}
+        conn.request(method, path, body=data, headers=headers)
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def create_namespace(port: int, name: str) -> None:
+    status, body = request(port, "POST", "/api/v1/namespaces",
+                           {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    if status not in (201, 409):
+        raise RuntimeError(f"creating namespace {name}: {status} {body[:300]!r}")
