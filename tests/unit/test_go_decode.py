@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from kubewire.schema import field_type
-from kubewire.schema.go_decode import decode_error, go_type_name
+from kubewire.schema.go_decode import decode_error
+from kubewire.schema.go_types import GoType, go_type_of
 from kubewire.schema.go_values import QUANTITY_FORMAT_WRONG
 
 
@@ -30,9 +30,14 @@ def _cannot(value: str, field: str, go_type: str) -> str:
     (["spec", "containers", "resources", "limits", "cpu"], "resource.Quantity"),
 ])
 def test_go_type_names(path: list[str], go_type: str) -> None:
-    node = field_type("v1", "Pod", path)
+    node: GoType | None = go_type_of("v1", "Pod")
+    for key in path:
+        while node is not None and node.items is not None:  # arrays are crossed implicitly
+            node = node.items
+        assert node is not None
+        node = node.fields.get(key, node.values)
     assert node is not None
-    assert go_type_name(node) == go_type
+    assert node.name == go_type
 
 
 def test_a_valid_object_decodes() -> None:

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kubewire.schema import JSON, TypeNode, go_named_field_type, type_for
-from kubewire.schema.go_decode import go_type_name
+from kubewire.schema import JSON
+from kubewire.schema.go_types import GoType, go_type_of
 from kubewire.schema.go_values import (
     RFC3339,
     RFC3339_MICRO,
@@ -33,7 +33,6 @@ from kubewire.schema.go_values import (
     time_error,
 )
 
-_MICRO_TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime"
 _INT32 = (-(2**31), 2**31 - 1)
 _INTEGER_KINDS = frozenset({"int32", "int64", "uint8"})
 
@@ -70,41 +69,32 @@ def _json_misfit(value: JSON) -> str:
 
 def _int32_unmarshal_error(value: JSON) -> str | None:
     """``json.Unmarshal(json.Marshal(value), &int32)``'s error (IntOrString's int half)."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        if (isinstance(value, float) and not value.is_integer()) or not (
-                _INT32[0] <= value <= _INT32[1]):
-            text = repr(value) if isinstance(value, float) else str(value)
-            return f"json: cannot unmarshal number {text} into Go value of type int32"
-        return None
-    return f"json: cannot unmarshal {_json_misfit(value)} into Go value of type int32"
+    if _json_misfit(value) != "number":
+        return f"json: cannot unmarshal {_json_misfit(value)} into Go value of type int32"
+    if (isinstance(value, float) and not value.is_integer()) or not (
+            _INT32[0] <= value <= _INT32[1]):
+        text = repr(value) if isinstance(value, float) else str(value)
+        return f"json: cannot unmarshal number {text} into Go value of type int32"
+    return None
 
 
-def _own_unmarshaler(node: TypeNode, value: JSON) -> bool:
-    """Quantity, IntOrString, Time and MicroTime; True if ``node`` is one of them."""
-    kind = node.type
+def _self_decoding(go_type: GoType, value: JSON) -> None:
+    """Quantity, IntOrString, Time, MicroTime: ``UnmarshalJSON`` of ``json.Marshal(value)``."""
+    kind = go_type.kind
     error: str | None = None
     if kind == "quantity":
         # Quantity.UnmarshalJSON parses the JSON text: only a string or a number can pass.
         number = _json_misfit(value) == "number"
         error = quantity_error(value if isinstance(value, str) else
                                str(value) if number else "{}")
-    elif kind == "int-or-string":
+    elif kind == "intstr":
         error = None if isinstance(value, str) else _int32_unmarshal_error(value)
-    elif kind == "string" and node.format == "date-time":
-        layout = RFC3339_MICRO if node.ref == _MICRO_TIME else RFC3339
-        error = (time_error(value, layout) if isinstance(value, str) else
-                 f"json: cannot unmarshal {_json_misfit(value)} into Go value of type string")
+    elif not isinstance(value, str):
+        error = f"json: cannot unmarshal {_json_misfit(value)} into Go value of type string"
     else:
-        return False
+        error = time_error(value, RFC3339_MICRO if kind == "microtime" else RFC3339)
     if error is not None:
         raise _Failed(error)
-    return True
-
-
-def _scalar_kind(node: TypeNode) -> str:
-    if node.type == "integer":
-        return "int32" if node.format == "int32" else "int64"
-    return {"boolean": "bool", "number": "float64"}.get(node.type, "string")
 
 
 def _scalar(value: JSON, kind: str, go_type: str) -> None:
@@ -134,50 +124,37 @@ def _bytes(value: JSON) -> None:
         raise _Failed(f"cannot restore slice from {_go_kind(value)}")
 
 
-def _struct(node: TypeNode, value: JSON) -> None:
-    if not isinstance(value, dict):
-        raise _Failed(f"cannot restore struct from: {_go_kind(value)}")
-    type_name = node.target.name
-    for key, child in value.items():
-        prop = node.properties.get(key)
-        if prop is not None:
-            _convert(prop, child, go_named_field_type(type_name, key))
-
-
-def _map(node: TypeNode, value: JSON) -> None:
-    values = node.values
-    if node.preserve_unknown_fields and values is None:
-        return  # RawExtension, FieldsV1: any JSON
-    if not isinstance(value, dict):
-        raise _Failed(f"cannot restore map from {_go_kind(value)}")
-    if values is not None:
-        for child in value.values():
-            _convert(values, child)
-
-
-def _slice(node: TypeNode, value: JSON, named: str) -> None:
-    if not isinstance(value, list):
-        raise _Failed(f"cannot restore slice from {_go_kind(value)}")
-    items = node.items
-    if items is not None:
-        item_name = named[2:] if named.startswith("[]") else ""
-        for child in value:
-            _convert(items, child, item_name)
-
-
-def _convert(node: TypeNode, value: JSON, named: str = "") -> None:
-    if value is None or node.type == "any" or _own_unmarshaler(node, value):
+def _container(go_type: GoType, value: JSON) -> None:
+    kind = go_type.kind
+    if kind == "struct":
+        if not isinstance(value, dict):
+            raise _Failed(f"cannot restore struct from: {_go_kind(value)}")
+        for key, child in value.items():
+            sub = go_type.fields.get(key)
+            if sub is not None:
+                _convert(sub, child)
         return
-    if node.type == "string" and node.format == "byte":
+    expected = dict if kind == "map" else list
+    if not isinstance(value, expected):
+        raise _Failed(f"cannot restore {kind} from {_go_kind(value)}")
+    element = go_type.values if kind == "map" else go_type.items
+    if element is not None:
+        for child in value.values() if isinstance(value, dict) else value:
+            _convert(element, child)
+
+
+def _convert(go_type: GoType, value: JSON) -> None:
+    kind = go_type.kind
+    if value is None or kind in ("any", "raw"):
+        return
+    if kind in ("quantity", "intstr", "time", "microtime"):
+        _self_decoding(go_type, value)
+    elif kind == "bytes":
         _bytes(value)
-    elif node.properties:
-        _struct(node, value)
-    elif node.type == "object":
-        _map(node, value)
-    elif node.type == "array":
-        _slice(node, value, named)
+    elif kind in ("struct", "map", "slice"):
+        _container(go_type, value)
     else:
-        _scalar(value, _scalar_kind(node), go_type_name(node, named))
+        _scalar(value, kind, go_type.name)
 
 
 def convert_error(api_version: str, kind: str, obj: Mapping[str, JSON]) -> str | None:
@@ -186,7 +163,7 @@ def convert_error(api_version: str, kind: str, obj: Mapping[str, JSON]) -> str |
     Raises KeyError for a kind without a schema. Custom kinds are not Go structs: do not ask.
     """
     try:
-        _convert(type_for(api_version, kind), dict(obj))
+        _convert(go_type_of(api_version, kind), dict(obj))
     except _Failed as failed:
         return failed.message
     return None

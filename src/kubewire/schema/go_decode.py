@@ -25,7 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kubewire.schema import JSON, TypeNode, go_named_field_type, type_for
+from kubewire.schema import JSON
+from kubewire.schema.go_types import GoType, go_type_of
 from kubewire.schema.go_values import (
     RFC3339,
     RFC3339_MICRO,
@@ -34,7 +35,6 @@ from kubewire.schema.go_values import (
     time_error,
 )
 
-_MICRO_TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime"
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1),
                "uint8": (0, 255)}
 
@@ -82,48 +82,24 @@ def _number_text(value: int | float) -> str:
     return str(value) if isinstance(value, int) else repr(value)
 
 
-def _integer_misfit(value: JSON, go_type: str) -> str | None:
+def _integer_misfit(value: JSON, go_kind: str) -> str | None:
     """What ``literalStore`` calls a value an integer type cannot hold (None if it fits)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return _json_kind(value)
-    low, high = _INT_RANGES[go_type]
+    low, high = _INT_RANGES[go_kind]
     if isinstance(value, float) or not low <= value <= high:
         return f"number {_number_text(value)}"
     return None
 
 
-def go_type_name(node: TypeNode, named: str = "") -> str:
-    """``reflect.Type.String()`` of the Go type behind ``node`` (``named`` when known)."""
-    if named:
-        return named
-    if node.ref:
-        package, _, name = node.ref.rpartition(".")
-        return f"{package.rpartition('.')[2]}.{name}"
-    kind = node.type
-    if kind == "string":
-        return "[]uint8" if node.format == "byte" else "string"
-    if kind == "integer":
-        return "int32" if node.format == "int32" else "int64"
-    if kind == "array" and node.items is not None:
-        return "[]" + go_type_name(node.items)
-    if kind == "object" and node.values is not None:
-        return "map[string]" + go_type_name(node.values)
-    return {"number": "float64", "boolean": "bool"}.get(kind, "interface {}")
-
-
-def _primitive(node: TypeNode, value: JSON, walk: _Walk, go_type: str) -> None:
-    kind = node.type
-    if kind == "integer":
-        misfit = _integer_misfit(value, "int32" if node.format == "int32" else "int64")
-    elif kind == "number":
-        misfit = None if isinstance(value, int | float) and not isinstance(value, bool) else (
-            _json_kind(value))
-    elif kind == "boolean":
-        misfit = None if isinstance(value, bool) else _json_kind(value)
-    else:
-        misfit = None if isinstance(value, str) else _json_kind(value)
-    if misfit is not None:
-        walk.save(walk.type_error(misfit, go_type))
+def _scalar_misfit(go_type: GoType, value: JSON) -> str | None:
+    kind = go_type.kind
+    if kind in _INT_RANGES:
+        return _integer_misfit(value, kind)
+    is_number = isinstance(value, int | float) and not isinstance(value, bool)
+    fits = {"float64": is_number, "bool": isinstance(value, bool)}.get(
+        kind, isinstance(value, str))
+    return None if fits else _json_kind(value)
 
 
 def _bytes(value: JSON, walk: _Walk) -> None:
@@ -141,31 +117,6 @@ def _bytes(value: JSON, walk: _Walk) -> None:
         walk.save(walk.type_error(_json_kind(value), "[]uint8"))
 
 
-def _own_unmarshaler(node: TypeNode, value: JSON, walk: _Walk) -> bool:
-    """Quantity, IntOrString, Time and MicroTime decode themselves; True if ``node`` is one."""
-    kind = node.type
-    if kind == "quantity":
-        text = value if isinstance(value, str) else _literal_text(value)
-        error = quantity_error(text)
-        if error is not None:
-            raise _Stop(error)
-        return True
-    if kind == "int-or-string":
-        misfit = None if isinstance(value, str) else _integer_misfit(value, "int32")
-        if misfit is not None:
-            raise _Stop(walk.type_error(misfit, "int32"))
-        return True
-    if kind == "string" and node.format == "date-time":
-        if not isinstance(value, str):
-            raise _Stop(walk.type_error(_json_kind(value), "string"))
-        layout = RFC3339_MICRO if node.ref == _MICRO_TIME else RFC3339
-        error = time_error(value, layout)
-        if error is not None:
-            raise _Stop(error)
-        return True
-    return False
-
-
 def _literal_text(value: JSON) -> str:
     """A non-string JSON value as text; only its first character matters to ParseQuantity."""
     if isinstance(value, bool):
@@ -175,56 +126,75 @@ def _literal_text(value: JSON) -> str:
     return "[]" if isinstance(value, list) else "{}"
 
 
-def _struct(node: TypeNode, value: dict[str, JSON], walk: _Walk) -> None:
-    type_name = node.target.name
-    struct = type_name.rpartition(".")[2]
+def _self_decoding(go_type: GoType, value: JSON, walk: _Walk) -> None:
+    """Quantity, IntOrString, Time and MicroTime: their ``UnmarshalJSON`` errors end decoding."""
+    kind = go_type.kind
+    error: str | None = None
+    if kind == "quantity":
+        error = quantity_error(value if isinstance(value, str) else _literal_text(value))
+    elif kind == "intstr" and not isinstance(value, str):
+        misfit = _integer_misfit(value, "int32")
+        error = None if misfit is None else walk.type_error(misfit, "int32")
+    elif kind in ("time", "microtime"):
+        if not isinstance(value, str):
+            error = walk.type_error(_json_kind(value), "string")
+        else:
+            error = time_error(value, RFC3339_MICRO if kind == "microtime" else RFC3339)
+    if error is not None:
+        raise _Stop(error)
+
+
+def _struct(go_type: GoType, value: dict[str, JSON], walk: _Walk) -> None:
     outer = walk.struct
     for key, child in value.items():
-        prop = node.properties.get(key)
-        if prop is None:
+        sub = go_type.fields.get(key)
+        if sub is None:
             continue
         walk.fields.append(key)
-        walk.struct = struct
-        _value(prop, child, walk, go_named_field_type(type_name, key))
+        walk.struct = go_type.struct
+        _value(sub, child, walk)
         walk.fields.pop()
         walk.struct = outer
 
 
-def _container(node: TypeNode, value: JSON, walk: _Walk, named: str) -> bool:
+def _container(go_type: GoType, value: JSON, walk: _Walk) -> bool:
     """Decode into a struct, map or slice; False when ``value`` is not of its JSON kind."""
-    if node.properties:
-        if not isinstance(value, dict):
-            return False
-        _struct(node, value, walk)
-    elif node.type == "object":
-        if not isinstance(value, dict):
-            return node.preserve_unknown_fields  # RawExtension, FieldsV1: any JSON
-        values = node.values
-        if values is not None:
+    kind = go_type.kind
+    if kind == "struct" and isinstance(value, dict):
+        _struct(go_type, value, walk)
+    elif kind == "map" and isinstance(value, dict):
+        if go_type.values is not None:
             for child in value.values():
-                _value(values, child, walk)
-    else:
-        if not isinstance(value, list):
-            return False
-        item_name = named[2:] if named.startswith("[]") else ""
-        items = node.items
-        if items is not None:
+                _value(go_type.values, child, walk)
+    elif kind == "slice" and isinstance(value, list):
+        if go_type.items is not None:
             for child in value:
-                _value(items, child, walk, item_name)
+                _value(go_type.items, child, walk)
+    else:
+        return False
     return True
 
 
-def _value(node: TypeNode, value: JSON, walk: _Walk, named: str = "") -> None:
-    """Decode ``value`` into ``node``'s Go type: save misfits, raise ``_Stop`` for hard errors."""
-    if value is None or node.type == "any" or _own_unmarshaler(node, value, walk):
+_CONTAINERS = frozenset({"struct", "map", "slice"})
+_SELF_DECODING = frozenset({"quantity", "intstr", "time", "microtime"})
+
+
+def _value(go_type: GoType, value: JSON, walk: _Walk) -> None:
+    """Decode ``value`` into ``go_type``: save misfits, raise ``_Stop`` for hard errors."""
+    kind = go_type.kind
+    if value is None or kind in ("any", "raw"):
         return
-    if node.type == "string" and node.format == "byte":
+    if kind in _SELF_DECODING:
+        _self_decoding(go_type, value, walk)
+    elif kind == "bytes":
         _bytes(value, walk)
-    elif node.properties or node.type in ("object", "array"):
-        if not _container(node, value, walk, named):
-            walk.save(walk.type_error(_json_kind(value), go_type_name(node, named)))
+    elif kind in _CONTAINERS:
+        if not _container(go_type, value, walk):
+            walk.save(walk.type_error(_json_kind(value), go_type.name))
     else:
-        _primitive(node, value, walk, go_type_name(node, named))
+        misfit = _scalar_misfit(go_type, value)
+        if misfit is not None:
+            walk.save(walk.type_error(misfit, go_type.name))
 
 
 def decode_error(api_version: str, kind: str, obj: Mapping[str, JSON]) -> str | None:
@@ -234,10 +204,10 @@ def decode_error(api_version: str, kind: str, obj: Mapping[str, JSON]) -> str | 
     """
     walk = _Walk()
     try:
-        _value(type_for(api_version, kind), dict(obj), walk)
+        _value(go_type_of(api_version, kind), dict(obj), walk)
     except _Stop as stop:
         return stop.message
     return walk.saved
 
 
-__all__ = ["decode_error", "go_type_name"]
+__all__ = ["decode_error"]
