@@ -273,3 +273,17 @@ def test_strategic_merge_patch_whose_result_does_not_convert(
     reply = call(seeded, "PATCH", DEPLOYMENT.item("existing"), patch,
                  {"Content-Type": "application/strategic-merge-patch+json"})
     expect(reply, smp_failure(patch, error))
+
+
+@pytest.mark.skipif(KUBECTL is None and not os.environ.get("CI"), reason="kubectl is absent")
+def test_kubectl_patch_prints_the_conversion_error(seeded: ServerThread, tmp_path: Path) -> None:
+    assert KUBECTL is not None
+    done = subprocess.run(
+        [KUBECTL, "--server", seeded.url, "--cache-dir", str(tmp_path / "cache"), "patch",
+         "-n", "default", "deployment", "existing", "-p", '{"spec":{"replicas":"three"}}'],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "KUBECONFIG": str(tmp_path / "none")}, check=False)
+    # kubectl patch sends a strategic merge patch; an Invalid without kind reads "The request".
+    assert done.returncode == 1, done
+    assert done.stderr == ('The request is invalid: patch: Invalid value: '
+                           '"map[spec:map[replicas:three]]": unrecognized type: int32\n')
