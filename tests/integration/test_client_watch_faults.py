@@ -59,6 +59,7 @@ class FaultProxy:
         self.open_connections = 0
         self.connections_made = 0
         self.canned_answers = 0
+        self.is_down = False
         self._frozen: list[asyncio.Event] = []
         self._canned: list[bytes] = []
         self._server: asyncio.Server | None = None
@@ -79,6 +80,15 @@ class FaultProxy:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self._server.wait_closed()
 
+    def go_down(self) -> None:
+        """Reset every open connection and refuse new ones until ``come_up()``."""
+        self.is_down = True
+        for task in list(self._tasks):
+            task.cancel()
+
+    def come_up(self) -> None:
+        self.is_down = False
+
     def freeze_open_connections(self) -> None:
         for gate in self._frozen:
             gate.clear()
@@ -88,6 +98,9 @@ class FaultProxy:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections_made += 1
+        if self.is_down:
+            writer.close()
+            return
         if self._canned:
             await reader.read(65536)  # the request
             writer.write(self._canned.pop(0))

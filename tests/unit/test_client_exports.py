@@ -10,7 +10,8 @@ import kubewire.client
 INTENDED = {
     "AlreadyExists", "Api", "Backoff", "BadRequest", "Bookmark", "Client", "ClientConfig",
     "ClientError", "ConfigError", "Conflict", "CredentialError", "EventType", "Expired",
-    "Forbidden", "Gone", "InternalError", "Invalid", "NotFound", "ObjectList", "PatchType",
+    "Forbidden", "Gone", "Informer", "InformerEvent", "InternalError", "Invalid", "NotFound",
+    "ObjectList", "PatchType",
     "PropagationPolicy", "ServiceUnavailable", "StatusError", "Timeout", "TooManyRequests",
     "TransportError", "Unauthorized", "WatchEvent", "WatchSettings", "create_client",
     "in_cluster_config", "load_config", "load_kubeconfig",

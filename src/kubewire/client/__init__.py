@@ -33,6 +33,7 @@ from kubewire.client.errors import (
     Unauthorized,
 )
 from kubewire.client.events import Bookmark, EventType, WatchEvent
+from kubewire.client.informer import Informer, InformerEvent
 from kubewire.client.resource import PatchType, PropagationPolicy
 from kubewire.client.watch import WatchSettings
 
@@ -52,6 +53,8 @@ __all__ = [
     "Expired",
     "Forbidden",
     "Gone",
+    "Informer",
+    "InformerEvent",
     "InternalError",
     "Invalid",
     "NotFound",

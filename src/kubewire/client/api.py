@@ -11,7 +11,7 @@ the server's answer (``NotFound``, ``Conflict``, ...) or ``TransportError``.
 from __future__ import annotations
 
 import enum
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar, Unpack, overload
 
@@ -246,7 +246,7 @@ class Api(Generic[T]):
 
     def watch(self, *, namespace: Namespace = DEFAULT_NAMESPACE,
               settings: WatchSettings | None = None,
-              **opts: Unpack[WatchParams]) -> AsyncIterator[WatchEvent[T]]:
+              **opts: Unpack[WatchParams]) -> AsyncGenerator[WatchEvent[T], None]:
         """Stream changes as ``WatchEvent[T]`` (see ``kubewire.client.watch`` for the
         guarantees: resumes across reconnects, raises ``Gone`` on 410). Close it with
         ``aclose()`` (or ``contextlib.aclosing``) when you stop early."""

@@ -132,6 +132,10 @@ class Codec(Protocol[T]):
         """namespace, name and resourceVersion (what a watch tracks)."""
         ...
 
+    def labels(self, obj: T) -> Mapping[str, str]:
+        """``metadata.labels`` (empty when unset)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class ModelCodec(Generic[M]):
@@ -157,6 +161,10 @@ class ModelCodec(Generic[M]):
             return None, "", ""
         return meta.namespace, meta.name or "", meta.resource_version or ""
 
+    def labels(self, obj: M) -> Mapping[str, str]:
+        meta = getattr(obj, "metadata", None)
+        return (meta.labels if meta is not None else None) or {}
+
 
 class DictCodec:
     """Plain dicts, for any kind (including kinds without a model)."""
@@ -176,6 +184,10 @@ class DictCodec:
         meta = obj.get("metadata") or {}
         return (meta.get("namespace"), str(meta.get("name") or ""),
                 str(meta.get("resourceVersion") or ""))
+
+    def labels(self, obj: dict[str, JSON]) -> Mapping[str, str]:
+        labels: Mapping[str, str] = (obj.get("metadata") or {}).get("labels") or {}
+        return labels
 
 
 class ListPage(msgspec.Struct):

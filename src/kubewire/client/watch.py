@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -80,7 +80,7 @@ class WatchStream(Generic[T]):
     settings: WatchSettings
     start_revision: Callable[[], Awaitable[str]]
 
-    async def events(self) -> AsyncIterator[WatchEvent[T]]:
+    async def events(self) -> AsyncGenerator[WatchEvent[T], None]:
         if self.state.needs_start_revision:
             self.state.start_from(await self.start_revision())
         while True:
