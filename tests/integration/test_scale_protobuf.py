@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.integration.harness import ServerThread
-from tests.integration.kinds import DEPLOYMENT, GATEWAY, NAMESPACE, SERVICE
+from tests.integration.kinds import DEPLOYMENT, GATEWAY, NAMESPACE, POD, SERVICE
 from tests.integration.wire import call, create, get, ok, watch
 from tests.unit.test_protobuf import encode_body
 
@@ -325,3 +325,19 @@ def test_a_merge_patch_giving_a_bad_type_is_kubes_patch_422(server: ServerThread
                                 {"causes": [{"reason": "FieldValueInvalid", "message": cause,
                                              "field": "patch"}]})
     assert get(server, DEPLOYMENT.item("web"))["spec"]["replicas"] == 2
+
+
+def test_delete_options_may_come_as_protobuf(server: ServerThread) -> None:
+    body = POD.obj("bound")
+    body["spec"]["nodeName"] = "node-1"
+    create(server, POD.collection(), body)
+    options = encode_body({"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0,
+                           "propagationPolicy": "Background"})
+    # Grace 0 from the body: a scheduled pod is removed at once instead of waiting 30s.
+    gone = call(server, "DELETE", POD.item("bound"), options, {"Content-Type": PROTOBUF})
+    assert ok(gone, 200)["metadata"]["deletionGracePeriodSeconds"] == 0
+    assert call(server, "GET", POD.item("bound")).status == 404
+    bad = call(server, "DELETE", POD.item("bound"), b"k8s\x00",
+               {"Content-Type": PROTOBUF})
+    assert bad.json == status(400, "BadRequest", "the object provided is unrecognized (must be "
+                              "of type DeleteOptions): empty body (6b387300)")

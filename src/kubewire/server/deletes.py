@@ -18,9 +18,10 @@ import msgspec
 from kubewire.resources import Resource
 from kubewire.server import lifecycle
 from kubewire.server.context import ServerContext
-from kubewire.server.encoding import json_response, negotiate_json
+from kubewire.server.encoding import encode_json, json_response, media_type, negotiate_json
 from kubewire.server.http import Request, Response
 from kubewire.server.options import DeleteOptions, parse_delete_options, parse_list_options
+from kubewire.server.protobuf import PROTOBUF_MEDIA_TYPE, decode_protobuf_object
 from kubewire.server.routes import Route
 from kubewire.status import MethodNotAllowed, conflict, not_found
 from kubewire.storage.base import Delete, KeyNotFoundError, RevisionMismatchError, Update
@@ -35,7 +36,7 @@ async def delete(ctx: ServerContext, request: Request, route: Route) -> Response
         raise MethodNotAllowed("the server does not allow this method on the requested resource",
                                {})
     negotiate_json(request.header("accept"))
-    dopts = parse_delete_options(request.body, request.query)
+    dopts = parse_delete_options(_options_body(request), request.query)
     result = await delete_object(ctx, route.resource, route.namespace, route.name, dopts)
     return json_response(200, result)
 
@@ -75,6 +76,14 @@ async def delete_object(ctx: ServerContext, resource: Resource, namespace: str, 
     raise conflict(resource.group, resource.plural, name)
 
 
+def _options_body(request: Request) -> bytes:
+    """The DeleteOptions body as JSON. client-go's typed clients send it in their content type,
+    protobuf included, with ``apiVersion: v1`` (its scheme's first DeleteOptions kind)."""
+    if request.body and media_type(request.header("content-type")) == PROTOBUF_MEDIA_TYPE:
+        return encode_json(decode_protobuf_object(request.body, "v1", "DeleteOptions"))
+    return request.body
+
+
 def _delete_request(dopts: DeleteOptions) -> lifecycle.DeleteRequest:
     return lifecycle.DeleteRequest(
         grace_period_seconds=dopts.grace_period_seconds,
@@ -91,7 +100,7 @@ async def delete_collection(ctx: ServerContext, request: Request, route: Route) 
                                {})
     negotiate_json(request.header("accept"))
     opts = parse_list_options(request.query, resource)
-    dopts = parse_delete_options(request.body, request.query)
+    dopts = parse_delete_options(_options_body(request), request.query)
     cache = ctx.caches.for_resource(resource)
     items: list[dict[str, Any]] = []
     for obj in cache.scan(resource.storage_prefix(route.namespace)):
