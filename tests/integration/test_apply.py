@@ -271,6 +271,22 @@ def test_kubectl_client_side_apply_twice(server: ServerThread, tmp_path: Path) -
     assert out == "deployment.apps/web unchanged\n"
 
 
+@needs_kubectl
+def test_kubectl_moves_from_client_side_to_server_side_apply(
+        server: ServerThread, tmp_path: Path) -> None:
+    kubectl(server, "apply", "-f", manifest(tmp_path, deployment()))
+    out = kubectl(server, "apply", "--server-side", "-f",
+                  manifest(tmp_path, deployment(replicas=3)))
+    assert out == "deployment.apps/web serverside-applied\n"
+    live = get(server, WEB)
+    assert live["spec"]["replicas"] == 3
+    last = json.loads(live["metadata"]["annotations"][
+        "kubectl.kubernetes.io/last-applied-configuration"])
+    assert last["spec"]["replicas"] == 3  # kept in step for a later client-side apply
+    # kubectl migrated kubectl-client-side-apply's fields to its own apply entry.
+    assert "kubectl-client-side-apply" not in {m for m, _ in owners(live)}
+
+
 def test_created_objects_carry_their_creator(server: ServerThread) -> None:
     created = create(server, DEPLOYMENT.collection(), DEPLOYMENT.obj("made"))
     assert owners(created) == [("unknown", "Update")]

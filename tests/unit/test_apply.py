@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -182,7 +183,10 @@ def test_a_field_another_applier_owns_is_not_pruned() -> None:
     live = apply_config(live, shared, schema, request("bob"))
     obj = apply_config(live, deployment(), schema, request(now=T1))
     assert obj["metadata"]["labels"] == {"app": "web", "tier": "x"}
-    assert [e["manager"] for e in entries(obj)] == ["alice", "bob"]
+    # Neither bob's apply nor alice's second one changed the object: bob's entry has no
+    # time and sorts first (time 0), alice's keeps her first apply's.
+    assert [(e["manager"], e.get("time")) for e in entries(obj)] == [("bob", None),
+                                                                      ("alice", T0)]
 
 
 def test_no_op_apply_keeps_the_time() -> None:
@@ -192,7 +196,7 @@ def test_no_op_apply_keeps_the_time() -> None:
 
 
 def with_updater(live: dict[str, Any], manager: str, new: dict[str, Any]) -> dict[str, Any]:
-    managed = decode_managed(live["metadata"]["managedFields"]) or {}
+    managed = decode_managed(live["metadata"].get("managedFields")) or {}
     bare = {k: v for k, v in live.items() if k != "metadata"}
     changes = compare(bare, {k: v for k, v in new.items() if k != "metadata"},
                       deployment_schema(), is_custom=False)
@@ -298,3 +302,35 @@ def test_an_update_takes_what_it_changed_from_the_applier() -> None:
     assert bob == {"manager": "bob", "operation": "Update", "apiVersion": "apps/v1",
                    "time": T0, "fieldsType": "FieldsV1",
                    "fieldsV1": {"f:spec": {"f:replicas": {}}}}
+
+
+def test_kubectl_takes_over_fields_its_client_side_apply_set() -> None:
+    schema = deployment_schema()
+    last = deployment()
+    live = deployment()
+    live["metadata"]["annotations"] = {
+        "kubectl.kubernetes.io/last-applied-configuration": json.dumps(last)}
+    live = with_updater(apply_config(None, {"apiVersion": "apps/v1", "kind": "Deployment",
+                                            "metadata": {"name": "web"}}, schema, request()),
+                        "kubectl-client-side-apply", live)
+    with pytest.raises(Conflict):  # another applier name gets the conflict
+        apply_config(live, deployment(replicas=3), schema, request("other"))
+    obj = apply_config(live, deployment(replicas=3), schema, request("kubectl", now=T1))
+    assert obj["spec"]["replicas"] == 3
+    annotation = obj["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+    assert json.loads(annotation) == deployment(replicas=3)
+    assert annotation.endswith("}\n")
+
+
+def test_kubectl_still_conflicts_on_fields_changed_since_its_client_side_apply() -> None:
+    schema = deployment_schema()
+    live = deployment(replicas=5)
+    live["metadata"]["annotations"] = {
+        "kubectl.kubernetes.io/last-applied-configuration": json.dumps(deployment())}
+    live = with_updater(apply_config(None, {"apiVersion": "apps/v1", "kind": "Deployment",
+                                            "metadata": {"name": "web"}}, schema, request()),
+                        "scaler", live)
+    with pytest.raises(Conflict) as caught:
+        apply_config(live, deployment(replicas=3), schema, request("kubectl", now=T1))
+    assert caught.value.message == ('Apply failed with 1 conflict: conflict with "scaler" '
+                                    "using apps/v1: .spec.replicas")

@@ -21,6 +21,7 @@ then ``update`` with the conflict check) and apimachinery ``pkg/util/managedfiel
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -51,6 +52,9 @@ from kubewire.server.managed_fields import (
     manager_key,
 )
 from kubewire.status import JSON, BadRequest, Conflict
+
+LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
+KUBECTL_MANAGER = "kubectl"  # only kubectl's own applies touch its annotation (lastapplied*.go)
 
 __all__ = ["ApplyRequest", "ServerSideApply", "apply_config", "apply_conflict", "decode_apply_body",
            "merge", "prune"]
@@ -141,26 +145,78 @@ def apply_config(live: dict[str, JSON] | None, config: dict[str, JSON],
             keep = applied.union(*others)
             merged = prune(merged, previous.fields - keep, keep, schema)
         changes = compare(base, merged, schema, is_custom=request.is_custom)
+        touched = frozenset(changes.added | changes.modified)
+        conflicts = {k: s.fields & touched for k, s in managed.items() if k != key}
+        conflicts = {k: paths for k, paths in conflicts.items() if paths}
+        if conflicts and not request.force:
+            _raise_unexplained(conflicts, base, schema, request)
     except MissingKeyError as exc:
         raise BadRequest(f"failed to create typed patch object ({_object_name(config)}; "
                          f"{_gvk_text(request)}): {exc}") from None
-    touched = frozenset(changes.added | changes.modified)
-    conflicts = {k: s.fields & touched for k, s in managed.items() if k != key}
-    conflicts = {k: paths for k, paths in conflicts.items() if paths}
-    if conflicts and not request.force:
-        raise apply_conflict(conflicts)
     result: Managed = {}
     for other, owned in managed.items():
-        if other == key:
-            continue
-        remaining = owned.fields - touched - changes.removed if other in conflicts \
-            else owned.fields - changes.removed
-        if remaining:
+        remaining = owned.fields - changes.removed - (touched if other in conflicts else set())
+        if other != key and remaining:
             result[other] = replace(owned, fields=remaining)
     if applied:
-        time = request.now if not changes.is_same or previous is None else previous.time
+        # managedFieldsUpdater: the time moves only when the object changed.
+        time = request.now if not changes.is_same else previous.time if previous else None
         result[key] = ManagedSet(applied, request.api_version, time)
-    return _with_managed_fields(merged, result)
+    return _sync_last_applied(_with_managed_fields(merged, result), config, request)
+
+
+# --- kubectl's client-side apply annotation -------------------------------------------------------
+
+def _raise_unexplained(conflicts: dict[ManagerKey, FieldSet], live: dict[str, JSON],
+                       schema: TypeNode | None, request: ApplyRequest) -> None:
+    """Raise the conflicts, less those kubectl's last client-side apply explains
+    (``lastAppliedManager``: moving an object from ``kubectl apply`` to ``--server-side``)."""
+    if request.manager == KUBECTL_MANAGER:
+        allowed = _last_applied_fields(live, schema, request)
+        conflicts = {k: paths - allowed for k, paths in conflicts.items()}
+        conflicts = {k: paths for k, paths in conflicts.items() if paths}
+    if conflicts:
+        raise apply_conflict(conflicts)
+
+
+def _last_applied_fields(live: dict[str, JSON], schema: TypeNode | None,
+                         request: ApplyRequest) -> FieldSet:
+    """Fields the last-applied annotation set that still hold those values."""
+    annotations = (live.get("metadata") or {}).get("annotations") or {}
+    text = annotations.get(LAST_APPLIED_ANNOTATION) if isinstance(annotations, dict) else None
+    try:
+        last = json.loads(text) if isinstance(text, str) and text else None
+    except ValueError:
+        return frozenset()
+    if not isinstance(last, dict) or last.get("apiVersion") != request.api_version:
+        return frozenset()
+    changed = compare(last, live, schema, is_custom=request.is_custom)
+    return field_set(last, schema) - changed.modified - changed.added - changed.removed
+
+
+def _sync_last_applied(obj: dict[str, JSON], config: dict[str, JSON],
+                       request: ApplyRequest) -> dict[str, JSON]:
+    """``lastAppliedUpdater``: kubectl's server-side apply keeps an existing last-applied
+    annotation equal to what it applied, so a later client-side apply diffs correctly."""
+    annotations = obj.get("metadata", {}).get("annotations")
+    if request.manager != KUBECTL_MANAGER or not isinstance(annotations, dict) \
+            or not annotations.get(LAST_APPLIED_ANNOTATION):
+        return obj
+    applied = copy.deepcopy(config)
+    applied_meta = applied.get("metadata")
+    if isinstance(applied_meta, dict) and isinstance(applied_meta.get("annotations"), dict):
+        applied_meta["annotations"].pop(LAST_APPLIED_ANNOTATION, None)
+    annotations[LAST_APPLIED_ANNOTATION] = go_json(applied) + "\n"
+    return obj
+
+
+def go_json(value: JSON) -> str:
+    """``encoding/json`` of a map: sorted keys, compact, ``<``, ``>`` and ``&`` escaped."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                          ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(char, escaped)
+    return text
 
 
 def _object_name(config: dict[str, JSON]) -> str:

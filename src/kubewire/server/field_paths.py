@@ -172,8 +172,10 @@ _MISSING: JSON = object()
 def compare(old: JSON, new: JSON, node: TypeNode | None, *, is_custom: bool) -> Comparison:
     """What changed from ``old`` to ``new``; ``null`` counts as absent.
 
-    Built-in structs are Go structs that always exist, so a declared struct field is never
-    reported added or removed by itself; custom resources are unstructured and it is.
+    Leaves are compared; a map, list or list item that appears or disappears as a whole is
+    reported too. A built-in object is a Go struct, so its declared struct fields and its
+    fields without ``omitempty`` (the schema's ``required``) always exist and are never
+    reported by themselves; a custom resource is unstructured and they are.
     """
     result = Comparison()
     _compare(old, new, node, (), _CompareRun(result, is_custom))
@@ -184,6 +186,7 @@ def compare(old: JSON, new: JSON, node: TypeNode | None, *, is_custom: bool) -> 
 class _CompareRun:
     result: Comparison
     is_custom: bool
+    always_present: set[Path] = field(default_factory=set)
 
 
 def _compare(old: JSON, new: JSON, node: TypeNode | None, path: Path, run: _CompareRun) -> None:
@@ -201,7 +204,7 @@ def _compare(old: JSON, new: JSON, node: TypeNode | None, path: Path, run: _Comp
         _compare_maps(old, new, node, path, run)
     elif node is not None:
         _compare_lists(old, new, node, path, run)
-    if path and (run.is_custom or kind != "struct"):
+    if path and path not in run.always_present:
         if old is _MISSING:
             run.result.added.add(path)
         elif new is _MISSING:
@@ -225,8 +228,12 @@ def _compare_maps(old: JSON, new: JSON, node: TypeNode | None, path: Path,
     old_map = old if isinstance(old, dict) else {}
     new_map = new if isinstance(new, dict) else {}
     for key in dict.fromkeys([*old_map, *new_map]):
-        child, _ = _child(node, key)
-        _compare(old_map.get(key), new_map.get(key), child, (*path, "f:" + key), run)
+        child, declared = _child(node, key)
+        child_path = (*path, "f:" + key)
+        if declared and not run.is_custom and node is not None and (
+                key in node.required or node_kind(child, None) == "struct"):
+            run.always_present.add(child_path)
+        _compare(old_map.get(key), new_map.get(key), child, child_path, run)
 
 
 def _compare_lists(old: JSON, new: JSON, node: TypeNode, path: Path, run: _CompareRun) -> None:
