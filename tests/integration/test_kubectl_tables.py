@@ -156,6 +156,18 @@ def test_get_pods_by_label_and_field_selector(pods: ServerThread) -> None:
         POD_HEADER, [WEB])
 
 
+def test_get_pods_label_columns_sorting_and_chunks(pods: ServerThread) -> None:
+    """``-L`` reads labels from the rows' objects, ``--sort-by`` asks for whole objects
+    (includeObject=Object), ``--chunk-size`` pages the Table with continue tokens."""
+    assert get_table(pods, "pods", "-L", "app,tier") == (
+        [*POD_HEADER, "APP", "TIER"], [[*DB, "db", ""], [*WEB, "web", "front"]])
+    assert get_table(pods, "pods", "--sort-by=.status.phase") == (POD_HEADER, [DB, WEB])
+    # web's status was written before db was created (kubectl compares numbers naturally)
+    assert get_table(pods, "pods", "--sort-by=.metadata.resourceVersion") == (
+        POD_HEADER, [WEB, DB])
+    assert get_table(pods, "pods", "--chunk-size=1") == (POD_HEADER, [DB, WEB])
+
+
 def test_get_one_pod(pods: ServerThread) -> None:
     assert get_table(pods, "pod", "web") == (POD_HEADER, [WEB])
     assert get_table(pods, "pod", "db", "-o", "wide") == (
