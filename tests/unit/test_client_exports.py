@@ -13,7 +13,7 @@ INTENDED = {
     "Forbidden", "Gone", "Informer", "InformerEvent", "InternalError", "Invalid", "NotFound",
     "ObjectList", "PatchType",
     "PropagationPolicy", "ServiceUnavailable", "StatusError", "Timeout", "TooManyRequests",
-    "TransportError", "Unauthorized", "WatchEvent", "WatchSettings", "create_client",
+    "TransportError", "Unauthorized", "Watch", "WatchEvent", "WatchSettings", "create_client",
     "in_cluster_config", "load_config", "load_kubeconfig",
 }
 CLIENT = Path(kubewire.client.__file__).parent

@@ -11,6 +11,7 @@ Models live in ``kubewire.models``; exceptions are listed in ``kubewire.client.e
 from kubewire.client.api import Api, ObjectList
 from kubewire.client.backoff import Backoff
 from kubewire.client.client import Client, create_client
+from kubewire.client.compat_watch import Watch
 from kubewire.client.config import ClientConfig, in_cluster_config, load_config, load_kubeconfig
 from kubewire.client.errors import (
     AlreadyExists,
@@ -67,6 +68,7 @@ __all__ = [
     "TooManyRequests",
     "TransportError",
     "Unauthorized",
+    "Watch",
     "WatchEvent",
     "WatchSettings",
     "create_client",
