@@ -19,7 +19,9 @@ from kubewire.server.field_paths import (
     path_text,
 )
 from kubewire.server.managed_fields import (
+    ManagedSet,
     UpdateRecord,
+    cap_update_managers,
     decode_managed,
     encode_managed,
     manager_key,
@@ -334,3 +336,19 @@ def test_kubectl_still_conflicts_on_fields_changed_since_its_client_side_apply()
         apply_config(live, deployment(replicas=3), schema, request("kubectl", now=T1))
     assert caught.value.message == ('Apply failed with 1 conflict: conflict with "scaler" '
                                     "using apps/v1: .spec.replicas")
+
+
+def test_update_managers_are_capped_into_ancient_changes() -> None:
+    managed = {
+        manager_key(f"m{i:02}", "Update", "apps/v1"): ManagedSet(
+            frozenset({("f:spec", f"f:f{i}")}), "apps/v1", f"2026-01-01T00:00:{i:02}Z")
+        for i in range(12)}
+    managed[manager_key("applier", "Apply", "apps/v1")] = ManagedSet(
+        frozenset({("f:spec", "f:replicas")}), "apps/v1", T0)
+    capped = cap_update_managers(managed)
+    updaters = sorted(k.manager for k in capped if k.operation == "Update")
+    assert updaters == ["ancient-changes", *(f"m{i:02}" for i in range(3, 12))]
+    bucket = capped[manager_key("ancient-changes", "Update", "apps/v1")]
+    assert bucket.fields == {("f:spec", "f:f0"), ("f:spec", "f:f1"), ("f:spec", "f:f2")}
+    assert bucket.time == "2026-01-01T00:00:02Z"  # the newest merged entry's
+    assert manager_key("applier", "Apply", "apps/v1") in capped  # appliers are never merged

@@ -10,6 +10,7 @@ manager, apiVersion, subresource. Sources: apimachinery ``pkg/util/managedfields
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -34,6 +35,11 @@ STRIPPED_PATHS: frozenset[Path] = frozenset({
         "generation", "managedFields", "resourceVersion")),
 })
 UNKNOWN_MANAGER = "unknown"  # buildmanagerinfo.go: an empty manager name
+# capmanagers.go DefaultMaxUpdateManagers: beyond it the oldest Update entries are merged into
+# one "ancient-changes" entry per apiVersion, so managedFields stay bounded however many
+# different writers (User-Agents) touch an object.
+MAX_UPDATE_MANAGERS = 10
+ANCIENT_CHANGES_MANAGER = "ancient-changes"
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +153,42 @@ def record_update(managed: Managed, changes: Comparison, record: UpdateRecord) -
         previous = out.get(key)
         fields = taken | previous.fields if previous is not None else taken
         out[key] = ManagedSet(fields, key.api_version, record.now)
+    return cap_update_managers(out)
+
+
+def cap_update_managers(managed: Managed, limit: int = MAX_UPDATE_MANAGERS) -> Managed:
+    """``capUpdateManagers``: merge the oldest Update entries (time, then identifier) into
+    ``ancient-changes`` buckets per apiVersion until at most ``limit`` remain."""
+    updaters = sorted((k for k in managed if k.operation == "Update"),
+                      key=lambda k: (managed[k].time or "", _identifier(k)))
+    out = dict(managed)
+    first_by_version: dict[str, ManagerKey] = {}
+    remaining = len(updaters)
+    for key in updaters:
+        if remaining <= limit:
+            break
+        owned = out[key]
+        first = first_by_version.setdefault(owned.api_version, key)
+        if first == key:
+            continue
+        bucket = ManagerKey(ANCIENT_CHANGES_MANAGER, "Update", owned.api_version)
+        if bucket not in out:
+            out[bucket] = out.pop(first)
+        out[bucket] = ManagedSet(owned.fields | out[bucket].fields, owned.api_version,
+                                 owned.time)
+        del out[key]
+        remaining -= 1
     return out
+
+
+def _identifier(key: ManagerKey) -> str:
+    """``BuildManagerIdentifier``'s JSON, which kube sorts ties by."""
+    fields: dict[str, str] = {"manager": key.manager, "operation": key.operation}
+    if key.api_version:
+        fields["apiVersion"] = key.api_version
+    if key.subresource:
+        fields["subresource"] = key.subresource
+    return json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
 
 
 def live_or_new(live: Mapping[str, JSON] | None, new: Mapping[str, JSON],
