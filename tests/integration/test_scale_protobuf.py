@@ -92,13 +92,19 @@ def test_merge_patch_scales_and_watchers_see_one_modified_deployment(
     web = make_web(server)
     since = web["metadata"]["resourceVersion"]
     with watch(server, DEPLOYMENT.collection(), resourceVersion=since) as events:
-        scaled = ok(call(server, "PATCH", SCALE, {"spec": {"replicas": 5}}), 200)
+        scaled = ok(call(server, "PATCH", SCALE, {"spec": {"replicas": 5}},
+                         params={"fieldManager": "scaler"}), 200)
         event = events.next_event()
         events.expect_no_event(0.3)
     stored = get(server, DEPLOYMENT.item("web"))
     assert event == {"type": "MODIFIED", "object": stored}
     assert stored["spec"]["replicas"] == 5
     assert stored["metadata"]["generation"] == 2  # a spec change
+    # The parent's managedFields name the subresource (fieldmanager ScaleHandler).
+    scaler = [e for e in stored["metadata"]["managedFields"] if e["manager"] == "scaler"]
+    assert scaler == [{"manager": "scaler", "operation": "Update", "apiVersion": "apps/v1",
+                       "time": scaler[0]["time"], "fieldsType": "FieldsV1",
+                       "fieldsV1": {"f:spec": {"f:replicas": {}}}, "subresource": "scale"}]
     assert scaled["spec"] == {"replicas": 5}
     assert scaled["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
 

@@ -208,7 +208,7 @@ class UpdateContext:
     namespace: str
     name: str
     now: datetime
-    subresource: str = ""  # "" (the object), "status", or "finalize" (namespaces)
+    subresource: str = ""  # "" (the object), "status", "scale" or "finalize" (namespaces)
 
 
 def prepare_update(resource: Resource, old: dict[str, JSON], new: dict[str, JSON],
@@ -269,7 +269,8 @@ def _apply_update_strategy(resource: Resource, old: dict[str, JSON], obj: dict[s
         if subresource == "":  # only /finalize may change spec.finalizers
             _copy_key(_mapping(old.get("spec")), obj.setdefault("spec", {}), "finalizers")
         _namespace_defaults(obj, on_create=False)
-    if subresource == "" and _generation_changed(resource, old, obj):
+    # /scale writes the parent through its own strategy (ScaleREST): a spec change like any
+    if subresource in ("", "scale") and _generation_changed(resource, old, obj):
         old_meta = _mapping(old.get("metadata"))
         obj["metadata"]["generation"] = int(old_meta.get("generation") or 0) + 1
     return obj

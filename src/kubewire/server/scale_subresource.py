@@ -113,8 +113,8 @@ async def _write(ctx: ServerContext, route: Route, request: Request,
         _check_scale_identity(scale, route)
         return apply_scale(parent, scale)
 
-    # The parent's own update: its strategy bumps generation, as kube's ScaleREST does.
-    stored, _ = await guaranteed_update(ctx, replace(route, subresource=""), mutate, wopts)
+    # The parent's own update (generation bump); managedFields name the scale subresource.
+    stored, _ = await guaranteed_update(ctx, route, mutate, wopts)
     return json_response(200, scale_from_deployment(stored))
 
 
