@@ -47,6 +47,7 @@ class FanoutOptions:
         return max(self.min_events, min(self.max_events, self.deliveries // watchers))
 
 
+default_options = FanoutOptions
 SMOKE = FanoutOptions(watchers=(3,), repeats=1, deliveries=60, min_events=20, max_events=20,
                       writers=4, reader_processes=1, round_timeout_s=30.0)
 
@@ -163,7 +164,7 @@ def result(opts: FanoutOptions, samples: dict[int, dict[str, list[dict[str, Any]
 
 def main() -> None:
     args = report.parse_args(__doc__, watchers=True)
-    opts = SMOKE if args.smoke else FanoutOptions()
+    opts = SMOKE if args.smoke else default_options()
     if args.repeats:
         opts.repeats = args.repeats
     if args.watchers:

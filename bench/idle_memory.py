@@ -35,6 +35,7 @@ class IdleOptions:
     repeats: int = 5
 
 
+default_options = IdleOptions
 SMOKE = IdleOptions(watchers=10, repeats=1)
 
 
@@ -83,7 +84,7 @@ def run(opts: IdleOptions) -> dict[str, Any]:
 
 def main() -> None:
     args = report.parse_args(__doc__)
-    opts = SMOKE if args.smoke else IdleOptions()
+    opts = SMOKE if args.smoke else default_options()
     if args.repeats:
         opts.repeats = args.repeats
     report.finish(run(opts), args.out)
