@@ -152,6 +152,9 @@ def test_update_entries_name_the_field_manager_or_the_user_agent(server: ServerT
     ("alice", {**POD.obj("web")}, 400, "invalid object type: /v1, Kind=Pod"),
     ("alice", {**deployment(), "metadata": {"name": "other"}}, 400,
      "the name of the object (other) does not match the name on the URL (web)"),
+    ("alice", {**deployment(), "spec": {**deployment()["spec"], "bogus": 1}}, 400,
+     "failed to create typed patch object (/web; apps/v1, Kind=Deployment): .spec.bogus: "
+     "field not declared in schema"),
     ("alice", {**deployment(), "metadata": {"name": "web", "managedFields": [{"manager": "x"}]}},
      400, "metadata.managedFields must be nil"),
 ])

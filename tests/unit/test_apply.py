@@ -11,7 +11,7 @@ import pytest
 from kubewire.schema import TypeNode, type_for
 from kubewire.server.apply import ApplyRequest, apply_config, decode_apply_body, merge
 from kubewire.server.field_paths import (
-    MissingKeyError,
+    FieldSetError,
     compare,
     field_set,
     fields_v1,
@@ -103,10 +103,32 @@ def test_set_lists_use_value_elements_and_atomic_lists_are_one_leaf() -> None:
     }
 
 
-def test_map_list_item_without_key_or_default_is_refused() -> None:
+def test_values_that_do_not_fit_the_schema_are_refused_with_every_reason() -> None:
     pod = {"spec": {"containers": [{"image": "x"}]}}
-    with pytest.raises(MissingKeyError, match='omits key field "name"'):
+    with pytest.raises(FieldSetError) as caught:
         field_set(pod, pod_schema())
+    assert str(caught.value) == (
+        '.spec.containers: element 0: associative list with keys has an element that omits '
+        'key field "name" (and doesn\'t have default value)')
+    pod = {"spec": {"containers": [{"name": "a"}, {"name": "a", "bogus": 1}], "nope": 1}}
+    with pytest.raises(FieldSetError) as caught:
+        field_set(pod, pod_schema())
+    assert str(caught.value) == (
+        "errors:\n"
+        '  .spec.containers: duplicate entries for key [name="a"]\n'
+        "  .spec.nope: field not declared in schema")
+
+
+def test_bad_configuration_is_a_400_naming_the_object() -> None:
+    config = deployment()
+    config["spec"]["template"]["spec"]["containers"][0]["ports"] = [{"protocol": "TCP"}]
+    with pytest.raises(BadRequest) as caught:
+        apply_config(None, config, deployment_schema(), request())
+    assert caught.value.message == (
+        "failed to create typed patch object (default/web; apps/v1, Kind=Deployment): "
+        '.spec.template.spec.containers[name="nginx"].ports: element 0: associative list with '
+        'keys has an element that omits key field "containerPort" (and doesn\'t have default '
+        "value)")
 
 
 def test_path_text_prints_like_fieldpath() -> None:
@@ -274,16 +296,16 @@ def test_bad_configurations_are_400(config: dict[str, Any], message: str) -> Non
     assert caught.value.message == message
 
 
-def test_custom_kinds_deduce_unknown_fields_and_keep_atomic_lists() -> None:
+def test_custom_kinds_keep_lists_without_a_list_type_atomic() -> None:
     route = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
              "metadata": {"name": "r"},
-             "spec": {"hostnames": ["a.example"], "extra": {"x": 1}}}
+             "spec": {"hostnames": ["a.example"], "parentRefs": [{"name": "gw"}]}}
     schema = type_for("gateway.networking.k8s.io/v1", "HTTPRoute")
     obj = apply_config(None, route, schema, ApplyRequest(
         manager="m", api_version="gateway.networking.k8s.io/v1", kind="HTTPRoute", now=T0,
         is_custom=True, has_status=True))
-    assert entries(obj)[0]["fieldsV1"]["f:spec"] == {
-        "f:extra": {".": {}, "f:x": {}}, "f:hostnames": {}}
+    # Neither list declares a list type: both are atomic, one leaf each.
+    assert entries(obj)[0]["fieldsV1"]["f:spec"] == {"f:hostnames": {}, "f:parentRefs": {}}
 
 
 def test_decode_apply_body_reads_yaml_and_json() -> None:

@@ -31,6 +31,7 @@ from kubewire.go_text import go_quote
 from kubewire.schema import TypeNode
 from kubewire.server.field_paths import (
     FieldSet,
+    FieldSetError,
     MissingKeyError,
     NodeKind,
     Path,
@@ -150,7 +151,8 @@ def apply_config(live: dict[str, JSON] | None, config: dict[str, JSON],
         conflicts = {k: paths for k, paths in conflicts.items() if paths}
         if conflicts and not request.force:
             _raise_unexplained(conflicts, base, schema, request)
-    except MissingKeyError as exc:
+    except (FieldSetError, MissingKeyError) as exc:
+        # kube answers 500 here (kubernetes/kubernetes#139253): it is the client's mistake.
         raise BadRequest(f"failed to create typed patch object ({_object_name(config)}; "
                          f"{_gvk_text(request)}): {exc}") from None
     result: Managed = {}

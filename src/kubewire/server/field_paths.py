@@ -30,6 +30,7 @@ NodeKind = Literal["struct", "map", "atomic", "map-list", "set-list", "scalar"]
 __all__ = [
     "Comparison",
     "FieldSet",
+    "FieldSetError",
     "MissingKeyError",
     "Path",
     "compare",
@@ -126,29 +127,71 @@ def _items(node: TypeNode | None) -> TypeNode | None:
 def field_set(value: JSON, node: TypeNode | None) -> FieldSet:
     """Every node ``value`` sets, as structured-merge-diff ``TypedValue.ToFieldSet`` walks it.
 
-    Raises MissingKeyError for a map-list element without its keys.
+    Raises FieldSetError, with every problem in structured-merge-diff's words, when ``value``
+    does not fit the schema: a field a struct does not declare, a map-list item without its
+    keys, a key or set value listed twice.
     """
-    out: set[Path] = set()
-    _walk(value, node, (), out)
-    return frozenset(out)
+    walk = _FieldSetWalk()
+    walk.visit(value, node, ())
+    if walk.errors:
+        if len(walk.errors) == 1:
+            raise FieldSetError(walk.errors[0])
+        raise FieldSetError("\n  ".join(["errors:", *walk.errors]))
+    return frozenset(walk.out)
 
 
-def _walk(value: JSON, node: TypeNode | None, path: Path, out: set[Path]) -> None:
-    kind = node_kind(node, value)
-    if isinstance(value, dict) and kind in ("struct", "map"):
+class FieldSetError(ValueError):
+    """A value that does not fit its schema (``typed.ValidationErrors``)."""
+
+
+@dataclass(slots=True)
+class _FieldSetWalk:
+    out: set[Path] = field(default_factory=set)
+    errors: list[str] = field(default_factory=list)
+
+    def visit(self, value: JSON, node: TypeNode | None, path: Path) -> None:
+        kind = node_kind(node, value)
+        if isinstance(value, dict) and kind in ("struct", "map"):
+            self._visit_map(value, node, path)
+        elif isinstance(value, list) and node is not None and kind in ("map-list", "set-list"):
+            self._visit_list(value, node, kind, path)
+        elif path:
+            self.out.add(path)
+
+    def _visit_map(self, value: dict[str, JSON], node: TypeNode | None, path: Path) -> None:
         for key, child_value in value.items():
             child, declared = _child(node, key)
             child_path = (*path, "f:" + key)
-            _walk(child_value, child, child_path, out)
+            if child is None and _is_closed_struct(node):
+                self.errors.append(f"{path_text(child_path)}: field not declared in schema")
+                continue
+            self.visit(child_value, child, child_path)
             if not declared or child_value is None or child_value == {}:
-                out.add(child_path)
-    elif isinstance(value, list) and node is not None and kind in ("map-list", "set-list"):
-        for item in value:
-            item_path = (*path, list_element(node, kind, item))
-            _walk(item, _items(node), item_path, out)
-            out.add(item_path)
-    elif path:
-        out.add(path)
+                self.out.add(child_path)
+
+    def _visit_list(self, value: list[JSON], node: TypeNode, kind: NodeKind,
+                    path: Path) -> None:
+        seen: set[str] = set()
+        for index, item in enumerate(value):
+            try:
+                element = list_element(node, kind, item)
+            except MissingKeyError as exc:
+                self.errors.append(f"{path_text(path)}: element {index}: {exc}")
+                continue
+            if element in seen:
+                self.errors.append(f"{path_text(path)}: duplicate entries for key "
+                                   f"{path_text((element,))}")
+                continue
+            seen.add(element)
+            item_path = (*path, element)
+            self.visit(item, _items(node), item_path)
+            self.out.add(item_path)
+
+
+def _is_closed_struct(node: TypeNode | None) -> bool:
+    """A struct whose undeclared fields are errors (no additionalProperties, not preserved)."""
+    return (node is not None and node.type == "object" and bool(node.properties)
+            and node.values is None and not node.preserve_unknown_fields)
 
 
 # --- Compare ------------------------------------------------------------------------------------
