@@ -166,6 +166,16 @@ def test_bad_applies_get_kube_status_and_create_nothing(
     assert call(server, "GET", WEB).status == 404
 
 
+def test_strict_field_validation_refuses_repeated_keys(server: ServerThread) -> None:
+    body = json.dumps(deployment()).replace('"replicas": 2', '"replicas": 2, "replicas": 3')
+    reply = apply(server, WEB, body.encode(), fieldValidation="Strict")
+    assert (reply.status, reply.json["message"]) == (400, (
+        "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n"
+        '  line 1: key "replicas" already set in map'))
+    assert call(server, "GET", WEB).status == 404
+    assert ok(apply(server, WEB, body.encode()), 201)["spec"]["replicas"] == 3
+
+
 def test_force_on_a_merge_patch_is_refused(server: ServerThread) -> None:
     ok(apply(server, WEB, deployment()), 201)
     reply = call(server, "PATCH", WEB, {"spec": {"replicas": 2}}, params={"force": "true"})

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from kubewire.schema import TypeNode, type_for
-from kubewire.server.apply import ApplyRequest, apply_config, decode_apply_body, merge
+from kubewire.server.apply import ApplyRequest, apply_config, merge
+from kubewire.server.apply_request import ServerSideApply, decode_apply_body
 from kubewire.server.field_paths import (
     FieldSetError,
     compare,
@@ -309,9 +310,11 @@ def test_custom_kinds_keep_lists_without_a_list_type_atomic() -> None:
 
 
 def test_decode_apply_body_reads_yaml_and_json() -> None:
-    assert decode_apply_body(b"kind: Pod\nmetadata:\n  name: x\n") == {
+    assert decode_apply_body(b"kind: Pod\nmetadata:\n  name: x\n").config == {
         "kind": "Pod", "metadata": {"name": "x"}}
-    assert decode_apply_body(b'{"kind":"Pod"}') == {"kind": "Pod"}
+    assert decode_apply_body(b'{"kind":"Pod"}').config == {"kind": "Pod"}
+    assert decode_apply_body(b"t: 2024-01-01T00:00:00Z\n").config == {
+        "t": "2024-01-01T00:00:00Z"}
     with pytest.raises(BadRequest, match="cannot unmarshal array into Go value of type "
                                          "map"):
         decode_apply_body(b"[1]")
@@ -374,3 +377,18 @@ def test_update_managers_are_capped_into_ancient_changes() -> None:
     assert bucket.fields == {("f:spec", "f:f0"), ("f:spec", "f:f1"), ("f:spec", "f:f2")}
     assert bucket.time == "2026-01-01T00:00:02Z"  # the newest merged entry's
     assert manager_key("applier", "Apply", "apps/v1") in capped  # appliers are never merged
+
+
+def test_strict_apply_refuses_repeated_keys_after_applying() -> None:
+    body = (b'{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},\n'
+            b' "spec":{"replicas":1,"replicas":2,"paused":true,"paused":false}}')
+    applied = decode_apply_body(body)
+    assert applied.config["spec"] == {"replicas": 2, "paused": False}
+    lenient = ServerSideApply(applied, deployment_schema(), request())
+    assert lenient.create("web")["spec"]["replicas"] == 2
+    with pytest.raises(BadRequest) as caught:
+        ServerSideApply(applied, deployment_schema(), request(), strict=True).create("web")
+    assert caught.value.message == (
+        "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n"
+        '  line 2: key "replicas" already set in map\n'
+        '  line 2: key "paused" already set in map')

@@ -15,7 +15,13 @@ then ``update`` with the conflict check) and apimachinery ``pkg/util/managedfiel
 - a field another manager owns that the apply adds or changes is a conflict: 409 with kube's
   message and one ``FieldManagerConflict`` cause per field, unless ``force``, which moves
   ownership to the applier;
-- a no-op apply keeps the entry's time (kube stamps time only when the object changed).
+- a no-op apply keeps the entry's time (kube stamps time only when the object changed);
+- kubectl's own apply (manager ``kubectl``) may take fields its last client-side apply set
+  without a conflict, and keeps that annotation current (``lastappliedmanager.go``,
+  ``lastappliedupdater.go``);
+- a configuration that does not fit the schema is 400 with structured-merge-diff's words.
+
+Decoding the request body and the strict-YAML check live in ``apply_request``.
 """
 
 from __future__ import annotations
@@ -24,8 +30,6 @@ import copy
 import json
 from dataclasses import dataclass, replace
 from typing import Any
-
-import yaml
 
 from kubewire.go_text import go_quote
 from kubewire.schema import TypeNode
@@ -57,8 +61,8 @@ from kubewire.status import JSON, BadRequest, Conflict
 LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
 KUBECTL_MANAGER = "kubectl"  # only kubectl's own applies touch its annotation (lastapplied*.go)
 
-__all__ = ["ApplyRequest", "ServerSideApply", "apply_config", "apply_conflict", "decode_apply_body",
-           "merge", "prune"]
+__all__ = ["ApplyRequest", "apply_config", "apply_conflict", "check_applied_type", "merge",
+           "prune"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,44 +77,6 @@ class ApplyRequest:
     subresource: str = ""
     is_custom: bool = False
     has_status: bool = False
-
-
-def decode_apply_body(body: bytes) -> dict[str, JSON]:
-    """The applied configuration (YAML, so JSON too); 400 as ``applyPatcher`` answers."""
-    try:
-        value = yaml.load(body, Loader=_Loader)  # a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        raise BadRequest(f"error decoding YAML: {_yaml_error(exc)}") from None
-    if value is None:
-        value = {}
-    if not isinstance(value, dict):
-        kind = "array" if isinstance(value, list) else _json_kind(value)
-        raise BadRequest("error decoding YAML: error unmarshaling JSON: while decoding JSON: "
-                         f"json: cannot unmarshal {kind} into Go value of type "
-                         "map[string]interface {}")
-    return value
-
-
-class _Loader(yaml.SafeLoader):
-    """SafeLoader whose timestamps stay strings, as sigs.k8s.io/yaml converts YAML to JSON."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
-def _yaml_error(exc: yaml.YAMLError) -> str:
-    return " ".join(str(exc).split())
-
-
-def _json_kind(value: JSON) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    return "string"
 
 
 def check_applied_type(config: dict[str, JSON], request: ApplyRequest) -> None:
@@ -433,26 +399,3 @@ def apply_conflict(conflicts: dict[ManagerKey, FieldSet]) -> Conflict:
         message = f"Apply failed with {len(pairs)} conflicts: " + "\n".join(lines)
     return Conflict(message, {"causes": causes})
 
-
-# --- the request ----------------------------------------------------------------------------------
-
-@dataclass(frozen=True, slots=True)
-class ServerSideApply:
-    """One decoded apply: called with the live object it gives the object to store."""
-
-    config: dict[str, JSON]
-    schema: TypeNode | None
-    request: ApplyRequest
-
-    def __call__(self, live: dict[str, JSON]) -> dict[str, JSON]:
-        return apply_config(live, self.config, self.schema, self.request)
-
-    def create(self, url_name: str) -> dict[str, JSON]:
-        """The object an apply creates; BadRequest when it names another object than the URL
-        (``handlers/patch.go`` ``checkName``)."""
-        obj = apply_config(None, self.config, self.schema, self.request)
-        name = (obj.get("metadata") or {}).get("name") or ""
-        if name != url_name:
-            raise BadRequest(f"the name of the object ({name}) does not match the name on the "
-                             f"URL ({url_name})")
-        return obj

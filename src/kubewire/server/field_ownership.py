@@ -15,7 +15,8 @@ from datetime import datetime
 
 from kubewire.resources import Resource
 from kubewire.schema import TypeNode, type_for
-from kubewire.server.apply import ApplyRequest, ServerSideApply, decode_apply_body
+from kubewire.server.apply import ApplyRequest
+from kubewire.server.apply_request import ServerSideApply, decode_apply_body
 from kubewire.server.field_paths import MissingKeyError, compare
 from kubewire.server.lifecycle import format_time
 from kubewire.server.managed_fields import (
@@ -74,7 +75,7 @@ def parse_apply(query: Query, body: bytes, route: Route,
                 now: datetime) -> tuple[ApplyOptions, ServerSideApply]:
     """An apply request's options (422 without ``fieldManager``) and its decoded body (400)."""
     options = parse_write_options(query, verb="apply")
-    config = decode_apply_body(body)
+    applied = decode_apply_body(body)
     resource = route.resource
     request = ApplyRequest(manager=options.field_manager, api_version=resource.api_version,
                            kind=resource.kind, now=format_time(now), force=options.force,
@@ -82,7 +83,8 @@ def parse_apply(query: Query, body: bytes, route: Route,
                            has_status=resource.has_status)
     apply_options = ApplyOptions(dry_run=options.dry_run, field_manager=options.field_manager,
                                  field_validation=options.field_validation, force=options.force)
-    return apply_options, ServerSideApply(config, resource_schema(resource), request)
+    return apply_options, ServerSideApply(applied, resource_schema(resource), request,
+                                          strict=options.field_validation == "Strict")
 
 
 def resource_schema(resource: Resource) -> TypeNode | None:

@@ -1,0 +1,115 @@
+"""One apply request: its body decoded as kube decodes it, and the apply it asks for.
+
+The body is YAML (JSON is YAML), decoded as ``handlers/patch.go`` ``applyPatcher`` does:
+``sigs.k8s.io/yaml`` into a map (400 ``error decoding YAML: ...`` otherwise, timestamps kept as
+strings). With ``fieldValidation=Strict`` a key repeated in one map is refused after the apply
+itself succeeded (``yaml.UnmarshalStrict``; go-yaml v2's ``line N: key "k" already set in
+map``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from kubewire.go_text import go_quote
+from kubewire.schema import TypeNode
+from kubewire.server.apply import ApplyRequest, apply_config
+from kubewire.status import JSON, BadRequest
+
+__all__ = ["AppliedConfig", "ServerSideApply", "decode_apply_body"]
+
+
+@dataclass(frozen=True, slots=True)
+class AppliedConfig:
+    """The applied configuration and the go-yaml strict errors its text has (repeated keys)."""
+
+    config: dict[str, JSON]
+    strict_errors: tuple[str, ...] = ()
+
+
+def decode_apply_body(body: bytes) -> AppliedConfig:
+    """The applied configuration; BadRequest when it is not YAML or not a map."""
+    loader = _Loader(body)
+    try:
+        value = loader.get_single_data()
+    except yaml.YAMLError as exc:
+        raise BadRequest(f"error decoding YAML: {' '.join(str(exc).split())}") from None
+    finally:
+        loader.dispose()
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        kind = "array" if isinstance(value, list) else _json_kind(value)
+        raise BadRequest("error decoding YAML: error unmarshaling JSON: while decoding JSON: "
+                         f"json: cannot unmarshal {kind} into Go value of type "
+                         "map[string]interface {}")
+    return AppliedConfig(value, tuple(loader.repeated_keys))
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader whose timestamps stay strings (sigs.k8s.io/yaml converts YAML to JSON) and
+    which notes every key repeated in a map, as go-yaml's strict mode reports it."""
+
+    def __init__(self, stream: bytes) -> None:
+        super().__init__(stream)
+        self.repeated_keys: list[str] = []
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, str | int | float | bool) and key in seen:
+                shown = go_quote(key) if isinstance(key, str) else str(key)
+                self.repeated_keys.append(
+                    f"line {key_node.start_mark.line + 1}: key {shown} already set in map")
+            elif isinstance(key, str | int | float | bool):
+                seen.add(key)
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+        return mapping
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _json_kind(value: JSON) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    return "string"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSideApply:
+    """One decoded apply: called with the live object it gives the object to store."""
+
+    applied: AppliedConfig
+    schema: TypeNode | None
+    request: ApplyRequest
+    strict: bool = field(default=False)
+
+    def __call__(self, live: dict[str, JSON]) -> dict[str, JSON]:
+        return self._checked(apply_config(live, self.applied.config, self.schema,
+                                          self.request))
+
+    def create(self, url_name: str) -> dict[str, JSON]:
+        """The object an apply creates; BadRequest when it names another object than the URL
+        (``handlers/patch.go`` ``checkName``)."""
+        obj = self._checked(apply_config(None, self.applied.config, self.schema, self.request))
+        name = (obj.get("metadata") or {}).get("name") or ""
+        if name != url_name:
+            raise BadRequest(f"the name of the object ({name}) does not match the name on the "
+                             f"URL ({url_name})")
+        return obj
+
+    def _checked(self, obj: dict[str, JSON]) -> dict[str, JSON]:
+        if self.strict and self.applied.strict_errors:
+            raise BadRequest("error strict decoding YAML: error converting YAML to JSON: yaml: "
+                             "unmarshal errors:\n  " + "\n  ".join(self.applied.strict_errors))
+        return obj
