@@ -119,6 +119,40 @@ async def test_pod_apply(client: AsyncClient) -> None:
     assert applied.metadata.labels == {"app": "web", "applied": "twice"}
 
 
+def labelled_pod(labels: dict[str, str]) -> Pod:
+    pod = new_pod("web-0")
+    assert pod.metadata is not None
+    pod.metadata.labels = labels
+    return pod
+
+
+async def test_apply_prunes_conflicts_and_forces(client: AsyncClient) -> None:
+    """Server-side apply semantics through ``Client.apply`` (objects-and-clients.md §2.6)."""
+    await client.apply(labelled_pod({"app": "web", "tier": "front"}), namespace=NS,
+                       field_manager="tests")
+    pruned = await client.apply(labelled_pod({"app": "web"}), namespace=NS,
+                                field_manager="tests")
+    assert pruned.metadata.labels == {"app": "web"}  # this manager dropped "tier"
+
+    await client.patch(Pod, "web-0", {"metadata": {"labels": {"app": "taken"}}}, namespace=NS,
+                       patch_type=PatchType.MERGE, field_manager="other")
+    with pytest.raises(ApiError) as conflict:
+        await client.apply(labelled_pod({"app": "web"}), namespace=NS, field_manager="tests")
+    assert conflict.value.status.to_dict() == {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": 'Apply failed with 1 conflict: conflict with "other" using v1: '
+                   ".metadata.labels.app",
+        "reason": "Conflict", "code": 409,
+        "details": {"causes": [{"reason": "FieldManagerConflict", "field": ".metadata.labels.app",
+                                "message": 'conflict with "other" using v1'}]}}
+
+    forced = await client.apply(labelled_pod({"app": "web"}), namespace=NS,
+                                field_manager="tests", force=True)
+    assert forced.metadata.labels == {"app": "web"}
+    assert [(m.manager, m.operation) for m in forced.metadata.managedFields] == [
+        ("tests", "Apply")]
+
+
 async def test_status_subresource_and_wait(client: AsyncClient) -> None:
     """``Pod.Status`` reads and patches ``/status``; ``wait`` watches the pod by name until the
     condition holds."""
