@@ -19,6 +19,7 @@ import pytest
 from kubewire.event_conversion import core_event_to_events_v1, events_v1_to_core_event
 from tests.integration.harness import ServerThread
 from tests.integration.wire import call, create, get, list_rv, ok, types_and_names, watch
+from tests.unit.test_protobuf import encode_body
 
 CORE = "/api/v1/namespaces/default/events"
 EVENTS = "/apis/events.k8s.io/v1/namespaces/default/events"
@@ -349,3 +350,16 @@ def test_events_updates_may_not_change_the_event_but_core_updates_may(
                      {"Content-Type": "application/merge-patch+json"}), 200)
     assert legacy["message"] == "rewritten"
     assert get(server, f"{EVENTS}/fixed")["note"] == "rewritten"
+
+
+def test_a_protobuf_core_event_is_read_through_events(server: ServerThread) -> None:
+    # kubelet's recorder posts core/v1 Events as protobuf
+    body = encode_body(core_event("from-proto"))
+    reply = call(server, "POST", CORE, body,
+                 {"Content-Type": "application/vnd.kubernetes.protobuf",
+                  "Accept": "application/vnd.kubernetes.protobuf,application/json"})
+    assert reply.status == 201, reply.body
+    created = reply.json
+    assert (created["apiVersion"], created["source"]) == ("v1", {"component": "kubelet",
+                                                                 "host": "node-1"})
+    assert get(server, f"{EVENTS}/from-proto") == core_event_to_events_v1(created)
