@@ -174,6 +174,7 @@ class WatchCache:
             return
         self._dispatched = stop
         events = self.ring.slice(start, stop)
+        newest = events[-1].revision
         payloads: dict[Any, bytes] = {}
         for watcher in self._live_targets(events):
             framed = payloads.get(watcher.key)
@@ -183,11 +184,12 @@ class WatchCache:
                 payloads[watcher.key] = framed
             if framed:
                 watcher.sink.write_framed(framed)
+            # Everything up to ``newest`` is written: a bookmark must carry a later revision.
+            watcher.progress_rev = newest
             if watcher.sink.is_paused:
                 self._detach_live(watcher)
                 watcher.fall_behind(stop)
         self._close_overtaken()
-        newest = events[-1].revision
         for watcher in [w for w in self._future if w.start_rev <= newest]:
             self._future.discard(watcher)
             watcher.begin_at_cursor(self.ring.seq_after(watcher.start_rev))
