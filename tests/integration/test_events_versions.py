@@ -363,3 +363,24 @@ def test_a_protobuf_core_event_is_read_through_events(server: ServerThread) -> N
     assert (created["apiVersion"], created["source"]) == ("v1", {"component": "kubelet",
                                                                  "host": "node-1"})
     assert get(server, f"{EVENTS}/from-proto") == core_event_to_events_v1(created)
+
+
+@needs_kubectl
+def test_kubectl_describe_shows_events_written_through_either_version(
+        server: ServerThread) -> None:
+    pod = create(server, "/api/v1/namespaces/default/pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-0"},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
+    uid = pod["metadata"]["uid"]
+    legacy = core_event("pulled")
+    legacy["involvedObject"]["uid"] = uid
+    create(server, CORE, legacy)
+    recorded = new_event("scheduled")
+    recorded["regarding"]["uid"] = uid
+    create(server, EVENTS, recorded)
+    # describe lists core/v1 events selected by involvedObject name, namespace and uid
+    done = kubectl(server, "describe", "pod", "web-0", "-n", "default")
+    assert done.returncode == 0, done.stderr
+    events_section = done.stdout.split("Events:", 1)[1]
+    assert "Pulled" in events_section and "pulled the image" in events_section
+    assert "Scheduled" in events_section and "assigned to node-1" in events_section
