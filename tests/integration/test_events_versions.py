@@ -384,3 +384,12 @@ def test_kubectl_describe_shows_events_written_through_either_version(
     events_section = done.stdout.split("Events:", 1)[1]
     assert "Pulled" in events_section and "pulled the image" in events_section
     assert "Scheduled" in events_section and "assigned to node-1" in events_section
+
+
+def test_both_versions_survive_a_restart(server: ServerThread) -> None:
+    legacy = create(server, CORE, core_event("kept"))
+    recorded = create(server, EVENTS, new_event("also-kept"))
+    server.restart()
+    assert get(server, f"{CORE}/kept") == legacy
+    assert get(server, f"{EVENTS}/also-kept") == recorded
+    assert get(server, f"{CORE}/also-kept") == events_v1_to_core_event(recorded)
