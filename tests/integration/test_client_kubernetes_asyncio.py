@@ -283,7 +283,7 @@ async def test_pod_watch_from_list_resource_version(core: CoreV1Api) -> None:
         created = await core.create_namespaced_pod(NS, new_pod("web"))
         patched = await core.patch_namespaced_pod("web", NS,
                                                   {"metadata": {"labels": {"app": "changed"}}})
-        await core.delete_namespaced_pod("web", NS)
+        deleted = await core.delete_namespaced_pod("web", NS)
         events = [await next_event(stream) for _ in range(4)]
     finally:
         w.stop()
@@ -294,6 +294,8 @@ async def test_pod_watch_from_list_resource_version(core: CoreV1Api) -> None:
     assert all(isinstance(e["object"], V1Pod) for e in events)
     assert [rv(e["object"]) for e in events[:2]] == [rv(created), rv(patched)]
     assert rv(events[1]["object"]) < rv(events[2]["object"]) < rv(events[3]["object"])
+    # The DELETE answer is the removed pod at the delete's revision (etcd3 conditionalDelete).
+    assert deleted.to_dict() == events[3]["object"].to_dict()
     assert events[1]["object"].metadata.labels == {"app": "changed"}
     marked = events[2]["object"].metadata
     assert marked.deletion_timestamp is not None
@@ -312,7 +314,7 @@ async def test_service_watch_from_list_resource_version(core: CoreV1Api) -> None
         created = await core.create_namespaced_service(NS, new_service("web"))
         patched = await core.patch_namespaced_service(
             "web", NS, {"spec": {"selector": {"app": "changed"}}}, _content_type=MERGE)
-        await core.delete_namespaced_service("web", NS)
+        deleted = await core.delete_namespaced_service("web", NS)
         events = [await next_event(stream) for _ in range(3)]
     finally:
         w.stop()
@@ -324,6 +326,7 @@ async def test_service_watch_from_list_resource_version(core: CoreV1Api) -> None
     assert [rv(e["object"]) for e in events[:2]] == [rv(created), rv(patched)]
     assert rv(events[2]["object"]) > rv(patched)
     assert events[1]["object"].spec.selector == {"app": "changed"}
+    assert deleted.to_dict() == events[2]["object"].to_dict()
 
 
 # --- The default server: HTTPS with its own CA and an admin client certificate -----------------
