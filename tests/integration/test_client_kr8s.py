@@ -198,6 +198,9 @@ async def test_service_crud(api: kr8s.asyncio.Api) -> None:
     service = Service(service_body("web"), api=api)
     await service.create()
     assert service.metadata.uid
+    assert service.spec.type == "ClusterIP"
+    assert service.spec.clusterIPs == [service.spec.clusterIP]
+    assert service.spec.ports == [{"port": 80, "protocol": "TCP", "targetPort": 80}]
     got = await Service.get("web", namespace=NS, api=api)
     assert got.raw == service.raw
     assert [s.name async for s in api.get("services", namespace=NS)] == ["web"]

@@ -207,7 +207,9 @@ async def test_create_conflict_carries_status(client: AsyncClient) -> None:
 async def test_service_crud(client: AsyncClient) -> None:
     created = await client.create(new_service("web"), namespace=NS)
     assert isinstance(created, Service)
-    assert created.spec.ports[0].port == 80
+    assert created.spec.type == "ClusterIP"
+    assert created.spec.clusterIPs == [created.spec.clusterIP]
+    assert [(p.port, p.protocol, p.targetPort) for p in created.spec.ports] == [(80, "TCP", 80)]
     assert await client.get(Service, "web", namespace=NS) == created
     assert [s.metadata.name async for s in client.list(Service, namespace=NS)] == ["web"]
 
@@ -221,6 +223,7 @@ async def test_service_crud(client: AsyncClient) -> None:
         Service, "web", [{"op": "replace", "path": "/spec/selector", "value": {"app": "db"}}],
         namespace=NS, patch_type=PatchType.JSON)
     assert jsonpatch.spec.selector == {"app": "db"}
+    assert jsonpatch.spec.clusterIP == created.spec.clusterIP
 
     await client.delete(Service, "web", namespace=NS)
     with pytest.raises(ApiError) as raised:
