@@ -38,8 +38,8 @@ _REASONS = {
     101: "Switching Protocols", 200: "OK", 201: "Created", 202: "Accepted", 204: "No Content",
     400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
     405: "Method Not Allowed", 406: "Not Acceptable", 409: "Conflict", 410: "Gone",
-    413: "Request Entity Too Large", 415: "Unsupported Media Type", 422: "Unprocessable Entity",
-    429: "Too Many Requests", 431: "Request Header Fields Too Large",
+    413: "Request Entity Too Large", 415: "Unsupported Media Type", 417: "Expectation Failed",
+    422: "Unprocessable Entity", 429: "Too Many Requests", 431: "Request Header Fields Too Large",
     500: "Internal Server Error", 503: "Service Unavailable", 504: "Gateway Timeout",
 }
 
@@ -257,6 +257,8 @@ class HTTPConnection(asyncio.Protocol):
             cause = exc.__context__
             if isinstance(cause, _TooLarge):
                 self._reject_status(cause.status)
+            elif isinstance(cause, _ExpectationFailed):
+                self._reject_expectation()
             else:
                 self._reject(400, b"malformed HTTP request")
         except httptools.HttpParserError:
@@ -305,6 +307,9 @@ class HTTPConnection(asyncio.Protocol):
         length = self._headers.get("content-length", "")
         if length.isdigit() and int(length) > self._limits.max_body_bytes:
             raise _TooLarge(413)
+        expect = self._headers.get("expect")
+        if expect is not None:
+            self._answer_expect(expect, length)
 
     def on_body(self, body: bytes) -> None:
         self._body_bytes += len(body)
@@ -422,6 +427,17 @@ class HTTPConnection(asyncio.Protocol):
         elif self._task is None:
             self.close()
 
+    def _answer_expect(self, expect: str, length: str) -> None:
+        """Go net/http (server.go ``readRequest``): ``100-continue`` on HTTP/1.1 with a body
+        gets the interim ``100 Continue`` (curl waits a second for it before sending a body);
+        any other expectation is answered 417 with the connection closed."""
+        if "100-continue" not in (token.strip().lower() for token in expect.split(",")):
+            raise _ExpectationFailed
+        busy = self._task is not None or self._stream is not None or self._pending
+        # Only between responses: an interim line must not land inside an earlier response.
+        if self._parser.get_http_version() == "1.1" and length != "0" and not busy:
+            self.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+
     def _count_head(self, n: int) -> None:
         self._head_bytes += n
         if self._head_bytes > self._limits.max_head_bytes:
@@ -444,6 +460,13 @@ class HTTPConnection(asyncio.Protocol):
         self.send_response(Response(status, text, "text/plain; charset=utf-8"))
         self.close()
 
+    def _reject_expectation(self) -> None:
+        # Go's sendExpectationFailed: no body, no content type, and the connection closes.
+        self._keep_alive = False
+        self._rejected = True
+        self.write(render_head(417, [("Connection", "close"), ("Content-Length", "0")]))
+        self.close()
+
     def _arm_idle_timer(self) -> None:
         self._cancel_idle_timer()
         loop = asyncio.get_running_loop()
@@ -453,6 +476,10 @@ class HTTPConnection(asyncio.Protocol):
         if self._idle_timer is not None:
             self._idle_timer.cancel()
             self._idle_timer = None
+
+
+class _ExpectationFailed(Exception):
+    """An ``Expect`` header other than ``100-continue``."""
 
 
 class _TooLarge(Exception):
