@@ -260,6 +260,17 @@ def test_status_writes_leave_the_allocation_alone(server: ServerThread) -> None:
                       {"status": ingress, "spec": {"clusterIP": "10.96.0.70"}}), 200)
     assert written["spec"] == created["spec"]
     assert written["status"] == ingress
+    # A main-endpoint write of a Service that is no load balancer clears that status
+    # (service/strategy.go dropTypeDependentFields); a LoadBalancer keeps it.
+    patched = ok(call(server, "PATCH", SERVICE.item("web"),
+                      {"spec": {"selector": {"app": "other"}}}), 200)
+    assert patched["status"] == {"loadBalancer": {}}
+    create(server, SERVICE.collection(), service("lb", type="LoadBalancer"))
+    ok(call(server, "PATCH", SERVICE.item("lb") + "/status", {"status": ingress}), 200)
+    kept = ok(call(server, "PATCH", SERVICE.item("lb"), {"spec": {"selector": {"app": "b"}}}),
+              200)
+    assert kept["status"] == {"loadBalancer": {"ingress": [{"ip": "192.0.2.7",
+                                                            "ipMode": "VIP"}]}}
 
 
 def test_a_restart_rebuilds_the_allocations_from_the_store(

@@ -488,19 +488,18 @@ def _drop_type_dependent_fields(old_spec: Mapping[str, JSON], spec: dict[str, JS
         for port in _ports(spec):
             port.pop("nodePort", None)
     if old_spec.get("type") == "LoadBalancer" and spec.get("type") != "LoadBalancer":
-        _drop_load_balancer_fields(old_spec, spec, svc)
+        _drop_load_balancer_fields(old_spec, spec)
     if _externally_accessible(old_spec) and not _externally_accessible(spec) and spec.get(
             "externalTrafficPolicy") == old_spec.get("externalTrafficPolicy"):
         spec.pop("externalTrafficPolicy", None)
+    if spec.get("type") != "LoadBalancer" and isinstance(svc.get("status"), dict):
+        svc["status"]["loadBalancer"] = {}  # not a load balancer (any more): no LB status
 
 
-def _drop_load_balancer_fields(old_spec: Mapping[str, JSON], spec: dict[str, JSON],
-                               svc: dict[str, JSON]) -> None:
-    key = "allocateLoadBalancerNodePorts"
-    if spec.get(key) == old_spec.get(key):
-        spec.pop(key, None)
-    if isinstance(svc.get("status"), dict):
-        svc["status"]["loadBalancer"] = {}  # no longer a load balancer: its status goes
+def _drop_load_balancer_fields(old_spec: Mapping[str, JSON], spec: dict[str, JSON]) -> None:
+    for key in ("allocateLoadBalancerNodePorts", "loadBalancerClass"):
+        if spec.get(key) == old_spec.get(key):
+            spec.pop(key, None)
 
 
 def _externally_accessible(spec: Mapping[str, JSON]) -> bool:
