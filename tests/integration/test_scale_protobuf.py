@@ -281,6 +281,9 @@ def test_kubectl_typed_create_and_scale(server: ServerThread, tmp_path: Path) ->
     assert (event["type"], event["object"]["spec"]["replicas"]) == ("MODIFIED", 5)
     deployment = get(server, DEPLOYMENT.item("web", "demo"))
     assert deployment["metadata"]["generation"] == 2
+    scalers = [(e["manager"], e["fieldsV1"]) for e in deployment["metadata"]["managedFields"]
+               if e.get("subresource") == "scale"]
+    assert scalers == [("kubectl", {"f:spec": {"f:replicas": {}}})], scalers
     assert deployment["spec"]["revisionHistoryLimit"] == 10
     pod_spec = deployment["spec"]["template"]["spec"]
     assert (pod_spec["dnsPolicy"], pod_spec["containers"][0]["imagePullPolicy"]) == (

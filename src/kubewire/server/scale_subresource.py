@@ -20,6 +20,7 @@ from kubewire.resources import Resource
 from kubewire.server import patch as patching
 from kubewire.server.context import ServerContext
 from kubewire.server.encoding import decode_object, json_response, media_type, negotiate_json
+from kubewire.server.field_ownership import default_field_manager
 from kubewire.server.http import Request, Response
 from kubewire.server.options import parse_write_options
 from kubewire.server.routes import Route
@@ -104,8 +105,9 @@ def _patch_function(payload: Resource, content_type: str) -> PatchFunction:
 
 async def _write(ctx: ServerContext, route: Route, request: Request,
                  updated_scale: UpdatedScale) -> Response:
-    wopts = parse_write_options(request.query, verb="update" if request.method == "PUT"
-                                else "patch")
+    options = (parse_write_options(request.query, verb="update") if request.method == "PUT"
+               else parse_write_options(request.query, verb="patch"))
+    wopts = default_field_manager(options, request.header("user-agent"))
     _current(ctx, route)  # 404 before anything else: subresources never create
 
     def mutate(parent: dict[str, JSON]) -> dict[str, JSON]:
