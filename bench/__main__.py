@@ -15,7 +15,7 @@ from pathlib import Path
 
 from bench import report
 
-BENCHMARKS = ("fanout", "idle_memory", "write_path", "latency", "startup")
+BENCHMARKS = ("fanout", "idle_memory", "write_path", "latency", "startup", "client_decode")
 
 
 def options(module: object, smoke: bool, repeats: int) -> object:

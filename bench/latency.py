@@ -31,6 +31,7 @@ from bench.worker import Worker, gather_results
 
 NAME = "latency"
 TARGET_P99_MS = 10.0  # issue 6: write -> watcher p99 at 1 k writes/s, 100 watchers
+QUIET_S = 2.0  # readers stop this long after the last event (writes may end early, by time)
 
 
 @dataclass
@@ -88,7 +89,7 @@ class Rig:
         duration = 2 * opts.writes / opts.rate + 5
         for reader in active:
             reader.send("count", expected=opts.writes, timeout_s=duration + 10,
-                        record_names=True)
+                        record_names=True, quiet_s=QUIET_S)
         sent = self.load.call("paced", duration + 60, requests=writes, rate=opts.rate,
                               duration_s=duration)
         counts = gather_results(active, duration + 60)

@@ -55,6 +55,7 @@ class WatchReader(asyncio.Protocol):
             self.buffer = b""
             self.head.set_result(self.status)
         self.bytes += len(data)
+        self.owner.last_data_at = time.monotonic()
         if self.owner.record_names:
             self._record(data)
         else:
@@ -89,6 +90,7 @@ class ReaderSet:
         self.readers: list[WatchReader] = []
         self.expected = 0
         self.record_names = False
+        self.last_data_at = 0.0
         self._all_done: asyncio.Event | None = None
 
     async def open(self, port: int, path: str, count: int, timeout_s: float) -> int:
@@ -119,8 +121,9 @@ class ReaderSet:
             self._all_done.set()
 
     async def count(self, expected: int, timeout_s: float, record_names: bool = False,
-                    ) -> dict[str, Any]:
-        """Read until every watch saw ``expected`` events (or closed, or ``timeout_s``)."""
+                    quiet_s: float = 0.0) -> dict[str, Any]:
+        """Read until every watch saw ``expected`` events, or closed, or ``timeout_s`` passed,
+        or (with ``quiet_s``) no data came for ``quiet_s`` after the first event."""
         self._all_done = asyncio.Event()
         self.expected = expected
         self.record_names = record_names
@@ -129,17 +132,27 @@ class ReaderSet:
             reader.arrivals = []
         self._check_done()
         started = time.monotonic()
-        timed_out = False
-        try:
-            await asyncio.wait_for(self._all_done.wait(), timeout_s)
-        except TimeoutError:
-            timed_out = True
+        self.last_data_at = 0.0
+        timed_out = await self._wait_done(started + timeout_s, quiet_s)
         done = [r.done_at for r in self.readers if r.done_at]
         return {"started": started, "done_at": max(done, default=0.0),
                 "complete": len(done), "closed": sum(r.closed for r in self.readers),
                 "events": sum(r.events for r in self.readers),
                 "bytes": sum(r.bytes for r in self.readers), "timed_out": timed_out,
                 "arrivals": [r.arrivals for r in self.readers] if record_names else []}
+
+    async def _wait_done(self, deadline: float, quiet_s: float) -> bool:
+        """Wait for ``_all_done``; True if the deadline or the quiet time ended the wait."""
+        assert self._all_done is not None
+        step = min(0.25, quiet_s) if quiet_s else deadline - time.monotonic()
+        while (now := time.monotonic()) < deadline:
+            try:
+                await asyncio.wait_for(self._all_done.wait(), max(0.0, min(step, deadline - now)))
+                return False
+            except TimeoutError:
+                if quiet_s and self.last_data_at and now - self.last_data_at >= quiet_s:
+                    return True
+        return True
 
     async def close(self) -> int:
         """Close every watch; returns how many were open."""

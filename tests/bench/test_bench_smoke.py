@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-BENCHMARKS = ("fanout", "idle_memory", "write_path", "latency", "startup")
+BENCHMARKS = ("fanout", "idle_memory", "write_path", "latency", "startup", "client_decode")
 RUN_TIMEOUT_S = 120
 
 
@@ -57,5 +57,6 @@ def test_run_all_renders_results_and_plot_from_saved_results(out_dir: Path) -> N
     text = (out_dir / "RESULTS.md").read_text()
     assert "## Machine" in text
     assert "| benchmark | case |" in text
-    for name in ("Fan-out", "Idle watcher memory", "Write path", "latency", "Start-up"):
+    for name in ("Fan-out", "Idle watcher memory", "Write path", "latency", "Start-up",
+                 "Client decode"):
         assert name in text
