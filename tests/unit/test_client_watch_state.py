@@ -89,3 +89,10 @@ def test_a_named_revision_with_initial_events_keeps_the_initial_phase() -> None:
     assert state.initial_phase
     params = state.params()
     assert (params["resourceVersion"], params["sendInitialEvents"]) == ("7", "true")
+
+
+def test_caller_timeout_shrinks_across_reconnects() -> None:
+    state = WatchState(WatchOptions(resource_version="3", timeout_seconds=60))
+    assert state.params()["timeoutSeconds"] == "60"
+    assert state.params(remaining_s=12.2)["timeoutSeconds"] == "13"
+    assert state.params(remaining_s=0.1)["timeoutSeconds"] == "1"

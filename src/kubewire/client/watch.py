@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -59,6 +60,7 @@ class WatchSettings:
     connect_timeout_s: float = CONNECT_TIMEOUT_S
     backoff: Backoff = field(default_factory=Backoff)
     rng: random.Random = field(default_factory=random.Random)
+    clock: Callable[[], float] = time.monotonic
 
 
 class _Reconnect(Exception):
@@ -83,9 +85,14 @@ class WatchStream(Generic[T]):
     async def events(self) -> AsyncGenerator[WatchEvent[T], None]:
         if self.state.needs_start_revision:
             self.state.start_from(await self.start_revision())
+        limit = self.state.options.timeout_seconds
+        deadline = None if limit is None else self.settings.clock() + limit
         while True:
+            remaining = None if deadline is None else deadline - self.settings.clock()
+            if remaining is not None and remaining <= 0:
+                return  # the caller's timeout spans reconnects
             try:
-                async with aclosing(self._connection()) as connection:
+                async with aclosing(self._connection(remaining)) as connection:
                     async for event in connection:
                         yield event
             except _Reconnect as again:
@@ -95,7 +102,8 @@ class WatchStream(Generic[T]):
             if self.state.options.timeout_seconds is not None:
                 return  # the caller's own timeout: the stream is meant to end
 
-    async def _connection(self) -> AsyncGenerator[WatchEvent[T], None]:
+    async def _connection(self, remaining_s: float | None,
+                          ) -> AsyncGenerator[WatchEvent[T], None]:
         """Events of one connection; raises ``_Reconnect`` when it should be resumed."""
         timeout = aiohttp.ClientTimeout(total=None, connect=self.settings.connect_timeout_s,
                                         sock_read=self.settings.idle_timeout_s)
@@ -103,7 +111,7 @@ class WatchStream(Generic[T]):
         lines = 0
         try:
             async with self.client.transport.open(
-                    Request("GET", self.path, self.state.params()), timeout) as resp:
+                    Request("GET", self.path, self.state.params(remaining_s)), timeout) as resp:
                 splitter = LineSplitter()
                 while chunk := await _read_chunk(resp):
                     for line in splitter.feed(chunk):

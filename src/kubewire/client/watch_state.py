@@ -18,6 +18,7 @@ Rules (watch-protocol.md §2.2, §6; client-go ``reflector.go``):
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 
@@ -62,12 +63,15 @@ class WatchState:
             self.resume_rv = self.options.resource_version
             self.initial_phase = False
 
-    def params(self) -> dict[str, str]:
-        """The query of the next connection."""
+    def params(self, remaining_s: float | None = None) -> dict[str, str]:
+        """The query of the next connection; ``remaining_s`` is what is left of the
+        caller's ``timeout_seconds`` after earlier connections."""
         opts = self.options
         timeout = opts.timeout_seconds
         if timeout is None:
             timeout = int(MIN_WATCH_TIMEOUT_S * (1 + self.rng.random()))
+        elif remaining_s is not None:
+            timeout = max(1, math.ceil(remaining_s))
         base = query(watch=True, allowWatchBookmarks=True, timeoutSeconds=timeout,
                      labelSelector=format_selector(opts.label_selector),
                      fieldSelector=format_selector(opts.field_selector))
