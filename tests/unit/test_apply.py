@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import copy
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from kubewire.resources import REGISTRY
 from kubewire.schema import TypeNode, type_for
 from kubewire.server.apply import ApplyRequest, apply_config, merge
 from kubewire.server.apply_request import ServerSideApply, decode_apply_body
+from kubewire.server.field_ownership import WriteFacts, default_field_manager, track_write
 from kubewire.server.field_paths import (
     FieldSetError,
     compare,
@@ -28,6 +31,8 @@ from kubewire.server.managed_fields import (
     manager_key,
     record_update,
 )
+from kubewire.server.routes import Route
+from kubewire.server.write_options import WriteOptions
 from kubewire.status import BadRequest, Conflict
 
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z"
@@ -392,3 +397,39 @@ def test_strict_apply_refuses_repeated_keys_after_applying() -> None:
         "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n"
         '  line 2: key "replicas" already set in map\n'
         '  line 2: key "paused" already set in map')
+
+
+# --- the write hook -------------------------------------------------------------------------------
+
+def deployments_route() -> Route:
+    resource = REGISTRY.lookup("apps", "v1", "deployments")
+    assert resource is not None
+    return Route(resource, "default", "web", "", False)
+
+
+NOW = datetime(2026, 1, 1, 0, 1, tzinfo=UTC)
+
+
+def test_track_write_records_the_writer_and_keeps_entries_on_a_no_op() -> None:
+    route = deployments_route()
+    live = apply_config(None, deployment(), deployment_schema(), request())
+    facts = WriteFacts(route, default_field_manager(WriteOptions(), "edit/1.0 (x)"), NOW)
+    changed = deployment(replicas=7)
+    tracked = track_write(facts, live, changed, copy.deepcopy(changed))
+    assert [(e["manager"], e["time"]) for e in entries(tracked)] == [
+        ("alice", T0), ("edit", "2026-01-01T00:01:00Z")]
+    same = copy.deepcopy(live)
+    assert track_write(facts, live, same, copy.deepcopy(same)) == live
+
+
+def test_track_write_honours_a_reset_and_ignores_body_entries_on_status() -> None:
+    route = deployments_route()
+    live = apply_config(None, deployment(), deployment_schema(), request())
+    facts = WriteFacts(route, WriteOptions(field_manager="m"), NOW)
+    reset = deployment()
+    reset["metadata"]["managedFields"] = [{}]
+    assert "managedFields" not in track_write(facts, live, reset, deployment())["metadata"]
+    status_facts = WriteFacts(Route(route.resource, "default", "web", "status", False),
+                              WriteOptions(field_manager="m"), NOW)
+    tracked = track_write(status_facts, live, reset, copy.deepcopy(live))
+    assert tracked["metadata"]["managedFields"] == live["metadata"]["managedFields"]

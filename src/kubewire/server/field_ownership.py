@@ -108,13 +108,15 @@ def track_write(facts: WriteFacts, old: dict[str, JSON] | None, new: dict[str, J
         _set_entries(meta, entries)
         return prepared
     resource, subresource = facts.route.resource, facts.route.subresource
-    base = live_or_new(old, new, subresource)
+    base, entries = live_or_new(old, new, subresource)
     try:
         changes = compare(_bare(old), _bare(prepared), resource_schema(resource),
                           is_custom=resource.is_custom)
-    except MissingKeyError:
-        _set_entries(meta, encode_managed(base) if base else None)
-        return prepared  # validation let a keyless list item through: keep ownership as it was
+    except MissingKeyError:  # validation let a keyless list item through
+        changes = None
+    if changes is None or changes.is_same:  # nobody gains or loses a field: entries as they are
+        _set_entries(meta, entries)
+        return prepared
     key = manager_key(facts.options.field_manager, "Update", resource.api_version, subresource)
     managed = record_update(base, changes, UpdateRecord(key, format_time(facts.now),
                                                         resource.has_status))

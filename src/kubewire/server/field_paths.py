@@ -18,7 +18,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
+
+import msgspec
 
 from kubewire.schema import TypeNode
 from kubewire.status import JSON
@@ -48,19 +51,56 @@ class MissingKeyError(ValueError):
     """A map-list element lacks a key field that has no schema default."""
 
 
+@dataclass(frozen=True, slots=True)
+class _NodeFacts:
+    """What the walks need of one schema node, read once (the node's lookups are not cheap)."""
+
+    kind: NodeKind | None  # None: deduced from the value (free-form JSON)
+    properties: Mapping[str, TypeNode]
+    values: TypeNode | None
+    items: TypeNode | None
+    keys: tuple[str, ...]
+    required: frozenset[str]
+    is_closed: bool  # a struct whose undeclared fields are errors
+
+
+# One entry per schema node ever walked: bounded by the size of the served schemas.
+_FACTS: dict[TypeNode, _NodeFacts] = {}
+
+
+def _facts(node: TypeNode) -> _NodeFacts:
+    facts = _FACTS.get(node)
+    if facts is None:
+        facts = _FACTS[node] = _read_facts(node)
+    return facts
+
+
+def _read_facts(node: TypeNode) -> _NodeFacts:
+    meta, node_type = node.patch_meta, node.type
+    kind: NodeKind | None = None
+    if node_type == "object":
+        kind = "atomic" if meta.map_type == "atomic" else "struct" if node.properties else "map"
+    elif node_type == "array":
+        kind = _list_kind(node)
+    elif node_type != "any":
+        kind = "scalar"
+    keys = meta.list_map_keys if meta.list_type == "map" else (meta.patch_merge_key,)
+    is_closed = (node_type == "object" and bool(node.properties) and node.values is None
+                 and not node.preserve_unknown_fields)
+    return _NodeFacts(kind, node.properties if node_type == "object" else {},
+                      node.values if node_type == "object" else None,
+                      node.items if node_type == "array" else None, keys,
+                      frozenset(node.required), is_closed)
+
+
 def node_kind(node: TypeNode | None, value: JSON) -> NodeKind:
     """How server-side apply treats ``value`` at schema ``node`` (None: outside the schema)."""
-    if node is None or node.type == "any":
-        # Deduced types (CR fields without schema): maps are granular, lists atomic.
-        return "map" if isinstance(value, dict) else "atomic" if isinstance(value, list) \
-            else "scalar"
-    if node.type == "object":
-        if node.patch_meta.map_type == "atomic":
-            return "atomic"
-        return "struct" if node.properties else "map"
-    if node.type == "array":
-        return _list_kind(node)
-    return "scalar"
+    kind = _facts(node).kind if node is not None else None
+    if kind is not None:
+        return kind
+    # Deduced types (CR fields without schema): maps are granular, lists atomic.
+    return "map" if isinstance(value, dict) else "atomic" if isinstance(value, list) \
+        else "scalar"
 
 
 def _list_kind(node: TypeNode) -> NodeKind:
@@ -76,13 +116,8 @@ def _list_kind(node: TypeNode) -> NodeKind:
     return "atomic"
 
 
-def _map_keys(node: TypeNode) -> tuple[str, ...]:
-    meta = node.patch_meta
-    return meta.list_map_keys if meta.list_type == "map" else (meta.patch_merge_key,)
-
-
 def _json(value: JSON) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    return msgspec.json.encode(value, order="sorted").decode()
 
 
 def list_element(node: TypeNode, kind: NodeKind, item: JSON) -> str:
@@ -93,9 +128,10 @@ def list_element(node: TypeNode, kind: NodeKind, item: JSON) -> str:
     """
     if kind == "set-list":
         return "v:" + _json(item)
-    element = node.items
+    facts = _facts(node)
+    element = facts.items
     key: dict[str, JSON] = {}
-    for name in _map_keys(node):
+    for name in facts.keys:
         value = item.get(name) if isinstance(item, dict) else None
         if value is None:
             child = element.child(name) if element is not None else None
@@ -110,16 +146,17 @@ def list_element(node: TypeNode, kind: NodeKind, item: JSON) -> str:
 
 def _child(node: TypeNode | None, name: str) -> tuple[TypeNode | None, bool]:
     """The schema of field ``name`` and whether it is a declared struct field."""
-    if node is None or node.type != "object":
+    if node is None:
         return None, False
-    prop = node.properties.get(name)
+    facts = _facts(node)
+    prop = facts.properties.get(name)
     if prop is not None:
         return prop, True
-    return node.values, False
+    return facts.values, False
 
 
 def _items(node: TypeNode | None) -> TypeNode | None:
-    return node.items if node is not None else None
+    return _facts(node).items if node is not None else None
 
 
 # --- ToFieldSet ---------------------------------------------------------------------------------
@@ -162,7 +199,7 @@ class _FieldSetWalk:
         for key, child_value in value.items():
             child, declared = _child(node, key)
             child_path = (*path, "f:" + key)
-            if child is None and _is_closed_struct(node):
+            if child is None and node is not None and _facts(node).is_closed:
                 self.errors.append(f"{path_text(child_path)}: field not declared in schema")
                 continue
             self.visit(child_value, child, child_path)
@@ -186,12 +223,6 @@ class _FieldSetWalk:
             item_path = (*path, element)
             self.visit(item, _items(node), item_path)
             self.out.add(item_path)
-
-
-def _is_closed_struct(node: TypeNode | None) -> bool:
-    """A struct whose undeclared fields are errors (no additionalProperties, not preserved)."""
-    return (node is not None and node.type == "object" and bool(node.properties)
-            and node.values is None and not node.preserve_unknown_fields)
 
 
 # --- Compare ------------------------------------------------------------------------------------
@@ -233,6 +264,8 @@ class _CompareRun:
 
 
 def _compare(old: JSON, new: JSON, node: TypeNode | None, path: Path, run: _CompareRun) -> None:
+    if old is new or (type(old) is type(new) and old == new):
+        return  # most of an update is unchanged: skip the walk (Python's == is C)
     old = _MISSING if old is None else old
     new = _MISSING if new is None else new
     probe = new if new is not _MISSING else old
@@ -274,7 +307,7 @@ def _compare_maps(old: JSON, new: JSON, node: TypeNode | None, path: Path,
         child, declared = _child(node, key)
         child_path = (*path, "f:" + key)
         if declared and not run.is_custom and node is not None and (
-                key in node.required or node_kind(child, None) == "struct"):
+                key in _facts(node).required or node_kind(child, None) == "struct"):
             run.always_present.add(child_path)
         _compare(old_map.get(key), new_map.get(key), child, child_path, run)
 
@@ -315,7 +348,7 @@ def _emit(tree: dict[str, JSON], *, top: bool = False) -> dict[str, JSON]:
     children = {k: v for k, v in tree.items() if k != "."}
     if "." in tree and children and not top:
         out["."] = {}
-    for key in sorted(children, key=element_order):
+    for key in sorted(children, key=element_order) if len(children) > 1 else children:
         out[key] = _emit(children[key])
     return out
 
@@ -338,8 +371,10 @@ def _parse(fields: JSON, path: Path, out: set[Path]) -> None:
 
 
 _ELEMENT_RANK = {"f": 0, "k": 1, "v": 2, "i": 3}
+ELEMENT_ORDER_CACHE_SIZE = 65536  # distinct path elements remembered; they repeat across writes
 
 
+@lru_cache(maxsize=ELEMENT_ORDER_CACHE_SIZE)
 def element_order(element: str) -> tuple[int, JSON]:
     """Sort key of a path element: fields, then keys, values, indexes (``PathElement.Compare``)."""
     prefix, _, text = element.partition(":")

@@ -192,18 +192,20 @@ def _identifier(key: ManagerKey) -> str:
 
 
 def live_or_new(live: Mapping[str, JSON] | None, new: Mapping[str, JSON],
-                subresource: str) -> Managed:
-    """The managed fields an Update starts from (``decodeLiveOrNew``): the body's own when it
-    carries valid ones on the main endpoint, ``[{}]`` meaning none, else the live object's."""
+                subresource: str) -> tuple[Managed, list[JSON]]:
+    """The managed fields an Update starts from (``decodeLiveOrNew``), decoded and encoded: the
+    body's own when it carries valid ones on the main endpoint, ``[{}]`` meaning none, else
+    the live object's (its stored list, as is)."""
     live_entries = _entries(live)
     new_entries = _entries(new)
     if not subresource:
         if is_reset_request(new_entries):
-            return {}
+            return {}, []
         decoded = decode_managed(new_entries)
-        if decoded:
-            return decoded
-    return decode_managed(live_entries) or {}
+        if decoded:  # a client's list comes back in kube's order and form
+            return decoded, encode_managed(decoded)
+    decoded = decode_managed(live_entries)
+    return (decoded, list(live_entries)) if decoded else ({}, [])
 
 
 def _entries(obj: Mapping[str, JSON] | None) -> JSON:
