@@ -116,9 +116,10 @@ def test_values_that_do_not_fit_the_schema_are_refused_with_every_reason() -> No
     assert str(caught.value) == (
         '.spec.containers: element 0: associative list with keys has an element that omits '
         'key field "name" (and doesn\'t have default value)')
-    pod = {"spec": {"containers": [{"name": "a"}, {"name": "a", "bogus": 1}], "nope": 1}}
+    pod2: dict[str, Any] = {
+        "spec": {"containers": [{"name": "a"}, {"name": "a", "bogus": 1}], "nope": 1}}
     with pytest.raises(FieldSetError) as caught:
-        field_set(pod, pod_schema())
+        field_set(pod2, pod_schema())
     assert str(caught.value) == (
         "errors:\n"
         '  .spec.containers: duplicate entries for key [name="a"]\n'
