@@ -1,6 +1,6 @@
 """``Informer`` against the real server: streaming list and list+watch sync, handlers,
-``subscribe()``, indexers, transform, and a transparent relist after 410 with synthesized
-deletions."""
+``subscribe()``, indexers, transform, a transparent relist after 410 with synthesized
+deletions, and a controller loop on the work queue."""
 
 from __future__ import annotations
 
@@ -16,12 +16,14 @@ from kubewire.client.api import Api
 from kubewire.client.backoff import Backoff
 from kubewire.client.client import Client, create_client
 from kubewire.client.config import ClientConfig
-from kubewire.client.errors import Gone
+from kubewire.client.errors import AlreadyExists, Gone
 from kubewire.client.events import EventType
-from kubewire.client.informer import NAMESPACE_INDEX, Informer, InformerEvent
+from kubewire.client.informer import NAMESPACE_INDEX, OWNER_INDEX, Informer, InformerEvent
 from kubewire.client.resource import PatchType
 from kubewire.client.watch import WatchSettings
+from kubewire.client.workqueue import ItemBackoff, QueueShutDown, WorkQueue
 from kubewire.models import ConfigMap, Namespace, ObjectMeta
+from kubewire.models.meta_v1 import OwnerReference
 from kubewire.storage.base import Retention
 from tests.integration.harness import ServerThread
 from tests.integration.test_client_watch_faults import FaultProxy
@@ -144,3 +146,80 @@ async def _compact_past(maps: Api[ConfigMap], resource_version: str) -> None:
         except Gone:
             return
     pytest.fail("the change log was never compacted")
+
+
+async def test_controller_loop_with_work_queue_owner_index_and_resync(client: Client) -> None:
+    maps = Api(ConfigMap, client=client)
+    sources = Informer(maps, label_selector="role=source", resync_s=0.05)
+    copies = Informer(maps, label_selector="role=copy")
+    copies.add_owner_indexer()
+    queue: WorkQueue[str] = WorkQueue(ItemBackoff(base_s=0.01))
+    failed_once: set[str] = set()
+    resynced: list[str] = []
+
+    def enqueue(obj: ConfigMap) -> None:
+        queue.add_after(sources.key_of(obj), 0)
+
+    def on_update(old: ConfigMap, new: ConfigMap) -> None:
+        if old is new and new.metadata is not None:
+            resynced.append(new.metadata.name or "")
+        enqueue(new)
+
+    sources.add_handlers(on_add=enqueue, on_update=on_update)
+
+    async def reconcile(key: str) -> None:
+        namespace, _, name = key.partition("/")
+        source = sources.get(name, namespace)
+        if source is None or source.metadata is None:
+            return
+        if name == "flaky" and name not in failed_once:
+            failed_once.add(name)
+            raise RuntimeError("transient")
+        owner = OwnerReference(api_version="v1", kind="ConfigMap", name=name,
+                               uid=source.metadata.uid)
+        copy = ConfigMap(metadata=ObjectMeta(name=f"{name}-copy", labels={"role": "copy"},
+                                             owner_references=[owner]), data=source.data)
+        try:
+            await maps.create(copy)
+        except AlreadyExists:
+            current = await maps.get(f"{name}-copy")
+            await maps.replace(msgspec.structs.replace(current, data=source.data))
+
+    async def worker() -> None:
+        while True:
+            try:
+                key = await queue.get()
+            except QueueShutDown:
+                return
+            try:
+                await reconcile(key)
+                queue.forget(key)
+            except RuntimeError:
+                queue.add_rate_limited(key)
+            finally:
+                await queue.done(key)
+
+    async with sources, copies:
+        for name in ("steady", "flaky"):
+            await maps.create(ConfigMap(metadata=ObjectMeta(name=name, labels={"role": "source"}),
+                                        data={"v": name}))
+        workers = [asyncio.ensure_future(worker()) for _ in range(2)]
+        try:
+            await eventually(lambda: sorted(copies.cache.keys()) == [
+                "default/flaky-copy", "default/steady-copy"], "both copies")
+            steady = sources.get("steady", "default")
+            assert steady is not None and steady.metadata is not None
+            owned = copies.by_index(OWNER_INDEX, steady.metadata.uid or "")
+            assert names(owned) == ["steady-copy"]
+            assert failed_once == {"flaky"}  # failed, backed off, then reconciled
+            await maps.patch("steady", {"data": {"v": "changed"}}, type=PatchType.MERGE)
+            await eventually(lambda: _data(copies.get("steady-copy", "default")) == {
+                "v": "changed"}, "the copy to follow its source")
+            await eventually(lambda: {"steady", "flaky"} <= set(resynced), "a resync")
+        finally:
+            await queue.shut_down()
+            await asyncio.gather(*workers)
+
+
+def _data(obj: ConfigMap | None) -> dict[str, str] | None:
+    return obj.data if obj is not None else None

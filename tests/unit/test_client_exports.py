@@ -11,7 +11,7 @@ INTENDED = {
     "AlreadyExists", "Api", "Backoff", "BadRequest", "Bookmark", "Client", "ClientConfig",
     "ClientError", "ConfigError", "Conflict", "CredentialError", "EventType", "Expired",
     "Forbidden", "Gone", "Informer", "InformerEvent", "InternalError", "Invalid", "NotFound",
-    "ObjectList", "PatchType",
+    "ItemBackoff", "ObjectList", "PatchType", "QueueShutDown", "WorkQueue",
     "PropagationPolicy", "ServiceUnavailable", "StatusError", "Timeout", "TooManyRequests",
     "TransportError", "Unauthorized", "Watch", "WatchEvent", "WatchSettings", "create_client",
     "in_cluster_config", "load_config", "load_kubeconfig",

@@ -37,6 +37,7 @@ from kubewire.client.events import Bookmark, EventType, WatchEvent
 from kubewire.client.informer import Informer, InformerEvent
 from kubewire.client.resource import PatchType, PropagationPolicy
 from kubewire.client.watch import WatchSettings
+from kubewire.client.workqueue import ItemBackoff, QueueShutDown, WorkQueue
 
 __all__ = [
     "AlreadyExists",
@@ -58,10 +59,12 @@ __all__ = [
     "InformerEvent",
     "InternalError",
     "Invalid",
+    "ItemBackoff",
     "NotFound",
     "ObjectList",
     "PatchType",
     "PropagationPolicy",
+    "QueueShutDown",
     "ServiceUnavailable",
     "StatusError",
     "Timeout",
@@ -71,6 +74,7 @@ __all__ = [
     "Watch",
     "WatchEvent",
     "WatchSettings",
+    "WorkQueue",
     "create_client",
     "in_cluster_config",
     "load_config",

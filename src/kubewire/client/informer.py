@@ -17,7 +17,9 @@ Contract (after client-go ``shared_informer.go``):
 - **Handlers** may be plain functions or coroutines; they run in order, one event at a time,
   so a slow handler slows the informer (use ``subscribe()`` and your own tasks to decouple). A
   handler that raises is logged, never kills the informer.
-- **Lifetime.** ``async with informer:`` starts one task and cancels it on exit.
+- **Resync** (``resync_s``): every cached object is handed to ``on_update(obj, obj)`` again
+  periodically, from the cache, without asking the server.
+- **Lifetime.** ``async with informer:`` starts its tasks and cancels them on exit.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing, asynccontextmanager, suppress
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Generic, TypeVar
+from typing import Generic, TypedDict, TypeVar, Unpack
 
 from kubewire.client.api import Api
 from kubewire.client.errors import Gone, StatusError
@@ -42,6 +44,7 @@ log = logging.getLogger(__name__)
 
 EVENT_QUEUE_SIZE = 1024  # a subscriber this far behind holds the informer back
 NAMESPACE_INDEX = "namespace"
+OWNER_INDEX = "owner"
 Handler = Callable[..., Awaitable[None] | None]
 
 
@@ -55,23 +58,32 @@ class InformerEvent(Generic[T]):
     old: T | None = None
 
 
+class InformerParams(TypedDict, Generic[T], total=False):
+    """Options of an ``Informer``."""
+
+    label_selector: str | None
+    field_selector: str | None
+    transform: Callable[[T], T] | None  # applied before caching (e.g. drop managedFields)
+    settings: WatchSettings | None  # watchdog and backoff of its watches
+    resync_s: float | None  # period of resync from the cache; None: never
+
+
 class Informer(Generic[T]):
     """A cache of one ``Api``'s objects, with indexers and handlers."""
 
-    def __init__(self, api: Api[T], *, label_selector: str | None = None,
-                 field_selector: str | None = None,
-                 transform: Callable[[T], T] | None = None,
-                 settings: WatchSettings | None = None) -> None:
+    def __init__(self, api: Api[T], **opts: Unpack[InformerParams[T]]) -> None:
         self.api = api
-        self.label_selector = label_selector
-        self.field_selector = field_selector
-        self._transform = transform
-        self._settings = settings
+        self.resync_s = opts.get("resync_s")
+        self.label_selector = opts.get("label_selector")
+        self.field_selector = opts.get("field_selector")
+        self._transform = opts.get("transform")
+        self._settings = opts.get("settings")
         self.cache: Indexer[T] = Indexer({NAMESPACE_INDEX: self._namespace_of})
         self._handlers: list[tuple[Handler | None, Handler | None, Handler | None]] = []
         self._queues: list[asyncio.Queue[InformerEvent[T]]] = []
         self._synced = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._resync_task: asyncio.Task[None] | None = None
         self.use_streaming_list = True
         self.relists = 0  # how many times a 410 made it list again
 
@@ -92,6 +104,11 @@ class Informer(Generic[T]):
         labels = self.api.codec.labels
         self.cache.add_indexer(f"label:{label}", lambda obj: (
             [labels(obj)[label]] if label in labels(obj) else []))
+
+    def add_owner_indexer(self) -> None:
+        """Index by owner UID (index name ``owner``): ``by_index("owner", uid)`` finds the
+        objects a controller's object owns."""
+        self.cache.add_indexer(OWNER_INDEX, owner_uids)
 
     def _namespace_of(self, obj: T) -> list[str]:
         namespace = self.api.codec.key(obj)[0]
@@ -115,13 +132,26 @@ class Informer(Generic[T]):
     def start(self) -> None:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="kubewire-informer")
+        if self.resync_s and self._resync_task is None:
+            self._resync_task = asyncio.create_task(self._resync(self.resync_s),
+                                                    name="kubewire-informer-resync")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        for task in (self._task, self._resync_task):
+            if task is not None:
+                task.cancel()
+                with suppress(asyncio.CancelledError):
+                    await task
+        self._task = self._resync_task = None
+
+    async def _resync(self, period_s: float) -> None:
+        """Every ``period_s``, hand every cached object to ``on_update(obj, obj)`` again
+        (client-go resync: a controller re-checks state it may have failed to act on)."""
+        await self._synced.wait()
+        while True:
+            await asyncio.sleep(period_s)
+            for obj in self.cache.list():
+                await self._notify(InformerEvent(EventType.MODIFIED, obj, obj))
 
     async def wait_for_sync(self) -> None:
         """Return once the cache holds a full list; raise what stopped the informer."""
@@ -255,6 +285,16 @@ class Informer(Generic[T]):
     def get(self, name: str, namespace: str | None = None) -> T | None:
         """Lister: one cached object."""
         return self.cache.get(f"{namespace}/{name}" if namespace else name)
+
+
+def owner_uids(obj: object) -> list[str]:
+    """The UIDs in ``metadata.ownerReferences`` of a model or a dict."""
+    if isinstance(obj, dict):
+        refs = (obj.get("metadata") or {}).get("ownerReferences") or []
+        return [str(ref["uid"]) for ref in refs if ref.get("uid")]
+    meta = getattr(obj, "metadata", None)
+    refs = getattr(meta, "owner_references", None) or []
+    return [ref.uid for ref in refs if ref.uid]
 
 
 async def _call(handler: Handler | None, *args: object) -> None:
