@@ -472,6 +472,18 @@ def test_deletecollection_with_a_label_selector(server: ServerThread) -> None:
     assert [i["metadata"]["name"] for i in get(server, SERVICE.collection())["items"]] == ["s3"]
 
 
+def test_deletecollection_answers_the_listed_items_for_every_kind(server: ServerThread) -> None:
+    # Deployments answer a single DELETE with a Status; deletecollection still answers the list
+    # of what it processed, as listed before the deletes (store.go DeleteCollection).
+    before = [create(server, DEPLOYMENT.collection(), DEPLOYMENT.obj(n)) for n in ("d1", "d2")]
+    reply = ok(call(server, "DELETE", DEPLOYMENT.collection()), 200)
+    assert reply["kind"] == "DeploymentList" and reply["apiVersion"] == "apps/v1"
+    expected = [{k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}
+                for obj in before]
+    assert reply["items"] == expected
+    assert get(server, DEPLOYMENT.collection())["items"] == []
+
+
 # --- §1.8, §1.9 namespaces ----------------------------------------------------------------------
 
 def test_system_namespaces_exist(server: ServerThread) -> None:

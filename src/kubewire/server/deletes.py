@@ -10,7 +10,6 @@ namespace controller.
 from __future__ import annotations
 
 import contextlib
-import copy
 from typing import Any
 
 import msgspec
@@ -23,7 +22,7 @@ from kubewire.server.http import Request, Response
 from kubewire.server.options import DeleteOptions, parse_delete_options, parse_list_options
 from kubewire.server.protobuf import PROTOBUF_MEDIA_TYPE, decode_protobuf_object
 from kubewire.server.routes import Route
-from kubewire.status import MethodNotAllowed, conflict, not_found
+from kubewire.status import MethodNotAllowed, StatusError, conflict, not_found
 from kubewire.storage.base import Delete, KeyNotFoundError, RevisionMismatchError, Update
 
 DELETE_RETRIES = 16
@@ -102,24 +101,31 @@ async def delete_collection(ctx: ServerContext, request: Request, route: Route) 
     opts = parse_list_options(request.query, resource)
     dopts = parse_delete_options(_options_body(request), request.query)
     cache = ctx.caches.for_resource(resource)
-    items: list[dict[str, Any]] = []
-    for obj in cache.scan(resource.storage_prefix(route.namespace)):
-        if not opts.label_selector.matches(obj.labels):
-            continue
-        if not opts.field_selector.matches(obj.fields):
-            continue
+    selected = opts.label_selector.matches, opts.field_selector.matches
+    listed = [obj for obj in cache.scan(resource.storage_prefix(route.namespace))
+              if selected[0](obj.labels) and selected[1](obj.fields)]
+    failures: list[StatusError] = []
+    for obj in listed:
         try:
-            result = await delete_object(ctx, resource, obj.namespace, obj.name, dopts)
-        except Exception:
-            continue
-        if result.get("kind") == resource.kind:
-            item = copy.copy(result)
-            item.pop("kind", None)
-            item.pop("apiVersion", None)
-            items.append(item)
+            await delete_object(ctx, resource, obj.namespace, obj.name, dopts)
+        except StatusError as err:
+            if err.code != 404:  # gone meanwhile is fine (store.go DeleteCollection)
+                failures.append(err)
+    if failures:
+        raise failures[0]
+    # kube answers the list it processed, as it was listed (before the deletes)
+    items = [_list_item(resource, _decode(obj.value)) for obj in listed]
     return json_response(200, {"kind": resource.list_kind, "apiVersion": resource.api_version,
                                "metadata": {"resourceVersion": str(ctx.caches.revision)},
                                "items": items})
+
+
+def _list_item(resource: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+    """Built-in kinds' list items carry no kind/apiVersion; custom kinds' keep them."""
+    if not resource.is_custom:
+        obj.pop("kind", None)
+        obj.pop("apiVersion", None)
+    return obj
 
 
 async def remove_if_finished(ctx: ServerContext, resource: Resource, key: str,
