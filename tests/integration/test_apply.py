@@ -176,6 +176,20 @@ def test_strict_field_validation_refuses_repeated_keys(server: ServerThread) -> 
     assert ok(apply(server, WEB, body.encode()), 201)["spec"]["replicas"] == 3
 
 
+def test_a_resource_version_in_the_configuration_is_a_precondition(
+        server: ServerThread) -> None:
+    created = ok(apply(server, WEB, deployment()), 201)
+    stale = deployment(replicas=3)
+    stale["metadata"]["resourceVersion"] = "1"
+    reply = apply(server, WEB, stale)
+    assert (reply.status, reply.json["reason"], reply.json["message"]) == (
+        409, "Conflict", 'Operation cannot be fulfilled on deployments.apps "web": the object '
+        "has been modified; please apply your changes to the latest version and try again")
+    current = deployment(replicas=3)
+    current["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"]
+    assert ok(apply(server, WEB, current), 200)["spec"]["replicas"] == 3
+
+
 def test_force_on_a_merge_patch_is_refused(server: ServerThread) -> None:
     ok(apply(server, WEB, deployment()), 201)
     reply = call(server, "PATCH", WEB, {"spec": {"replicas": 2}}, params={"force": "true"})

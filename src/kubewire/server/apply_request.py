@@ -17,7 +17,7 @@ import yaml
 from kubewire.go_text import go_quote
 from kubewire.schema import TypeNode
 from kubewire.server.apply import ApplyRequest, apply_config
-from kubewire.status import JSON, BadRequest
+from kubewire.status import JSON, BadRequest, conflict
 
 __all__ = ["AppliedConfig", "ServerSideApply", "decode_apply_body"]
 
@@ -93,10 +93,17 @@ class ServerSideApply:
     schema: TypeNode | None
     request: ApplyRequest
     strict: bool = field(default=False)
+    plural: str = ""  # for the optimistic-lock Conflict's text
 
     def __call__(self, live: dict[str, JSON]) -> dict[str, JSON]:
-        return self._checked(apply_config(live, self.applied.config, self.schema,
-                                          self.request))
+        obj = self._checked(apply_config(live, self.applied.config, self.schema, self.request))
+        # store.go Update: a resourceVersion in the configuration is a precondition.
+        sent = (self.applied.config.get("metadata") or {}).get("resourceVersion")
+        live_meta = live.get("metadata") or {}
+        if sent and sent != live_meta.get("resourceVersion"):
+            group = self.request.api_version.rpartition("/")[0]
+            raise conflict(group, self.plural, str(live_meta.get("name") or ""))
+        return obj
 
     def create(self, url_name: str) -> dict[str, JSON]:
         """The object an apply creates; BadRequest when it names another object than the URL

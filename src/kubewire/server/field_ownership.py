@@ -84,7 +84,8 @@ def parse_apply(query: Query, body: bytes, route: Route,
     apply_options = ApplyOptions(dry_run=options.dry_run, field_manager=options.field_manager,
                                  field_validation=options.field_validation, force=options.force)
     return apply_options, ServerSideApply(applied, resource_schema(resource), request,
-                                          strict=options.field_validation == "Strict")
+                                          strict=options.field_validation == "Strict",
+                                          plural=resource.plural)
 
 
 def resource_schema(resource: Resource) -> TypeNode | None:
