@@ -15,11 +15,12 @@ import asyncio
 import contextlib
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import kopf
+import kubernetes
 import pytest
 
 from tests.integration.harness import ServerThread
@@ -223,3 +224,23 @@ def test_clusterwide_operator_and_namespace_deletion(
                  HANDLER_TIMEOUT_S, "the namespace to go away")
         assert operator.calls == [("create", "web", created["metadata"]["uid"]),
                                   ("delete", "web", created["metadata"]["uid"])]
+
+
+def test_default_https_server_with_its_kubeconfig(
+        make_server: Callable[..., ServerThread], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server as ``kubewire serve`` runs it (HTTPS, its own CA, an admin client
+    certificate in the kubeconfig): kopf's kubeconfig login needs nothing more."""
+    tls = make_server(insecure_http=False)
+    assert tls.url.startswith("https://")
+    with kubernetes.config.new_client_from_config(config_file=str(tls.kubeconfig)) as api, \
+            running_operator(tls, monkeypatch, namespaces=[NS]) as operator:
+        core = kubernetes.client.CoreV1Api(api)
+        created = core.create_namespaced_pod(NS, POD.obj("web"))
+        wait_for(lambda: operator.called("create", "web"), HANDLER_TIMEOUT_S, "create handler")
+        assert wait_for(lambda: core.read_namespaced_pod("web", NS).metadata.finalizers,
+                        HANDLER_TIMEOUT_S, "kopf's finalizer") == [FINALIZER]
+        core.delete_namespaced_pod("web", NS)
+        wait_for(lambda: not core.list_namespaced_pod(NS).items, HANDLER_TIMEOUT_S,
+                 "the pod to go away")
+    assert operator.calls == [("create", "web", created.metadata.uid),
+                              ("delete", "web", created.metadata.uid)]
