@@ -60,6 +60,14 @@ class Resource:
     # kubewire.conversions converts between the two; storage, caches and tables keyed by id
     # are shared.
     stored_as: str = ""
+    # The group of kube's internal type where it differs from the served group: Invalid errors
+    # name the internal kind (store.go BeforeCreate uses ObjectKinds of the internal object).
+    internal_group: str | None = None
+
+    @property
+    def invalid_group(self) -> str:
+        """The group Invalid (422) errors name: ``Event "x" is invalid`` for events.k8s.io."""
+        return self.group if self.internal_group is None else self.internal_group
 
     @property
     def api_version(self) -> str:
@@ -193,7 +201,8 @@ RESOURCES: tuple[Resource, ...] = (
              short_names=("deploy",), categories=("all",), subresources=("status", "scale"),
              field_label_style="default", generation="spec_and_annotations"),
     Resource("events.k8s.io", "v1", "Event", "events", "event", namespaced=True,
-             short_names=("ev",), field_labels=_EVENT_FIELDS, has_watch_cache=False),
+             short_names=("ev",), field_labels=_EVENT_FIELDS, has_watch_cache=False,
+             internal_group=""),
     # Legacy validation names no rule for events (objects-and-clients.md §1.7); PUT creates
     # (registry/core/event/strategy.go AllowCreateOnUpdate).
     Resource("", "v1", "Event", "events", "event", namespaced=True, short_names=("ev",),

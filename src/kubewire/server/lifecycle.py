@@ -238,7 +238,7 @@ def prepare_update(resource: Resource, old: dict[str, JSON], new: dict[str, JSON
     meta = obj["metadata"]
     errors = _keep_system_fields(old_meta, meta)
     if errors:
-        raise invalid_object(resource.group, resource.kind, ctx.name, errors)
+        raise invalid_object(resource.invalid_group, resource.kind, ctx.name, errors)
     obj["metadata"] = _ordered(meta)
     return obj
 

@@ -110,7 +110,7 @@ def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
     errors.extend(schema_validate.validate_types(resource.api_version, resource.kind, obj))
     errors.extend(validate_kind(resource, obj, old))  # the kind's strategy rules
     if errors:
-        raise invalid_object(resource.group, resource.kind, _name_of(obj), errors)
+        raise invalid_object(resource.invalid_group, resource.kind, _name_of(obj), errors)
     warnings: list[str] = []
     unknown = schema_validate.unknown_fields(resource.api_version, resource.kind, obj)
     if unknown:
