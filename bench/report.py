@@ -113,7 +113,10 @@ def details(res: dict[str, Any]) -> list[str]:
             "samples", "watchers"}}
         parts = []
         for key, value in extras.items():
-            if isinstance(value, dict) and all(isinstance(v, dict) for v in value.values()):
+            if isinstance(value, dict) and "median" in value:
+                parts.append(f"{key}: {fmt(value['median'])} ({fmt(value['min'])}-"
+                             f"{fmt(value['max'])})")
+            elif isinstance(value, dict) and all(isinstance(v, dict) for v in value.values()):
                 parts.append(f"{key}: " + ", ".join(
                     f"{side} {fmt(s['median'])} ({fmt(s['min'])}-{fmt(s['max'])})"
                     for side, s in value.items()))
@@ -140,7 +143,7 @@ def plot(results: list[dict[str, Any]], path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    rows = sorted(fanout["rows"], key=lambda r: r["watchers"])
+    rows = sorted((r for r in fanout["rows"] if "watchers" in r), key=lambda r: r["watchers"])
     xs = [r["watchers"] for r in rows]
     fig, ax = plt.subplots(figsize=(6, 4))
     for side, label in (("ours", "kubewire"), ("reference", "raw socket limit")):

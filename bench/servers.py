@@ -20,6 +20,7 @@ READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 15.0
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
+REPO_ROOT = Path(__file__).resolve().parents[1]  # so ``-m bench.<server>`` imports from any cwd
 _PORT = re.compile(rb"(?:127\.0\.0\.1:|ready )(\d+)")
 
 
@@ -51,7 +52,7 @@ class ServerProcess:
         # stderr goes to a file: a pipe nobody reads could fill and stall the server
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop)
         self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._stderr,
-                                        stdin=subprocess.DEVNULL)
+                                        stdin=subprocess.DEVNULL, cwd=REPO_ROOT)
         self.pid = self.process.pid
         self.port = 0
 
