@@ -223,3 +223,25 @@ async def test_controller_loop_with_work_queue_owner_index_and_resync(client: Cl
 
 def _data(obj: ConfigMap | None) -> dict[str, str] | None:
     return obj.data if obj is not None else None
+
+
+async def test_refused_streaming_list_falls_back_to_list_and_watch(
+        server: ServerThread, client: Client) -> None:
+    await Api(ConfigMap, client=client).create(cm("existing"))
+    refusal = (b'{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},'
+               b'"status":"Failure","message":"a watch stream was requested by the client but '
+               b'the required storage feature RequestWatchProgress is disabled",'
+               b'"reason":"InternalError","code":500}}\n')
+    async with FaultProxy(server.port) as proxy, \
+            Client(ClientConfig(server=proxy.url)) as proxied:
+        # As an older kube-apiserver answers a streaming list it cannot serve.
+        proxy.answer_next_with(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                               b"Connection: close\r\n\r\n" + refusal)
+        informer = Informer(Api(ConfigMap, client=proxied))
+        async with informer:
+            await asyncio.wait_for(informer.wait_for_sync(), WAIT_S)
+            assert proxy.canned_answers == 1
+            assert informer.use_streaming_list is False
+            assert sorted(informer.cache.keys()) == ["default/existing"]
+            await Api(ConfigMap, client=client).create(cm("later"))
+            await eventually(lambda: "default/later" in informer.cache, "the watch after list")

@@ -29,15 +29,17 @@ import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing, asynccontextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Generic, TypedDict, TypeVar, Unpack
 
 from kubewire.client.api import Api
-from kubewire.client.errors import Gone, StatusError
+from kubewire.client.backoff import Backoff
+from kubewire.client.errors import Gone, StatusError, TransportError
 from kubewire.client.events import Bookmark, EventType, WatchEvent
 from kubewire.client.indexer import Indexer, IndexFunc
 from kubewire.client.watch import WatchSettings
+from kubewire.client.watch_state import RETRIABLE_CODES
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -45,6 +47,7 @@ log = logging.getLogger(__name__)
 EVENT_QUEUE_SIZE = 1024  # a subscriber this far behind holds the informer back
 NAMESPACE_INDEX = "namespace"
 OWNER_INDEX = "owner"
+FATAL_CODES = frozenset({400, 401, 403, 404, 405, 406, 415, 422})  # retrying cannot fix these
 Handler = Callable[..., Awaitable[None] | None]
 
 
@@ -86,6 +89,7 @@ class Informer(Generic[T]):
         self._resync_task: asyncio.Task[None] | None = None
         self.use_streaming_list = True
         self.relists = 0  # how many times a 410 made it list again
+        self._backoff = Backoff()
 
     # --- configuration --------------------------------------------------------------------
 
@@ -186,6 +190,7 @@ class Informer(Generic[T]):
             self._queues.remove(queue)
 
     async def _run(self) -> None:
+        """List and watch until cancelled (client-go ``Reflector.Run``)."""
         while True:
             try:
                 if self.use_streaming_list:
@@ -195,12 +200,23 @@ class Informer(Generic[T]):
             except Gone:
                 self.relists += 1
                 log.info("informer %s: 410 Gone, listing again", self.api.info.plural)
-            except StatusError as err:
-                if not (self.use_streaming_list and not self._synced.is_set()):
-                    raise
-                log.info("informer %s: streaming list refused (%s): list+watch",
-                         self.api.info.plural, err)
-                self.use_streaming_list = False
+            except (StatusError, TransportError) as err:
+                await self._recover(err)
+
+    async def _recover(self, err: StatusError | TransportError) -> None:
+        """After a failed list or watch: fall back from a refused streaming list, give up on
+        errors that retrying cannot fix, else wait and start over."""
+        if isinstance(err, StatusError) and self.use_streaming_list \
+                and not self._synced.is_set():
+            log.info("informer %s: streaming list refused (%s): list+watch",
+                     self.api.info.plural, err)
+            self.use_streaming_list = False
+            return
+        if isinstance(err, StatusError) and err.code in FATAL_CODES:
+            raise err
+        delay = self._backoff.next_delay()
+        log.warning("informer %s: %s; retrying in %.1fs", self.api.info.plural, err, delay)
+        await asyncio.sleep(delay)
 
     async def _list(self) -> str:
         listed = await self.api.list(label_selector=self.label_selector,
@@ -217,9 +233,13 @@ class Informer(Generic[T]):
                 await self._apply(event)
 
     async def _stream_list_and_watch(self) -> None:
+        # A server that cannot stream says so with an in-stream 500 (watch-protocol §6.2):
+        # raise it instead of retrying, so that _recover falls back to list+watch.
+        settings = replace(self._settings or WatchSettings(),
+                           retriable_codes=RETRIABLE_CODES - {500})
         stream = self.api.watch(send_initial_events=True, allow_bookmarks=True,
                                 label_selector=self.label_selector,
-                                field_selector=self.field_selector, settings=self._settings)
+                                field_selector=self.field_selector, settings=settings)
         initial: list[T] | None = []
         async with aclosing(stream) as events:
             async for event in events:
@@ -249,6 +269,7 @@ class Informer(Generic[T]):
             elif self.api.codec.key(old)[2] != self.api.codec.key(obj)[2]:
                 await self._notify(InformerEvent(EventType.MODIFIED, obj, old))
         self._synced.set()
+        self._backoff.reset()
 
     async def _apply(self, event: WatchEvent[T]) -> None:
         obj = event.object

@@ -61,6 +61,7 @@ class WatchSettings:
     backoff: Backoff = field(default_factory=Backoff)
     rng: random.Random = field(default_factory=random.Random)
     clock: Callable[[], float] = time.monotonic
+    retriable_codes: frozenset[int] = RETRIABLE_CODES  # error codes resumed, not raised
 
 
 class _Reconnect(Exception):
@@ -137,7 +138,7 @@ class WatchStream(Generic[T]):
         """How long to wait before resuming after ``err``; None to raise it."""
         if isinstance(err, TransportError):
             return self.settings.backoff.next_delay()
-        if isinstance(err, Gone) or err.code not in RETRIABLE_CODES:
+        if isinstance(err, Gone) or err.code not in self.settings.retriable_codes:
             return None
         return err.retry_after_seconds or self.settings.backoff.next_delay()
 
