@@ -198,6 +198,19 @@ def test_force_on_a_merge_patch_is_refused(server: ServerThread) -> None:
                                      "Forbidden: may not be specified for non-apply patch")
 
 
+def test_apply_through_status_owns_only_status(server: ServerThread) -> None:
+    ok(apply(server, WEB, deployment()), 201)
+    config = {**deployment(replicas=9), "status": {"replicas": 2, "readyReplicas": 1}}
+    applied = ok(apply(server, WEB + "/status", config, manager="controller"), 200)
+    assert applied["spec"]["replicas"] == 2  # spec is not the status endpoint's: no conflict
+    assert applied["status"] == {"replicas": 2, "readyReplicas": 1}
+    assert entries(applied)[1] == {
+        "manager": "controller", "operation": "Apply", "apiVersion": "apps/v1",
+        "time": entries(applied)[1]["time"], "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:status": {"f:readyReplicas": {}, "f:replicas": {}}},
+        "subresource": "status"}
+
+
 def test_apply_through_status_never_creates(server: ServerThread) -> None:
     reply = apply(server, WEB + "/status", deployment())
     assert reply.status == 404

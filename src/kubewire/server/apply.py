@@ -112,7 +112,11 @@ def apply_config(live: dict[str, JSON] | None, config: dict[str, JSON],
             keep = applied.union(*others)
             merged = prune(merged, previous.fields - keep, keep, schema)
         changes = compare(base, merged, schema, is_custom=request.is_custom)
-        touched = frozenset(changes.added | changes.modified)
+        # Comparison.FilterFields: the endpoint's reset fields never conflict nor change hands.
+        touched = endpoint_fields(frozenset(changes.added | changes.modified),
+                                  request.subresource, request.has_status)
+        removed = endpoint_fields(frozenset(changes.removed), request.subresource,
+                                  request.has_status)
         conflicts = {k: s.fields & touched for k, s in managed.items() if k != key}
         conflicts = {k: paths for k, paths in conflicts.items() if paths}
         if conflicts and not request.force:
@@ -123,7 +127,7 @@ def apply_config(live: dict[str, JSON] | None, config: dict[str, JSON],
                          f"{_gvk_text(request)}): {exc}") from None
     result: Managed = {}
     for other, owned in managed.items():
-        remaining = owned.fields - changes.removed - (touched if other in conflicts else set())
+        remaining = owned.fields - removed - (touched if other in conflicts else set())
         if other != key and remaining:
             result[other] = replace(owned, fields=remaining)
     if applied:

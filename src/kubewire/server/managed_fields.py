@@ -143,7 +143,8 @@ def record_update(managed: Managed, changes: Comparison, record: UpdateRecord) -
     key = record.key
     taken = endpoint_fields(frozenset(changes.added | changes.modified), key.subresource,
                             record.has_status) - changes.removed
-    lost = frozenset(changes.added | changes.modified | changes.removed)
+    lost = endpoint_fields(frozenset(changes.added | changes.modified | changes.removed),
+                           key.subresource, record.has_status)
     out: Managed = {}
     for other, owned in managed.items():
         remaining = owned.fields - lost
