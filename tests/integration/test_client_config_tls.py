@@ -107,3 +107,40 @@ async def test_tls_server_name_is_checked_against_the_certificate(
                           **{"tls-server-name": "not-in-the-cert.example"})
     with pytest.raises(TransportError):
         await namespace_names(bad)
+
+
+CERT_PLUGIN = """\
+import json, os, sys
+counter, first_cert, first_key, second_cert, second_key = sys.argv[1:6]
+n = int(open(counter).read()) + 1 if os.path.exists(counter) else 1
+open(counter, "w").write(str(n))
+cert, key = (first_cert, first_key) if n == 1 else (second_cert, second_key)
+print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+                  "status": {"clientCertificateData": open(cert).read(),
+                             "clientKeyData": open(key).read()}}))
+"""
+
+
+async def test_exec_plugin_client_certificate_and_its_rotation(
+        secure: ServerThread, tmp_path: Path) -> None:
+    pki_dir = secure.config.data_dir / "pki"
+    stranger = pki.issue_client(pki.make_ca("not-the-servers-ca"), "stranger")
+    (tmp_path / "stranger.crt").write_bytes(stranger.cert)
+    (tmp_path / "stranger.key").write_bytes(stranger.key)
+    (tmp_path / "plugin.py").write_text(CERT_PLUGIN)
+    path = kubeconfig_with(secure, tmp_path / "exec-cert", user={"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable,
+        "args": [str(tmp_path / "plugin.py"), str(tmp_path / "count"),
+                 str(pki_dir / "admin.crt"), str(pki_dir / "admin.key"),
+                 str(tmp_path / "stranger.crt"), str(tmp_path / "stranger.key")]}})
+    async with await create_client(path) as client:
+        namespaces = Api(Namespace, client=client)
+        assert "default" in names_of(await namespaces.list())
+        client.config.credentials.invalidate()  # as after a 401: the plugin runs again
+        with pytest.raises((Unauthorized, TransportError)):  # its new certificate is used
+            await namespaces.list()
+    assert (tmp_path / "count").read_text() == "2"
+
+
+def names_of(items: object) -> list[str]:
+    return sorted(n.metadata.name or "" for n in items if n.metadata)  # type: ignore[attr-defined]

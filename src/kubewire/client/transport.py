@@ -18,6 +18,7 @@ import aiohttp
 import msgspec
 
 from kubewire.client.config import ClientConfig
+from kubewire.client.credentials import AuthInfo
 from kubewire.client.errors import StatusError, TransportError
 from kubewire.client.tls import ssl_context
 
@@ -47,15 +48,21 @@ class Transport:
         self.config = config
         self._session: aiohttp.ClientSession | None = None
         self._ssl: ssl.SSLContext | bool = False
+        self._pair: tuple[bytes | None, bytes | None] = (None, None)
         self._connect_timeout_s = connect_timeout_s
         self._request_timeout_s = request_timeout_s
 
-    async def _ensure_session(self) -> aiohttp.ClientSession:
+    async def _ensure_session(self, auth: AuthInfo) -> aiohttp.ClientSession:
+        pair = (auth.client_cert_pem, auth.client_key_pem)
+        if self._session is not None and pair != self._pair:
+            # An exec plugin rotated the client certificate: new TLS context, new pool.
+            # Open streams on the old pool end and resume on the new one.
+            await self._session.close()
+            self._session = None
         if self._session is None or self._session.closed:
+            self._pair = pair
             if self.config.server.startswith("https:"):
-                auth = await self.config.credentials.current()
-                self._ssl = ssl_context(self.config.tls, auth.client_cert_pem,
-                                        auth.client_key_pem)
+                self._ssl = ssl_context(self.config.tls, *pair)
             # One connection pool for all calls; watch streams hold their own connection.
             connector = aiohttp.TCPConnector(limit=0, ssl=self._ssl)
             self._session = aiohttp.ClientSession(
@@ -101,8 +108,8 @@ class Transport:
 
     async def _send(self, req: Request, timeout: aiohttp.ClientTimeout | None,
                     ) -> aiohttp.ClientResponse:
-        session = await self._ensure_session()
         auth = await self.config.credentials.current()
+        session = await self._ensure_session(auth)
         headers = {"Accept": "application/json"}
         if auth.authorization:
             headers["Authorization"] = auth.authorization
