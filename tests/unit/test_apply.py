@@ -117,13 +117,15 @@ def test_values_that_do_not_fit_the_schema_are_refused_with_every_reason() -> No
         '.spec.containers: element 0: associative list with keys has an element that omits '
         'key field "name" (and doesn\'t have default value)')
     pod2: dict[str, Any] = {
-        "spec": {"containers": [{"name": "a"}, {"name": "a", "bogus": 1}], "nope": 1}}
+        "spec": {"containers": [{"name": "a"}, {"name": "a", "bogus": 1}], "nope": 1,
+                 "priority": "high"}}
     with pytest.raises(FieldSetError) as caught:
         field_set(pod2, pod_schema())
     assert str(caught.value) == (
         "errors:\n"
         '  .spec.containers: duplicate entries for key [name="a"]\n'
-        "  .spec.nope: field not declared in schema")
+        "  .spec.nope: field not declared in schema\n"
+        "  .spec.priority: expected numeric (int or float), got string")
 
 
 def test_bad_configuration_is_a_400_naming_the_object() -> None:

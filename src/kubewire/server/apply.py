@@ -162,8 +162,11 @@ def _last_applied_fields(live: dict[str, JSON], schema: TypeNode | None,
         return frozenset()
     if not isinstance(last, dict) or last.get("apiVersion") != request.api_version:
         return frozenset()
-    changed = compare(last, live, schema, is_custom=request.is_custom)
-    return field_set(last, schema) - changed.modified - changed.added - changed.removed
+    try:
+        changed = compare(last, live, schema, is_custom=request.is_custom)
+        return field_set(last, schema) - changed.modified - changed.added - changed.removed
+    except (FieldSetError, MissingKeyError):
+        return frozenset()  # an annotation that does not fit the schema explains nothing
 
 
 def _sync_last_applied(obj: dict[str, JSON], config: dict[str, JSON],

@@ -62,6 +62,7 @@ class _NodeFacts:
     keys: tuple[str, ...]
     required: frozenset[str]
     is_closed: bool  # a struct whose undeclared fields are errors
+    is_numeric: bool  # an integer or number scalar
 
 
 # One entry per schema node ever walked: bounded by the size of the served schemas.
@@ -90,7 +91,7 @@ def _read_facts(node: TypeNode) -> _NodeFacts:
     return _NodeFacts(kind, node.properties if node_type == "object" else {},
                       node.values if node_type == "object" else None,
                       node.items if node_type == "array" else None, keys,
-                      frozenset(node.required), is_closed)
+                      frozenset(node.required), is_closed, node_type in ("integer", "number"))
 
 
 def node_kind(node: TypeNode | None, value: JSON) -> NodeKind:
@@ -101,6 +102,17 @@ def node_kind(node: TypeNode | None, value: JSON) -> NodeKind:
     # Deduced types (CR fields without schema): maps are granular, lists atomic.
     return "map" if isinstance(value, dict) else "atomic" if isinstance(value, list) \
         else "scalar"
+
+
+def _go_type(value: JSON) -> str:
+    """``%T`` of a decoded JSON value in Go."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, dict):
+        return "map[string]interface {}"
+    if isinstance(value, list):
+        return "[]interface {}"
+    return "string"
 
 
 def _list_kind(node: TypeNode) -> NodeKind:
@@ -188,7 +200,11 @@ class _FieldSetWalk:
 
     def visit(self, value: JSON, node: TypeNode | None, path: Path) -> None:
         kind = node_kind(node, value)
-        if isinstance(value, dict) and kind in ("struct", "map"):
+        if node is not None and value is not None and _facts(node).is_numeric and (
+                isinstance(value, bool) or not isinstance(value, int | float)):
+            self.errors.append(f"{path_text(path)}: expected numeric (int or float), got "
+                               f"{_go_type(value)}")
+        elif isinstance(value, dict) and kind in ("struct", "map"):
             self._visit_map(value, node, path)
         elif isinstance(value, list) and node is not None and kind in ("map-list", "set-list"):
             self._visit_list(value, node, kind, path)
