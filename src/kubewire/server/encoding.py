@@ -137,7 +137,7 @@ def negotiate_json(accept: str, *, stream: bool = False) -> None:
 
 def json_response(status: int, value: Any, headers: list[tuple[str, str]] | None = None,
                   ) -> Response:
-    return Response(status, encode_json(value), headers=headers or [])
+    return Response(status, encode_json(value), headers=headers or [], compressible=True)
 
 
 def status_response(err: StatusError) -> Response:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import logging
 import ssl
 from collections.abc import Awaitable, Callable
@@ -32,6 +33,7 @@ from kubewire.server.websocket import WebSocketStream, handshake, is_websocket_r
 from kubewire.status import RequestEntityTooLarge, StatusError
 
 log = logging.getLogger(__name__)
+GZIP_THRESHOLD_BYTES = 128 * 1024  # kube's defaultGzipThresholdBytes
 _MAX_UPGRADE_TAIL = 64 * 1024  # client bytes kept while an upgrade request is being decided
 
 _REASONS = {
@@ -65,6 +67,7 @@ class Response:
     body: bytes = b""
     content_type: str = "application/json"
     headers: list[tuple[str, str]] = field(default_factory=list)
+    compressible: bool = False  # an API object response: gzip when large and accepted
 
 
 class Request:
@@ -187,6 +190,15 @@ class ChunkedStream:
                 callback()
             except Exception:
                 log.exception("stream close callback failed")
+
+
+def accepts_gzip(accept_encoding: str) -> bool:
+    """kube's ``wantsCompressedResponse``: ``gzip`` as a whole token of Accept-Encoding."""
+    for token in accept_encoding.split(","):
+        name, _, params = token.strip().partition(";")
+        if name.strip().lower() == "gzip":
+            return params.replace(" ", "").lower() not in ("q=0", "q=0.0", "q=0.00", "q=0.000")
+    return False
 
 
 def frame_chunk(data: bytes) -> bytes:
@@ -354,20 +366,28 @@ class HTTPConnection(asyncio.Protocol):
             self._task = None
         if request.stream is None:
             if response is not None:
-                self.send_response(response, head_only=request.method == "HEAD")
+                self.send_response(response, head_only=request.method == "HEAD",
+                                   gzip_ok=accepts_gzip(request.header("accept-encoding")))
             self._after_response()
         elif request.stream.closed:  # the stream ended before the handler returned
             self._after_response()
 
-    def send_response(self, response: Response, *, head_only: bool = False) -> None:
+    def send_response(self, response: Response, *, head_only: bool = False,
+                      gzip_ok: bool = False) -> None:
+        body = response.body
+        extra: list[tuple[str, str]] = []
+        if gzip_ok and response.compressible and len(body) > GZIP_THRESHOLD_BYTES:
+            # kube's deferredResponseWriter: level 1 (speed over size), only above 128 KiB
+            body = gzip.compress(body, compresslevel=1, mtime=0)
+            extra = [("Content-Encoding", "gzip"), ("Vary", "Accept-Encoding")]
         headers = [("Content-Type", response.content_type),
-                   ("Content-Length", str(len(response.body))), *response.headers]
+                   ("Content-Length", str(len(body))), *extra, *response.headers]
         if not any(k.lower() == "cache-control" for k, _ in response.headers):
             headers.append(("Cache-Control", "no-cache, private"))
         if not self._keep_alive:
             headers.append(("Connection", "close"))
         head = render_head(response.status, headers)
-        self.write(head if head_only else head + response.body)
+        self.write(head if head_only else head + body)
 
     def start_stream(self, status: int, headers: list[tuple[str, str]]) -> ChunkedStream:
         all_headers = [*headers, ("Transfer-Encoding", "chunked")]

@@ -47,9 +47,9 @@ async def serve_get(ctx: ServerContext, route: Route, resource_version: str,
     if obj is None:
         raise not_found(route.resource.group, route.resource.plural, route.name)
     if table is None:
-        return Response(200, obj.value)
+        return Response(200, obj.value, compressible=True)
     return Response(200, object_table_body(route.resource, obj.value, table.resolve(),
-                                           ctx.now()))
+                                           ctx.now()), compressible=True)
 
 
 async def _wait_fresh(ctx: ServerContext, resource_version: str) -> None:
@@ -86,7 +86,7 @@ async def serve_list(ctx: ServerContext, route: Route, opts: ListOptions,
         list_meta = {"resourceVersion": str(revision), "continue": token,
                      "remainingItemCount": None if more is None else remaining}
         return Response(200, list_table_body(resource, (o.value for o in items), list_meta,
-                                             table.resolve(), ctx.now()))
+                                             table.resolve(), ctx.now()), compressible=True)
     meta = b'"resourceVersion":"%d"' % revision
     if more is not None:
         meta += b',"continue":"%b"' % token.encode()
@@ -97,7 +97,7 @@ async def serve_list(ctx: ServerContext, route: Route, opts: ListOptions,
     body = b'{"kind":"%b","apiVersion":"%b","metadata":{%b},"items":[%b]}' % (
         resource.list_kind.encode(), resource.api_version.encode(), meta,
         b",".join(list_item(o.value, type_prefix) if strip else o.value for o in items))
-    return Response(200, body)
+    return Response(200, body, compressible=True)
 
 
 def _scope_namespace(route: Route, opts: ListOptions) -> str:
