@@ -96,3 +96,21 @@ def test_caller_timeout_shrinks_across_reconnects() -> None:
     assert state.params()["timeoutSeconds"] == "60"
     assert state.params(remaining_s=12.2)["timeoutSeconds"] == "13"
     assert state.params(remaining_s=0.1)["timeoutSeconds"] == "1"
+
+
+def test_objects_missing_from_a_restarted_snapshot_vanished() -> None:
+    state = WatchState(WatchOptions(send_initial_events=True), random.Random(1))
+    state.on_connect()
+    for name in ("a", "b", "c", "d"):
+        assert state.on_object(("ns", name, "5"))
+    state.on_connect()  # broken before the bookmark: a new snapshot
+    assert not state.on_object(("ns", "a", "5"))  # already delivered
+    assert state.on_object(("ns", "c", "9"))  # changed meanwhile
+    assert state.on_object(("ns", "d", "9"))
+    assert state.on_object(("ns", "d", "10"), deleted=True)  # legacy live events: deleted
+    bookmark = Bookmark(metadata=BookmarkMeta(resource_version="10"))
+    assert state.ends_initial_phase(bookmark)
+    assert state.vanished() == [("ns", "b")]  # d's deletion was delivered
+    state.on_bookmark(bookmark)
+    assert not state.ends_initial_phase(bookmark)
+    assert state.vanished() == []

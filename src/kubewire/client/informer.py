@@ -240,7 +240,9 @@ class Informer(Generic[T]):
         stream = self.api.watch(send_initial_events=True, allow_bookmarks=True,
                                 label_selector=self.label_selector,
                                 field_selector=self.field_selector, settings=settings)
-        initial: list[T] | None = []
+        # The snapshot by key: a watch that started over sends an object changed meanwhile
+        # again, and one deleted meanwhile as DELETED before the bookmark.
+        initial: dict[str, T] | None = {}
         async with aclosing(stream) as events:
             async for event in events:
                 if initial is None:
@@ -248,10 +250,12 @@ class Informer(Generic[T]):
                 elif isinstance(event.object, Bookmark):
                     # The initial-events-end bookmark (or, from servers that do not send it,
                     # the first bookmark: none comes before the initial events are all out).
-                    await self._reconcile(initial)
+                    await self._reconcile(list(initial.values()))
                     initial = None
+                elif event.type is EventType.DELETED:
+                    initial.pop(self.key_of(event.object), None)
                 else:
-                    initial.append(event.object)
+                    initial[self.key_of(event.object)] = event.object
 
     # --- cache updates --------------------------------------------------------------------
 

@@ -4,6 +4,9 @@ Guarantees:
 - **Exactly once, in order, across reconnects.** Events are delivered in the server's order.
   When a connection ends (server timeout, restart, reset, stall) the next one resumes after the
   last revision delivered (``watch_state.py``), so nothing is missed and nothing repeats.
+  Broken during its initial events, a watch starts over; objects it had reported ADDED that
+  the new snapshot lacks are reported DELETED (with their last state) before the bookmark
+  that ends the initial events.
 - **Never silent.** Each connection has a read watchdog (``idle_timeout_s``): no byte for that
   long — not even a bookmark, which the watch always requests — and the connection is dropped
   and resumed. Connect attempts time out too. Each server-side timeout is randomized.
@@ -42,7 +45,7 @@ from kubewire.client.events import (
 )
 from kubewire.client.resource import Codec
 from kubewire.client.transport import CONNECT_TIMEOUT_S, Request, map_transport_errors
-from kubewire.client.watch_state import RETRIABLE_CODES, WatchState
+from kubewire.client.watch_state import RETRIABLE_CODES, ObjectName, WatchState
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -82,6 +85,9 @@ class WatchStream(Generic[T]):
     state: WatchState
     settings: WatchSettings
     start_revision: Callable[[], Awaitable[str]]
+    # The last state delivered of each object during the initial phase: what a synthesized
+    # DELETED carries for an object that vanished while the initial events started over.
+    _initial: dict[ObjectName, T] = field(default_factory=dict)
 
     async def events(self) -> AsyncGenerator[WatchEvent[T], None]:
         if self.state.needs_start_revision:
@@ -110,6 +116,7 @@ class WatchStream(Generic[T]):
                                         sock_read=self.settings.idle_timeout_s)
         backoff = self.settings.backoff
         lines = 0
+        self.state.on_connect()
         try:
             async with self.client.transport.open(
                     Request("GET", self.path, self.state.params(remaining_s)), timeout) as resp:
@@ -117,8 +124,7 @@ class WatchStream(Generic[T]):
                 while chunk := await _read_chunk(resp):
                     for line in splitter.feed(chunk):
                         lines += 1
-                        event = self._event(line)
-                        if event is not None:
+                        for event in self._events(line):
                             yield event
                 if splitter.pending.strip():
                     raise TransportError("watch stream ended inside a line")
@@ -142,22 +148,37 @@ class WatchStream(Generic[T]):
             return None
         return err.retry_after_seconds or self.settings.backoff.next_delay()
 
-    def _event(self, line: bytes) -> WatchEvent[T] | None:
+    def _events(self, line: bytes) -> list[WatchEvent[T]]:
+        """What one line delivers: none, its event, or (at the end of the initial phase)
+        synthesized DELETED events before the bookmark."""
         raw = parse_line(line)
         object_type = _OBJECT_TYPES.get(raw.type)
         if object_type is not None:
             obj = self.codec.decode(raw.object)
-            if not self.state.on_object(self.codec.key(obj)):
-                return None
-            return WatchEvent(object_type, obj)
+            key = self.codec.key(obj)
+            deleted = object_type is EventType.DELETED
+            if self.state.initial_phase:
+                if deleted:
+                    self._initial.pop(key[:2], None)
+                else:
+                    self._initial[key[:2]] = obj
+            if not self.state.on_object(key, deleted):
+                return []
+            return [WatchEvent(object_type, obj)]
         if raw.type == "BOOKMARK":
             bookmark = decode_bookmark(raw.object)
-            return WatchEvent(EventType.BOOKMARK, bookmark) \
-                if self.state.on_bookmark(bookmark) else None
+            events: list[WatchEvent[T]] = []
+            if self.state.ends_initial_phase(bookmark):
+                events = [WatchEvent(EventType.DELETED, self._initial[name])
+                          for name in self.state.vanished() if name in self._initial]
+                self._initial.clear()
+            if self.state.on_bookmark(bookmark):
+                events.append(WatchEvent(EventType.BOOKMARK, bookmark))
+            return events
         if raw.type == "ERROR":
             raise error_from(raw.object)
         log.warning("watch %s: ignoring event type %r", self.path, raw.type)
-        return None
+        return []
 
 
 async def _read_chunk(resp: aiohttp.ClientResponse) -> bytes:

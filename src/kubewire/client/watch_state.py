@@ -9,7 +9,9 @@ Rules (watch-protocol.md §2.2, §6; client-go ``reflector.go``):
   ``initial-events-end`` one, or any periodic one from servers that do not send it.
 - Broken during the initial phase, the watch starts over and skips the (object, revision) pairs
   it already delivered, so the caller sees no duplicates (an object changed meanwhile comes
-  again as ADDED with its new revision).
+  again as ADDED with its new revision). An object delivered before the break that the new
+  snapshot lacks was deleted meanwhile: when the initial phase ends it is reported DELETED
+  (``vanished()``), so the caller never keeps an object the server no longer has.
 - ``allowWatchBookmarks`` is always sent: bookmarks are resume points and feed the watchdog.
   They are passed on only when the caller asked for them.
 - Without a caller ``timeout_seconds`` the server timeout is randomized (client-go: minimum
@@ -29,6 +31,7 @@ MIN_WATCH_TIMEOUT_S = 300  # client-go reflector minWatchTimeout (5 min), random
 RETRIABLE_CODES = frozenset({429, 500, 502, 503, 504})  # client-go isWatchErrorRetriable-ish
 
 ObjectKey = tuple[str | None, str, str]  # namespace, name, resourceVersion
+ObjectName = tuple[str | None, str]  # namespace, name
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +60,8 @@ class WatchState:
     resume_rv: str | None = None
     initial_phase: bool = True
     _seen_initial: set[ObjectKey] = field(default_factory=set)
+    _initial_names: set[ObjectName] = field(default_factory=set)  # delivered, not deleted
+    _connection_names: set[ObjectName] = field(default_factory=set)  # sent on this connection
 
     def __post_init__(self) -> None:
         if self.options.has_start_revision and not self.options.send_initial_events:
@@ -88,9 +93,21 @@ class WatchState:
         self.resume_rv = resource_version
         self.initial_phase = False
 
-    def on_object(self, key: ObjectKey) -> bool:
-        """An ADDED/MODIFIED/DELETED with ``key``; returns whether to deliver it."""
+    def on_connect(self) -> None:
+        """A connection is about to be opened (during the initial phase: a new snapshot)."""
+        self._connection_names.clear()
+
+    def on_object(self, key: ObjectKey, deleted: bool = False) -> bool:
+        """An ADDED/MODIFIED (or, with ``deleted``, DELETED) with ``key``; returns whether
+        to deliver it."""
         if self.initial_phase:
+            name = key[:2]
+            if deleted:
+                self._initial_names.discard(name)
+                self._connection_names.discard(name)
+            else:
+                self._initial_names.add(name)
+                self._connection_names.add(name)
             if key in self._seen_initial:
                 return False
             self._seen_initial.add(key)
@@ -99,12 +116,24 @@ class WatchState:
             self.resume_rv = key[2]
         return True
 
+    def vanished(self) -> list[ObjectName]:
+        """Objects delivered in the initial phase that the current connection's snapshot
+        lacks (deleted while the watch started over); meaningful just before the bookmark
+        that ends the initial phase."""
+        return sorted(self._initial_names - self._connection_names,
+                      key=lambda name: (name[0] or "", name[1]))
+
+    def ends_initial_phase(self, bookmark: Bookmark) -> bool:
+        return self.initial_phase and bool(bookmark.metadata.resource_version)
+
     def on_bookmark(self, bookmark: Bookmark) -> bool:
         """A BOOKMARK; returns whether to deliver it."""
         if bookmark.metadata.resource_version:
             self.resume_rv = bookmark.metadata.resource_version
             self.initial_phase = False
             self._seen_initial.clear()
+            self._initial_names.clear()
+            self._connection_names.clear()
         return self.options.allow_bookmarks
 
     @property
