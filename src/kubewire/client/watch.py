@@ -15,8 +15,9 @@ Guarantees:
   ERROR) is raised: the revision is compacted, so the caller must list again and watch from
   the list's revision. Other errors (400, 401 after a credential refresh, 403, 422, ...) raise
   the matching ``StatusError``.
-- **Ends** when the caller's ``timeout_seconds`` elapses (the server closes the stream), on
-  ``aclose()`` or when the iterating task is cancelled; the connection is closed each time.
+- **Ends** when the caller's ``timeout_seconds`` elapses (the server closes the stream; one
+  that ends sooner, on a restart say, is resumed for what is left), on ``aclose()`` or when
+  the iterating task is cancelled; the connection is closed each time.
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 IDLE_TIMEOUT_S = 150.0  # 2.5 bookmark intervals (kube sends one a minute when anything moves)
+# A stream of a watch with the caller's timeout that ends less than this before the deadline
+# ended at the timeout; one that ends sooner (server restart, proxy) is resumed.
+TIMEOUT_END_SLACK_S = 1.0
 _OBJECT_TYPES = {"ADDED": EventType.ADDED, "MODIFIED": EventType.MODIFIED,
                  "DELETED": EventType.DELETED}
 
@@ -103,11 +107,17 @@ class WatchStream(Generic[T]):
                     async for event in connection:
                         yield event
             except _Reconnect as again:
+                if self._timed_out(deadline):
+                    return
                 log.debug("watch %s: reconnecting in %.2fs", self.path, again.delay_s)
                 await asyncio.sleep(again.delay_s)
                 continue
-            if self.state.options.timeout_seconds is not None:
+            if self._timed_out(deadline):
                 return  # the caller's own timeout: the stream is meant to end
+            log.debug("watch %s: ended before the caller's timeout, resuming", self.path)
+
+    def _timed_out(self, deadline: float | None) -> bool:
+        return deadline is not None and deadline - self.settings.clock() < TIMEOUT_END_SLACK_S
 
     async def _connection(self, remaining_s: float | None,
                           ) -> AsyncGenerator[WatchEvent[T], None]:
@@ -136,7 +146,7 @@ class WatchStream(Generic[T]):
             raise _Reconnect(delay) from err
         if lines:
             backoff.reset()
-        elif self.state.options.timeout_seconds is None:
+        else:
             # Closed without a single line: do not spin against a server that does that.
             raise _Reconnect(backoff.next_delay())
 
