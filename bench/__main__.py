@@ -12,16 +12,18 @@ import argparse
 import importlib
 import time
 from pathlib import Path
+from typing import Any
 
 from bench import report
 
 BENCHMARKS = ("fanout", "idle_memory", "write_path", "latency", "startup", "client_decode")
 
 
-def options(module: object, smoke: bool, repeats: int) -> object:
-    opts = module.SMOKE if smoke else module.default_options()  # type: ignore[attr-defined]
+def options(module: Any, smoke: bool, repeats: int) -> Any:
+    """The module's ``SMOKE`` or default options, with ``repeats`` if given."""
+    opts = module.SMOKE if smoke else module.default_options()
     if repeats:
-        opts.repeats = repeats  # type: ignore[attr-defined]
+        opts.repeats = repeats
     return opts
 
 

@@ -9,6 +9,7 @@ splits lines and decodes each with msgspec into kubewire's generated ``Pod`` mod
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -71,7 +72,7 @@ async def read_kubewire(port: int, kubeconfig: str, count: int) -> float:
                 if seen >= count:
                     break
         finally:
-            await stream.aclose()  # type: ignore[attr-defined]
+            await stream.aclose()
         return time.perf_counter() - started
 
 
@@ -82,10 +83,12 @@ async def read_lightkube(port: int, kubeconfig: str, count: int) -> float:
     async with AsyncClient(KubeConfig.from_file(kubeconfig)) as client:
         started = time.perf_counter()
         seen = 0
-        async for _, _pod in client.watch(Pod, namespace=NAMESPACE, resource_version=START_RV):
-            seen += 1
-            if seen >= count:
-                break
+        stream = client.watch(Pod, namespace=NAMESPACE, resource_version=START_RV)
+        async with contextlib.aclosing(stream):  # type: ignore[type-var]
+            async for _, _pod in stream:
+                seen += 1
+                if seen >= count:
+                    break
         return time.perf_counter() - started
 
 
@@ -116,16 +119,17 @@ async def read_kubernetes(port: int, kubeconfig: str, count: int) -> float:
     """The official synchronous client (blocking is fine: nothing else runs here)."""
     from kubernetes import client, config, watch
 
-    api = config.new_client_from_config(config_file=kubeconfig)
+    api = config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
     try:
         core = client.CoreV1Api(api)
         started = time.perf_counter()
-        w = watch.Watch()
-        events = w.stream(core.list_namespaced_pod, NAMESPACE, resource_version=START_RV,
-                          _request_timeout=120)
+        w = watch.Watch()  # type: ignore[no-untyped-call]
+        events = w.stream(  # type: ignore[no-untyped-call]
+            core.list_namespaced_pod, NAMESPACE, resource_version=START_RV,
+            _request_timeout=120)
         for seen, _event in enumerate(events, 1):
             if seen >= count:
-                w.stop()
+                w.stop()  # type: ignore[no-untyped-call]
                 break
         return time.perf_counter() - started
     finally:
@@ -145,7 +149,7 @@ async def read_kr8s(port: int, kubeconfig: str, count: int) -> float:
             if seen >= count:
                 break
     finally:
-        await stream.aclose()  # type: ignore[attr-defined]
+        await stream.aclose()
     return time.perf_counter() - started
 
 

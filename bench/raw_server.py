@@ -54,7 +54,7 @@ class Feed:
         self.lines.extend(lines)
         shared = frame(lines)
         for sub in self.subscribers:
-            if sub.paused:
+            if sub.paused or sub.transport is None:
                 continue
             if sub.cursor == start:
                 sub.cursor = self.end

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any
 
 from bench.wire import EVENT_MARKER, get_request
@@ -83,6 +84,10 @@ class WatchReader(asyncio.Protocol):
         self.tail = data[max(start, len(data) - len(_NAME) - 12):]
 
 
+def _factory(reader: WatchReader) -> Callable[[], WatchReader]:
+    return lambda: reader
+
+
 class ReaderSet:
     """Watch connections to one server, opened and read in this process."""
 
@@ -104,7 +109,7 @@ class ReaderSet:
                 batch = []
                 for _ in range(min(OPEN_BATCH, count - start)):
                     reader = WatchReader(self, request)
-                    await loop.create_connection(lambda r=reader: r, "127.0.0.1", port)
+                    await loop.create_connection(_factory(reader), "127.0.0.1", port)
                     batch.append(reader)
                 self.readers.extend(batch)
                 statuses = await asyncio.gather(*(r.head for r in batch))

@@ -95,7 +95,7 @@ def machine() -> list[str]:
             f"- OS: {platform.platform()}",
             f"- Python {platform.python_version()} ({sys.executable})",
             f"- Packages: {', '.join(versions)}",
-            f"- Load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())} "
+            f"- Load average when rendered: {', '.join(f'{x:.2f}' for x in os.getloadavg())} "
             "(the machine is shared: only ratios from one run are comparable)"]
 
 

@@ -49,6 +49,7 @@ def _serve(conn: Connection, target: str, kwargs: dict[str, Any]) -> None:
     finally:
         with contextlib.suppress(Exception):
             loop.run_until_complete(obj.aclose())
+            loop.run_until_complete(loop.shutdown_asyncgens())  # generators a client left open
         loop.close()
         conn.close()
 
