@@ -159,6 +159,12 @@ def test_metrics_parse_and_move_with_traffic(server: ServerThread) -> None:
                   resource="pods") == 3
     assert sample(after, "apiserver_storage_objects", resource="pods") == 3
     assert sample(after, "apiserver_registered_watchers", kind="Pod") == 1
+    assert sample(after, "kubewire_storage_commit_duration_seconds_count") >= 3
+    assert sample(after, "apiserver_terminated_watchers_total", resource="pods") == 0
+    sent = sample(after, "apiserver_watch_events_total", kind="Pod")
+    create(server, POD.collection(), POD.obj("seen"))  # one more event to the open watch
+    wait_for(lambda: sample(scrape(), "apiserver_watch_events_total", kind="Pod") == sent + 1,
+             what="the watch event to be counted")
     stream.close()
     wait_for(lambda: sample(scrape(), "apiserver_registered_watchers", kind="Pod") == 0,
              what="the watcher to be unregistered")

@@ -47,6 +47,7 @@ class APIServer:
         config.data_dir.mkdir(parents=True, exist_ok=True)
         store = SQLiteStore(config.data_dir / "kubewire.db", durability=config.durability,
                             retention=config.retention)
+        store.on_commit = self._observe_commit
         caches = WatchCaches(store, REGISTRY, ring_capacity=config.ring_capacity,
                              bookmark_interval_s=config.bookmark_interval_s)
         self.ctx = ServerContext(config=config, store=store, caches=caches)
@@ -58,6 +59,10 @@ class APIServer:
         self.address: tuple[str, int] = (config.host, config.port)
         self.url = ""
         self.ready = False
+
+    def _observe_commit(self, seconds: float) -> None:
+        """On the store's writer thread: one histogram update, nothing that can block."""
+        self.observer.metrics.commit_latency.observe((), seconds)
 
     async def start(self) -> tuple[str, int]:
         """Open the store, fill the caches, listen, and write ``DIR/kubeconfig`` for the admin."""

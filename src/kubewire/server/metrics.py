@@ -41,34 +41,14 @@ def _number(value: float) -> str:
 
 
 @dataclass(slots=True)
-class Counter:
-    name: str
-    help: str
-    label_names: tuple[str, ...] = ()
-    values: dict[LabelValues, float] = field(default_factory=dict)
-    kind = "counter"
-
-    def inc(self, labels: LabelValues = (), amount: float = 1.0) -> None:
-        self.values[labels] = self.values.get(labels, 0.0) + amount
-
-    def render(self) -> Iterable[str]:
-        for labels, value in sorted(self.values.items()):
-            yield f"{self.name}{_labels(self.label_names, labels)} {_number(value)}"
-
-
-@dataclass(slots=True)
-class Gauge:
-    """A gauge whose samples come from ``collect`` at scrape time (or ``set`` directly)."""
+class _Samples:
+    """Samples kept here and/or read from ``collect`` at scrape time (live state elsewhere)."""
 
     name: str
     help: str
     label_names: tuple[str, ...] = ()
     collect: Callable[[], Iterable[Sample]] | None = None
     values: dict[LabelValues, float] = field(default_factory=dict)
-    kind = "gauge"
-
-    def set(self, labels: LabelValues, value: float) -> None:
-        self.values[labels] = value
 
     def render(self) -> Iterable[str]:
         samples = dict(self.values)
@@ -76,6 +56,20 @@ class Gauge:
             samples.update(self.collect())
         for labels, value in sorted(samples.items()):
             yield f"{self.name}{_labels(self.label_names, labels)} {_number(value)}"
+
+
+class Counter(_Samples):
+    kind = "counter"
+
+    def inc(self, labels: LabelValues = (), amount: float = 1.0) -> None:
+        self.values[labels] = self.values.get(labels, 0.0) + amount
+
+
+class Gauge(_Samples):
+    kind = "gauge"
+
+    def set(self, labels: LabelValues, value: float) -> None:
+        self.values[labels] = value
 
 
 @dataclass(slots=True)
@@ -131,12 +125,24 @@ REQUEST_LABELS = ("verb", "group", "version", "resource", "subresource", "scope"
                   "code")
 
 
-class ServerMetrics:
-    """The metrics the server keeps; callbacks fill the gauges that mirror live state."""
+Collect = Callable[[], Iterable[Sample]]
 
-    def __init__(self, watchers: Callable[[], Iterable[Sample]],
-                 objects: Callable[[], Iterable[Sample]],
-                 inflight: Callable[[], Iterable[Sample]]) -> None:
+
+@dataclass(frozen=True, slots=True)
+class LiveSources:
+    """Where the samples of live state come from at scrape time."""
+
+    watchers: Collect  # (group, version, kind) -> registered watchers
+    objects: Collect  # (resource,) -> stored objects
+    inflight: Collect  # (request_kind,) -> requests in flight
+    events_sent: Collect  # (group, version, kind) -> watch events written
+    terminated: Collect  # (resource,) -> watchers closed for falling behind
+
+
+class ServerMetrics:
+    """The metrics the server keeps; callbacks fill the ones that mirror live state."""
+
+    def __init__(self, live: LiveSources) -> None:
         self.registry = Registry()
         add = self.registry.add
         self.requests = Counter(
@@ -149,11 +155,12 @@ class ServerMetrics:
             "subresource, scope and component.", REQUEST_LABELS[:-1])
         self.watch_events = Counter(
             "apiserver_watch_events_total",
-            "Number of events sent in watch clients", ("group", "version", "kind"))
+            "Number of events sent in watch clients", ("group", "version", "kind"),
+            live.events_sent)
         self.terminated_watchers = Counter(
             "apiserver_terminated_watchers_total",
             "Counter of watchers closed due to unresponsiveness broken by resource type.",
-            ("resource",))
+            ("resource",), live.terminated)
         self.commit_latency = Histogram(
             "kubewire_storage_commit_duration_seconds",
             "Time from a write's submission to its durable commit, in seconds.", (),
@@ -163,13 +170,13 @@ class ServerMetrics:
             add(metric)
         add(Gauge("apiserver_registered_watchers",
                   "Number of currently registered watchers for a given resources",
-                  ("group", "version", "kind"), watchers))
+                  ("group", "version", "kind"), live.watchers))
         add(Gauge("apiserver_storage_objects",
                   "Number of stored objects at the time of last check split by kind.",
-                  ("resource",), objects))
+                  ("resource",), live.objects))
         add(Gauge("apiserver_current_inflight_requests",
                   "Maximal number of currently used inflight request limit of this apiserver per "
-                  "request kind in last second.", ("request_kind",), inflight))
+                  "request kind in last second.", ("request_kind",), live.inflight))
 
     def render(self) -> bytes:
         return self.registry.render()

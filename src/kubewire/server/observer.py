@@ -19,7 +19,7 @@ from kubewire.resources import Resource
 from kubewire.server.authn import UserInfo
 from kubewire.server.context import ServerConfig, ServerContext
 from kubewire.server.http import Request, Response
-from kubewire.server.metrics import Sample, ServerMetrics
+from kubewire.server.metrics import LiveSources, Sample, ServerMetrics
 from kubewire.server.routes import Route
 from kubewire.status import TooManyRequests
 from kubewire.storage.cache import WatchCache
@@ -55,7 +55,9 @@ class Observer:
         self.limits = config.limits
         self.in_flight = {"readOnly": 0, "mutating": 0}
         self.watches: Tally[str] = Tally()
-        self.metrics = ServerMetrics(self._watchers, self._objects, self._inflight)
+        self.metrics = ServerMetrics(LiveSources(
+            watchers=self._watchers, objects=self._objects, inflight=self._inflight,
+            events_sent=self._events_sent, terminated=self._terminated))
 
     # --- admission ---------------------------------------------------------------------------
 
@@ -141,6 +143,14 @@ class Observer:
         for resource, cache in self._stored_caches():
             plural = f"{resource.plural}.{resource.group}" if resource.group else resource.plural
             yield (plural,), float(len(cache.objects))
+
+    def _events_sent(self) -> Iterable[Sample]:
+        for resource, cache in self._stored_caches():
+            yield (resource.group, resource.version, resource.kind), float(cache.events_sent)
+
+    def _terminated(self) -> Iterable[Sample]:
+        for resource, cache in self._stored_caches():
+            yield (resource.group_resource,), float(cache.watchers_terminated)
 
     def _inflight(self) -> Iterable[Sample]:
         return [((kind,), float(n)) for kind, n in self.in_flight.items()]

@@ -104,6 +104,9 @@ class WatchCache:
         self._live_ns: dict[str, set[Watcher]] = {}
         self._future: set[Watcher] = set()
         self.lagging: set[Watcher] = set()  # INITIAL or LAGGING: they hold a ring cursor
+        # Counters read by /metrics: events written to watchers, watchers closed for lagging.
+        self.events_sent = 0
+        self.watchers_terminated = 0
         self.watchers: set[Watcher] = set()
         self._dispatched = 0  # ring sequence up to which live watchers have been served
 
@@ -175,15 +178,17 @@ class WatchCache:
         self._dispatched = stop
         events = self.ring.slice(start, stop)
         newest = events[-1].revision
-        payloads: dict[Any, bytes] = {}
+        payloads: dict[Any, tuple[bytes, int]] = {}
         for watcher in self._live_targets(events):
-            framed = payloads.get(watcher.key)
-            if framed is None:
+            found = payloads.get(watcher.key)
+            if found is None:
                 lines = watcher.filter.lines(events)
-                framed = watcher.sink.frame(lines) if lines else b""
-                payloads[watcher.key] = framed
+                found = payloads[watcher.key] = (
+                    watcher.sink.frame(lines) if lines else b"", len(lines))
+            framed, count = found
             if framed:
                 watcher.sink.write_framed(framed)
+                self.events_sent += count
             # Everything up to ``newest`` is written: a bookmark must carry a later revision.
             watcher.progress_rev = newest
             if watcher.sink.is_paused:
@@ -204,6 +209,7 @@ class WatchCache:
             if watcher.state is State.LAGGING or watcher.state is State.INITIAL:
                 log.info("closing a %s watcher that fell behind the history ring",
                          self.resource.plural)
+                self.watchers_terminated += 1
                 watcher.close()
 
     def _live_targets(self, events: Sequence[CachedEvent]) -> list[Watcher]:

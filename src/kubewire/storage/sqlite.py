@@ -137,6 +137,8 @@ class SQLiteStore:
         self._readers: _ReaderPool | None = None
         self._pending: asyncio.Semaphore | None = None
         self._is_closing = False
+        # Called on the writer thread with each transaction's duration (metrics; must not block).
+        self.on_commit: Callable[[float], None] | None = None
 
     @property
     def current_revision(self) -> int:
@@ -159,6 +161,7 @@ class SQLiteStore:
         self._current_revision = revision
         writer = Writer(conn, asyncio.get_running_loop(), self._retention, self._clock,
                         self._deliver)
+        writer.on_commit = self.on_commit
         writer.compacted_revision = compacted
         self._readers = _ReaderPool(self._path, self._durability)
         self._pending = asyncio.Semaphore(MAX_PENDING_WRITES)

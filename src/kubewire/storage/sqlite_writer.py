@@ -113,6 +113,7 @@ class Writer:
         self._changes_since_compaction = 0
         self._next_compaction_at = time.monotonic() + AUTO_COMPACT_INTERVAL_S
         self.compacted_revision = 0  # the store sets it from the database before start()
+        self.on_commit: Callable[[float], None] | None = None  # transaction seconds
         self.has_failed = False
         self.stopped: asyncio.Future[None] = loop.create_future()
 
@@ -198,6 +199,7 @@ class Writer:
     def _commit(self, writes: list[WriteRequest]) -> None:
         """Commit one batch and schedule its delivery; an SQLite error fails the whole batch."""
         conn = self._conn
+        started = time.perf_counter()
         try:
             conn.execute("BEGIN IMMEDIATE")
             changes, outcomes = self._apply_all(writes)
@@ -211,6 +213,11 @@ class Writer:
         except BaseException as exc:
             self._abort(writes, exc)
             raise
+        if self.on_commit is not None:
+            try:  # observation only: it must never stand between a commit and its delivery
+                self.on_commit(time.perf_counter() - started)
+            except Exception:
+                log.exception("commit observer failed")
         self._changes_since_compaction += len(changes)
         self._schedule(changes, outcomes)
 

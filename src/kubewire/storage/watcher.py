@@ -133,6 +133,7 @@ class Watcher:
         lines = [event_line(ADDED, o.value) for o in chunk if self.filter.matches(o)]
         if lines:
             self.sink.write_framed(self.sink.frame(lines))
+            self.cache.events_sent += len(lines)
         if self._initial_index >= len(self._initial):
             self._initial = None
             if self._initial_end_rev is not None:
@@ -158,6 +159,7 @@ class Watcher:
         lines = self.filter.lines(events)
         if lines:
             self.sink.write_framed(self.sink.frame(lines))
+            self.cache.events_sent += len(lines)
         if events:
             self.progress_rev = events[-1].revision
 
@@ -170,6 +172,7 @@ class Watcher:
     def write_lines(self, lines: list[bytes]) -> None:
         if lines and not self.sink.closed:
             self.sink.write_framed(self.sink.frame(lines))
+            self.cache.events_sent += len(lines)
 
     def send_bookmark(self, revision: int) -> None:
         if revision > self.progress_rev and not self.sink.is_paused:
