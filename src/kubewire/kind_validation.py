@@ -12,8 +12,16 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from kubewire.apps_validation import validate_deployment
+from kubewire.config_validation import validate_config_map, validate_secret
+from kubewire.discovery_validation import validate_endpoint_slice
 from kubewire.event_validation import validate_event
+from kubewire.lease_validation import validate_lease
+from kubewire.networking_validation import validate_ingress, validate_network_policy
+from kubewire.node_validation import validate_namespace, validate_node
+from kubewire.pod_validation import validate_pod
 from kubewire.resources import Resource
+from kubewire.service_validation import validate_service
 from kubewire.status import FieldError
 
 KindValidator = Callable[[Resource, Mapping[str, Any], Mapping[str, Any] | None],
@@ -21,6 +29,17 @@ KindValidator = Callable[[Resource, Mapping[str, Any], Mapping[str, Any] | None]
 
 KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "events.k8s.io/events": validate_event,  # core/v1 and events.k8s.io/v1 Events
+    "core/pods": validate_pod,
+    "core/services": validate_service,
+    "apps/deployments": validate_deployment,
+    "core/configmaps": validate_config_map,
+    "core/secrets": validate_secret,
+    "core/nodes": validate_node,
+    "core/namespaces": validate_namespace,
+    "networking.k8s.io/ingresses": validate_ingress,
+    "networking.k8s.io/networkpolicies": validate_network_policy,
+    "discovery.k8s.io/endpointslices": validate_endpoint_slice,
+    "coordination.k8s.io/leases": validate_lease,
 })
 
 

@@ -104,10 +104,13 @@ async def test_replace_with_stale_resource_version_conflicts(client: Client) -> 
 async def test_patch_strategic_merge_and_json(client: Client) -> None:
     pods = Api(Pod, client=client)
     await pods.create(new_pod("p", app="web"))
+    # A pod may change only its images: the patch's container merges into "c" by name.
     strategic = await pods.patch("p", {"spec": {"containers": [
-        {"name": "side", "image": "busybox"}]}})
+        {"name": "c", "image": "busybox"}]}})
     assert strategic.spec is not None and strategic.spec.containers is not None
-    assert [c.name for c in strategic.spec.containers] == ["side", "c"]  # merged by name
+    [container] = strategic.spec.containers
+    assert (container.name, container.image) == ("c", "busybox")
+    assert container.termination_message_policy == "File"  # the rest of "c" is kept
     merged = await pods.patch("p", {"metadata": {"labels": {"tier": "x"}}},
                               type=PatchType.MERGE)
     assert merged.metadata is not None and merged.metadata.labels == {"app": "web", "tier": "x"}

@@ -195,8 +195,6 @@ def test_kopf_info_posts_a_core_v1_event(server: ServerThread, operator: Operato
     assert (event["action"], event["reportingComponent"]) == ("Action?", "kopf")
 
 
-@pytest.mark.xfail(strict=True, reason="times are stored as sent: metav1.Time and MicroTime are "
-                   "not re-encoded in UTC (owned by the write path, not these tests' files)")
 def test_kopf_event_times_are_re_encoded(server: ServerThread, operator: Operator) -> None:
     """kopf sends ``…+00:00`` microsecond times (§1.3). kube decodes them and encodes
     metav1.Time as RFC 3339 seconds in UTC and MicroTime with six decimals and ``Z``."""

@@ -237,9 +237,10 @@ async def test_service_crud(core: CoreV1Api) -> None:
     assert isinstance(listed, V1ServiceList)
     assert [s.metadata.name for s in listed.items] == ["web"]
 
-    # Service ports merge by port under strategic merge.
+    # Service ports merge by port under strategic merge (two ports must both be named).
     smp = await core.patch_namespaced_service(
-        "web", NS, {"spec": {"ports": [{"port": 443, "name": "https"}]}})
+        "web", NS, {"spec": {"ports": [{"port": 80, "name": "http"},
+                                       {"port": 443, "name": "https"}]}})
     assert sorted(p.port for p in smp.spec.ports) == [80, 443]
     merged = await core.patch_namespaced_service(
         "web", NS, {"spec": {"selector": {"app": "api"}}}, _content_type=MERGE)

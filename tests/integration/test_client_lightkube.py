@@ -213,7 +213,8 @@ async def test_service_crud(client: AsyncClient) -> None:
     assert await client.get(Service, "web", namespace=NS) == created
     assert [s.metadata.name async for s in client.list(Service, namespace=NS)] == ["web"]
 
-    smp = await client.patch(Service, "web", {"spec": {"ports": [{"port": 443, "name": "b"}]}},
+    smp = await client.patch(Service, "web", {"spec": {"ports": [{"port": 80, "name": "a"},
+                                                                 {"port": 443, "name": "b"}]}},
                              namespace=NS)
     assert sorted(p.port for p in smp.spec.ports) == [80, 443]
     merged = await client.patch(Service, "web", {"spec": {"selector": {"app": "api"}}},

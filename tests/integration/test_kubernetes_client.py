@@ -212,7 +212,8 @@ def test_strategic_merge_patch_merges_lists_by_key(api_client: client.ApiClient)
     assert [(e.name, e.value) for e in container.env] == [("A", "1")]
 
     core.create_namespaced_service(NS, SERVICE.obj("svc"))
-    service = core.patch_namespaced_service("svc", NS, {"spec": {"ports": [{"port": 443}]}})
+    two_ports = [{"port": 80, "name": "http"}, {"port": 443, "name": "https"}]  # both named
+    service = core.patch_namespaced_service("svc", NS, {"spec": {"ports": two_ports}})
     assert sorted(p.port for p in service.spec.ports) == [80, 443]  # merged by port
 
 

@@ -23,6 +23,7 @@ from kubewire.resources import Resource
 from kubewire.schema import validate as schema_validate
 from kubewire.schema.go_convert import convert_error
 from kubewire.schema.go_decode import decode_error
+from kubewire.schema.go_time_encoding import encode_times
 from kubewire.server import lifecycle
 from kubewire.server.context import ServerContext
 from kubewire.server.encoding import media_type
@@ -108,7 +109,7 @@ def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
     """Validate a prepared object; returns it with unknown fields handled, and warnings."""
     errors: list[FieldError] = list(validation.validate_object_meta(resource, obj))
     errors.extend(schema_validate.validate_types(resource.api_version, resource.kind, obj))
-    errors.extend(validate_kind(resource, obj, old))  # the kind's strategy rules
+    errors.extend(e for e in validate_kind(resource, obj, old) if e not in errors)  # no repeats
     if errors:
         raise invalid_object(resource.invalid_group, resource.kind, _name_of(obj), errors)
     warnings: list[str] = []
@@ -123,6 +124,8 @@ def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
         obj = schema_validate.prune_unknown_fields(resource.api_version, resource.kind, obj)
     if resource.is_custom:
         obj = schema_validate.apply_defaults(resource.api_version, resource.kind, obj)
+    else:  # stored as kube's Go structs encode them: times in UTC, Time in whole seconds
+        obj = encode_times(resource.api_version, resource.kind, obj)
     return obj, warnings
 
 
