@@ -168,3 +168,25 @@ def test_metrics_parse_and_move_with_traffic(server: ServerThread) -> None:
     stream.close()
     wait_for(lambda: sample(scrape(), "apiserver_registered_watchers", kind="Pod") == 0,
              what="the watcher to be unregistered")
+
+
+def test_objects_over_the_size_limit_get_413_and_change_nothing(
+        make_server: Callable[..., ServerThread]) -> None:
+    server = make_server(limits=Limits(max_object_bytes=4096))
+    small = POD.obj("small")
+    create(server, POD.collection(), small)
+    before = call(server, "GET", POD.collection()).json
+    big = POD.obj("big")
+    big["metadata"]["annotations"] = {"blob": "x" * 5000}
+    refused = call(server, "POST", POD.collection(), big)
+    assert refused.status == 413, refused.body
+    status = refused.status_object()
+    assert status["reason"] == "RequestEntityTooLarge"
+    assert status["message"].startswith("Request entity too large: the object is ")
+    assert status["message"].endswith(" bytes, the limit is 4096")
+    grown = call(server, "PATCH", POD.item("small"), {"metadata": {"labels": {"a": "b"},
+                                                       "annotations": {"blob": "y" * 5000}}},
+                 {"Content-Type": "application/merge-patch+json"})
+    assert grown.status == 413, grown.body
+    assert call(server, "GET", POD.collection()).json == before
+    assert call(server, "GET", POD.item("small")).status == 200  # the server is fine

@@ -29,7 +29,14 @@ from kubewire.server.scale_subresource import serve_scale
 from kubewire.server.tables import negotiate_output
 from kubewire.server.watch import serve_watch
 from kubewire.server.websocket import HandshakeError
-from kubewire.status import MethodNotAllowed, NotFound, StatusError, internal_error
+from kubewire.status import (
+    MethodNotAllowed,
+    NotFound,
+    RequestEntityTooLarge,
+    StatusError,
+    internal_error,
+)
+from kubewire.storage.base import ValueTooLargeError
 from kubewire.storage.cache import WatchCaches
 from kubewire.storage.sqlite import SQLiteStore
 
@@ -48,6 +55,7 @@ class APIServer:
         store = SQLiteStore(config.data_dir / "kubewire.db", durability=config.durability,
                             retention=config.retention)
         store.on_commit = self._observe_commit
+        store.max_value_bytes = config.limits.max_object_bytes
         caches = WatchCaches(store, REGISTRY, ring_capacity=config.ring_capacity,
                              bookmark_interval_s=config.bookmark_interval_s)
         self.ctx = ServerContext(config=config, store=store, caches=caches)
@@ -119,6 +127,11 @@ class APIServer:
             return Response(err.status, err.text.encode(), "text/plain; charset=utf-8")
         except TooManyInFlight as err:
             return err.response()
+        except ValueTooLargeError as err:  # etcd's request-too-large, answered 413 as kube does
+            info.code = 413
+            return status_response(RequestEntityTooLarge(
+                f"Request entity too large: the object is {err.size} bytes, the limit is "
+                f"{err.limit}"))
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -11,7 +11,11 @@ Guarantees:
   ``Request.start_stream`` and returns ``None``; the connection serves its next request only
   after the stream is closed;
 - request heads and bodies are bounded (``Limits``); going over answers 413/431 and closes;
-- a connection idle between requests is closed after ``Limits.keepalive_timeout_s``.
+- a connection idle between requests is closed after ``Limits.keepalive_timeout_s``;
+- a request head (request line and headers) must arrive whole within
+  ``Limits.header_timeout_s`` of its first byte (of the connection, for the first request),
+  else the connection is closed without an answer, as Go's ``ReadHeaderTimeout`` does: a
+  slow-loris client cannot hold a connection by sending its head a byte at a time.
 """
 
 from __future__ import annotations
@@ -53,10 +57,12 @@ class Limits:
     max_body_bytes: int = 3 * 1024 * 1024  # kube-apiserver's MaxRequestBodyBytes (3 MiB)
     max_head_bytes: int = 1024 * 1024  # Go net/http DefaultMaxHeaderBytes (1 MiB)
     keepalive_timeout_s: float = 120.0  # idle time between requests before closing
+    header_timeout_s: float = 32.0  # kube-apiserver's ReadHeaderTimeout: time to read a head
     write_high_water_bytes: int = 256 * 1024  # transport buffer at which a stream is "paused"
     max_requests_inflight: int = 400  # kube --max-requests-inflight (read-only; 0 = no limit)
     max_mutating_requests_inflight: int = 200  # kube --max-mutating-requests-inflight
     max_watches_per_user: int = 10_000  # kubewire's own bound on one user's open watches
+    max_object_bytes: int = 1536 * 1024  # one stored object, encoded (etcd's default 1.5 MiB)
 
 
 @dataclass(slots=True)
@@ -238,6 +244,7 @@ class HTTPConnection(asyncio.Protocol):
         self._upgrade_tail: bytes | None = None  # client bytes after an Upgrade request's head
         self._keep_alive = True
         self._idle_timer: asyncio.TimerHandle | None = None
+        self._reading_head = False  # a head has begun and not completed (its timer runs)
         self.write_paused = False
         self._rejected = False
 
@@ -248,7 +255,7 @@ class HTTPConnection(asyncio.Protocol):
         transport.set_write_buffer_limits(  # type: ignore[attr-defined]
             high=self._limits.write_high_water_bytes)
         self._server.connections.add(self)
-        self._arm_idle_timer()
+        self._arm_timer(self._limits.header_timeout_s)
 
     def data_received(self, data: bytes) -> None:
         if self._rejected:
@@ -297,7 +304,8 @@ class HTTPConnection(asyncio.Protocol):
 
     # -- httptools callbacks ---------------------------------------------------------------
     def on_message_begin(self) -> None:
-        self._cancel_idle_timer()
+        self._reading_head = True
+        self._arm_timer(self._limits.header_timeout_s)
         self._url = b""
         self._headers = {}
         self._head_bytes = 0
@@ -316,6 +324,8 @@ class HTTPConnection(asyncio.Protocol):
         self._headers[key] = text if old is None else f"{old}, {text}"
 
     def on_headers_complete(self) -> None:
+        self._reading_head = False
+        self._cancel_idle_timer()
         length = self._headers.get("content-length", "")
         if length.isdigit() and int(length) > self._limits.max_body_bytes:
             raise _TooLarge(413)
@@ -488,9 +498,13 @@ class HTTPConnection(asyncio.Protocol):
         self.close()
 
     def _arm_idle_timer(self) -> None:
+        if not self._reading_head:  # a pipelined head in progress keeps its own deadline
+            self._arm_timer(self._limits.keepalive_timeout_s)
+
+    def _arm_timer(self, seconds: float) -> None:
         self._cancel_idle_timer()
         loop = asyncio.get_running_loop()
-        self._idle_timer = loop.call_later(self._limits.keepalive_timeout_s, self.close)
+        self._idle_timer = loop.call_later(seconds, self.close)
 
     def _cancel_idle_timer(self) -> None:
         if self._idle_timer is not None:

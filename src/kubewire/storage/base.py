@@ -114,6 +114,16 @@ class RevisionMismatchError(StorageError):
         self.actual = actual
 
 
+class ValueTooLargeError(StorageError):
+    """The encoded object is over the store's size limit (etcd: "request is too large")."""
+
+    def __init__(self, key: str, size: int, limit: int) -> None:
+        super().__init__(f"value of {key} is {size} bytes, over the limit of {limit}")
+        self.key = key
+        self.size = size
+        self.limit = limit
+
+
 class CompactedError(StorageError):
     """The requested revision is older than what the change log retains."""
 

@@ -139,6 +139,7 @@ class SQLiteStore:
         self._is_closing = False
         # Called on the writer thread with each transaction's duration (metrics; must not block).
         self.on_commit: Callable[[float], None] | None = None
+        self.max_value_bytes = 0  # encoded object size limit; 0: none
 
     @property
     def current_revision(self) -> int:
@@ -162,6 +163,7 @@ class SQLiteStore:
         writer = Writer(conn, asyncio.get_running_loop(), self._retention, self._clock,
                         self._deliver)
         writer.on_commit = self.on_commit
+        writer.max_value_bytes = self.max_value_bytes
         writer.compacted_revision = compacted
         self._readers = _ReaderPool(self._path, self._durability)
         self._pending = asyncio.Semaphore(MAX_PENDING_WRITES)

@@ -38,6 +38,7 @@ from kubewire.storage.base import (
     RevisionMismatchError,
     StorageError,
     Update,
+    ValueTooLargeError,
 )
 from kubewire.storage.sqlite_compaction import compact_chunk
 from kubewire.storage.sqlite_schema import read_meta_int, resource_of, write_meta
@@ -114,6 +115,7 @@ class Writer:
         self._next_compaction_at = time.monotonic() + AUTO_COMPACT_INTERVAL_S
         self.compacted_revision = 0  # the store sets it from the database before start()
         self.on_commit: Callable[[float], None] | None = None  # transaction seconds
+        self.max_value_bytes = 0  # 0: no limit; the store sets it before start()
         self.has_failed = False
         self.stopped: asyncio.Future[None] = loop.create_future()
 
@@ -257,7 +259,8 @@ class Writer:
             case Create():
                 if row is not None:
                     raise KeyExistsError(op.key)
-                return self._put(op.key, _encode_obj(write, revision), None, (revision, now))
+                value = self._checked(op.key, _encode_obj(write, revision))
+                return self._put(op.key, value, None, (revision, now))
             case Update() | Delete():
                 if row is None:
                     raise KeyNotFoundError(op.key)
@@ -266,9 +269,14 @@ class Writer:
                     raise RevisionMismatchError(op.key, op.expected_revision, stored_rev)
                 if isinstance(op, Delete):
                     return self._remove(op.key, (stored_rev, stored), (revision, now))
-                value = _encode_obj(write, revision)
+                value = self._checked(op.key, _encode_obj(write, revision))
                 return self._put(op.key, value, (stored_rev, stored), (revision, now))
         raise TypeError(f"not a store operation: {op!r}")
+
+    def _checked(self, key: str, value: bytes) -> bytes:
+        if self.max_value_bytes and len(value) > self.max_value_bytes:
+            raise ValueTooLargeError(key, len(value), self.max_value_bytes)
+        return value
 
     def _put(self, key: str, value: bytes, prev: tuple[int, bytes] | None,
              stamp: tuple[int, float]) -> Change:
