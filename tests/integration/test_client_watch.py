@@ -15,6 +15,7 @@ from kubewire.client.events import Bookmark, EventType, WatchEvent
 from kubewire.models import ConfigMap, Namespace, ObjectMeta, Pod
 from kubewire.models.core_v1 import Container, PodSpec
 from tests.integration.harness import ServerThread
+from tests.integration.wire import call
 
 T = TypeVar("T")
 EVENT_WAIT_S = 30.0  # a bound so a broken watch fails the test instead of hanging it
@@ -122,14 +123,33 @@ async def test_watch_from_a_list_revision_sends_no_initial_events(client: Client
         assert summary(await next_event(stream)) == ("ADDED", "new")
 
 
-async def test_no_initial_events_starts_now_and_misses_nothing(client: Client) -> None:
+async def test_no_initial_events_starts_now_and_misses_nothing(
+        server: ServerThread, client: Client) -> None:
     maps = Api(ConfigMap, client=client)
     await maps.create(ConfigMap(metadata=ObjectMeta(name="before")))
     stream = maps.watch(send_initial_events=False)
     async with aclosing(stream):
-        first = asyncio.ensure_future(next_event(stream))  # connects (learns "now") first
+        first = asyncio.ensure_future(next_event(stream))
+        # The watch has connected (so it knows "now") before the next write is made.
+        await _until(lambda: _registered_watchers(server, "ConfigMap") == 1)
         await maps.create(ConfigMap(metadata=ObjectMeta(name="after")))
         assert summary(await first) == ("ADDED", "after")
+
+
+def _registered_watchers(server: ServerThread, kind: str) -> int:
+    text = call(server, "GET", "/metrics").body.decode()
+    for line in text.splitlines():
+        if line.startswith("apiserver_registered_watchers{") and f'kind="{kind}"' in line:
+            return int(float(line.rsplit(" ", 1)[1]))
+    return 0
+
+
+async def _until(predicate: Callable[[], bool], timeout: float = EVENT_WAIT_S) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not await asyncio.to_thread(predicate):
+        assert loop.time() < deadline, "condition not reached"
+        await asyncio.sleep(0.02)
 
 
 async def test_periodic_bookmarks_are_typed_and_optional(
