@@ -14,12 +14,15 @@ from typing import Protocol
 from kubewire.models import ObjectMeta
 
 
-def options(doc: str | None, *, max_events: int, timeout: float) -> argparse.ArgumentParser:
-    """An argument parser with the bounds every example takes (add your own flags to it)."""
+def options(doc: str | None, *, max_events: int | None,
+            timeout: float) -> argparse.ArgumentParser:
+    """An argument parser with the bounds every example takes (add your own flags to it);
+    ``max_events=None`` for an example that stops when its story is told."""
     parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
-    parser.add_argument("--max-events", type=int,
-                        default=int(os.environ.get("EXAMPLES_MAX_EVENTS", max_events)),
-                        help="stop after this many events (default %(default)s)")
+    if max_events is not None:
+        parser.add_argument("--max-events", type=int,
+                            default=int(os.environ.get("EXAMPLES_MAX_EVENTS", max_events)),
+                            help="stop after this many events (default %(default)s)")
     parser.add_argument("--timeout", type=float,
                         default=float(os.environ.get("EXAMPLES_TIMEOUT", timeout)),
                         help="stop after this many seconds (default %(default)s)")
