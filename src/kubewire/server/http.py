@@ -33,6 +33,7 @@ from urllib.parse import parse_qs, unquote
 
 import httptools
 
+from kubewire.server.streams import EventStream
 from kubewire.server.websocket import WebSocketStream, handshake, is_websocket_request
 from kubewire.status import RequestEntityTooLarge, StatusError
 
@@ -135,26 +136,12 @@ class Request:
         return stream
 
 
-class ChunkedStream:
-    """The body of a chunked response, written straight to the connection's transport.
+class ChunkedStream(EventStream):
+    """The body of a chunked response, written straight to the connection's transport."""
 
-    ``write`` never blocks; ``is_paused`` says the transport buffer is over the high-water mark
-    and the writer should stop until ``on_resume`` fires. ``on_close`` fires once when the
-    stream ends for any reason (``close()``, peer gone, server shutdown).
-    """
-
-    __slots__ = ("_conn", "closed", "on_close", "on_resume")
+    __slots__ = ()
     framing = "chunked"
-
-    def __init__(self, conn: HTTPConnection) -> None:
-        self._conn = conn
-        self.closed = False
-        self.on_resume: Callable[[], None] | None = None
-        self.on_close: Callable[[], None] | None = None
-
-    @property
-    def is_paused(self) -> bool:
-        return self._conn.write_paused
+    _conn: HTTPConnection
 
     @staticmethod
     def frame(lines: list[bytes]) -> bytes:
@@ -166,11 +153,6 @@ class ChunkedStream:
         if not self.closed and data:
             self._conn.write(frame_chunk(data))
 
-    def write_framed(self, framed: bytes) -> None:
-        """Write bytes already framed with ``frame_chunk`` (shared by many streams)."""
-        if not self.closed:
-            self._conn.write(framed)
-
     def buffered_bytes(self) -> int:
         return self._conn.buffered_bytes()
 
@@ -181,21 +163,6 @@ class ChunkedStream:
         self._conn.write(b"0\r\n\r\n")
         self._finish()
         self._conn.stream_finished(self)
-
-    def abort(self) -> None:
-        """Drop the connection without finishing the body (the client sees a broken stream)."""
-        if not self.closed:
-            self._finish()
-            self._conn.close()
-
-    def _finish(self) -> None:
-        self.closed = True
-        callback, self.on_close, self.on_resume = self.on_close, None, None
-        if callback is not None:
-            try:
-                callback()
-            except Exception:
-                log.exception("stream close callback failed")
 
 
 def accepts_gzip(accept_encoding: str) -> bool:

@@ -19,7 +19,8 @@ import hashlib
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+
+from kubewire.server.streams import Connection, EventStream
 
 _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 BEARER_PROTOCOL_PREFIX = "base64url.bearer.authorization.k8s.io."
@@ -174,32 +175,15 @@ def _unmask(data: bytes, mask: bytes) -> bytes:
         len(data), "big")
 
 
-class Connection(Protocol):
-    """What a WebSocket stream needs from its HTTP connection."""
-
-    write_paused: bool
-
-    def write(self, data: bytes) -> None: ...
-
-    def close(self) -> None: ...
-
-
-class WebSocketStream:
+class WebSocketStream(EventStream):
     """A watch sink over WebSocket: one text frame per event line, shared between watchers."""
 
-    __slots__ = ("_conn", "_reader", "closed", "on_close", "on_resume")
+    __slots__ = ("_reader",)
     framing = "websocket"
 
     def __init__(self, conn: Connection) -> None:
-        self._conn = conn
+        super().__init__(conn)
         self._reader = FrameReader(self._on_frame)
-        self.closed = False
-        self.on_resume: Callable[[], None] | None = None
-        self.on_close: Callable[[], None] | None = None
-
-    @property
-    def is_paused(self) -> bool:
-        return self._conn.write_paused
 
     @staticmethod
     def frame(lines: list[bytes]) -> bytes:
@@ -210,10 +194,6 @@ class WebSocketStream:
         if not self.closed and data:
             lines = data.splitlines(keepends=True)
             self._conn.write(self.frame(lines))
-
-    def write_framed(self, framed: bytes) -> None:
-        if not self.closed:
-            self._conn.write(framed)
 
     def feed(self, data: bytes) -> None:
         """Bytes the client sent after the handshake."""
@@ -235,14 +215,3 @@ class WebSocketStream:
         self._conn.write(close_frame())
         self._finish()
         self._conn.close()
-
-    def abort(self) -> None:
-        if not self.closed:
-            self._finish()
-            self._conn.close()
-
-    def _finish(self) -> None:
-        self.closed = True
-        callback, self.on_close, self.on_resume = self.on_close, None, None
-        if callback is not None:
-            callback()
