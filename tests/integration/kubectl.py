@@ -27,12 +27,13 @@ class HasKubeconfig(Protocol):
     def kubeconfig(self) -> Path: ...
 
 
-def kubectl_env(server: HasKubeconfig) -> dict[str, str]:
-    return {**os.environ, "KUBECONFIG": str(server.kubeconfig),
-            "HOME": str(server.kubeconfig.parent)}
+def kubectl_env(server: HasKubeconfig | Path) -> dict[str, str]:
+    """kubectl's environment for a server (its admin kubeconfig) or another kubeconfig."""
+    kubeconfig = server if isinstance(server, Path) else server.kubeconfig
+    return {**os.environ, "KUBECONFIG": str(kubeconfig), "HOME": str(kubeconfig.parent)}
 
 
-def run(server: HasKubeconfig, *args: str, stdin: str | None = None,
+def run(server: HasKubeconfig | Path, *args: str, stdin: str | None = None,
         ) -> subprocess.CompletedProcess[str]:
     """Run kubectl with the server's kubeconfig; the caller checks the outcome."""
     assert KUBECTL is not None, "kubectl is required (tools/ensure-kubectl)"
@@ -40,7 +41,7 @@ def run(server: HasKubeconfig, *args: str, stdin: str | None = None,
                           capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
 
 
-def ok(server: HasKubeconfig, *args: str, stdin: str | None = None) -> str:
+def ok(server: HasKubeconfig | Path, *args: str, stdin: str | None = None) -> str:
     """Run kubectl, assert it succeeded without warnings, and return its stdout."""
     done = run(server, *args, stdin=stdin)
     assert done.returncode == 0, (args, done.stdout, done.stderr)
@@ -48,7 +49,7 @@ def ok(server: HasKubeconfig, *args: str, stdin: str | None = None) -> str:
     return done.stdout
 
 
-def background(server: HasKubeconfig, *args: str) -> subprocess.Popen[str]:
+def background(server: HasKubeconfig | Path, *args: str) -> subprocess.Popen[str]:
     """Start kubectl (e.g. ``get -w``) in the background; stop it with ``stop``."""
     assert KUBECTL is not None, "kubectl is required (tools/ensure-kubectl)"
     return subprocess.Popen([KUBECTL, *args], env=kubectl_env(server), text=True,

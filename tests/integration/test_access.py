@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import shutil
 import ssl
 import subprocess
 import sys
@@ -25,11 +23,9 @@ import yaml
 from kubewire.server import pki
 from kubewire.server.users import UserRequest, user_kubeconfig
 from tests.integration.harness import ServerThread
+from tests.integration.kubectl import needs_kubectl, run
 from tests.integration.wire import Reply
 
-KUBECTL = shutil.which("kubectl")
-needs_kubectl = pytest.mark.skipif(KUBECTL is None and not os.environ.get("CI"),
-                                   reason="kubectl is not installed")
 POLICY = "\n".join(json.dumps({
     "apiVersion": "abac.authorization.kubernetes.io/v1beta1", "kind": "Policy", "spec": spec})
     for spec in [
@@ -80,10 +76,7 @@ def https(server: ServerThread, method: str, path: str, *, cert: tuple[Path, Pat
         conn.close()
 
 
-def kubectl(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    assert KUBECTL is not None, "kubectl is required (tools/ensure-kubectl)"
-    return subprocess.run([KUBECTL, "--kubeconfig", str(kubeconfig), *args],
-                          capture_output=True, text=True, timeout=60, check=False)
+
 
 
 def pod(name: str) -> dict[str, Any]:
@@ -103,9 +96,9 @@ def ensure_namespaces(server: ServerThread, *names: str) -> None:
 
 @needs_kubectl
 def test_kubectl_uses_the_admin_kubeconfig_over_tls(secure: ServerThread) -> None:
-    done = kubectl(secure.kubeconfig, "create", "namespace", "team")
+    done = run(secure.kubeconfig, "create", "namespace", "team")
     assert done.returncode == 0, done.stderr
-    done = kubectl(secure.kubeconfig, "get", "namespaces", "-o", "name")
+    done = run(secure.kubeconfig, "get", "namespaces", "-o", "name")
     assert "namespace/team" in done.stdout.split()
 
 
@@ -209,9 +202,9 @@ def test_the_granted_namespace_works_for_every_verb(secure: ServerThread) -> Non
 def test_kubectl_shows_kubes_forbidden_error(secure: ServerThread) -> None:
     ensure_namespaces(secure, "a", "b")
     bob = issue(secure, "bob", token=True)
-    done = kubectl(bob, "get", "pods", "-n", "a")
+    done = run(bob, "get", "pods", "-n", "a")
     assert done.returncode == 0, done.stderr
-    done = kubectl(bob, "get", "pods", "-n", "b")
+    done = run(bob, "get", "pods", "-n", "b")
     assert done.returncode != 0
     assert ('Error from server (Forbidden): pods is forbidden: User "bob" cannot list resource '
             '"pods" in API group "" in the namespace "b": No policy matched.') in done.stderr

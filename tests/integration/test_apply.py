@@ -5,9 +5,6 @@ conflicts and ``--force-conflicts``, client-side ``apply``)."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +12,11 @@ import pytest
 
 from tests.integration.harness import ServerThread
 from tests.integration.kinds import ALL_KINDS, DEPLOYMENT, GATEWAY, POD, Kind, kind_id
+from tests.integration.kubectl import needs_kubectl
+from tests.integration.kubectl import run as run_kubectl
 from tests.integration.wire import Reply, call, create, get, ok
 
 APPLY = {"Content-Type": "application/apply-patch+yaml"}
-KUBECTL = "/usr/bin/kubectl"
-KUBECTL_TIMEOUT_S = 60.0
 WEB = DEPLOYMENT.item("web")
 
 
@@ -240,17 +237,6 @@ def test_custom_resource_lists_follow_their_list_type(server: ServerThread) -> N
 
 
 # --- kubectl -------------------------------------------------------------------------------------
-
-needs_kubectl = pytest.mark.skipif(shutil.which(KUBECTL) is None,
-                                   reason="kubectl is not installed")
-
-
-def run_kubectl(server: ServerThread, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "KUBECONFIG": str(server.kubeconfig),
-           "HOME": str(server.config.data_dir)}
-    return subprocess.run([KUBECTL, *args], env=env, capture_output=True, text=True,
-                          timeout=KUBECTL_TIMEOUT_S, check=False)
-
 
 def kubectl(server: ServerThread, *args: str) -> str:
     done = run_kubectl(server, *args)

@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,9 +21,9 @@ import pytest
 
 from tests.integration.harness import ServerThread
 from tests.integration.kinds import DEPLOYMENT, EVENT, POD, SECRET, SERVICE, Kind
+from tests.integration.kubectl import needs_kubectl, run
 from tests.integration.wire import Reply, call, create, get
 
-KUBECTL = shutil.which("kubectl")
 QUANTITY_FORMAT = ("quantities must match the regular expression "
                    "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
 SNAPSHOT = [POD.collection(None), DEPLOYMENT.collection(None), SERVICE.collection(None),
@@ -218,18 +215,13 @@ def test_patch_whose_result_does_not_decode(seeded: ServerThread, media_type: st
 
 # --- a real client ------------------------------------------------------------------------------
 
-@pytest.mark.skipif(KUBECTL is None and not os.environ.get("CI"), reason="kubectl is absent")
+@needs_kubectl
 def test_kubectl_prints_the_decode_error(seeded: ServerThread, tmp_path: Path) -> None:
-    assert KUBECTL is not None
     body = DEPLOYMENT.obj("web")
     body["spec"]["replicas"] = "three"
     manifest = tmp_path / "web.json"
     manifest.write_text(json.dumps(body))
-    done = subprocess.run(
-        [KUBECTL, "--server", seeded.url, "--cache-dir", str(tmp_path / "cache"), "create",
-         "-n", "default", "-f", str(manifest)],
-        capture_output=True, text=True, timeout=60,
-        env={**os.environ, "KUBECONFIG": str(tmp_path / "none")}, check=False)
+    done = run(seeded, "create", "-n", "default", "-f", str(manifest))
     assert done.returncode == 1, done
     assert done.stderr == (
         f'Error from server (BadRequest): error when creating "{manifest}": Deployment in '
@@ -275,14 +267,10 @@ def test_strategic_merge_patch_whose_result_does_not_convert(
     expect(reply, smp_failure(patch, error))
 
 
-@pytest.mark.skipif(KUBECTL is None and not os.environ.get("CI"), reason="kubectl is absent")
+@needs_kubectl
 def test_kubectl_patch_prints_the_conversion_error(seeded: ServerThread, tmp_path: Path) -> None:
-    assert KUBECTL is not None
-    done = subprocess.run(
-        [KUBECTL, "--server", seeded.url, "--cache-dir", str(tmp_path / "cache"), "patch",
-         "-n", "default", "deployment", "existing", "-p", '{"spec":{"replicas":"three"}}'],
-        capture_output=True, text=True, timeout=60,
-        env={**os.environ, "KUBECONFIG": str(tmp_path / "none")}, check=False)
+    done = run(seeded, "patch", "-n", "default", "deployment", "existing", "-p",
+               '{"spec":{"replicas":"three"}}')
     # kubectl patch sends a strategic merge patch; an Invalid without kind reads "The request".
     assert done.returncode == 1, done
     assert done.stderr == ('The request is invalid: patch: Invalid value: '

@@ -9,23 +9,18 @@ both, each in its own version; field selectors use each version's labels.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 from typing import Any
 
 import pytest
 
 from kubewire.event_conversion import core_event_to_events_v1, events_v1_to_core_event
 from tests.integration.harness import ServerThread
+from tests.integration.kubectl import needs_kubectl, run
 from tests.integration.wire import call, create, get, list_rv, ok, types_and_names, watch
 from tests.unit.test_protobuf import encode_body
 
 CORE = "/api/v1/namespaces/default/events"
 EVENTS = "/apis/events.k8s.io/v1/namespaces/default/events"
-KUBECTL = shutil.which("kubectl")
-needs_kubectl = pytest.mark.skipif(KUBECTL is None and not os.environ.get("CI"),
-                                   reason="kubectl is not installed")
 
 
 def core_event(name: str, pod: str = "web-0", **extra: Any) -> dict[str, Any]:
@@ -253,22 +248,19 @@ def test_openapi_documents_both_versions(server: ServerThread) -> None:
     assert "io.k8s.api.events.v1.Event" in events["components"]["schemas"]
 
 
-def kubectl(server: ServerThread, *args: str) -> subprocess.CompletedProcess[str]:
-    assert KUBECTL is not None, "kubectl is required (tools/ensure-kubectl)"
-    return subprocess.run([KUBECTL, "--kubeconfig", str(server.kubeconfig), *args],
-                          capture_output=True, text=True, timeout=60, check=False)
+
 
 
 @needs_kubectl
 def test_kubectl_get_events_reads_core_v1(server: ServerThread) -> None:
     create(server, EVENTS, new_event("from-recorder"))
     create(server, CORE, core_event("from-kubelet", pod="db-0"))
-    done = kubectl(server, "get", "events", "-n", "default", "-o", "json")
+    done = run(server, "get", "events", "-n", "default", "-o", "json")
     assert done.returncode == 0, done.stderr
     items = json.loads(done.stdout)["items"]
     assert [(o["apiVersion"], o["metadata"]["name"]) for o in items] == [
         ("v1", "from-kubelet"), ("v1", "from-recorder")]
-    table = kubectl(server, "get", "events", "-n", "default")
+    table = run(server, "get", "events", "-n", "default")
     assert table.returncode == 0, table.stderr
     header, *rows = table.stdout.splitlines()
     assert header.split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
@@ -381,7 +373,7 @@ def test_kubectl_describe_shows_events_written_through_either_version(
     recorded["regarding"]["uid"] = uid
     create(server, EVENTS, recorded)
     # describe lists core/v1 events selected by involvedObject name, namespace and uid
-    done = kubectl(server, "describe", "pod", "web-0", "-n", "default")
+    done = run(server, "describe", "pod", "web-0", "-n", "default")
     assert done.returncode == 0, done.stderr
     events_section = done.stdout.split("Events:", 1)[1]
     assert "Pulled" in events_section and "pulled the image" in events_section

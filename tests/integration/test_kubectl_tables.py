@@ -6,10 +6,7 @@ header's column offsets and compared cell by cell, ages checked by pattern.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -17,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.integration import kubectl as cli
 from tests.integration.harness import ServerThread
 from tests.integration.kinds import (
     DEPLOYMENT,
@@ -33,29 +31,18 @@ from tests.integration.kinds import (
 )
 from tests.integration.wire import call, create, ok, wait_for
 
-KUBECTL = "/usr/bin/kubectl"
-KUBECTL_TIMEOUT_S = 60.0
 AGE = re.compile(r"\d+s|\d+m\d*s?")  # a fresh object's age as kube's HumanDuration prints it
 AGE_COLUMNS = frozenset({"AGE", "LAST SEEN"})
 
-pytestmark = pytest.mark.skipif(shutil.which(KUBECTL) is None, reason="kubectl is not installed")
+KUBECTL_TIMEOUT_S = cli.TIMEOUT_S
+pytestmark = cli.needs_kubectl
 
 Row = list[str]
 
 
 # --- running kubectl and reading its tables -----------------------------------------------------
 
-def kubectl_env(server: ServerThread) -> dict[str, str]:
-    return {**os.environ, "KUBECONFIG": str(server.kubeconfig), "HOME": str(
-        server.config.data_dir)}
-
-
-def kubectl(server: ServerThread, *args: str) -> str:
-    done = subprocess.run([KUBECTL, *args], env=kubectl_env(server), capture_output=True,
-                          text=True, timeout=KUBECTL_TIMEOUT_S, check=False)
-    assert done.returncode == 0, (args, done.stdout, done.stderr)
-    assert done.stderr == "", done.stderr
-    return done.stdout
+kubectl = cli.ok  # output of a successful run with nothing on stderr
 
 
 def parse_table(text: str) -> tuple[Row, list[Row]]:
@@ -277,8 +264,7 @@ class Background:
     """A kubectl process whose stdout lines are collected on a thread until it is stopped."""
 
     def __init__(self, server: ServerThread, *args: str) -> None:
-        self.proc = subprocess.Popen([KUBECTL, *args], env=kubectl_env(server),
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.proc = cli.background(server, *args)
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()

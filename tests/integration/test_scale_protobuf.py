@@ -9,16 +9,14 @@ Protobuf: kubectl's typed commands (``create namespace|deployment|service``) sen
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.integration import kubectl
 from tests.integration.harness import ServerThread
 from tests.integration.kinds import DEPLOYMENT, GATEWAY, NAMESPACE, POD, SERVICE
+from tests.integration.kubectl import needs_kubectl
 from tests.integration.wire import call, create, get, ok, watch
 from tests.unit.test_protobuf import encode_body
 
@@ -28,9 +26,6 @@ KUBECTL_ACCEPT = "application/vnd.kubernetes.protobuf,application/json"  # what 
 SCALE = DEPLOYMENT.item("web") + "/scale"
 STALE = ("Operation cannot be fulfilled on deployments.apps \"web\": the object has been "
          "modified; please apply your changes to the latest version and try again")
-KUBECTL = shutil.which("kubectl")
-needs_kubectl = pytest.mark.skipif(KUBECTL is None and not os.environ.get("CI"),
-                                   reason="kubectl is not installed")
 
 
 def status(code: int, reason: str, message: str, details: JSON | None = None) -> JSON:
@@ -252,19 +247,12 @@ def test_custom_resources_have_no_protobuf_form(server: ServerThread) -> None:
 
 # --- kubectl's typed commands (protobuf bodies, JSON answers) -----------------------------------
 
-def kubectl(server: ServerThread, cache: Path, *args: str) -> str:
-    assert KUBECTL is not None, "kubectl is required (tools/ensure-kubectl)"
-    env = {**os.environ, "KUBECONFIG": str(server.kubeconfig)}
-    done = subprocess.run([KUBECTL, f"--cache-dir={cache}", *args], env=env,
-                          capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, (args, done.stdout, done.stderr)
-    return done.stdout
-
-
 @needs_kubectl
-def test_kubectl_typed_create_and_scale(server: ServerThread, tmp_path: Path) -> None:
+def test_kubectl_typed_create_and_scale(server: ServerThread) -> None:
     def run(*args: str) -> str:
-        return kubectl(server, tmp_path / "cache", *args)
+        done = kubectl.run(server, *args)
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
+        return done.stdout
 
     assert run("create", "namespace", "demo") == "namespace/demo created\n"
     assert run("create", "deployment", "web", "--image=nginx", "--replicas=2",
@@ -299,24 +287,20 @@ def test_kubectl_typed_create_and_scale(server: ServerThread, tmp_path: Path) ->
 
 
 @needs_kubectl
-def test_kubectl_scale_checks_the_scale_resource_version(server: ServerThread,
-                                                        tmp_path: Path) -> None:
+def test_kubectl_scale_checks_the_scale_resource_version(server: ServerThread) -> None:
     web = make_web(server)
     current = ok(call(server, "PATCH", SCALE, {"spec": {"replicas": 3}}), 200)
-    assert KUBECTL is not None
-    env = {**os.environ, "KUBECONFIG": str(server.kubeconfig)}
-    base = [KUBECTL, f"--cache-dir={tmp_path}", "scale", "deployment", "web"]
-    stale = subprocess.run(
-        [*base, "--replicas=4", f"--resource-version={web['metadata']['resourceVersion']}"],
-        env=env, capture_output=True, text=True, timeout=60, check=False)
+    base = ["scale", "deployment", "web"]
+    stale = kubectl.run(
+        server, *base, "--replicas=4", f"--resource-version={web['metadata']['resourceVersion']}")
     # kubectl compares the Scale's resourceVersion (the Deployment's) before it patches.
     assert (stale.returncode, stale.stderr) == (
         1, f"error: Expected resource version to be {web['metadata']['resourceVersion']}, "
            f"was {current['metadata']['resourceVersion']}\n")
     assert get(server, DEPLOYMENT.item("web"))["spec"]["replicas"] == 3
-    fresh = subprocess.run(
-        [*base, "--replicas=4", f"--resource-version={current['metadata']['resourceVersion']}"],
-        env=env, capture_output=True, text=True, timeout=60, check=False)
+    fresh = kubectl.run(
+        server, *base, "--replicas=4",
+        f"--resource-version={current['metadata']['resourceVersion']}")
     assert (fresh.returncode, fresh.stdout) == (0, "deployment.apps/web scaled\n"), fresh.stderr
     assert get(server, DEPLOYMENT.item("web"))["spec"]["replicas"] == 4
 
