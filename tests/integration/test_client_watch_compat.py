@@ -73,3 +73,20 @@ def test_unmarshal_event_decodes_to_the_return_type() -> None:
     assert error["object"] == {"kind": "Status", "code": 410}
     with pytest.raises(TypeError):
         w.get_return_type(print)
+
+
+async def test_seed_pattern_list_metadata_and_async_with(client: Client) -> None:
+    """kubernetes_asyncio's 'watch from the list's resourceVersion', as seed 004 writes it."""
+    maps = Api(ConfigMap, client=client)
+    listed = await maps.list()
+    resource_version = listed.metadata.resource_version
+    assert resource_version == listed.resource_version and resource_version
+    await maps.create(ConfigMap(metadata=ObjectMeta(name="seen")))
+    async with Watch() as w:
+        async for event in w.stream(maps.list, namespace="default",
+                                    resource_version=resource_version, timeout_seconds=5):
+            assert event["type"] == "ADDED"
+            assert w.resource_version == event["object"].metadata.resource_version
+            w.stop()
+    assert w.resource_version is not None
+    assert int(w.resource_version) > int(resource_version)

@@ -45,7 +45,7 @@ from kubewire.client.resource import (
 from kubewire.client.transport import Request
 from kubewire.client.watch import WatchSettings, WatchStream
 from kubewire.client.watch_state import WatchOptions, WatchState
-from kubewire.models import KubeObject, Status, encode
+from kubewire.models import KubeObject, ListMeta, Status, encode
 
 JSON = Any
 T = TypeVar("T")
@@ -73,6 +73,11 @@ class ObjectList(Generic[T]):
 
     def __len__(self) -> int:
         return len(self.items)
+
+    @property
+    def metadata(self) -> ListMeta:
+        """The list's metadata, as list results carry it (``pods.metadata.resource_version``)."""
+        return ListMeta(resource_version=self.resource_version)
 
 
 class Api(Generic[T]):

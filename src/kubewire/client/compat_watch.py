@@ -39,6 +39,13 @@ class Watch:
     def __init__(self, return_type: type[Any] | None = None) -> None:
         self._return_type = return_type
         self._stopped = False
+        self.resource_version: str | None = None  # of the last event streamed
+
+    async def __aenter__(self) -> Watch:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.stop()
 
     def stop(self) -> None:
         """End the stream after the event being handled."""
@@ -80,6 +87,9 @@ class Watch:
                 obj = event.object
                 raw_object = (msgspec.to_builtins(obj) if isinstance(obj, Bookmark)
                               else to_dict(obj) if isinstance(obj, KubeObject) else obj)
+                version = (raw_object.get("metadata") or {}).get("resourceVersion")
+                if version:
+                    self.resource_version = version
                 yield {"type": event.type.value, "object": obj, "raw_object": raw_object}
                 if self._stopped:
                     return
