@@ -16,7 +16,8 @@ from typing import Any
 
 from bench import report
 
-BENCHMARKS = ("fanout", "idle_memory", "write_path", "latency", "startup", "client_decode")
+BENCHMARKS = ("fanout", "idle_memory", "write_path", "latency", "startup", "client_decode",
+              "initial_sync")
 
 
 def options(module: Any, smoke: bool, repeats: int) -> Any:

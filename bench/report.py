@@ -18,7 +18,8 @@ RESULTS_DIR = BENCH_DIR / "results"
 RESULTS_MD = BENCH_DIR / "RESULTS.md"
 FINDINGS_MD = BENCH_DIR / "FINDINGS.md"  # hand-written profile notes, included in RESULTS.md
 PLOT_PNG = "fanout.png"
-ORDER = ("fanout", "idle_memory", "write_path", "latency", "startup", "client_decode")
+ORDER = ("fanout", "idle_memory", "write_path", "latency", "startup", "client_decode",
+         "initial_sync")
 PACKAGES = ("kubewire", "msgspec", "httptools", "uvloop", "aiohttp", "matplotlib")
 
 

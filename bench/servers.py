@@ -116,3 +116,18 @@ def process_rss_bytes(pid: int) -> int:
     """Resident set size of ``pid`` from ``/proc/<pid>/statm``."""
     with open(f"/proc/{pid}/statm", "rb") as f:
         return int(f.read().split()[1]) * _PAGE_BYTES
+
+
+def reset_peak_rss(pid: int) -> None:
+    """Start ``VmHWM`` (peak RSS) over from the current RSS (Linux ``clear_refs`` 5)."""
+    with open(f"/proc/{pid}/clear_refs", "w") as f:
+        f.write("5")
+
+
+def peak_rss_bytes(pid: int) -> int:
+    """``VmHWM``: the highest RSS since start or the last ``reset_peak_rss``."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmHWM in /proc/<pid>/status")

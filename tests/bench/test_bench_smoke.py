@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-BENCHMARKS = ("fanout", "idle_memory", "write_path", "latency", "startup", "client_decode")
+BENCHMARKS = ("fanout", "idle_memory", "write_path", "latency", "startup", "client_decode",
+              "initial_sync")
 RUN_TIMEOUT_S = 120
 
 
@@ -58,5 +59,5 @@ def test_run_all_renders_results_and_plot_from_saved_results(out_dir: Path) -> N
     assert "## Machine" in text
     assert "| benchmark | case |" in text
     for name in ("Fan-out", "Idle watcher memory", "Write path", "latency", "Start-up",
-                 "Client decode"):
+                 "Client decode", "Initial sync"):
         assert name in text
