@@ -17,6 +17,7 @@ import yaml
 from kubewire.go_text import go_quote
 from kubewire.schema import TypeNode
 from kubewire.server.apply import ApplyRequest, apply_config
+from kubewire.server.encoding import EXCEEDED_MAX_DEPTH, too_deep
 from kubewire.status import JSON, BadRequest, conflict
 
 __all__ = ["AppliedConfig", "ServerSideApply", "decode_apply_body"]
@@ -32,13 +33,21 @@ class AppliedConfig:
 
 def decode_apply_body(body: bytes) -> AppliedConfig:
     """The applied configuration; BadRequest when it is not YAML or not a map."""
-    loader = _Loader(body)
+    try:
+        # The reader checks the first bytes already (a NUL is a YAMLError from the constructor)
+        loader = _Loader(body)
+    except yaml.YAMLError as exc:
+        raise BadRequest(f"error decoding YAML: {' '.join(str(exc).split())}") from None
     try:
         value = loader.get_single_data()
     except yaml.YAMLError as exc:
         raise BadRequest(f"error decoding YAML: {' '.join(str(exc).split())}") from None
+    except RecursionError:
+        raise BadRequest(f"error decoding YAML: {EXCEEDED_MAX_DEPTH}") from None
     finally:
         loader.dispose()
+    if too_deep(value):
+        raise BadRequest(f"error decoding YAML: {EXCEEDED_MAX_DEPTH}")
     if value is None:
         value = {}
     if not isinstance(value, dict):

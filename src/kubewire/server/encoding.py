@@ -26,6 +26,27 @@ YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
 _ACCEPTED_BODY_TYPES = (
     "application/json, application/yaml, application/vnd.kubernetes.protobuf")
 _ACCEPTED_CUSTOM_BODY_TYPES = "application/json, application/yaml"
+# Go's encoding/json allows 10000 levels; the write path here recurses per level (patches,
+# validation, managedFields), so a body deeper than this is refused at decode time with Go's
+# text instead of exhausting Python's recursion limit (a 500) several layers later.
+MAX_NESTING_DEPTH = 200
+EXCEEDED_MAX_DEPTH = "exceeded max depth"
+_DEPTH_PARSE_ERROR = "couldn't get version/kind; json parse error: " + EXCEEDED_MAX_DEPTH
+
+
+def too_deep(value: Any, limit: int = MAX_NESTING_DEPTH) -> bool:
+    """Whether objects and arrays in ``value`` nest more than ``limit`` levels (no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, dict | list):
+            continue
+        children = item.values() if isinstance(item, dict) else item
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children
+                     if isinstance(child, dict | list))
+    return False
 
 
 def media_type(header: str) -> str:
@@ -53,20 +74,24 @@ def decode_object(body: bytes, content_type: str, resource: Resource,
         group, _, version = as_kind[0].rpartition("/")
         resource = replace(resource, group=group, version=version, kind=as_kind[1])
     if kind == PROTOBUF_MEDIA_TYPE and not resource.is_custom:
-        return decode_protobuf_object(body, resource.api_version, resource.kind)
-    if kind in JSON_TYPES:
+        value = decode_protobuf_object(body, resource.api_version, resource.kind)
+    elif kind in JSON_TYPES:
         if not body.strip():
             raise BadRequest("the body of the request was empty")
         try:
             value = _decode_json(body)
         except msgspec.DecodeError:
             raise BadRequest(unrecognized(resource, go_json_error(body), body)) from None
+        except RecursionError:
+            raise BadRequest(unrecognized(resource, EXCEEDED_MAX_DEPTH, body)) from None
     elif kind in YAML_TYPES:
         value = _decode_yaml(body)
     else:
         raise unsupported_body(resource)
     if not isinstance(value, dict):
         raise BadRequest(unrecognized(resource, _cannot_unmarshal(value), body))
+    if too_deep(value):
+        raise BadRequest(unrecognized(resource, EXCEEDED_MAX_DEPTH, body))
     return value
 
 
@@ -92,10 +117,15 @@ def decode_json_body(body: bytes) -> Any:
     if not body.strip():
         raise BadRequest("the body of the request was empty")
     try:
-        return _decode_json(body)
+        value = _decode_json(body)
     except msgspec.DecodeError:
         raise BadRequest("couldn't get version/kind; json parse error: "
                          + go_json_error(body)) from None
+    except RecursionError:
+        raise BadRequest(_DEPTH_PARSE_ERROR) from None
+    if too_deep(value):
+        raise BadRequest(_DEPTH_PARSE_ERROR)
+    return value
 
 
 def _decode_yaml(body: bytes) -> Any:
@@ -103,6 +133,8 @@ def _decode_yaml(body: bytes) -> Any:
         return yaml.safe_load(body)
     except yaml.YAMLError as exc:
         raise BadRequest(f"error converting YAML to JSON: {exc}") from exc
+    except RecursionError:
+        raise BadRequest(f"error converting YAML to JSON: {EXCEEDED_MAX_DEPTH}") from None
 
 
 def _cannot_unmarshal(value: Any) -> str:

@@ -185,7 +185,11 @@ def render_head(status: int, headers: list[tuple[str, str]], *, date: bool = Tru
     if date:
         lines.append(f"Date: {formatdate(usegmt=True)}\r\n")
     lines.append("\r\n")
-    return "".join(lines).encode("latin-1")
+    text = "".join(lines)
+    try:
+        return text.encode("latin-1")
+    except UnicodeEncodeError:  # request text in a header (a Warning naming a field): Go sends
+        return text.encode("utf-8", "replace")  # its UTF-8 bytes as they are
 
 
 Handler = Callable[[Request], Awaitable[Response | None]]

@@ -35,9 +35,16 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
+from kubewire.server.encoding import too_deep
 from kubewire.status import JSON, BadRequest, Invalid, RequestEntityTooLarge
 
 MAX_JSON_PATCH_OPERATIONS = 10_000  # kube handlers/patch.go maxJSONPatchOperations
+# kube's JSONPatchMaxCopyBytes (server/config.go, evanphx AccumulatedCopySizeLimit): the bytes
+# "copy" operations of one patch may add; without it a few dozen copies of a map into itself
+# double the object each time (exponential memory and time).
+MAX_JSON_PATCH_COPY_BYTES = 3 * 1024 * 1024
 PATCH_REJECTED_MESSAGE = "the server rejected our request due to an error in our request"
 _UNEXPECTED_END = "unexpected end of JSON input"
 _MISSING = "missing value"  # evanphx ErrMissing
@@ -59,8 +66,11 @@ def apply_json_patch(doc: dict[str, JSON], patch: bytes) -> dict[str, JSON]:
             "Request entity too large: The allowed maximum operations in a JSON patch is "
             f"{MAX_JSON_PATCH_OPERATIONS}, got {len(ops)}")
     root: JSON = copy.deepcopy(doc)
+    copied = [0]  # bytes added by copy operations so far
     for op in ops or ():
         try:
+            if isinstance(op, dict) and op.get("op") == "copy":
+                _check_copy_size(root, op, copied)
             root = _apply_operation(root, op or {})
         except _OperationError as exc:
             err = Invalid(PATCH_REJECTED_MESSAGE, {})
@@ -68,7 +78,26 @@ def apply_json_patch(doc: dict[str, JSON], patch: bytes) -> dict[str, JSON]:
             raise err from None
     if not isinstance(root, dict):
         raise _not_an_object(root)
+    if too_deep(root):
+        raise BadRequest("error decoding patch: exceeded max depth")
     return root
+
+
+def _check_copy_size(root: JSON, op: dict[str, JSON], copied: list[int]) -> None:
+    """evanphx ``AccumulatedCopySizeError`` once copies would add more than the limit."""
+    source = op.get("from")
+    found = _locate(root, source) if isinstance(source, str) else None
+    if found is None:
+        return  # the operation itself reports the missing source
+    try:
+        value = _get(*found)
+    except Exception:
+        return
+    copied[0] += len(msgspec.json.encode(value))
+    if copied[0] > MAX_JSON_PATCH_COPY_BYTES:
+        raise _OperationError(
+            "Unable to complete the copy, the accumulated size increase of copy is "
+            f"{copied[0]}, exceeding the limit {MAX_JSON_PATCH_COPY_BYTES}")
 
 
 def apply_merge_patch(doc: dict[str, JSON], patch: bytes) -> dict[str, JSON]:
@@ -102,8 +131,11 @@ def _decode_body(body: bytes) -> JSON:
     """Parse ``body`` as Go's encoding/json would, raising kube's 400 on a syntax error."""
     try:
         # Go replaces invalid UTF-8 with U+FFFD instead of failing; NaN/Infinity are not JSON.
-        return json.loads(body.decode("utf-8", errors="replace"),
-                          parse_constant=_reject_constant)
+        value = json.loads(body.decode("utf-8", errors="replace"),
+                           parse_constant=_reject_constant)
+        if too_deep(value):
+            raise RecursionError
+        return value
     except RecursionError:
         raise BadRequest("error decoding patch: exceeded max depth") from None
     except ValueError as exc:
