@@ -13,6 +13,7 @@ import logging
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kubewire.server.authn import (
     ANONYMOUS_USER,
@@ -24,10 +25,12 @@ from kubewire.server.authn import (
 from kubewire.server.authz import Attributes, Authorizer, load_policy_file
 from kubewire.server.context import ServerConfig
 from kubewire.server.http import Request
-from kubewire.server.pki import ServerPKI, ensure_server_pki
 from kubewire.server.routes import Route
 from kubewire.server.websocket import bearer_token
 from kubewire.status import Unauthorized
+
+if TYPE_CHECKING:
+    from kubewire.server.pki import ServerPKI
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +55,8 @@ class TLSFiles:
 
 def tls_files(config: ServerConfig) -> TLSFiles:
     """The serving pair and client CA: the user's own files, or ones made in ``DIR/pki``."""
+    from kubewire.server.pki import ensure_server_pki  # cryptography: only when serving TLS
+
     made = ensure_server_pki(config.data_dir / "pki", config.tls_sans)
     if config.tls_cert_file and config.tls_key_file:
         return TLSFiles(config.tls_cert_file, config.tls_key_file,
