@@ -166,7 +166,7 @@ JSON_PATCHES = st.one_of(
     st.binary(max_size=100),
     DEEP_BODIES,
 )
-_DIRECTIVES = st.sampled_from([
+_DIRECTIVES: st.SearchStrategy[dict[str, JSON]] = st.sampled_from([
     {"$patch": "delete"}, {"$patch": "replace"}, {"$patch": "merge"}, {"$patch": "bogus"},
     {"$patch": 1}, {"$retainKeys": ["a"]}, {"$retainKeys": "a"}, {"$retainKeys": [1]},
     {"$setElementOrder/containers": [{"name": "c"}]}, {"$setElementOrder/containers": 5},

@@ -215,7 +215,7 @@ class FakeConnection:
        cuts=st.lists(st.integers(0, 10_000), max_size=8))
 def test_websocket_stream_feed_never_raises(data: bytes, cuts: list[int]) -> None:
     conn = FakeConnection()
-    stream = WebSocketStream(conn)  # type: ignore[arg-type]
+    stream = WebSocketStream(conn)
     closes: list[bool] = []
     stream.on_close = lambda: closes.append(True)
     for piece in _splits(data, cuts):
