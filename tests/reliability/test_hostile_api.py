@@ -131,6 +131,23 @@ def test_update_bodies(hostile: ServerThread, data: st.DataObject) -> None:
     check(hostile, "PUT", kind.item("existing"), body, headers)
 
 
+_DELETE_OPTIONS = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
+                   "preconditions": {"uid": "u", "resourceVersion": "1"},
+                   "propagationPolicy": "Background", "dryRun": ["All"]}
+
+
+@HOSTILE
+@given(data=st.data())
+def test_delete_options_bodies(hostile: ServerThread, data: st.DataObject) -> None:
+    """DeleteOptions bodies on a delete of a missing object and on a delete-collection whose
+    selector matches nothing: a body either parses (then 404 / an empty list) or is a 400."""
+    kind: Kind = data.draw(st.sampled_from(KINDS))
+    body = data.draw(request_bodies(_DELETE_OPTIONS))
+    path = data.draw(st.sampled_from([kind.item("missing-object"),
+                                      kind.collection() + "?labelSelector=app%3Dnone-such"]))
+    check(hostile, "DELETE", path, body, {"Content-Type": "application/json"})
+
+
 # --- patches ------------------------------------------------------------------------------------
 
 PATCH_TYPES = {
@@ -164,7 +181,8 @@ def test_json_patch_copy_bomb_is_refused(hostile: ServerThread) -> None:
 
 
 @pytest.mark.parametrize("depth", [250, 600, 5000, 100_000])
-@pytest.mark.parametrize("how", ["create", "merge", "strategic", "apply", "json-patch"])
+@pytest.mark.parametrize("how", ["create", "merge", "strategic", "apply", "json-patch",
+                                 "delete-options"])
 def test_deep_nesting_is_a_bad_request(hostile: ServerThread, depth: int, how: str) -> None:
     """Deep documents are refused with 400, not a RecursionError deep in the write path."""
     nested = '{"a":' * depth + "1" + "}" * depth
@@ -181,6 +199,8 @@ def test_deep_nesting_is_a_bad_request(hostile: ServerThread, depth: int, how: s
         "json-patch": ("PATCH", CONFIG_MAP.item("existing"),
                        f'[{{"op":"add","path":"/metadata/labels","value":{nested}}}]',
                        "application/json-patch+json"),
+        "delete-options": ("DELETE", CONFIG_MAP.item("existing"),
+                           f'{{"preconditions":{nested}}}', "application/json"),
     }
     method, path, body, content_type = cases[how]
     assert check(hostile, method, path, body.encode(), {"Content-Type": content_type}) == 400

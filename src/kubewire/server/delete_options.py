@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from kubewire.go_text import JSON_KIND_NAMES, GoLiteral, go_json_error, go_quote
+from kubewire.server.encoding import EXCEEDED_MAX_DEPTH, too_deep
 from kubewire.server.query_params import Query, first_value, int64_param, optional_bool
 from kubewire.server.write_options import dry_run_errors
 from kubewire.status import BadRequest, FieldError, invalid, invalid_object, not_supported
@@ -64,6 +65,9 @@ def _type_error(value: Any, struct: str, name: str) -> BadRequest | None:
                       f"{struct}.{field_name} of type {go_type}")
 
 
+_TOO_DEEP = "couldn't get version/kind; json parse error: " + EXCEEDED_MAX_DEPTH
+
+
 def _decode_delete_body(body: bytes) -> dict[str, Any]:
     """Decode a DeleteOptions body; 400 with Go's decoder text (kube 1.32 answers 500 here)."""
     try:
@@ -71,6 +75,10 @@ def _decode_delete_body(body: bytes) -> dict[str, Any]:
     except msgspec.DecodeError as exc:
         raise BadRequest("couldn't get version/kind; json parse error: "
                          + go_json_error(body, exc)) from None
+    except RecursionError:
+        raise BadRequest(_TOO_DEEP) from None
+    if too_deep(doc):
+        raise BadRequest(_TOO_DEEP)
     if doc is None:
         doc = {}
     if not isinstance(doc, dict):
