@@ -32,5 +32,10 @@ test: setup lint
 	tools/ensure-kubectl
 	$(BIN)/pytest -q
 
+# Long forms of the reliability runs (crash safety, slow consumers, concurrency): one line per
+# property with its figures; the short forms run in `make test`.
+reliability: setup
+	$(BIN)/python -m tests.reliability.cli all --long
+
 clean:
 	rm -rf $(VENV) $(DATA_DIR) .mypy_cache .ruff_cache .pytest_cache
