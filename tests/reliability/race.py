@@ -12,6 +12,10 @@ they read (half of them by PUT, half by a merge patch carrying the resourceVersi
   please apply your changes to the latest version and try again");
 - the final object carries the last winner's marker and revision, and a watch from the start
   shows exactly the winners' sequence of markers.
+
+Then ``create_rounds`` rounds in which every client creates the same new name at once: exactly
+one 201 per round, the rest 409 ``AlreadyExists`` with kube's Status, and the stored object is the
+winner's.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ class RaceConfig:
     data_dir: Path
     clients: int = 8
     attempts: int = 40  # per client
+    create_rounds: int = 10
 
 
 @dataclass(frozen=True)
@@ -63,12 +68,15 @@ class RaceReport:
     conflicts: int = 0
     other: int = 0
     contended_revisions: int = 0
+    create_rounds: int = 0
+    create_winners: int = 0
     problems: list[str] = field(default_factory=list)
 
     def line(self) -> str:
         return (f"concurrency: attempts={self.attempts} winners={self.winners} "
                 f"409s={self.conflicts} other={self.other} revisions contended="
-                f"{self.contended_revisions} problems={len(self.problems)}")
+                f"{self.contended_revisions} create rounds={self.create_rounds} "
+                f"create winners={self.create_winners} problems={len(self.problems)}")
 
 
 def _client(index: int, port: int, attempts: int, out: list[Attempt],
@@ -128,6 +136,51 @@ def _check(attempts: list[Attempt], report: RaceReport) -> list[Attempt]:
     return winners
 
 
+def _creator(index: int, port: int, rounds: int, barrier: threading.Barrier,
+             out: list[tuple[int, int, str]], problems: list[str]) -> None:
+    conn = http.client.HTTPConnection(HOST, port, timeout=REQUEST_TIMEOUT_S)
+    try:
+        for n in range(rounds):
+            name, marker = f"born-{n}", f"c{index}-born-{n}"
+            barrier.wait(60)
+            reply = request(conn, "POST", "/api/v1/namespaces/default/configmaps", {
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "annotations": {MARKER: marker}}})
+            if reply.status == 409:
+                body = reply.body
+                if (body.get("reason"), body.get("message"), body.get("code")) != (
+                        "AlreadyExists", f'configmaps "{name}" already exists', 409):
+                    problems.append(f"409 body is not kube's AlreadyExists Status: {body}")
+            out.append((n, reply.status, marker))
+    finally:
+        conn.close()
+
+
+def _create_race(port: int, config: RaceConfig, report: RaceReport) -> None:
+    barrier = threading.Barrier(config.clients)
+    out: list[tuple[int, int, str]] = []
+    problems: list[str] = []
+    threads = [threading.Thread(target=_creator, args=(
+        i, port, config.create_rounds, barrier, out, problems)) for i in range(config.clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    report.problems.extend(problems[:5])
+    report.create_rounds = config.create_rounds
+    for n in range(config.create_rounds):
+        answers = [(status, marker) for r, status, marker in out if r == n]
+        won = [marker for status, marker in answers if status == 201]
+        report.create_winners += len(won)
+        if len(won) != 1 or any(s not in (201, 409) for s, _ in answers):
+            report.problems.append(f"create round {n}: {sorted(s for s, _ in answers)}")
+            continue
+        stored = call(port, "GET", f"/api/v1/namespaces/default/configmaps/born-{n}").body
+        if (stored["metadata"].get("annotations") or {}).get(MARKER) != won[0]:
+            report.problems.append(f"create round {n}: stored {stored['metadata']}, "
+                                   f"winner {won[0]}")
+
+
 def run_race(config: RaceConfig, log: Callable[[str], None] = lambda _: None) -> RaceReport:
     report = RaceReport()
     with ServerProcess(config.data_dir) as server:
@@ -167,10 +220,11 @@ def run_race(config: RaceConfig, log: Callable[[str], None] = lambda _: None) ->
         if history != [("MODIFIED", w.marker) for w in winners]:
             report.problems.append(f"watch history ({len(history)} events) differs from the "
                                    f"{len(winners)} winners")
+        _create_race(port, config, report)
     return report
 
 
 def main_args(long: bool, data_dir: Path) -> dict[str, Any]:
     if long:
-        return {"data_dir": data_dir, "clients": 32, "attempts": 200}
-    return {"data_dir": data_dir, "clients": 8, "attempts": 40}
+        return {"data_dir": data_dir, "clients": 32, "attempts": 200, "create_rounds": 100}
+    return {"data_dir": data_dir, "clients": 8, "attempts": 40, "create_rounds": 10}

@@ -13,3 +13,4 @@ def test_exactly_one_winner_per_revision_and_409_for_the_rest(tmp_path: Path) ->
     assert report.problems == [], report.line()
     assert report.winners + report.conflicts == report.attempts
     assert report.winners > 1 and report.conflicts > 0  # the race really happened
+    assert report.create_winners == report.create_rounds == 10
