@@ -33,12 +33,17 @@ def _stuck(long: bool, root: Path, seed: int | None) -> Report:
     return stuck.run_stuck(stuck.StuckConfig(**stuck.main_args(long, root / "stuck")), _log)
 
 
+def _replay(long: bool, root: Path, seed: int | None) -> Report:
+    return stuck.run_stuck_replay(
+        stuck.ReplayConfig(**stuck.replay_args(long, root / "replay")), _log)
+
+
 def _race(long: bool, root: Path, seed: int | None) -> Report:
     return race.run_race(race.RaceConfig(**race.main_args(long, root / "race")), _log)
 
 
 RUNS: dict[str, Callable[[bool, Path, int | None], Report]] = {
-    "crash": _crash, "stuck": _stuck, "race": _race}
+    "crash": _crash, "stuck": _stuck, "replay": _replay, "race": _race}
 
 
 def _log(message: str) -> None:

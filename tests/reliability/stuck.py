@@ -416,6 +416,12 @@ def run_stuck(config: StuckConfig, log: Callable[[str], None] = lambda _: None) 
     return report
 
 
+def replay_args(long: bool, data_dir: Path) -> dict[str, Any]:
+    if long:
+        return {"data_dir": data_dir, "stuck": 20, "events": 1000, "payload_bytes": 64 * 1024}
+    return {"data_dir": data_dir}
+
+
 def main_args(long: bool, data_dir: Path) -> dict[str, Any]:
     """Long: 200 watchers, each stuck one owed ~64 MB. Short (CI): 60 watchers, ~8 MB."""
     if long:
@@ -423,3 +429,76 @@ def main_args(long: bool, data_dir: Path) -> dict[str, Any]:
                 "bulk_bytes": 256 * 1024, "ring": 64}
     return {"data_dir": data_dir, "readers": 50, "wide_readers": 5, "stuck": 10,
             "events": 300, "bulk_events": 60, "bulk_bytes": 128 * 1024, "ring": 32}
+
+
+@dataclass
+class ReplayConfig:
+    data_dir: Path
+    stuck: int = 10
+    events: int = 300
+    payload_bytes: int = 64 * 1024
+    ring: int = 32
+    rss_bound_mb: float = 100.0
+
+
+@dataclass
+class ReplayReport:
+    stuck: int = 0
+    events: int = 0
+    complete: int = 0
+    rss_base_mb: float = 0.0
+    rss_peak_mb: float = 0.0
+    replay_mb: float = 0.0  # history one watcher is owed
+    problems: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        return (f"slow-consumers-replay: stuck={self.stuck} resuming from before the ring, "
+                f"events={self.events} complete after reading={self.complete}/{self.stuck} "
+                f"peak RSS={self.rss_peak_mb:.0f} MB (base {self.rss_base_mb:.0f} MB; they "
+                f"were owed {self.stuck * self.replay_mb:.0f} MB) problems={len(self.problems)}")
+
+
+def run_stuck_replay(config: ReplayConfig,
+                     log: Callable[[str], None] = lambda _: None) -> ReplayReport:
+    """Stuck watchers that resume from a revision older than the ring (durable replay) hold no
+    more than a bounded slice of the log each, and get all of it once they read."""
+    report = ReplayReport(stuck=config.stuck, events=config.events,
+                          replay_mb=config.events * config.payload_bytes / (1 << 20))
+    with ServerProcess(config.data_dir, "--watch-cache-size", str(config.ring)) as server:
+        port = server.port
+        assert call(port, "POST", "/api/v1/namespaces",
+                    {"metadata": {"name": NAMESPACE}}).status == 201
+        start = list_revision(port, COLLECTION)
+        written = Written()
+        _write(port, [(NAMESPACE, f"cm-{i}", config.payload_bytes)
+                      for i in range(config.events)], written)
+        report.problems.extend(written.errors)
+        expected = sorted(written.every)
+        report.rss_base_mb = server.rss_kb() / 1024
+        stuck: list[socket.socket] = []
+        try:
+            for _ in range(config.stuck):
+                stuck.append(open_watch(port, start, rcvbuf=4096))
+            _wait(lambda: metric(port, "apiserver_registered_watchers",
+                                 'kind="ConfigMap"') >= config.stuck, 30)
+            time.sleep(1.0)  # bounded: let every replay fill what it may
+            server.rss_kb()
+            report.rss_peak_mb = server.peak_rss_kb / 1024
+            log(f"  peak RSS {report.rss_peak_mb:.0f} MB")
+            if report.rss_peak_mb - report.rss_base_mb > config.rss_bound_mb:
+                report.problems.append(f"RSS grew {report.rss_peak_mb - report.rss_base_mb:.0f}"
+                                       f" MB with {config.stuck} stuck replaying watchers "
+                                       f"(bound {config.rss_bound_mb:.0f} MB)")
+            deadline = time.monotonic() + 60
+            for i, sock in enumerate(stuck):
+                got = drain(sock, deadline, until=expected[-1]).revisions
+                if got == expected:
+                    report.complete += 1
+                else:
+                    gaps, dups = count_gaps_and_duplicates(got, expected)
+                    report.problems.append(f"stuck replay {i}: {len(got)} events, gaps={gaps}"
+                                           f" duplicates={dups}")
+        finally:
+            for sock in stuck:
+                sock.close()
+    return report
