@@ -43,7 +43,13 @@ log = logging.getLogger(__name__)
 
 DEFAULT_RING_CAPACITY = 4096  # events per kind in memory; older ones come from the durable log
 DEFAULT_BOOKMARK_INTERVAL_S = 60.0  # kube: one bookmark about every minute (cacher.go)
-REPLAY_PAGE = 500  # changes read from the durable log per query
+REPLAY_PAGE = 500  # changes read from the durable log per query, at most
+# A replaying watcher holds about this many bytes of the log at a time: pages are sized from
+# the previous page's change sizes (the first page is small) and written in slices, each only
+# when the sink takes more, so a stuck watcher resuming from far back cannot grow memory.
+REPLAY_PAGE_BYTES = 1 << 20
+REPLAY_FIRST_PAGE = 16
+REPLAY_SLICE_BYTES = 64 * 1024
 FRESHNESS_WAIT_S = 3.0  # kube's blockTimeout for "not older than" reads (watch_cache.go)
 
 
@@ -273,20 +279,24 @@ class WatchCache:
             raise too_old_resource_version(revision, store.compacted_revision)
         watcher.state = State.REPLAY
         prefix = self.resource.storage_prefix(watcher.filter.namespace)
+        limit = REPLAY_FIRST_PAGE
         while revision < self.ring.floor_rev:
             try:
-                changes = await store.changes_since(revision, prefix, REPLAY_PAGE)
+                changes = await store.changes_since(revision, prefix, limit)
             except CompactedError as exc:
                 raise too_old_resource_version(revision, exc.compacted) from exc
             changes = [c for c in changes if c.revision <= self.ring.floor_rev]
             if not changes:
                 break
-            events = [self._replayed_event(c) for c in changes]
-            if not await watcher.wait_writable():
-                return
-            watcher.write_lines(watcher.filter.lines(events))
-            revision = changes[-1].revision
-            watcher.progress_rev = revision
+            size = sum(_change_bytes(c) for c in changes)
+            limit = max(1, min(REPLAY_PAGE, REPLAY_PAGE_BYTES * len(changes) // max(size, 1)))
+            for piece in _slices(changes, REPLAY_SLICE_BYTES):
+                if not await watcher.wait_writable():
+                    return
+                watcher.write_lines(watcher.filter.lines(
+                    [self._replayed_event(c) for c in piece]))
+                revision = piece[-1].revision
+                watcher.progress_rev = revision
         if watcher.state is State.REPLAY:
             watcher.begin_at_cursor(self.ring.seq_after(max(revision, self.ring.floor_rev)))
 
@@ -296,6 +306,23 @@ class WatchCache:
         if change.prev_value is not None and change.type == ChangeType.MODIFIED:
             prev = CachedObject.decode(change.key, 0, change.prev_value, self.resource)
         return CachedEvent(change.revision, change.type, obj, prev)
+
+
+def _change_bytes(change: Change) -> int:
+    return len(change.value) + len(change.prev_value or b"")
+
+
+def _slices(changes: list[Change], max_bytes: int) -> list[list[Change]]:
+    """Consecutive runs of ``changes`` of about ``max_bytes`` each (at least one change)."""
+    out: list[list[Change]] = [[]]
+    size = 0
+    for change in changes:
+        if out[-1] and size >= max_bytes:
+            out.append([])
+            size = 0
+        out[-1].append(change)
+        size += _change_bytes(change)
+    return out
 
 
 class WatchStart(msgspec.Struct, frozen=True, kw_only=True):
