@@ -33,9 +33,11 @@ def _stuck(long: bool, root: Path, seed: int | None) -> Report:
     return stuck.run_stuck(stuck.StuckConfig(**stuck.main_args(long, root / "stuck")), _log)
 
 
-def _replay(long: bool, root: Path, seed: int | None) -> Report:
-    return stuck.run_stuck_replay(
-        stuck.ReplayConfig(**stuck.replay_args(long, root / "replay")), _log)
+def _catch_up(start: str) -> Callable[[bool, Path, int | None], Report]:
+    def run(long: bool, root: Path, seed: int | None) -> Report:
+        return stuck.run_stuck_replay(
+            stuck.ReplayConfig(**stuck.replay_args(long, root / f"catch-up-{start}", start)), _log)
+    return run
 
 
 def _race(long: bool, root: Path, seed: int | None) -> Report:
@@ -43,7 +45,9 @@ def _race(long: bool, root: Path, seed: int | None) -> Report:
 
 
 RUNS: dict[str, Callable[[bool, Path, int | None], Report]] = {
-    "crash": _crash, "stuck": _stuck, "replay": _replay, "race": _race}
+    "crash": _crash, "stuck": _stuck, "catch-up-log": _catch_up("log"),
+    "catch-up-ring": _catch_up("ring"), "catch-up-initial": _catch_up("initial"),
+    "race": _race}
 
 
 def _log(message: str) -> None:

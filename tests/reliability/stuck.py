@@ -156,12 +156,15 @@ class ReaderPool(threading.Thread):
         return all(p.revisions and p.revisions[-1] >= last(fd) for fd, p in self.parsers.items())
 
 
-def drain(sock: socket.socket, deadline: float, until: int = 0) -> ChunkedLines:
-    """Read a watch socket to the end of its stream, EOF, revision ``until`` or ``deadline``."""
+def drain(sock: socket.socket, deadline: float, until: int = 0, count: int = 0) -> ChunkedLines:
+    """Read a watch socket to the end of its stream, EOF, revision ``until``, ``count`` events
+    or ``deadline``."""
     parser = ChunkedLines()
     sock.settimeout(0.5)
     while not parser.ended and time.monotonic() < deadline:
         if until and parser.revisions and parser.revisions[-1] >= until:
+            break
+        if count and len(parser.revisions) >= count:
             break
         try:
             data = sock.recv(1 << 20)
@@ -416,10 +419,11 @@ def run_stuck(config: StuckConfig, log: Callable[[str], None] = lambda _: None) 
     return report
 
 
-def replay_args(long: bool, data_dir: Path) -> dict[str, Any]:
+def replay_args(long: bool, data_dir: Path, start: str = "log") -> dict[str, Any]:
     if long:
-        return {"data_dir": data_dir, "stuck": 20, "events": 1000, "payload_bytes": 64 * 1024}
-    return {"data_dir": data_dir}
+        return {"data_dir": data_dir, "stuck": 20, "events": 1000, "payload_bytes": 64 * 1024,
+                "start": start}
+    return {"data_dir": data_dir, "start": start}
 
 
 def main_args(long: bool, data_dir: Path) -> dict[str, Any]:
@@ -439,10 +443,14 @@ class ReplayConfig:
     payload_bytes: int = 64 * 1024
     ring: int = 32
     rss_bound_mb: float = 100.0
+    # log: resume from before the ring (durable replay); ring: from inside a large ring
+    # (catch-up pump); initial: sendInitialEvents (the synthetic ADDED snapshot)
+    start: str = "log"
 
 
 @dataclass
 class ReplayReport:
+    start: str = "log"
     stuck: int = 0
     events: int = 0
     complete: int = 0
@@ -452,7 +460,7 @@ class ReplayReport:
     problems: list[str] = field(default_factory=list)
 
     def line(self) -> str:
-        return (f"slow-consumers-replay: stuck={self.stuck} resuming from before the ring, "
+        return (f"slow-consumers-catch-up ({self.start}): stuck={self.stuck} "
                 f"events={self.events} complete after reading={self.complete}/{self.stuck} "
                 f"peak RSS={self.rss_peak_mb:.0f} MB (base {self.rss_base_mb:.0f} MB; they "
                 f"were owed {self.stuck * self.replay_mb:.0f} MB) problems={len(self.problems)}")
@@ -460,15 +468,20 @@ class ReplayReport:
 
 def run_stuck_replay(config: ReplayConfig,
                      log: Callable[[str], None] = lambda _: None) -> ReplayReport:
-    """Stuck watchers that resume from a revision older than the ring (durable replay) hold no
-    more than a bounded slice of the log each, and get all of it once they read."""
-    report = ReplayReport(stuck=config.stuck, events=config.events,
+    """Stuck watchers that must catch up (from the durable log, the ring or an initial snapshot)
+    hold a bounded amount of server memory each, and get everything once they read."""
+    report = ReplayReport(start=config.start, stuck=config.stuck, events=config.events,
                           replay_mb=config.events * config.payload_bytes / (1 << 20))
-    with ServerProcess(config.data_dir, "--watch-cache-size", str(config.ring)) as server:
+    ring = config.events * 2 if config.start == "ring" else config.ring
+    with ServerProcess(config.data_dir, "--watch-cache-size", str(ring)) as server:
         port = server.port
         assert call(port, "POST", "/api/v1/namespaces",
                     {"metadata": {"name": NAMESPACE}}).status == 201
         start = list_revision(port, COLLECTION)
+        collection = COLLECTION
+        if config.start == "initial":
+            start, collection = 0, (COLLECTION + "?sendInitialEvents=true&allowWatchBookmarks"
+                                    "=true&resourceVersionMatch=NotOlderThan&watch=1&x=")
         written = Written()
         _write(port, [(NAMESPACE, f"cm-{i}", config.payload_bytes)
                       for i in range(config.events)], written)
@@ -478,7 +491,7 @@ def run_stuck_replay(config: ReplayConfig,
         stuck: list[socket.socket] = []
         try:
             for _ in range(config.stuck):
-                stuck.append(open_watch(port, start, rcvbuf=4096))
+                stuck.append(open_watch(port, start, rcvbuf=4096, collection=collection))
             _wait(lambda: metric(port, "apiserver_registered_watchers",
                                  'kind="ConfigMap"') >= config.stuck, 30)
             time.sleep(1.0)  # bounded: let every replay fill what it may
@@ -491,7 +504,9 @@ def run_stuck_replay(config: ReplayConfig,
                                        f"(bound {config.rss_bound_mb:.0f} MB)")
             deadline = time.monotonic() + 60
             for i, sock in enumerate(stuck):
-                got = drain(sock, deadline, until=expected[-1]).revisions
+                got = drain(sock, deadline, count=len(expected)).revisions
+                if config.start == "initial":
+                    got = sorted(got)  # the snapshot comes in key order, as kube sends it
                 if got == expected:
                     report.complete += 1
                 else:

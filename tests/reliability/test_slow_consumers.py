@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.reliability.stuck import (
     ReplayConfig,
     StuckConfig,
@@ -27,10 +29,12 @@ def test_stuck_watchers_are_closed_and_the_others_get_everything(tmp_path: Path)
     assert report.rss_peak_mb - report.rss_base_mb < config.stuck * report.stream_mb
 
 
-def test_stuck_watchers_replaying_the_log_hold_bounded_memory(tmp_path: Path) -> None:
-    """A stuck watcher resuming from before the ring used to hold a whole 500-change page of
-    the log (decoded, encoded and framed) in the server: ~60 MB each here."""
-    config = ReplayConfig(**replay_args(False, tmp_path / "data"))
+@pytest.mark.parametrize("start", ["log", "ring", "initial"])
+def test_stuck_watchers_catching_up_hold_bounded_memory(tmp_path: Path, start: str) -> None:
+    """A stuck watcher that must catch up used to hold a whole page of it in the server: 500
+    changes from the log, 256 events from the ring or the initial snapshot (~20-60 MB each
+    here, 10 of them over the 100 MB bound)."""
+    config = ReplayConfig(**replay_args(False, tmp_path / "data", start))
     report = run_stuck_replay(config)
     assert report.problems == [], report.line()
     assert report.complete == config.stuck
