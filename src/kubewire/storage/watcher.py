@@ -25,7 +25,7 @@ import asyncio
 import enum
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from kubewire.storage.cached import ADDED, CachedObject, WatchFilter, bookmark_line, event_line
 
@@ -33,8 +33,12 @@ if TYPE_CHECKING:
     from kubewire.storage.cache import WatchCache
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PUMP_BATCH_EVENTS = 256  # events per write while catching up: bounds one write's size
+# ... and about this many bytes per write (at least one event): a sink is only written while
+# under its high-water mark, so a stuck watcher holds at most that mark plus one such write.
+PUMP_BATCH_BYTES = 64 * 1024
 
 
 class Sink(Protocol):
@@ -128,7 +132,9 @@ class Watcher:
 
     def _pump_initial(self) -> None:
         assert self._initial is not None
-        chunk = self._initial[self._initial_index:self._initial_index + PUMP_BATCH_EVENTS]
+        chunk = _prefix_of_bytes(
+            self._initial[self._initial_index:self._initial_index + PUMP_BATCH_EVENTS],
+            lambda o: len(o.value))
         self._initial_index += len(chunk)
         lines = [event_line(ADDED, o.value) for o in chunk if self.filter.matches(o)]
         if lines:
@@ -153,9 +159,10 @@ class Watcher:
             self.cache.lagging.discard(self)
             self.cache.attach_live(self)
             return
-        stop = min(ring.end, self.cursor + PUMP_BATCH_EVENTS)
-        events = [e for e in ring.slice(self.cursor, stop) if e.revision > self.start_rev]
-        self.cursor = stop
+        window = _prefix_of_bytes(ring.slice(self.cursor, self.cursor + PUMP_BATCH_EVENTS),
+                                  lambda e: len(e.obj.value))
+        events = [e for e in window if e.revision > self.start_rev]
+        self.cursor += len(window)
         lines = self.filter.lines(events)
         if lines:
             self.sink.write_framed(self.sink.frame(lines))
@@ -217,3 +224,13 @@ class Watcher:
             self._resumed.set()
         if self.state in (State.INITIAL, State.LAGGING):
             self.pump()
+
+
+def _prefix_of_bytes(items: list[T], size: Callable[[T], int]) -> list[T]:
+    """The shortest prefix of ``items`` of at least ``PUMP_BATCH_BYTES`` (all if smaller)."""
+    total = 0
+    for n, item in enumerate(items, 1):
+        total += size(item)
+        if total >= PUMP_BATCH_BYTES:
+            return items[:n]
+    return items
