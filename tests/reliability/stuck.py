@@ -14,6 +14,11 @@ Checks:
   connected, reported (and bounded loosely in CI);
 - each stuck watcher, when it reads again, gets a prefix of the history and then the end of its
   stream; resumed from its last revision it gets the rest: nothing missing, nothing twice.
+
+``run_stuck_replay`` covers stuck watchers that must catch up first: from before the ring
+(durable replay), from inside a large ring, or from a ``sendInitialEvents`` snapshot. Each holds
+a bounded amount of server memory while stuck (RSS growth under ``rss_bound_mb``), and gets
+every event once it reads.
 """
 
 from __future__ import annotations
