@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 DATA_DIR ?= ./data
 PORT ?= 6443
 
-.PHONY: setup serve test lint typecheck unit integration clean
+.PHONY: setup serve test lint typecheck unit integration reliability clean
 
 $(BIN)/kubewire: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -32,10 +32,12 @@ test: setup lint
 	tools/ensure-kubectl
 	$(BIN)/pytest -q
 
-# Long forms of the reliability runs (crash safety, slow consumers, concurrency): one line per
+# Long forms of the reliability runs (crash safety, slow consumers, concurrency, soak): one line per
 # property with its figures; the short forms run in `make test`.
+SOAK_MINUTES ?= 10
 reliability: setup
 	$(BIN)/python -m tests.reliability.cli all --long
+	$(BIN)/python -m tests.reliability.soak --minutes $(SOAK_MINUTES)
 
 clean:
 	rm -rf $(VENV) $(DATA_DIR) .mypy_cache .ruff_cache .pytest_cache
