@@ -167,13 +167,7 @@ def result(opts: FanoutOptions, samples: dict[int, dict[str, list[dict[str, Any]
 
 
 def main() -> None:
-    args = report.parse_args(__doc__, watchers=True)
-    opts = SMOKE if args.smoke else default_options()
-    if args.repeats:
-        opts.repeats = args.repeats
-    if args.watchers:
-        opts.watchers = args.watchers
-    report.finish(run(opts), args.out)
+    report.main(__doc__, SMOKE, default_options, run, watchers=True)
 
 
 if __name__ == "__main__":

@@ -83,11 +83,7 @@ def run(opts: IdleOptions) -> dict[str, Any]:
 
 
 def main() -> None:
-    args = report.parse_args(__doc__)
-    opts = SMOKE if args.smoke else default_options()
-    if args.repeats:
-        opts.repeats = args.repeats
-    report.finish(run(opts), args.out)
+    report.main(__doc__, SMOKE, default_options, run)
 
 
 if __name__ == "__main__":

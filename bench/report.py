@@ -9,9 +9,10 @@ import math
 import os
 import platform
 import sys
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 BENCH_DIR = Path(__file__).parent
 RESULTS_DIR = BENCH_DIR / "results"
@@ -35,6 +36,25 @@ def parse_args(doc: str | None, *, watchers: bool = False) -> argparse.Namespace
         parser.add_argument("--watchers", type=lambda s: tuple(int(x) for x in s.split(",")),
                             default=None, help="comma-separated watcher counts")
     return parser.parse_args()
+
+
+class Options(Protocol):
+    repeats: int
+
+
+OptionsT = TypeVar("OptionsT", bound=Options)
+
+
+def main(doc: str | None, smoke: OptionsT, default_options: Callable[[], OptionsT],
+         run: Callable[[OptionsT], dict[str, Any]], *, watchers: bool = False) -> None:
+    """A benchmark's command line: ``--smoke`` (tiny, for CI), ``--repeats``, ``--out``."""
+    args = parse_args(doc, watchers=watchers)
+    opts = smoke if args.smoke else default_options()
+    if args.repeats:
+        opts.repeats = args.repeats
+    if watchers and args.watchers:
+        opts.watchers = args.watchers  # type: ignore[attr-defined]
+    finish(run(opts), args.out)
 
 
 def finish(result: dict[str, Any], out: Path) -> Path:
