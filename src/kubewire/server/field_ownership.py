@@ -17,9 +17,16 @@ from kubewire.resources import Resource
 from kubewire.schema import TypeNode, type_for
 from kubewire.server.apply import ApplyRequest
 from kubewire.server.apply_request import ServerSideApply, decode_apply_body
-from kubewire.server.field_paths import MissingKeyError, compare
+from kubewire.server.field_paths import (
+    MissingKeyError,
+    added_tree,
+    compare,
+    emit_tree,
+    without_members,
+)
 from kubewire.server.lifecycle import format_time
 from kubewire.server.managed_fields import (
+    STRIPPED_PATHS,
     UpdateRecord,
     encode_managed,
     live_or_new,
@@ -109,6 +116,8 @@ def track_write(facts: WriteFacts, old: dict[str, JSON] | None, new: dict[str, J
         _set_entries(meta, entries)
         return prepared
     resource, subresource = facts.route.resource, facts.route.subresource
+    if old is None and not subresource and _entries_of(new) is None:
+        return _track_create(facts, prepared, meta)
     base, entries = live_or_new(old, new, subresource)
     try:
         changes = compare(_bare(old), _bare(prepared), resource_schema(resource),
@@ -123,6 +132,37 @@ def track_write(facts: WriteFacts, old: dict[str, JSON] | None, new: dict[str, J
                                                         resource.has_status))
     _set_entries(meta, encode_managed(managed) if managed else None)
     return prepared
+
+
+def _track_create(facts: WriteFacts, prepared: dict[str, JSON],
+                  meta: dict[str, JSON]) -> dict[str, JSON]:
+    """A create whose body brought no managedFields: its manager owns exactly the fields it
+    set, so the one entry comes from a single walk of the object (no diff, no path sets). Gives
+    what the general path (compare with nothing, ``record_update`` from no entries) gives."""
+    resource = facts.route.resource
+    try:
+        tree = added_tree(_bare(prepared), resource_schema(resource),
+                          is_custom=resource.is_custom)
+    except MissingKeyError:  # validation let a keyless list item through: no entries
+        meta.pop("managedFields", None)
+        return prepared
+    without_members(tree, STRIPPED_PATHS)
+    if resource.has_status:  # endpoint_fields: the main endpoint never owns .status
+        tree.pop("f:status", None)
+    if not tree:
+        meta.pop("managedFields", None)
+        return prepared
+    key = manager_key(facts.options.field_manager, "Update", resource.api_version)
+    meta["managedFields"] = [{"manager": key.manager, "operation": key.operation,
+                              "apiVersion": resource.api_version,
+                              "time": format_time(facts.now), "fieldsType": "FieldsV1",
+                              "fieldsV1": emit_tree(tree)}]
+    return prepared
+
+
+def _entries_of(obj: dict[str, JSON]) -> JSON:
+    meta = obj.get("metadata")
+    return meta.get("managedFields") if isinstance(meta, dict) else None
 
 
 def _set_entries(meta: dict[str, JSON], entries: JSON) -> None:

@@ -345,6 +345,99 @@ def index_items(node: TypeNode, kind: NodeKind, items: Iterable[JSON]) -> dict[s
     return out
 
 
+# --- Compare against nothing (create) -----------------------------------------------------------
+
+FieldTree = dict[str, "FieldTree"]
+"""Nested path elements; ``"."`` marks a member (the ``fields_v1`` tree before sorting)."""
+
+
+def added_tree(new: dict[str, JSON], node: TypeNode | None, *, is_custom: bool) -> FieldTree:
+    """The paths ``compare({}, new, ...)`` reports as added, as a ``FieldTree``.
+
+    A create's writer owns exactly what it set, so this walks ``new`` once, building the tree
+    ``fields_v1`` would build from the compared paths, without diffing against an empty object
+    or materializing path tuples. Raises MissingKeyError where ``compare`` would.
+    """
+    tree: FieldTree = {}
+    if new:
+        _added_map(new, node, tree, is_custom)
+    return tree
+
+
+def _added_map(value: dict[str, JSON], node: TypeNode | None, level: FieldTree,
+               is_custom: bool) -> None:
+    facts = _facts(node) if node is not None else None
+    for key, child_value in value.items():
+        if child_value is None:
+            continue  # null is absent: nothing added
+        if facts is not None:
+            child = facts.properties.get(key)
+            declared = child is not None
+            if not declared:
+                child = facts.values
+        else:
+            child, declared = None, False
+        # compare's always_present: a Go struct's declared fields exist in both objects
+        always = declared and not is_custom and facts is not None and (
+            key in facts.required or node_kind(child, None) == "struct")
+        sub = _added_value(child_value, child, always, is_custom)
+        if sub is not None:
+            level["f:" + key] = sub
+
+
+def _added_value(value: JSON, node: TypeNode | None, always: bool,
+                 is_custom: bool) -> FieldTree | None:
+    """The subtree ``value`` adds (None: nothing), as ``_compare`` reports it."""
+    kind = node_kind(node, value)
+    # the same dispatch as _compare: granular kinds walk by the value's shape
+    if kind not in ("struct", "map", "map-list", "set-list") or not isinstance(
+            value, dict | list):
+        return {".": {}}
+    sub: FieldTree = {}
+    if isinstance(value, dict):
+        _added_map(value, node, sub, is_custom)
+    elif node is not None:
+        seen: set[str] = set()
+        items = _items(node)
+        for item in value:
+            item_element = list_element(node, kind, item)
+            if item_element in seen or item is None:  # first of a repeated key; null: absent
+                seen.add(item_element)
+                continue
+            seen.add(item_element)
+            item_sub = _added_value(item, items, False, is_custom)
+            if item_sub is not None:
+                sub[item_element] = item_sub
+    if not always:
+        sub["."] = {}
+    return sub or None
+
+
+def without_members(tree: FieldTree, paths: Iterable[Path]) -> FieldTree:
+    """``tree`` (changed in place) without the members ``paths``; subtrees left without
+    members disappear, as they would from a field set."""
+    for path in paths:
+        _drop_member(tree, path)
+    return tree
+
+
+def _drop_member(level: FieldTree, path: Path) -> None:
+    sub = level.get(path[0])
+    if sub is None:
+        return
+    if len(path) == 1:
+        sub.pop(".", None)
+    else:
+        _drop_member(sub, path[1:])
+    if not sub:
+        del level[path[0]]
+
+
+def emit_tree(tree: FieldTree) -> dict[str, JSON]:
+    """The ``FieldsV1`` JSON of a ``FieldTree`` (what ``fields_v1`` gives for its paths)."""
+    return _emit(tree, top=True)
+
+
 # --- FieldsV1 -----------------------------------------------------------------------------------
 
 def fields_v1(paths: Iterable[Path]) -> dict[str, JSON]:
