@@ -29,6 +29,10 @@ _TIME_KINDS = frozenset({"time", "microtime"})
 _GO_TIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d?):(\d\d):(\d\d)(?:[.,](\d+))?"
                       r"(Z|([+-])(\d\d):(\d\d))")
 _ZERO = datetime(1, 1, 1, tzinfo=UTC)
+# Text already in the form encode_go_time produces (years 1000-9999: strftime does not pad
+# smaller ones): it comes back unchanged, whether or not the date exists.
+_CANONICAL_TIME = re.compile(r"[1-9]\d{3}-\d\d-\d\dT\d\d:\d\d:\d\dZ", re.ASCII)
+_CANONICAL_MICRO_TIME = re.compile(r"[1-9]\d{3}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", re.ASCII)
 
 
 def go_time_instant(text: str) -> datetime | None:
@@ -54,6 +58,8 @@ def go_time_instant(text: str) -> datetime | None:
 def encode_go_time(text: str, micro: bool) -> str | None:
     """``text`` as metav1.Time (``micro`` False) or MicroTime encodes it; None for the zero
     time (Go's ``null``); ``text`` itself when it cannot be read here."""
+    if (_CANONICAL_MICRO_TIME if micro else _CANONICAL_TIME).fullmatch(text):
+        return text  # e.g. every time the server set itself
     instant = go_time_instant(text)
     if instant is None:
         return text
@@ -81,6 +87,8 @@ def _search(go_type: GoType, seen: set[int]) -> bool:
 
 
 def _encode(value: JSON, go_type: GoType) -> JSON:
+    """``value`` with its times re-encoded; containers with nothing to change are returned as
+    they are (no copy), others are new containers sharing their unchanged children."""
     if go_type.kind in _TIME_KINDS:
         return encode_go_time(value, go_type.kind == "microtime") if isinstance(value, str) \
             else value
@@ -88,18 +96,30 @@ def _encode(value: JSON, go_type: GoType) -> JSON:
         return value
     if go_type.kind == "struct" and isinstance(value, dict):
         fields = go_type.fields
-        return {key: (_encode(item, fields[key]) if key in fields else item)
-                for key, item in value.items()}
+        out: dict[str, JSON] | None = None
+        for key, item in value.items():
+            field_type = fields.get(key)
+            if field_type is None:
+                continue
+            encoded = _encode(item, field_type)
+            if encoded is not item:
+                if out is None:
+                    out = dict(value)
+                out[key] = encoded
+        return value if out is None else out
     if go_type.kind == "slice" and isinstance(value, list) and go_type.items is not None:
-        return [_encode(item, go_type.items) for item in value]
+        items = [_encode(item, go_type.items) for item in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     if go_type.kind == "map" and isinstance(value, dict) and go_type.values is not None:
-        return {key: _encode(item, go_type.values) for key, item in value.items()}
+        mapped = {key: _encode(item, go_type.values) for key, item in value.items()}
+        return value if all(mapped[k] is v for k, v in value.items()) else mapped
     return value
 
 
 def encode_times(api_version: str, kind: str, obj: dict[str, JSON]) -> dict[str, JSON]:
-    """``obj`` with every metav1.Time and MicroTime field as Go encodes it (a new dict; the
-    input is not changed). Kinds without Go structs (custom resources) come back unchanged."""
+    """``obj`` with every metav1.Time and MicroTime field as Go encodes it. The input is not
+    changed: what needs re-encoding is copied, the rest is shared (``obj`` itself when nothing
+    changes). Kinds without Go structs (custom resources) come back unchanged."""
     try:
         go_type = go_type_of(api_version, kind)
     except KeyError:

@@ -37,7 +37,7 @@ class _Node:
     """A compiled schema node (structure resolved, facts flattened for fast walking)."""
 
     __slots__ = ("declared", "default", "enum", "format", "has_default", "has_defaults",
-                 "is_open", "items", "nullable", "props", "required", "type", "values")
+                 "is_open", "items", "nullable", "plain", "props", "required", "type", "values")
 
     def __init__(self) -> None:
         self.type = "any"
@@ -53,6 +53,7 @@ class _Node:
         self.nullable = False
         self.is_open = True  # unknown fields allowed (any / preserve-unknown-fields)
         self.has_defaults = False  # a default exists somewhere in this subtree
+        self.plain: frozenset[type] = frozenset()  # value types _check_type always accepts
 
 
 def _compile(node: TypeNode, memo: dict[str, _Node], stack: set[str]) -> _Node:
@@ -80,6 +81,7 @@ def _compile(node: TypeNode, memo: dict[str, _Node], stack: set[str]) -> _Node:
         for key in ("apiVersion", "kind", "metadata"):
             out.props.setdefault(key, _Node())
     out.is_open = out.type == "any" or node.preserve_unknown_fields
+    out.plain = _plain_types(out.declared)
     children = [*out.props.values(), out.items, out.values]
     out.has_defaults = any(c is not None and (c.has_default or c.has_defaults)
                            for c in children)
@@ -109,6 +111,17 @@ def _json_type(value: JSON) -> tuple[str, str]:
     if isinstance(value, list):
         return "array", ""
     return "object", ""
+
+
+# Python types whose every value passes _check_type when the declared type names them (ints and
+# floats are left to it: ranges and integral floats).
+_PLAIN = {"string": str, "object": dict, "array": list, "boolean": bool}
+
+
+def _plain_types(declared: tuple[str, ...]) -> frozenset[type]:
+    if not declared:  # _check_type accepts anything
+        return frozenset({str, dict, list, bool, int, float})
+    return frozenset(_PLAIN[name] for name in declared if name in _PLAIN)
 
 
 def _type_error(path: str, expected: str, actual: str) -> FieldError:
@@ -177,6 +190,59 @@ def validate_types(api_version: str, kind: str, obj: Mapping[str, JSON]) -> list
     errors: list[FieldError] = []
     _walk_types(_root(api_version, kind), obj, "", errors)
     return errors
+
+
+def _value_error(node: _Node, value: JSON, path: str) -> FieldError | None:
+    if type(value) in node.plain:  # the common case: skip the type check's branches
+        return _enum_error(node, value, path) if node.enum is not None else None
+    return _check_type(node, value, path) or _enum_error(node, value, path)
+
+
+def _walk_checked(node: _Node, value: JSON, path: str, errors: list[FieldError],
+                  unknown: list[str] | None) -> None:
+    """``_walk_types`` and (while ``unknown`` is given) ``_walk_unknown`` in one pass; the
+    unknown paths are meaningful only when no error was found."""
+    if value is None or node.type == "any":
+        return
+    error = _value_error(node, value, path)
+    if error is not None:
+        errors.append(error)
+        return
+    if node.is_open:
+        unknown = None
+    if isinstance(value, dict):
+        _walk_checked_map(node, value, path, errors, unknown)
+    elif isinstance(value, list) and node.items is not None:
+        items = node.items
+        for i, child in enumerate(value):
+            _walk_checked(items, child, f"{path}[{i}]", errors, unknown)
+
+
+def _walk_checked_map(node: _Node, value: dict[str, JSON], path: str, errors: list[FieldError],
+                      unknown: list[str] | None) -> None:
+    prefix = path + "." if path else ""
+    props, values = node.props, node.values
+    for key, child in value.items():
+        sub = props.get(key) or values
+        if sub is not None:
+            _walk_checked(sub, child, prefix + key, errors, unknown)
+        elif unknown is not None:
+            unknown.append(prefix + key)
+    if node.required:
+        errors.extend(required(prefix + name) for name in node.required
+                      if value.get(name) is None)
+
+
+def check_object(api_version: str, kind: str,
+                 obj: Mapping[str, JSON]) -> tuple[list[FieldError], list[str]]:
+    """``validate_types`` and, when it finds nothing, ``unknown_fields``, in one walk.
+
+    Raises KeyError for a kind without a schema.
+    """
+    errors: list[FieldError] = []
+    unknown: list[str] = []
+    _walk_checked(_root(api_version, kind), obj, "", errors, unknown)
+    return errors, [] if errors else unknown
 
 
 # --- unknown fields ---------------------------------------------------------------------------
@@ -276,4 +342,5 @@ def apply_defaults(api_version: str, kind: str, obj: Mapping[str, JSON]) -> JSON
     return _defaulted(_root(api_version, kind), obj)
 
 
-__all__ = ["apply_defaults", "prune_unknown_fields", "unknown_fields", "validate_types"]
+__all__ = ["apply_defaults", "check_object", "prune_unknown_fields", "unknown_fields",
+           "validate_types"]

@@ -108,12 +108,13 @@ def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
              old: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
     """Validate a prepared object; returns it with unknown fields handled, and warnings."""
     errors: list[FieldError] = list(validation.validate_object_meta(resource, obj))
-    errors.extend(schema_validate.validate_types(resource.api_version, resource.kind, obj))
+    # one walk: type errors, and the unknown fields that matter only when there are none
+    type_errors, unknown = schema_validate.check_object(resource.api_version, resource.kind, obj)
+    errors.extend(type_errors)
     errors.extend(e for e in validate_kind(resource, obj, old) if e not in errors)  # no repeats
     if errors:
         raise invalid_object(resource.invalid_group, resource.kind, _name_of(obj), errors)
     warnings: list[str] = []
-    unknown = schema_validate.unknown_fields(resource.api_version, resource.kind, obj)
     if unknown:
         texts = [f'unknown field "{path}"' for path in unknown]
         if wopts.field_validation == "Strict":

@@ -1,0 +1,83 @@
+"""Shortcuts on the write path give exactly what the long way gives (property tests).
+
+- ``encode_go_time`` returns text already in Go's form without parsing it;
+- ``encode_times`` copies only what it re-encodes and never changes its input;
+- ``check_object`` (one walk) finds what ``validate_types`` and ``unknown_fields`` find.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kubewire.schema import validate as schema_validate
+from kubewire.schema.go_time_encoding import _ZERO, encode_go_time, encode_times, go_time_instant
+
+
+def _long_way(text: str, micro: bool) -> str | None:
+    """``encode_go_time`` without its shortcut for canonical text."""
+    instant = go_time_instant(text)
+    if instant is None:
+        return text
+    if instant == _ZERO:
+        return None
+    if micro:
+        return instant.strftime("%Y-%m-%dT%H:%M:%S.") + f"{instant.microsecond:06d}Z"
+    return instant.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_digit = st.sampled_from("0123456789\u0663")  # an Arabic-Indic digit matches \\d, not [0-9]
+_times = st.builds(
+    lambda y, mo, d, h, mi, s, frac, tail: f"{y}-{mo}-{d}T{h}:{mi}:{s}{frac}{tail}",
+    st.text(_digit, min_size=4, max_size=4), st.text(_digit, min_size=2, max_size=2),
+    st.text(_digit, min_size=2, max_size=2), st.text(_digit, min_size=1, max_size=2),
+    st.text(_digit, min_size=2, max_size=2), st.text(_digit, min_size=2, max_size=2),
+    st.sampled_from(["", ".5", ".123456", ".1234567"]), st.sampled_from(["Z", "+01:00", ""]))
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=_times | st.sampled_from(["0001-01-01T00:00:00Z", "0999-01-01T00:00:00Z",
+                                      "2026-02-30T00:00:00Z", "2026-01-01T24:00:00Z",
+                                      "0001-01-01T00:00:00.000000Z"]),
+       micro=st.booleans())
+def test_canonical_times_come_back_as_the_long_way_gives_them(text: str, micro: bool) -> None:
+    assert encode_go_time(text, micro) == _long_way(text, micro)
+
+
+def test_encode_times_leaves_its_input_alone_and_shares_what_it_keeps() -> None:
+    pod = {"kind": "Pod", "apiVersion": "v1",
+           "metadata": {"name": "p", "creationTimestamp": "2026-01-01T00:00:00.5+01:00",
+                        "labels": {"a": "b"}},
+           "spec": {"containers": [{"name": "c"}]},
+           "status": {"conditions": [{"type": "Ready",
+                                      "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}
+    before = copy.deepcopy(pod)
+    out = encode_times("v1", "Pod", pod)
+    assert pod == before
+    assert out["metadata"]["creationTimestamp"] == "2025-12-31T23:00:00Z"
+    assert out["metadata"]["labels"] is pod["metadata"]["labels"]
+    assert out["status"] is pod["status"]  # already in Go's form: not copied
+    assert encode_times("v1", "Pod", out) is out
+
+
+_keys = st.sampled_from(["metadata", "spec", "status", "name", "labels", "containers", "image",
+                         "ports", "containerPort", "replicas", "x", "selector", "template"])
+_scalars = st.none() | st.booleans() | st.integers(-(2**64), 2**64) | st.floats(
+    allow_nan=False) | st.sampled_from(["a", "", "Always"])
+_json = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(_keys, inner, max_size=4), max_leaves=25)
+
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.sampled_from([("v1", "Pod"), ("apps/v1", "Deployment"), ("v1", "Service"),
+                             ("v1", "ConfigMap")]),
+       body=st.dictionaries(_keys, _json, max_size=5))
+def test_check_object_finds_what_the_two_walks_find(kind: tuple[str, str],
+                                                    body: dict[str, Any]) -> None:
+    errors, unknown = schema_validate.check_object(*kind, body)
+    assert errors == schema_validate.validate_types(*kind, body)
+    if not errors:
+        assert unknown == schema_validate.unknown_fields(*kind, body)
