@@ -67,26 +67,84 @@ _bookmark = msgspec.json.Decoder(Bookmark)
 
 
 class LineSplitter:
-    """Chunks in, complete lines out; a partial line waits for the next chunk."""
+    """Chunks in, complete lines out; a partial line waits for the next chunk.
+
+    Lines are found with ``bytes.find`` in the chunk as received and handed out as spans of
+    it, so a line is copied only by whoever keeps it; only a line split across chunks is
+    joined (from a list of pieces, so a long one costs linear time).
+    """
 
     def __init__(self, max_line_bytes: int = MAX_LINE_BYTES) -> None:
-        self._buffer = bytearray()
+        self._pieces: list[bytes] = []  # the unterminated line so far
+        self._pending_bytes = 0
         self._max = max_line_bytes
 
+    def spans(self, chunk: bytes) -> list[tuple[bytes, int, int]]:
+        """The complete lines that ``chunk`` ends, as ``(buffer, start, end)`` with the
+        newline excluded; blank lines included (callers skip them)."""
+        out: list[tuple[bytes, int, int]] = []
+        newline = chunk.find(b"\n")
+        if newline < 0:
+            self._keep(chunk)
+            return out
+        start = 0
+        if self._pieces:
+            self._pieces.append(chunk[:newline])
+            line = b"".join(self._pieces)
+            self._pieces.clear()
+            self._pending_bytes = 0
+            out.append((line, 0, len(line)))
+            start = newline + 1
+            newline = chunk.find(b"\n", start)
+        find = chunk.find
+        while newline >= 0:
+            out.append((chunk, start, newline))
+            start = newline + 1
+            newline = find(b"\n", start)
+        if start < len(chunk):
+            self._keep(chunk[start:] if start else chunk)
+        return out
+
+    def _keep(self, piece: bytes) -> None:
+        self._pieces.append(piece)
+        self._pending_bytes += len(piece)
+        if self._pending_bytes > self._max:
+            raise ValueError(f"watch line longer than {self._max} bytes")
+
     def feed(self, chunk: bytes) -> list[bytes]:
-        self._buffer += chunk
-        if b"\n" not in chunk:
-            if len(self._buffer) > self._max:
-                raise ValueError(f"watch line longer than {self._max} bytes")
-            return []
-        *lines, rest = self._buffer.split(b"\n")
-        self._buffer = bytearray(rest)
-        return [bytes(line) for line in lines if line.strip()]
+        """The complete non-blank lines that ``chunk`` ends, as bytes."""
+        lines = (buffer[start:end] for buffer, start, end in self.spans(chunk))
+        return [line for line in lines if line.strip()]
 
     @property
     def pending(self) -> bytes:
         """An unterminated last line (a stream may end without a final newline)."""
-        return bytes(self._buffer)
+        return b"".join(self._pieces)
+
+
+# The object events as kube-apiserver and kubewire write them: '{"type":"ADDED","object":'
+# + the object + '}' (Go's encoding/json: struct field order, no spaces). Keyed by the byte
+# after '{"type":"', which tells the types apart.
+_OBJECT_PREFIXES: dict[int, tuple[bytes, EventType]] = {
+    ord(t.value[0]): (b'{"type":"%b","object":' % t.value.encode(), t)
+    for t in (EventType.ADDED, EventType.MODIFIED, EventType.DELETED)}
+_TYPE_AT = len(b'{"type":"')
+_CLOSE = ord("}")
+
+
+def object_span(buffer: bytes, start: int, end: int) -> tuple[EventType, int, int] | None:
+    """For a line ``buffer[start:end]`` in the canonical form of an object event, its type
+    and where its object is; None for any other line (bookmarks, errors, other spellings).
+
+    Only a shape check: the object's decode proves the rest. If ``buffer[obj_start:obj_end]``
+    decodes as one JSON value, the line is exactly ``{"type":T,"object":<that value>}``.
+    """
+    if end - start <= _TYPE_AT or buffer[end - 1] != _CLOSE:
+        return None
+    found = _OBJECT_PREFIXES.get(buffer[start + _TYPE_AT])
+    if found is None or not buffer.startswith(found[0], start, end):
+        return None
+    return found[1], start + len(found[0]), end - 1
 
 
 def parse_line(line: bytes) -> RawEvent:

@@ -26,12 +26,13 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 import aiohttp
+import msgspec
 
 from kubewire.client.backoff import Backoff
 from kubewire.client.client import Client
@@ -42,6 +43,7 @@ from kubewire.client.events import (
     WatchEvent,
     decode_bookmark,
     error_from,
+    object_span,
     parse_line,
 )
 from kubewire.client.resource import Codec
@@ -69,6 +71,15 @@ class WatchSettings:
     rng: random.Random = field(default_factory=random.Random)
     clock: Callable[[], float] = time.monotonic
     retriable_codes: frozenset[int] = RETRIABLE_CODES  # error codes resumed, not raised
+
+
+@dataclass(slots=True)
+class _Progress:
+    """What the lines of one connection came to: how many were not blank, and the error
+    of the one that failed."""
+
+    lines: int = 0
+    error: Exception | None = None
 
 
 class _Reconnect(Exception):
@@ -104,8 +115,11 @@ class WatchStream(Generic[T]):
                 return  # the caller's timeout spans reconnects
             try:
                 async with aclosing(self._connection(remaining)) as connection:
-                    async for event in connection:
-                        yield event
+                    # One hand-off per received chunk from the connection, one per event
+                    # here; each event is decoded just before it is handed on.
+                    async for batch in connection:
+                        for event in batch:
+                            yield event
             except _Reconnect as again:
                 if self._timed_out(deadline):
                     return
@@ -120,22 +134,23 @@ class WatchStream(Generic[T]):
         return deadline is not None and deadline - self.settings.clock() < TIMEOUT_END_SLACK_S
 
     async def _connection(self, remaining_s: float | None,
-                          ) -> AsyncGenerator[WatchEvent[T], None]:
-        """Events of one connection; raises ``_Reconnect`` when it should be resumed."""
+                          ) -> AsyncGenerator[Iterator[WatchEvent[T]], None]:
+        """Events of one connection, those of each received chunk as one lazy iterator
+        (to be exhausted before the next); raises ``_Reconnect`` when it should be resumed.
+        """
         timeout = aiohttp.ClientTimeout(total=None, connect=self.settings.connect_timeout_s,
                                         sock_read=self.settings.idle_timeout_s)
         backoff = self.settings.backoff
-        lines = 0
+        progress = _Progress()
         self.state.on_connect()
         try:
             async with self.client.transport.open(
                     Request("GET", self.path, self.state.params(remaining_s)), timeout) as resp:
                 splitter = LineSplitter()
                 while chunk := await _read_chunk(resp):
-                    for line in splitter.feed(chunk):
-                        lines += 1
-                        for event in self._events(line):
-                            yield event
+                    yield self._chunk_events(splitter.spans(chunk), progress)
+                    if progress.error is not None:
+                        raise progress.error  # after the events of the lines before it
                 if splitter.pending.strip():
                     raise TransportError("watch stream ended inside a line")
         except (StatusError, TransportError) as err:
@@ -144,7 +159,7 @@ class WatchStream(Generic[T]):
                 raise
             log.debug("watch %s: %s", self.path, err)
             raise _Reconnect(delay) from err
-        if lines:
+        if progress.lines:
             backoff.reset()
         else:
             # Closed without a single line: do not spin against a server that does that.
@@ -158,23 +173,61 @@ class WatchStream(Generic[T]):
             return None
         return err.retry_after_seconds or self.settings.backoff.next_delay()
 
+    def _chunk_events(self, spans: list[tuple[bytes, int, int]],
+                      progress: _Progress) -> Iterator[WatchEvent[T]]:
+        """What the lines ``spans`` deliver, decoded one at a time as they are asked for
+        (as a raw decoder would: a whole chunk of decoded objects alive at once costs more
+        in allocation and garbage collection than the decoding). A line that fails ends the
+        iteration and is kept in ``progress.error``, for the connection to raise.
+
+        An object event in kube's own spelling is decoded in one pass: only its object's
+        bytes are copied out of the chunk and decoded (they are what the object keeps for
+        unknown fields). Any other line, or one whose object does not decode on its own,
+        takes the general path (``_events``), which parses the envelope first.
+        """
+        decode = self.codec.decode
+        try:
+            for buffer, start, end in spans:
+                span = object_span(buffer, start, end)
+                if span is not None:
+                    progress.lines += 1
+                    try:
+                        obj = decode(buffer[span[1]:span[2]])
+                    except msgspec.DecodeError:
+                        yield from self._events(buffer[start:end])
+                        continue
+                    event = self._on_object(span[0], obj)
+                    if event is not None:
+                        yield event
+                    continue
+                line = buffer[start:end]
+                if line.strip():
+                    progress.lines += 1
+                    yield from self._events(line)
+        except Exception as err:
+            progress.error = err
+
+    def _on_object(self, object_type: EventType, obj: T) -> WatchEvent[T] | None:
+        """The event of an object line, None when it is not delivered."""
+        key = self.codec.key(obj)
+        deleted = object_type is EventType.DELETED
+        if self.state.initial_phase:
+            if deleted:
+                self._initial.pop(key[:2], None)
+            else:
+                self._initial[key[:2]] = obj
+        if self.state.on_object(key, deleted):
+            return WatchEvent(object_type, obj)
+        return None
+
     def _events(self, line: bytes) -> list[WatchEvent[T]]:
         """What one line delivers: none, its event, or (at the end of the initial phase)
         synthesized DELETED events before the bookmark."""
         raw = parse_line(line)
         object_type = _OBJECT_TYPES.get(raw.type)
         if object_type is not None:
-            obj = self.codec.decode(raw.object)
-            key = self.codec.key(obj)
-            deleted = object_type is EventType.DELETED
-            if self.state.initial_phase:
-                if deleted:
-                    self._initial.pop(key[:2], None)
-                else:
-                    self._initial[key[:2]] = obj
-            if not self.state.on_object(key, deleted):
-                return []
-            return [WatchEvent(object_type, obj)]
+            event = self._on_object(object_type, self.codec.decode(raw.object))
+            return [] if event is None else [event]
         if raw.type == "BOOKMARK":
             bookmark = decode_bookmark(raw.object)
             events: list[WatchEvent[T]] = []
