@@ -12,6 +12,10 @@ Guarantees:
   after the stream is closed;
 - request heads and bodies are bounded (``Limits``); going over answers 413/431 and closes;
 - a connection idle between requests is closed after ``Limits.keepalive_timeout_s``;
+- while a chunked stream is open, bytes the client sends are kept unparsed (reading pauses
+  past ``_MAX_HELD_BYTES``) and parsed when the stream ends, as Go reads the next request only
+  after a response; the connection holds no HTTP parser meanwhile, so an idle watch costs
+  little memory (a WebSocket never returns to HTTP and drops its parser for good);
 - a request head (request line and headers) must arrive whole within
   ``Limits.header_timeout_s`` of its first byte (of the connection, for the first request),
   else the connection is closed without an answer, as Go's ``ReadHeaderTimeout`` does: a
@@ -40,6 +44,10 @@ from kubewire.status import RequestEntityTooLarge, StatusError
 log = logging.getLogger(__name__)
 GZIP_THRESHOLD_BYTES = 128 * 1024  # kube's defaultGzipThresholdBytes
 _MAX_UPGRADE_TAIL = 64 * 1024  # client bytes kept while an upgrade request is being decided
+_MAX_HELD_BYTES = 64 * 1024  # client bytes kept during a stream before reading pauses
+# Between requests (never written to: ``on_message_begin`` gives each request its own).
+_NO_HEADERS: dict[str, str] = {}
+_NO_BODY: list[bytes] = []
 
 _REASONS = {
     101: "Switching Protocols", 200: "OK", 201: "Created", 202: "Accepted", 204: "No Content",
@@ -198,17 +206,27 @@ Handler = Callable[[Request], Awaitable[Response | None]]
 class HTTPConnection(asyncio.Protocol):
     """One client connection: parse requests, run the handler, write responses in order."""
 
+    # An idle watch is mostly this object: slots, and no parser, head or body while streaming.
+    __slots__ = ("_body", "_body_bytes", "_handler", "_head_bytes", "_headers", "_held",
+                 "_idle_timer", "_in_message", "_keep_alive", "_limits", "_parser", "_pending",
+                 "_reading_head", "_reading_paused", "_rejected", "_server", "_stream", "_task",
+                 "_transport", "_upgrade_tail", "_url", "write_paused")
+
     def __init__(self, handler: Handler, limits: Limits, server: HTTPServer) -> None:
         self._handler = handler
         self._limits = limits
         self._server = server
         self._transport: asyncio.Transport | None = None
-        self._parser = httptools.HttpRequestParser(self)
+        # None while a stream is open: bytes then wait in ``_held``
+        self._parser: httptools.HttpRequestParser | None = httptools.HttpRequestParser(self)
+        self._held = b""
+        self._reading_paused = False
         self._url = b""
-        self._headers: dict[str, str] = {}
+        self._headers = _NO_HEADERS
         self._head_bytes = 0
-        self._body: list[bytes] = []
+        self._body = _NO_BODY
         self._body_bytes = 0
+        self._in_message = False  # the parser is inside a request (it cannot be replaced)
         self._pending: list[Request] = []
         self._task: asyncio.Task[None] | None = None
         self._stream: ChunkedStream | WebSocketStream | None = None
@@ -237,12 +255,20 @@ class HTTPConnection(asyncio.Protocol):
             elif len(self._upgrade_tail) < _MAX_UPGRADE_TAIL:
                 self._upgrade_tail += data
             return
+        parser = self._parser
+        if parser is None or self._stream is not None:  # the next request is read after it
+            self._hold(data)
+            return
+        self._feed(parser, data)
+
+    def _feed(self, parser: httptools.HttpRequestParser, data: bytes) -> None:
         try:
-            self._parser.feed_data(data)
+            parser.feed_data(data)
         except httptools.HttpParserUpgrade as upgrade:
             # The request was completed (and queued) first; no more HTTP on this connection.
             self._upgrade_tail = data[upgrade.args[0]:] if upgrade.args else b""
             self._keep_alive = False
+            self._parser = None
         except httptools.HttpParserCallbackError as exc:  # our callback raised inside httptools
             cause = exc.__context__
             if isinstance(cause, _TooLarge):
@@ -253,6 +279,14 @@ class HTTPConnection(asyncio.Protocol):
                 self._reject(400, b"malformed HTTP request")
         except httptools.HttpParserError:
             self._reject(400, b"malformed HTTP request")
+
+    def _hold(self, data: bytes) -> None:
+        """Keep bytes sent during a stream; past the bound, let the kernel hold the rest."""
+        self._held += data
+        if len(self._held) >= _MAX_HELD_BYTES and not self._reading_paused:
+            self._reading_paused = True
+            if self._transport is not None:
+                self._transport.pause_reading()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._server.connections.discard(self)
@@ -275,6 +309,7 @@ class HTTPConnection(asyncio.Protocol):
 
     # -- httptools callbacks ---------------------------------------------------------------
     def on_message_begin(self) -> None:
+        self._in_message = True
         self._reading_head = True
         self._arm_timer(self._limits.header_timeout_s)
         self._url = b""
@@ -311,13 +346,19 @@ class HTTPConnection(asyncio.Protocol):
         self._body.append(body)
 
     def on_message_complete(self) -> None:
-        method = self._parser.get_method().decode("latin-1")
+        parser = self._parser
+        assert parser is not None  # called from inside its feed_data
+        self._in_message = False
+        url, headers, body = self._url, self._headers, self._body
+        # The request owns these now; the connection keeps none of them while it is served.
+        self._url, self._headers, self._body = b"", _NO_HEADERS, _NO_BODY
+        method = parser.get_method().decode("latin-1")
         try:
-            request = Request(self, method, self._url, self._headers, b"".join(self._body))
+            request = Request(self, method, url, headers, b"".join(body))
         except httptools.HttpParserInvalidURLError:
             self._reject(400, b"malformed request target")
             return
-        if not self._parser.should_keep_alive():
+        if not parser.should_keep_alive():
             self._keep_alive = False
         self._pending.append(request)
         self._maybe_start_next()
@@ -376,6 +417,11 @@ class HTTPConnection(asyncio.Protocol):
             all_headers.append(("Cache-Control", "no-cache, private"))
         self.write(render_head(status, all_headers))
         self._stream = ChunkedStream(self)
+        # Until the stream ends, nothing the client sends is parsed (see the module docstring):
+        # no parser is needed, and none of a pipelined head's timer either.
+        if not self._in_message:
+            self._parser = None
+        self._cancel_idle_timer()
         return self._stream
 
     def start_websocket(self, headers: list[tuple[str, str]]) -> WebSocketStream:
@@ -397,10 +443,30 @@ class HTTPConnection(asyncio.Protocol):
         if not self._keep_alive or self._server.closing:
             self.close()
             return
+        if self._held or self._parser is None:
+            self._read_held()
+            if self._rejected or self._task is not None or self._stream is not None:
+                return
+        if self._reading_head and self._idle_timer is None:
+            # a pipelined head whose timer a stream stopped: its time starts again now
+            self._arm_timer(self._limits.header_timeout_s)
         if self._pending:
             self._maybe_start_next()
         else:
             self._arm_idle_timer()
+
+    def _read_held(self) -> None:
+        """After a stream: parse what the client sent meanwhile, then read on as usual."""
+        parser = self._parser
+        if parser is None:
+            parser = self._parser = httptools.HttpRequestParser(self)
+        held, self._held = self._held, b""
+        if self._reading_paused:
+            self._reading_paused = False
+            if self._transport is not None:
+                self._transport.resume_reading()
+        if held:
+            self._feed(parser, held)
 
     # -- writing and closing ---------------------------------------------------------------
     def write(self, data: bytes) -> None:
@@ -436,7 +502,9 @@ class HTTPConnection(asyncio.Protocol):
             raise _ExpectationFailed
         busy = self._task is not None or self._stream is not None or self._pending
         # Only between responses: an interim line must not land inside an earlier response.
-        if self._parser.get_http_version() == "1.1" and length != "0" and not busy:
+        parser = self._parser
+        assert parser is not None  # called from inside its feed_data
+        if parser.get_http_version() == "1.1" and length != "0" and not busy:
             self.write(b"HTTP/1.1 100 Continue\r\n\r\n")
 
     def _count_head(self, n: int) -> None:
