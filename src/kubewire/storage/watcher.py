@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from kubewire.storage.cached import ADDED, CachedObject, WatchFilter, bookmark_line, event_line
+from kubewire.storage.deadlines import Deadline, call_later
 
 if TYPE_CHECKING:
     from kubewire.storage.cache import WatchCache
@@ -91,7 +92,7 @@ class Watcher:
         self._initial: list[CachedObject] | None = None
         self._initial_index = 0
         self._initial_end_rev: int | None = None
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: Deadline | None = None
         self._resumed: asyncio.Event | None = None
         sink.on_resume = self._on_resume
         sink.on_close = self._on_sink_closed
@@ -118,8 +119,8 @@ class Watcher:
     def set_deadline(self, now: float, timeout_s: float) -> None:
         """End the stream cleanly after ``timeout_s`` (kube sends no final event, §3.4)."""
         self.deadline = now + timeout_s
-        loop = asyncio.get_running_loop()
-        self._timer = loop.call_later(max(timeout_s, 0.0), self.close)
+        # one loop timer for all watches (storage/deadlines.py): ~0.5 KB less per watch
+        self._timer = call_later(max(timeout_s, 0.0), self)
 
     # -- writing -----------------------------------------------------------------------------
     def pump(self) -> None:
