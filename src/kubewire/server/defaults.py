@@ -22,13 +22,13 @@ metadata (``lifecycle``), ClusterIPs, IP families and node ports (``allocation``
 from __future__ import annotations
 
 import contextlib
-import copy
 import re
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
 from kubewire.resources import Resource
 from kubewire.schema import validate as schema_validate
+from kubewire.server.json_copy import copy_json
 from kubewire.status import JSON
 
 Defaulter = Callable[[dict[str, JSON]], None]
@@ -343,7 +343,7 @@ def apply_kind_defaults(resource: Resource, obj: Mapping[str, JSON]) -> dict[str
     Schema ``default`` values first (built-in kinds), then ``KIND_DEFAULTERS[resource.id]``.
     Idempotent. Never raises for malformed bodies: fields of the wrong JSON type are skipped.
     """
-    out: dict[str, JSON] = copy.deepcopy(dict(obj))
+    out: dict[str, JSON] = copy_json(dict(obj))
     if not resource.is_custom:
         with contextlib.suppress(KeyError):  # a kind without a generated schema
             out = schema_validate.apply_defaults(resource.api_version, resource.kind, out)

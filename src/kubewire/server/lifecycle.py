@@ -1,6 +1,7 @@
 """Server-set metadata and the object lifecycle (create, update, delete) as pure functions.
 
-Objects are JSON dicts; inputs are never mutated (every function works on a deep copy). Time
+Objects are JSON dicts; inputs are never mutated (functions work on copies; ``prepare_create``
+shares the subtrees it leaves alone with its input). Time
 comes in as ``now`` and randomness as a ``random.Random``. Rules and messages follow
 kube-apiserver v1.32 (objects-and-clients.md §1-§2): ``registry/rest/{create,update,delete}.go``,
 ``registry/generic/registry/store.go``, ``endpoints/handlers/{create,update,patch}.go`` and the
@@ -31,6 +32,7 @@ from types import MappingProxyType
 from typing import Literal
 
 from kubewire.resources import Resource
+from kubewire.server.json_copy import copy_json
 from kubewire.server.patch import json_equal
 from kubewire.status import (
     JSON,
@@ -138,7 +140,11 @@ def prepare_create(resource: Resource, obj: dict[str, JSON], ctx: CreateContext)
     the URL's, or when a resourceVersion is set (kube answers 500; kubewire never 500s a client
     mistake, so 400 with kube's text).
     """
-    new = copy.deepcopy(obj)
+    # Only the top level and metadata change (status is replaced, a namespace's spec copied
+    # below), so the rest is shared with ``obj`` instead of deep-copied; ``obj`` is not changed.
+    new = dict(obj)
+    if isinstance(new.get("metadata"), dict):
+        new["metadata"] = dict(new["metadata"])
     meta = _metadata(new)
     for name in _WIPED_ON_CREATE:  # handlers/create.go WipeObjectMetaSystemFields
         meta.pop(name, None)
@@ -152,6 +158,8 @@ def prepare_create(resource: Resource, obj: dict[str, JSON], ctx: CreateContext)
     if resource.generation != "none":
         meta["generation"] = 1
     if traits.namespace_rules:
+        if isinstance(new.get("spec"), dict):
+            new["spec"] = dict(new["spec"])  # _namespace_defaults sets its finalizers
         _namespace_defaults(new, on_create=True)
     _check_create_resource_version(meta)
     new["metadata"] = _ordered(meta)
@@ -222,7 +230,7 @@ def prepare_update(resource: Resource, old: dict[str, JSON], new: dict[str, JSON
     finalizers on an object being deleted or a changed deletionGracePeriodSeconds. The
     resourceVersion is left as sent: storage compares it (see ``update_precondition``).
     """
-    obj = copy.deepcopy(new)
+    obj = copy_json(new)
     meta = _metadata(obj)
     old_meta = _mapping(old.get("metadata"))
     _ensure_namespace(resource, meta, ctx.namespace)  # handlers/update.go, then checkName

@@ -22,6 +22,7 @@ from kubewire.server.defaults import apply_kind_defaults
 from kubewire.server.deletes import delete, delete_collection
 from kubewire.server.encoding import (
     decode_object,
+    encode_json,
     json_response,
     media_type,
     negotiate_json,
@@ -36,6 +37,7 @@ from kubewire.server.field_ownership import (
     track_write,
 )
 from kubewire.server.http import Request, Response
+from kubewire.server.json_copy import copy_json
 from kubewire.server.options import WriteOptions, parse_write_options
 from kubewire.server.routes import Route
 from kubewire.server.strategic_patch import apply_strategic_merge_patch
@@ -88,12 +90,20 @@ async def create(ctx: ServerContext, request: Request, route: Route) -> Response
     check_type_meta(resource, body)
     obj = with_type_meta(resource, body)
     stored, warnings = await create_object(ctx, route, obj, wopts)
-    return json_response(201, stored, _warning_headers(warnings))
+    return _created(stored, warnings)
+
+
+def _created(stored: bytes, warnings: list[str]) -> Response:
+    return Response(201, stored, headers=_warning_headers(warnings), compressible=True)
 
 
 async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
-                        wopts: WriteOptions) -> tuple[dict[str, Any], list[str]]:
-    """Prepare, validate and commit a new object (also PUT-creates); returns it decoded."""
+                        wopts: WriteOptions) -> tuple[bytes, list[str]]:
+    """Prepare, validate and commit a new object (also PUT-creates); returns it encoded.
+
+    The stored bytes are the answer: the store encodes the object once, with its
+    resourceVersion, and a decode and re-encode would give the same bytes back.
+    """
     resource = route.resource
     generated = not (obj.get("metadata") or {}).get("name")
     attempts = GENERATE_NAME_ATTEMPTS if generated else 1
@@ -110,7 +120,7 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
             check_namespace_usable(ctx, resource, namespace, name)
         prepared = ctx.allocations.allocate_on_create(resource, prepared, dry_run=wopts.dry_run)
         if wopts.dry_run:
-            return prepared, warnings
+            return encode_json(prepared), warnings
         key = resource.storage_key(namespace, name)
         try:
             change = await ctx.store.write(Create(key, prepared))
@@ -121,7 +131,7 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
             if generated:
                 continue
             raise already_exists(resource.group, resource.plural, name) from None
-        return _decode(change.value), warnings
+        return change.value, warnings
     raise generate_name_conflict(resource.group, resource.plural, name)
 
 
@@ -141,14 +151,14 @@ async def update(ctx: ServerContext, request: Request, route: Route) -> Response
     current = ctx.caches.for_resource(resource).get(key)
     if current is None:
         if resource.allow_create_on_update and not route.subresource:
-            stored, warnings = await create_object(ctx, route, _strip_rv(new), wopts)
-            return json_response(201, stored, _warning_headers(warnings))
+            created, warnings = await create_object(ctx, route, _strip_rv(new), wopts)
+            return _created(created, warnings)
         raise not_found(resource.group, resource.plural, route.name)
 
     def mutate(old: dict[str, Any]) -> dict[str, Any]:
         if expected is not None and str(expected) != old["metadata"].get("resourceVersion"):
             raise conflict(resource.group, resource.plural, route.name)
-        return copy.deepcopy(new)
+        return copy_json(new)
 
     stored, warnings = await guaranteed_update(ctx, route, mutate, wopts)
     return json_response(200, stored, _warning_headers(warnings))
@@ -169,8 +179,8 @@ async def patch(ctx: ServerContext, request: Request, route: Route) -> Response:
         wopts, server_side_apply = parse_apply(request.query, request.body, route, ctx.now())
         if missing and not route.subresource:
             obj = server_side_apply.create(route.name)
-            stored, warnings = await create_object(ctx, route, obj, wopts)
-            return json_response(201, stored, _warning_headers(warnings))
+            created, warnings = await create_object(ctx, route, obj, wopts)
+            return _created(created, warnings)
         mutate = server_side_apply
     else:
         wopts = default_field_manager(parse_write_options(request.query, verb="patch"),
@@ -220,7 +230,7 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Any,
         if current is None:
             raise not_found(resource.group, resource.plural, route.name)
         old = _decode(current.value)
-        new = apply_kind_defaults(resource, mutate(copy.deepcopy(old)))
+        new = apply_kind_defaults(resource, mutate(copy_json(old)))
         uctx = lifecycle.UpdateContext(subresource=route.subresource, now=ctx.now(),
                                        namespace=route.namespace, name=route.name)
         prepared = lifecycle.prepare_update(resource, old, new, uctx)
