@@ -2,8 +2,6 @@
 
 """Models of the ``apps_v1`` types."""
 
-from __future__ import annotations
-
 from typing import ClassVar
 
 import msgspec
@@ -13,25 +11,14 @@ from kubewire.models.core_v1 import PodTemplateSpec
 from kubewire.models.meta_v1 import LabelSelector, ObjectMeta
 
 
-class Deployment(KubeObject, kw_only=True, omit_defaults=True):
-    API_VERSION: ClassVar[str] = "apps/v1"
-    KIND: ClassVar[str] = "Deployment"
-    PLURAL: ClassVar[str] = "deployments"
-    NAMESPACED: ClassVar[bool] = True
-
-    api_version: str | None = msgspec.field(default=None, name="apiVersion")
-    kind: str | None = None
-    metadata: ObjectMeta | None = None
-    spec: DeploymentSpec | None = None
-    status: DeploymentStatus | None = None
+class RollingUpdateDeployment(Model, kw_only=True, omit_defaults=True):
+    max_surge: IntOrString | None = msgspec.field(default=None, name="maxSurge")
+    max_unavailable: IntOrString | None = msgspec.field(default=None, name="maxUnavailable")
 
 
-class DeploymentCondition(Model, kw_only=True, omit_defaults=True):
-    last_transition_time: str | None = msgspec.field(default=None, name="lastTransitionTime")
-    last_update_time: str | None = msgspec.field(default=None, name="lastUpdateTime")
-    message: str | None = None
-    reason: str | None = None
-    status: str | None = None
+class DeploymentStrategy(Model, kw_only=True, omit_defaults=True):
+    rolling_update: RollingUpdateDeployment | None = msgspec.field(
+        default=None, name="rollingUpdate")
     type: str | None = None
 
 
@@ -47,6 +34,15 @@ class DeploymentSpec(Model, kw_only=True, omit_defaults=True):
     template: PodTemplateSpec | None = None
 
 
+class DeploymentCondition(Model, kw_only=True, omit_defaults=True):
+    last_transition_time: str | None = msgspec.field(default=None, name="lastTransitionTime")
+    last_update_time: str | None = msgspec.field(default=None, name="lastUpdateTime")
+    message: str | None = None
+    reason: str | None = None
+    status: str | None = None
+    type: str | None = None
+
+
 class DeploymentStatus(Model, kw_only=True, omit_defaults=True):
     available_replicas: int | None = msgspec.field(default=None, name="availableReplicas")
     collision_count: int | None = msgspec.field(default=None, name="collisionCount")
@@ -58,12 +54,14 @@ class DeploymentStatus(Model, kw_only=True, omit_defaults=True):
     updated_replicas: int | None = msgspec.field(default=None, name="updatedReplicas")
 
 
-class DeploymentStrategy(Model, kw_only=True, omit_defaults=True):
-    rolling_update: RollingUpdateDeployment | None = msgspec.field(
-        default=None, name="rollingUpdate")
-    type: str | None = None
+class Deployment(KubeObject, kw_only=True, omit_defaults=True):
+    API_VERSION: ClassVar[str] = "apps/v1"
+    KIND: ClassVar[str] = "Deployment"
+    PLURAL: ClassVar[str] = "deployments"
+    NAMESPACED: ClassVar[bool] = True
 
-
-class RollingUpdateDeployment(Model, kw_only=True, omit_defaults=True):
-    max_surge: IntOrString | None = msgspec.field(default=None, name="maxSurge")
-    max_unavailable: IntOrString | None = msgspec.field(default=None, name="maxUnavailable")
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    kind: str | None = None
+    metadata: ObjectMeta | None = None
+    spec: DeploymentSpec | None = None
+    status: DeploymentStatus | None = None

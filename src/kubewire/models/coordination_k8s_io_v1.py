@@ -2,14 +2,22 @@
 
 """Models of the ``coordination_k8s_io_v1`` types."""
 
-from __future__ import annotations
-
 from typing import ClassVar
 
 import msgspec
 
 from kubewire.models.base import KubeObject, Model
 from kubewire.models.meta_v1 import ObjectMeta
+
+
+class LeaseSpec(Model, kw_only=True, omit_defaults=True):
+    acquire_time: str | None = msgspec.field(default=None, name="acquireTime")
+    holder_identity: str | None = msgspec.field(default=None, name="holderIdentity")
+    lease_duration_seconds: int | None = msgspec.field(default=None, name="leaseDurationSeconds")
+    lease_transitions: int | None = msgspec.field(default=None, name="leaseTransitions")
+    preferred_holder: str | None = msgspec.field(default=None, name="preferredHolder")
+    renew_time: str | None = msgspec.field(default=None, name="renewTime")
+    strategy: str | None = None
 
 
 class Lease(KubeObject, kw_only=True, omit_defaults=True):
@@ -22,13 +30,3 @@ class Lease(KubeObject, kw_only=True, omit_defaults=True):
     kind: str | None = None
     metadata: ObjectMeta | None = None
     spec: LeaseSpec | None = None
-
-
-class LeaseSpec(Model, kw_only=True, omit_defaults=True):
-    acquire_time: str | None = msgspec.field(default=None, name="acquireTime")
-    holder_identity: str | None = msgspec.field(default=None, name="holderIdentity")
-    lease_duration_seconds: int | None = msgspec.field(default=None, name="leaseDurationSeconds")
-    lease_transitions: int | None = msgspec.field(default=None, name="leaseTransitions")
-    preferred_holder: str | None = msgspec.field(default=None, name="preferredHolder")
-    renew_time: str | None = msgspec.field(default=None, name="renewTime")
-    strategy: str | None = None

@@ -2,8 +2,6 @@
 
 """Models of the ``core_v1`` types."""
 
-from __future__ import annotations
-
 from typing import ClassVar
 
 import msgspec
@@ -17,6 +15,64 @@ class AWSElasticBlockStoreVolumeSource(Model, kw_only=True, omit_defaults=True):
     partition: int | None = None
     read_only: bool | None = msgspec.field(default=None, name="readOnly")
     volume_id: str | None = msgspec.field(default=None, name="volumeID")
+
+
+class NodeSelectorRequirement(Model, kw_only=True, omit_defaults=True):
+    key: str | None = None
+    operator: str | None = None
+    values: list[str] | None = None
+
+
+class NodeSelectorTerm(Model, kw_only=True, omit_defaults=True):
+    match_expressions: list[NodeSelectorRequirement] | None = msgspec.field(
+        default=None, name="matchExpressions")
+    match_fields: list[NodeSelectorRequirement] | None = msgspec.field(
+        default=None, name="matchFields")
+
+
+class PreferredSchedulingTerm(Model, kw_only=True, omit_defaults=True):
+    preference: NodeSelectorTerm | None = None
+    weight: int | None = None
+
+
+class NodeSelector(Model, kw_only=True, omit_defaults=True):
+    node_selector_terms: list[NodeSelectorTerm] | None = msgspec.field(
+        default=None, name="nodeSelectorTerms")
+
+
+class NodeAffinity(Model, kw_only=True, omit_defaults=True):
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] | None = (
+        msgspec.field(default=None, name="preferredDuringSchedulingIgnoredDuringExecution"))
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = msgspec.field(
+        default=None, name="requiredDuringSchedulingIgnoredDuringExecution")
+
+
+class PodAffinityTerm(Model, kw_only=True, omit_defaults=True):
+    label_selector: LabelSelector | None = msgspec.field(default=None, name="labelSelector")
+    match_label_keys: list[str] | None = msgspec.field(default=None, name="matchLabelKeys")
+    mismatch_label_keys: list[str] | None = msgspec.field(default=None, name="mismatchLabelKeys")
+    namespace_selector: LabelSelector | None = msgspec.field(default=None, name="namespaceSelector")
+    namespaces: list[str] | None = None
+    topology_key: str | None = msgspec.field(default=None, name="topologyKey")
+
+
+class WeightedPodAffinityTerm(Model, kw_only=True, omit_defaults=True):
+    pod_affinity_term: PodAffinityTerm | None = msgspec.field(default=None, name="podAffinityTerm")
+    weight: int | None = None
+
+
+class PodAffinity(Model, kw_only=True, omit_defaults=True):
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] | None = (
+        msgspec.field(default=None, name="preferredDuringSchedulingIgnoredDuringExecution"))
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] | None = (
+        msgspec.field(default=None, name="requiredDuringSchedulingIgnoredDuringExecution"))
+
+
+class PodAntiAffinity(Model, kw_only=True, omit_defaults=True):
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] | None = (
+        msgspec.field(default=None, name="preferredDuringSchedulingIgnoredDuringExecution"))
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] | None = (
+        msgspec.field(default=None, name="requiredDuringSchedulingIgnoredDuringExecution"))
 
 
 class Affinity(Model, kw_only=True, omit_defaults=True):
@@ -48,6 +104,10 @@ class AzureFileVolumeSource(Model, kw_only=True, omit_defaults=True):
     read_only: bool | None = msgspec.field(default=None, name="readOnly")
     secret_name: str | None = msgspec.field(default=None, name="secretName")
     share_name: str | None = msgspec.field(default=None, name="shareName")
+
+
+class LocalObjectReference(Model, kw_only=True, omit_defaults=True):
+    name: str | None = None
 
 
 class CSIVolumeSource(Model, kw_only=True, omit_defaults=True):
@@ -125,6 +185,12 @@ class ConfigMapNodeConfigSource(Model, kw_only=True, omit_defaults=True):
     uid: str | None = None
 
 
+class KeyToPath(Model, kw_only=True, omit_defaults=True):
+    key: str | None = None
+    mode: int | None = None
+    path: str | None = None
+
+
 class ConfigMapProjection(Model, kw_only=True, omit_defaults=True):
     items: list[KeyToPath] | None = None
     name: str | None = None
@@ -136,6 +202,183 @@ class ConfigMapVolumeSource(Model, kw_only=True, omit_defaults=True):
     items: list[KeyToPath] | None = None
     name: str | None = None
     optional: bool | None = None
+
+
+class ObjectFieldSelector(Model, kw_only=True, omit_defaults=True):
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    field_path: str | None = msgspec.field(default=None, name="fieldPath")
+
+
+class ResourceFieldSelector(Model, kw_only=True, omit_defaults=True):
+    container_name: str | None = msgspec.field(default=None, name="containerName")
+    divisor: Quantity | None = None
+    resource: str | None = None
+
+
+class SecretKeySelector(Model, kw_only=True, omit_defaults=True):
+    key: str | None = None
+    name: str | None = None
+    optional: bool | None = None
+
+
+class EnvVarSource(Model, kw_only=True, omit_defaults=True):
+    config_map_key_ref: ConfigMapKeySelector | None = msgspec.field(
+        default=None, name="configMapKeyRef")
+    field_ref: ObjectFieldSelector | None = msgspec.field(default=None, name="fieldRef")
+    resource_field_ref: ResourceFieldSelector | None = msgspec.field(
+        default=None, name="resourceFieldRef")
+    secret_key_ref: SecretKeySelector | None = msgspec.field(default=None, name="secretKeyRef")
+
+
+class EnvVar(Model, kw_only=True, omit_defaults=True):
+    name: str | None = None
+    value: str | None = None
+    value_from: EnvVarSource | None = msgspec.field(default=None, name="valueFrom")
+
+
+class SecretEnvSource(Model, kw_only=True, omit_defaults=True):
+    name: str | None = None
+    optional: bool | None = None
+
+
+class EnvFromSource(Model, kw_only=True, omit_defaults=True):
+    config_map_ref: ConfigMapEnvSource | None = msgspec.field(default=None, name="configMapRef")
+    prefix: str | None = None
+    secret_ref: SecretEnvSource | None = msgspec.field(default=None, name="secretRef")
+
+
+class ExecAction(Model, kw_only=True, omit_defaults=True):
+    command: list[str] | None = None
+
+
+class HTTPHeader(Model, kw_only=True, omit_defaults=True):
+    name: str | None = None
+    value: str | None = None
+
+
+class HTTPGetAction(Model, kw_only=True, omit_defaults=True):
+    host: str | None = None
+    http_headers: list[HTTPHeader] | None = msgspec.field(default=None, name="httpHeaders")
+    path: str | None = None
+    port: IntOrString | None = None
+    scheme: str | None = None
+
+
+class SleepAction(Model, kw_only=True, omit_defaults=True):
+    seconds: int | None = None
+
+
+class TCPSocketAction(Model, kw_only=True, omit_defaults=True):
+    host: str | None = None
+    port: IntOrString | None = None
+
+
+class LifecycleHandler(Model, kw_only=True, omit_defaults=True):
+    exec: ExecAction | None = None
+    http_get: HTTPGetAction | None = msgspec.field(default=None, name="httpGet")
+    sleep: SleepAction | None = None
+    tcp_socket: TCPSocketAction | None = msgspec.field(default=None, name="tcpSocket")
+
+
+class Lifecycle(Model, kw_only=True, omit_defaults=True):
+    post_start: LifecycleHandler | None = msgspec.field(default=None, name="postStart")
+    pre_stop: LifecycleHandler | None = msgspec.field(default=None, name="preStop")
+
+
+class GRPCAction(Model, kw_only=True, omit_defaults=True):
+    port: int | None = None
+    service: str | None = None
+
+
+class Probe(Model, kw_only=True, omit_defaults=True):
+    exec: ExecAction | None = None
+    failure_threshold: int | None = msgspec.field(default=None, name="failureThreshold")
+    grpc: GRPCAction | None = None
+    http_get: HTTPGetAction | None = msgspec.field(default=None, name="httpGet")
+    initial_delay_seconds: int | None = msgspec.field(default=None, name="initialDelaySeconds")
+    period_seconds: int | None = msgspec.field(default=None, name="periodSeconds")
+    success_threshold: int | None = msgspec.field(default=None, name="successThreshold")
+    tcp_socket: TCPSocketAction | None = msgspec.field(default=None, name="tcpSocket")
+    termination_grace_period_seconds: int | None = msgspec.field(
+        default=None, name="terminationGracePeriodSeconds")
+    timeout_seconds: int | None = msgspec.field(default=None, name="timeoutSeconds")
+
+
+class ContainerPort(Model, kw_only=True, omit_defaults=True):
+    container_port: int | None = msgspec.field(default=None, name="containerPort")
+    host_ip: str | None = msgspec.field(default=None, name="hostIP")
+    host_port: int | None = msgspec.field(default=None, name="hostPort")
+    name: str | None = None
+    protocol: str | None = None
+
+
+class ContainerResizePolicy(Model, kw_only=True, omit_defaults=True):
+    resource_name: str | None = msgspec.field(default=None, name="resourceName")
+    restart_policy: str | None = msgspec.field(default=None, name="restartPolicy")
+
+
+class ResourceClaim(Model, kw_only=True, omit_defaults=True):
+    name: str | None = None
+    request: str | None = None
+
+
+class ResourceRequirements(Model, kw_only=True, omit_defaults=True):
+    claims: list[ResourceClaim] | None = None
+    limits: dict[str, Quantity] | None = None
+    requests: dict[str, Quantity] | None = None
+
+
+class SELinuxOptions(Model, kw_only=True, omit_defaults=True):
+    level: str | None = None
+    role: str | None = None
+    type: str | None = None
+    user: str | None = None
+
+
+class SeccompProfile(Model, kw_only=True, omit_defaults=True):
+    localhost_profile: str | None = msgspec.field(default=None, name="localhostProfile")
+    type: str | None = None
+
+
+class WindowsSecurityContextOptions(Model, kw_only=True, omit_defaults=True):
+    gmsa_credential_spec: str | None = msgspec.field(default=None, name="gmsaCredentialSpec")
+    gmsa_credential_spec_name: str | None = msgspec.field(
+        default=None, name="gmsaCredentialSpecName")
+    host_process: bool | None = msgspec.field(default=None, name="hostProcess")
+    run_as_user_name: str | None = msgspec.field(default=None, name="runAsUserName")
+
+
+class SecurityContext(Model, kw_only=True, omit_defaults=True):
+    allow_privilege_escalation: bool | None = msgspec.field(
+        default=None, name="allowPrivilegeEscalation")
+    app_armor_profile: AppArmorProfile | None = msgspec.field(default=None, name="appArmorProfile")
+    capabilities: Capabilities | None = None
+    privileged: bool | None = None
+    proc_mount: str | None = msgspec.field(default=None, name="procMount")
+    read_only_root_filesystem: bool | None = msgspec.field(
+        default=None, name="readOnlyRootFilesystem")
+    run_as_group: int | None = msgspec.field(default=None, name="runAsGroup")
+    run_as_non_root: bool | None = msgspec.field(default=None, name="runAsNonRoot")
+    run_as_user: int | None = msgspec.field(default=None, name="runAsUser")
+    se_linux_options: SELinuxOptions | None = msgspec.field(default=None, name="seLinuxOptions")
+    seccomp_profile: SeccompProfile | None = msgspec.field(default=None, name="seccompProfile")
+    windows_options: WindowsSecurityContextOptions | None = msgspec.field(
+        default=None, name="windowsOptions")
+
+
+class VolumeDevice(Model, kw_only=True, omit_defaults=True):
+    device_path: str | None = msgspec.field(default=None, name="devicePath")
+    name: str | None = None
+
+
+class VolumeMount(Model, kw_only=True, omit_defaults=True):
+    mount_path: str | None = msgspec.field(default=None, name="mountPath")
+    mount_propagation: str | None = msgspec.field(default=None, name="mountPropagation")
+    name: str | None = None
+    read_only: bool | None = msgspec.field(default=None, name="readOnly")
+    recursive_read_only: str | None = msgspec.field(default=None, name="recursiveReadOnly")
+    sub_path: str | None = msgspec.field(default=None, name="subPath")
+    sub_path_expr: str | None = msgspec.field(default=None, name="subPathExpr")
 
 
 class Container(Model, kw_only=True, omit_defaults=True):
@@ -173,25 +416,6 @@ class ContainerImage(Model, kw_only=True, omit_defaults=True):
     size_bytes: int | None = msgspec.field(default=None, name="sizeBytes")
 
 
-class ContainerPort(Model, kw_only=True, omit_defaults=True):
-    container_port: int | None = msgspec.field(default=None, name="containerPort")
-    host_ip: str | None = msgspec.field(default=None, name="hostIP")
-    host_port: int | None = msgspec.field(default=None, name="hostPort")
-    name: str | None = None
-    protocol: str | None = None
-
-
-class ContainerResizePolicy(Model, kw_only=True, omit_defaults=True):
-    resource_name: str | None = msgspec.field(default=None, name="resourceName")
-    restart_policy: str | None = msgspec.field(default=None, name="restartPolicy")
-
-
-class ContainerState(Model, kw_only=True, omit_defaults=True):
-    running: ContainerStateRunning | None = None
-    terminated: ContainerStateTerminated | None = None
-    waiting: ContainerStateWaiting | None = None
-
-
 class ContainerStateRunning(Model, kw_only=True, omit_defaults=True):
     started_at: str | None = msgspec.field(default=None, name="startedAt")
 
@@ -209,6 +433,39 @@ class ContainerStateTerminated(Model, kw_only=True, omit_defaults=True):
 class ContainerStateWaiting(Model, kw_only=True, omit_defaults=True):
     message: str | None = None
     reason: str | None = None
+
+
+class ContainerState(Model, kw_only=True, omit_defaults=True):
+    running: ContainerStateRunning | None = None
+    terminated: ContainerStateTerminated | None = None
+    waiting: ContainerStateWaiting | None = None
+
+
+class ResourceHealth(Model, kw_only=True, omit_defaults=True):
+    health: str | None = None
+    resource_id: str | None = msgspec.field(default=None, name="resourceID")
+
+
+class ResourceStatus(Model, kw_only=True, omit_defaults=True):
+    name: str | None = None
+    resources: list[ResourceHealth] | None = None
+
+
+class LinuxContainerUser(Model, kw_only=True, omit_defaults=True):
+    gid: int | None = None
+    supplemental_groups: list[int] | None = msgspec.field(default=None, name="supplementalGroups")
+    uid: int | None = None
+
+
+class ContainerUser(Model, kw_only=True, omit_defaults=True):
+    linux: LinuxContainerUser | None = None
+
+
+class VolumeMountStatus(Model, kw_only=True, omit_defaults=True):
+    mount_path: str | None = msgspec.field(default=None, name="mountPath")
+    name: str | None = None
+    read_only: bool | None = msgspec.field(default=None, name="readOnly")
+    recursive_read_only: str | None = msgspec.field(default=None, name="recursiveReadOnly")
 
 
 class ContainerStatus(Model, kw_only=True, omit_defaults=True):
@@ -230,16 +487,8 @@ class ContainerStatus(Model, kw_only=True, omit_defaults=True):
     volume_mounts: list[VolumeMountStatus] | None = msgspec.field(default=None, name="volumeMounts")
 
 
-class ContainerUser(Model, kw_only=True, omit_defaults=True):
-    linux: LinuxContainerUser | None = None
-
-
 class DaemonEndpoint(Model, kw_only=True, omit_defaults=True):
     port: int | None = msgspec.field(default=None, name="Port")
-
-
-class DownwardAPIProjection(Model, kw_only=True, omit_defaults=True):
-    items: list[DownwardAPIVolumeFile] | None = None
 
 
 class DownwardAPIVolumeFile(Model, kw_only=True, omit_defaults=True):
@@ -250,6 +499,10 @@ class DownwardAPIVolumeFile(Model, kw_only=True, omit_defaults=True):
         default=None, name="resourceFieldRef")
 
 
+class DownwardAPIProjection(Model, kw_only=True, omit_defaults=True):
+    items: list[DownwardAPIVolumeFile] | None = None
+
+
 class DownwardAPIVolumeSource(Model, kw_only=True, omit_defaults=True):
     default_mode: int | None = msgspec.field(default=None, name="defaultMode")
     items: list[DownwardAPIVolumeFile] | None = None
@@ -258,27 +511,6 @@ class DownwardAPIVolumeSource(Model, kw_only=True, omit_defaults=True):
 class EmptyDirVolumeSource(Model, kw_only=True, omit_defaults=True):
     medium: str | None = None
     size_limit: Quantity | None = msgspec.field(default=None, name="sizeLimit")
-
-
-class EnvFromSource(Model, kw_only=True, omit_defaults=True):
-    config_map_ref: ConfigMapEnvSource | None = msgspec.field(default=None, name="configMapRef")
-    prefix: str | None = None
-    secret_ref: SecretEnvSource | None = msgspec.field(default=None, name="secretRef")
-
-
-class EnvVar(Model, kw_only=True, omit_defaults=True):
-    name: str | None = None
-    value: str | None = None
-    value_from: EnvVarSource | None = msgspec.field(default=None, name="valueFrom")
-
-
-class EnvVarSource(Model, kw_only=True, omit_defaults=True):
-    config_map_key_ref: ConfigMapKeySelector | None = msgspec.field(
-        default=None, name="configMapKeyRef")
-    field_ref: ObjectFieldSelector | None = msgspec.field(default=None, name="fieldRef")
-    resource_field_ref: ResourceFieldSelector | None = msgspec.field(
-        default=None, name="resourceFieldRef")
-    secret_key_ref: SecretKeySelector | None = msgspec.field(default=None, name="secretKeyRef")
 
 
 class EphemeralContainer(Model, kw_only=True, omit_defaults=True):
@@ -312,9 +544,65 @@ class EphemeralContainer(Model, kw_only=True, omit_defaults=True):
     working_dir: str | None = msgspec.field(default=None, name="workingDir")
 
 
+class TypedLocalObjectReference(Model, kw_only=True, omit_defaults=True):
+    api_group: str | None = msgspec.field(default=None, name="apiGroup")
+    kind: str | None = None
+    name: str | None = None
+
+
+class TypedObjectReference(Model, kw_only=True, omit_defaults=True):
+    api_group: str | None = msgspec.field(default=None, name="apiGroup")
+    kind: str | None = None
+    name: str | None = None
+    namespace: str | None = None
+
+
+class VolumeResourceRequirements(Model, kw_only=True, omit_defaults=True):
+    limits: dict[str, Quantity] | None = None
+    requests: dict[str, Quantity] | None = None
+
+
+class PersistentVolumeClaimSpec(Model, kw_only=True, omit_defaults=True):
+    access_modes: list[str] | None = msgspec.field(default=None, name="accessModes")
+    data_source: TypedLocalObjectReference | None = msgspec.field(default=None, name="dataSource")
+    data_source_ref: TypedObjectReference | None = msgspec.field(default=None, name="dataSourceRef")
+    resources: VolumeResourceRequirements | None = None
+    selector: LabelSelector | None = None
+    storage_class_name: str | None = msgspec.field(default=None, name="storageClassName")
+    volume_attributes_class_name: str | None = msgspec.field(
+        default=None, name="volumeAttributesClassName")
+    volume_mode: str | None = msgspec.field(default=None, name="volumeMode")
+    volume_name: str | None = msgspec.field(default=None, name="volumeName")
+
+
+class PersistentVolumeClaimTemplate(Model, kw_only=True, omit_defaults=True):
+    metadata: ObjectMeta | None = None
+    spec: PersistentVolumeClaimSpec | None = None
+
+
 class EphemeralVolumeSource(Model, kw_only=True, omit_defaults=True):
     volume_claim_template: PersistentVolumeClaimTemplate | None = msgspec.field(
         default=None, name="volumeClaimTemplate")
+
+
+class ObjectReference(Model, kw_only=True, omit_defaults=True):
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    field_path: str | None = msgspec.field(default=None, name="fieldPath")
+    kind: str | None = None
+    name: str | None = None
+    namespace: str | None = None
+    resource_version: str | None = msgspec.field(default=None, name="resourceVersion")
+    uid: str | None = None
+
+
+class EventSeries(Model, kw_only=True, omit_defaults=True):
+    count: int | None = None
+    last_observed_time: str | None = msgspec.field(default=None, name="lastObservedTime")
+
+
+class EventSource(Model, kw_only=True, omit_defaults=True):
+    component: str | None = None
+    host: str | None = None
 
 
 class Event(KubeObject, kw_only=True, omit_defaults=True):
@@ -340,20 +628,6 @@ class Event(KubeObject, kw_only=True, omit_defaults=True):
     series: EventSeries | None = None
     source: EventSource | None = None
     type: str | None = None
-
-
-class EventSeries(Model, kw_only=True, omit_defaults=True):
-    count: int | None = None
-    last_observed_time: str | None = msgspec.field(default=None, name="lastObservedTime")
-
-
-class EventSource(Model, kw_only=True, omit_defaults=True):
-    component: str | None = None
-    host: str | None = None
-
-
-class ExecAction(Model, kw_only=True, omit_defaults=True):
-    command: list[str] | None = None
 
 
 class FCVolumeSource(Model, kw_only=True, omit_defaults=True):
@@ -384,11 +658,6 @@ class GCEPersistentDiskVolumeSource(Model, kw_only=True, omit_defaults=True):
     read_only: bool | None = msgspec.field(default=None, name="readOnly")
 
 
-class GRPCAction(Model, kw_only=True, omit_defaults=True):
-    port: int | None = None
-    service: str | None = None
-
-
 class GitRepoVolumeSource(Model, kw_only=True, omit_defaults=True):
     directory: str | None = None
     repository: str | None = None
@@ -399,19 +668,6 @@ class GlusterfsVolumeSource(Model, kw_only=True, omit_defaults=True):
     endpoints: str | None = None
     path: str | None = None
     read_only: bool | None = msgspec.field(default=None, name="readOnly")
-
-
-class HTTPGetAction(Model, kw_only=True, omit_defaults=True):
-    host: str | None = None
-    http_headers: list[HTTPHeader] | None = msgspec.field(default=None, name="httpHeaders")
-    path: str | None = None
-    port: IntOrString | None = None
-    scheme: str | None = None
-
-
-class HTTPHeader(Model, kw_only=True, omit_defaults=True):
-    name: str | None = None
-    value: str | None = None
 
 
 class HostAlias(Model, kw_only=True, omit_defaults=True):
@@ -447,28 +703,10 @@ class ImageVolumeSource(Model, kw_only=True, omit_defaults=True):
     reference: str | None = None
 
 
-class KeyToPath(Model, kw_only=True, omit_defaults=True):
-    key: str | None = None
-    mode: int | None = None
-    path: str | None = None
-
-
-class Lifecycle(Model, kw_only=True, omit_defaults=True):
-    post_start: LifecycleHandler | None = msgspec.field(default=None, name="postStart")
-    pre_stop: LifecycleHandler | None = msgspec.field(default=None, name="preStop")
-
-
-class LifecycleHandler(Model, kw_only=True, omit_defaults=True):
-    exec: ExecAction | None = None
-    http_get: HTTPGetAction | None = msgspec.field(default=None, name="httpGet")
-    sleep: SleepAction | None = None
-    tcp_socket: TCPSocketAction | None = msgspec.field(default=None, name="tcpSocket")
-
-
-class LinuxContainerUser(Model, kw_only=True, omit_defaults=True):
-    gid: int | None = None
-    supplemental_groups: list[int] | None = msgspec.field(default=None, name="supplementalGroups")
-    uid: int | None = None
+class PortStatus(Model, kw_only=True, omit_defaults=True):
+    error: str | None = None
+    port: int | None = None
+    protocol: str | None = None
 
 
 class LoadBalancerIngress(Model, kw_only=True, omit_defaults=True):
@@ -482,14 +720,27 @@ class LoadBalancerStatus(Model, kw_only=True, omit_defaults=True):
     ingress: list[LoadBalancerIngress] | None = None
 
 
-class LocalObjectReference(Model, kw_only=True, omit_defaults=True):
-    name: str | None = None
-
-
 class NFSVolumeSource(Model, kw_only=True, omit_defaults=True):
     path: str | None = None
     read_only: bool | None = msgspec.field(default=None, name="readOnly")
     server: str | None = None
+
+
+class NamespaceSpec(Model, kw_only=True, omit_defaults=True):
+    finalizers: list[str] | None = None
+
+
+class NamespaceCondition(Model, kw_only=True, omit_defaults=True):
+    last_transition_time: str | None = msgspec.field(default=None, name="lastTransitionTime")
+    message: str | None = None
+    reason: str | None = None
+    status: str | None = None
+    type: str | None = None
+
+
+class NamespaceStatus(Model, kw_only=True, omit_defaults=True):
+    conditions: list[NamespaceCondition] | None = None
+    phase: str | None = None
 
 
 class Namespace(KubeObject, kw_only=True, omit_defaults=True):
@@ -505,46 +756,30 @@ class Namespace(KubeObject, kw_only=True, omit_defaults=True):
     status: NamespaceStatus | None = None
 
 
-class NamespaceCondition(Model, kw_only=True, omit_defaults=True):
-    last_transition_time: str | None = msgspec.field(default=None, name="lastTransitionTime")
-    message: str | None = None
-    reason: str | None = None
-    status: str | None = None
-    type: str | None = None
+class NodeConfigSource(Model, kw_only=True, omit_defaults=True):
+    config_map: ConfigMapNodeConfigSource | None = msgspec.field(default=None, name="configMap")
 
 
-class NamespaceSpec(Model, kw_only=True, omit_defaults=True):
-    finalizers: list[str] | None = None
+class Taint(Model, kw_only=True, omit_defaults=True):
+    effect: str | None = None
+    key: str | None = None
+    time_added: str | None = msgspec.field(default=None, name="timeAdded")
+    value: str | None = None
 
 
-class NamespaceStatus(Model, kw_only=True, omit_defaults=True):
-    conditions: list[NamespaceCondition] | None = None
-    phase: str | None = None
-
-
-class Node(KubeObject, kw_only=True, omit_defaults=True):
-    API_VERSION: ClassVar[str] = "v1"
-    KIND: ClassVar[str] = "Node"
-    PLURAL: ClassVar[str] = "nodes"
-    NAMESPACED: ClassVar[bool] = False
-
-    api_version: str | None = msgspec.field(default=None, name="apiVersion")
-    kind: str | None = None
-    metadata: ObjectMeta | None = None
-    spec: NodeSpec | None = None
-    status: NodeStatus | None = None
+class NodeSpec(Model, kw_only=True, omit_defaults=True):
+    config_source: NodeConfigSource | None = msgspec.field(default=None, name="configSource")
+    external_id: str | None = msgspec.field(default=None, name="externalID")
+    pod_cidr: str | None = msgspec.field(default=None, name="podCIDR")
+    pod_cidrs: list[str] | None = msgspec.field(default=None, name="podCIDRs")
+    provider_id: str | None = msgspec.field(default=None, name="providerID")
+    taints: list[Taint] | None = None
+    unschedulable: bool | None = None
 
 
 class NodeAddress(Model, kw_only=True, omit_defaults=True):
     address: str | None = None
     type: str | None = None
-
-
-class NodeAffinity(Model, kw_only=True, omit_defaults=True):
-    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] | None = (
-        msgspec.field(default=None, name="preferredDuringSchedulingIgnoredDuringExecution"))
-    required_during_scheduling_ignored_during_execution: NodeSelector | None = msgspec.field(
-        default=None, name="requiredDuringSchedulingIgnoredDuringExecution")
 
 
 class NodeCondition(Model, kw_only=True, omit_defaults=True):
@@ -554,10 +789,6 @@ class NodeCondition(Model, kw_only=True, omit_defaults=True):
     reason: str | None = None
     status: str | None = None
     type: str | None = None
-
-
-class NodeConfigSource(Model, kw_only=True, omit_defaults=True):
-    config_map: ConfigMapNodeConfigSource | None = msgspec.field(default=None, name="configMap")
 
 
 class NodeConfigStatus(Model, kw_only=True, omit_defaults=True):
@@ -576,9 +807,18 @@ class NodeFeatures(Model, kw_only=True, omit_defaults=True):
         default=None, name="supplementalGroupsPolicy")
 
 
-class NodeRuntimeHandler(Model, kw_only=True, omit_defaults=True):
-    features: NodeRuntimeHandlerFeatures | None = None
-    name: str | None = None
+class NodeSystemInfo(Model, kw_only=True, omit_defaults=True):
+    architecture: str | None = None
+    boot_id: str | None = msgspec.field(default=None, name="bootID")
+    container_runtime_version: str | None = msgspec.field(
+        default=None, name="containerRuntimeVersion")
+    kernel_version: str | None = msgspec.field(default=None, name="kernelVersion")
+    kube_proxy_version: str | None = msgspec.field(default=None, name="kubeProxyVersion")
+    kubelet_version: str | None = msgspec.field(default=None, name="kubeletVersion")
+    machine_id: str | None = msgspec.field(default=None, name="machineID")
+    operating_system: str | None = msgspec.field(default=None, name="operatingSystem")
+    os_image: str | None = msgspec.field(default=None, name="osImage")
+    system_uuid: str | None = msgspec.field(default=None, name="systemUUID")
 
 
 class NodeRuntimeHandlerFeatures(Model, kw_only=True, omit_defaults=True):
@@ -587,32 +827,9 @@ class NodeRuntimeHandlerFeatures(Model, kw_only=True, omit_defaults=True):
     user_namespaces: bool | None = msgspec.field(default=None, name="userNamespaces")
 
 
-class NodeSelector(Model, kw_only=True, omit_defaults=True):
-    node_selector_terms: list[NodeSelectorTerm] | None = msgspec.field(
-        default=None, name="nodeSelectorTerms")
-
-
-class NodeSelectorRequirement(Model, kw_only=True, omit_defaults=True):
-    key: str | None = None
-    operator: str | None = None
-    values: list[str] | None = None
-
-
-class NodeSelectorTerm(Model, kw_only=True, omit_defaults=True):
-    match_expressions: list[NodeSelectorRequirement] | None = msgspec.field(
-        default=None, name="matchExpressions")
-    match_fields: list[NodeSelectorRequirement] | None = msgspec.field(
-        default=None, name="matchFields")
-
-
-class NodeSpec(Model, kw_only=True, omit_defaults=True):
-    config_source: NodeConfigSource | None = msgspec.field(default=None, name="configSource")
-    external_id: str | None = msgspec.field(default=None, name="externalID")
-    pod_cidr: str | None = msgspec.field(default=None, name="podCIDR")
-    pod_cidrs: list[str] | None = msgspec.field(default=None, name="podCIDRs")
-    provider_id: str | None = msgspec.field(default=None, name="providerID")
-    taints: list[Taint] | None = None
-    unschedulable: bool | None = None
+class NodeRuntimeHandler(Model, kw_only=True, omit_defaults=True):
+    features: NodeRuntimeHandlerFeatures | None = None
+    name: str | None = None
 
 
 class NodeStatus(Model, kw_only=True, omit_defaults=True):
@@ -634,51 +851,17 @@ class NodeStatus(Model, kw_only=True, omit_defaults=True):
     volumes_in_use: list[str] | None = msgspec.field(default=None, name="volumesInUse")
 
 
-class NodeSystemInfo(Model, kw_only=True, omit_defaults=True):
-    architecture: str | None = None
-    boot_id: str | None = msgspec.field(default=None, name="bootID")
-    container_runtime_version: str | None = msgspec.field(
-        default=None, name="containerRuntimeVersion")
-    kernel_version: str | None = msgspec.field(default=None, name="kernelVersion")
-    kube_proxy_version: str | None = msgspec.field(default=None, name="kubeProxyVersion")
-    kubelet_version: str | None = msgspec.field(default=None, name="kubeletVersion")
-    machine_id: str | None = msgspec.field(default=None, name="machineID")
-    operating_system: str | None = msgspec.field(default=None, name="operatingSystem")
-    os_image: str | None = msgspec.field(default=None, name="osImage")
-    system_uuid: str | None = msgspec.field(default=None, name="systemUUID")
+class Node(KubeObject, kw_only=True, omit_defaults=True):
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "Node"
+    PLURAL: ClassVar[str] = "nodes"
+    NAMESPACED: ClassVar[bool] = False
 
-
-class ObjectFieldSelector(Model, kw_only=True, omit_defaults=True):
     api_version: str | None = msgspec.field(default=None, name="apiVersion")
-    field_path: str | None = msgspec.field(default=None, name="fieldPath")
-
-
-class ObjectReference(Model, kw_only=True, omit_defaults=True):
-    api_version: str | None = msgspec.field(default=None, name="apiVersion")
-    field_path: str | None = msgspec.field(default=None, name="fieldPath")
     kind: str | None = None
-    name: str | None = None
-    namespace: str | None = None
-    resource_version: str | None = msgspec.field(default=None, name="resourceVersion")
-    uid: str | None = None
-
-
-class PersistentVolumeClaimSpec(Model, kw_only=True, omit_defaults=True):
-    access_modes: list[str] | None = msgspec.field(default=None, name="accessModes")
-    data_source: TypedLocalObjectReference | None = msgspec.field(default=None, name="dataSource")
-    data_source_ref: TypedObjectReference | None = msgspec.field(default=None, name="dataSourceRef")
-    resources: VolumeResourceRequirements | None = None
-    selector: LabelSelector | None = None
-    storage_class_name: str | None = msgspec.field(default=None, name="storageClassName")
-    volume_attributes_class_name: str | None = msgspec.field(
-        default=None, name="volumeAttributesClassName")
-    volume_mode: str | None = msgspec.field(default=None, name="volumeMode")
-    volume_name: str | None = msgspec.field(default=None, name="volumeName")
-
-
-class PersistentVolumeClaimTemplate(Model, kw_only=True, omit_defaults=True):
     metadata: ObjectMeta | None = None
-    spec: PersistentVolumeClaimSpec | None = None
+    spec: NodeSpec | None = None
+    status: NodeStatus | None = None
 
 
 class PersistentVolumeClaimVolumeSource(Model, kw_only=True, omit_defaults=True):
@@ -691,64 +874,15 @@ class PhotonPersistentDiskVolumeSource(Model, kw_only=True, omit_defaults=True):
     pd_id: str | None = msgspec.field(default=None, name="pdID")
 
 
-class Pod(KubeObject, kw_only=True, omit_defaults=True):
-    API_VERSION: ClassVar[str] = "v1"
-    KIND: ClassVar[str] = "Pod"
-    PLURAL: ClassVar[str] = "pods"
-    NAMESPACED: ClassVar[bool] = True
-
-    api_version: str | None = msgspec.field(default=None, name="apiVersion")
-    kind: str | None = None
-    metadata: ObjectMeta | None = None
-    spec: PodSpec | None = None
-    status: PodStatus | None = None
-
-
-class PodAffinity(Model, kw_only=True, omit_defaults=True):
-    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] | None = (
-        msgspec.field(default=None, name="preferredDuringSchedulingIgnoredDuringExecution"))
-    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] | None = (
-        msgspec.field(default=None, name="requiredDuringSchedulingIgnoredDuringExecution"))
-
-
-class PodAffinityTerm(Model, kw_only=True, omit_defaults=True):
-    label_selector: LabelSelector | None = msgspec.field(default=None, name="labelSelector")
-    match_label_keys: list[str] | None = msgspec.field(default=None, name="matchLabelKeys")
-    mismatch_label_keys: list[str] | None = msgspec.field(default=None, name="mismatchLabelKeys")
-    namespace_selector: LabelSelector | None = msgspec.field(default=None, name="namespaceSelector")
-    namespaces: list[str] | None = None
-    topology_key: str | None = msgspec.field(default=None, name="topologyKey")
-
-
-class PodAntiAffinity(Model, kw_only=True, omit_defaults=True):
-    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] | None = (
-        msgspec.field(default=None, name="preferredDuringSchedulingIgnoredDuringExecution"))
-    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] | None = (
-        msgspec.field(default=None, name="requiredDuringSchedulingIgnoredDuringExecution"))
-
-
-class PodCondition(Model, kw_only=True, omit_defaults=True):
-    last_probe_time: str | None = msgspec.field(default=None, name="lastProbeTime")
-    last_transition_time: str | None = msgspec.field(default=None, name="lastTransitionTime")
-    message: str | None = None
-    reason: str | None = None
-    status: str | None = None
-    type: str | None = None
+class PodDNSConfigOption(Model, kw_only=True, omit_defaults=True):
+    name: str | None = None
+    value: str | None = None
 
 
 class PodDNSConfig(Model, kw_only=True, omit_defaults=True):
     nameservers: list[str] | None = None
     options: list[PodDNSConfigOption] | None = None
     searches: list[str] | None = None
-
-
-class PodDNSConfigOption(Model, kw_only=True, omit_defaults=True):
-    name: str | None = None
-    value: str | None = None
-
-
-class PodIP(Model, kw_only=True, omit_defaults=True):
-    ip: str | None = None
 
 
 class PodOS(Model, kw_only=True, omit_defaults=True):
@@ -766,13 +900,13 @@ class PodResourceClaim(Model, kw_only=True, omit_defaults=True):
         default=None, name="resourceClaimTemplateName")
 
 
-class PodResourceClaimStatus(Model, kw_only=True, omit_defaults=True):
-    name: str | None = None
-    resource_claim_name: str | None = msgspec.field(default=None, name="resourceClaimName")
-
-
 class PodSchedulingGate(Model, kw_only=True, omit_defaults=True):
     name: str | None = None
+
+
+class Sysctl(Model, kw_only=True, omit_defaults=True):
+    name: str | None = None
+    value: str | None = None
 
 
 class PodSecurityContext(Model, kw_only=True, omit_defaults=True):
@@ -791,6 +925,153 @@ class PodSecurityContext(Model, kw_only=True, omit_defaults=True):
     sysctls: list[Sysctl] | None = None
     windows_options: WindowsSecurityContextOptions | None = msgspec.field(
         default=None, name="windowsOptions")
+
+
+class Toleration(Model, kw_only=True, omit_defaults=True):
+    effect: str | None = None
+    key: str | None = None
+    operator: str | None = None
+    toleration_seconds: int | None = msgspec.field(default=None, name="tolerationSeconds")
+    value: str | None = None
+
+
+class TopologySpreadConstraint(Model, kw_only=True, omit_defaults=True):
+    label_selector: LabelSelector | None = msgspec.field(default=None, name="labelSelector")
+    match_label_keys: list[str] | None = msgspec.field(default=None, name="matchLabelKeys")
+    max_skew: int | None = msgspec.field(default=None, name="maxSkew")
+    min_domains: int | None = msgspec.field(default=None, name="minDomains")
+    node_affinity_policy: str | None = msgspec.field(default=None, name="nodeAffinityPolicy")
+    node_taints_policy: str | None = msgspec.field(default=None, name="nodeTaintsPolicy")
+    topology_key: str | None = msgspec.field(default=None, name="topologyKey")
+    when_unsatisfiable: str | None = msgspec.field(default=None, name="whenUnsatisfiable")
+
+
+class PortworxVolumeSource(Model, kw_only=True, omit_defaults=True):
+    fs_type: str | None = msgspec.field(default=None, name="fsType")
+    read_only: bool | None = msgspec.field(default=None, name="readOnly")
+    volume_id: str | None = msgspec.field(default=None, name="volumeID")
+
+
+class SecretProjection(Model, kw_only=True, omit_defaults=True):
+    items: list[KeyToPath] | None = None
+    name: str | None = None
+    optional: bool | None = None
+
+
+class ServiceAccountTokenProjection(Model, kw_only=True, omit_defaults=True):
+    audience: str | None = None
+    expiration_seconds: int | None = msgspec.field(default=None, name="expirationSeconds")
+    path: str | None = None
+
+
+class VolumeProjection(Model, kw_only=True, omit_defaults=True):
+    cluster_trust_bundle: ClusterTrustBundleProjection | None = msgspec.field(
+        default=None, name="clusterTrustBundle")
+    config_map: ConfigMapProjection | None = msgspec.field(default=None, name="configMap")
+    downward_api: DownwardAPIProjection | None = msgspec.field(default=None, name="downwardAPI")
+    secret: SecretProjection | None = None
+    service_account_token: ServiceAccountTokenProjection | None = msgspec.field(
+        default=None, name="serviceAccountToken")
+
+
+class ProjectedVolumeSource(Model, kw_only=True, omit_defaults=True):
+    default_mode: int | None = msgspec.field(default=None, name="defaultMode")
+    sources: list[VolumeProjection] | None = None
+
+
+class QuobyteVolumeSource(Model, kw_only=True, omit_defaults=True):
+    group: str | None = None
+    read_only: bool | None = msgspec.field(default=None, name="readOnly")
+    registry: str | None = None
+    tenant: str | None = None
+    user: str | None = None
+    volume: str | None = None
+
+
+class RBDVolumeSource(Model, kw_only=True, omit_defaults=True):
+    fs_type: str | None = msgspec.field(default=None, name="fsType")
+    image: str | None = None
+    keyring: str | None = None
+    monitors: list[str] | None = None
+    pool: str | None = None
+    read_only: bool | None = msgspec.field(default=None, name="readOnly")
+    secret_ref: LocalObjectReference | None = msgspec.field(default=None, name="secretRef")
+    user: str | None = None
+
+
+class ScaleIOVolumeSource(Model, kw_only=True, omit_defaults=True):
+    fs_type: str | None = msgspec.field(default=None, name="fsType")
+    gateway: str | None = None
+    protection_domain: str | None = msgspec.field(default=None, name="protectionDomain")
+    read_only: bool | None = msgspec.field(default=None, name="readOnly")
+    secret_ref: LocalObjectReference | None = msgspec.field(default=None, name="secretRef")
+    ssl_enabled: bool | None = msgspec.field(default=None, name="sslEnabled")
+    storage_mode: str | None = msgspec.field(default=None, name="storageMode")
+    storage_pool: str | None = msgspec.field(default=None, name="storagePool")
+    system: str | None = None
+    volume_name: str | None = msgspec.field(default=None, name="volumeName")
+
+
+class SecretVolumeSource(Model, kw_only=True, omit_defaults=True):
+    default_mode: int | None = msgspec.field(default=None, name="defaultMode")
+    items: list[KeyToPath] | None = None
+    optional: bool | None = None
+    secret_name: str | None = msgspec.field(default=None, name="secretName")
+
+
+class StorageOSVolumeSource(Model, kw_only=True, omit_defaults=True):
+    fs_type: str | None = msgspec.field(default=None, name="fsType")
+    read_only: bool | None = msgspec.field(default=None, name="readOnly")
+    secret_ref: LocalObjectReference | None = msgspec.field(default=None, name="secretRef")
+    volume_name: str | None = msgspec.field(default=None, name="volumeName")
+    volume_namespace: str | None = msgspec.field(default=None, name="volumeNamespace")
+
+
+class VsphereVirtualDiskVolumeSource(Model, kw_only=True, omit_defaults=True):
+    fs_type: str | None = msgspec.field(default=None, name="fsType")
+    storage_policy_id: str | None = msgspec.field(default=None, name="storagePolicyID")
+    storage_policy_name: str | None = msgspec.field(default=None, name="storagePolicyName")
+    volume_path: str | None = msgspec.field(default=None, name="volumePath")
+
+
+class Volume(Model, kw_only=True, omit_defaults=True):
+    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = msgspec.field(
+        default=None, name="awsElasticBlockStore")
+    azure_disk: AzureDiskVolumeSource | None = msgspec.field(default=None, name="azureDisk")
+    azure_file: AzureFileVolumeSource | None = msgspec.field(default=None, name="azureFile")
+    cephfs: CephFSVolumeSource | None = None
+    cinder: CinderVolumeSource | None = None
+    config_map: ConfigMapVolumeSource | None = msgspec.field(default=None, name="configMap")
+    csi: CSIVolumeSource | None = None
+    downward_api: DownwardAPIVolumeSource | None = msgspec.field(default=None, name="downwardAPI")
+    empty_dir: EmptyDirVolumeSource | None = msgspec.field(default=None, name="emptyDir")
+    ephemeral: EphemeralVolumeSource | None = None
+    fc: FCVolumeSource | None = None
+    flex_volume: FlexVolumeSource | None = msgspec.field(default=None, name="flexVolume")
+    flocker: FlockerVolumeSource | None = None
+    gce_persistent_disk: GCEPersistentDiskVolumeSource | None = msgspec.field(
+        default=None, name="gcePersistentDisk")
+    git_repo: GitRepoVolumeSource | None = msgspec.field(default=None, name="gitRepo")
+    glusterfs: GlusterfsVolumeSource | None = None
+    host_path: HostPathVolumeSource | None = msgspec.field(default=None, name="hostPath")
+    image: ImageVolumeSource | None = None
+    iscsi: ISCSIVolumeSource | None = None
+    name: str | None = None
+    nfs: NFSVolumeSource | None = None
+    persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = msgspec.field(
+        default=None, name="persistentVolumeClaim")
+    photon_persistent_disk: PhotonPersistentDiskVolumeSource | None = msgspec.field(
+        default=None, name="photonPersistentDisk")
+    portworx_volume: PortworxVolumeSource | None = msgspec.field(
+        default=None, name="portworxVolume")
+    projected: ProjectedVolumeSource | None = None
+    quobyte: QuobyteVolumeSource | None = None
+    rbd: RBDVolumeSource | None = None
+    scale_io: ScaleIOVolumeSource | None = msgspec.field(default=None, name="scaleIO")
+    secret: SecretVolumeSource | None = None
+    storageos: StorageOSVolumeSource | None = None
+    vsphere_volume: VsphereVirtualDiskVolumeSource | None = msgspec.field(
+        default=None, name="vsphereVolume")
 
 
 class PodSpec(Model, kw_only=True, omit_defaults=True):
@@ -845,6 +1126,24 @@ class PodSpec(Model, kw_only=True, omit_defaults=True):
     volumes: list[Volume] | None = None
 
 
+class PodCondition(Model, kw_only=True, omit_defaults=True):
+    last_probe_time: str | None = msgspec.field(default=None, name="lastProbeTime")
+    last_transition_time: str | None = msgspec.field(default=None, name="lastTransitionTime")
+    message: str | None = None
+    reason: str | None = None
+    status: str | None = None
+    type: str | None = None
+
+
+class PodIP(Model, kw_only=True, omit_defaults=True):
+    ip: str | None = None
+
+
+class PodResourceClaimStatus(Model, kw_only=True, omit_defaults=True):
+    name: str | None = None
+    resource_claim_name: str | None = msgspec.field(default=None, name="resourceClaimName")
+
+
 class PodStatus(Model, kw_only=True, omit_defaults=True):
     conditions: list[PodCondition] | None = None
     container_statuses: list[ContainerStatus] | None = msgspec.field(
@@ -868,117 +1167,22 @@ class PodStatus(Model, kw_only=True, omit_defaults=True):
     start_time: str | None = msgspec.field(default=None, name="startTime")
 
 
+class Pod(KubeObject, kw_only=True, omit_defaults=True):
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "Pod"
+    PLURAL: ClassVar[str] = "pods"
+    NAMESPACED: ClassVar[bool] = True
+
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    kind: str | None = None
+    metadata: ObjectMeta | None = None
+    spec: PodSpec | None = None
+    status: PodStatus | None = None
+
+
 class PodTemplateSpec(Model, kw_only=True, omit_defaults=True):
     metadata: ObjectMeta | None = None
     spec: PodSpec | None = None
-
-
-class PortStatus(Model, kw_only=True, omit_defaults=True):
-    error: str | None = None
-    port: int | None = None
-    protocol: str | None = None
-
-
-class PortworxVolumeSource(Model, kw_only=True, omit_defaults=True):
-    fs_type: str | None = msgspec.field(default=None, name="fsType")
-    read_only: bool | None = msgspec.field(default=None, name="readOnly")
-    volume_id: str | None = msgspec.field(default=None, name="volumeID")
-
-
-class PreferredSchedulingTerm(Model, kw_only=True, omit_defaults=True):
-    preference: NodeSelectorTerm | None = None
-    weight: int | None = None
-
-
-class Probe(Model, kw_only=True, omit_defaults=True):
-    exec: ExecAction | None = None
-    failure_threshold: int | None = msgspec.field(default=None, name="failureThreshold")
-    grpc: GRPCAction | None = None
-    http_get: HTTPGetAction | None = msgspec.field(default=None, name="httpGet")
-    initial_delay_seconds: int | None = msgspec.field(default=None, name="initialDelaySeconds")
-    period_seconds: int | None = msgspec.field(default=None, name="periodSeconds")
-    success_threshold: int | None = msgspec.field(default=None, name="successThreshold")
-    tcp_socket: TCPSocketAction | None = msgspec.field(default=None, name="tcpSocket")
-    termination_grace_period_seconds: int | None = msgspec.field(
-        default=None, name="terminationGracePeriodSeconds")
-    timeout_seconds: int | None = msgspec.field(default=None, name="timeoutSeconds")
-
-
-class ProjectedVolumeSource(Model, kw_only=True, omit_defaults=True):
-    default_mode: int | None = msgspec.field(default=None, name="defaultMode")
-    sources: list[VolumeProjection] | None = None
-
-
-class QuobyteVolumeSource(Model, kw_only=True, omit_defaults=True):
-    group: str | None = None
-    read_only: bool | None = msgspec.field(default=None, name="readOnly")
-    registry: str | None = None
-    tenant: str | None = None
-    user: str | None = None
-    volume: str | None = None
-
-
-class RBDVolumeSource(Model, kw_only=True, omit_defaults=True):
-    fs_type: str | None = msgspec.field(default=None, name="fsType")
-    image: str | None = None
-    keyring: str | None = None
-    monitors: list[str] | None = None
-    pool: str | None = None
-    read_only: bool | None = msgspec.field(default=None, name="readOnly")
-    secret_ref: LocalObjectReference | None = msgspec.field(default=None, name="secretRef")
-    user: str | None = None
-
-
-class ResourceClaim(Model, kw_only=True, omit_defaults=True):
-    name: str | None = None
-    request: str | None = None
-
-
-class ResourceFieldSelector(Model, kw_only=True, omit_defaults=True):
-    container_name: str | None = msgspec.field(default=None, name="containerName")
-    divisor: Quantity | None = None
-    resource: str | None = None
-
-
-class ResourceHealth(Model, kw_only=True, omit_defaults=True):
-    health: str | None = None
-    resource_id: str | None = msgspec.field(default=None, name="resourceID")
-
-
-class ResourceRequirements(Model, kw_only=True, omit_defaults=True):
-    claims: list[ResourceClaim] | None = None
-    limits: dict[str, Quantity] | None = None
-    requests: dict[str, Quantity] | None = None
-
-
-class ResourceStatus(Model, kw_only=True, omit_defaults=True):
-    name: str | None = None
-    resources: list[ResourceHealth] | None = None
-
-
-class SELinuxOptions(Model, kw_only=True, omit_defaults=True):
-    level: str | None = None
-    role: str | None = None
-    type: str | None = None
-    user: str | None = None
-
-
-class ScaleIOVolumeSource(Model, kw_only=True, omit_defaults=True):
-    fs_type: str | None = msgspec.field(default=None, name="fsType")
-    gateway: str | None = None
-    protection_domain: str | None = msgspec.field(default=None, name="protectionDomain")
-    read_only: bool | None = msgspec.field(default=None, name="readOnly")
-    secret_ref: LocalObjectReference | None = msgspec.field(default=None, name="secretRef")
-    ssl_enabled: bool | None = msgspec.field(default=None, name="sslEnabled")
-    storage_mode: str | None = msgspec.field(default=None, name="storageMode")
-    storage_pool: str | None = msgspec.field(default=None, name="storagePool")
-    system: str | None = None
-    volume_name: str | None = msgspec.field(default=None, name="volumeName")
-
-
-class SeccompProfile(Model, kw_only=True, omit_defaults=True):
-    localhost_profile: str | None = msgspec.field(default=None, name="localhostProfile")
-    type: str | None = None
 
 
 class Secret(KubeObject, kw_only=True, omit_defaults=True):
@@ -996,83 +1200,6 @@ class Secret(KubeObject, kw_only=True, omit_defaults=True):
     type: str | None = None
 
 
-class SecretEnvSource(Model, kw_only=True, omit_defaults=True):
-    name: str | None = None
-    optional: bool | None = None
-
-
-class SecretKeySelector(Model, kw_only=True, omit_defaults=True):
-    key: str | None = None
-    name: str | None = None
-    optional: bool | None = None
-
-
-class SecretProjection(Model, kw_only=True, omit_defaults=True):
-    items: list[KeyToPath] | None = None
-    name: str | None = None
-    optional: bool | None = None
-
-
-class SecretVolumeSource(Model, kw_only=True, omit_defaults=True):
-    default_mode: int | None = msgspec.field(default=None, name="defaultMode")
-    items: list[KeyToPath] | None = None
-    optional: bool | None = None
-    secret_name: str | None = msgspec.field(default=None, name="secretName")
-
-
-class SecurityContext(Model, kw_only=True, omit_defaults=True):
-    allow_privilege_escalation: bool | None = msgspec.field(
-        default=None, name="allowPrivilegeEscalation")
-    app_armor_profile: AppArmorProfile | None = msgspec.field(default=None, name="appArmorProfile")
-    capabilities: Capabilities | None = None
-    privileged: bool | None = None
-    proc_mount: str | None = msgspec.field(default=None, name="procMount")
-    read_only_root_filesystem: bool | None = msgspec.field(
-        default=None, name="readOnlyRootFilesystem")
-    run_as_group: int | None = msgspec.field(default=None, name="runAsGroup")
-    run_as_non_root: bool | None = msgspec.field(default=None, name="runAsNonRoot")
-    run_as_user: int | None = msgspec.field(default=None, name="runAsUser")
-    se_linux_options: SELinuxOptions | None = msgspec.field(default=None, name="seLinuxOptions")
-    seccomp_profile: SeccompProfile | None = msgspec.field(default=None, name="seccompProfile")
-    windows_options: WindowsSecurityContextOptions | None = msgspec.field(
-        default=None, name="windowsOptions")
-
-
-class Service(KubeObject, kw_only=True, omit_defaults=True):
-    API_VERSION: ClassVar[str] = "v1"
-    KIND: ClassVar[str] = "Service"
-    PLURAL: ClassVar[str] = "services"
-    NAMESPACED: ClassVar[bool] = True
-
-    api_version: str | None = msgspec.field(default=None, name="apiVersion")
-    kind: str | None = None
-    metadata: ObjectMeta | None = None
-    spec: ServiceSpec | None = None
-    status: ServiceStatus | None = None
-
-
-class ServiceAccount(KubeObject, kw_only=True, omit_defaults=True):
-    API_VERSION: ClassVar[str] = "v1"
-    KIND: ClassVar[str] = "ServiceAccount"
-    PLURAL: ClassVar[str] = "serviceaccounts"
-    NAMESPACED: ClassVar[bool] = True
-
-    api_version: str | None = msgspec.field(default=None, name="apiVersion")
-    automount_service_account_token: bool | None = msgspec.field(
-        default=None, name="automountServiceAccountToken")
-    image_pull_secrets: list[LocalObjectReference] | None = msgspec.field(
-        default=None, name="imagePullSecrets")
-    kind: str | None = None
-    metadata: ObjectMeta | None = None
-    secrets: list[ObjectReference] | None = None
-
-
-class ServiceAccountTokenProjection(Model, kw_only=True, omit_defaults=True):
-    audience: str | None = None
-    expiration_seconds: int | None = msgspec.field(default=None, name="expirationSeconds")
-    path: str | None = None
-
-
 class ServicePort(Model, kw_only=True, omit_defaults=True):
     app_protocol: str | None = msgspec.field(default=None, name="appProtocol")
     name: str | None = None
@@ -1080,6 +1207,10 @@ class ServicePort(Model, kw_only=True, omit_defaults=True):
     port: int | None = None
     protocol: str | None = None
     target_port: IntOrString | None = msgspec.field(default=None, name="targetPort")
+
+
+class SessionAffinityConfig(Model, kw_only=True, omit_defaults=True):
+    client_ip: ClientIPConfig | None = msgspec.field(default=None, name="clientIP")
 
 
 class ServiceSpec(Model, kw_only=True, omit_defaults=True):
@@ -1114,163 +1245,30 @@ class ServiceStatus(Model, kw_only=True, omit_defaults=True):
     load_balancer: LoadBalancerStatus | None = msgspec.field(default=None, name="loadBalancer")
 
 
-class SessionAffinityConfig(Model, kw_only=True, omit_defaults=True):
-    client_ip: ClientIPConfig | None = msgspec.field(default=None, name="clientIP")
+class Service(KubeObject, kw_only=True, omit_defaults=True):
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "Service"
+    PLURAL: ClassVar[str] = "services"
+    NAMESPACED: ClassVar[bool] = True
 
-
-class SleepAction(Model, kw_only=True, omit_defaults=True):
-    seconds: int | None = None
-
-
-class StorageOSVolumeSource(Model, kw_only=True, omit_defaults=True):
-    fs_type: str | None = msgspec.field(default=None, name="fsType")
-    read_only: bool | None = msgspec.field(default=None, name="readOnly")
-    secret_ref: LocalObjectReference | None = msgspec.field(default=None, name="secretRef")
-    volume_name: str | None = msgspec.field(default=None, name="volumeName")
-    volume_namespace: str | None = msgspec.field(default=None, name="volumeNamespace")
-
-
-class Sysctl(Model, kw_only=True, omit_defaults=True):
-    name: str | None = None
-    value: str | None = None
-
-
-class TCPSocketAction(Model, kw_only=True, omit_defaults=True):
-    host: str | None = None
-    port: IntOrString | None = None
-
-
-class Taint(Model, kw_only=True, omit_defaults=True):
-    effect: str | None = None
-    key: str | None = None
-    time_added: str | None = msgspec.field(default=None, name="timeAdded")
-    value: str | None = None
-
-
-class Toleration(Model, kw_only=True, omit_defaults=True):
-    effect: str | None = None
-    key: str | None = None
-    operator: str | None = None
-    toleration_seconds: int | None = msgspec.field(default=None, name="tolerationSeconds")
-    value: str | None = None
-
-
-class TopologySpreadConstraint(Model, kw_only=True, omit_defaults=True):
-    label_selector: LabelSelector | None = msgspec.field(default=None, name="labelSelector")
-    match_label_keys: list[str] | None = msgspec.field(default=None, name="matchLabelKeys")
-    max_skew: int | None = msgspec.field(default=None, name="maxSkew")
-    min_domains: int | None = msgspec.field(default=None, name="minDomains")
-    node_affinity_policy: str | None = msgspec.field(default=None, name="nodeAffinityPolicy")
-    node_taints_policy: str | None = msgspec.field(default=None, name="nodeTaintsPolicy")
-    topology_key: str | None = msgspec.field(default=None, name="topologyKey")
-    when_unsatisfiable: str | None = msgspec.field(default=None, name="whenUnsatisfiable")
-
-
-class TypedLocalObjectReference(Model, kw_only=True, omit_defaults=True):
-    api_group: str | None = msgspec.field(default=None, name="apiGroup")
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
     kind: str | None = None
-    name: str | None = None
+    metadata: ObjectMeta | None = None
+    spec: ServiceSpec | None = None
+    status: ServiceStatus | None = None
 
 
-class TypedObjectReference(Model, kw_only=True, omit_defaults=True):
-    api_group: str | None = msgspec.field(default=None, name="apiGroup")
+class ServiceAccount(KubeObject, kw_only=True, omit_defaults=True):
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "ServiceAccount"
+    PLURAL: ClassVar[str] = "serviceaccounts"
+    NAMESPACED: ClassVar[bool] = True
+
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    automount_service_account_token: bool | None = msgspec.field(
+        default=None, name="automountServiceAccountToken")
+    image_pull_secrets: list[LocalObjectReference] | None = msgspec.field(
+        default=None, name="imagePullSecrets")
     kind: str | None = None
-    name: str | None = None
-    namespace: str | None = None
-
-
-class Volume(Model, kw_only=True, omit_defaults=True):
-    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = msgspec.field(
-        default=None, name="awsElasticBlockStore")
-    azure_disk: AzureDiskVolumeSource | None = msgspec.field(default=None, name="azureDisk")
-    azure_file: AzureFileVolumeSource | None = msgspec.field(default=None, name="azureFile")
-    cephfs: CephFSVolumeSource | None = None
-    cinder: CinderVolumeSource | None = None
-    config_map: ConfigMapVolumeSource | None = msgspec.field(default=None, name="configMap")
-    csi: CSIVolumeSource | None = None
-    downward_api: DownwardAPIVolumeSource | None = msgspec.field(default=None, name="downwardAPI")
-    empty_dir: EmptyDirVolumeSource | None = msgspec.field(default=None, name="emptyDir")
-    ephemeral: EphemeralVolumeSource | None = None
-    fc: FCVolumeSource | None = None
-    flex_volume: FlexVolumeSource | None = msgspec.field(default=None, name="flexVolume")
-    flocker: FlockerVolumeSource | None = None
-    gce_persistent_disk: GCEPersistentDiskVolumeSource | None = msgspec.field(
-        default=None, name="gcePersistentDisk")
-    git_repo: GitRepoVolumeSource | None = msgspec.field(default=None, name="gitRepo")
-    glusterfs: GlusterfsVolumeSource | None = None
-    host_path: HostPathVolumeSource | None = msgspec.field(default=None, name="hostPath")
-    image: ImageVolumeSource | None = None
-    iscsi: ISCSIVolumeSource | None = None
-    name: str | None = None
-    nfs: NFSVolumeSource | None = None
-    persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = msgspec.field(
-        default=None, name="persistentVolumeClaim")
-    photon_persistent_disk: PhotonPersistentDiskVolumeSource | None = msgspec.field(
-        default=None, name="photonPersistentDisk")
-    portworx_volume: PortworxVolumeSource | None = msgspec.field(
-        default=None, name="portworxVolume")
-    projected: ProjectedVolumeSource | None = None
-    quobyte: QuobyteVolumeSource | None = None
-    rbd: RBDVolumeSource | None = None
-    scale_io: ScaleIOVolumeSource | None = msgspec.field(default=None, name="scaleIO")
-    secret: SecretVolumeSource | None = None
-    storageos: StorageOSVolumeSource | None = None
-    vsphere_volume: VsphereVirtualDiskVolumeSource | None = msgspec.field(
-        default=None, name="vsphereVolume")
-
-
-class VolumeDevice(Model, kw_only=True, omit_defaults=True):
-    device_path: str | None = msgspec.field(default=None, name="devicePath")
-    name: str | None = None
-
-
-class VolumeMount(Model, kw_only=True, omit_defaults=True):
-    mount_path: str | None = msgspec.field(default=None, name="mountPath")
-    mount_propagation: str | None = msgspec.field(default=None, name="mountPropagation")
-    name: str | None = None
-    read_only: bool | None = msgspec.field(default=None, name="readOnly")
-    recursive_read_only: str | None = msgspec.field(default=None, name="recursiveReadOnly")
-    sub_path: str | None = msgspec.field(default=None, name="subPath")
-    sub_path_expr: str | None = msgspec.field(default=None, name="subPathExpr")
-
-
-class VolumeMountStatus(Model, kw_only=True, omit_defaults=True):
-    mount_path: str | None = msgspec.field(default=None, name="mountPath")
-    name: str | None = None
-    read_only: bool | None = msgspec.field(default=None, name="readOnly")
-    recursive_read_only: str | None = msgspec.field(default=None, name="recursiveReadOnly")
-
-
-class VolumeProjection(Model, kw_only=True, omit_defaults=True):
-    cluster_trust_bundle: ClusterTrustBundleProjection | None = msgspec.field(
-        default=None, name="clusterTrustBundle")
-    config_map: ConfigMapProjection | None = msgspec.field(default=None, name="configMap")
-    downward_api: DownwardAPIProjection | None = msgspec.field(default=None, name="downwardAPI")
-    secret: SecretProjection | None = None
-    service_account_token: ServiceAccountTokenProjection | None = msgspec.field(
-        default=None, name="serviceAccountToken")
-
-
-class VolumeResourceRequirements(Model, kw_only=True, omit_defaults=True):
-    limits: dict[str, Quantity] | None = None
-    requests: dict[str, Quantity] | None = None
-
-
-class VsphereVirtualDiskVolumeSource(Model, kw_only=True, omit_defaults=True):
-    fs_type: str | None = msgspec.field(default=None, name="fsType")
-    storage_policy_id: str | None = msgspec.field(default=None, name="storagePolicyID")
-    storage_policy_name: str | None = msgspec.field(default=None, name="storagePolicyName")
-    volume_path: str | None = msgspec.field(default=None, name="volumePath")
-
-
-class WeightedPodAffinityTerm(Model, kw_only=True, omit_defaults=True):
-    pod_affinity_term: PodAffinityTerm | None = msgspec.field(default=None, name="podAffinityTerm")
-    weight: int | None = None
-
-
-class WindowsSecurityContextOptions(Model, kw_only=True, omit_defaults=True):
-    gmsa_credential_spec: str | None = msgspec.field(default=None, name="gmsaCredentialSpec")
-    gmsa_credential_spec_name: str | None = msgspec.field(
-        default=None, name="gmsaCredentialSpecName")
-    host_process: bool | None = msgspec.field(default=None, name="hostProcess")
-    run_as_user_name: str | None = msgspec.field(default=None, name="runAsUserName")
+    metadata: ObjectMeta | None = None
+    secrets: list[ObjectReference] | None = None

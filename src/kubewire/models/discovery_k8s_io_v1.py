@@ -2,8 +2,6 @@
 
 """Models of the ``discovery_k8s_io_v1`` types."""
 
-from __future__ import annotations
-
 from typing import ClassVar
 
 import msgspec
@@ -11,6 +9,20 @@ import msgspec
 from kubewire.models.base import KubeObject, Model
 from kubewire.models.core_v1 import ObjectReference
 from kubewire.models.meta_v1 import ObjectMeta
+
+
+class EndpointConditions(Model, kw_only=True, omit_defaults=True):
+    ready: bool | None = None
+    serving: bool | None = None
+    terminating: bool | None = None
+
+
+class ForZone(Model, kw_only=True, omit_defaults=True):
+    name: str | None = None
+
+
+class EndpointHints(Model, kw_only=True, omit_defaults=True):
+    for_zones: list[ForZone] | None = msgspec.field(default=None, name="forZones")
 
 
 class Endpoint(Model, kw_only=True, omit_defaults=True):
@@ -23,16 +35,6 @@ class Endpoint(Model, kw_only=True, omit_defaults=True):
     node_name: str | None = msgspec.field(default=None, name="nodeName")
     target_ref: ObjectReference | None = msgspec.field(default=None, name="targetRef")
     zone: str | None = None
-
-
-class EndpointConditions(Model, kw_only=True, omit_defaults=True):
-    ready: bool | None = None
-    serving: bool | None = None
-    terminating: bool | None = None
-
-
-class EndpointHints(Model, kw_only=True, omit_defaults=True):
-    for_zones: list[ForZone] | None = msgspec.field(default=None, name="forZones")
 
 
 class EndpointPort(Model, kw_only=True, omit_defaults=True):
@@ -54,7 +56,3 @@ class EndpointSlice(KubeObject, kw_only=True, omit_defaults=True):
     kind: str | None = None
     metadata: ObjectMeta | None = None
     ports: list[EndpointPort] | None = None
-
-
-class ForZone(Model, kw_only=True, omit_defaults=True):
-    name: str | None = None

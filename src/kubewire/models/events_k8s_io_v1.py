@@ -2,8 +2,6 @@
 
 """Models of the ``events_k8s_io_v1`` types."""
 
-from __future__ import annotations
-
 from typing import ClassVar
 
 import msgspec
@@ -11,6 +9,11 @@ import msgspec
 from kubewire.models.base import KubeObject, Model
 from kubewire.models.core_v1 import EventSource, ObjectReference
 from kubewire.models.meta_v1 import ObjectMeta
+
+
+class EventSeries(Model, kw_only=True, omit_defaults=True):
+    count: int | None = None
+    last_observed_time: str | None = msgspec.field(default=None, name="lastObservedTime")
 
 
 class Event(KubeObject, kw_only=True, omit_defaults=True):
@@ -38,8 +41,3 @@ class Event(KubeObject, kw_only=True, omit_defaults=True):
     reporting_instance: str | None = msgspec.field(default=None, name="reportingInstance")
     series: EventSeries | None = None
     type: str | None = None
-
-
-class EventSeries(Model, kw_only=True, omit_defaults=True):
-    count: int | None = None
-    last_observed_time: str | None = msgspec.field(default=None, name="lastObservedTime")

@@ -2,8 +2,6 @@
 
 """Models of the ``gateway_networking_k8s_io_v1`` types."""
 
-from __future__ import annotations
-
 from typing import ClassVar
 
 import msgspec
@@ -12,29 +10,15 @@ from kubewire.models.base import KubeObject, Model
 from kubewire.models.meta_v1 import ObjectMeta
 
 
-class Gateway(KubeObject, kw_only=True, omit_defaults=True):
-    API_VERSION: ClassVar[str] = "gateway.networking.k8s.io/v1"
-    KIND: ClassVar[str] = "Gateway"
-    PLURAL: ClassVar[str] = "gateways"
-    NAMESPACED: ClassVar[bool] = True
-
-    api_version: str | None = msgspec.field(default=None, name="apiVersion")
-    kind: str | None = None
-    metadata: ObjectMeta | None = None
-    spec: GatewaySpec | None = None
-    status: GatewayStatus | None = None
-
-
-class GatewaySpec(Model, kw_only=True, omit_defaults=True):
-    addresses: list[GatewaySpecAddresses] | None = None
-    gateway_class_name: str | None = msgspec.field(default=None, name="gatewayClassName")
-    infrastructure: GatewaySpecInfrastructure | None = None
-    listeners: list[GatewaySpecListeners] | None = None
-
-
 class GatewaySpecAddresses(Model, kw_only=True, omit_defaults=True):
     type: str | None = None
     value: str | None = None
+
+
+class GatewaySpecInfrastructureParametersRef(Model, kw_only=True, omit_defaults=True):
+    group: str | None = None
+    kind: str | None = None
+    name: str | None = None
 
 
 class GatewaySpecInfrastructure(Model, kw_only=True, omit_defaults=True):
@@ -44,10 +28,48 @@ class GatewaySpecInfrastructure(Model, kw_only=True, omit_defaults=True):
         default=None, name="parametersRef")
 
 
-class GatewaySpecInfrastructureParametersRef(Model, kw_only=True, omit_defaults=True):
+class GatewaySpecListenersAllowedRoutesKinds(Model, kw_only=True, omit_defaults=True):
+    group: str | None = None
+    kind: str | None = None
+
+
+class GatewaySpecListenersAllowedRoutesNamespacesSelectorMatchExpressions(
+    Model, kw_only=True, omit_defaults=True
+):
+    key: str | None = None
+    operator: str | None = None
+    values: list[str] | None = None
+
+
+class GatewaySpecListenersAllowedRoutesNamespacesSelector(Model, kw_only=True, omit_defaults=True):
+    match_expressions: (
+        list[GatewaySpecListenersAllowedRoutesNamespacesSelectorMatchExpressions] | None
+    ) = msgspec.field(default=None, name="matchExpressions")
+    match_labels: dict[str, str] | None = msgspec.field(default=None, name="matchLabels")
+
+
+class GatewaySpecListenersAllowedRoutesNamespaces(Model, kw_only=True, omit_defaults=True):
+    from_: str | None = msgspec.field(default=None, name="from")
+    selector: GatewaySpecListenersAllowedRoutesNamespacesSelector | None = None
+
+
+class GatewaySpecListenersAllowedRoutes(Model, kw_only=True, omit_defaults=True):
+    kinds: list[GatewaySpecListenersAllowedRoutesKinds] | None = None
+    namespaces: GatewaySpecListenersAllowedRoutesNamespaces | None = None
+
+
+class GatewaySpecListenersTlsCertificateRefs(Model, kw_only=True, omit_defaults=True):
     group: str | None = None
     kind: str | None = None
     name: str | None = None
+    namespace: str | None = None
+
+
+class GatewaySpecListenersTls(Model, kw_only=True, omit_defaults=True):
+    certificate_refs: list[GatewaySpecListenersTlsCertificateRefs] | None = msgspec.field(
+        default=None, name="certificateRefs")
+    mode: str | None = None
+    options: dict[str, str] | None = None
 
 
 class GatewaySpecListeners(Model, kw_only=True, omit_defaults=True):
@@ -60,54 +82,11 @@ class GatewaySpecListeners(Model, kw_only=True, omit_defaults=True):
     tls: GatewaySpecListenersTls | None = None
 
 
-class GatewaySpecListenersAllowedRoutes(Model, kw_only=True, omit_defaults=True):
-    kinds: list[GatewaySpecListenersAllowedRoutesKinds] | None = None
-    namespaces: GatewaySpecListenersAllowedRoutesNamespaces | None = None
-
-
-class GatewaySpecListenersAllowedRoutesKinds(Model, kw_only=True, omit_defaults=True):
-    group: str | None = None
-    kind: str | None = None
-
-
-class GatewaySpecListenersAllowedRoutesNamespaces(Model, kw_only=True, omit_defaults=True):
-    from_: str | None = msgspec.field(default=None, name="from")
-    selector: GatewaySpecListenersAllowedRoutesNamespacesSelector | None = None
-
-
-class GatewaySpecListenersAllowedRoutesNamespacesSelector(Model, kw_only=True, omit_defaults=True):
-    match_expressions: (
-        list[GatewaySpecListenersAllowedRoutesNamespacesSelectorMatchExpressions] | None
-    ) = msgspec.field(default=None, name="matchExpressions")
-    match_labels: dict[str, str] | None = msgspec.field(default=None, name="matchLabels")
-
-
-class GatewaySpecListenersAllowedRoutesNamespacesSelectorMatchExpressions(
-    Model, kw_only=True, omit_defaults=True
-):
-    key: str | None = None
-    operator: str | None = None
-    values: list[str] | None = None
-
-
-class GatewaySpecListenersTls(Model, kw_only=True, omit_defaults=True):
-    certificate_refs: list[GatewaySpecListenersTlsCertificateRefs] | None = msgspec.field(
-        default=None, name="certificateRefs")
-    mode: str | None = None
-    options: dict[str, str] | None = None
-
-
-class GatewaySpecListenersTlsCertificateRefs(Model, kw_only=True, omit_defaults=True):
-    group: str | None = None
-    kind: str | None = None
-    name: str | None = None
-    namespace: str | None = None
-
-
-class GatewayStatus(Model, kw_only=True, omit_defaults=True):
-    addresses: list[GatewayStatusAddresses] | None = None
-    conditions: list[GatewayStatusConditions] | None = None
-    listeners: list[GatewayStatusListeners] | None = None
+class GatewaySpec(Model, kw_only=True, omit_defaults=True):
+    addresses: list[GatewaySpecAddresses] | None = None
+    gateway_class_name: str | None = msgspec.field(default=None, name="gatewayClassName")
+    infrastructure: GatewaySpecInfrastructure | None = None
+    listeners: list[GatewaySpecListeners] | None = None
 
 
 class GatewayStatusAddresses(Model, kw_only=True, omit_defaults=True):
@@ -124,14 +103,6 @@ class GatewayStatusConditions(Model, kw_only=True, omit_defaults=True):
     type: str | None = None
 
 
-class GatewayStatusListeners(Model, kw_only=True, omit_defaults=True):
-    attached_routes: int | None = msgspec.field(default=None, name="attachedRoutes")
-    conditions: list[GatewayStatusListenersConditions] | None = None
-    name: str | None = None
-    supported_kinds: list[GatewayStatusListenersSupportedKinds] | None = msgspec.field(
-        default=None, name="supportedKinds")
-
-
 class GatewayStatusListenersConditions(Model, kw_only=True, omit_defaults=True):
     last_transition_time: str | None = msgspec.field(default=None, name="lastTransitionTime")
     message: str | None = None
@@ -146,24 +117,31 @@ class GatewayStatusListenersSupportedKinds(Model, kw_only=True, omit_defaults=Tr
     kind: str | None = None
 
 
-class HTTPRoute(KubeObject, kw_only=True, omit_defaults=True):
+class GatewayStatusListeners(Model, kw_only=True, omit_defaults=True):
+    attached_routes: int | None = msgspec.field(default=None, name="attachedRoutes")
+    conditions: list[GatewayStatusListenersConditions] | None = None
+    name: str | None = None
+    supported_kinds: list[GatewayStatusListenersSupportedKinds] | None = msgspec.field(
+        default=None, name="supportedKinds")
+
+
+class GatewayStatus(Model, kw_only=True, omit_defaults=True):
+    addresses: list[GatewayStatusAddresses] | None = None
+    conditions: list[GatewayStatusConditions] | None = None
+    listeners: list[GatewayStatusListeners] | None = None
+
+
+class Gateway(KubeObject, kw_only=True, omit_defaults=True):
     API_VERSION: ClassVar[str] = "gateway.networking.k8s.io/v1"
-    KIND: ClassVar[str] = "HTTPRoute"
-    PLURAL: ClassVar[str] = "httproutes"
+    KIND: ClassVar[str] = "Gateway"
+    PLURAL: ClassVar[str] = "gateways"
     NAMESPACED: ClassVar[bool] = True
 
     api_version: str | None = msgspec.field(default=None, name="apiVersion")
     kind: str | None = None
     metadata: ObjectMeta | None = None
-    spec: HTTPRouteSpec | None = None
-    status: HTTPRouteStatus | None = None
-
-
-class HTTPRouteSpec(Model, kw_only=True, omit_defaults=True):
-    hostnames: list[str] | None = None
-    parent_refs: list[HTTPRouteSpecParentRefs] | None = msgspec.field(
-        default=None, name="parentRefs")
-    rules: list[HTTPRouteSpecRules] | None = None
+    spec: GatewaySpec | None = None
+    status: GatewayStatus | None = None
 
 
 class HTTPRouteSpecParentRefs(Model, kw_only=True, omit_defaults=True):
@@ -175,22 +153,96 @@ class HTTPRouteSpecParentRefs(Model, kw_only=True, omit_defaults=True):
     section_name: str | None = msgspec.field(default=None, name="sectionName")
 
 
-class HTTPRouteSpecRules(Model, kw_only=True, omit_defaults=True):
-    backend_refs: list[HTTPRouteSpecRulesBackendRefs] | None = msgspec.field(
-        default=None, name="backendRefs")
-    filters: list[HTTPRouteSpecRulesFilters] | None = None
-    matches: list[HTTPRouteSpecRulesMatches] | None = None
-    timeouts: HTTPRouteSpecRulesTimeouts | None = None
+class HTTPRouteSpecRulesBackendRefsFiltersExtensionRef(Model, kw_only=True, omit_defaults=True):
+    group: str | None = None
+    kind: str | None = None
+    name: str | None = None
 
 
-class HTTPRouteSpecRulesBackendRefs(Model, kw_only=True, omit_defaults=True):
-    filters: list[HTTPRouteSpecRulesBackendRefsFilters] | None = None
+class HTTPRouteSpecRulesBackendRefsFiltersRequestHeaderModifierAdd(
+    Model, kw_only=True, omit_defaults=True
+):
+    name: str | None = None
+    value: str | None = None
+
+
+class HTTPRouteSpecRulesBackendRefsFiltersRequestHeaderModifierSet(
+    Model, kw_only=True, omit_defaults=True
+):
+    name: str | None = None
+    value: str | None = None
+
+
+class HTTPRouteSpecRulesBackendRefsFiltersRequestHeaderModifier(
+    Model, kw_only=True, omit_defaults=True
+):
+    add: list[HTTPRouteSpecRulesBackendRefsFiltersRequestHeaderModifierAdd] | None = None
+    remove: list[str] | None = None
+    set: list[HTTPRouteSpecRulesBackendRefsFiltersRequestHeaderModifierSet] | None = None
+
+
+class HTTPRouteSpecRulesBackendRefsFiltersRequestMirrorBackendRef(
+    Model, kw_only=True, omit_defaults=True
+):
     group: str | None = None
     kind: str | None = None
     name: str | None = None
     namespace: str | None = None
     port: int | None = None
-    weight: int | None = None
+
+
+class HTTPRouteSpecRulesBackendRefsFiltersRequestMirror(Model, kw_only=True, omit_defaults=True):
+    backend_ref: HTTPRouteSpecRulesBackendRefsFiltersRequestMirrorBackendRef | None = msgspec.field(
+        default=None, name="backendRef")
+
+
+class HTTPRouteSpecRulesBackendRefsFiltersRequestRedirectPath(
+    Model, kw_only=True, omit_defaults=True
+):
+    replace_full_path: str | None = msgspec.field(default=None, name="replaceFullPath")
+    replace_prefix_match: str | None = msgspec.field(default=None, name="replacePrefixMatch")
+    type: str | None = None
+
+
+class HTTPRouteSpecRulesBackendRefsFiltersRequestRedirect(Model, kw_only=True, omit_defaults=True):
+    hostname: str | None = None
+    path: HTTPRouteSpecRulesBackendRefsFiltersRequestRedirectPath | None = None
+    port: int | None = None
+    scheme: str | None = None
+    status_code: int | None = msgspec.field(default=None, name="statusCode")
+
+
+class HTTPRouteSpecRulesBackendRefsFiltersResponseHeaderModifierAdd(
+    Model, kw_only=True, omit_defaults=True
+):
+    name: str | None = None
+    value: str | None = None
+
+
+class HTTPRouteSpecRulesBackendRefsFiltersResponseHeaderModifierSet(
+    Model, kw_only=True, omit_defaults=True
+):
+    name: str | None = None
+    value: str | None = None
+
+
+class HTTPRouteSpecRulesBackendRefsFiltersResponseHeaderModifier(
+    Model, kw_only=True, omit_defaults=True
+):
+    add: list[HTTPRouteSpecRulesBackendRefsFiltersResponseHeaderModifierAdd] | None = None
+    remove: list[str] | None = None
+    set: list[HTTPRouteSpecRulesBackendRefsFiltersResponseHeaderModifierSet] | None = None
+
+
+class HTTPRouteSpecRulesBackendRefsFiltersUrlRewritePath(Model, kw_only=True, omit_defaults=True):
+    replace_full_path: str | None = msgspec.field(default=None, name="replaceFullPath")
+    replace_prefix_match: str | None = msgspec.field(default=None, name="replacePrefixMatch")
+    type: str | None = None
+
+
+class HTTPRouteSpecRulesBackendRefsFiltersUrlRewrite(Model, kw_only=True, omit_defaults=True):
+    hostname: str | None = None
+    path: HTTPRouteSpecRulesBackendRefsFiltersUrlRewritePath | None = None
 
 
 class HTTPRouteSpecRulesBackendRefsFilters(Model, kw_only=True, omit_defaults=True):
@@ -209,42 +261,39 @@ class HTTPRouteSpecRulesBackendRefsFilters(Model, kw_only=True, omit_defaults=Tr
         default=None, name="urlRewrite")
 
 
-class HTTPRouteSpecRulesBackendRefsFiltersExtensionRef(Model, kw_only=True, omit_defaults=True):
+class HTTPRouteSpecRulesBackendRefs(Model, kw_only=True, omit_defaults=True):
+    filters: list[HTTPRouteSpecRulesBackendRefsFilters] | None = None
+    group: str | None = None
+    kind: str | None = None
+    name: str | None = None
+    namespace: str | None = None
+    port: int | None = None
+    weight: int | None = None
+
+
+class HTTPRouteSpecRulesFiltersExtensionRef(Model, kw_only=True, omit_defaults=True):
     group: str | None = None
     kind: str | None = None
     name: str | None = None
 
 
-class HTTPRouteSpecRulesBackendRefsFiltersRequestHeaderModifier(
-    Model, kw_only=True, omit_defaults=True
-):
-    add: list[HTTPRouteSpecRulesBackendRefsFiltersRequestHeaderModifierAdd] | None = None
+class HTTPRouteSpecRulesFiltersRequestHeaderModifierAdd(Model, kw_only=True, omit_defaults=True):
+    name: str | None = None
+    value: str | None = None
+
+
+class HTTPRouteSpecRulesFiltersRequestHeaderModifierSet(Model, kw_only=True, omit_defaults=True):
+    name: str | None = None
+    value: str | None = None
+
+
+class HTTPRouteSpecRulesFiltersRequestHeaderModifier(Model, kw_only=True, omit_defaults=True):
+    add: list[HTTPRouteSpecRulesFiltersRequestHeaderModifierAdd] | None = None
     remove: list[str] | None = None
-    set: list[HTTPRouteSpecRulesBackendRefsFiltersRequestHeaderModifierSet] | None = None
+    set: list[HTTPRouteSpecRulesFiltersRequestHeaderModifierSet] | None = None
 
 
-class HTTPRouteSpecRulesBackendRefsFiltersRequestHeaderModifierAdd(
-    Model, kw_only=True, omit_defaults=True
-):
-    name: str | None = None
-    value: str | None = None
-
-
-class HTTPRouteSpecRulesBackendRefsFiltersRequestHeaderModifierSet(
-    Model, kw_only=True, omit_defaults=True
-):
-    name: str | None = None
-    value: str | None = None
-
-
-class HTTPRouteSpecRulesBackendRefsFiltersRequestMirror(Model, kw_only=True, omit_defaults=True):
-    backend_ref: HTTPRouteSpecRulesBackendRefsFiltersRequestMirrorBackendRef | None = msgspec.field(
-        default=None, name="backendRef")
-
-
-class HTTPRouteSpecRulesBackendRefsFiltersRequestMirrorBackendRef(
-    Model, kw_only=True, omit_defaults=True
-):
+class HTTPRouteSpecRulesFiltersRequestMirrorBackendRef(Model, kw_only=True, omit_defaults=True):
     group: str | None = None
     kind: str | None = None
     name: str | None = None
@@ -252,53 +301,50 @@ class HTTPRouteSpecRulesBackendRefsFiltersRequestMirrorBackendRef(
     port: int | None = None
 
 
-class HTTPRouteSpecRulesBackendRefsFiltersRequestRedirect(Model, kw_only=True, omit_defaults=True):
+class HTTPRouteSpecRulesFiltersRequestMirror(Model, kw_only=True, omit_defaults=True):
+    backend_ref: HTTPRouteSpecRulesFiltersRequestMirrorBackendRef | None = msgspec.field(
+        default=None, name="backendRef")
+
+
+class HTTPRouteSpecRulesFiltersRequestRedirectPath(Model, kw_only=True, omit_defaults=True):
+    replace_full_path: str | None = msgspec.field(default=None, name="replaceFullPath")
+    replace_prefix_match: str | None = msgspec.field(default=None, name="replacePrefixMatch")
+    type: str | None = None
+
+
+class HTTPRouteSpecRulesFiltersRequestRedirect(Model, kw_only=True, omit_defaults=True):
     hostname: str | None = None
-    path: HTTPRouteSpecRulesBackendRefsFiltersRequestRedirectPath | None = None
+    path: HTTPRouteSpecRulesFiltersRequestRedirectPath | None = None
     port: int | None = None
     scheme: str | None = None
     status_code: int | None = msgspec.field(default=None, name="statusCode")
 
 
-class HTTPRouteSpecRulesBackendRefsFiltersRequestRedirectPath(
-    Model, kw_only=True, omit_defaults=True
-):
-    replace_full_path: str | None = msgspec.field(default=None, name="replaceFullPath")
-    replace_prefix_match: str | None = msgspec.field(default=None, name="replacePrefixMatch")
-    type: str | None = None
+class HTTPRouteSpecRulesFiltersResponseHeaderModifierAdd(Model, kw_only=True, omit_defaults=True):
+    name: str | None = None
+    value: str | None = None
 
 
-class HTTPRouteSpecRulesBackendRefsFiltersResponseHeaderModifier(
-    Model, kw_only=True, omit_defaults=True
-):
-    add: list[HTTPRouteSpecRulesBackendRefsFiltersResponseHeaderModifierAdd] | None = None
+class HTTPRouteSpecRulesFiltersResponseHeaderModifierSet(Model, kw_only=True, omit_defaults=True):
+    name: str | None = None
+    value: str | None = None
+
+
+class HTTPRouteSpecRulesFiltersResponseHeaderModifier(Model, kw_only=True, omit_defaults=True):
+    add: list[HTTPRouteSpecRulesFiltersResponseHeaderModifierAdd] | None = None
     remove: list[str] | None = None
-    set: list[HTTPRouteSpecRulesBackendRefsFiltersResponseHeaderModifierSet] | None = None
+    set: list[HTTPRouteSpecRulesFiltersResponseHeaderModifierSet] | None = None
 
 
-class HTTPRouteSpecRulesBackendRefsFiltersResponseHeaderModifierAdd(
-    Model, kw_only=True, omit_defaults=True
-):
-    name: str | None = None
-    value: str | None = None
-
-
-class HTTPRouteSpecRulesBackendRefsFiltersResponseHeaderModifierSet(
-    Model, kw_only=True, omit_defaults=True
-):
-    name: str | None = None
-    value: str | None = None
-
-
-class HTTPRouteSpecRulesBackendRefsFiltersUrlRewrite(Model, kw_only=True, omit_defaults=True):
-    hostname: str | None = None
-    path: HTTPRouteSpecRulesBackendRefsFiltersUrlRewritePath | None = None
-
-
-class HTTPRouteSpecRulesBackendRefsFiltersUrlRewritePath(Model, kw_only=True, omit_defaults=True):
+class HTTPRouteSpecRulesFiltersUrlRewritePath(Model, kw_only=True, omit_defaults=True):
     replace_full_path: str | None = msgspec.field(default=None, name="replaceFullPath")
     replace_prefix_match: str | None = msgspec.field(default=None, name="replacePrefixMatch")
     type: str | None = None
+
+
+class HTTPRouteSpecRulesFiltersUrlRewrite(Model, kw_only=True, omit_defaults=True):
+    hostname: str | None = None
+    path: HTTPRouteSpecRulesFiltersUrlRewritePath | None = None
 
 
 class HTTPRouteSpecRulesFilters(Model, kw_only=True, omit_defaults=True):
@@ -315,90 +361,6 @@ class HTTPRouteSpecRulesFilters(Model, kw_only=True, omit_defaults=True):
     type: str | None = None
     url_rewrite: HTTPRouteSpecRulesFiltersUrlRewrite | None = msgspec.field(
         default=None, name="urlRewrite")
-
-
-class HTTPRouteSpecRulesFiltersExtensionRef(Model, kw_only=True, omit_defaults=True):
-    group: str | None = None
-    kind: str | None = None
-    name: str | None = None
-
-
-class HTTPRouteSpecRulesFiltersRequestHeaderModifier(Model, kw_only=True, omit_defaults=True):
-    add: list[HTTPRouteSpecRulesFiltersRequestHeaderModifierAdd] | None = None
-    remove: list[str] | None = None
-    set: list[HTTPRouteSpecRulesFiltersRequestHeaderModifierSet] | None = None
-
-
-class HTTPRouteSpecRulesFiltersRequestHeaderModifierAdd(Model, kw_only=True, omit_defaults=True):
-    name: str | None = None
-    value: str | None = None
-
-
-class HTTPRouteSpecRulesFiltersRequestHeaderModifierSet(Model, kw_only=True, omit_defaults=True):
-    name: str | None = None
-    value: str | None = None
-
-
-class HTTPRouteSpecRulesFiltersRequestMirror(Model, kw_only=True, omit_defaults=True):
-    backend_ref: HTTPRouteSpecRulesFiltersRequestMirrorBackendRef | None = msgspec.field(
-        default=None, name="backendRef")
-
-
-class HTTPRouteSpecRulesFiltersRequestMirrorBackendRef(Model, kw_only=True, omit_defaults=True):
-    group: str | None = None
-    kind: str | None = None
-    name: str | None = None
-    namespace: str | None = None
-    port: int | None = None
-
-
-class HTTPRouteSpecRulesFiltersRequestRedirect(Model, kw_only=True, omit_defaults=True):
-    hostname: str | None = None
-    path: HTTPRouteSpecRulesFiltersRequestRedirectPath | None = None
-    port: int | None = None
-    scheme: str | None = None
-    status_code: int | None = msgspec.field(default=None, name="statusCode")
-
-
-class HTTPRouteSpecRulesFiltersRequestRedirectPath(Model, kw_only=True, omit_defaults=True):
-    replace_full_path: str | None = msgspec.field(default=None, name="replaceFullPath")
-    replace_prefix_match: str | None = msgspec.field(default=None, name="replacePrefixMatch")
-    type: str | None = None
-
-
-class HTTPRouteSpecRulesFiltersResponseHeaderModifier(Model, kw_only=True, omit_defaults=True):
-    add: list[HTTPRouteSpecRulesFiltersResponseHeaderModifierAdd] | None = None
-    remove: list[str] | None = None
-    set: list[HTTPRouteSpecRulesFiltersResponseHeaderModifierSet] | None = None
-
-
-class HTTPRouteSpecRulesFiltersResponseHeaderModifierAdd(Model, kw_only=True, omit_defaults=True):
-    name: str | None = None
-    value: str | None = None
-
-
-class HTTPRouteSpecRulesFiltersResponseHeaderModifierSet(Model, kw_only=True, omit_defaults=True):
-    name: str | None = None
-    value: str | None = None
-
-
-class HTTPRouteSpecRulesFiltersUrlRewrite(Model, kw_only=True, omit_defaults=True):
-    hostname: str | None = None
-    path: HTTPRouteSpecRulesFiltersUrlRewritePath | None = None
-
-
-class HTTPRouteSpecRulesFiltersUrlRewritePath(Model, kw_only=True, omit_defaults=True):
-    replace_full_path: str | None = msgspec.field(default=None, name="replaceFullPath")
-    replace_prefix_match: str | None = msgspec.field(default=None, name="replacePrefixMatch")
-    type: str | None = None
-
-
-class HTTPRouteSpecRulesMatches(Model, kw_only=True, omit_defaults=True):
-    headers: list[HTTPRouteSpecRulesMatchesHeaders] | None = None
-    method: str | None = None
-    path: HTTPRouteSpecRulesMatchesPath | None = None
-    query_params: list[HTTPRouteSpecRulesMatchesQueryParams] | None = msgspec.field(
-        default=None, name="queryParams")
 
 
 class HTTPRouteSpecRulesMatchesHeaders(Model, kw_only=True, omit_defaults=True):
@@ -418,20 +380,32 @@ class HTTPRouteSpecRulesMatchesQueryParams(Model, kw_only=True, omit_defaults=Tr
     value: str | None = None
 
 
+class HTTPRouteSpecRulesMatches(Model, kw_only=True, omit_defaults=True):
+    headers: list[HTTPRouteSpecRulesMatchesHeaders] | None = None
+    method: str | None = None
+    path: HTTPRouteSpecRulesMatchesPath | None = None
+    query_params: list[HTTPRouteSpecRulesMatchesQueryParams] | None = msgspec.field(
+        default=None, name="queryParams")
+
+
 class HTTPRouteSpecRulesTimeouts(Model, kw_only=True, omit_defaults=True):
     backend_request: str | None = msgspec.field(default=None, name="backendRequest")
     request: str | None = None
 
 
-class HTTPRouteStatus(Model, kw_only=True, omit_defaults=True):
-    parents: list[HTTPRouteStatusParents] | None = None
+class HTTPRouteSpecRules(Model, kw_only=True, omit_defaults=True):
+    backend_refs: list[HTTPRouteSpecRulesBackendRefs] | None = msgspec.field(
+        default=None, name="backendRefs")
+    filters: list[HTTPRouteSpecRulesFilters] | None = None
+    matches: list[HTTPRouteSpecRulesMatches] | None = None
+    timeouts: HTTPRouteSpecRulesTimeouts | None = None
 
 
-class HTTPRouteStatusParents(Model, kw_only=True, omit_defaults=True):
-    conditions: list[HTTPRouteStatusParentsConditions] | None = None
-    controller_name: str | None = msgspec.field(default=None, name="controllerName")
-    parent_ref: HTTPRouteStatusParentsParentRef | None = msgspec.field(
-        default=None, name="parentRef")
+class HTTPRouteSpec(Model, kw_only=True, omit_defaults=True):
+    hostnames: list[str] | None = None
+    parent_refs: list[HTTPRouteSpecParentRefs] | None = msgspec.field(
+        default=None, name="parentRefs")
+    rules: list[HTTPRouteSpecRules] | None = None
 
 
 class HTTPRouteStatusParentsConditions(Model, kw_only=True, omit_defaults=True):
@@ -450,3 +424,27 @@ class HTTPRouteStatusParentsParentRef(Model, kw_only=True, omit_defaults=True):
     namespace: str | None = None
     port: int | None = None
     section_name: str | None = msgspec.field(default=None, name="sectionName")
+
+
+class HTTPRouteStatusParents(Model, kw_only=True, omit_defaults=True):
+    conditions: list[HTTPRouteStatusParentsConditions] | None = None
+    controller_name: str | None = msgspec.field(default=None, name="controllerName")
+    parent_ref: HTTPRouteStatusParentsParentRef | None = msgspec.field(
+        default=None, name="parentRef")
+
+
+class HTTPRouteStatus(Model, kw_only=True, omit_defaults=True):
+    parents: list[HTTPRouteStatusParents] | None = None
+
+
+class HTTPRoute(KubeObject, kw_only=True, omit_defaults=True):
+    API_VERSION: ClassVar[str] = "gateway.networking.k8s.io/v1"
+    KIND: ClassVar[str] = "HTTPRoute"
+    PLURAL: ClassVar[str] = "httproutes"
+    NAMESPACED: ClassVar[bool] = True
+
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    kind: str | None = None
+    metadata: ObjectMeta | None = None
+    spec: HTTPRouteSpec | None = None
+    status: HTTPRouteStatus | None = None

@@ -2,8 +2,6 @@
 
 """Models of the ``meta_v1`` types."""
 
-from __future__ import annotations
-
 import msgspec
 
 from kubewire.models.base import JSON, Model
@@ -18,6 +16,11 @@ class Condition(Model, kw_only=True, omit_defaults=True):
     type: str | None = None
 
 
+class Preconditions(Model, kw_only=True, omit_defaults=True):
+    resource_version: str | None = msgspec.field(default=None, name="resourceVersion")
+    uid: str | None = None
+
+
 class DeleteOptions(Model, kw_only=True, omit_defaults=True):
     api_version: str | None = msgspec.field(default=None, name="apiVersion")
     dry_run: list[str] | None = msgspec.field(default=None, name="dryRun")
@@ -30,16 +33,16 @@ class DeleteOptions(Model, kw_only=True, omit_defaults=True):
     propagation_policy: str | None = msgspec.field(default=None, name="propagationPolicy")
 
 
-class LabelSelector(Model, kw_only=True, omit_defaults=True):
-    match_expressions: list[LabelSelectorRequirement] | None = msgspec.field(
-        default=None, name="matchExpressions")
-    match_labels: dict[str, str] | None = msgspec.field(default=None, name="matchLabels")
-
-
 class LabelSelectorRequirement(Model, kw_only=True, omit_defaults=True):
     key: str | None = None
     operator: str | None = None
     values: list[str] | None = None
+
+
+class LabelSelector(Model, kw_only=True, omit_defaults=True):
+    match_expressions: list[LabelSelectorRequirement] | None = msgspec.field(
+        default=None, name="matchExpressions")
+    match_labels: dict[str, str] | None = msgspec.field(default=None, name="matchLabels")
 
 
 class ListMeta(Model, kw_only=True, omit_defaults=True):
@@ -57,6 +60,15 @@ class ManagedFieldsEntry(Model, kw_only=True, omit_defaults=True):
     operation: str | None = None
     subresource: str | None = None
     time: str | None = None
+
+
+class OwnerReference(Model, kw_only=True, omit_defaults=True):
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    block_owner_deletion: bool | None = msgspec.field(default=None, name="blockOwnerDeletion")
+    controller: bool | None = None
+    kind: str | None = None
+    name: str | None = None
+    uid: str | None = None
 
 
 class ObjectMeta(Model, kw_only=True, omit_defaults=True):
@@ -80,31 +92,6 @@ class ObjectMeta(Model, kw_only=True, omit_defaults=True):
     uid: str | None = None
 
 
-class OwnerReference(Model, kw_only=True, omit_defaults=True):
-    api_version: str | None = msgspec.field(default=None, name="apiVersion")
-    block_owner_deletion: bool | None = msgspec.field(default=None, name="blockOwnerDeletion")
-    controller: bool | None = None
-    kind: str | None = None
-    name: str | None = None
-    uid: str | None = None
-
-
-class Preconditions(Model, kw_only=True, omit_defaults=True):
-    resource_version: str | None = msgspec.field(default=None, name="resourceVersion")
-    uid: str | None = None
-
-
-class Status(Model, kw_only=True, omit_defaults=True):
-    api_version: str | None = msgspec.field(default=None, name="apiVersion")
-    code: int | None = None
-    details: StatusDetails | None = None
-    kind: str | None = None
-    message: str | None = None
-    metadata: ListMeta | None = None
-    reason: str | None = None
-    status: str | None = None
-
-
 class StatusCause(Model, kw_only=True, omit_defaults=True):
     field: str | None = None
     message: str | None = None
@@ -118,6 +105,17 @@ class StatusDetails(Model, kw_only=True, omit_defaults=True):
     name: str | None = None
     retry_after_seconds: int | None = msgspec.field(default=None, name="retryAfterSeconds")
     uid: str | None = None
+
+
+class Status(Model, kw_only=True, omit_defaults=True):
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    code: int | None = None
+    details: StatusDetails | None = None
+    kind: str | None = None
+    message: str | None = None
+    metadata: ListMeta | None = None
+    reason: str | None = None
+    status: str | None = None
 
 
 class WatchEvent(Model, kw_only=True, omit_defaults=True):

@@ -2,8 +2,6 @@
 
 """Models of the ``networking_k8s_io_v1`` types."""
 
-from __future__ import annotations
-
 from typing import ClassVar
 
 import msgspec
@@ -11,6 +9,21 @@ import msgspec
 from kubewire.models.base import IntOrString, KubeObject, Model
 from kubewire.models.core_v1 import TypedLocalObjectReference
 from kubewire.models.meta_v1 import LabelSelector, ObjectMeta
+
+
+class ServiceBackendPort(Model, kw_only=True, omit_defaults=True):
+    name: str | None = None
+    number: int | None = None
+
+
+class IngressServiceBackend(Model, kw_only=True, omit_defaults=True):
+    name: str | None = None
+    port: ServiceBackendPort | None = None
+
+
+class IngressBackend(Model, kw_only=True, omit_defaults=True):
+    resource: TypedLocalObjectReference | None = None
+    service: IngressServiceBackend | None = None
 
 
 class HTTPIngressPath(Model, kw_only=True, omit_defaults=True):
@@ -28,6 +41,44 @@ class IPBlock(Model, kw_only=True, omit_defaults=True):
     except_: list[str] | None = msgspec.field(default=None, name="except")
 
 
+class IngressRule(Model, kw_only=True, omit_defaults=True):
+    host: str | None = None
+    http: HTTPIngressRuleValue | None = None
+
+
+class IngressTLS(Model, kw_only=True, omit_defaults=True):
+    hosts: list[str] | None = None
+    secret_name: str | None = msgspec.field(default=None, name="secretName")
+
+
+class IngressSpec(Model, kw_only=True, omit_defaults=True):
+    default_backend: IngressBackend | None = msgspec.field(default=None, name="defaultBackend")
+    ingress_class_name: str | None = msgspec.field(default=None, name="ingressClassName")
+    rules: list[IngressRule] | None = None
+    tls: list[IngressTLS] | None = None
+
+
+class IngressPortStatus(Model, kw_only=True, omit_defaults=True):
+    error: str | None = None
+    port: int | None = None
+    protocol: str | None = None
+
+
+class IngressLoadBalancerIngress(Model, kw_only=True, omit_defaults=True):
+    hostname: str | None = None
+    ip: str | None = None
+    ports: list[IngressPortStatus] | None = None
+
+
+class IngressLoadBalancerStatus(Model, kw_only=True, omit_defaults=True):
+    ingress: list[IngressLoadBalancerIngress] | None = None
+
+
+class IngressStatus(Model, kw_only=True, omit_defaults=True):
+    load_balancer: IngressLoadBalancerStatus | None = msgspec.field(
+        default=None, name="loadBalancer")
+
+
 class Ingress(KubeObject, kw_only=True, omit_defaults=True):
     API_VERSION: ClassVar[str] = "networking.k8s.io/v1"
     KIND: ClassVar[str] = "Ingress"
@@ -41,64 +92,16 @@ class Ingress(KubeObject, kw_only=True, omit_defaults=True):
     status: IngressStatus | None = None
 
 
-class IngressBackend(Model, kw_only=True, omit_defaults=True):
-    resource: TypedLocalObjectReference | None = None
-    service: IngressServiceBackend | None = None
-
-
-class IngressLoadBalancerIngress(Model, kw_only=True, omit_defaults=True):
-    hostname: str | None = None
-    ip: str | None = None
-    ports: list[IngressPortStatus] | None = None
-
-
-class IngressLoadBalancerStatus(Model, kw_only=True, omit_defaults=True):
-    ingress: list[IngressLoadBalancerIngress] | None = None
-
-
-class IngressPortStatus(Model, kw_only=True, omit_defaults=True):
-    error: str | None = None
-    port: int | None = None
+class NetworkPolicyPort(Model, kw_only=True, omit_defaults=True):
+    end_port: int | None = msgspec.field(default=None, name="endPort")
+    port: IntOrString | None = None
     protocol: str | None = None
 
 
-class IngressRule(Model, kw_only=True, omit_defaults=True):
-    host: str | None = None
-    http: HTTPIngressRuleValue | None = None
-
-
-class IngressServiceBackend(Model, kw_only=True, omit_defaults=True):
-    name: str | None = None
-    port: ServiceBackendPort | None = None
-
-
-class IngressSpec(Model, kw_only=True, omit_defaults=True):
-    default_backend: IngressBackend | None = msgspec.field(default=None, name="defaultBackend")
-    ingress_class_name: str | None = msgspec.field(default=None, name="ingressClassName")
-    rules: list[IngressRule] | None = None
-    tls: list[IngressTLS] | None = None
-
-
-class IngressStatus(Model, kw_only=True, omit_defaults=True):
-    load_balancer: IngressLoadBalancerStatus | None = msgspec.field(
-        default=None, name="loadBalancer")
-
-
-class IngressTLS(Model, kw_only=True, omit_defaults=True):
-    hosts: list[str] | None = None
-    secret_name: str | None = msgspec.field(default=None, name="secretName")
-
-
-class NetworkPolicy(KubeObject, kw_only=True, omit_defaults=True):
-    API_VERSION: ClassVar[str] = "networking.k8s.io/v1"
-    KIND: ClassVar[str] = "NetworkPolicy"
-    PLURAL: ClassVar[str] = "networkpolicies"
-    NAMESPACED: ClassVar[bool] = True
-
-    api_version: str | None = msgspec.field(default=None, name="apiVersion")
-    kind: str | None = None
-    metadata: ObjectMeta | None = None
-    spec: NetworkPolicySpec | None = None
+class NetworkPolicyPeer(Model, kw_only=True, omit_defaults=True):
+    ip_block: IPBlock | None = msgspec.field(default=None, name="ipBlock")
+    namespace_selector: LabelSelector | None = msgspec.field(default=None, name="namespaceSelector")
+    pod_selector: LabelSelector | None = msgspec.field(default=None, name="podSelector")
 
 
 class NetworkPolicyEgressRule(Model, kw_only=True, omit_defaults=True):
@@ -111,18 +114,6 @@ class NetworkPolicyIngressRule(Model, kw_only=True, omit_defaults=True):
     ports: list[NetworkPolicyPort] | None = None
 
 
-class NetworkPolicyPeer(Model, kw_only=True, omit_defaults=True):
-    ip_block: IPBlock | None = msgspec.field(default=None, name="ipBlock")
-    namespace_selector: LabelSelector | None = msgspec.field(default=None, name="namespaceSelector")
-    pod_selector: LabelSelector | None = msgspec.field(default=None, name="podSelector")
-
-
-class NetworkPolicyPort(Model, kw_only=True, omit_defaults=True):
-    end_port: int | None = msgspec.field(default=None, name="endPort")
-    port: IntOrString | None = None
-    protocol: str | None = None
-
-
 class NetworkPolicySpec(Model, kw_only=True, omit_defaults=True):
     egress: list[NetworkPolicyEgressRule] | None = None
     ingress: list[NetworkPolicyIngressRule] | None = None
@@ -130,6 +121,13 @@ class NetworkPolicySpec(Model, kw_only=True, omit_defaults=True):
     policy_types: list[str] | None = msgspec.field(default=None, name="policyTypes")
 
 
-class ServiceBackendPort(Model, kw_only=True, omit_defaults=True):
-    name: str | None = None
-    number: int | None = None
+class NetworkPolicy(KubeObject, kw_only=True, omit_defaults=True):
+    API_VERSION: ClassVar[str] = "networking.k8s.io/v1"
+    KIND: ClassVar[str] = "NetworkPolicy"
+    PLURAL: ClassVar[str] = "networkpolicies"
+    NAMESPACED: ClassVar[bool] = True
+
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    kind: str | None = None
+    metadata: ObjectMeta | None = None
+    spec: NetworkPolicySpec | None = None
