@@ -364,23 +364,42 @@ def added_tree(new: dict[str, JSON], node: TypeNode | None, *, is_custom: bool) 
     return tree
 
 
+# Per struct node: its declared fields that compare counts as always present (required or
+# structs), read once; bounded by the served schemas like _FACTS.
+_ALWAYS_PRESENT: dict[TypeNode, frozenset[str]] = {}
+
+
+def _always_present(node: TypeNode) -> frozenset[str]:
+    names = _ALWAYS_PRESENT.get(node)
+    if names is None:
+        facts = _facts(node)
+        names = _ALWAYS_PRESENT[node] = frozenset(
+            key for key, child in facts.properties.items()
+            if key in facts.required or node_kind(child, None) == "struct")
+    return names
+
+
 def _added_map(value: dict[str, JSON], node: TypeNode | None, level: FieldTree,
                is_custom: bool) -> None:
-    facts = _facts(node) if node is not None else None
+    if node is None:
+        for key, child_value in value.items():
+            if child_value is not None:  # null is absent: nothing added
+                sub = _added_value(child_value, None, False, is_custom)
+                if sub is not None:
+                    level["f:" + key] = sub
+        return
+    facts = _facts(node)
+    props, values = facts.properties, facts.values
+    # compare's always_present: a Go struct's declared fields exist in both objects
+    always = frozenset() if is_custom else _always_present(node)
     for key, child_value in value.items():
         if child_value is None:
-            continue  # null is absent: nothing added
-        if facts is not None:
-            child = facts.properties.get(key)
-            declared = child is not None
-            if not declared:
-                child = facts.values
+            continue
+        child = props.get(key)
+        if child is None:
+            sub = _added_value(child_value, values, False, is_custom)
         else:
-            child, declared = None, False
-        # compare's always_present: a Go struct's declared fields exist in both objects
-        always = declared and not is_custom and facts is not None and (
-            key in facts.required or node_kind(child, None) == "struct")
-        sub = _added_value(child_value, child, always, is_custom)
+            sub = _added_value(child_value, child, key in always, is_custom)
         if sub is not None:
             level["f:" + key] = sub
 
@@ -388,10 +407,11 @@ def _added_map(value: dict[str, JSON], node: TypeNode | None, level: FieldTree,
 def _added_value(value: JSON, node: TypeNode | None, always: bool,
                  is_custom: bool) -> FieldTree | None:
     """The subtree ``value`` adds (None: nothing), as ``_compare`` reports it."""
-    kind = node_kind(node, value)
+    kind = _facts(node).kind if node is not None else None
+    if kind is None:
+        kind = node_kind(None, value)
     # the same dispatch as _compare: granular kinds walk by the value's shape
-    if kind not in ("struct", "map", "map-list", "set-list") or not isinstance(
-            value, dict | list):
+    if kind not in _GRANULAR or not isinstance(value, dict | list):
         return {".": {}}
     sub: FieldTree = {}
     if isinstance(value, dict):
@@ -411,6 +431,9 @@ def _added_value(value: JSON, node: TypeNode | None, always: bool,
     if not always:
         sub["."] = {}
     return sub or None
+
+
+_GRANULAR = frozenset({"struct", "map", "map-list", "set-list"})
 
 
 def without_members(tree: FieldTree, paths: Iterable[Path]) -> FieldTree:
@@ -434,8 +457,25 @@ def _drop_member(level: FieldTree, path: Path) -> None:
 
 
 def emit_tree(tree: FieldTree) -> dict[str, JSON]:
-    """The ``FieldsV1`` JSON of a ``FieldTree`` (what ``fields_v1`` gives for its paths)."""
-    return _emit(tree, top=True)
+    """The ``FieldsV1`` JSON of an ``added_tree`` (what ``fields_v1`` gives for its paths)."""
+    return _emit_added(tree, top=True)
+
+
+def _emit_added(tree: FieldTree, *, top: bool = False) -> dict[str, JSON]:
+    # _emit for added_tree's trees, whose levels hold only fields (a map's) or only keys or
+    # values (a list's): fields sort as their text, so as plain strings.
+    keys = [key for key in tree if key != "."]
+    if not keys:
+        return {}
+    out: dict[str, JSON] = {".": {}} if "." in tree and not top else {}
+    if len(keys) > 1:
+        if keys[0][:2] == "f:":
+            keys.sort()
+        else:
+            keys.sort(key=element_order)
+    for key in keys:
+        out[key] = _emit_added(tree[key])
+    return out
 
 
 # --- FieldsV1 -----------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Literal
 
@@ -105,7 +106,13 @@ def format_time(moment: datetime) -> str:
     """``metav1.Time`` text: RFC 3339, UTC, whole seconds, ``Z``."""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # every write formats "now" (often twice): strftime once per second, not per call
+    return _format_second(moment.astimezone(UTC).replace(microsecond=0))
+
+
+@lru_cache(maxsize=16)
+def _format_second(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_time(text: str) -> datetime:
