@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from kubewire.schema import validate as schema_validate
 from kubewire.schema.go_time_encoding import _ZERO, encode_go_time, encode_times, go_time_instant
+from kubewire.schema.go_types import go_type_of
 
 
 def _long_way(text: str, micro: bool) -> str | None:
@@ -81,3 +82,42 @@ def test_check_object_finds_what_the_two_walks_find(kind: tuple[str, str],
     assert errors == schema_validate.validate_types(*kind, body)
     if not errors:
         assert unknown == schema_validate.unknown_fields(*kind, body)
+
+
+def _encode_reference(value: Any, go_type: Any) -> Any:
+    """``encode_times``'s walk as it was: every field visited, every container rebuilt."""
+    if go_type.kind in ("time", "microtime"):
+        return _long_way(value, go_type.kind == "microtime") if isinstance(value, str) else value
+    if go_type.kind == "struct" and isinstance(value, dict):
+        return {k: (_encode_reference(v, go_type.fields[k]) if k in go_type.fields else v)
+                for k, v in value.items()}
+    if go_type.kind == "slice" and isinstance(value, list) and go_type.items is not None:
+        return [_encode_reference(v, go_type.items) for v in value]
+    if go_type.kind == "map" and isinstance(value, dict) and go_type.values is not None:
+        return {k: _encode_reference(v, go_type.values) for k, v in value.items()}
+    return value
+
+
+_time_text = _times | st.sampled_from(["2026-01-01T00:00:00Z", "2026-01-01T00:00:00.123456Z"])
+_pod = st.fixed_dictionaries({
+    "metadata": st.fixed_dictionaries({}, optional={
+        "name": st.just("p"), "creationTimestamp": _time_text | st.none(),
+        "deletionTimestamp": _time_text, "labels": st.dictionaries(_keys, st.just("v")),
+        "managedFields": st.lists(st.fixed_dictionaries({"manager": st.just("m")},
+                                                        optional={"time": _time_text}))}),
+    "spec": st.fixed_dictionaries({}, optional={"containers": st.lists(
+        st.fixed_dictionaries({"name": st.just("c")}), max_size=2)}),
+    "status": st.fixed_dictionaries({}, optional={
+        "startTime": _time_text | st.integers(),
+        "conditions": st.lists(st.fixed_dictionaries(
+            {"type": st.just("Ready")}, optional={"lastTransitionTime": _time_text,
+                                                  "lastProbeTime": _time_text}), max_size=2)}),
+})
+
+
+@settings(max_examples=300, deadline=None)
+@given(pod=_pod)
+def test_encode_times_gives_what_the_full_walk_gives(pod: dict[str, Any]) -> None:
+    before = copy.deepcopy(pod)
+    assert encode_times("v1", "Pod", pod) == _encode_reference(pod, go_type_of("v1", "Pod"))
+    assert pod == before

@@ -76,6 +76,12 @@ def _holds_times(go_type: GoType) -> bool:
     return _search(go_type, set())
 
 
+@cache
+def _timed_fields(go_type: GoType) -> tuple[tuple[str, GoType], ...]:
+    """A struct's fields that hold times: the only ones ``_encode`` needs to visit."""
+    return tuple((key, field) for key, field in go_type.fields.items() if _holds_times(field))
+
+
 def _search(go_type: GoType, seen: set[int]) -> bool:
     if go_type.kind in _TIME_KINDS:
         return True
@@ -95,12 +101,11 @@ def _encode(value: JSON, go_type: GoType) -> JSON:
     if not _holds_times(go_type):
         return value
     if go_type.kind == "struct" and isinstance(value, dict):
-        fields = go_type.fields
         out: dict[str, JSON] | None = None
-        for key, item in value.items():
-            field_type = fields.get(key)
-            if field_type is None:
+        for key, field_type in _timed_fields(go_type):
+            if key not in value:
                 continue
+            item = value[key]
             encoded = _encode(item, field_type)
             if encoded is not item:
                 if out is None:
