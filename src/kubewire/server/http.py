@@ -207,15 +207,14 @@ class HTTPConnection(asyncio.Protocol):
     """One client connection: parse requests, run the handler, write responses in order."""
 
     # An idle watch is mostly this object: slots, and no parser, head or body while streaming.
-    __slots__ = ("_body", "_body_bytes", "_handler", "_head_bytes", "_headers", "_held",
-                 "_idle_timer", "_in_message", "_keep_alive", "_limits", "_parser", "_pending",
-                 "_reading_head", "_reading_paused", "_rejected", "_server", "_stream", "_task",
-                 "_transport", "_upgrade_tail", "_url", "write_paused")
+    __slots__ = ("_body", "_body_bytes", "_head_bytes", "_headers", "_held", "_idle_timer",
+                 "_in_message", "_keep_alive", "_limits", "_parser", "_pending", "_reading_head",
+                 "_reading_paused", "_rejected", "_server", "_stream", "_task", "_transport",
+                 "_upgrade_tail", "_url", "write_paused")
 
-    def __init__(self, handler: Handler, limits: Limits, server: HTTPServer) -> None:
-        self._handler = handler
-        self._limits = limits
+    def __init__(self, server: HTTPServer) -> None:
         self._server = server
+        self._limits = server.limits
         self._transport: asyncio.Transport | None = None
         # None while a stream is open: bytes then wait in ``_held``
         self._parser: httptools.HttpRequestParser | None = httptools.HttpRequestParser(self)
@@ -227,7 +226,7 @@ class HTTPConnection(asyncio.Protocol):
         self._body = _NO_BODY
         self._body_bytes = 0
         self._in_message = False  # the parser is inside a request (it cannot be replaced)
-        self._pending: list[Request] = []
+        self._pending: list[Request] | None = None  # requests read, not yet started (pipelined)
         self._task: asyncio.Task[None] | None = None
         self._stream: ChunkedStream | WebSocketStream | None = None
         self._upgrade_tail: bytes | None = None  # client bytes after an Upgrade request's head
@@ -284,8 +283,9 @@ class HTTPConnection(asyncio.Protocol):
         """Keep bytes sent during a stream; past the bound, let the kernel hold the rest."""
         self._held += data
         if len(self._held) >= _MAX_HELD_BYTES and not self._reading_paused:
+            # Until the stream ends; a client that closes meanwhile is noticed at the next write.
             self._reading_paused = True
-            if self._transport is not None:
+            if self._transport is not None and not self._transport.is_closing():
                 self._transport.pause_reading()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -360,21 +360,27 @@ class HTTPConnection(asyncio.Protocol):
             return
         if not parser.should_keep_alive():
             self._keep_alive = False
-        self._pending.append(request)
+        if self._pending is None:
+            self._pending = [request]
+        else:
+            self._pending.append(request)
         self._maybe_start_next()
 
     # -- request scheduling ----------------------------------------------------------------
     def _maybe_start_next(self) -> None:
-        if self._task is not None or self._stream is not None or not self._pending:
+        pending = self._pending
+        if self._task is not None or self._stream is not None or not pending:
             return
         if self._transport is None:
             return
-        request = self._pending.pop(0)
+        request = pending.pop(0)
+        if not pending:
+            self._pending = None
         self._task = asyncio.get_running_loop().create_task(self._run(request))
 
     async def _run(self, request: Request) -> None:
         try:
-            response = await self._handler(request)
+            response = await self._server.handler(request)
         except asyncio.CancelledError:
             raise
         except StatusError as exc:  # the app normally maps these; a fallback keeps it sane
@@ -463,7 +469,7 @@ class HTTPConnection(asyncio.Protocol):
         held, self._held = self._held, b""
         if self._reading_paused:
             self._reading_paused = False
-            if self._transport is not None:
+            if self._transport is not None and not self._transport.is_closing():
                 self._transport.resume_reading()
         if held:
             self._feed(parser, held)
@@ -584,7 +590,7 @@ class HTTPServer:
                      ssl_context: ssl.SSLContext | None = None) -> tuple[str, int]:
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            lambda: HTTPConnection(self.handler, self.limits, self),
+            lambda: HTTPConnection(self),
             host, port, ssl=ssl_context, reuse_address=True, backlog=2048)
         sock = self._server.sockets[0].getsockname()
         return str(sock[0]), int(sock[1])
