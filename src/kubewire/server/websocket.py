@@ -128,6 +128,8 @@ class FrameError(Exception):
 class FrameReader:
     """Incremental parser of client frames; calls ``on_frame(opcode, payload)`` per frame."""
 
+    __slots__ = ("_buffer", "_on_frame")
+
     def __init__(self, on_frame: Callable[[int, bytes], None]) -> None:
         self._buffer = bytearray()
         self._on_frame = on_frame
@@ -141,6 +143,11 @@ class FrameReader:
             opcode, payload, used = parsed
             del self._buffer[:used]
             self._on_frame(opcode, payload)
+
+    @property
+    def idle(self) -> bool:
+        """No partial frame is buffered."""
+        return not self._buffer
 
     def _parse_one(self) -> tuple[int, bytes, int] | None:
         buf = self._buffer
@@ -183,7 +190,9 @@ class WebSocketStream(EventStream):
 
     def __init__(self, conn: Connection) -> None:
         super().__init__(conn)
-        self._reader = FrameReader(self._on_frame)
+        # Made when the client sends something (a watch client rarely does) and dropped when no
+        # partial frame is left: an idle WebSocket watch holds no reader, buffer or callback.
+        self._reader: FrameReader | None = None
 
     @staticmethod
     def frame(lines: list[bytes]) -> bytes:
@@ -197,12 +206,19 @@ class WebSocketStream(EventStream):
 
     def feed(self, data: bytes) -> None:
         """Bytes the client sent after the handshake."""
+        reader = self._reader
+        if reader is None:
+            reader = self._reader = FrameReader(self._on_frame)
         try:
-            self._reader.feed(data)
+            reader.feed(data)
         except FrameError:
             self.abort()
+        if reader.idle and self._reader is reader:
+            self._reader = None
 
     def _on_frame(self, opcode: int, payload: bytes) -> None:
+        if self.closed:  # frames after a close (in the same read) get no answer
+            return
         if opcode == OP_PING:
             self._conn.write(frame(OP_PONG, payload))
         elif opcode == OP_CLOSE:
