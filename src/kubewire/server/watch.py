@@ -16,6 +16,10 @@ Contract (watch-protocol.md §2.2, §3, §5, §6):
 
 from __future__ import annotations
 
+import sys
+
+from kubewire.field_selectors import FieldSelector
+from kubewire.label_selectors import LabelSelector
 from kubewire.server.context import ServerContext
 from kubewire.server.http import Request
 from kubewire.server.options import ListOptions
@@ -27,6 +31,9 @@ from kubewire.storage.cached import WatchFilter
 from kubewire.storage.watcher import Sink
 
 WATCH_HEADERS = [("Content-Type", "application/json")]
+# Most watches select nothing: they share these instead of holding empty selectors of their own.
+_ALL_LABELS = LabelSelector()
+_ALL_FIELDS = FieldSelector()
 
 
 def watch_timeout_s(ctx: ServerContext, opts: ListOptions) -> float:
@@ -55,7 +62,10 @@ def watch_filter(route: Route, opts: ListOptions) -> WatchFilter:
     if not namespace and route.resource.namespaced:
         namespace = opts.field_selector.exact("metadata.namespace") or ""
     name = opts.field_selector.exact("metadata.name") or ""
-    return WatchFilter(namespace, name, opts.label_selector, opts.field_selector)
+    labels = _ALL_LABELS if opts.label_selector.is_empty else opts.label_selector
+    fields = _ALL_FIELDS if opts.field_selector.is_empty else opts.field_selector
+    # Watchers of one namespace share its name (it lives as long as each watch).
+    return WatchFilter(sys.intern(namespace), name, labels, fields)
 
 
 def is_watch_list(opts: ListOptions) -> bool:
