@@ -9,8 +9,11 @@ Guarantees:
   revision > R: from the ring when R is inside it, from the durable change log when R is older
   but not compacted; below the compaction horizon it gets one ERROR 410 Expired and ends.
 - Encode once: an event's line is built once per event type variant and the same bytes go to
-  every watcher; live watchers with equal filters share one framed payload per batch; pending
-  events are coalesced into one write per watcher per loop iteration.
+  every watcher; live watchers with equal filters share one framed payload per dispatch.
+- Coalesced: committed batches enter the ring at once, but live watchers are served at most
+  once per loop turn (``call_soon``), so every batch committed since the last turn goes out in
+  one write per watcher. The flush is queued before the writers' futures resolve, so a write is
+  still answered only after its event was written to every live watcher (the store's contract).
 - Bounded: the ring has a fixed capacity; a paused watcher only holds a cursor, and is closed
   when the ring overwrites it.
 - Versions: a resource served at another version (``Resource.stored_as``) has no cache of its
@@ -176,25 +179,33 @@ class WatchCache:
         self.lagging.discard(watcher)
         self.watchers.discard(watcher)
 
+    @property
+    def undispatched(self) -> int:
+        """Events in the ring that live watchers have not been served yet."""
+        return self.ring.end - self._dispatched
+
     def dispatch(self) -> None:
         """Serve live watchers every event appended since the last dispatch (one write each)."""
         start, stop = self._dispatched, self.ring.end
         if start == stop:
             return
         self._dispatched = stop
+        if start < self.ring.start:
+            self._overrun(start)
+            return
         events = self.ring.slice(start, stop)
-        newest = events[-1].revision
+        first, newest = events[0].revision, events[-1].revision
         payloads: dict[Any, tuple[bytes, int]] = {}
         for watcher in self._live_targets(events):
-            found = payloads.get(watcher.key)
-            if found is None:
-                lines = watcher.filter.lines(events)
-                found = payloads[watcher.key] = (
-                    watcher.sink.frame(lines) if lines else b"", len(lines))
-            framed, count = found
-            if framed:
-                watcher.sink.write_framed(framed)
-                self.events_sent += count
+            if watcher.progress_rev < first:
+                self._write_shared(watcher, events, payloads)
+            elif watcher.progress_rev < newest:
+                # It went live between a commit and this dispatch, already past some of these
+                # events (it started from, or caught up to, a later revision): only the rest.
+                watcher.write_lines(watcher.filter.lines(
+                    [e for e in events if e.revision > watcher.progress_rev]))
+            else:
+                continue
             # Everything up to ``newest`` is written: a bookmark must carry a later revision.
             watcher.progress_rev = newest
             if watcher.sink.is_paused:
@@ -206,6 +217,27 @@ class WatchCache:
             watcher.begin_at_cursor(self.ring.seq_after(watcher.start_rev))
         for event in events:
             event.forget_lines()
+
+    def _write_shared(self, watcher: Watcher, events: list[CachedEvent],
+                      payloads: dict[Any, tuple[bytes, int]]) -> None:
+        """Write ``events`` as ``watcher`` sees them, framed once per (filter, framing)."""
+        found = payloads.get(watcher.key)
+        if found is None:
+            lines = watcher.filter.lines(events)
+            found = payloads[watcher.key] = (
+                watcher.sink.frame(lines) if lines else b"", len(lines))
+        framed, count = found
+        if framed:
+            watcher.sink.write_framed(framed)
+            self.events_sent += count
+
+    def _overrun(self, start: int) -> None:
+        """One batch overwrote events no live watcher got yet: they cannot get them now, so
+        they are closed like any overtaken watcher (clients resume from the durable log)."""
+        for watcher in self._live_targets(()):
+            self._detach_live(watcher)
+            watcher.fall_behind(start)
+        self._close_overtaken()
 
     def _close_overtaken(self) -> None:
         """A lagging watcher whose cursor the ring overwrote can never catch up: close it now
@@ -219,7 +251,12 @@ class WatchCache:
                 watcher.close()
 
     def _live_targets(self, events: Sequence[CachedEvent]) -> list[Watcher]:
+        """Live watchers that may want ``events`` (all of them when ``events`` is empty)."""
         targets = list(self._live_all)
+        if not events:
+            for members in self._live_ns.values():
+                targets.extend(members)
+            return targets
         namespaces = {e.obj.namespace for e in events}
         for ns in namespaces:
             group = self._live_ns.get(ns)
@@ -353,6 +390,8 @@ class WatchCaches:
         self._views: dict[tuple[str, str, str], VersionView] = {}
         self._revision_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._ticker: asyncio.Task[None] | None = None
+        self._dirty: dict[str, WatchCache] = {}  # caches with events live watchers lack
+        self._flush_handle: asyncio.Handle | None = None
 
     async def start(self) -> None:
         """Load every kind's objects, subscribe to the store, start the bookmark ticker."""
@@ -372,6 +411,7 @@ class WatchCaches:
             self._ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
+        self.flush()  # committed changes reach their watchers before the streams end
         for cache in self._caches.values():
             for watcher in list(cache.watchers):
                 watcher.close()
@@ -391,24 +431,41 @@ class WatchCaches:
         return sum(len(c.watchers) for c in self._caches.values())
 
     def _on_changes(self, changes: Sequence[Change]) -> None:
-        # Dispatch synchronously: the store hands over one group-commit batch at a time, which
-        # is the coalescing point, and it keeps every cache's live point at its ring's end
-        # whenever another coroutine runs (no new watcher can see a half-dispatched batch).
-        touched: dict[str, WatchCache] = {}
+        # The objects, rings and revision take the batch now (reads and new watchers see it at
+        # once); live watchers get it in ``flush``, at most once per loop turn, so the batches
+        # of one turn share one write per watcher. ``call_soon`` runs it before the callbacks
+        # the store schedules next (its writers' futures), so a write is never answered before
+        # its watchers were written to.
         for change in changes:
             group, plural = change.key.split("/", 2)[:2]
             cache = self._caches.get(f"{group}/{plural}")
             if cache is not None:
                 cache.apply(change)
-                touched[cache.resource.id] = cache
+                self._dirty[cache.resource.id] = cache
+                if cache.undispatched > cache.ring.capacity // 2:
+                    # Serve live watchers before the ring could overwrite what they lack.
+                    self._flush_cache(cache)
             self.revision = max(self.revision, change.revision)
-        for cache in touched.values():
-            try:
-                cache.dispatch()
-            except Exception:
-                log.exception("dispatch failed for %s", cache.resource.plural)
+        if self._dirty and self._flush_handle is None:
+            self._flush_handle = asyncio.get_running_loop().call_soon(self._scheduled_flush)
         if self._revision_waiters:
             self._wake_revision_waiters()
+
+    def _scheduled_flush(self) -> None:
+        self._flush_handle = None
+        self.flush()
+
+    def flush(self) -> None:
+        """Serve every live watcher the events committed since the last flush."""
+        dirty, self._dirty = self._dirty, {}
+        for cache in dirty.values():
+            self._flush_cache(cache)
+
+    def _flush_cache(self, cache: WatchCache) -> None:
+        try:
+            cache.dispatch()
+        except Exception:
+            log.exception("dispatch failed for %s", cache.resource.plural)
 
     async def wait_for_revision(self, revision: int) -> None:
         """Wait until the cache has seen ``revision``; 504 Too large resource version after 3 s."""
@@ -435,6 +492,7 @@ class WatchCaches:
         tick = min(1.0, self.bookmark_interval_s / 2)
         while True:
             await asyncio.sleep(tick)
+            self.flush()  # a bookmark's revision must not pass events not yet written
             now = time.monotonic()
             for cache in self._caches.values():
                 if cache.resource.has_watch_cache or cache.watchers:

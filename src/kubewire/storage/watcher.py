@@ -168,8 +168,9 @@ class Watcher:
         if lines:
             self.sink.write_framed(self.sink.frame(lines))
             self.cache.events_sent += len(lines)
-        if events:
-            self.progress_rev = events[-1].revision
+        # Every event up to the window's end is written (or predates the start): the
+        # dispatcher skips what this covers if it goes live before they were dispatched.
+        self.progress_rev = max(self.progress_rev, window[-1].revision)
 
     def fall_behind(self, cursor: int) -> None:
         """Called by the dispatcher when this live watcher's sink paused."""
