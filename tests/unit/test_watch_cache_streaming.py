@@ -1,7 +1,10 @@
-"""The watch cache's coalesced dispatch (storage/cache.py).
+"""The watch cache's coalesced dispatch and key-walked initial events (storage/cache.py).
 
 Dispatch: batches committed within one loop turn reach each live watcher in one write, and a
 watcher that starts between a commit and the dispatch gets exactly the events after its start.
+Initial events: a ``sendInitialEvents`` watcher walks the cache by key; every object appears as
+it was at the snapshot revision, once, whatever changes while the walk is under way, and the
+changes after the snapshot follow in revision order.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import pytest
 
 from kubewire.resources import REGISTRY
 from kubewire.selectors import parse_field_selector, parse_label_selector
-from kubewire.storage.base import Change, ChangeType, Create, Retention
+from kubewire.storage import cache as cache_module
+from kubewire.storage.base import Change, ChangeType, Create, Delete, Retention, Update
 from kubewire.storage.cache import WatchCaches, WatchStart
 from kubewire.storage.cached import WatchFilter
 from kubewire.storage.sqlite import SQLiteStore
@@ -118,6 +122,14 @@ async def create(store: SQLiteStore, obj: dict[str, Any]) -> int:
     return (await store.write(Create(key(obj["metadata"]["name"]), obj))).revision
 
 
+async def update(store: SQLiteStore, obj: dict[str, Any]) -> int:
+    return (await store.write(Update(key(obj["metadata"]["name"]), obj, None))).revision
+
+
+async def delete(store: SQLiteStore, name: str) -> int:
+    return (await store.write(Delete(key(name)))).revision
+
+
 def synthetic(revision: int, name: str, change_type: ChangeType = ChangeType.ADDED) -> Change:
     """A committed change as the store would publish it (for driving the feed directly)."""
     obj = pod(name)
@@ -191,4 +203,93 @@ async def test_a_backlog_near_the_ring_capacity_is_served_at_once(store: SQLiteS
     await asyncio.sleep(0)
     assert [e[1] for e in sink.events()] == [f"p{i}" for i in range(1, 20)]
     assert not sink.closed
+    await caches.stop()
+
+
+# -- initial events walked by key ----------------------------------------------------------
+async def test_changes_during_the_walk_show_the_snapshot_then_the_changes(
+        store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cache_module, "PUMP_BATCH_EVENTS", 2)  # pages of two objects
+    revs = {name: await create(store, pod(name)) for name in ("a", "b", "c", "d", "e")}
+    caches = await make_caches(store)
+    cache = caches.for_resource(PODS)
+    sink = Sink(pause_after_write=True)
+    await cache.watch(sink, everything(),
+                      WatchStart(revision=0, initial_events=True, bookmarks=True))
+    snapshot = caches.revision
+    assert [e[1] for e in sink.events()] == ["a", "b"]  # the first page, then paused
+    r1 = await update(store, pod("a", v="1"))  # behind the walk
+    r2 = await update(store, pod("c", v="1"))  # ahead of it
+    r3 = await delete(store, "d")  # ahead, gone before the walk gets there
+    r4 = await create(store, pod("cc"))  # ahead, created after the snapshot
+    r5 = await delete(store, "b")  # behind
+    r6 = await update(store, pod("c", v="2"))
+    sink.drain()
+    assert sink.events() == [
+        ("ADDED", "a", str(revs["a"])), ("ADDED", "b", str(revs["b"])),
+        ("ADDED", "c", str(revs["c"])), ("ADDED", "d", str(revs["d"])),
+        ("ADDED", "e", str(revs["e"])),
+        ("BOOKMARK", "", str(snapshot)),
+        ("MODIFIED", "a", str(r1)), ("MODIFIED", "c", str(r2)), ("DELETED", "d", str(r3)),
+        ("ADDED", "cc", str(r4)), ("DELETED", "b", str(r5)), ("MODIFIED", "c", str(r6)),
+    ]
+    # The walk is over: the cache keeps no earlier states for it.
+    assert not cache._walkers and not cache._before
+    r7 = await create(store, pod("f"))
+    assert sink.events()[-1] == ("ADDED", "f", str(r7))
+    await caches.stop()
+
+
+async def test_walks_from_different_snapshots_see_their_own_states(store: SQLiteStore) -> None:
+    r0 = await create(store, pod("x"))
+    caches = await make_caches(store)
+    cache = caches.for_resource(PODS)
+    first = Sink(paused=True)
+    await cache.watch(first, everything(), WatchStart(revision=0, initial_events=True))
+    r1 = await update(store, pod("x", v="1"))
+    second = Sink(paused=True)
+    await cache.watch(second, everything(), WatchStart(revision=0, initial_events=True))
+    r2 = await delete(store, "x")
+    third = Sink(paused=True)
+    await cache.watch(third, everything(), WatchStart(revision=0, initial_events=True))
+    r3 = await create(store, pod("x"))
+    for sink in (third, first, second):
+        sink.drain()
+    assert first.events() == [("ADDED", "x", str(r0)), ("MODIFIED", "x", str(r1)),
+                              ("DELETED", "x", str(r2)), ("ADDED", "x", str(r3))]
+    assert second.events() == [("ADDED", "x", str(r1)), ("DELETED", "x", str(r2)),
+                               ("ADDED", "x", str(r3))]
+    assert third.events() == [("ADDED", "x", str(r3))]
+    assert not cache._before
+    await caches.stop()
+
+
+async def test_walk_of_a_namespace_with_a_selector(store: SQLiteStore,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cache_module, "PUMP_BATCH_EVENTS", 3)
+    names = [f"p{i:02d}" for i in range(10)]
+    for i, name in enumerate(names):
+        obj = pod(name, app="web" if i % 2 else "db")
+        await store.write(Create(key(name), obj))
+        await store.write(Create(key(name, "other"), pod(name, "other", app="web")))
+    caches = await make_caches(store)
+    sink = Sink(pause_after_write=True)
+    await caches.for_resource(PODS).watch(
+        sink, everything(ns="default", labels="app=web"),
+        WatchStart(revision=0, initial_events=True))
+    sink.drain()
+    assert [e[1] for e in sink.events()] == names[1::2]
+    await caches.stop()
+
+
+async def test_a_walker_overtaken_by_the_ring_is_closed(store: SQLiteStore) -> None:
+    await create(store, pod("a"))
+    caches = await make_caches(store, capacity=4)
+    cache = caches.for_resource(PODS)
+    sink = Sink(paused=True)
+    await cache.watch(sink, everything(), WatchStart(revision=0, initial_events=True))
+    for i in range(6):
+        await update(store, pod("a", n=str(i)))
+    assert sink.closed
+    assert not cache._walkers and not cache._before
     await caches.stop()

@@ -14,6 +14,9 @@ Guarantees:
   once per loop turn (``call_soon``), so every batch committed since the last turn goes out in
   one write per watcher. The flush is queued before the writers' futures resolve, so a write is
   still answered only after its event was written to every live watcher (the store's contract).
+- Initial events stream by key: a ``sendInitialEvents`` watcher keeps only the last key it
+  sent; objects changed after its snapshot revision are read as they were at it from the
+  states the cache keeps, while any snapshot walk runs, of keys changed since the oldest one.
 - Bounded: the ring has a fixed capacity; a paused watcher only holds a cursor, and is closed
   when the ring overwrites it.
 - Versions: a resource served at another version (``Resource.stored_as``) has no cache of its
@@ -40,7 +43,13 @@ from kubewire.status import StatusError, too_large_resource_version, too_old_res
 from kubewire.storage.base import Change, ChangeType, CompactedError, Store
 from kubewire.storage.cached import CachedEvent, CachedObject, WatchFilter, event_line
 from kubewire.storage.version_view import VersionView
-from kubewire.storage.watcher import Sink, State, Watcher
+from kubewire.storage.watcher import (
+    PUMP_BATCH_BYTES,
+    PUMP_BATCH_EVENTS,
+    Sink,
+    State,
+    Watcher,
+)
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +117,13 @@ class WatchCache:
         self.ring = HistoryRing(capacity, floor_rev)
         self.objects: dict[str, CachedObject] = {}
         self.last_change_rev = floor_rev  # newest revision that touched this kind
-        self._sorted_keys: list[str] | None = None
+        self._keys: list[str] = []  # the keys of ``objects``, sorted (kept, not re-sorted)
+        # Snapshot walks (sendInitialEvents) in progress: watcher -> snapshot revision; while
+        # there are any, every change records the key's state before it, so a walker reads each
+        # key as it was at its snapshot revision without holding a snapshot of its own.
+        self._walkers: dict[Watcher, int] = {}
+        self._before: dict[str, list[tuple[int, CachedObject | None]]] = {}
+        self._before_keys: list[str] = []  # the keys of ``_before``, sorted
         self._live_all: set[Watcher] = set()  # watchers of every namespace
         self._live_ns: dict[str, set[Watcher]] = {}
         self._future: set[Watcher] = set()
@@ -123,19 +138,28 @@ class WatchCache:
     def load(self, records: Iterable[tuple[str, int, bytes]]) -> None:
         for key, revision, value in records:
             self.objects[key] = CachedObject.decode(key, revision, value, self.resource)
-        self._sorted_keys = None
+        self._keys = sorted(self.objects)
 
     def apply(self, change: Change) -> None:
         """Fold one committed change into the objects and the ring (no dispatch yet)."""
-        prev = self.objects.get(change.key)
-        obj = CachedObject.decode(change.key, change.revision, change.value, self.resource)
+        key = change.key
+        prev = self.objects.get(key)
+        obj = CachedObject.decode(key, change.revision, change.value, self.resource)
         if change.type == ChangeType.DELETED:
-            self.objects.pop(change.key, None)
-            self._sorted_keys = None
+            if self.objects.pop(key, None) is not None:
+                i = bisect.bisect_left(self._keys, key)
+                del self._keys[i]
         else:
             if prev is None:
-                self._sorted_keys = None
-            self.objects[change.key] = obj
+                bisect.insort(self._keys, key)
+            self.objects[key] = obj
+        if self._walkers:
+            history = self._before.get(key)
+            if history is None:
+                self._before[key] = [(change.revision, prev)]
+                bisect.insort(self._before_keys, key)
+            else:
+                history.append((change.revision, prev))
         self.ring.append(CachedEvent(change.revision, change.type, obj, prev))
         self.last_change_rev = change.revision
 
@@ -144,15 +168,84 @@ class WatchCache:
 
     def scan(self, prefix: str, start: str = "") -> list[CachedObject]:
         """Objects whose key starts with ``prefix`` (and is >= ``start``), in key order."""
-        if self._sorted_keys is None:
-            self._sorted_keys = sorted(self.objects)
-        keys = self._sorted_keys
+        keys = self._keys
         i = bisect.bisect_left(keys, max(prefix, start))
         out: list[CachedObject] = []
         while i < len(keys) and keys[i].startswith(prefix):
             out.append(self.objects[keys[i]])
             i += 1
         return out
+
+    # -- snapshot walks (initial events) -----------------------------------------------------
+    def start_walk(self, watcher: Watcher, snapshot_rev: int) -> None:
+        """From now on keep the states ``watcher`` needs to read keys as at ``snapshot_rev``
+        (every later change has a later revision, so none is missed)."""
+        self._walkers[watcher] = snapshot_rev
+
+    def end_walk(self, watcher: Watcher) -> None:
+        if self._walkers.pop(watcher, None) is None:
+            return
+        if not self._walkers:
+            self._before.clear()
+            self._before_keys.clear()
+            return
+        # States before changes at or below the oldest remaining snapshot are never read again.
+        oldest = min(self._walkers.values())
+        stale = [k for k, h in self._before.items() if h[-1][0] <= oldest]
+        for key in stale:
+            del self._before[key]
+        if stale:
+            self._before_keys = sorted(self._before)
+
+    def snapshot_page(self, prefix: str, after: str, snapshot_rev: int,
+                      version: Resource | None) -> tuple[list[CachedObject], str | None]:
+        """The objects under ``prefix`` with keys past ``after`` ("" = from the start), as they
+        were at ``snapshot_rev`` (the caller is a walker from it), in key order: one write's
+        worth (``PUMP_BATCH_EVENTS``, about ``PUMP_BATCH_BYTES``). Also the last key visited,
+        to continue after, or None when the walk is complete."""
+        keys, gone = self._keys, self._before_keys
+        if after:
+            i, j = bisect.bisect_right(keys, after), bisect.bisect_right(gone, after)
+        else:
+            i, j = bisect.bisect_left(keys, prefix), bisect.bisect_left(gone, prefix)
+        out: list[CachedObject] = []
+        size = 0
+        key = after
+        # Merge the current keys with the keys changed since the walk began (deleted ones are
+        # only there); a key in both is visited once.
+        while len(out) < PUMP_BATCH_EVENTS and size < PUMP_BATCH_BYTES:
+            a = keys[i] if i < len(keys) else None
+            b = gone[j] if j < len(gone) else None
+            if a is None or (b is not None and b < a):
+                if b is None:
+                    return out, None
+                key, j = b, j + 1
+            else:
+                key, i = a, i + 1
+                if b == a:
+                    j += 1
+            if not key.startswith(prefix):
+                return out, None
+            obj = self._state_at(key, snapshot_rev)
+            if obj is not None:
+                obj = obj.as_version(version)
+                out.append(obj)
+                size += len(obj.value)
+        if i >= len(keys) and j >= len(gone):
+            return out, None
+        return out, key
+
+    def _state_at(self, key: str, revision: int) -> CachedObject | None:
+        """The object at ``key`` as it was at ``revision`` (a running walk's snapshot)."""
+        history = self._before.get(key)
+        if history:
+            for change_rev, before in history:
+                if change_rev > revision:
+                    return before  # the state the first later change replaced
+        obj = self.objects.get(key)
+        # Unchanged since ``revision``; a newer object without history cannot happen while
+        # this walk runs, and would not have existed at ``revision``.
+        return obj if obj is not None and obj.revision <= revision else None
 
     # -- watchers ----------------------------------------------------------------------------
     def attach_live(self, watcher: Watcher) -> None:
@@ -178,6 +271,7 @@ class WatchCache:
         self._future.discard(watcher)
         self.lagging.discard(watcher)
         self.watchers.discard(watcher)
+        self.end_walk(watcher)
 
     @property
     def undispatched(self) -> int:
@@ -294,10 +388,8 @@ class WatchCache:
                 await self.caches.wait_for_revision(start.revision)
             if watcher.state is State.CLOSED:
                 return
-            version = watcher.filter.version
-            snapshot = [o.as_version(version) for o in
-                        self.scan(self.resource.storage_prefix(watcher.filter.namespace))]
-            watcher.begin_initial(snapshot, self.caches.revision, start.bookmarks)
+            watcher.begin_initial(self.resource.storage_prefix(watcher.filter.namespace),
+                                  self.caches.revision, start.bookmarks)
         elif start.revision >= self.caches.revision:
             if start.revision == self.caches.revision:
                 watcher.begin_at_cursor(self.ring.end)

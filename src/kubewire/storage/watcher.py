@@ -3,7 +3,8 @@
 A watcher owns no copy of events and no queue. It is in exactly one state:
 
 - ``LIVE``: caught up; the cache's dispatcher writes each new batch to it directly.
-- ``INITIAL``: writing the synthetic ADDED snapshot (then the initial-events-end bookmark).
+- ``INITIAL``: writing the synthetic ADDED snapshot (then the initial-events-end bookmark): it
+  walks the cache by key, holding only the last key it sent (``WatchCache.snapshot_page``).
 - ``LAGGING``: its cursor is behind the ring's end (it started from an older revision, or its
   sink was paused); ``pump`` copies from the ring until paused or caught up.
 - ``REPLAY``: its start revision is older than the in-memory ring but still in the durable
@@ -27,7 +28,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from kubewire.storage.cached import ADDED, CachedObject, WatchFilter, bookmark_line, event_line
+from kubewire.storage.cached import ADDED, WatchFilter, bookmark_line, event_line
 from kubewire.storage.deadlines import Deadline, call_later
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ class State(enum.Enum):
 class Watcher:
     """A cursor plus a filter; see the module docstring for the states."""
 
-    __slots__ = ("_initial", "_initial_end_rev", "_initial_index", "_resumed", "_timer",
+    __slots__ = ("_initial_end_rev", "_resumed", "_timer", "_walk_after", "_walk_prefix",
                  "bookmarks", "cache", "cursor", "deadline", "filter", "key", "next_bookmark",
                  "progress_rev", "sink", "start_rev", "state")
 
@@ -89,8 +90,8 @@ class Watcher:
         self.deadline = float("inf")  # time.monotonic() at which the watch ends
         self.state = State.LAGGING
         self.cursor = 0
-        self._initial: list[CachedObject] | None = None
-        self._initial_index = 0
+        self._walk_prefix = ""  # the snapshot walk's key prefix ...
+        self._walk_after = ""  # ... and the last key it visited ("" before the first)
         self._initial_end_rev: int | None = None
         self._timer: Deadline | None = None
         self._resumed: asyncio.Event | None = None
@@ -98,16 +99,17 @@ class Watcher:
         sink.on_close = self._on_sink_closed
 
     # -- starting ----------------------------------------------------------------------------
-    def begin_initial(self, snapshot: list[CachedObject], snapshot_rev: int,
-                      end_bookmark: bool) -> None:
-        """Send ``snapshot`` as ADDED events, then continue after ``snapshot_rev``."""
-        self._initial = snapshot
-        self._initial_index = 0
+    def begin_initial(self, prefix: str, snapshot_rev: int, end_bookmark: bool) -> None:
+        """Send the objects under ``prefix`` as they are at ``snapshot_rev`` (the cache's
+        revision now) as ADDED events, then continue after ``snapshot_rev``."""
+        self._walk_prefix = prefix
+        self._walk_after = ""
         self._initial_end_rev = snapshot_rev if end_bookmark else None
         self.start_rev = self.progress_rev = snapshot_rev
         self.cursor = self.cache.ring.end
         self.state = State.INITIAL
         self.cache.lagging.add(self)
+        self.cache.start_walk(self, snapshot_rev)
         self.pump()
 
     def begin_at_cursor(self, cursor: int) -> None:
@@ -132,22 +134,22 @@ class Watcher:
                 self._pump_ring()
 
     def _pump_initial(self) -> None:
-        assert self._initial is not None
-        chunk = _prefix_of_bytes(
-            self._initial[self._initial_index:self._initial_index + PUMP_BATCH_EVENTS],
-            lambda o: len(o.value))
-        self._initial_index += len(chunk)
+        chunk, after = self.cache.snapshot_page(
+            self._walk_prefix, self._walk_after, self.start_rev, self.filter.version)
         lines = [event_line(ADDED, o.value) for o in chunk if self.filter.matches(o)]
         if lines:
             self.sink.write_framed(self.sink.frame(lines))
             self.cache.events_sent += len(lines)
-        if self._initial_index >= len(self._initial):
-            self._initial = None
+        if after is not None:
+            self._walk_after = after
+        else:
+            self.cache.end_walk(self)
             if self._initial_end_rev is not None:
                 line = bookmark_line(self.filter.version or self.cache.resource,
                                      self._initial_end_rev, initial_events_end=True)
                 self.sink.write_framed(self.sink.frame([line]))
-            self.state = State.LAGGING
+            if self.state is State.INITIAL:  # not closed meanwhile
+                self.state = State.LAGGING
 
     def _pump_ring(self) -> None:
         ring = self.cache.ring
