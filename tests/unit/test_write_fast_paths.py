@@ -2,7 +2,8 @@
 
 - ``encode_go_time`` returns text already in Go's form without parsing it;
 - ``encode_times`` copies only what it re-encodes and never changes its input;
-- ``check_object`` (one walk) finds what ``validate_types`` and ``unknown_fields`` find.
+- ``check_object`` (one walk) finds what ``validate_types`` and ``unknown_fields`` find;
+- a plain User-Agent names the field manager without a per-character loop.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from hypothesis import strategies as st
 from kubewire.schema import validate as schema_validate
 from kubewire.schema.go_time_encoding import _ZERO, encode_go_time, encode_times, go_time_instant
 from kubewire.schema.go_types import go_type_of
+from kubewire.server.field_ownership import default_field_manager
+from kubewire.server.write_options import MAX_FIELD_MANAGER_BYTES, WriteOptions
 
 
 def _long_way(text: str, micro: bool) -> str | None:
@@ -121,3 +124,21 @@ def test_encode_times_gives_what_the_full_walk_gives(pod: dict[str, Any]) -> Non
     before = copy.deepcopy(pod)
     assert encode_times("v1", "Pod", pod) == _encode_reference(pod, go_type_of("v1", "Pod"))
     assert pod == before
+
+
+def _manager_long_way(user_agent: str) -> str:
+    name = ""
+    for ch in user_agent.split("/", 1)[0]:
+        if not ch.isprintable():
+            continue
+        if len((name + ch).encode("utf-8", "surrogatepass")) > MAX_FIELD_MANAGER_BYTES:
+            break
+        name += ch
+    return name
+
+
+@settings(max_examples=300, deadline=None)
+@given(user_agent=st.text(max_size=200) | st.text(st.characters(max_codepoint=127), max_size=200))
+def test_the_field_manager_from_a_user_agent_is_what_the_long_way_gives(user_agent: str) -> None:
+    options = default_field_manager(WriteOptions(), user_agent)
+    assert options.field_manager == _manager_long_way(user_agent)

@@ -68,8 +68,11 @@ def default_field_manager(options: WriteOptions, user_agent: str) -> WriteOption
     """``options`` naming the User-Agent's product when no ``fieldManager`` was given."""
     if options.field_manager:
         return options
+    product = user_agent.split("/", 1)[0]
+    if product.isascii() and product.isprintable() and len(product) <= MAX_FIELD_MANAGER_BYTES:
+        return replace(options, field_manager=product)  # what the loop below keeps of it
     name = ""
-    for ch in user_agent.split("/", 1)[0]:
+    for ch in product:
         if not ch.isprintable():
             continue
         if len((name + ch).encode("utf-8", "surrogatepass")) > MAX_FIELD_MANAGER_BYTES:
