@@ -11,7 +11,9 @@ interleaved, rotating their order each repetition; every ratio is clients/raw in
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,7 +101,15 @@ def run(opts: DecodeOptions) -> dict[str, Any]:
 
 
 def main() -> None:
-    report.main(__doc__, SMOKE, default_options, run)
+    # --clients (in the usage above) is this benchmark's own; report.main parses the rest.
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--clients", default=",".join(ALL_CLIENTS))
+    known, rest = parser.parse_known_args()
+    clients = tuple(known.clients.split(","))
+    if unknown := set(clients) - set(ALL_CLIENTS):
+        parser.error(f"unknown clients {sorted(unknown)}; choose from {', '.join(ALL_CLIENTS)}")
+    sys.argv[1:] = rest
+    report.main(__doc__, SMOKE, lambda: DecodeOptions(clients=clients), run)
 
 
 if __name__ == "__main__":
