@@ -293,3 +293,29 @@ async def test_a_walker_overtaken_by_the_ring_is_closed(store: SQLiteStore) -> N
     assert sink.closed
     assert not cache._walkers and not cache._before
     await caches.stop()
+
+
+class FlowSink(Sink):
+    """A sink with a settable pause mark, as server streams have."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.high_water: list[int | None] = []
+
+    def set_write_high_water(self, high: int | None) -> None:
+        self.high_water.append(high)
+
+
+async def test_a_walker_holds_nothing_unsent_until_its_walk_ends(store: SQLiteStore) -> None:
+    await create(store, pod("a"))
+    caches = await make_caches(store)
+    cache = caches.for_resource(PODS)
+    done, cut = FlowSink(pause_after_write=True), FlowSink(paused=True)
+    await cache.watch(done, everything(), WatchStart(revision=0, initial_events=True))
+    await cache.watch(cut, everything(), WatchStart(revision=0, initial_events=True))
+    done.drain()
+    assert done.high_water == [0, None]  # paused while anything waits, then the usual mark
+    assert not done.closed
+    cut.close()  # mid-walk: the connection may serve more requests with the usual mark
+    assert cut.high_water == [0, None]
+    await caches.stop()

@@ -482,6 +482,12 @@ class HTTPConnection(asyncio.Protocol):
     def buffered_bytes(self) -> int:
         return 0 if self._transport is None else self._transport.get_write_buffer_size()
 
+    def set_write_high_water(self, high: int | None) -> None:
+        """Flow control's pause mark for this connection (None: ``Limits``'); see streams.py."""
+        if self._transport is not None:
+            self._transport.set_write_buffer_limits(
+                high=self._limits.write_high_water_bytes if high is None else high)
+
     def transport_extra(self, name: str) -> Any:
         return None if self._transport is None else self._transport.get_extra_info(name)
 

@@ -24,6 +24,8 @@ class Connection(Protocol):
 
     def close(self) -> None: ...
 
+    def set_write_high_water(self, high: int | None) -> None: ...
+
 
 class EventStream:
     __slots__ = ("_conn", "closed", "on_close", "on_resume")
@@ -43,6 +45,12 @@ class EventStream:
         """Write bytes already framed by ``frame`` (shared by many streams)."""
         if not self.closed:
             self._conn.write(framed)
+
+    def set_write_high_water(self, high: int | None) -> None:
+        """Be paused once more than ``high`` bytes wait unsent, and resumed when a quarter of
+        that is left (0: whenever any wait, until none do); None: the connection's usual mark.
+        A watcher streaming its initial snapshot uses 0, so it holds no more than one write."""
+        self._conn.set_write_high_water(high)
 
     def abort(self) -> None:
         """Drop the connection without ending the stream properly (the client sees a break)."""

@@ -110,6 +110,7 @@ class Watcher:
         self.state = State.INITIAL
         self.cache.lagging.add(self)
         self.cache.start_walk(self, snapshot_rev)
+        self._hold_unsent(True)
         self.pump()
 
     def begin_at_cursor(self, cursor: int) -> None:
@@ -144,6 +145,7 @@ class Watcher:
             self._walk_after = after
         else:
             self.cache.end_walk(self)
+            self._hold_unsent(False)
             if self._initial_end_rev is not None:
                 line = bookmark_line(self.filter.version or self.cache.resource,
                                      self._initial_end_rev, initial_events_end=True)
@@ -173,6 +175,16 @@ class Watcher:
         # Every event up to the window's end is written (or predates the start): the
         # dispatcher skips what this covers if it goes live before they were dispatched.
         self.progress_rev = max(self.progress_rev, window[-1].revision)
+
+    def _hold_unsent(self, hold: bool) -> None:
+        """While it walks a snapshot, the sink counts as paused whenever a write was not wholly
+        taken by the socket, and resumes once all is sent: a snapshot is written only as fast
+        as the client reads it, so the server holds at most one piece per walker (the rest
+        waits in the kernel's socket buffers, or was not read yet). Live watchers keep the
+        usual high-water mark. Sinks without the setting (Tables) keep that mark too."""
+        setter = getattr(self.sink, "set_write_high_water", None)
+        if setter is not None:
+            setter(0 if hold else None)
 
     def fall_behind(self, cursor: int) -> None:
         """Called by the dispatcher when this live watcher's sink paused."""
@@ -216,6 +228,8 @@ class Watcher:
     def _detach(self) -> None:
         if self.state is State.CLOSED:
             return
+        if self.state is State.INITIAL:  # the connection may serve more requests
+            self._hold_unsent(False)
         self.state = State.CLOSED
         if self._timer is not None:
             self._timer.cancel()
