@@ -218,7 +218,7 @@ class HTTPConnection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         # None while a stream is open: bytes then wait in ``_held``
         self._parser: httptools.HttpRequestParser | None = httptools.HttpRequestParser(self)
-        self._held = b""
+        self._held: bytes | bytearray = b""  # a bytearray once something is kept
         self._reading_paused = False
         self._url = b""
         self._headers = _NO_HEADERS
@@ -281,7 +281,10 @@ class HTTPConnection(asyncio.Protocol):
 
     def _hold(self, data: bytes) -> None:
         """Keep bytes sent during a stream; past the bound, let the kernel hold the rest."""
-        self._held += data
+        if self._held:
+            self._held += data  # in place: many small reads must not copy all that is kept
+        else:
+            self._held = bytearray(data)
         if len(self._held) >= _MAX_HELD_BYTES and not self._reading_paused:
             # Until the stream ends; a client that closes meanwhile is noticed at the next write.
             self._reading_paused = True
@@ -472,7 +475,7 @@ class HTTPConnection(asyncio.Protocol):
             if self._transport is not None and not self._transport.is_closing():
                 self._transport.resume_reading()
         if held:
-            self._feed(parser, held)
+            self._feed(parser, bytes(held))
 
     # -- writing and closing ---------------------------------------------------------------
     def write(self, data: bytes) -> None:
