@@ -81,3 +81,10 @@ def test_object_span_agrees_with_the_envelope_parse(line: bytes) -> None:
 ])
 def test_other_spellings_take_the_general_path(line: bytes) -> None:
     assert object_span(line, 0, len(line)) is None
+
+
+def test_lines_before_an_overlong_partial_line_are_handed_out_first() -> None:
+    splitter = LineSplitter(max_line_bytes=8)
+    assert lines_of(splitter, b"{}\n" + b"x" * 9) == [b"{}"]
+    with pytest.raises(ValueError, match="longer than 8"):
+        splitter.spans(b"x\n")

@@ -81,11 +81,15 @@ class LineSplitter:
 
     def spans(self, chunk: bytes) -> list[tuple[bytes, int, int]]:
         """The complete lines that ``chunk`` ends, as ``(buffer, start, end)`` with the
-        newline excluded; blank lines included (callers skip them)."""
+        newline excluded; blank lines included (callers skip them). Raises ``ValueError``
+        once the unterminated line is longer than the bound (after the lines before it
+        were handed out)."""
+        self._check()
         out: list[tuple[bytes, int, int]] = []
         newline = chunk.find(b"\n")
         if newline < 0:
             self._keep(chunk)
+            self._check()
             return out
         start = 0
         if self._pieces:
@@ -108,6 +112,8 @@ class LineSplitter:
     def _keep(self, piece: bytes) -> None:
         self._pieces.append(piece)
         self._pending_bytes += len(piece)
+
+    def _check(self) -> None:
         if self._pending_bytes > self._max:
             raise ValueError(f"watch line longer than {self._max} bytes")
 
