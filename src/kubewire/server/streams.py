@@ -47,9 +47,10 @@ class EventStream:
             self._conn.write(framed)
 
     def set_write_high_water(self, high: int | None) -> None:
-        """Be paused once more than ``high`` bytes wait unsent, and resumed when a quarter of
-        that is left (0: whenever any wait, until none do); None: the connection's usual mark.
-        A watcher streaming its initial snapshot uses 0, so it holds no more than one write."""
+        """Be paused once about ``high`` bytes wait unsent, and resumed when a quarter of that
+        is left (1: whenever any wait, until none do); None: the connection's usual mark.
+        A watcher streaming its initial snapshot uses 1, so it holds no more than one write.
+        (Not 0: TLS transports pause at ``size >= high``, so 0 would pause an empty buffer.)"""
         self._conn.set_write_high_water(high)
 
     def abort(self) -> None:

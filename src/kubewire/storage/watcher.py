@@ -184,7 +184,7 @@ class Watcher:
         usual high-water mark. Sinks without the setting (Tables) keep that mark too."""
         setter = getattr(self.sink, "set_write_high_water", None)
         if setter is not None:
-            setter(0 if hold else None)
+            setter(1 if hold else None)  # 1, not 0: TLS would pause an empty buffer
 
     def fall_behind(self, cursor: int) -> None:
         """Called by the dispatcher when this live watcher's sink paused."""
