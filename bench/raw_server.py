@@ -5,6 +5,7 @@
 B per loop turn, as fast as the readers take them (the fan-out limit).
 ``POST /publish`` with a Pod name as body publishes one event line naming it and answers 201
 after writing it to every subscriber (the write-to-watcher latency floor).
+With ``--tls-cert``/``--tls-key``/``--client-ca`` it serves TLS (a standard server context).
 
 Each subscriber is a cursor into one list of published lines; all lines pending for it go out
 as one chunk, one write per subscriber per turn (the same lines are framed once for everyone
@@ -19,6 +20,7 @@ import argparse
 import asyncio
 import contextlib
 import signal
+import ssl
 from urllib.parse import parse_qs, urlsplit
 
 from bench.wire import EVENT_BYTES, event_line
@@ -164,11 +166,21 @@ async def produce(feed: Feed, n: int, batch: int, size: int) -> None:
         await asyncio.sleep(0)
 
 
-async def serve(port: int) -> None:
+def tls_context(cert: str, key: str, client_ca: str) -> ssl.SSLContext:
+    """A standard TLS server context: TLS 1.2+, client certificates verified when offered."""
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(cert, key)
+    ctx.load_verify_locations(client_ca)
+    ctx.verify_mode = ssl.CERT_OPTIONAL
+    return ctx
+
+
+async def serve(port: int, context: ssl.SSLContext | None = None) -> None:
     feed = Feed()
     loop = asyncio.get_running_loop()
     server = await loop.create_server(lambda: Connection(feed), "127.0.0.1", port,
-                                      reuse_address=True, backlog=2048)
+                                      reuse_address=True, backlog=2048, ssl=context)
     print(f"ready {server.sockets[0].getsockname()[1]}", flush=True)
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -183,10 +195,15 @@ async def serve(port: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--tls-cert", help="serve TLS with this certificate (default: plain)")
+    parser.add_argument("--tls-key")
+    parser.add_argument("--client-ca", help="CA that verifies client certificates (with TLS)")
     args = parser.parse_args()
+    context = (tls_context(args.tls_cert, args.tls_key, args.client_ca) if args.tls_cert
+               else None)
     loop = new_event_loop()
     with contextlib.closing(loop):
-        loop.run_until_complete(serve(args.port))
+        loop.run_until_complete(serve(args.port, context))
 
 
 if __name__ == "__main__":
