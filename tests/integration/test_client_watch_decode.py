@@ -204,3 +204,22 @@ async def test_the_real_server_writes_object_events_in_the_one_pass_shape(
     assert [line[:12] for line in lines] == [b'{"type":"ADD', b'{"type":"MOD', b'{"type":"DEL']
     for line in lines:
         assert object_span(line, 0, len(line)) is not None, line
+
+
+async def test_dict_mode_reads_every_spelling_the_same() -> None:
+    bodies = [b"".join(canonical(t, o) for t, o in EVENTS),
+              b"".join(other_spellings(t, o, i) for i, (t, o) in enumerate(EVENTS))]
+    seen = []
+    for body in bodies:
+        async with CannedWatch(cut(body, random.Random(9))) as server, \
+                Client(ClientConfig(server=server.url)) as client:
+            api = Api(dict, client=client, namespace="ns", api_version="v1", kind="Pod")
+            stream = api.watch(resource_version="1", allow_bookmarks=True)
+            async with aclosing(stream):
+                seen.append([(e.type.value, e.object if isinstance(e.object, dict)
+                              else msgspec.to_builtins(e.object))
+                             for e in [await asyncio.wait_for(anext(stream), EVENT_WAIT_S)
+                                       for _ in EVENTS]])
+    assert seen[0] == seen[1]
+    assert [obj for t, obj in seen[0] if t != "BOOKMARK"] == [o for t, o in EVENTS
+                                                            if t != "BOOKMARK"]
