@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ctypes
 import ipaddress
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -120,6 +122,36 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
                         **extra)  # type: ignore[arg-type]
 
 
+TLS_READ_BUFFER_BYTES = 256 * 1024  # uvloop's SSL_READ_MAX_SIZE: one buffer per TLS connection
+_M_MMAP_THRESHOLD = -3  # glibc <malloc.h>
+
+
+def mmap_tls_read_buffers() -> bool:
+    """Have glibc give uvloop's 256 KiB per-TLS-connection read buffer its own mapping.
+
+    uvloop allocates that buffer for every TLS connection, and reads from the socket go to its
+    start. glibc's mmap threshold starts at 128 KiB but rises past 256 KiB the first time such
+    a block is freed (a closed connection, or the 256 KiB ``SSLObject.read`` that uvloop makes
+    per read); from then on the buffers are carved from the heap, next to blocks that freed
+    transients left touched, and an idle connection keeps 10-19 KB of its buffer resident where
+    a mapping of its own keeps one page (``python -m bench.idle_memory --only tls``). A fixed
+    threshold of the buffer's size stops the rise: smaller blocks come from the heap, larger
+    ones are always mapped, as before the first rise. The per-read 256 KiB transient then costs
+    an mmap, mremap and munmap; timing that allocation pattern alone showed no difference
+    (13.2-13.5 us per 300-byte read either way). A user's own ``MALLOC_MMAP_THRESHOLD_`` wins;
+    False where there is no glibc ``mallopt``.
+    """
+    if not sys.platform.startswith("linux") or "MALLOC_MMAP_THRESHOLD_" in os.environ:
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    mallopt.restype = ctypes.c_int
+    return bool(mallopt(_M_MMAP_THRESHOLD, TLS_READ_BUFFER_BYTES))
+
+
 def issue_user(args: argparse.Namespace) -> None:
     from kubewire.server.users import UserRequest, user_kubeconfig
 
@@ -158,6 +190,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=getattr(args, "log_level", "INFO").upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "serve":
+        if not args.insecure_http:
+            mmap_tls_read_buffers()
         run = asyncio.run
         with contextlib.suppress(ImportError):
             import uvloop
