@@ -26,7 +26,7 @@ from __future__ import annotations
 import builtins
 import enum
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 JSONObject = dict[str, Any]
@@ -54,6 +54,12 @@ class Change:
     ``value`` is the object after the write; for DELETED it is the last state of the object with
     ``metadata.resourceVersion`` set to the delete's revision (what a DELETED watch event
     carries). ``prev_value`` is the object before the write (None for ADDED).
+
+    ``obj`` is an optional in-process hint: ``value`` decoded (the object the store encoded,
+    resourceVersion included), when the change was made by this process's store; None for
+    changes read back from the log or made elsewhere. It is not part of the change (equality
+    ignores it, the log does not keep it); whoever reads it must not modify it nor keep
+    references into it, and must decode ``value`` when it is None.
     """
 
     revision: int
@@ -62,6 +68,7 @@ class Change:
     value: bytes
     prev_value: bytes | None
     timestamp: float  # wall-clock seconds of the commit (for age-based retention)
+    obj: JSONObject | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -93,7 +93,16 @@ class HistoryRing:
         return event
 
     def slice(self, begin: int, stop: int) -> list[CachedEvent]:
-        return [self.get(s) for s in range(max(begin, self.start), min(stop, self.end))]
+        begin, stop = max(begin, self.start), min(stop, self.end)
+        if begin >= stop:
+            return []
+        first = begin % self.capacity
+        last = first + (stop - begin)
+        # every slot between start and end holds an event
+        buf = cast(list[CachedEvent], self._buf)
+        if last <= self.capacity:
+            return buf[first:last]
+        return buf[first:] + buf[:last - self.capacity]
 
     def seq_after(self, revision: int) -> int:
         """The first sequence number whose event revision is > ``revision``."""
@@ -117,7 +126,11 @@ class WatchCache:
         self.ring = HistoryRing(capacity, floor_rev)
         self.objects: dict[str, CachedObject] = {}
         self.last_change_rev = floor_rev  # newest revision that touched this kind
-        self._keys: list[str] = []  # the keys of ``objects``, sorted (kept, not re-sorted)
+        # The keys of ``objects``, sorted, except the keys added since the last read of the
+        # order (``_sorted_keys``): those wait in ``_added`` and are merged in once, when the
+        # order is next needed, instead of one list insertion (a move of n pointers) per create.
+        self._keys: list[str] = []
+        self._added: list[str] = []
         # Snapshot walks (sendInitialEvents) in progress: watcher -> snapshot revision; while
         # there are any, every change records the key's state before it, so a walker reads each
         # key as it was at its snapshot revision without holding a snapshot of its own.
@@ -139,19 +152,30 @@ class WatchCache:
         for key, revision, value in records:
             self.objects[key] = CachedObject.decode(key, revision, value, self.resource)
         self._keys = sorted(self.objects)
+        self._added = []
+
+    def _sorted_keys(self) -> list[str]:
+        """The keys of ``objects`` in order (merging the keys added since the last call)."""
+        if self._added:
+            self._keys.extend(self._added)
+            self._keys.sort()  # one sorted run plus a short tail: a merge, not a full sort
+            self._added.clear()
+        return self._keys
 
     def apply(self, change: Change) -> None:
         """Fold one committed change into the objects and the ring (no dispatch yet)."""
         key = change.key
         prev = self.objects.get(key)
-        obj = CachedObject.decode(key, change.revision, change.value, self.resource)
+        # The writer's decoded object when the change carries it, else a decode of the value.
+        obj = CachedObject.of_change(key, change.revision, change.value, change.obj,
+                                     self.resource)
         if change.type == ChangeType.DELETED:
             if self.objects.pop(key, None) is not None:
-                i = bisect.bisect_left(self._keys, key)
-                del self._keys[i]
+                keys = self._sorted_keys()
+                del keys[bisect.bisect_left(keys, key)]
         else:
             if prev is None:
-                bisect.insort(self._keys, key)
+                self._added.append(key)
             self.objects[key] = obj
         if self._walkers:
             history = self._before.get(key)
@@ -168,7 +192,7 @@ class WatchCache:
 
     def scan(self, prefix: str, start: str = "") -> list[CachedObject]:
         """Objects whose key starts with ``prefix`` (and is >= ``start``), in key order."""
-        keys = self._keys
+        keys = self._sorted_keys()
         i = bisect.bisect_left(keys, max(prefix, start))
         out: list[CachedObject] = []
         while i < len(keys) and keys[i].startswith(prefix):
@@ -203,7 +227,7 @@ class WatchCache:
         were at ``snapshot_rev`` (the caller is a walker from it), in key order: one write's
         worth (``PUMP_BATCH_EVENTS``, about ``PUMP_BATCH_BYTES``). Also the last key visited,
         to continue after, or None when the walk is complete."""
-        keys, gone = self._keys, self._before_keys
+        keys, gone = self._sorted_keys(), self._before_keys
         if after:
             i, j = bisect.bisect_right(keys, after), bisect.bisect_right(gone, after)
         else:
@@ -284,6 +308,9 @@ class WatchCache:
         if start == stop:
             return
         self._dispatched = stop
+        if not self.watchers:  # nobody to serve (a create with no watches open stops here)
+            _forget_lines(self.ring.slice(start, stop))
+            return
         if start < self.ring.start:
             self._overrun(start)
             return
@@ -309,8 +336,7 @@ class WatchCache:
         for watcher in [w for w in self._future if w.start_rev <= newest]:
             self._future.discard(watcher)
             watcher.begin_at_cursor(self.ring.seq_after(watcher.start_rev))
-        for event in events:
-            event.forget_lines()
+        _forget_lines(events)
 
     def _write_shared(self, watcher: Watcher, events: list[CachedEvent],
                       payloads: dict[Any, tuple[bytes, int]]) -> None:
@@ -435,6 +461,11 @@ class WatchCache:
         if change.prev_value is not None and change.type == ChangeType.MODIFIED:
             prev = CachedObject.decode(change.key, 0, change.prev_value, self.resource)
         return CachedEvent(change.revision, change.type, obj, prev)
+
+
+def _forget_lines(events: list[CachedEvent]) -> None:
+    for event in events:
+        event.forget_lines()
 
 
 def _change_bytes(change: Change) -> int:

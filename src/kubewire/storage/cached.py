@@ -3,7 +3,8 @@
 No I/O here: objects and events in, bytes and decisions out.
 
 - ``CachedObject``: one stored object's encoded bytes plus the label and field sets a watch
-  filter needs, computed once when the object enters the cache.
+  filter needs: labels when the object enters the cache, fields (a dozen extractions for a Pod)
+  on first use, from the bytes, since most objects never meet a field selector.
 - ``CachedEvent``: one committed change with its new and previous object; its watch lines are
   encoded lazily, once per event type variant, and shared by every watcher that gets them.
 - Versions: a resource served at two versions (``Resource.stored_as``) is cached once, in its
@@ -39,8 +40,8 @@ _TYPE_NAMES = {ChangeType.ADDED: ADDED, ChangeType.MODIFIED: MODIFIED, ChangeTyp
 class CachedObject:
     """An object as the cache holds it: bytes for the wire, sets for filtering."""
 
-    __slots__ = ("_versions", "api_version", "fields", "key", "labels", "name", "namespace",
-                 "revision", "value")
+    __slots__ = ("_fields", "_resource", "_versions", "api_version", "key", "labels", "name",
+                 "namespace", "revision", "value")
 
     def __init__(self, key: str, revision: int, value: bytes, obj: dict[str, Any],
                  resource: Resource) -> None:
@@ -53,8 +54,17 @@ class CachedObject:
         self.namespace: str = meta.get("namespace", "") if resource.namespaced else ""
         labels = meta.get("labels")
         self.labels: dict[str, str] = labels if isinstance(labels, dict) else {}
-        self.fields = field_set(resource, obj)
+        self._resource = resource
+        self._fields: dict[str, str] | None = None
         self._versions: dict[str, CachedObject] | None = None
+
+    @property
+    def fields(self) -> dict[str, str]:
+        """The field set (``field_set``) of the object ``value`` encodes; computed once."""
+        fields = self._fields
+        if fields is None:
+            fields = self._fields = field_set(self._resource, _decode(self.value))
+        return fields
 
     @classmethod
     def decode(cls, key: str, revision: int, value: bytes, resource: Resource) -> CachedObject:
@@ -64,6 +74,19 @@ class CachedObject:
             obj = convert_object(obj, resource.version_kind)
             value = _encode(obj)
         return cls(key, revision, value, obj, resource)
+
+    @classmethod
+    def of_change(cls, key: str, revision: int, value: bytes, obj: dict[str, Any] | None,
+                  resource: Resource) -> CachedObject:
+        """``decode``, unless the change came with its decoded object (``Change.obj``, the
+        writer's in-process hint): then its sets are read from that object, which is not kept
+        (the labels are copied), so the writer's object is never decoded a second time."""
+        if obj is None or needs_conversion(obj, resource.version_kind):
+            return cls.decode(key, revision, value, resource)
+        cached = cls(key, revision, value, obj, resource)
+        if cached.labels:
+            cached.labels = dict(cached.labels)
+        return cached
 
     def as_version(self, resource: Resource | None) -> CachedObject:
         """This object as ``resource``'s version serves it: itself when already so (or None),

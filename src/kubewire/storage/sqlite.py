@@ -109,7 +109,10 @@ class SQLiteStore:
       still gets its own revision, in queue order, and its own outcome;
     - revisions are dense: a failed write consumes none;
     - the caller's object is not modified: the store stamps ``metadata.resourceVersion`` on a
-      copy, and values are compact JSON with the caller's key order;
+      copy, and values are compact JSON with the caller's key order. The caller must not
+      modify it either until ``write`` returns: the writer thread encodes it, and the copy
+      (sharing everything below the top level and metadata) is the change's ``obj`` hint,
+      which listeners read before ``write`` returns;
     - listeners run on the event loop, with each committed batch in revision order, before any
       write of that batch returns; a listener that raises is logged and the store carries on;
     - cancelling ``write`` after it was queued does not cancel the write: it commits, and only

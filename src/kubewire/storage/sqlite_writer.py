@@ -260,7 +260,7 @@ class Writer:
                 if row is not None:
                     raise KeyExistsError(op.key)
                 value = self._checked(op.key, _encode_obj(write, revision))
-                return self._put(op.key, value, None, (revision, now))
+                return self._put(op.key, (value, write.obj), None, (revision, now))
             case Update() | Delete():
                 if row is None:
                     raise KeyNotFoundError(op.key)
@@ -270,7 +270,8 @@ class Writer:
                 if isinstance(op, Delete):
                     return self._remove(op.key, (stored_rev, stored), (revision, now))
                 value = self._checked(op.key, _encode_obj(write, revision))
-                return self._put(op.key, value, (stored_rev, stored), (revision, now))
+                return self._put(op.key, (value, write.obj), (stored_rev, stored),
+                                 (revision, now))
         raise TypeError(f"not a store operation: {op!r}")
 
     def _checked(self, key: str, value: bytes) -> bytes:
@@ -278,8 +279,11 @@ class Writer:
             raise ValueTooLargeError(key, len(value), self.max_value_bytes)
         return value
 
-    def _put(self, key: str, value: bytes, prev: tuple[int, bytes] | None,
-             stamp: tuple[int, float]) -> Change:
+    def _put(self, key: str, new: tuple[bytes, JSONObject | None],
+             prev: tuple[int, bytes] | None, stamp: tuple[int, float]) -> Change:
+        # ``new``: the encoded value and the object it encodes (the change's in-process hint:
+        # the store's private copy, which nothing modifies after ``encode_at``).
+        value, obj = new
         revision, now = stamp
         self._conn.execute("INSERT OR REPLACE INTO objects (key, revision, value) VALUES (?, ?, ?)",
                            (key, revision, value))
@@ -288,7 +292,7 @@ class Writer:
         self._conn.execute(_INSERT_CHANGE, (revision, key, resource_of(key), change_type, value,
                                             prev_value, prev_rev, now))
         return Change(revision=revision, type=change_type, key=key, value=value,
-                      prev_value=prev_value, timestamp=now)
+                      prev_value=prev_value, timestamp=now, obj=obj)
 
     def _remove(self, key: str, prev: tuple[int, bytes], stamp: tuple[int, float]) -> Change:
         revision, now = stamp
@@ -301,7 +305,7 @@ class Writer:
         self._conn.execute(_INSERT_CHANGE, (revision, key, resource_of(key), ChangeType.DELETED,
                                             value, prev_value, prev_rev, now))
         return Change(revision=revision, type=ChangeType.DELETED, key=key, value=value,
-                      prev_value=prev_value, timestamp=now)
+                      prev_value=prev_value, timestamp=now, obj=obj)
 
     def _schedule(self, changes: Sequence[Change], outcomes: Sequence[Outcome]) -> None:
         self._call_soon(self._deliver, tuple(changes), tuple(outcomes))

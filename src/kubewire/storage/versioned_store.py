@@ -80,7 +80,8 @@ def change_as(change: Change, target: VersionKind) -> Change:
     """``change`` with its values converted to ``target``'s version (for the writer)."""
     prev = change.prev_value
     return replace(change, value=_convert_bytes(change.value, target),
-                   prev_value=None if prev is None else _convert_bytes(prev, target))
+                   prev_value=None if prev is None else _convert_bytes(prev, target),
+                   obj=None)  # the hint is the stored version's object: not this value's
 
 
 def _convert_bytes(value: bytes, target: VersionKind) -> bytes:
