@@ -276,8 +276,10 @@ def test_each_table_watcher_gets_its_own_first_columns(server: ServerThread) -> 
         ("Pod", "one"), ("Pod", "two")]
 
 
-def test_watch_bookmarks_stay_objects_of_the_kind(
-        make_server: Callable[..., ServerThread]) -> None:
+def test_watch_bookmarks_are_tables_too(make_server: Callable[..., ServerThread]) -> None:
+    """kube transforms every watch object but a Status (``doTransformObject``), bookmarks
+    included: the empty object becomes one row of an empty Pod's cells, and being first it
+    carries the column definitions."""
     server = make_server(bookmark_interval_s=0.1)
     start = list_rv(server, PODS)
     with watch(server, PODS, headers=KUBECTL, resourceVersion=start,
@@ -287,9 +289,19 @@ def test_watch_bookmarks_stay_objects_of_the_kind(
         create(server, PODS, POD.obj("web"))
         added = stream.events_until(lambda e: e["type"] == "ADDED")[-1]
     assert bookmark["type"] == "BOOKMARK"
-    assert bookmark["object"]["kind"] == "Pod" and bookmark["object"]["apiVersion"] == "v1"
+    table = bookmark["object"]
+    assert table["kind"] == "Table" and table["apiVersion"] == "meta.k8s.io/v1"
+    assert table["columnDefinitions"] == POD_COLUMNS
+    revision = table["metadata"]["resourceVersion"]
+    assert int(revision) > int(start)
+    [row] = table["rows"]
+    assert row["cells"] == ["", "0/0", "", "0", "<unknown>", "<none>", "<none>", "<none>",
+                            "<none>"]
+    assert row["object"] == {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                             "metadata": {"resourceVersion": revision,
+                                          "creationTimestamp": None}}
     assert added["object"]["kind"] == "Table"
-    assert added["object"]["columnDefinitions"] == POD_COLUMNS  # the bookmark did not use them
+    assert added["object"]["columnDefinitions"] is None  # the bookmark was the first event
 
 
 def test_watch_list_requests_never_get_tables(server: ServerThread) -> None:

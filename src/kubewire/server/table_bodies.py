@@ -4,11 +4,13 @@ Only requests that negotiated a Table come here, so the plain JSON path never de
 object. Pure: bytes and a clock reading in, bytes out.
 
 - ``list_table_body`` / ``object_table_body``: the body of a LIST or a GET.
-- ``TableEventLines``: rewrites one watch stream's lines. ADDED, MODIFIED and DELETED objects
-  become one-row Tables, with ``columnDefinitions`` on the stream's first such event only
-  (``handlers/response.go`` ``watchEmbeddedEncoder.doEncode``); BOOKMARK and ERROR lines pass
-  unchanged. An object that cannot be rendered is sent as it is, as kube does
-  (``doEncode`` logs the transform error and encodes the original object).
+- ``TableEventLines``: rewrites one watch stream's lines. Every event's object becomes a
+  one-row Table, with ``columnDefinitions`` on the stream's first event only
+  (``handlers/response.go`` ``watchEmbeddedEncoder.doEncode``). That includes BOOKMARKs: kube
+  transforms every object but a Status, so a bookmark's empty object becomes a row of an empty
+  object's cells whose metadata carries the revision. ERROR lines (a Status) pass unchanged.
+  An object that cannot be rendered is sent as it is, as kube does (``doEncode`` logs the
+  transform error and encodes the original object).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ log = logging.getLogger(__name__)
 JSON = Any
 _decode_object = msgspec.json.Decoder(dict[str, Any]).decode
 _encode = msgspec.json.Encoder().encode
-_TABLE_EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED"})
+_TABLE_EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
 
 
 class _WatchEvent(msgspec.Struct):
@@ -80,9 +82,13 @@ class TableEventLines:
             event = _decode_event(line)
             if event.type not in _TABLE_EVENT_TYPES:
                 return line
-            table = table_event_object(self.resource, _decode_object(event.object),
-                                       first=self._headers_pending, request=self.request,
-                                       now=now)
+            obj = _decode_object(event.object)
+            if event.type == "BOOKMARK":
+                # kube's bookmark is a Go zero value: its unset creationTimestamp encodes as null
+                # in the row's PartialObjectMetadata.
+                obj.setdefault("metadata", {}).setdefault("creationTimestamp", None)
+            table = table_event_object(self.resource, obj, first=self._headers_pending,
+                                       request=self.request, now=now)
         except Exception:
             log.exception("cannot render a %s watch event as a Table", self.resource.kind)
             return line

@@ -169,10 +169,12 @@ def container_images(value: JSON, now: datetime) -> Cell:
 
 
 def replicas_ready(value: JSON, now: datetime) -> Cell:
-    """Deployments' READY: ``status.readyReplicas/spec.replicas`` (replicas defaults to 1)."""
+    """Deployments' READY: ``status.readyReplicas/spec.replicas``. Stored Deployments always
+    carry replicas (defaulted to 1); an object without it (a bookmark's empty object) prints
+    Go's zero, as kube's printer does with the internal type."""
     obj = as_dict(value)
     ready = as_int(as_dict(obj.get("status")).get("readyReplicas"))
-    desired = as_int(as_dict(obj.get("spec")).get("replicas", 1))
+    desired = as_int(as_dict(obj.get("spec")).get("replicas", 0))
     return f"{ready}/{desired}"
 
 
