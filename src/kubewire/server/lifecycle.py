@@ -23,10 +23,9 @@ from __future__ import annotations
 import copy
 import random
 import re
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import MAXYEAR, UTC, datetime, timedelta
 from fractions import Fraction
 from functools import lru_cache
 from types import MappingProxyType
@@ -106,8 +105,25 @@ def format_time(moment: datetime) -> str:
     """``metav1.Time`` text: RFC 3339, UTC, whole seconds, ``Z``."""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    # every write formats "now" (often twice): strftime once per second, not per call
-    return _format_second(moment.astimezone(UTC).replace(microsecond=0))
+    # every write formats "now" (often twice): strftime once per second, not per call, and
+    # a "now" in the same second as the last one is its text without any conversion
+    last = _last_second
+    if moment.tzinfo is UTC and last[0] <= moment < last[1]:
+        return last[2]
+    second = moment.astimezone(UTC).replace(microsecond=0)
+    text = _format_second(second)
+    if second.year < MAXYEAR:  # the next second must exist
+        _remember_second(second, text)
+    return text
+
+
+def _remember_second(second: datetime, text: str) -> None:
+    global _last_second
+    _last_second = (second, second + _ONE_SECOND, text)
+
+
+_ONE_SECOND = timedelta(seconds=1)
+_last_second = (datetime.max.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC), "")
 
 
 @lru_cache(maxsize=16)
@@ -119,6 +135,14 @@ def parse_time(text: str) -> datetime:
     """Parse any RFC 3339 time (``Z``, offsets, fractions); naive times are taken as UTC."""
     moment = datetime.fromisoformat(text)
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def uuid4_text(bits: int) -> str:
+    """``str(uuid.UUID(int=bits, version=4))`` without building the UUID object."""
+    bits = (bits & ~(0xc000 << 48)) | (0x8000 << 48)  # the RFC 4122 variant
+    bits = (bits & ~(0xf000 << 64)) | (4 << 76)  # version 4
+    text = f"{bits:032x}"
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 def generate_name(prefix: str, rng: random.Random) -> str:
@@ -157,7 +181,7 @@ def prepare_create(resource: Resource, obj: dict[str, JSON], ctx: CreateContext)
         meta.pop(name, None)
     _ensure_namespace(resource, meta, ctx.namespace)
     meta["creationTimestamp"] = format_time(ctx.now)  # rest.FillObjectMetaSystemFields
-    meta["uid"] = str(uuid.UUID(int=ctx.rng.getrandbits(128), version=4))
+    meta["uid"] = uuid4_text(ctx.rng.getrandbits(128))
     if not meta.get("name") and meta.get("generateName"):
         meta["name"] = generate_name(str(meta["generateName"]), ctx.rng)
     traits = lifecycle_traits(resource)
@@ -177,7 +201,7 @@ def _status_on_create(traits: LifecycleTraits, obj: dict[str, JSON], now: dateti
     if traits.create_status == "drop":
         obj.pop("status", None)
     elif traits.create_status == "set":
-        obj["status"] = copy.deepcopy(dict(traits.initial_status))
+        obj["status"] = copy_json(dict(traits.initial_status))
         if traits.pod_rules:
             _pod_status_on_create(obj, now)
 
@@ -643,6 +667,9 @@ def pod_qos_class(pod: Mapping[str, JSON]) -> str:
     guaranteed = True
     for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
         resources = _mapping(_mapping(container).get("resources"))
+        if not resources.get("limits") and not resources.get("requests"):
+            guaranteed = False  # no quantities to add, and no cpu and memory limits
+            continue
         container_limits = _positive_quantities(_mapping(resources.get("limits")))
         defaulted = {**_mapping(resources.get("limits")), **_mapping(resources.get("requests"))}
         _add_quantities(requests, _positive_quantities(defaulted))
