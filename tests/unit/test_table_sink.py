@@ -56,21 +56,25 @@ def rows(sink: RecordingSink) -> list[tuple[str, str, bool]]:
 
 # --- pure encoders ------------------------------------------------------------------------------
 
-def test_event_lines_rewrite_data_events_and_pass_bookmarks_and_errors() -> None:
+def test_event_lines_rewrite_data_events_and_bookmarks_and_pass_errors() -> None:
     obj = json.dumps(pod("a")).encode()
     bookmark = b'{"type":"BOOKMARK","object":{"kind":"Pod","apiVersion":"v1",' \
                b'"metadata":{"resourceVersion":"9"}}}\n'
     error = b'{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","code":410}}\n'
     lines = TableEventLines(PODS, TableRequest("v1beta1", "None"))
-    first, passed_bookmark, passed_error, second = lines.rewrite(
+    first, as_table, passed_error, second = lines.rewrite(
         [b'{"type":"ADDED","object":%b}\n' % obj, bookmark, error,
          b'{"type":"DELETED","object":%b}\n' % obj], NOW)
-    assert passed_bookmark is bookmark and passed_error is error
-    added, deleted = json.loads(first), json.loads(second)
+    assert passed_error is error  # a Status is never transformed
+    added, marked, deleted = json.loads(first), json.loads(as_table), json.loads(second)
     assert first.endswith(b"}\n") and first.count(b"\n") == 1
     assert added["type"] == "ADDED" and deleted["type"] == "DELETED"
     assert added["object"]["apiVersion"] == "meta.k8s.io/v1beta1"
     assert added["object"]["columnDefinitions"] == POD_COLUMNS
+    assert marked["type"] == "BOOKMARK" and marked["object"]["kind"] == "Table"
+    assert marked["object"]["metadata"] == {"resourceVersion": "9"}
+    assert marked["object"]["columnDefinitions"] is None
+    assert marked["object"]["rows"][0]["cells"][:3] == ["", "0/0", ""]
     assert deleted["object"]["columnDefinitions"] is None
     assert deleted["object"]["rows"][0]["object"] is None
 
