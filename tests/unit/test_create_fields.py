@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kubewire.resources import REGISTRY, Resource
@@ -102,6 +102,7 @@ _json = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=3)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(resource=st.sampled_from(RESOURCES), body=st.dictionaries(_keys, _json, max_size=5),
        base=st.sampled_from([POD, {}]))
+@example(resource=PODS, body={"metadata": {"finalizers": [[], {"name": None}]}}, base=POD)
 def test_any_object_gets_the_same_entry_as_the_general_path(
         resource: Resource, body: dict[str, Any], base: dict[str, Any]) -> None:
     prepared = {**copy.deepcopy(base), **body}

@@ -537,7 +537,9 @@ def element_order(element: str) -> tuple[int, JSON]:
     except ValueError:
         return rank, text
     if isinstance(value, dict):
-        return rank, tuple((k, _value_order(v)) for k, v in sorted(value.items()))
+        # Tagged like _value_order's kinds, so a map element compares with any other element
+        # (only invalid objects mix them, but sorting must not raise on them).
+        return rank, (5, tuple((k, _value_order(v)) for k, v in sorted(value.items())))
     return rank, _value_order(value)
 
 
