@@ -192,7 +192,7 @@ def render(out: Path = RESULTS_DIR, target: Path = RESULTS_MD) -> Path:
              f"Rendered {now_utc()} by `python -m bench` (issue 6). Every number is a median of "
              "interleaved repetitions; ratios are kubewire/reference per repetition, so they "
              "hold up on a busy machine better than absolute numbers. Servers run with "
-             "`--insecure-http` (plain HTTP): TLS is not measured.", "",
+             "`--insecure-http` (plain HTTP) except the rows marked TLS.", "",
              "## Machine", "", *machine(), "", "## Results", "", *table(results), ""]
     if has_plot:
         lines += [f"![fan-out against watcher count]({PLOT_PNG})", ""]
