@@ -9,6 +9,7 @@ line in both kubewire's and the reference's chunked streams; nothing is decoded.
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 from collections.abc import Callable
 from typing import Any
@@ -97,6 +98,7 @@ class ReaderSet:
         self.record_names = False
         self.last_data_at = 0.0
         self._all_done: asyncio.Event | None = None
+        self.context: ssl.SSLContext | None = None  # TLS connections when set (tls_readers.py)
 
     async def open(self, port: int, path: str, count: int, timeout_s: float) -> int:
         """Open ``count`` watches of ``path`` and wait for every response head."""
@@ -109,7 +111,8 @@ class ReaderSet:
                 batch = []
                 for _ in range(min(OPEN_BATCH, count - start)):
                     reader = WatchReader(self, request)
-                    await loop.create_connection(_factory(reader), "127.0.0.1", port)
+                    await loop.create_connection(_factory(reader), "127.0.0.1", port,
+                                                 ssl=self.context)
                     batch.append(reader)
                 self.readers.extend(batch)
                 statuses = await asyncio.gather(*(r.head for r in batch))

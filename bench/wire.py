@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import ssl
 from typing import Any
 
 EVENT_BYTES = 2048
@@ -56,9 +57,14 @@ def event_line(name: str, namespace: str = "bench", size: int = EVENT_BYTES) -> 
     return head + json.dumps(obj, separators=(",", ":")).encode() + b"}\n"
 
 
-def request(port: int, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
-    """One blocking request from the benchmark process (setup and control, never measured)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=CONTROL_TIMEOUT_S)
+def request(port: int, method: str, path: str, body: Any = None,
+            context: ssl.SSLContext | None = None) -> tuple[int, bytes]:
+    """One blocking request from the benchmark process (setup and control, never measured);
+    over TLS with ``context``."""
+    conn = (http.client.HTTPConnection("127.0.0.1", port, timeout=CONTROL_TIMEOUT_S)
+            if context is None else
+            http.client.HTTPSConnection("127.0.0.1", port, timeout=CONTROL_TIMEOUT_S,
+                                        context=context))
     try:
         data = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT}
