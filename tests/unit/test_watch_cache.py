@@ -7,7 +7,7 @@ flow control.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -19,55 +19,11 @@ from kubewire.storage.base import Create, Delete, Retention, Update
 from kubewire.storage.cache import WatchCaches, WatchStart
 from kubewire.storage.cached import WatchFilter
 from kubewire.storage.sqlite import SQLiteStore
+from tests.unit.watch_sink import RecordingSink
 
 PODS = REGISTRY.by_id("core/pods")
 SERVICES = REGISTRY.by_id("core/services")
 assert PODS is not None and SERVICES is not None
-
-
-class RecordingSink:
-    """A Sink whose transport is a list; ``paused`` simulates a full socket buffer."""
-
-    framing = "lines"
-
-    def __init__(self) -> None:
-        self.writes: list[bytes] = []
-        self.closed = False
-        self.paused = False
-        self.on_resume: Callable[[], None] | None = None
-        self.on_close: Callable[[], None] | None = None
-
-    @property
-    def is_paused(self) -> bool:
-        return self.paused
-
-    @staticmethod
-    def frame(lines: list[bytes]) -> bytes:
-        return b"".join(lines)
-
-    def write_framed(self, framed: bytes) -> None:
-        assert not self.closed
-        self.writes.append(framed)
-
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            if self.on_close is not None:
-                self.on_close()
-
-    def resume(self) -> None:
-        self.paused = False
-        if self.on_resume is not None:
-            self.on_resume()
-
-    def events(self) -> list[tuple[str, str, str]]:
-        """(type, name, resourceVersion) of every event written, in order."""
-        out = []
-        for line in b"".join(self.writes).splitlines():
-            event = json.loads(line)
-            meta = event["object"].get("metadata", {})
-            out.append((event["type"], meta.get("name", ""), meta.get("resourceVersion", "")))
-        return out
 
 
 def pod(name: str, ns: str = "default", **labels: str) -> dict[str, Any]:

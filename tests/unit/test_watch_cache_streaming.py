@@ -10,9 +10,8 @@ changes after the snapshot follow in revision order.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -26,66 +25,10 @@ from kubewire.storage.base import Change, ChangeType, Create, Delete, Retention,
 from kubewire.storage.cache import WatchCaches, WatchStart
 from kubewire.storage.cached import WatchFilter
 from kubewire.storage.sqlite import SQLiteStore
+from tests.unit.watch_sink import RecordingSink as Sink
 
 PODS = REGISTRY.by_id("core/pods")
 assert PODS is not None
-
-
-class Sink:
-    """Records writes; with ``pause_after_write`` it pauses after each one, as a socket that
-    takes one write at a time (``resume`` lets the next one through)."""
-
-    framing = "lines"
-
-    def __init__(self, *, paused: bool = False, pause_after_write: bool = False) -> None:
-        self.writes: list[bytes] = []
-        self.closed = False
-        self.paused = paused
-        self.pause_after_write = pause_after_write
-        self.on_resume: Callable[[], None] | None = None
-        self.on_close: Callable[[], None] | None = None
-
-    @property
-    def is_paused(self) -> bool:
-        return self.paused
-
-    @staticmethod
-    def frame(lines: list[bytes]) -> bytes:
-        return b"".join(lines)
-
-    def write_framed(self, framed: bytes) -> None:
-        assert not self.closed
-        self.writes.append(framed)
-        if self.pause_after_write:
-            self.paused = True
-
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            if self.on_close is not None:
-                self.on_close()
-
-    def resume(self) -> None:
-        self.paused = False
-        if self.on_resume is not None:
-            self.on_resume()
-
-    def drain(self) -> None:
-        """Resume until the watcher stops writing."""
-        while True:
-            count = len(self.writes)
-            self.resume()
-            if len(self.writes) == count:
-                return
-
-    def events(self) -> list[tuple[str, str, str]]:
-        """(type, name, resourceVersion) of every event written, in order."""
-        out = []
-        for line in b"".join(self.writes).splitlines():
-            event = json.loads(line)
-            meta = event["object"].get("metadata", {})
-            out.append((event["type"], meta.get("name", ""), meta.get("resourceVersion", "")))
-        return out
 
 
 def pod(name: str, ns: str = "default", **labels: str) -> dict[str, Any]:

@@ -1,0 +1,62 @@
+"""A watch ``Sink`` for the watch cache's unit tests: it records what a transport would have
+been given; ``paused`` plays the transport's flow control, and ``pause_after_write`` makes it a
+socket that takes one write at a time (``resume`` lets the next one through)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+
+class RecordingSink:
+    framing = "lines"
+
+    def __init__(self, *, paused: bool = False, pause_after_write: bool = False) -> None:
+        self.writes: list[bytes] = []
+        self.closed = False
+        self.paused = paused
+        self.pause_after_write = pause_after_write
+        self.on_resume: Callable[[], None] | None = None
+        self.on_close: Callable[[], None] | None = None
+
+    @property
+    def is_paused(self) -> bool:
+        return self.paused
+
+    @staticmethod
+    def frame(lines: list[bytes]) -> bytes:
+        return b"".join(lines)
+
+    def write_framed(self, framed: bytes) -> None:
+        assert not self.closed
+        self.writes.append(framed)
+        if self.pause_after_write:
+            self.paused = True
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            if self.on_close is not None:
+                self.on_close()
+
+    def resume(self) -> None:
+        self.paused = False
+        if self.on_resume is not None:
+            self.on_resume()
+
+    def drain(self) -> None:
+        """Resume until the watcher stops writing."""
+        while True:
+            count = len(self.writes)
+            self.resume()
+            if len(self.writes) == count:
+                return
+
+    def events(self) -> list[tuple[str, str, str]]:
+        """(type, name, resourceVersion) of every event written, in order."""
+        out = []
+        for line in b"".join(self.writes).splitlines():
+            event = json.loads(line)
+            meta = event["object"].get("metadata", {})
+            out.append((event["type"], meta.get("name", ""), meta.get("resourceVersion", "")))
+        return out
