@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal
+from typing import Any, Literal
 
 NameRule = Literal["subdomain", "label", "dns1035", "path"]
 """How ``metadata.name`` is validated (objects-and-clients.md §1.7)."""
@@ -63,6 +63,10 @@ class Resource:
     # The group of kube's internal type where it differs from the served group: Invalid errors
     # name the internal kind (store.go BeforeCreate uses ObjectKinds of the internal object).
     internal_group: str | None = None
+    # What Go's encoding/json writes of the kind's zero value besides kind, apiVersion and
+    # metadata (fields without omitempty, and structs, which omitempty never drops), in struct
+    # order: a built-in kind's BOOKMARK object is that zero value (watch-protocol.md §5.3).
+    zero_fields: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def invalid_group(self) -> str:
@@ -170,25 +174,57 @@ _CORE_EVENT_FIELDS = MappingProxyType({
 })
 
 _GATEWAY_GROUP = "gateway.networking.k8s.io"
+
+# Go zero values (see Resource.zero_fields), from the v1.32 types' json tags.
+_POD_SPEC_ZERO = {"containers": None}
+_ZERO_META = {"creationTimestamp": None}
+_NODE_INFO_ZERO = dict.fromkeys(
+    ("machineID", "systemUUID", "bootID", "kernelVersion", "osImage", "containerRuntimeVersion",
+     "kubeletVersion", "kubeProxyVersion", "operatingSystem", "architecture"), "")
+_ZERO: dict[str, Mapping[str, Any]] = {
+    "Namespace": {"spec": {}, "status": {}},
+    "Node": {"spec": {}, "status": {"daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
+                                    "nodeInfo": _NODE_INFO_ZERO}},
+    "Pod": {"spec": _POD_SPEC_ZERO, "status": {}},
+    "Service": {"spec": {}, "status": {"loadBalancer": {}}},
+    "Lease": {"spec": {}},
+    "Deployment": {"spec": {"selector": None,
+                            "template": {"metadata": _ZERO_META, "spec": _POD_SPEC_ZERO},
+                            "strategy": {}},
+                   "status": {}},
+    "events.k8s.io/Event": {"eventTime": None, "regarding": {}, "deprecatedSource": {},
+                            "deprecatedFirstTimestamp": None, "deprecatedLastTimestamp": None},
+    "Event": {"involvedObject": {}, "source": {}, "firstTimestamp": None, "lastTimestamp": None,
+              "eventTime": None, "reportingComponent": "", "reportingInstance": ""},
+    "Ingress": {"spec": {}, "status": {"loadBalancer": {}}},
+    "NetworkPolicy": {"spec": {"podSelector": {}}},
+    "EndpointSlice": {"addressType": "", "endpoints": None, "ports": None},
+}
+
+
+def _zero(key: str) -> Mapping[str, Any]:
+    return MappingProxyType(_ZERO[key])
 _EVENTS_ID = "events.k8s.io/events"
 
 RESOURCES: tuple[Resource, ...] = (
     Resource("", "v1", "Namespace", "namespaces", "namespace", namespaced=False,
              short_names=("ns",), subresources=("status", "finalize"),
              field_labels=MappingProxyType({"status.phase": "status.phase"}),
-             name_rule="label", return_deleted_object=True),
+             name_rule="label", return_deleted_object=True, zero_fields=_zero("Namespace")),
     Resource("", "v1", "Node", "nodes", "node", namespaced=False, short_names=("no",),
              subresources=("status",),
-             field_labels=MappingProxyType({"spec.unschedulable": "bool:spec.unschedulable"})),
+             field_labels=MappingProxyType({"spec.unschedulable": "bool:spec.unschedulable"}),
+             zero_fields=_zero("Node")),
     Resource("", "v1", "Pod", "pods", "pod", namespaced=True, short_names=("po",),
              categories=("all",), subresources=("status",), field_labels=_POD_FIELDS,
              field_label_aliases=MappingProxyType({"spec.host": "spec.nodeName"}),
-             return_deleted_object=True),
+             return_deleted_object=True, zero_fields=_zero("Pod")),
     Resource("", "v1", "Service", "services", "service", namespaced=True, short_names=("svc",),
              categories=("all",), subresources=("status",),
              field_labels=MappingProxyType({"spec.clusterIP": "spec.clusterIP",
                                             "spec.type": "spec.type"}),
-             name_rule="dns1035", return_deleted_object=True, allow_create_on_update=True),
+             name_rule="dns1035", return_deleted_object=True, allow_create_on_update=True,
+             zero_fields=_zero("Service")),
     Resource("", "v1", "ConfigMap", "configmaps", "configmap", namespaced=True,
              short_names=("cm",), field_label_style="default"),
     Resource("", "v1", "Secret", "secrets", "secret", namespaced=True,
@@ -196,26 +232,28 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", namespaced=True,
              short_names=("sa",), field_label_style="default"),
     Resource("coordination.k8s.io", "v1", "Lease", "leases", "lease", namespaced=True,
-             field_label_style="default"),
+             field_label_style="default", zero_fields=_zero("Lease")),
     Resource("apps", "v1", "Deployment", "deployments", "deployment", namespaced=True,
              short_names=("deploy",), categories=("all",), subresources=("status", "scale"),
-             field_label_style="default", generation="spec_and_annotations"),
+             field_label_style="default", generation="spec_and_annotations",
+             zero_fields=_zero("Deployment")),
     Resource("events.k8s.io", "v1", "Event", "events", "event", namespaced=True,
              short_names=("ev",), field_labels=_EVENT_FIELDS, has_watch_cache=False,
-             internal_group=""),
+             internal_group="", zero_fields=_zero("events.k8s.io/Event")),
     # Legacy validation names no rule for events (objects-and-clients.md §1.7); PUT creates
     # (registry/core/event/strategy.go AllowCreateOnUpdate).
     Resource("", "v1", "Event", "events", "event", namespaced=True, short_names=("ev",),
              field_labels=_CORE_EVENT_FIELDS, name_rule="path", has_watch_cache=False,
-             allow_create_on_update=True, stored_as=_EVENTS_ID),
+             allow_create_on_update=True, stored_as=_EVENTS_ID, zero_fields=_zero("Event")),
     Resource("networking.k8s.io", "v1", "Ingress", "ingresses", "ingress", namespaced=True,
              short_names=("ing",), subresources=("status",), field_label_style="default",
-             generation="spec"),
+             generation="spec", zero_fields=_zero("Ingress")),
     Resource("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", "networkpolicy",
              namespaced=True, short_names=("netpol",), field_label_style="default",
-             generation="spec"),
+             generation="spec", zero_fields=_zero("NetworkPolicy")),
     Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", "endpointslice",
-             namespaced=True, field_label_style="default", generation="non_metadata_and_labels"),
+             namespaced=True, field_label_style="default", generation="non_metadata_and_labels",
+             zero_fields=_zero("EndpointSlice")),
     Resource(_GATEWAY_GROUP, "v1", "Gateway", "gateways", "gateway", namespaced=True,
              short_names=("gtw",), categories=("gateway-api",), subresources=("status",),
              field_label_style="crd", generation="non_metadata", is_custom=True,

@@ -208,11 +208,14 @@ class WatchFilter:
 def bookmark_line(resource: Resource, revision: int, *, initial_events_end: bool = False) -> bytes:
     """A BOOKMARK: an empty object of the watched kind carrying only the revision (§5.3, §6.2)."""
     meta: dict[str, Any] = {"resourceVersion": str(revision)}
+    if not resource.is_custom:
+        meta["creationTimestamp"] = None  # a built-in kind's zero value; CRDs are unstructured
     if initial_events_end:
         meta["annotations"] = {"k8s.io/initial-events-end": "true",
                                "kubernetes.io/initial-events-list-blueprint":
                                    list_blueprint(resource)}
-    obj = {"kind": resource.kind, "apiVersion": resource.api_version, "metadata": meta}
+    obj = {"kind": resource.kind, "apiVersion": resource.api_version, "metadata": meta,
+           **resource.zero_fields}
     return event_line(b"BOOKMARK", _encode(obj))
 
 
