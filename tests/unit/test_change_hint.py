@@ -4,15 +4,12 @@ exactly where a decode would have put it; changes without the hint are decoded."
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import msgspec
-import pytest
 
 from kubewire.resources import REGISTRY, Resource
-from kubewire.storage.base import Change, ChangeType, Create, Delete, Retention, Update
+from kubewire.storage.base import Change, ChangeType, Create, Delete, Update
 from kubewire.storage.cache import WatchCaches
 from kubewire.storage.cached import CachedObject
 from kubewire.storage.sqlite import SQLiteStore
@@ -20,15 +17,6 @@ from kubewire.storage.sqlite import SQLiteStore
 PODS = REGISTRY.by_id("core/pods")
 SERVICES = REGISTRY.by_id("core/services")
 assert PODS is not None and SERVICES is not None
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    s = SQLiteStore(tmp_path / "db.sqlite", durability="normal",
-                    retention=Retention(max_changes=None, max_age_s=None))
-    await s.open()
-    yield s
-    await s.close()
 
 
 def pod(name: str, **labels: str) -> dict[str, Any]:

@@ -7,19 +7,16 @@ flow control.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from kubewire.resources import REGISTRY, Resource
 from kubewire.selectors import parse_field_selector, parse_label_selector
 from kubewire.storage.base import Create, Delete, Retention, Update
-from kubewire.storage.cache import WatchCaches, WatchStart
+from kubewire.storage.cache import WatchStart
 from kubewire.storage.cached import WatchFilter
 from kubewire.storage.sqlite import SQLiteStore
-from tests.unit.watch_sink import RecordingSink
+from tests.unit.watch_cache_helpers import RecordingSink, make_caches
 
 PODS = REGISTRY.by_id("core/pods")
 SERVICES = REGISTRY.by_id("core/services")
@@ -34,21 +31,6 @@ def pod(name: str, ns: str = "default", **labels: str) -> dict[str, Any]:
 
 def everything(ns: str = "", labels: str = "", fields: str = "") -> WatchFilter:
     return WatchFilter(ns, "", parse_label_selector(labels), parse_field_selector(fields))
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    s = SQLiteStore(tmp_path / "db.sqlite", durability="normal",
-                    retention=Retention(max_changes=None, max_age_s=None))
-    await s.open()
-    yield s
-    await s.close()
-
-
-async def make_caches(store: SQLiteStore, capacity: int = 64) -> WatchCaches:
-    caches = WatchCaches(store, REGISTRY, ring_capacity=capacity, bookmark_interval_s=3600)
-    await caches.start()
-    return caches
 
 
 async def write_pod(store: SQLiteStore, op: str, obj: dict[str, Any], rev: int = 0) -> int:

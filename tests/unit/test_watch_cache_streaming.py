@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -21,11 +19,12 @@ import pytest
 from kubewire.resources import REGISTRY
 from kubewire.selectors import parse_field_selector, parse_label_selector
 from kubewire.storage import cache as cache_module
-from kubewire.storage.base import Change, ChangeType, Create, Delete, Retention, Update
-from kubewire.storage.cache import WatchCaches, WatchStart
+from kubewire.storage.base import Change, ChangeType, Create, Delete, Update
+from kubewire.storage.cache import WatchStart
 from kubewire.storage.cached import WatchFilter
 from kubewire.storage.sqlite import SQLiteStore
-from tests.unit.watch_sink import RecordingSink as Sink
+from tests.unit.watch_cache_helpers import RecordingSink as Sink
+from tests.unit.watch_cache_helpers import make_caches
 
 PODS = REGISTRY.by_id("core/pods")
 assert PODS is not None
@@ -44,21 +43,6 @@ def everything(ns: str = "", labels: str = "") -> WatchFilter:
 def key(name: str, ns: str = "default") -> str:
     assert PODS is not None
     return PODS.storage_key(ns, name)
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    s = SQLiteStore(tmp_path / "db.sqlite", durability="normal",
-                    retention=Retention(max_changes=None, max_age_s=None))
-    await s.open()
-    yield s
-    await s.close()
-
-
-async def make_caches(store: SQLiteStore, capacity: int = 64) -> WatchCaches:
-    caches = WatchCaches(store, REGISTRY, ring_capacity=capacity, bookmark_interval_s=3600)
-    await caches.start()
-    return caches
 
 
 async def create(store: SQLiteStore, obj: dict[str, Any]) -> int:

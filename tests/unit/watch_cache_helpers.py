@@ -1,11 +1,24 @@
-"""A watch ``Sink`` for the watch cache's unit tests: it records what a transport would have
-been given; ``paused`` plays the transport's flow control, and ``pause_after_write`` makes it a
-socket that takes one write at a time (``resume`` lets the next one through)."""
+"""Helpers of the watch cache's unit tests (the ``store`` fixture is in conftest.py).
+
+``RecordingSink`` records what a transport would have been given; ``paused`` plays the
+transport's flow control, and ``pause_after_write`` makes it a socket that takes one write at a
+time (``resume`` lets the next one through). ``make_caches`` starts the caches on a store.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+
+from kubewire.resources import REGISTRY
+from kubewire.storage.cache import WatchCaches
+from kubewire.storage.sqlite import SQLiteStore
+
+
+async def make_caches(store: SQLiteStore, capacity: int = 64) -> WatchCaches:
+    caches = WatchCaches(store, REGISTRY, ring_capacity=capacity, bookmark_interval_s=3600)
+    await caches.start()
+    return caches
 
 
 class RecordingSink:
