@@ -21,7 +21,7 @@ from kubewire.storage.cached import WatchFilter
 from kubewire.storage.sqlite import SQLiteStore
 from kubewire.storage.version_view import VersionView
 from kubewire.storage.versioned_store import VersionedStore
-from tests.unit.test_watch_cache import RecordingSink
+from tests.unit.watch_cache_helpers import RecordingSink
 
 
 def served(group: str) -> Resource:

@@ -14,17 +14,8 @@ from kubewire.server.table_sink import TableSink
 from kubewire.server.tables import TableRequest
 from kubewire.storage.cache import WatchStart
 from kubewire.storage.sqlite import SQLiteStore
-from tests.unit.test_watch_cache import (
-    PODS,
-    RecordingSink,
-    everything,
-    make_caches,
-    pod,
-    store,
-    write_pod,
-)
-
-__all__ = ["store"]  # the fixture, shared with test_watch_cache
+from tests.unit.test_watch_cache import PODS, everything, pod, write_pod
+from tests.unit.watch_cache_helpers import RecordingSink, make_caches
 
 NOW = datetime(2025, 3, 10, 12, 0, 0, tzinfo=UTC)
 POD_COLUMNS = column_definitions(PODS)
