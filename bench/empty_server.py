@@ -7,11 +7,9 @@ POST answers 201 with a small JSON body, anything else 200 (so ``/readyz`` is re
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
-import signal
 
-from bench.worker import new_event_loop
+from bench.worker import new_event_loop, ready_until_signalled
 from kubewire.server.http import HTTPServer, Request, Response
 
 CREATED = Response(201, b'{"kind":"Pod","apiVersion":"v1","metadata":{"name":"x"}}')
@@ -25,12 +23,7 @@ async def empty_handler(request: Request) -> Response:
 async def serve(port: int) -> None:
     http = HTTPServer(empty_handler)
     _, bound = await http.listen("127.0.0.1", port)
-    print(f"ready {bound}", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    await ready_until_signalled(bound)
     await http.close()
 
 

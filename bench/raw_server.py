@@ -19,12 +19,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import signal
 import ssl
 from urllib.parse import parse_qs, urlsplit
 
 from bench.wire import EVENT_BYTES, event_line
-from bench.worker import new_event_loop
+from bench.worker import new_event_loop, ready_until_signalled
 
 HIGH_WATER_BYTES = 256 * 1024  # as kubewire's Limits.write_high_water_bytes
 CATCH_UP_EVENTS = 256  # as kubewire's PUMP_BATCH_EVENTS
@@ -181,11 +180,7 @@ async def serve(port: int, context: ssl.SSLContext | None = None) -> None:
     loop = asyncio.get_running_loop()
     server = await loop.create_server(lambda: Connection(feed), "127.0.0.1", port,
                                       reuse_address=True, backlog=2048, ssl=context)
-    print(f"ready {server.sockets[0].getsockname()[1]}", flush=True)
-    stop = asyncio.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    await ready_until_signalled(server.sockets[0].getsockname()[1])
     server.close()
     for sub in list(feed.subscribers):
         if sub.transport is not None:

@@ -13,12 +13,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import signal
 from urllib.parse import parse_qs, urlsplit
 
 import msgspec
 
-from bench.worker import new_event_loop
+from bench.worker import new_event_loop, ready_until_signalled
 
 EVENTS_PER_CHUNK = 64
 FIRST_REVISION = 2
@@ -145,12 +144,7 @@ async def stream(lines: list[bytes], writer: asyncio.StreamWriter) -> None:
 async def serve(port: int, events: int) -> None:
     lines = event_lines(events)
     server = await asyncio.start_server(lambda r, w: handle(lines, r, w), "127.0.0.1", port)
-    print(f"ready {server.sockets[0].getsockname()[1]}", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    await ready_until_signalled(server.sockets[0].getsockname()[1])
     server.close()
 
 

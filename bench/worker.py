@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import importlib
 import multiprocessing
+import signal
 import traceback
 from multiprocessing.connection import Connection
 from typing import Any
@@ -26,6 +27,17 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
         return asyncio.new_event_loop()
     loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
     return loop
+
+
+async def ready_until_signalled(port: int) -> None:
+    """A reference server's life after it listens: print ``ready PORT`` for the benchmark that
+    spawned it, then wait for SIGINT or SIGTERM."""
+    print(f"ready {port}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
 
 
 def _serve(conn: Connection, target: str, kwargs: dict[str, Any]) -> None:
