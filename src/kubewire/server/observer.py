@@ -141,8 +141,7 @@ class Observer:
 
     def _objects(self) -> Iterable[Sample]:
         for resource, cache in self._stored_caches():
-            plural = f"{resource.plural}.{resource.group}" if resource.group else resource.plural
-            yield (plural,), float(len(cache.objects))
+            yield (resource.group_resource,), float(len(cache.objects))
 
     def _events_sent(self) -> Iterable[Sample]:
         for resource, cache in self._stored_caches():
