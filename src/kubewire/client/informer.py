@@ -105,9 +105,13 @@ class Informer(Generic[T]):
 
     def add_label_indexer(self, label: str) -> None:
         """Index by the value of ``label`` (index name ``label:<label>``)."""
-        labels = self.api.codec.labels
-        self.cache.add_indexer(f"label:{label}", lambda obj: (
-            [labels(obj)[label]] if label in labels(obj) else []))
+        labels_of = self.api.codec.labels
+
+        def values(obj: T) -> list[str]:
+            labels = labels_of(obj)
+            return [labels[label]] if label in labels else []
+
+        self.cache.add_indexer(f"label:{label}", values)
 
     def add_owner_indexer(self) -> None:
         """Index by owner UID (index name ``owner``): ``by_index("owner", uid)`` finds the
