@@ -398,16 +398,18 @@ class HTTPConnection(asyncio.Protocol):
         if request.stream is None:
             if response is not None:
                 self.send_response(response, head_only=request.method == "HEAD",
-                                   gzip_ok=accepts_gzip(request.header("accept-encoding")))
+                                   accept_encoding=request.header("accept-encoding"))
             self._after_response()
         elif request.stream.closed:  # the stream ended before the handler returned
             self._after_response()
 
     def send_response(self, response: Response, *, head_only: bool = False,
-                      gzip_ok: bool = False) -> None:
+                      accept_encoding: str = "") -> None:
         body = response.body
         extra: list[tuple[str, str]] = []
-        if gzip_ok and response.compressible and len(body) > GZIP_THRESHOLD_BYTES:
+        # the header is parsed only for the few responses that could be compressed
+        if (response.compressible and len(body) > GZIP_THRESHOLD_BYTES
+                and accepts_gzip(accept_encoding)):
             # kube's deferredResponseWriter: level 1 (speed over size), only above 128 KiB
             body = gzip.compress(body, compresslevel=1, mtime=0)
             extra = [("Content-Encoding", "gzip"), ("Vary", "Accept-Encoding")]
