@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kubewire.schema import JSON
+from kubewire.schema.go_decode import _json_kind
 from kubewire.schema.go_types import GoType, go_type_of
 from kubewire.schema.go_values import (
     RFC3339,
@@ -56,21 +57,10 @@ def _go_kind(value: JSON) -> str:
     return "slice" if isinstance(value, list) else "map"
 
 
-def _json_misfit(value: JSON) -> str:
-    """How ``UnmarshalTypeError`` names the JSON ``json.Marshal`` makes of ``value``."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
 def _int32_unmarshal_error(value: JSON) -> str | None:
     """``json.Unmarshal(json.Marshal(value), &int32)``'s error (IntOrString's int half)."""
-    if _json_misfit(value) != "number":
-        return f"json: cannot unmarshal {_json_misfit(value)} into Go value of type int32"
+    if _json_kind(value) != "number":
+        return f"json: cannot unmarshal {_json_kind(value)} into Go value of type int32"
     if (isinstance(value, float) and not value.is_integer()) or not (
             _INT32[0] <= value <= _INT32[1]):
         text = repr(value) if isinstance(value, float) else str(value)
@@ -84,13 +74,13 @@ def _self_decoding(go_type: GoType, value: JSON) -> None:
     error: str | None = None
     if kind == "quantity":
         # Quantity.UnmarshalJSON parses the JSON text: only a string or a number can pass.
-        number = _json_misfit(value) == "number"
+        number = _json_kind(value) == "number"
         error = quantity_error(value if isinstance(value, str) else
                                str(value) if number else "{}")
     elif kind == "intstr":
         error = None if isinstance(value, str) else _int32_unmarshal_error(value)
     elif not isinstance(value, str):
-        error = f"json: cannot unmarshal {_json_misfit(value)} into Go value of type string"
+        error = f"json: cannot unmarshal {_json_kind(value)} into Go value of type string"
     else:
         error = time_error(value, RFC3339_MICRO if kind == "microtime" else RFC3339)
     if error is not None:
