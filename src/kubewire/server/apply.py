@@ -56,6 +56,7 @@ from kubewire.server.managed_fields import (
     endpoint_fields,
     manager_key,
 )
+from kubewire.server.strategic_patch import _without_nulls
 from kubewire.status import JSON, BadRequest, Conflict
 
 LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
@@ -241,14 +242,6 @@ def merge(live: JSON, config: JSON, node: TypeNode | None) -> JSON:
             and kind in ("map-list", "set-list"):
         return _merge_lists(live, config, node, kind)
     return _without_nulls(config)
-
-
-def _without_nulls(value: JSON) -> JSON:
-    if isinstance(value, dict):
-        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_without_nulls(v) for v in value]
-    return value
 
 
 def _child_node(node: TypeNode | None, name: str) -> TypeNode | None:
