@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from decimal import Decimal
 from typing import Any
 
 import msgspec
 
+from kubewire.go_print import go_float as _go_print_float
 from kubewire.server.table_cells import Cell, human_duration, parse_time
 
 JSON = Any
@@ -81,26 +81,9 @@ def go_text(value: JSON) -> str | None:
 
 
 def go_float(value: float) -> str:
-    """Go's ``%v`` of a float64 (``%g``, shortest digits): ``0.5``, ``1e+06``, ``1.5e-05``."""
-    if value != value or value in (float("inf"), float("-inf")):
-        return {True: "+Inf", False: "-Inf"}[value > 0] if value == value else "NaN"
-    if value == 0:
-        return "0"
-    sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
-    assert isinstance(exponent, int)
-    text = "".join(map(str, digits))
-    point = len(text) + exponent  # position of the decimal point in ``text``
-    x = point - 1
-    if x < -4 or x >= 6:  # strconv: shortest %g switches to %e at precision 6
-        mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
-        out = f"{mantissa}e{'-' if x < 0 else '+'}{abs(x):02d}"
-    elif point <= 0:
-        out = "0." + "0" * -point + text
-    elif point >= len(text):
-        out = text + "0" * (point - len(text))
-    else:
-        out = text[:point] + "." + text[point:]
-    return ("-" if sign else "") + out
+    """Go's ``%v`` of a float64 (``kubewire.go_print.go_float``), except that negative zero
+    prints ``0`` here as it always has."""
+    return "0" if value == 0 else _go_print_float(value)
 
 
 def crd_cell(column_type: str, obj: JSON, path: str, now: datetime) -> Cell:
