@@ -240,8 +240,7 @@ class HTTPConnection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports implement the interface without subclassing asyncio.Transport
         self._transport = transport  # type: ignore[assignment]
-        transport.set_write_buffer_limits(  # type: ignore[attr-defined]
-            high=self._limits.write_high_water_bytes)
+        self.set_write_high_water(None)
         self._server.connections.add(self)
         self._arm_timer(self._limits.header_timeout_s)
 
