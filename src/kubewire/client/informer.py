@@ -125,7 +125,7 @@ class Informer(Generic[T]):
     def key_of(self, obj: T) -> str:
         """``namespace/name``, or ``name`` for cluster-scoped objects (client-go's key)."""
         namespace, name, _ = self.api.codec.key(obj)
-        return f"{namespace}/{name}" if namespace else name
+        return _cache_key(name, namespace)
 
     # --- running --------------------------------------------------------------------------
 
@@ -313,7 +313,12 @@ class Informer(Generic[T]):
 
     def get(self, name: str, namespace: str | None = None) -> T | None:
         """Lister: one cached object."""
-        return self.cache.get(f"{namespace}/{name}" if namespace else name)
+        return self.cache.get(_cache_key(name, namespace))
+
+
+def _cache_key(name: str, namespace: str | None) -> str:
+    """The cache's key of an object (``key_of`` files it, ``get`` finds it)."""
+    return f"{namespace}/{name}" if namespace else name
 
 
 def owner_uids(obj: object) -> list[str]:
