@@ -22,7 +22,7 @@ from kubewire.pod_validation import validate_pod_spec
 from kubewire.resources import Resource
 from kubewire.selector_error import SelectorError
 from kubewire.status import FieldError, forbidden, invalid, not_supported, required
-from kubewire.validation import validate_annotations, validate_labels
+from kubewire.validation import dict_at, int_at, validate_annotations, validate_labels
 
 JSON = Any
 
@@ -30,16 +30,6 @@ NEGATIVE = "must be greater than or equal to 0"  # apimachinery IsNegativeErrorM
 PERCENT_ERROR = regex_error("a valid percent string must be a numeric string followed by an "
                             "ending '%'", "[0-9]+%", "1%", "93%")
 STRATEGY_TYPES = ("Recreate", "RollingUpdate")
-
-
-def _dict(parent: Mapping[str, JSON], key: str) -> dict[str, JSON]:
-    value = parent.get(key)
-    return value if isinstance(value, dict) else {}
-
-
-def _int(parent: Mapping[str, JSON], key: str) -> int | None:
-    value = parent.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def go_string_map(labels: Mapping[str, JSON] | None) -> GoLiteral:
@@ -132,7 +122,7 @@ def _go_strategy(strategy: Mapping[str, JSON]) -> str:
 def _template_errors(template: Mapping[str, JSON], selector: JSON,
                      path: str) -> list[FieldError]:
     """``ValidatePodTemplateSpecForReplicaSet`` with ``ValidatePodTemplateSpec``."""
-    meta = _dict(template, "metadata")
+    meta = dict_at(template, "metadata")
     labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else None
     errors: list[FieldError] = []
     matches = False
@@ -152,12 +142,12 @@ def _template_errors(template: Mapping[str, JSON], selector: JSON,
     annotations = meta.get("annotations")
     errors += validate_annotations(annotations if isinstance(annotations, dict) else {},
                                    f"{path}.annotations")
-    spec = _dict(template, "spec")
+    spec = dict_at(template, "spec")
     errors += validate_pod_spec(spec, f"{path}.spec")
     restart = spec.get("restartPolicy") or "Always"
     if restart != "Always":
         errors.append(not_supported(f"{path}.spec.restartPolicy", restart, ("Always",)))
-    deadline = _int(spec, "activeDeadlineSeconds")
+    deadline = int_at(spec, "activeDeadlineSeconds")
     if deadline is not None:
         errors.append(invalid(f"{path}.spec.activeDeadlineSeconds", deadline,
                               "activeDeadlineSeconds in ReplicaSet is not Supported"))
@@ -167,27 +157,27 @@ def _template_errors(template: Mapping[str, JSON], selector: JSON,
 def validate_deployment(resource: Resource, obj: Mapping[str, JSON],
                         old: Mapping[str, JSON] | None = None) -> list[FieldError]:
     """Errors for creating (``old`` None) or updating a Deployment."""
-    spec = _dict(obj, "spec")
-    errors = _nonnegative("spec.replicas", _int(spec, "replicas"))
+    spec = dict_at(obj, "spec")
+    errors = _nonnegative("spec.replicas", int_at(spec, "replicas"))
     selector = spec.get("selector")
     if not isinstance(selector, dict):
         errors.append(required("spec.selector"))
     elif not selector.get("matchLabels") and not selector.get("matchExpressions"):
         errors.append(invalid("spec.selector", go_label_selector(selector),
                               "empty selector is invalid for deployment"))
-    errors += _template_errors(_dict(spec, "template"), selector, "spec.template")
-    errors += _strategy_errors(_dict(spec, "strategy"), "spec.strategy")
-    min_ready = _int(spec, "minReadySeconds") or 0
+    errors += _template_errors(dict_at(spec, "template"), selector, "spec.template")
+    errors += _strategy_errors(dict_at(spec, "strategy"), "spec.strategy")
+    min_ready = int_at(spec, "minReadySeconds") or 0
     errors += _nonnegative("spec.minReadySeconds", min_ready)
-    errors += _nonnegative("spec.revisionHistoryLimit", _int(spec, "revisionHistoryLimit"))
-    deadline = _int(spec, "progressDeadlineSeconds")
+    errors += _nonnegative("spec.revisionHistoryLimit", int_at(spec, "revisionHistoryLimit"))
+    deadline = int_at(spec, "progressDeadlineSeconds")
     if deadline is not None:
         errors += _nonnegative("spec.progressDeadlineSeconds", deadline)
         if deadline <= min_ready:
             errors.append(invalid("spec.progressDeadlineSeconds", deadline,
                                   "must be greater than minReadySeconds"))
     if old is not None:
-        old_selector = _dict(old, "spec").get("selector")
+        old_selector = dict_at(old, "spec").get("selector")
         if old_selector != selector:  # apps/v1 strategy: the selector is immutable
             errors.append(invalid("spec.selector", go_label_selector(
                 selector if isinstance(selector, dict) else None), "field is immutable"))

@@ -16,6 +16,7 @@ from typing import Any
 from kubewire.names import max_len_error, regex_error
 from kubewire.resources import Resource
 from kubewire.status import FieldError, invalid
+from kubewire.validation import dict_at
 
 JSON = Any
 
@@ -42,11 +43,6 @@ def config_key_problems(key: str) -> list[str]:
     return problems
 
 
-def _map(obj: Mapping[str, JSON], key: str) -> dict[str, JSON]:
-    value = obj.get(key)
-    return value if isinstance(value, dict) else {}
-
-
 def _decoded_len(text: JSON) -> int:
     try:
         return len(base64.b64decode(str(text), validate=False))
@@ -61,7 +57,7 @@ def _too_long(path: str) -> FieldError:
 def validate_config_map(resource: Resource, obj: Mapping[str, JSON],
                         old: Mapping[str, JSON] | None = None) -> list[FieldError]:
     errors: list[FieldError] = []
-    data, binary = _map(obj, "data"), _map(obj, "binaryData")
+    data, binary = dict_at(obj, "data"), dict_at(obj, "binaryData")
     total = 0
     for key, value in data.items():
         errors += [invalid(f"data[{key}]", key, m) for m in config_key_problems(key)]
@@ -82,7 +78,7 @@ def validate_secret(resource: Resource, obj: Mapping[str, JSON],
                     old: Mapping[str, JSON] | None = None) -> list[FieldError]:
     errors: list[FieldError] = []
     total = 0
-    for key, value in _map(obj, "data").items():
+    for key, value in dict_at(obj, "data").items():
         errors += [invalid(f"data[{key}]", key, m) for m in config_key_problems(key)]
         total += _decoded_len(value)
     if total > MAX_SIZE_BYTES:

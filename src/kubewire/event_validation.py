@@ -26,6 +26,7 @@ from kubewire.go_text import GoLiteral, go_byte_len, go_quote
 from kubewire.names import is_dns1123_subdomain, is_qualified_name
 from kubewire.resources import Resource
 from kubewire.status import FieldError, invalid, required
+from kubewire.validation import dict_at, text_at
 
 JSON = Any
 
@@ -68,16 +69,6 @@ def _internal(obj: Mapping[str, JSON]) -> dict[str, JSON]:
     return convert_object(obj, (CORE_API_VERSION, KIND))
 
 
-def _text(event: Mapping[str, JSON], name: str) -> str:
-    value = event.get(name)
-    return value if isinstance(value, str) else ""
-
-
-def _dict(event: Mapping[str, JSON], name: str) -> dict[str, JSON]:
-    value = event.get(name)
-    return value if isinstance(value, dict) else {}
-
-
 def _is_zero_time(value: JSON) -> bool:
     return _instant(value) is None
 
@@ -98,8 +89,8 @@ def _instant(value: JSON) -> datetime | None:
 def _legacy_errors(event: Mapping[str, JSON], is_legacy_request: bool) -> list[FieldError]:
     """``legacyValidateEvent``: every version's requests pass these."""
     errors: list[FieldError] = []
-    namespace = _text(_dict(event, "metadata"), "namespace")
-    involved_ns = _text(_dict(event, "involvedObject"), "namespace")
+    namespace = text_at(dict_at(event, "metadata"), "namespace")
+    involved_ns = text_at(dict_at(event, "involvedObject"), "namespace")
     mismatch = invalid("involvedObject.namespace", involved_ns, "does not match event.namespace")
     if _is_zero_time(event.get("eventTime")):
         if (not involved_ns and namespace not in ("", "default")) \
@@ -116,18 +107,18 @@ def _legacy_errors(event: Mapping[str, JSON], is_legacy_request: bool) -> list[F
 def _reporting_errors(event: Mapping[str, JSON], is_legacy_request: bool) -> list[FieldError]:
     errors: list[FieldError] = []
     reporter_path = "reportingComponent" if is_legacy_request else "reportingController"
-    reporter = _text(event, "reportingComponent")
+    reporter = text_at(event, "reportingComponent")
     if not reporter:
         errors.append(required(reporter_path))
     errors.extend(invalid(reporter_path, reporter, m) for m in is_qualified_name(reporter))
     for path, limit in (("reportingInstance", REPORTING_INSTANCE_MAX_BYTES),
                         ("action", ACTION_MAX_BYTES), ("reason", REASON_MAX_BYTES)):
-        text = _text(event, path)
+        text = text_at(event, path)
         if not text:
             errors.append(required(path))
         if go_byte_len(text) > limit:
             errors.append(invalid(path, "", f"can have at most {limit} characters"))
-    if go_byte_len(_text(event, "message")) > NOTE_MAX_BYTES:
+    if go_byte_len(text_at(event, "message")) > NOTE_MAX_BYTES:
         errors.append(invalid("message", "", f"can have at most {NOTE_MAX_BYTES} characters"))
     return errors
 
@@ -150,7 +141,7 @@ def _strict_create_errors(event: Mapping[str, JSON]) -> list[FieldError]:
     errors = _series_errors(event)
     if _is_zero_time(event.get("eventTime")):
         errors.append(required("eventTime"))
-    event_type = _text(event, "type")
+    event_type = text_at(event, "type")
     if event_type not in ("Normal", "Warning"):
         errors.append(invalid("type", "", f"has invalid value: {event_type}"))
     for path in ("firstTimestamp", "lastTimestamp"):
@@ -158,8 +149,8 @@ def _strict_create_errors(event: Mapping[str, JSON]) -> list[FieldError]:
             errors.append(invalid(path, "", "needs to be unset"))
     if event.get("count"):
         errors.append(invalid("count", "", "needs to be unset"))
-    source = _dict(event, "source")
-    if _text(source, "component") or _text(source, "host"):
+    source = dict_at(event, "source")
+    if text_at(source, "component") or text_at(source, "host"):
         errors.append(invalid("source", "", "needs to be unset"))
     return errors
 
@@ -197,7 +188,7 @@ def _go_value(value: JSON, rendering: str) -> JSON:
     fields = _SOURCE_GO_FIELDS if rendering == "source" else _REFERENCE_GO_FIELDS
     type_name = "core.EventSource" if rendering == "source" else "core.ObjectReference"
     source = value if isinstance(value, dict) else {}
-    inner = ", ".join(f"{go}:{go_quote(_text(source, js))}" for go, js in fields)
+    inner = ", ".join(f"{go}:{go_quote(text_at(source, js))}" for go, js in fields)
     return f"{type_name}{{{inner}}}"
 
 

@@ -10,13 +10,9 @@ from typing import Any
 
 from kubewire.resources import Resource
 from kubewire.status import FieldError, forbidden, invalid
+from kubewire.validation import int_at
 
 JSON = Any
-
-
-def _int(spec: Mapping[str, JSON], key: str) -> int | None:
-    value = spec.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def validate_lease(resource: Resource, obj: Mapping[str, JSON],
@@ -25,10 +21,10 @@ def validate_lease(resource: Resource, obj: Mapping[str, JSON],
     if not isinstance(spec, dict):
         return []
     errors: list[FieldError] = []
-    duration = _int(spec, "leaseDurationSeconds")
+    duration = int_at(spec, "leaseDurationSeconds")
     if duration is not None and duration <= 0:
         errors.append(invalid("spec.leaseDurationSeconds", duration, "must be greater than 0"))
-    transitions = _int(spec, "leaseTransitions")
+    transitions = int_at(spec, "leaseTransitions")
     if transitions is not None and transitions < 0:
         errors.append(invalid("spec.leaseTransitions", transitions,
                               "must be greater than or equal to 0"))

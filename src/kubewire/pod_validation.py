@@ -20,6 +20,7 @@ from kubewire.names import is_dns1123_label, max_len_error
 from kubewire.resources import Resource
 from kubewire.schema import type_for
 from kubewire.status import FieldError, forbidden, invalid, not_supported, required
+from kubewire.validation import dict_at, int_at, text_at
 
 JSON = Any
 
@@ -51,21 +52,6 @@ _QUANTITY = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|([a-zA-Z]*)
 def _list(parent: Mapping[str, JSON], key: str) -> list[JSON]:
     value = parent.get(key)
     return value if isinstance(value, list) else []
-
-
-def _dict(parent: Mapping[str, JSON], key: str) -> dict[str, JSON]:
-    value = parent.get(key)
-    return value if isinstance(value, dict) else {}
-
-
-def _text(parent: Mapping[str, JSON], key: str) -> str:
-    value = parent.get(key)
-    return value if isinstance(value, str) else ""
-
-
-def _int(parent: Mapping[str, JSON], key: str) -> int | None:
-    value = parent.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def port_number_errors(path: str, value: int) -> list[FieldError]:
@@ -139,7 +125,7 @@ def validate_volumes(volumes: list[JSON], path: str) -> tuple[set[str], list[Fie
         elif len(found) > 1:
             volume_errors.append(forbidden(f"{item}.{found[1]}",
                                            "may not specify more than 1 volume type"))
-        name = _text(volume, "name")
+        name = text_at(volume, "name")
         if not name:
             volume_errors.append(required(f"{item}.name"))
         else:
@@ -163,7 +149,7 @@ def _port_errors(ports: list[JSON], path: str) -> list[FieldError]:
         if not isinstance(port, dict):
             continue
         item = f"{path}[{i}]"
-        name = _text(port, "name")
+        name = text_at(port, "name")
         if name:
             problems = port_name_problems(name)
             if problems:
@@ -172,15 +158,15 @@ def _port_errors(ports: list[JSON], path: str) -> list[FieldError]:
                 errors.append(FieldError("FieldValueDuplicate", f"{item}.name", name))
             else:
                 names.add(name)
-        container_port = _int(port, "containerPort") or 0
+        container_port = int_at(port, "containerPort") or 0
         if container_port == 0:
             errors.append(required(f"{item}.containerPort"))
         else:
             errors += port_number_errors(f"{item}.containerPort", container_port)
-        host_port = _int(port, "hostPort") or 0
+        host_port = int_at(port, "hostPort") or 0
         if host_port:
             errors += port_number_errors(f"{item}.hostPort", host_port)
-        errors += enum_errors(f"{item}.protocol", _text(port, "protocol"), PROTOCOLS)
+        errors += enum_errors(f"{item}.protocol", text_at(port, "protocol"), PROTOCOLS)
     return errors
 
 
@@ -190,7 +176,7 @@ def _env_errors(env: list[JSON], path: str) -> list[FieldError]:
     for i, var in enumerate(env):
         if not isinstance(var, dict):
             continue
-        name = _text(var, "name")
+        name = text_at(var, "name")
         name_path = f"{path}[{i}].name"
         if not name:
             errors.append(required(name_path))
@@ -208,12 +194,12 @@ def _mount_errors(mounts: list[JSON], volumes: set[str], path: str) -> list[Fiel
         if not isinstance(mount, dict):
             continue
         item = f"{path}[{i}]"
-        name = _text(mount, "name")
+        name = text_at(mount, "name")
         if not name:
             errors.append(required(f"{item}.name"))
         if name not in volumes:
             errors.append(FieldError("FieldValueNotFound", f"{item}.name", name))
-        mount_path = _text(mount, "mountPath")
+        mount_path = text_at(mount, "mountPath")
         if not mount_path:
             errors.append(required(f"{item}.mountPath"))
         if mount_path in mount_paths:
@@ -225,7 +211,7 @@ def _mount_errors(mounts: list[JSON], volumes: set[str], path: str) -> list[Fiel
 def _resource_errors(resources: Mapping[str, JSON], path: str) -> list[FieldError]:
     """``ValidateContainerResources``: quantities not negative, requests within limits."""
     errors: list[FieldError] = []
-    limits, requests = _dict(resources, "limits"), _dict(resources, "requests")
+    limits, requests = dict_at(resources, "limits"), dict_at(resources, "requests")
     for section, values in (("limits", limits), ("requests", requests)):
         for name, text in values.items():
             value = quantity_value(str(text))
@@ -245,22 +231,22 @@ def _container_errors(container: Mapping[str, JSON], volumes: set[str],
                       path: str) -> list[FieldError]:
     """``validateContainerCommon``."""
     errors: list[FieldError] = []
-    name = _text(container, "name")
+    name = text_at(container, "name")
     if not name:
         errors.append(required(f"{path}.name"))
     else:
         errors += dns_label_errors(f"{path}.name", name)
-    if not _text(container, "image"):
+    if not text_at(container, "image"):
         errors.append(required(f"{path}.image"))
     errors += enum_errors(f"{path}.terminationMessagePolicy",
-                          _text(container, "terminationMessagePolicy"),
+                          text_at(container, "terminationMessagePolicy"),
                           TERMINATION_MESSAGE_POLICIES)
     errors += _port_errors(_list(container, "ports"), f"{path}.ports")
     errors += _env_errors(_list(container, "env"), f"{path}.env")
     errors += _mount_errors(_list(container, "volumeMounts"), volumes, f"{path}.volumeMounts")
-    errors += enum_errors(f"{path}.imagePullPolicy", _text(container, "imagePullPolicy"),
+    errors += enum_errors(f"{path}.imagePullPolicy", text_at(container, "imagePullPolicy"),
                           PULL_POLICIES)
-    errors += _resource_errors(_dict(container, "resources"), f"{path}.resources")
+    errors += _resource_errors(dict_at(container, "resources"), f"{path}.resources")
     return errors
 
 
@@ -275,7 +261,7 @@ def _containers_errors(containers: list[JSON], volumes: set[str], path: str,
             continue
         item = f"{path}[{i}]"
         errors += _container_errors(container, volumes, item)
-        name = _text(container, "name")
+        name = text_at(container, "name")
         if name in taken:
             errors.append(FieldError("FieldValueDuplicate", f"{item}.name", name))
         else:
@@ -290,23 +276,23 @@ def validate_pod_spec(spec: Mapping[str, JSON], path: str) -> list[FieldError]:
     volumes, errors = validate_volumes(_list(spec, "volumes"), f"{path}.volumes")
     # Init containers are checked first; regular names must not repeat theirs (kube reports
     # the clash on the init container, so collect regular names before).
-    regular = {_text(c, "name") for c in _list(spec, "containers") if isinstance(c, dict)}
+    regular = {text_at(c, "name") for c in _list(spec, "containers") if isinstance(c, dict)}
     errors += _containers_errors(_list(spec, "initContainers"), volumes,
                                  f"{path}.initContainers", set(regular), False)
     errors += _containers_errors(_list(spec, "containers"), volumes, f"{path}.containers",
                                  set(), True)
     # kube defaults these even when the spec is missing (kubewire's defaulting needs one)
-    errors += enum_errors(f"{path}.restartPolicy", _text(spec, "restartPolicy") or "Always",
+    errors += enum_errors(f"{path}.restartPolicy", text_at(spec, "restartPolicy") or "Always",
                           RESTART_POLICIES)
-    errors += enum_errors(f"{path}.dnsPolicy", _text(spec, "dnsPolicy") or "ClusterFirst",
+    errors += enum_errors(f"{path}.dnsPolicy", text_at(spec, "dnsPolicy") or "ClusterFirst",
                           DNS_POLICIES)
-    deadline = _int(spec, "activeDeadlineSeconds")
+    deadline = int_at(spec, "activeDeadlineSeconds")
     if deadline is not None and not 1 <= deadline <= _INT32_MAX:
         errors.append(invalid(f"{path}.activeDeadlineSeconds", deadline,
                               f"must be between 1 and {_INT32_MAX}, inclusive"))
     for key in ("hostname", "subdomain"):
-        if _text(spec, key):
-            errors += dns_label_errors(f"{path}.{key}", _text(spec, key))
+        if text_at(spec, key):
+            errors += dns_label_errors(f"{path}.{key}", text_at(spec, key))
     return errors
 
 
@@ -327,7 +313,7 @@ def _munged_spec(new: Mapping[str, JSON], old: Mapping[str, JSON]) -> dict[str, 
         munged.pop("tolerations", None)
         if "tolerations" in old:
             munged["tolerations"] = old["tolerations"]
-    grace, old_grace = _int(new, "terminationGracePeriodSeconds"), _int(
+    grace, old_grace = int_at(new, "terminationGracePeriodSeconds"), int_at(
         old, "terminationGracePeriodSeconds")
     if grace == 1 and old_grace is not None and old_grace < 0:
         munged["terminationGracePeriodSeconds"] = old_grace
@@ -341,12 +327,12 @@ def _changed_fields(new: Mapping[str, JSON], old: Mapping[str, JSON]) -> list[st
 def validate_pod(resource: Resource, obj: Mapping[str, JSON],
                  old: Mapping[str, JSON] | None = None) -> list[FieldError]:
     """Errors for creating (``old`` None) or updating a Pod."""
-    spec = _dict(obj, "spec")
+    spec = dict_at(obj, "spec")
     errors = validate_pod_spec(spec, "spec")
     if old is None:
         return errors
-    old_spec = _dict(old, "spec")
-    deadline, old_deadline = _int(spec, "activeDeadlineSeconds"), _int(old_spec,
+    old_spec = dict_at(old, "spec")
+    deadline, old_deadline = int_at(spec, "activeDeadlineSeconds"), int_at(old_spec,
                                                                        "activeDeadlineSeconds")
     if old_deadline is not None and (deadline is None or deadline > old_deadline):
         # ValidatePodUpdate: the deadline may only be set or shortened; kube stops here.

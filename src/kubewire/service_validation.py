@@ -23,18 +23,13 @@ from kubewire.pod_validation import (
 )
 from kubewire.resources import Resource
 from kubewire.status import FieldError, invalid, not_supported, required
-from kubewire.validation import validate_labels
+from kubewire.validation import dict_at, validate_labels
 
 JSON = Any
 
 SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")  # sorted set
 SESSION_AFFINITIES = ("ClientIP", "None")
 KUBELET_PORT = 10250  # pkg/cluster/ports KubeletPort
-
-
-def _spec(obj: Mapping[str, JSON]) -> dict[str, JSON]:
-    spec = obj.get("spec")
-    return spec if isinstance(spec, dict) else {}
 
 
 def _is_headless(spec: Mapping[str, JSON]) -> bool:
@@ -77,7 +72,7 @@ def _port_errors(port: Mapping[str, JSON], require_name: bool, names: set[str],
 def validate_service(resource: Resource, obj: Mapping[str, JSON],
                      old: Mapping[str, JSON] | None = None) -> list[FieldError]:
     """Errors for creating or updating a Service (the same spec rules for both)."""
-    spec = _spec(obj)
+    spec = dict_at(obj, "spec")
     # kube defaults a missing spec too (kubewire's defaulting needs one to exist)
     service_type = spec.get("type") or "ClusterIP"
     ports = [p for p in spec.get("ports") or [] if isinstance(p, dict)] \

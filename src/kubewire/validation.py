@@ -75,6 +75,25 @@ def pod_name_warnings(name: str) -> list[str]:
 
 # --- object metadata --------------------------------------------------------------------------
 
+def dict_at(parent: Mapping[str, JSON], key: str) -> dict[str, JSON]:
+    """``parent[key]`` when it is an object, else {}: kind validators read absent or mistyped
+    fields as Go's zero value (schema checks report the type)."""
+    value = parent.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def int_at(parent: Mapping[str, JSON], key: str) -> int | None:
+    """``parent[key]`` when it is an integer (not a bool), else None."""
+    value = parent.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def text_at(parent: Mapping[str, JSON], key: str) -> str:
+    """``parent[key]`` when it is a string, else ""."""
+    value = parent.get(key)
+    return value if isinstance(value, str) else ""
+
+
 def _string_map(meta: Mapping[str, JSON], key: str) -> Mapping[str, str]:
     value = meta.get(key)
     return value if isinstance(value, dict) else {}
