@@ -58,17 +58,19 @@ def check_type_meta(resource: Resource, body: dict[str, Any],
     media = media_type(patch.header("content-type"))
     if media in _JSON_PATCH_TYPES:
         error = decode_error(resource.api_version, resource.kind, body)
-        shown = go_json(body)  # string(patchedObjJS)
+        if error is not None:
+            raise _invalid_patch(go_json(body), error)  # string(patchedObjJS)
     elif media == _STRATEGIC_MERGE_PATCH:
         error = convert_error(resource.api_version, resource.kind, body)
-        shown = go_sprint(_decoded(patch.body))  # fmt.Sprintf("%+v", patchMap)
-    else:
-        return
-    if error is not None:
-        cause = f"Invalid value: {go_quote(shown)}: {error}"
-        raise Invalid(f' "" is invalid: patch: {cause}',
-                      {"causes": [{"reason": "FieldValueInvalid", "message": cause,
-                                   "field": "patch"}]})
+        if error is not None:  # fmt.Sprintf("%+v", patchMap)
+            raise _invalid_patch(go_sprint(_decoded(patch.body)), error)
+
+
+def _invalid_patch(shown: str, error: str) -> Invalid:
+    cause = f"Invalid value: {go_quote(shown)}: {error}"
+    return Invalid(f' "" is invalid: patch: {cause}',
+                   {"causes": [{"reason": "FieldValueInvalid", "message": cause,
+                                "field": "patch"}]})
 
 
 def _decoded(body: bytes) -> Any:
