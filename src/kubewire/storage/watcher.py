@@ -137,10 +137,7 @@ class Watcher:
     def _pump_initial(self) -> None:
         chunk, after = self.cache.snapshot_page(
             self._walk_prefix, self._walk_after, self.start_rev, self.filter.version)
-        lines = [event_line(ADDED, o.value) for o in chunk if self.filter.matches(o)]
-        if lines:
-            self.sink.write_framed(self.sink.frame(lines))
-            self.cache.events_sent += len(lines)
+        self.write_lines([event_line(ADDED, o.value) for o in chunk if self.filter.matches(o)])
         if after is not None:
             self._walk_after = after
         else:
@@ -168,10 +165,7 @@ class Watcher:
                                   lambda e: len(e.obj.value))
         events = [e for e in window if e.revision > self.start_rev]
         self.cursor += len(window)
-        lines = self.filter.lines(events)
-        if lines:
-            self.sink.write_framed(self.sink.frame(lines))
-            self.cache.events_sent += len(lines)
+        self.write_lines(self.filter.lines(events))
         # Every event up to the window's end is written (or predates the start): the
         # dispatcher skips what this covers if it goes live before they were dispatched.
         self.progress_rev = max(self.progress_rev, window[-1].revision)
