@@ -16,6 +16,7 @@ from kubewire.names import is_dns1035_label, is_dns1123_subdomain
 from kubewire.pod_validation import port_name_problems, port_number_errors
 from kubewire.resources import Resource
 from kubewire.status import FieldError, forbidden, invalid, not_supported, required
+from kubewire.validation import dict_at, text_at
 
 JSON = Any
 
@@ -46,13 +47,13 @@ def _backend_errors(backend: Mapping[str, JSON], path: str) -> list[FieldError]:
     if service is None:
         return [invalid(path, "", "resource or service backend is required")]
     errors: list[FieldError] = []
-    name = service.get("name") if isinstance(service.get("name"), str) else ""
+    name = text_at(service, "name")
     if not name:
         errors.append(required(f"{path}.service.name"))
     else:
         errors += [invalid(f"{path}.service.name", name, m) for m in is_dns1035_label(name)]
-    port = _dict(service, "port") or {}
-    port_name = port.get("name") if isinstance(port.get("name"), str) else ""
+    port = dict_at(service, "port")
+    port_name = text_at(port, "name")
     number = port.get("number") if isinstance(port.get("number"), int) else 0
     if port_name and number:
         errors.append(invalid(path, "", "cannot set both port name & port number"))
@@ -86,7 +87,7 @@ def _http_path_errors(item: Mapping[str, JSON], path: str) -> list[FieldError]:
             errors.append(invalid(f"{path}.path", text, "must be an absolute path"))
     else:
         errors.append(not_supported(f"{path}.pathType", path_type, PATH_TYPES))
-    errors += _backend_errors(_dict(item, "backend") or {}, f"{path}.backend")
+    errors += _backend_errors(dict_at(item, "backend"), f"{path}.backend")
     return errors
 
 
@@ -119,7 +120,7 @@ _WILDCARD_ERROR = (
 
 def validate_ingress(resource: Resource, obj: Mapping[str, JSON],
                      old: Mapping[str, JSON] | None = None) -> list[FieldError]:
-    spec = _dict(obj, "spec") or {}
+    spec = dict_at(obj, "spec")
     rules = _list(spec, "rules")
     backend = _dict(spec, "defaultBackend")
     errors: list[FieldError] = []
@@ -184,7 +185,7 @@ def _peer_errors(peer: Mapping[str, JSON], path: str) -> list[FieldError]:
 
 def validate_network_policy(resource: Resource, obj: Mapping[str, JSON],
                             old: Mapping[str, JSON] | None = None) -> list[FieldError]:
-    spec = _dict(obj, "spec") or {}
+    spec = dict_at(obj, "spec")
     errors: list[FieldError] = []
     for direction, peers in (("ingress", "from"), ("egress", "to")):
         for i, rule in enumerate(_list(spec, direction)):
