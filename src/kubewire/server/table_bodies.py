@@ -84,8 +84,9 @@ class TableEventLines:
                 return line
             obj = _decode_object(event.object)
             if event.type == "BOOKMARK":
-                # kube's bookmark is a Go zero value: its unset creationTimestamp encodes as null
-                # in the row's PartialObjectMetadata.
+                # The row's PartialObjectMetadata is a typed ObjectMeta, so its unset
+                # creationTimestamp encodes as null even for custom kinds, whose bookmark
+                # objects (unstructured) lack it; built-in kinds' already carry it.
                 obj.setdefault("metadata", {}).setdefault("creationTimestamp", None)
             table = table_event_object(self.resource, obj, first=self._headers_pending,
                                        request=self.request, now=now)
