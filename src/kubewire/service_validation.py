@@ -23,7 +23,7 @@ from kubewire.pod_validation import (
 )
 from kubewire.resources import Resource
 from kubewire.status import FieldError, invalid, not_supported, required
-from kubewire.validation import dict_at, validate_labels
+from kubewire.validation import dict_at, text_at, validate_labels
 
 JSON = Any
 
@@ -51,7 +51,7 @@ def _port_errors(port: Mapping[str, JSON], require_name: bool, names: set[str],
                  path: str) -> list[FieldError]:
     """``validateServicePort``."""
     errors: list[FieldError] = []
-    name = port.get("name") if isinstance(port.get("name"), str) else ""
+    name = text_at(port, "name")
     if require_name and not name:
         errors.append(required(f"{path}.name"))
     elif name:
@@ -62,9 +62,7 @@ def _port_errors(port: Mapping[str, JSON], require_name: bool, names: set[str],
             names.add(name)
     number = port.get("port")
     errors += port_number_errors(f"{path}.port", number if isinstance(number, int) else 0)
-    protocol = port.get("protocol")
-    errors += enum_errors(f"{path}.protocol", protocol if isinstance(protocol, str) else "",
-                          PROTOCOLS)
+    errors += enum_errors(f"{path}.protocol", text_at(port, "protocol"), PROTOCOLS)
     errors += target_port_errors(f"{path}.targetPort", port.get("targetPort"))
     return errors
 
@@ -75,7 +73,7 @@ def validate_service(resource: Resource, obj: Mapping[str, JSON],
     spec = dict_at(obj, "spec")
     # kube defaults a missing spec too (kubewire's defaulting needs one to exist)
     service_type = spec.get("type") or "ClusterIP"
-    ports = [p for p in spec.get("ports") or [] if isinstance(p, dict)] \
+    ports = [p for p in spec["ports"] if isinstance(p, dict)] \
         if isinstance(spec.get("ports"), list) else []
     errors: list[FieldError] = []
     if not ports and not _is_headless(spec) and service_type != "ExternalName":
