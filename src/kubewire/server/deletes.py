@@ -101,9 +101,9 @@ async def delete_collection(ctx: ServerContext, request: Request, route: Route) 
     opts = parse_list_options(request.query, resource)
     dopts = parse_delete_options(_options_body(request), request.query)
     cache = ctx.caches.for_resource(resource)
-    selected = opts.label_selector.matches, opts.field_selector.matches
     listed = [obj for obj in cache.scan(resource.storage_prefix(route.namespace))
-              if selected[0](obj.labels) and selected[1](obj.fields)]
+              if opts.label_selector.matches(obj.labels)
+              and opts.field_selector.matches(obj.fields)]
     failures: list[StatusError] = []
     for obj in listed:
         try:
