@@ -38,12 +38,14 @@ from kubewire.server.routes import Route
 from kubewire.server.write_options import (
     MAX_FIELD_MANAGER_BYTES,
     WriteOptions,
+    WriteVerb,
     parse_write_options,
 )
 from kubewire.status import JSON
 
 __all__ = ["APPLY_PATCH_MEDIA_TYPE", "ApplyOptions", "Mutation", "WriteFacts",
-           "default_field_manager", "parse_apply", "resource_schema", "track_write"]
+           "default_field_manager", "parse_apply", "parse_tracked_write_options",
+           "resource_schema", "track_write"]
 
 APPLY_PATCH_MEDIA_TYPE = "application/apply-patch+yaml"
 Mutation = Callable[[dict[str, JSON]], dict[str, JSON]]
@@ -79,6 +81,13 @@ def default_field_manager(options: WriteOptions, user_agent: str) -> WriteOption
             break
         name += ch
     return replace(options, field_manager=name)
+
+
+def parse_tracked_write_options(query: Query, user_agent: str, *,
+                                verb: WriteVerb = "create") -> WriteOptions:
+    """A create's, update's or non-apply patch's options, its manager defaulted from
+    ``user_agent`` (``default_field_manager``)."""
+    return default_field_manager(parse_write_options(query, verb=verb), user_agent)
 
 
 def parse_apply(query: Query, body: bytes, route: Route,

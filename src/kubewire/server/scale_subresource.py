@@ -20,9 +20,8 @@ from kubewire.resources import Resource
 from kubewire.server import patch as patching
 from kubewire.server.context import ServerContext
 from kubewire.server.encoding import decode_object, json_response, media_type, negotiate_json
-from kubewire.server.field_ownership import default_field_manager
+from kubewire.server.field_ownership import parse_tracked_write_options
 from kubewire.server.http import Request, Response
-from kubewire.server.options import parse_write_options
 from kubewire.server.routes import Route
 from kubewire.server.scale import SCALE_API_VERSION, SCALE_KIND, apply_scale, scale_from_deployment
 from kubewire.server.strategic_patch import apply_strategic_merge_patch
@@ -105,9 +104,8 @@ def _patch_function(payload: Resource, content_type: str) -> PatchFunction:
 
 async def _write(ctx: ServerContext, route: Route, request: Request,
                  updated_scale: UpdatedScale) -> Response:
-    options = (parse_write_options(request.query, verb="update") if request.method == "PUT"
-               else parse_write_options(request.query, verb="patch"))
-    wopts = default_field_manager(options, request.header("user-agent"))
+    wopts = parse_tracked_write_options(request.query, request.header("user-agent"),
+                                        verb="update" if request.method == "PUT" else "patch")
     _current(ctx, route)  # 404 before anything else: subresources never create
 
     def mutate(parent: dict[str, JSON]) -> dict[str, JSON]:

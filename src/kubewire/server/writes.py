@@ -32,13 +32,13 @@ from kubewire.server.field_ownership import (
     APPLY_PATCH_MEDIA_TYPE,
     Mutation,
     WriteFacts,
-    default_field_manager,
     parse_apply,
+    parse_tracked_write_options,
     track_write,
 )
 from kubewire.server.http import Request, Response
 from kubewire.server.json_copy import copy_json
-from kubewire.server.options import WriteOptions, parse_write_options
+from kubewire.server.options import WriteOptions
 from kubewire.server.routes import Route
 from kubewire.server.strategic_patch import apply_strategic_merge_patch
 from kubewire.server.validate_write import check_namespace_usable, check_type_meta, validate
@@ -85,7 +85,7 @@ async def create(ctx: ServerContext, request: Request, route: Route) -> Response
     if route.subresource:
         raise _method_not_allowed()
     negotiate_json(request.header("accept"))
-    wopts = default_field_manager(parse_write_options(request.query), request.header("user-agent"))
+    wopts = parse_tracked_write_options(request.query, request.header("user-agent"))
     body = decode_object(request.body, request.header("content-type"), resource)
     check_type_meta(resource, body)
     obj = with_type_meta(resource, body)
@@ -141,8 +141,8 @@ async def update(ctx: ServerContext, request: Request, route: Route) -> Response
     if route.subresource not in ("", "status"):
         raise _method_not_allowed()
     negotiate_json(request.header("accept"))
-    wopts = default_field_manager(parse_write_options(request.query, verb="update"),
-                                  request.header("user-agent"))
+    wopts = parse_tracked_write_options(request.query, request.header("user-agent"),
+                                        verb="update")
     body = decode_object(request.body, request.header("content-type"), resource)
     check_type_meta(resource, body)
     new = with_type_meta(resource, body)
@@ -183,8 +183,8 @@ async def patch(ctx: ServerContext, request: Request, route: Route) -> Response:
             return _created(created, warnings)
         mutate = server_side_apply
     else:
-        wopts = default_field_manager(parse_write_options(request.query, verb="patch"),
-                                      request.header("user-agent"))
+        wopts = parse_tracked_write_options(request.query, request.header("user-agent"),
+                                            verb="patch")
         apply = _patch_function(resource, request.header("content-type"))
 
         def patched(old: dict[str, Any]) -> dict[str, Any]:
