@@ -103,10 +103,10 @@ def _strategy_errors(strategy: Mapping[str, JSON], path: str) -> list[FieldError
     unavailable, surge = rolling.get("maxUnavailable"), rolling.get("maxSurge")
     errors = _positive_int_or_percent(f"{path}.rollingUpdate.maxUnavailable", unavailable)
     errors += _positive_int_or_percent(f"{path}.rollingUpdate.maxSurge", surge)
-    if _percent(unavailable)[0] == 0 and _percent(surge)[0] == 0:
+    value, is_percent = _percent(unavailable)
+    if value == 0 and _percent(surge)[0] == 0:
         errors.append(invalid(f"{path}.rollingUpdate.maxUnavailable",
                               go_int_or_string(unavailable), "may not be 0 when `maxSurge` is 0"))
-    value, is_percent = _percent(unavailable)
     if is_percent and value > 100:
         errors.append(invalid(f"{path}.rollingUpdate.maxUnavailable",
                               go_int_or_string(unavailable), "must not be greater than 100%"))
