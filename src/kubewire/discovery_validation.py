@@ -14,6 +14,7 @@ from kubewire.names import is_dns1123_label, is_dns1123_subdomain
 from kubewire.pod_validation import PROTOCOLS
 from kubewire.resources import Resource
 from kubewire.status import FieldError, invalid, not_supported, required
+from kubewire.validation import text_at
 
 JSON = Any
 
@@ -37,8 +38,7 @@ def _address_errors(address: str, address_type: str, path: str) -> list[FieldErr
 def validate_endpoint_slice(resource: Resource, obj: Mapping[str, JSON],
                             old: Mapping[str, JSON] | None = None) -> list[FieldError]:
     errors: list[FieldError] = []
-    address_type = obj.get("addressType")
-    address_type = address_type if isinstance(address_type, str) else ""
+    address_type = text_at(obj, "addressType")
     if not address_type:
         errors.append(required("addressType"))
     elif address_type not in ADDRESS_TYPES:
@@ -65,8 +65,7 @@ def _port_errors(ports: list[JSON]) -> list[FieldError]:
     for i, port in enumerate(ports):
         if not isinstance(port, dict):
             continue
-        raw = port.get("name")
-        name = raw if isinstance(raw, str) else ""
+        name = text_at(port, "name")
         if name:
             errors += [invalid(f"ports[{i}].name", name, m) for m in is_dns1123_label(name)]
         if name in names:
