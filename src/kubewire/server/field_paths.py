@@ -286,7 +286,7 @@ def _compare(old: JSON, new: JSON, node: TypeNode | None, path: Path, run: _Comp
     new = _MISSING if new is None else new
     probe = new if new is not _MISSING else old
     kind = node_kind(node, probe)
-    granular = kind in ("struct", "map", "map-list", "set-list")
+    granular = kind in _GRANULAR
     same_shape = type(old) is type(new) or _MISSING in (old, new)
     if not granular or not same_shape or (not old and not new) or not isinstance(
             probe, dict | list):
@@ -407,9 +407,7 @@ def _added_map(value: dict[str, JSON], node: TypeNode | None, level: FieldTree,
 def _added_value(value: JSON, node: TypeNode | None, always: bool,
                  is_custom: bool) -> FieldTree | None:
     """The subtree ``value`` adds (None: nothing), as ``_compare`` reports it."""
-    kind = _facts(node).kind if node is not None else None
-    if kind is None:
-        kind = node_kind(None, value)
+    kind = node_kind(node, value)
     # the same dispatch as _compare: granular kinds walk by the value's shape
     if kind not in _GRANULAR or not isinstance(value, dict | list):
         return {".": {}}
