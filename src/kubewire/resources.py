@@ -204,6 +204,8 @@ _ZERO: dict[str, Mapping[str, Any]] = {
 
 def _zero(key: str) -> Mapping[str, Any]:
     return MappingProxyType(_ZERO[key])
+
+
 _EVENTS_ID = "events.k8s.io/events"
 
 RESOURCES: tuple[Resource, ...] = (
