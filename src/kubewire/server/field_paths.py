@@ -322,8 +322,7 @@ def _compare_maps(old: JSON, new: JSON, node: TypeNode | None, path: Path,
     for key in dict.fromkeys([*old_map, *new_map]):
         child, declared = _child(node, key)
         child_path = (*path, "f:" + key)
-        if declared and not run.is_custom and node is not None and (
-                key in _facts(node).required or node_kind(child, None) == "struct"):
+        if declared and not run.is_custom and node is not None and key in _always_present(node):
             run.always_present.add(child_path)
         _compare(old_map.get(key), new_map.get(key), child, child_path, run)
 
