@@ -30,6 +30,7 @@ from kubewire.server.managed_fields import (
     UpdateRecord,
     encode_managed,
     live_or_new,
+    managed_entries,
     manager_key,
     record_update,
 )
@@ -128,7 +129,7 @@ def track_write(facts: WriteFacts, old: dict[str, JSON] | None, new: dict[str, J
         _set_entries(meta, entries)
         return prepared
     resource, subresource = facts.route.resource, facts.route.subresource
-    if old is None and not subresource and _entries_of(new) is None:
+    if old is None and not subresource and managed_entries(new) is None:
         return _track_create(facts, prepared, meta)
     base, entries = live_or_new(old, new, subresource)
     try:
@@ -170,11 +171,6 @@ def _track_create(facts: WriteFacts, prepared: dict[str, JSON],
                               "time": format_time(facts.now), "fieldsType": "FieldsV1",
                               "fieldsV1": emit_tree(tree)}]
     return prepared
-
-
-def _entries_of(obj: dict[str, JSON]) -> JSON:
-    meta = obj.get("metadata")
-    return meta.get("managedFields") if isinstance(meta, dict) else None
 
 
 def _set_entries(meta: dict[str, JSON], entries: JSON) -> None:

@@ -197,8 +197,8 @@ def live_or_new(live: Mapping[str, JSON] | None, new: Mapping[str, JSON],
     """The managed fields an Update starts from (``decodeLiveOrNew``), decoded and encoded: the
     body's own when it carries valid ones on the main endpoint, ``[{}]`` meaning none, else
     the live object's (its stored list, as is)."""
-    live_entries = _entries(live)
-    new_entries = _entries(new)
+    live_entries = managed_entries(live)
+    new_entries = managed_entries(new)
     if not subresource:
         if is_reset_request(new_entries):
             return {}, []
@@ -209,7 +209,8 @@ def live_or_new(live: Mapping[str, JSON] | None, new: Mapping[str, JSON],
     return (decoded, list(live_entries)) if decoded else ({}, [])
 
 
-def _entries(obj: Mapping[str, JSON] | None) -> JSON:
+def managed_entries(obj: Mapping[str, JSON] | None) -> JSON:
+    """``obj``'s ``metadata.managedFields`` as it is (None when absent)."""
     meta = obj.get("metadata") if obj is not None else None
     return meta.get("managedFields") if isinstance(meta, dict) else None
 
