@@ -159,26 +159,6 @@ def _enum_error(node: _Node, value: JSON, path: str) -> FieldError | None:
     return not_supported(path, value, supported)
 
 
-def _walk_types(node: _Node, value: JSON, path: str, errors: list[FieldError]) -> None:
-    if value is None or node.type == "any":
-        return
-    error = _check_type(node, value, path) or _enum_error(node, value, path)
-    if error is not None:
-        errors.append(error)
-        return
-    if isinstance(value, dict):
-        prefix = path + "." if path else ""
-        for key, child in value.items():
-            sub = node.props.get(key) or node.values
-            if sub is not None:
-                _walk_types(sub, child, prefix + key, errors)
-        errors.extend(required(prefix + name) for name in node.required
-                      if value.get(name) is None)
-    elif isinstance(value, list) and node.items is not None:
-        for i, child in enumerate(value):
-            _walk_types(node.items, child, f"{path}[{i}]", errors)
-
-
 def validate_types(api_version: str, kind: str, obj: Mapping[str, JSON]) -> list[FieldError]:
     """Type, required and enum errors of ``obj`` against its kind's schema.
 
@@ -188,7 +168,7 @@ def validate_types(api_version: str, kind: str, obj: Mapping[str, JSON]) -> list
     errors here (see ``unknown_fields``). Raises KeyError for a kind without a schema.
     """
     errors: list[FieldError] = []
-    _walk_types(_root(api_version, kind), obj, "", errors)
+    _walk_checked(_root(api_version, kind), obj, "", errors, None)
     return errors
 
 
@@ -200,8 +180,9 @@ def _value_error(node: _Node, value: JSON, path: str) -> FieldError | None:
 
 def _walk_checked(node: _Node, value: JSON, path: str, errors: list[FieldError],
                   unknown: list[str] | None) -> None:
-    """``_walk_types`` and (while ``unknown`` is given) ``_walk_unknown`` in one pass; the
-    unknown paths are meaningful only when no error was found."""
+    """Type, required and enum errors into ``errors`` and (while ``unknown`` is given)
+    ``_walk_unknown``'s paths, in one pass; the unknown paths are meaningful only when no error
+    was found."""
     if value is None or node.type == "any":
         return
     error = _value_error(node, value, path)
