@@ -2,34 +2,118 @@
 
 kube-apiserver embeds such texts in patch errors (handlers/patch.go): ``json.Marshal`` of the
 patched document (``go_json``) and ``fmt.Sprintf("%+v", patchMap)`` of a strategic merge patch
-(``go_sprint``). Pure functions; none raises for decoded JSON.
+(``go_sprint``); server-side apply writes ``go_json`` of the applied configuration into the
+last-applied annotation. Pure functions; none raises for decoded JSON.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal
 from typing import Any
 
-import msgspec
-
 JSON = Any
 
-_HTML_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
-                 "\u2029": "\\u2029"}
-_SHORT_ESCAPES = {"b": "\\u0008", "f": "\\u000c"}  # Go's encoder shortens only \n \r \t
-_JSON_ESCAPE = re.compile(r"\\(.)")
-_encode_sorted = msgspec.json.Encoder(order="sorted").encode
+_INT64 = range(-(1 << 63), 1 << 63)
+_STRING_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n",
+                   "\r": "\\r", "\t": "\\t"}
+_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f<>&\u2028\u2029\ud800-\udfff]')
 
 
-def go_json(value: JSON) -> str:
-    """``json.Marshal`` of maps: compact, keys sorted, ``<``, ``>``, ``&`` and U+2028/2029
-    escaped, control characters as ``\\u00XX`` except newline, return and tab."""
-    text = _encode_sorted(value).decode()
-    text = _JSON_ESCAPE.sub(lambda m: _SHORT_ESCAPES.get(m[1], m[0]), text)
-    for char, escaped in _HTML_ESCAPES.items():
-        text = text.replace(char, escaped)
-    return text
+def go_json(value: JSON, *, float64_numbers: bool = False) -> str:
+    """``json.Marshal`` of a decoded ``map[string]interface{}`` (Go 1.22 and later, as kube
+    v1.32 is built with): compact, map keys sorted, strings escaped as ``appendString`` does.
+
+    Numbers: an int is an ``int64`` and prints exactly; one outside int64's range, or any
+    number when ``float64_numbers`` (a value sigs.k8s.io/yaml decoded, as server-side apply's
+    configuration is), is a ``float64`` (``_json_float``). NaN and infinities raise
+    ``ValueError`` (Go's ``UnsupportedValueError``); decoded JSON holds neither.
+    """
+    out: list[str] = []
+    _append_json(value, out, float64_numbers)
+    return "".join(out)
+
+
+def _append_json(value: JSON, out: list[str], float64_numbers: bool) -> None:
+    if isinstance(value, str):
+        out.append(_json_string(value))
+    elif isinstance(value, dict):
+        out.append("{")
+        for i, key in enumerate(sorted(value)):
+            out.append(("," if i else "") + _json_string(key) + ":")
+            _append_json(value[key], out, float64_numbers)
+        out.append("}")
+    elif isinstance(value, (list, tuple)):
+        out.append("[")
+        for i, item in enumerate(value):
+            if i:
+                out.append(",")
+            _append_json(item, out, float64_numbers)
+        out.append("]")
+    else:
+        out.append(_json_scalar(value, float64_numbers))
+
+
+def _json_scalar(value: JSON, float64_numbers: bool) -> str:
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value) if value in _INT64 and not float64_numbers \
+            else _json_float(_as_float64(value))
+    if isinstance(value, float):
+        return _json_float(value)
+    raise TypeError(f"json: unsupported type: {type(value).__name__}")
+
+
+def _as_float64(value: int) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # beyond float64: Go's decoder would not have produced it
+        return float("inf") if value > 0 else float("-inf")
+
+
+def _json_string(text: str) -> str:
+    """``appendString`` with HTML escaping: ``"``, ``\\``, ``\\b``, ``\\f``, ``\\n``,
+    ``\\r``, ``\\t`` by their short escapes (``\\b`` and ``\\f`` since Go 1.22), other
+    control characters, ``<``, ``>``, ``&``, U+2028 and U+2029 as ``\\u00XX``/``\\u20XX``, and a
+    lone surrogate (invalid UTF-8) as ``\\ufffd``."""
+    return '"' + _NEEDS_ESCAPE.sub(_escape, text) + '"'
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match[0]
+    short = _STRING_ESCAPES.get(char)
+    if short is not None:
+        return short
+    code = ord(char)
+    return "\\ufffd" if 0xD800 <= code <= 0xDFFF else f"\\u{code:04x}"
+
+
+def _json_float(value: float) -> str:
+    """``floatEncoder``: strconv ``'f'`` (shortest) unless the magnitude is below 1e-6 or from
+    1e21, then ``'e'`` with a one-digit negative exponent written without its zero
+    (``1e-7``, ``1e+21``); negative zero is ``-0``."""
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"json: unsupported value: {go_float(value)}")
+    minus = "-" if math.copysign(1.0, value) < 0 else ""
+    if value == 0:
+        return minus + "0"
+    _, digit_tuple, exponent = Decimal(repr(abs(value))).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    digits = "".join(map(str, digit_tuple))
+    point = exponent + len(digits)  # digits before the decimal point
+    if abs(value) < 1e-6 or abs(value) >= 1e21:
+        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        power = point - 1
+        return f"{minus}{mantissa}e{'-' if power < 0 else '+'}{abs(power)}"  # |power| >= 7
+    if point <= 0:
+        return f"{minus}0.{'0' * -point}{digits}"
+    if point >= len(digits):
+        return minus + digits + "0" * (point - len(digits))
+    return f"{minus}{digits[:point]}.{digits[point:]}"
 
 
 def go_float(value: float) -> str:

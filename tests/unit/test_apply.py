@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -355,6 +356,48 @@ def test_kubectl_takes_over_fields_its_client_side_apply_set() -> None:
     annotation = obj["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
     assert json.loads(annotation) == deployment(replicas=3)
     assert annotation.endswith("}\n")
+
+
+def test_kubectl_writes_the_last_applied_annotation_as_go_encodes_it() -> None:
+    """buildLastApplied: json.Encoder (sorted keys, HTML-safe, Go 1.22+ escapes, float64
+    numbers as sigs.k8s.io/yaml decodes them) of the configuration, with a newline."""
+    schema = deployment_schema()
+    live = deployment()
+    live["metadata"]["annotations"] = {
+        "kubectl.kubernetes.io/last-applied-configuration": json.dumps(deployment())}
+    live = with_updater(apply_config(None, {"apiVersion": "apps/v1", "kind": "Deployment",
+                                            "metadata": {"name": "web"}}, schema, request()),
+                        "kubectl-client-side-apply", live)
+    config = deployment(replicas=3)
+    config["metadata"]["annotations"] = {"note": "<b>&\b\f\u2028\U0001F600"}
+    obj = apply_config(live, config, schema, request("kubectl", now=T1))
+    annotation = obj["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+    assert annotation == (
+        '{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"annotations":{"note":'
+        '"\\u003cb\\u003e\\u0026\\b\\f\\u2028\U0001F600"},"labels":{"app":"web"},"name":"web",'
+        '"namespace":"default"},"spec":{"replicas":3,"selector":{"matchLabels":{"app":"web"}},'
+        '"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"image":'
+        '"nginx:1","name":"nginx","ports":[{"containerPort":80}]}]}}}}\n')
+
+
+def test_the_last_applied_annotation_prints_numbers_as_go_float64s() -> None:
+    """sigs.k8s.io/yaml decodes the configuration's numbers into float64s: 1.0 is ``1``,
+    ints past 2^53 round, small ones take Go's ``1e-7`` form (json.dumps: 1.0, exact, 1e-07)."""
+    widget = ApplyRequest(manager="alice", api_version="example.com/v1", kind="Widget", now=T0,
+                          is_custom=True)
+    config: dict[str, Any] = {
+        "apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "default", "annotations": {
+            "kubectl.kubernetes.io/last-applied-configuration": "{}"}},
+        "spec": {"ratio": 1.0, "tiny": 1e-7, "big": 12345678901234567890,
+                 "id": 9007199254740993}}
+    live = apply_config(None, config, None, widget)  # alice keeps the annotation
+    del config["metadata"]["annotations"]
+    obj = apply_config(live, config, None, replace(widget, manager="kubectl", now=T1))
+    assert obj["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] == (
+        '{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w",'
+        '"namespace":"default"},"spec":{"big":12345678901234567000,"id":9007199254740992,'
+        '"ratio":1,"tiny":1e-7}}\n')
 
 
 def test_kubectl_still_conflicts_on_fields_changed_since_its_client_side_apply() -> None:

@@ -31,6 +31,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kubewire.go_print import go_json
 from kubewire.go_text import go_quote
 from kubewire.schema import TypeNode
 from kubewire.server.field_paths import (
@@ -182,17 +183,10 @@ def _sync_last_applied(obj: dict[str, JSON], config: dict[str, JSON],
     applied_meta = applied.get("metadata")
     if isinstance(applied_meta, dict) and isinstance(applied_meta.get("annotations"), dict):
         applied_meta["annotations"].pop(LAST_APPLIED_ANNOTATION, None)
-    annotations[LAST_APPLIED_ANNOTATION] = go_json(applied) + "\n"
+    # buildLastApplied: json.Encoder of the configuration sigs.k8s.io/yaml decoded (numbers
+    # float64), with Encode's newline
+    annotations[LAST_APPLIED_ANNOTATION] = go_json(applied, float64_numbers=True) + "\n"
     return obj
-
-
-def go_json(value: JSON) -> str:
-    """``encoding/json`` of a map: sorted keys, compact, ``<``, ``>`` and ``&`` escaped."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
-                          ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
-        text = text.replace(char, escaped)
-    return text
 
 
 def _object_name(config: dict[str, JSON]) -> str:
