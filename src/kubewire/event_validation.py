@@ -25,6 +25,7 @@ from kubewire.event_conversion import CORE_API_VERSION, KIND
 from kubewire.go_text import GoLiteral, go_byte_len, go_quote
 from kubewire.names import is_dns1123_subdomain, is_qualified_name
 from kubewire.resources import Resource
+from kubewire.schema.go_time_encoding import go_time_instant
 from kubewire.status import FieldError, invalid, required
 from kubewire.validation import dict_at, text_at
 
@@ -49,6 +50,7 @@ _REFERENCE_GO_FIELDS = (("Kind", "kind"), ("Namespace", "namespace"), ("Name", "
 _SOURCE_GO_FIELDS = (("Component", "component"), ("Host", "host"))
 # Internal names where the core/v1 JSON spells them differently.
 _INTERNAL_NAMES = {"reportingController": "reportingComponent"}
+_GO_ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)  # time.Time{}: IsZero
 
 
 def validate_event(resource: Resource, obj: Mapping[str, JSON],
@@ -74,16 +76,12 @@ def _is_zero_time(value: JSON) -> bool:
 
 
 def _instant(value: JSON) -> datetime | None:
-    """A metav1.Time/MicroTime value; None for unset or Go's zero time."""
+    """A metav1.Time/MicroTime value as Go's ``time.Parse`` reads RFC3339 (in UTC); None for
+    unset, Go's zero time, or text Go does not read (decoding rejected it before validation)."""
     if not isinstance(value, str) or not value:
         return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return None if moment.year == 1 and moment == datetime(1, 1, 1, tzinfo=UTC) else moment
+    moment = go_time_instant(value)
+    return None if moment == _GO_ZERO_TIME else moment
 
 
 def _legacy_errors(event: Mapping[str, JSON], is_legacy_request: bool) -> list[FieldError]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from kubewire.event_validation import validate_event
 from kubewire.kind_validation import validate_kind
 from kubewire.resources import REGISTRY, Resource
@@ -117,3 +119,42 @@ def test_strict_updates_keep_everything_but_metadata_and_series() -> None:
     assert texts(EVENTS, moved_series, old) == []
     same_instant = recorded(eventTime="2024-12-11T10:15:02.123456+01:00")
     assert texts(EVENTS, same_instant, old) == []
+
+
+# Times are read as Go's time.Parse reads RFC3339 (metav1.Time) and RFC3339Micro (MicroTime),
+# not as Python's datetime.fromisoformat: the two disagree on the texts below.
+
+@pytest.mark.parametrize("text", [
+    "2024-12-11 09:15:02.123456Z",  # a space for the T
+    "2024-12-11T09:15:02.123456",  # no zone
+    "2024-12-11t09:15:02.123456Z",  # lowercase t
+    "2024-12-11T09:15:02.123456z",  # lowercase z (fromisoformat refuses it too)
+    "2024-12-11T09:15:02.123456+0000",  # offset without its colon
+    "2024-12-11",  # a date alone
+    "2024-12-11T09:15Z",  # no seconds
+])
+def test_event_times_go_cannot_parse_are_no_time(text: str) -> None:
+    """fromisoformat reads these; time.Parse does not (kube's decoder answers 400 before
+    validation), so validation never sees an eventTime in them."""
+    assert "eventTime: Required value" in texts(EVENTS, recorded(eventTime=text))
+
+
+@pytest.mark.parametrize("text", [
+    "2024-12-11T9:15:02.123456Z",  # Go's "15" takes a one-digit hour
+    "2024-12-12T09:15:02.123456+24:00",  # and offsets up to 24 hours
+    "2024-12-11T10:15:02.123456+01:00",  # same instant, another zone (both agree)
+])
+def test_event_times_go_parses_name_their_instant(text: str) -> None:
+    """fromisoformat refuses the first two; Go reads the same instant as the stored one, so
+    the update changes nothing immutable."""
+    assert texts(EVENTS, recorded(eventTime=text), recorded()) == []
+
+
+def test_nine_fraction_digits_are_a_metav1_time() -> None:
+    """metav1.Time (RFC3339) takes any fraction: nine zero digits are the stored instant."""
+    old = recorded(deprecatedFirstTimestamp="2024-12-11T09:15:02Z")
+    new = recorded(deprecatedFirstTimestamp="2024-12-11T09:15:02.000000000Z")
+    assert texts(EVENTS, new, old) == []
+    moved = recorded(deprecatedFirstTimestamp="2024-12-11T09:15:03.5Z")
+    assert texts(EVENTS, moved, old) == [
+        "firstTimestamp: Invalid value: 2024-12-11 09:15:03.5 +0000 UTC: field is immutable"]
