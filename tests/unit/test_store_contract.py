@@ -1,6 +1,7 @@
 """The ``Store`` contract, run against every backend through the protocol only.
 
-Backends are the params of the ``backend`` fixture (SQLite now; etcd joins the same list).
+Backends are the params of the ``backend`` fixture (SQLite with its writer in a thread or in a
+process of its own; etcd joins the same list).
 Each test is named after the guarantee it checks.
 """
 
@@ -62,6 +63,11 @@ class Backend:
         if self.name == "sqlite":
             store = SQLiteStore(self.path / "store.db", durability="normal",
                                 retention=retention, clock=clock)
+        elif self.name == "sqlite-process":
+            if clock is not time.time:
+                pytest.skip("a writer process keeps its own clock")
+            store = SQLiteStore(self.path / "store.db", durability="normal",
+                                retention=retention, writer_process=True)
         else:
             raise AssertionError(f"unknown backend {self.name}")
         await store.open()
@@ -69,7 +75,7 @@ class Backend:
         return store
 
 
-@pytest.fixture(params=["sqlite"])
+@pytest.fixture(params=["sqlite", "sqlite-process"])
 async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
     b = Backend(request.param, tmp_path)
     yield b

@@ -53,7 +53,7 @@ class APIServer:
         self.config = config
         config.data_dir.mkdir(parents=True, exist_ok=True)
         store = SQLiteStore(config.data_dir / "kubewire.db", durability=config.durability,
-                            retention=config.retention)
+                            retention=config.retention, writer_process=True)
         store.on_commit = self._observe_commit
         store.max_value_bytes = config.limits.max_object_bytes
         caches = WatchCaches(store, REGISTRY, ring_capacity=config.ring_capacity,

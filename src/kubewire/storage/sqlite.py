@@ -47,6 +47,7 @@ from kubewire.storage.sqlite_writer import (
     WriteRequest,
     copy_for_write,
 )
+from kubewire.storage.sqlite_writer_process import ProcessWriter
 
 __all__ = ["SQLiteStore"]
 
@@ -122,12 +123,16 @@ class SQLiteStore:
       chunks so that writes wait only milliseconds behind it.
 
     ``clock`` gives change timestamps, which age-based retention is judged by. The store
-    expects to be the only process writing its file.
+    expects to be the only process writing its file. With ``writer_process`` the writer runs
+    in a child process (``sqlite_writer_process``) instead of a thread, so its commits do not
+    wait for this process's GIL; it then keeps its own clock, ``time.time``.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, durability: Durability = "full",
                  retention: Retention = _DEFAULT_RETENTION,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, writer_process: bool = False) -> None:
+        if writer_process and clock is not time.time:
+            raise ValueError("a writer process keeps its own clock (time.time)")
         if durability not in ("full", "normal"):
             raise ValueError(f"durability must be 'full' or 'normal', not {durability!r}")
         self._path = path
@@ -136,7 +141,8 @@ class SQLiteStore:
         self._clock = clock
         self._listeners: list[ChangeListener] = []
         self._current_revision = 0
-        self._writer: Writer | None = None
+        self._writer: Writer | ProcessWriter | None = None
+        self._writer_process = writer_process
         self._readers: _ReaderPool | None = None
         self._pending: asyncio.Semaphore | None = None
         self._is_closing = False
@@ -163,14 +169,23 @@ class SQLiteStore:
             raise StorageError("store is already open (or was closed)")
         conn, revision, compacted = await asyncio.to_thread(self._open_writer_connection)
         self._current_revision = revision
-        writer = Writer(conn, asyncio.get_running_loop(), self._retention, self._clock,
-                        self._deliver)
+        loop = asyncio.get_running_loop()
+        writer: Writer | ProcessWriter
+        if self._writer_process:
+            conn.close()
+            writer = ProcessWriter(self._path, self._durability, self._retention, loop,
+                                   self._deliver)
+        else:
+            writer = Writer(conn, loop, self._retention, self._clock, self._deliver)
         writer.on_commit = self.on_commit
         writer.max_value_bytes = self.max_value_bytes
         writer.compacted_revision = compacted
         self._readers = _ReaderPool(self._path, self._durability)
         self._pending = asyncio.Semaphore(MAX_PENDING_WRITES)
-        writer.start()
+        if isinstance(writer, ProcessWriter):
+            await writer.start()
+        else:
+            writer.start()
         self._writer = writer
 
     def _open_writer_connection(self) -> tuple[sqlite3.Connection, int, int]:
@@ -227,7 +242,7 @@ class SQLiteStore:
             else:
                 future.set_result(outcome)
 
-    def _require_writer(self) -> Writer:
+    def _require_writer(self) -> Writer | ProcessWriter:
         if self._writer is None or self._is_closing:
             raise StorageError("store is not open")
         if self._writer.has_failed:

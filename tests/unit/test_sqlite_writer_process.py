@@ -1,0 +1,148 @@
+"""The SQLite writer in its own process: same bytes as the thread, and no hang when it dies."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from kubewire.storage.base import (
+    Create,
+    Delete,
+    KeyExistsError,
+    RevisionMismatchError,
+    StorageError,
+    Update,
+    ValueTooLargeError,
+)
+from kubewire.storage.sqlite import SQLiteStore
+from kubewire.storage.sqlite_writer_process import FrameReader, ProcessWriter, frame
+
+
+def _pod(name: str, **labels: str) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ns", "labels": labels},
+            "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}
+
+
+async def _script(store: SQLiteStore) -> list[tuple[object, ...]]:
+    """Writes whose answers, values and hints both writers must agree on."""
+    seen: list[tuple[object, ...]] = []
+    created = await store.write(Create("core/pods/ns/a", _pod("a", app="x")))
+    updated = await store.write(Update("core/pods/ns/a", _pod("a", app="y"), created.revision))
+    for change in (created, updated):
+        assert change.obj == msgspec.json.decode(change.value)  # the hint is the value
+        seen.append((change.revision, change.type, change.key, change.value, change.prev_value))
+    for op in (Create("core/pods/ns/a", _pod("a")),
+               Update("core/pods/ns/a", _pod("a"), created.revision)):
+        with pytest.raises((KeyExistsError, RevisionMismatchError)) as info:
+            await store.write(op)
+        seen.append((type(info.value), str(info.value), vars(info.value)))
+    deleted = await store.write(Delete("core/pods/ns/a"))
+    seen.append((deleted.revision, deleted.type, deleted.value, deleted.prev_value))
+    return seen
+
+
+async def test_the_process_writes_what_the_thread_writes(tmp_path: Path) -> None:
+    answers = []
+    for name, in_process in (("thread", False), ("process", True)):
+        store = SQLiteStore(tmp_path / f"{name}.db", durability="full", writer_process=in_process)
+        await store.open()
+        try:
+            answers.append(await _script(store))
+        finally:
+            await store.close()
+    assert answers[0] == answers[1]
+
+
+async def test_size_limit_and_group_commit_in_the_process(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "db", durability="normal", writer_process=True)
+    store.max_value_bytes = 2_000
+    await store.open()
+    try:
+        with pytest.raises(ValueTooLargeError) as info:
+            await store.write(Create("core/pods/ns/big", _pod("big", blob="x" * 3_000)))
+        assert info.value.limit == 2_000
+        results = await asyncio.gather(
+            *(store.write(Create(f"core/pods/ns/p{i}", _pod(f"p{i}"))) for i in range(200)))
+        assert sorted(c.revision for c in results) == list(range(1, 201))  # dense, none lost
+    finally:
+        await store.close()
+    reopened = SQLiteStore(tmp_path / "db", durability="normal", writer_process=True)
+    await reopened.open()
+    try:
+        assert reopened.current_revision == 200
+        records, _ = await reopened.list("core/pods/ns/")
+        assert len(records) == 200
+    finally:
+        await reopened.close()
+
+
+async def test_a_dead_writer_process_fails_writes_instead_of_hanging(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "db", durability="normal", writer_process=True)
+    await store.open()
+    try:
+        await store.write(Create("core/pods/ns/a", _pod("a")))
+        writer = store._writer
+        assert isinstance(writer, ProcessWriter) and writer._process is not None
+        os.kill(writer._process.pid, signal.SIGKILL)
+        await asyncio.wait_for(asyncio.shield(writer.stopped), 10)
+        with pytest.raises(StorageError):
+            await asyncio.wait_for(store.write(Create("core/pods/ns/b", _pod("b"))), 10)
+    finally:
+        await store.close()
+
+
+def test_the_writer_process_commits_and_exits_when_its_server_is_killed(tmp_path: Path) -> None:
+    """SIGKILL the server: the child sees its input end, commits what it read, and exits."""
+    server = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import asyncio, os, sys
+        from kubewire.storage.base import Create
+        from kubewire.storage.sqlite import SQLiteStore
+        async def main():
+            store = SQLiteStore({str(tmp_path / "db")!r}, writer_process=True)
+            await store.open()
+            await store.write(Create("core/pods/ns/a", {{"metadata": {{"name": "a"}}}}))
+            print(store._writer._process.pid, flush=True)
+            await asyncio.sleep(60)
+        asyncio.run(main())
+        """)], stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None
+    with server.stdout:
+        child = int(server.stdout.readline())
+    server.kill()
+    server.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if not _is_running(child):
+            break
+        time.sleep(0.02)
+    else:
+        os.kill(child, signal.SIGKILL)
+        pytest.fail("the writer process outlived its server")
+
+
+def _is_running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's reaper may be slow, or absent in a container)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_frames_split_anywhere_are_read_whole() -> None:
+    data = b"".join(frame([i, "x" * i]) for i in range(50))
+    reader = FrameReader()
+    bodies = []
+    for start in range(0, len(data), 7):
+        bodies.extend(reader.feed(data[start:start + 7]))
+    assert [msgspec.msgpack.decode(b) for b in bodies] == [[i, "x" * i] for i in range(50)]
