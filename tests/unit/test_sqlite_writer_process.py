@@ -24,7 +24,8 @@ from kubewire.storage.base import (
     ValueTooLargeError,
 )
 from kubewire.storage.sqlite import SQLiteStore
-from kubewire.storage.sqlite_writer_process import FrameReader, ProcessWriter, frame
+from kubewire.storage.sqlite_writer_child import FrameReader, frame
+from kubewire.storage.sqlite_writer_process import ProcessWriter
 
 
 def _pod(name: str, **labels: str) -> dict[str, object]:

@@ -13,7 +13,6 @@ and resolve waiting writers after their changes are published.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import queue
 import sqlite3
@@ -21,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -42,6 +41,9 @@ from kubewire.storage.base import (
 )
 from kubewire.storage.sqlite_compaction import compact_chunk
 from kubewire.storage.sqlite_schema import read_meta_int, resource_of, write_meta
+
+if TYPE_CHECKING:  # the writer process imports this module, and asyncio costs it ~50 ms
+    import asyncio
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,205 @@
+"""The SQLite writer process: the child's side of ``sqlite_writer_process``, and the framing.
+
+It imports no asyncio (which alone costs ~50 ms of start-up): the server waits for this process
+before it answers its first request.
+
+    python -m kubewire.storage.sqlite_writer_child PATH DURABILITY MAX_CHANGES MAX_AGE_S
+                                                   MAX_VALUE_BYTES COMPACTED_REVISION
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import struct
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import msgspec
+
+from kubewire.storage.base import (
+    Change,
+    Create,
+    Delete,
+    JSONObject,
+    KeyExistsError,
+    KeyNotFoundError,
+    Op,
+    Retention,
+    RevisionMismatchError,
+    StorageError,
+    Update,
+    ValueTooLargeError,
+)
+from kubewire.storage.sqlite_schema import connect
+from kubewire.storage.sqlite_writer import (
+    CompactRequest,
+    Outcome,
+    Request,
+    StopRequest,
+    Writer,
+    WriteRequest,
+)
+
+log = logging.getLogger(__name__)
+
+_HEADER = struct.Struct(">I")
+OP_KINDS: dict[type, int] = {Create: 0, Update: 1, Delete: 2}
+# Outcome tags in a reply: the index of the write's change, a compacted revision, an error.
+CHANGE, COMPACTED, ERROR = 0, 1, 2
+READY = "ready"
+_msgpack = msgspec.msgpack.Encoder()
+unpack = msgspec.msgpack.Decoder().decode
+
+
+def frame(message: object) -> bytes:
+    body = _msgpack.encode(message)
+    return _HEADER.pack(len(body)) + body
+
+
+class FrameReader:
+    """Splits a byte stream into frame bodies."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self._buffer += data
+        bodies = []
+        start = 0
+        while len(self._buffer) - start >= _HEADER.size:
+            (size,) = _HEADER.unpack_from(self._buffer, start)
+            end = start + _HEADER.size + size
+            if len(self._buffer) < end:
+                break
+            bodies.append(bytes(self._buffer[start + _HEADER.size:end]))
+            start = end
+        del self._buffer[:start]
+        return bodies
+
+
+# -- errors cross the pipe as a name and the constructor's arguments --------------------------
+
+def _error_args(exc: BaseException) -> list[Any]:
+    match exc:
+        case KeyExistsError() | KeyNotFoundError():
+            return [type(exc).__name__, exc.key]
+        case RevisionMismatchError():
+            return [type(exc).__name__, exc.key, exc.expected, exc.actual]
+        case ValueTooLargeError():
+            return [type(exc).__name__, exc.key, exc.size, exc.limit]
+    return ["StorageError", str(exc)]
+
+
+_ERRORS: dict[str, Callable[..., StorageError]] = {
+    "KeyExistsError": KeyExistsError, "KeyNotFoundError": KeyNotFoundError,
+    "RevisionMismatchError": RevisionMismatchError, "ValueTooLargeError": ValueTooLargeError,
+    "StorageError": StorageError}
+
+
+def error_from(args: list[Any]) -> StorageError:
+    return _ERRORS.get(args[0], StorageError)(*args[1:])
+
+
+# -- the server's side ----------------------------------------------------------------------------
+
+# -- the child --------------------------------------------------------------------------------
+
+class _Done:
+    """The ``Writer``'s ``stopped`` future; nobody awaits it in the child."""
+
+    def __init__(self) -> None:
+        self._done = False
+
+    def done(self) -> bool:
+        return self._done
+
+    def set_result(self, _: object) -> None:
+        self._done = True
+
+
+class _Replies:
+    """Stands in for the event loop the ``Writer`` reports to: it writes each batch to stdout."""
+
+    def __init__(self, out: int) -> None:
+        self._out = out
+        self._lock = threading.Lock()
+        self.last_commit_seconds: float | None = None
+        self.writer: Writer | None = None
+
+    def create_future(self) -> _Done:
+        return _Done()
+
+    def call_soon_threadsafe(self, callback: Callable[..., None], *args: Any) -> None:
+        callback(*args)
+
+    def deliver(self, changes: Sequence[Change], outcomes: Sequence[Outcome]) -> None:
+        index = {id(change): i for i, change in enumerate(changes)}
+        results: list[tuple[Any, int, Any]] = []
+        for ident, outcome in outcomes:
+            if isinstance(outcome, Change):
+                results.append((ident, CHANGE, index[id(outcome)]))
+            elif isinstance(outcome, BaseException):
+                results.append((ident, ERROR, _error_args(outcome)))
+            else:
+                results.append((ident, COMPACTED, outcome))
+        rows = [(c.revision, int(c.type), c.key, c.value, c.prev_value, c.timestamp)
+                for c in changes]
+        seconds, self.last_commit_seconds = self.last_commit_seconds, None
+        compacted = 0 if self.writer is None else self.writer.compacted_revision
+        self.send(frame([seconds, compacted, rows, results]))
+
+    def send(self, data: bytes) -> None:
+        with self._lock:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._out, view):]
+
+
+def _request(message: list[Any], decode: Callable[[bytes], Any]) -> Request:
+    if message[0] == 1:
+        return CompactRequest(message[1])
+    _, ident, kind, key, expected, body = message
+    if body is None:
+        return WriteRequest(Delete(key, expected), None, ident)
+    obj: JSONObject = decode(body)
+    op: Op = Create(key, obj) if kind == 0 else Update(key, obj, expected)
+    return WriteRequest(op, obj, ident)
+
+
+def serve_child(argv: Sequence[str]) -> int:
+    """The child's main: open the database, run the ``Writer``, read requests until EOF."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    path, durability, max_changes, max_age_s, max_value_bytes, compacted = argv
+    retention = Retention(max_changes=int(max_changes) or None,
+                          max_age_s=float(max_age_s) or None)
+    stdin, stdout = sys.stdin.fileno(), sys.stdout.fileno()
+    sys.stdout = sys.stderr  # frames only on the pipe
+    replies = _Replies(stdout)
+    conn = connect(path, "full" if durability == "full" else "normal", is_reader=False)
+    writer = Writer(conn, replies, retention, time.time, replies.deliver)  # type: ignore[arg-type]
+    writer.max_value_bytes = int(max_value_bytes)
+    writer.compacted_revision = int(compacted)
+    writer.on_commit = lambda seconds: setattr(replies, "last_commit_seconds", seconds)
+    replies.writer = writer
+    replies.send(frame(READY))
+    writer.start()
+    decode = msgspec.json.Decoder().decode
+    frames = FrameReader()
+    while True:
+        data = os.read(stdin, 1 << 20)
+        if not data:
+            break
+        for body in frames.feed(data):
+            writer.submit(_request(unpack(body), decode))
+    writer.submit(StopRequest())
+    writer.join()
+    return 1 if writer.has_failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(serve_child(sys.argv[1:]))
