@@ -29,6 +29,7 @@ import contextlib
 import gzip
 import logging
 import ssl
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from email.utils import formatdate
@@ -187,11 +188,22 @@ def frame_chunk(data: bytes) -> bytes:
     return b"%x\r\n%b\r\n" % (len(data), data)
 
 
+_date_cache: list[Any] = [-1, ""]  # [the second, its IMF-fixdate]
+
+
+def http_date() -> str:
+    """The Date header's value, formatted once per second."""
+    now = int(time.time())
+    if _date_cache[0] != now:
+        _date_cache[:] = [now, formatdate(now, usegmt=True)]
+    return str(_date_cache[1])
+
+
 def render_head(status: int, headers: list[tuple[str, str]], *, date: bool = True) -> bytes:
     lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Unknown')}\r\n"]
     lines.extend(f"{k}: {v}\r\n" for k, v in headers)
     if date:
-        lines.append(f"Date: {formatdate(usegmt=True)}\r\n")
+        lines.append(f"Date: {http_date()}\r\n")
     lines.append("\r\n")
     text = "".join(lines)
     try:
