@@ -69,7 +69,8 @@ class APIServer:
         self.ready = False
 
     def _observe_commit(self, seconds: float) -> None:
-        """On the store's writer thread: one histogram update, nothing that can block."""
+        """Each commit's duration (on the loop, as the writer process reports it): one histogram
+        update, nothing that can block."""
         self.observer.metrics.commit_latency.observe((), seconds)
 
     async def start(self) -> tuple[str, int]:

@@ -1,10 +1,10 @@
 """The embedded default ``Store``: one SQLite file in WAL mode.
 
-Threads: one writer thread owns the only writing connection and group-commits (see
-``sqlite_writer``); a small pool of reader threads, each with its own connection, serves get,
-list and changes_since (WAL lets them read while the writer commits). SQLite never runs on the
-event loop. Schema: ``sqlite_schema``; queries: ``sqlite_reads``; compaction:
-``sqlite_compaction``.
+Threads: one writer owns the only writing connection and group-commits (``sqlite_writer``), in a
+thread or, with ``writer_process``, in a child process (``sqlite_writer_process``). A small pool
+of reader threads, each with its own connection, serves get, list and changes_since (WAL lets
+them read while the writer commits). SQLite never runs on the event loop. Schema:
+``sqlite_schema``; queries: ``sqlite_reads``; compaction: ``sqlite_compaction``.
 """
 
 from __future__ import annotations
@@ -146,7 +146,8 @@ class SQLiteStore:
         self._readers: _ReaderPool | None = None
         self._pending: asyncio.Semaphore | None = None
         self._is_closing = False
-        # Called on the writer thread with each transaction's duration (metrics; must not block).
+        # Called with each transaction's duration, on the writer thread (or on the loop, with a
+        # writer process): metrics only, must not block.
         self.on_commit: Callable[[float], None] | None = None
         self.max_value_bytes = 0  # encoded object size limit; 0: none
 
@@ -292,7 +293,8 @@ class SQLiteStore:
     async def compact(self) -> int:
         """Drop changes outside the retention policy now; return the new ``compacted_revision``.
 
-        Runs in the writer thread in chunks, with queued writes committed between chunks.
+        Runs in the writer (thread or process) in chunks, with queued writes committed between
+        chunks.
         """
         writer = self._require_writer()
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
