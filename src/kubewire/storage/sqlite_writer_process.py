@@ -91,7 +91,7 @@ class ProcessWriter:
         """Start the child and wait until it has opened the database."""
         argv = [*self._argv, str(self.max_value_bytes), str(self.compacted_revision)]
         process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                   start_new_session=True)
+                                   start_new_session=True, env=_child_env())
         self._process = process
         assert process.stdin is not None and process.stdout is not None
         self._input, _ = await self._loop.connect_write_pipe(asyncio.Protocol, process.stdin)
@@ -180,6 +180,14 @@ class ProcessWriter:
         """Wait for the child to exit (blocking: call it from a thread)."""
         if self._process is not None:
             self._process.wait()
+
+
+def _child_env() -> dict[str, str]:
+    """This environment, with this kubewire's directory first on the child's import path (the
+    server may have found it through a ``sys.path`` the child would not inherit)."""
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": here if not path else here + os.pathsep + path}
 
 
 def _with_obj(change: Change, obj: JSONObject) -> Change:
