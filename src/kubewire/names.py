@@ -9,6 +9,7 @@ valid, and never raises. Lengths are Go's ``len``: UTF-8 bytes.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from kubewire.go_text import go_byte_len
@@ -103,10 +104,15 @@ def _qualified_regex_error() -> str:
 
 def is_qualified_name(value: str) -> list[str]:
     """``IsQualifiedName``: label and annotation keys, finalizers, label-selector keys."""
+    return list(_qualified_name_problems(value))
+
+
+@functools.lru_cache(maxsize=4096)  # keys repeat across objects; every write checks them all
+def _qualified_name_problems(value: str) -> tuple[str, ...]:
     parts = value.split("/")
     if len(parts) > 2:
-        return [f"a qualified name {_qualified_regex_error()} with an optional DNS subdomain "
-                "prefix and '/' (e.g. 'example.com/MyName')"]
+        return (f"a qualified name {_qualified_regex_error()} with an optional DNS subdomain "
+                "prefix and '/' (e.g. 'example.com/MyName')",)
     errs: list[str] = []
     name = parts[-1]
     if len(parts) == 2:
@@ -121,7 +127,7 @@ def is_qualified_name(value: str) -> list[str]:
         errs.append("name part " + max_len_error(QUALIFIED_NAME_MAX_CHARS))
     if not _QUALIFIED_NAME_RE.fullmatch(name):
         errs.append("name part " + _qualified_regex_error())
-    return errs
+    return tuple(errs)
 
 
 def is_valid_label_value(value: str) -> list[str]:

@@ -11,6 +11,7 @@ Pure: objects in, ``FieldError``s out.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
@@ -102,6 +103,7 @@ def quantity_value(text: str) -> Decimal | None:
 
 # --- volumes ----------------------------------------------------------------------------------
 
+@functools.cache  # schema facts do not change; every Pod write asks
 def _volume_source_keys() -> frozenset[str]:
     """The VolumeSource members: every Volume field but its name (from the schema facts)."""
     volumes = type_for("v1", "Pod").at(("spec", "volumes"))

@@ -282,6 +282,9 @@ class Registry:
                 self._by_id[res.id] = res
             self._by_gvk[(res.api_version, res.kind)] = res
         self._resources = resources
+        # every request's route check asks; served (group, version) pairs never change
+        self._group_versions = tuple(dict.fromkeys((r.group, r.version) for r in resources))
+        self._served = frozenset(self._group_versions)
 
     def __iter__(self) -> Iterator[Resource]:
         return iter(self._resources)
@@ -297,11 +300,10 @@ class Registry:
 
     def group_versions(self) -> list[tuple[str, str]]:
         """Served (group, version) pairs in registry order, core first."""
-        seen: list[tuple[str, str]] = []
-        for res in self._resources:
-            if (res.group, res.version) not in seen:
-                seen.append((res.group, res.version))
-        return seen
+        return list(self._group_versions)
+
+    def serves(self, group: str, version: str) -> bool:
+        return (group, version) in self._served
 
     def resource_for_key(self, key: str) -> Resource | None:
         group, plural = key.split("/", 2)[:2]

@@ -49,7 +49,7 @@ def parse_route(registry: Registry, path: str) -> Route | GroupVersionPath | Non
     if gv is None:
         return None
     group, version, rest = gv
-    if (group, version) not in registry.group_versions():
+    if not registry.serves(group, version):
         return None
     watch_path = bool(rest) and rest[0] == "watch"
     if watch_path:
