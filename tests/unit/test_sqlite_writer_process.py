@@ -18,6 +18,7 @@ from kubewire.storage.base import (
     Create,
     Delete,
     KeyExistsError,
+    Retention,
     RevisionMismatchError,
     StorageError,
     Update,
@@ -129,6 +130,19 @@ def test_the_writer_process_commits_and_exits_when_its_server_is_killed(tmp_path
     else:
         os.kill(child, signal.SIGKILL)
         pytest.fail("the writer process outlived its server")
+
+
+async def test_the_process_keeps_the_retention_it_was_given(tmp_path: Path) -> None:
+    """A bound of 0 is a bound (keep only the newest change), not "no bound"."""
+    store = SQLiteStore(tmp_path / "db", durability="normal", writer_process=True,
+                        retention=Retention(max_changes=0, max_age_s=None))
+    await store.open()
+    try:
+        for i in range(5):
+            await store.write(Create(f"core/pods/ns/p{i}", _pod(f"p{i}")))
+        assert await store.compact() == 4  # everything but the newest change
+    finally:
+        await store.close()
 
 
 def _is_running(pid: int) -> bool:

@@ -175,8 +175,8 @@ def serve_child(argv: Sequence[str]) -> int:
     """The child's main: open the database, run the ``Writer``, read requests until EOF."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     path, durability, max_changes, max_age_s, max_value_bytes, compacted = argv
-    retention = Retention(max_changes=int(max_changes) or None,
-                          max_age_s=float(max_age_s) or None)
+    retention = Retention(max_changes=int(max_changes) if max_changes else None,
+                          max_age_s=float(max_age_s) if max_age_s else None)
     stdin, stdout = sys.stdin.fileno(), sys.stdout.fileno()
     sys.stdout = sys.stderr  # frames only on the pipe
     replies = _Replies(stdout)

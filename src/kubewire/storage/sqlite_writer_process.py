@@ -70,7 +70,7 @@ class ProcessWriter:
     def __init__(self, path: str | os.PathLike[str], durability: Durability, retention: Retention,
                  loop: asyncio.AbstractEventLoop, deliver: Deliver) -> None:
         self._argv = [sys.executable, "-m", sqlite_writer_child.__name__, os.fspath(path),
-                      durability, str(retention.max_changes or 0), str(retention.max_age_s or 0)]
+                      durability, _text(retention.max_changes), _text(retention.max_age_s)]
         self._loop = loop
         self._deliver = deliver
         self._process: subprocess.Popen[bytes] | None = None
@@ -180,6 +180,11 @@ class ProcessWriter:
         """Wait for the child to exit (blocking: call it from a thread)."""
         if self._process is not None:
             self._process.wait()
+
+
+def _text(bound: float | None) -> str:
+    """A retention bound as an argument: "" for None (no bound); 0 is a bound."""
+    return "" if bound is None else repr(bound)
 
 
 def _child_env() -> dict[str, str]:
