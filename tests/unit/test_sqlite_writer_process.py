@@ -88,6 +88,23 @@ async def test_size_limit_and_group_commit_in_the_process(tmp_path: Path) -> Non
         await reopened.close()
 
 
+async def test_sigterm_does_not_stop_the_writer_process(tmp_path: Path) -> None:
+    """pkill or a service manager signals every kubewire process; only EOF stops the writer."""
+    store = SQLiteStore(tmp_path / "db", durability="normal", writer_process=True)
+    await store.open()
+    try:
+        writer = store._writer
+        assert isinstance(writer, ProcessWriter) and writer._process is not None
+        os.kill(writer._process.pid, signal.SIGTERM)
+        os.kill(writer._process.pid, signal.SIGINT)
+        await asyncio.sleep(0.2)
+        change = await asyncio.wait_for(store.write(Create("core/pods/ns/a", _pod("a"))), 10)
+        assert change.revision == 1
+    finally:
+        await store.close()
+    assert writer._process.wait(10) == 0
+
+
 async def test_a_dead_writer_process_fails_writes_instead_of_hanging(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "db", durability="normal", writer_process=True)
     await store.open()

@@ -173,7 +173,11 @@ def _request(message: list[Any], decode: Callable[[bytes], Any]) -> Request:
 
 def serve_child(argv: Sequence[str]) -> int:
     """The child's main: open the database, run the ``Writer``, read requests until EOF."""
+    # Stop only at EOF, which always comes: when the server closes the store or dies. A signal
+    # meant for "kubewire" (pkill, a service manager) must not end commits the server still
+    # waits for; the server's own shutdown ends the input.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     path, durability, max_changes, max_age_s, max_value_bytes, compacted = argv
     retention = Retention(max_changes=int(max_changes) if max_changes else None,
                           max_age_s=float(max_age_s) if max_age_s else None)

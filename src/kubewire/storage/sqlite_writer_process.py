@@ -12,8 +12,8 @@ outcomes, compaction) runs in a child process; the server talks to it over two p
   revision and the commit's duration.
 
 A frame is a 4-byte big-endian length and a msgpack array. The server's loop reads the replies
-with a pipe transport, so no thread of the server takes part. The child ignores terminal signals
-(it is in its own session): it stops when its input ends, after committing everything it read,
+with a pipe transport, so no thread of the server takes part. The child is in its own session and
+ignores SIGINT and SIGTERM: it stops when its input ends, after committing everything it read,
 which is also what happens when the server is killed.
 
 ``ProcessWriter`` here is the server's side; ``sqlite_writer_child`` is the child's, and holds
