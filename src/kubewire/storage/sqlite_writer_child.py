@@ -9,7 +9,6 @@ before it answers its first request.
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import struct
@@ -44,8 +43,6 @@ from kubewire.storage.sqlite_writer import (
     Writer,
     WriteRequest,
 )
-
-log = logging.getLogger(__name__)
 
 _HEADER = struct.Struct(">I")
 OP_KINDS: dict[type, int] = {Create: 0, Update: 1, Delete: 2}
@@ -105,8 +102,6 @@ def error_from(args: list[Any]) -> StorageError:
     return _ERRORS.get(args[0], StorageError)(*args[1:])
 
 
-# -- the server's side ----------------------------------------------------------------------------
-
 # -- the child --------------------------------------------------------------------------------
 
 class _Done:
@@ -156,8 +151,11 @@ class _Replies:
     def send(self, data: bytes) -> None:
         with self._lock:
             view = memoryview(data)
-            while view:
-                view = view[os.write(self._out, view):]
+            try:
+                while view:
+                    view = view[os.write(self._out, view):]
+            except BrokenPipeError:  # the server is gone: commit what was read, tell nobody
+                pass
 
 
 def _request(message: list[Any], decode: Callable[[bytes], Any]) -> Request:
