@@ -26,6 +26,20 @@ CONVERTERS: Mapping[tuple[VersionKind, VersionKind], Converter] = MappingProxyTy
 })
 
 
+# Kinds whose written objects are re-encoded as Go would (struct order and zero fields), as
+# kube's decode into the Go struct and encode back does. The others keep the writer's shape.
+GO_ENCODINGS: Mapping[VersionKind, Converter] = MappingProxyType({
+    (events.EVENTS_API_VERSION, events.KIND): events.events_v1_as_go,
+})
+
+
+def as_go_encodes(obj: dict[str, JSON]) -> dict[str, JSON]:
+    """``obj`` as kube's encoder writes its kind (``GO_ENCODINGS``), or ``obj`` itself."""
+    version_kind = version_kind_of(obj)
+    encode = None if version_kind is None else GO_ENCODINGS.get(version_kind)
+    return obj if encode is None else encode(obj)
+
+
 def version_kind_of(obj: Mapping[str, JSON]) -> VersionKind | None:
     """The object's (apiVersion, kind), or None when either is missing."""
     api_version, kind = obj.get("apiVersion"), obj.get("kind")

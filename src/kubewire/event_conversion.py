@@ -82,6 +82,13 @@ def events_v1_to_core_event(obj: Mapping[str, JSON]) -> dict[str, JSON]:
     return _encode(obj, internal, CORE_API_VERSION, _CORE_LAYOUT, series_omits_empty=True)
 
 
+def events_v1_as_go(obj: Mapping[str, JSON]) -> dict[str, JSON]:
+    """An events.k8s.io/v1 Event as kube's encoder writes it: struct order, ``omitempty``
+    fields left out when empty, the others present (``deprecatedSource: {}``, null times)."""
+    internal = {internal_name: obj.get(name) for name, _, internal_name in _EVENTS_LAYOUT}
+    return _encode(obj, internal, EVENTS_API_VERSION, _EVENTS_LAYOUT, series_omits_empty=False)
+
+
 def _encode(obj: Mapping[str, JSON], internal: Mapping[str, JSON], api_version: str,
             layout: _Layout, *, series_omits_empty: bool) -> dict[str, JSON]:
     out: dict[str, JSON] = {"kind": KIND, "apiVersion": api_version}

@@ -67,6 +67,29 @@ def test_events_create_reads_back_converted_through_core(server: ServerThread) -
     assert (core["source"], core["firstTimestamp"]) == ({}, None)
 
 
+def test_events_writes_are_stored_as_go_encodes_them(server: ServerThread) -> None:
+    """kube decodes an events.k8s.io body into the Go struct and encodes that: struct order,
+    omitempty fields left out, deprecatedSource {} and the deprecated times null."""
+    body = new_event("shaped")
+    body = {"regarding": {"name": "web-0", "kind": "Pod", "namespace": "default"},
+            **{k: v for k, v in reversed(body.items()) if k != "regarding"}}
+    want = ["kind", "apiVersion", "metadata", "eventTime", "reportingController",
+            "reportingInstance", "action", "reason", "regarding", "note", "type",
+            "deprecatedSource", "deprecatedFirstTimestamp", "deprecatedLastTimestamp"]
+    created = create(server, EVENTS, body)
+    assert list(created) == want
+    assert list(created["regarding"]) == ["kind", "namespace", "name"]
+    assert (created["deprecatedSource"], created["deprecatedFirstTimestamp"],
+            created["deprecatedLastTimestamp"]) == ({}, None, None)
+    assert get(server, f"{EVENTS}/shaped") == created
+    dry = ok(call(server, "POST", EVENTS, {**body, "metadata": {"name": "dry"}},
+                  params={"dryRun": "All"}), 201)
+    assert list(dry) == want
+    patched = ok(call(server, "PATCH", f"{EVENTS}/shaped", {"metadata": {"labels": {"a": "b"}},
+                                                             "deprecatedSource": None}))
+    assert list(patched) == want and patched["deprecatedSource"] == {}
+
+
 def test_lists_hold_both_writes_each_in_its_version(server: ServerThread) -> None:
     a = create(server, CORE, core_event("a"))
     b = create(server, EVENTS, new_event("b"))

@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from kubewire.conversions import as_go_encodes
 from kubewire.resources import Resource
 from kubewire.server import lifecycle
 from kubewire.server import patch as patching
@@ -113,6 +114,7 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
                                              rng=ctx.rng)
         prepared = lifecycle.prepare_create(resource, defaulted, ctx_create)
         prepared, warnings = validate(resource, prepared, wopts)
+        prepared = as_go_encodes(prepared)
         prepared = track_write(WriteFacts(route, wopts, ctx_create.now), None, obj, prepared)
         name = prepared["metadata"]["name"]
         namespace = prepared["metadata"].get("namespace", "")
@@ -235,6 +237,7 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Any,
                                        namespace=route.namespace, name=route.name)
         prepared = lifecycle.prepare_update(resource, old, new, uctx)
         prepared, warnings = validate(resource, prepared, wopts, old=old)
+        prepared = as_go_encodes(prepared)
         prepared = track_write(WriteFacts(route, wopts, uctx.now), old, new, prepared)
         if not route.subresource:  # status writes keep the stored spec: nothing to allocate
             prepared = ctx.allocations.allocate_on_update(resource, old, prepared,
