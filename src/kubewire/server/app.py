@@ -59,6 +59,7 @@ class APIServer:
         caches = WatchCaches(store, REGISTRY, ring_capacity=config.ring_capacity,
                              bookmark_interval_s=config.bookmark_interval_s)
         self.ctx = ServerContext(config=config, store=store, caches=caches)
+        self._store = store
         self.http = HTTPServer(self.handle, config.limits)
         self.controllers = Controllers(self.ctx)
         self.access = Access(config)
@@ -143,10 +144,20 @@ class APIServer:
                 return None
             return status_response(internal_error(f"{type(exc).__name__}: {exc}"))
 
+    def _health(self, check: str) -> Response:
+        """kube's healthz/livez/readyz: 200 ``ok``; 500 listing the failed check when the
+        store can no longer write (kube's ``[-]etcd failed``), 503 before start-up ends."""
+        if self.ready and not self._store.is_writable:
+            text = ("[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\n"
+                    f"{check} check failed\n")
+            return Response(500, text.encode(), "text/plain; charset=utf-8",
+                            headers=[("X-Content-Type-Options", "nosniff")])
+        return Response(200 if self.ready else 503, b"ok", "text/plain; charset=utf-8")
+
     async def _route(self, request: Request, info: RequestInfo) -> Response | None:
         path = request.path
         if path in HEALTH_PATHS or path.rstrip("/") in HEALTH_PATHS:
-            return Response(200 if self.ready else 503, b"ok", "text/plain; charset=utf-8")
+            return self._health(path.strip("/"))
         if path.rstrip("/") == "/version":
             return json_response(200, version_info())
         route = parse_route(self.ctx.registry, path)

@@ -157,6 +157,12 @@ class SQLiteStore:
         return self._current_revision
 
     @property
+    def is_writable(self) -> bool:
+        """Open, and its writer alive (False once the writer thread or process has died)."""
+        return self._writer is not None and not self._writer.has_failed \
+            and not self._is_closing
+
+    @property
     def compacted_revision(self) -> int:
         """The highest revision dropped from the change log (0 if none)."""
         return 0 if self._writer is None else self._writer.compacted_revision

@@ -1,0 +1,56 @@
+"""The server's writer process: health checks tell when it is gone, and writes fail fast."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+from tests.integration.harness import ServerThread
+from tests.integration.wire import call, create, get
+
+PODS = "/api/v1/namespaces/default/pods"
+
+
+def _pod(name: str) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+
+
+def _writer_pid(data_dir: Path) -> int:
+    """The writer process of the server on ``data_dir`` (its argv names the database)."""
+    database = str(data_dir / "kubewire.db")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if b"kubewire.storage.sqlite_writer_child" in argv and database.encode() in argv:
+            return int(entry)
+    raise AssertionError(f"no writer process for {database}")
+
+
+def test_health_fails_and_writes_fail_fast_when_the_writer_process_dies(
+        server: ServerThread) -> None:
+    create(server, PODS, _pod("before"))
+    for path in ("/healthz", "/livez", "/readyz"):
+        assert call(server, "GET", path).body == b"ok"
+    os.kill(_writer_pid(server.config.data_dir), signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while call(server, "GET", "/readyz").status != 500:
+        assert time.monotonic() < deadline, "readyz still passes without a writer"
+        time.sleep(0.02)
+    for check in ("healthz", "livez", "readyz"):
+        reply = call(server, "GET", f"/{check}")
+        assert reply.status == 500
+        assert reply.body.decode().splitlines() == [
+            "[+]ping ok", "[+]log ok", "[-]etcd failed: reason withheld", f"{check} check failed"]
+    started = time.monotonic()
+    reply = call(server, "POST", PODS, _pod("after"))
+    assert reply.status >= 500 and reply.json["kind"] == "Status", reply.body
+    assert time.monotonic() - started < 5  # an answer, not a hang
+    assert get(server, f"{PODS}/before")["metadata"]["name"] == "before"  # reads still work
