@@ -46,6 +46,7 @@ from kubewire.storage.sqlite_writer import (
     Writer,
     WriteRequest,
     copy_for_write,
+    writer_stopped,
 )
 from kubewire.storage.sqlite_writer_process import ProcessWriter
 
@@ -253,7 +254,7 @@ class SQLiteStore:
         if self._writer is None or self._is_closing:
             raise StorageError("store is not open")
         if self._writer.has_failed:
-            raise StorageError("the store's writer has stopped")
+            raise writer_stopped()
         return self._writer
 
     async def write(self, op: Op) -> Change:

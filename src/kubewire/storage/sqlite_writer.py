@@ -128,7 +128,7 @@ class Writer:
         """Queue a request; if the thread has died, fail it (the loop-side check is racy)."""
         self._queue.put(request)
         if self.has_failed and not isinstance(request, StopRequest):
-            self._schedule((), [(request.future, StorageError("the store's writer has stopped"))])
+            self._schedule((), [(request.future, writer_stopped())])
 
     def join(self) -> None:
         self._thread.join()
@@ -334,6 +334,11 @@ def _encode_obj(write: WriteRequest, revision: int) -> bytes:
     if write.obj is None:
         raise TypeError(f"{type(write.op).__name__} carries no object")
     return encode_at(write.obj, revision)
+
+
+def writer_stopped() -> StorageError:
+    """What a write gets once the writer (thread or process) has died."""
+    return StorageError("the store's writer has stopped")
 
 
 def _batch_error(exc: BaseException) -> StorageError:

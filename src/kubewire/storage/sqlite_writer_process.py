@@ -35,7 +35,14 @@ import msgspec
 from kubewire.storage import sqlite_writer_child
 from kubewire.storage.base import Change, ChangeType, Create, JSONObject, Retention, StorageError
 from kubewire.storage.sqlite_schema import Durability
-from kubewire.storage.sqlite_writer import CompactRequest, Deliver, Outcome, Request, StopRequest
+from kubewire.storage.sqlite_writer import (
+    CompactRequest,
+    Deliver,
+    Outcome,
+    Request,
+    StopRequest,
+    writer_stopped,
+)
 from kubewire.storage.sqlite_writer_child import (
     CHANGE,
     COMPACTED,
@@ -101,8 +108,7 @@ class ProcessWriter:
     def submit(self, request: Request) -> None:
         if self.has_failed or self._input is None:
             if not isinstance(request, StopRequest):
-                self._deliver((), [(request.future,
-                                    StorageError("the store's writer has stopped"))])
+                self._deliver((), [(request.future, writer_stopped())])
             return
         if isinstance(request, StopRequest):
             self._is_stopping = True
@@ -139,21 +145,17 @@ class ProcessWriter:
             self._ready.set_result(None)
             return
         seconds, self.compacted_revision, rows, results = message
+        answered = [(self._pending.pop(ident), tag, value) for ident, tag, value in results]
+        # a write's private copy is its change's hint, stamped as the child stamped its JSON
+        hints = {value: obj for (_, obj), tag, value in answered
+                 if tag == CHANGE and obj is not None}
         changes = [Change(revision=r[0], type=ChangeType(r[1]), key=r[2], value=r[3],
-                          prev_value=r[4], timestamp=r[5]) for r in rows]
-        outcomes: list[Outcome] = []
-        for ident, tag, value in results:
-            future, obj = self._pending.pop(ident)
-            if tag == CHANGE:
-                change = changes[value]
-                if obj is not None:  # the private copy, stamped as the child stamped its JSON
-                    obj["metadata"]["resourceVersion"] = str(change.revision)
-                    changes[value] = change = _with_obj(change, obj)
-                outcomes.append((future, change))
-            elif tag == COMPACTED:
-                outcomes.append((future, value))
-            else:
-                outcomes.append((future, error_from(value)))
+                          prev_value=r[4], timestamp=r[5], obj=_stamped(hints.get(i), r[0]))
+                   for i, r in enumerate(rows)]
+        outcomes: list[Outcome] = [
+            (future, changes[value] if tag == CHANGE
+             else value if tag == COMPACTED else error_from(value))
+            for (future, _), tag, value in answered]
         if seconds is not None and self.on_commit is not None:
             try:
                 self.on_commit(seconds)
@@ -166,7 +168,7 @@ class ProcessWriter:
         if not self._is_stopping:
             log.error("SQLite writer process exited; the store rejects further writes")
         self.has_failed = True
-        error = StorageError("the store's writer has stopped")
+        error = writer_stopped()
         if not self._ready.done():
             self._ready.set_exception(StorageError("the SQLite writer process did not start"))
         pending, self._pending = self._pending, {}
@@ -195,6 +197,7 @@ def _child_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": here if not path else here + os.pathsep + path}
 
 
-def _with_obj(change: Change, obj: JSONObject) -> Change:
-    return Change(revision=change.revision, type=change.type, key=change.key, value=change.value,
-                  prev_value=change.prev_value, timestamp=change.timestamp, obj=obj)
+def _stamped(obj: JSONObject | None, revision: int) -> JSONObject | None:
+    if obj is not None:
+        obj["metadata"]["resourceVersion"] = str(revision)
+    return obj
