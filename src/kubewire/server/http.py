@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gzip
 import logging
 import ssl
@@ -188,15 +189,14 @@ def frame_chunk(data: bytes) -> bytes:
     return b"%x\r\n%b\r\n" % (len(data), data)
 
 
-_date_cache: list[Any] = [-1, ""]  # [the second, its IMF-fixdate]
-
-
 def http_date() -> str:
     """The Date header's value, formatted once per second."""
-    now = int(time.time())
-    if _date_cache[0] != now:
-        _date_cache[:] = [now, formatdate(now, usegmt=True)]
-    return str(_date_cache[1])
+    return _http_date(int(time.time()))
+
+
+@functools.lru_cache(maxsize=1)
+def _http_date(second: int) -> str:
+    return formatdate(second, usegmt=True)
 
 
 def render_head(status: int, headers: list[tuple[str, str]], *, date: bool = True) -> bytes:
