@@ -14,8 +14,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from kubewire.go_text import parse_go_duration
 from kubewire.server.allocation import DEFAULT_SERVICE_CIDR
 from kubewire.server.context import ServerConfig
+from kubewire.server.http import Limits
 from kubewire.storage.base import Retention
 
 log = logging.getLogger("kubewire")
@@ -35,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="seconds between bookmarks for watches that allow them (60)")
     serve.add_argument("--min-request-timeout", type=float, default=None,
                        help="watch timeout default is random in [this, 2x this) seconds (1800)")
+    serve.add_argument("--request-timeout", type=go_duration, default=60.0,
+                       help="longest a non-watch request may take, body included, as a Go "
+                            "duration or seconds (kube's default 1m0s)")
     serve.add_argument("--history-max-changes", type=int, default=1_000_000,
                        help="newest changes the log keeps; 0 = unbounded")
     serve.add_argument("--history-max-age", type=float, default=7 * 24 * 3600.0,
@@ -100,6 +105,17 @@ def service_cidr(text: str) -> str:
     return str(network)
 
 
+def go_duration(text: str) -> float:
+    """A duration flag as kube-apiserver takes it (``1m0s``); bare seconds are accepted too."""
+    try:
+        seconds = float(text) if text.replace(".", "", 1).isdigit() else parse_go_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be greater than 0: {text}")
+    return seconds
+
+
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
     extra: dict[str, float | int] = {}
     if args.watch_cache_size:
@@ -110,8 +126,9 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         extra["min_request_timeout_s"] = args.min_request_timeout
     retention = Retention(max_changes=args.history_max_changes or None,
                           max_age_s=args.history_max_age or None)
+    limits = Limits(request_timeout_s=args.request_timeout)
     return ServerConfig(data_dir=args.data_dir, host=args.host, port=args.port,
-                        retention=retention, durability=args.durability,
+                        retention=retention, limits=limits, durability=args.durability,
                         pod_grace_cap_s=args.pod_grace_cap,
                         service_cluster_ip_range=args.service_cluster_ip_range,
                         insecure_http=args.insecure_http, tls_cert_file=args.tls_cert_file,

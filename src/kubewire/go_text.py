@@ -9,6 +9,7 @@ every module that builds such a message renders through here. Nothing here raise
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
 import msgspec
@@ -64,6 +65,44 @@ def parse_int64(text: str) -> int:
         reason = "value out of range" if _is_decimal(text) else "invalid syntax"
         raise ValueError(f"strconv.ParseInt: parsing {go_quote(text)}: {reason}")
     return value
+
+
+_GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+_GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+
+
+def parse_go_bool(text: str) -> bool:
+    """Go ``strconv.ParseBool``; raises ValueError with Go's error text for anything else."""
+    if text in _GO_TRUE:
+        return True
+    if text in _GO_FALSE:
+        return False
+    raise ValueError(f"strconv.ParseBool: parsing {go_quote(text)}: invalid syntax")
+
+
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3,
+                   "s": 1.0, "m": 60.0, "h": 3600.0}
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
+
+
+def parse_go_duration(text: str) -> float:
+    """Go ``time.ParseDuration`` in seconds (``1m30s``, ``-1.5h``, ``0``); raises ValueError
+    with Go's error text."""
+    body = text[1:] if text[:1] in ("+", "-") else text
+    if body == "0":
+        return 0.0
+    seconds, pos = 0.0, 0
+    while pos < len(body):
+        found = _DURATION_PART.match(body, pos)
+        if found is None:
+            reason = ("missing unit in duration " if re.fullmatch(r"[\d.]+", body[pos:])
+                      else "invalid duration ")
+            raise ValueError(f"time: {reason}{go_quote(text)}")
+        seconds += float(found.group(1)) * _DURATION_UNITS[found.group(2)]
+        pos = found.end()
+    if not body:
+        raise ValueError(f"time: invalid duration {go_quote(text)}")
+    return -seconds if text.startswith("-") else seconds
 
 
 class GoLiteral:

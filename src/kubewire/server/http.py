@@ -74,6 +74,7 @@ class Limits:
     max_mutating_requests_inflight: int = 200  # kube --max-mutating-requests-inflight
     max_watches_per_user: int = 10_000  # kubewire's own bound on one user's open watches
     max_object_bytes: int = 1536 * 1024  # one stored object, encoded (etcd's default 1.5 MiB)
+    request_timeout_s: float = 60.0  # kube --request-timeout: a whole non-watch request
 
 
 @dataclass(slots=True)

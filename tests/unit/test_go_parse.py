@@ -1,0 +1,42 @@
+"""Go's ``strconv.ParseBool`` and ``time.ParseDuration``, which flags and parameters share."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubewire.go_text import parse_go_bool, parse_go_duration
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("1", True), ("t", True), ("T", True), ("TRUE", True), ("true", True), ("True", True),
+    ("0", False), ("f", False), ("F", False), ("FALSE", False), ("false", False),
+    ("False", False),
+])
+def test_parse_bool_accepts_go_spellings(text: str, value: bool) -> None:
+    assert parse_go_bool(text) is value
+
+
+@pytest.mark.parametrize("text", ["", "yes", "on", "tRUE", " true", "2"])
+def test_parse_bool_rejects_the_rest_with_go_text(text: str) -> None:
+    with pytest.raises(ValueError, match=r"^strconv\.ParseBool: parsing \".*\": invalid syntax$"):
+        parse_go_bool(text)
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("0", 0.0), ("60s", 60.0), ("1m0s", 60.0), ("1.5h", 5400.0), ("300ms", 0.3),
+    ("-2ms", -0.002), ("+1s", 1.0), ("1h2m3s", 3723.0), ("10us", 1e-5), ("5\u00b5s", 5e-6),
+    (".5s", 0.5),
+])
+def test_parse_duration(text: str, seconds: float) -> None:
+    assert parse_go_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("", 'time: invalid duration ""'), ("1", 'time: missing unit in duration "1"'),
+    ("abc", 'time: invalid duration "abc"'), ("1x", 'time: invalid duration "1x"'),
+    ("-", 'time: invalid duration "-"'),
+])
+def test_parse_duration_errors(text: str, message: str) -> None:
+    with pytest.raises(ValueError) as err:
+        parse_go_duration(text)
+    assert str(err.value) == message
