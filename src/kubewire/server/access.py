@@ -26,7 +26,7 @@ from kubewire.server.authz import Attributes, Authorizer, load_policy_file
 from kubewire.server.context import ServerConfig
 from kubewire.server.http import Request
 from kubewire.server.routes import Route
-from kubewire.server.websocket import bearer_token
+from kubewire.server.websocket import BearerProtocolError, bearer_token
 from kubewire.status import Unauthorized
 
 if TYPE_CHECKING:
@@ -102,13 +102,13 @@ class Access:
         if self.open:
             return INSECURE_USER
         authorization = request.header("authorization")
-        if not authorization:
-            token = bearer_token(request.headers)  # a browser's WebSocket carries it here
-            authorization = f"Bearer {token}" if token else ""
         try:
+            if not authorization:
+                token = bearer_token(request.headers)  # a browser's WebSocket carries it here
+                authorization = f"Bearer {token}" if token else ""
             peercert = request.extra("peercert")
             user = self.authenticator.authenticate(authorization, peercert)
-        except InvalidCredentials:
+        except (InvalidCredentials, BearerProtocolError):
             raise Unauthorized("Unauthorized") from None
         if user is ANONYMOUS_USER:
             raise Unauthorized("Unauthorized")
