@@ -30,6 +30,7 @@ from kubewire.server.websocket import BearerProtocolError, bearer_token
 from kubewire.status import Unauthorized
 
 if TYPE_CHECKING:
+    from kubewire.server.client_certs import ClientCertificates
     from kubewire.server.pki import ServerPKI
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,9 @@ def tls_files(config: ServerConfig) -> TLSFiles:
 
 
 def server_ssl_context(files: TLSFiles) -> ssl.SSLContext:
-    """TLS 1.2+, client certificates verified against the CA when offered (never required).
+    """TLS 1.2+; client certificates asked for and never required, and any accepted in the
+    handshake, as Go's ``tls.RequestClientCert``: each request verifies its connection's
+    certificate (``client_certs.py``), so a bad one costs that credential, not the connection.
 
     No TLS 1.3 session tickets: OpenSSL makes and sends two after every handshake. Kubernetes
     clients keep their connections open and do not resume sessions, so the work is wasted, and
@@ -79,20 +82,27 @@ def server_ssl_context(files: TLSFiles) -> ssl.SSLContext:
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.load_cert_chain(files.cert, files.key)
     ctx.load_verify_locations(files.client_ca)
-    ctx.verify_mode = ssl.CERT_OPTIONAL
     ctx.set_alpn_protocols(["http/1.1"])
     ctx.num_tickets = 0
+    from kubewire.server.client_certs import request_client_certificates
+
+    request_client_certificates(ctx)  # last: it checks the context's settings
     return ctx
 
 
 class Access:
     """Authenticates and authorizes each request; ``open`` when serving insecure HTTP alone."""
 
-    def __init__(self, config: ServerConfig) -> None:
+    def __init__(self, config: ServerConfig, tls: TLSFiles | None = None) -> None:
         tokens = TokenFile(token_file_path(config))
         policies = (load_policy_file(config.authorization_policy_file)
                     if config.authorization_policy_file else None)
         self.authenticator = Authenticator(tokens)
+        self.client_certs: ClientCertificates | None = None
+        if tls is not None:
+            from kubewire.server.client_certs import ClientCertificates
+
+            self.client_certs = ClientCertificates.from_file(tls.client_ca)
         self.authorizer = Authorizer(policies)
         # --insecure-http without a token file: a local sandbox where everyone is admin.
         self.open = config.insecure_http and not config.token_auth_file
@@ -106,9 +116,11 @@ class Access:
             if not authorization:
                 token = bearer_token(request.headers)  # a browser's WebSocket carries it here
                 authorization = f"Bearer {token}" if token else ""
-            peercert = request.extra("peercert")
-            user = self.authenticator.authenticate(authorization, peercert)
-        except (InvalidCredentials, BearerProtocolError):
+            certificate = (self.client_certs.verdict(request.extra("ssl_object"))
+                           if self.client_certs is not None else None)
+            user = self.authenticator.authenticate(authorization, certificate)
+        except (InvalidCredentials, BearerProtocolError) as err:
+            log.debug("Unable to authenticate the request: %s", err)
             raise Unauthorized("Unauthorized") from None
         if user is ANONYMOUS_USER:
             raise Unauthorized("Unauthorized")

@@ -62,9 +62,9 @@ class APIServer:
         self._store = store
         self.http = HTTPServer(self.handle, config.limits)
         self.controllers = Controllers(self.ctx)
-        self.access = Access(config)
-        self.observer = Observer(self.ctx, config)
         self.tls = None if config.insecure_http else tls_files(config)
+        self.access = Access(config, self.tls)
+        self.observer = Observer(self.ctx, config)
         self.address: tuple[str, int] = (config.host, config.port)
         self.url = ""
         self.ready = False
