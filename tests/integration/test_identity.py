@@ -9,10 +9,13 @@ and the ``Sec-WebSocket-Protocol`` bearer token only on WebSocket upgrades.
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime
 import json
 import os
 import signal
+import socket
+import ssl
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -27,11 +30,15 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from kubewire.server import pki
+from kubewire.server.http import Limits
 from tests.integration.harness import ServerThread
+from tests.integration.kubectl import needs_kubectl, run
 from tests.integration.test_access import (
     POLICY,
     UNAUTHORIZED,
     _token_of,
+    ensure_namespaces,
+    forbidden,
     https,
     issue,
     secure,
@@ -39,6 +46,24 @@ from tests.integration.test_access import (
 from tests.reliability.proc import free_port
 
 __all__ = ["secure"]  # the fixture, imported for this module's tests
+
+
+# ABAC as in test_access, plus "proxy": it may impersonate users and groups, and nothing else.
+IMPERSONATION_POLICY = POLICY + "\n" + "\n".join(json.dumps({
+    "apiVersion": "abac.authorization.kubernetes.io/v1beta1", "kind": "Policy", "spec": spec})
+    for spec in [
+        {"user": "proxy", "namespace": "*", "resource": "users", "apiGroup": ""},
+        {"user": "proxy", "namespace": "*", "resource": "groups", "apiGroup": ""},
+    ])
+
+
+@pytest.fixture
+def abac(make_server: Callable[..., ServerThread], tmp_path: Path) -> ServerThread:
+    policy = tmp_path / "policy.jsonl"
+    policy.write_text(IMPERSONATION_POLICY + "\n")
+    server = make_server(insecure_http=False, authorization_policy_file=policy)
+    ensure_namespaces(server, "a", "b")
+    return server
 
 
 def _ws_protocol(token: str) -> str:
@@ -202,3 +227,139 @@ def test_a_bad_client_certificate_is_no_credential_and_the_token_still_counts(
     # The next connection's valid certificate is judged on its own.
     assert https(served, "GET", "/api/v1/namespaces/b/pods", cert=admin).status == 200
 
+
+
+# --- impersonation -----------------------------------------------------------------------------
+
+def _list_b_pods_forbidden(user: str) -> dict[str, Any]:
+    return forbidden(f'pods is forbidden: User "{user}" cannot list resource "pods" in API group '
+                     f'"" in the namespace "b": No policy matched.', {"kind": "pods"})
+
+
+@needs_kubectl
+def test_kubectl_as_runs_as_the_impersonated_user(abac: ServerThread) -> None:
+    # The admin (system:masters) may impersonate anyone; the request then has alice's rights,
+    # which here are none on pods.
+    done = run(abac, "--as=alice", "get", "pods", "-n", "a")
+    assert done.returncode != 0
+    assert ('Error from server (Forbidden): pods is forbidden: User "alice" cannot list resource '
+            '"pods" in API group "" in the namespace "a": No policy matched.') in done.stderr
+    done = run(abac, "--as=bob", "get", "pods", "-n", "a")
+    assert done.returncode == 0, done.stderr
+    # --as-group sends Impersonate-Group once per group: bob as a viewer may read pods anywhere.
+    done = run(abac, "--as=bob", "--as-group=viewers", "--as-group=other", "get", "pods", "-n",
+               "b")
+    assert done.returncode == 0, done.stderr
+    done = run(abac, "--as=bob", "get", "pods", "-n", "b")
+    assert 'User "bob" cannot list resource "pods"' in done.stderr
+
+
+def test_kubernetes_client_with_impersonation_headers(abac: ServerThread) -> None:
+    import kubernetes
+
+    api = kubernetes.config.new_client_from_config(str(abac.kubeconfig))
+    try:
+        api.set_default_header("Impersonate-User", "bob")
+        core = kubernetes.client.CoreV1Api(api)
+        assert core.list_namespaced_pod("a").items == []
+        with pytest.raises(kubernetes.client.ApiException) as info:
+            core.list_namespaced_pod("b")
+        assert info.value.status == 403
+        assert json.loads(info.value.body) == _list_b_pods_forbidden("bob")
+    finally:
+        api.close()
+
+
+def test_impersonating_without_the_right_is_forbidden_with_kubes_text(abac: ServerThread) -> None:
+    bob = _token_of(issue(abac, "bob", token=True))
+    reply = https(abac, "GET", "/api/v1/namespaces/a/pods", token=bob,
+                  headers=[("Impersonate-User", "alice")])
+    assert reply.status == 403, reply.body
+    assert json.loads(reply.body) == forbidden(
+        'users "alice" is forbidden: User "bob" cannot impersonate resource "users" in API group '
+        '"" at the cluster scope: No policy matched.', {"name": "alice", "kind": "users"})
+    # A service account is asked for in its namespace: bob's rule for namespace a covers it,
+    # and the account then has its own (no) rights, with the service-account groups.
+    reply = https(abac, "GET", "/api/v1/namespaces/a/pods", token=bob,
+                  headers=[("Impersonate-User", "system:serviceaccount:a:builder")])
+    assert reply.status == 403, reply.body
+    assert json.loads(reply.body)["message"].startswith(
+        'pods is forbidden: User "system:serviceaccount:a:builder" cannot list')
+    reply = https(abac, "GET", "/api/v1/namespaces/a/pods", token=bob,
+                  headers=[("Impersonate-User", "system:serviceaccount:b:builder")])
+    assert json.loads(reply.body) == forbidden(
+        'serviceaccounts "builder" is forbidden: User "bob" cannot impersonate resource '
+        '"serviceaccounts" in API group "" in the namespace "b": No policy matched.',
+        {"name": "builder", "kind": "serviceaccounts"})
+
+
+def test_a_proxy_acts_for_its_users(abac: ServerThread) -> None:
+    proxy = _token_of(issue(abac, "proxy", token=True))
+    as_bob = [("Impersonate-User", "bob")]
+    assert https(abac, "GET", "/api/v1/namespaces/a/pods", token=proxy,
+                 headers=as_bob).status == 200
+    reply = https(abac, "GET", "/api/v1/namespaces/b/pods", token=proxy, headers=as_bob)
+    assert json.loads(reply.body) == _list_b_pods_forbidden("bob")
+    # Groups replace the user's own (each header value is one group, each authorized).
+    as_viewer = [*as_bob, ("Impersonate-Group", "viewers"), ("Impersonate-Group", "x, y")]
+    assert https(abac, "GET", "/api/v1/namespaces/b/pods", token=proxy,
+                 headers=as_viewer).status == 200
+    # The proxy has no right to set extra or a uid: kube's 403 for each, the key decoded.
+    reply = https(abac, "GET", "/api/v1/namespaces/a/pods", token=proxy,
+                  headers=[*as_bob, ("Impersonate-Extra-Example.com%2FScopes", "view")])
+    assert json.loads(reply.body) == forbidden(
+        'userextras.authentication.k8s.io "view" is forbidden: User "proxy" cannot impersonate '
+        'resource "userextras/example.com/scopes" in API group "authentication.k8s.io" at the '
+        'cluster scope: No policy matched.',
+        {"name": "view", "group": "authentication.k8s.io", "kind": "userextras"})
+    reply = https(abac, "GET", "/api/v1/namespaces/a/pods", token=proxy,
+                  headers=[*as_bob, ("Impersonate-Uid", "1234")])
+    assert json.loads(reply.body) == forbidden(
+        'uids.authentication.k8s.io "1234" is forbidden: User "proxy" cannot impersonate '
+        'resource "uids" in API group "authentication.k8s.io" at the cluster scope: No policy '
+        'matched.', {"name": "1234", "group": "authentication.k8s.io", "kind": "uids"})
+
+
+def test_groups_extra_or_uid_without_a_user_is_a_bad_request(abac: ServerThread) -> None:
+    admin = (abac.config.data_dir / "pki/admin.crt", abac.config.data_dir / "pki/admin.key")
+    reply = https(abac, "GET", "/api/v1/namespaces/a/pods", cert=admin,
+                  headers=[("Impersonate-Group", "viewers"), ("Impersonate-Uid", "7")])
+    assert reply.status == 400, reply.body
+    assert json.loads(reply.body) == {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": "requested [{Group  viewers    } {UID  7  authentication.k8s.io/v1  }] "
+                   "without impersonating a user",
+        "reason": "BadRequest", "code": 400}
+
+
+def test_limits_count_the_impersonated_user(make_server: Callable[..., ServerThread]) -> None:
+    """The admin is exempt from limits (system:masters); acting as alice, it is alice."""
+    server = make_server(insecure_http=False, limits=Limits(max_watches_per_user=1))
+    admin = (server.config.data_dir / "pki/admin.crt", server.config.data_dir / "pki/admin.key")
+    as_alice = [("Impersonate-User", "alice")]
+    with _open_watch(server, admin, as_alice):
+        reply = https(server, "GET", "/api/v1/pods?watch=true&timeoutSeconds=1", cert=admin,
+                      headers=as_alice)
+        assert reply.status == 429, reply.body
+        assert json.loads(reply.body)["message"] == (
+            "too many watches open for user 'alice': the limit is 1")
+
+
+@contextlib.contextmanager
+def _open_watch(server: ServerThread, cert: tuple[Path, Path],
+                headers: list[tuple[str, str]]) -> Iterator[None]:
+    """A watch held open (its head read) for the duration of the block."""
+    ctx = ssl.create_default_context(cafile=str(server.config.data_dir / "pki/ca.crt"))
+    ctx.load_cert_chain(*cert)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw, \
+            ctx.wrap_socket(raw, server_hostname="localhost") as tls:
+        lines = ["GET /api/v1/pods?watch=true HTTP/1.1", "Host: localhost",
+                 *(f"{name}: {value}" for name, value in headers)]
+        tls.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = tls.recv(4096)
+            assert chunk, head
+            head += chunk
+        assert head.startswith(b"HTTP/1.1 200"), head
+        yield

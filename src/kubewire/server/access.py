@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kubewire.server import impersonation
 from kubewire.server.authn import (
     ANONYMOUS_USER,
     Authenticator,
@@ -22,7 +23,7 @@ from kubewire.server.authn import (
     TokenFile,
     UserInfo,
 )
-from kubewire.server.authz import Attributes, Authorizer, load_policy_file
+from kubewire.server.authz import Attributes, Authorizer, forbidden, load_policy_file
 from kubewire.server.context import ServerConfig
 from kubewire.server.http import Request
 from kubewire.server.routes import Route
@@ -127,14 +128,48 @@ class Access:
         return user
 
     def check(self, request: Request, route: Route | None) -> UserInfo | None:
-        """Raise the Status a request must get before it is served; None for public paths."""
-        if request.path.rstrip("/") in PUBLIC_PATHS or request.path in PUBLIC_PATHS:
+        """Raise the Status a request must get before it is served; None for public paths.
+
+        Returns the user the request runs as (the impersonated one, if it impersonates)."""
+        if is_public(request.path):
             return None
-        user = self.user(request)
-        if user is INSECURE_USER:
-            return user
-        self.authorizer.check(attributes(user, request, route))
+        return self.admit(request, route, self.user(request))
+
+    def admit(self, request: Request, route: Route | None, requestor: UserInfo) -> UserInfo:
+        """Impersonation, then authorization, for an authenticated ``requestor`` (kube's
+        filter order): the user the request runs as, or the Status it gets."""
+        user = self.impersonate(request, requestor)
+        if user is not INSECURE_USER:
+            self.authorizer.check(attributes(user, request, route))
         return user
+
+    def impersonate(self, request: Request, requestor: UserInfo) -> UserInfo:
+        """The user ``Impersonate-*`` headers ask for, each part authorized for ``requestor``
+        (``impersonation.py``); ``requestor`` itself when there are none. The headers are
+        dropped afterwards, as kube does."""
+        if not impersonation.is_requested(request.headers):
+            return requestor
+        wanted = impersonation.wanted(list(request.headers), request.header_values)
+        for item in wanted:
+            attrs = item.attributes(requestor)
+            allowed, reason = self.authorizer.authorize(attrs)
+            if not allowed:
+                raise forbidden(attrs, reason)
+        request.drop_headers(impersonation.consumed_headers(list(request.headers)))
+        user = impersonation.impersonated_user(wanted)
+        log.debug("%s is impersonating %s", user_text(requestor), user_text(user))
+        return user
+
+
+def is_public(path: str) -> bool:
+    """Open to anyone, without credentials (kube's public-info paths)."""
+    return path in PUBLIC_PATHS or path.rstrip("/") in PUBLIC_PATHS
+
+
+def user_text(user: UserInfo) -> str:
+    """kube's ``userString`` for its log: ``name[group,...]``."""
+    name = user.name or "<empty>"
+    return f"{name}[{','.join(user.groups)}]" if user.groups else name
 
 
 def resource_verb(request: Request, route: Route) -> str:
