@@ -13,7 +13,7 @@ import logging
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from kubewire.server import impersonation
 from kubewire.server.authn import (
@@ -91,6 +91,14 @@ def server_ssl_context(files: TLSFiles) -> ssl.SSLContext:
     return ctx
 
 
+class Decisions(Protocol):
+    """What ``Access.admit`` reports as it decides (an audit record records it)."""
+
+    def impersonated(self, user: UserInfo) -> None: ...
+
+    def authorized(self, allowed: bool, reason: str) -> None: ...
+
+
 class Access:
     """Authenticates and authorizes each request; ``open`` when serving insecure HTTP alone."""
 
@@ -135,12 +143,21 @@ class Access:
             return None
         return self.admit(request, route, self.user(request))
 
-    def admit(self, request: Request, route: Route | None, requestor: UserInfo) -> UserInfo:
+    def admit(self, request: Request, route: Route | None, requestor: UserInfo,
+              decisions: Decisions | None = None) -> UserInfo:
         """Impersonation, then authorization, for an authenticated ``requestor`` (kube's
-        filter order): the user the request runs as, or the Status it gets."""
+        filter order): the user the request runs as, or the Status it gets. ``decisions``
+        hears of each outcome (the audit record)."""
         user = self.impersonate(request, requestor)
+        if decisions is not None and user is not requestor:
+            decisions.impersonated(user)
         if user is not INSECURE_USER:
-            self.authorizer.check(attributes(user, request, route))
+            attrs = attributes(user, request, route)
+            allowed, reason = self.authorizer.authorize(attrs)
+            if decisions is not None:
+                decisions.authorized(allowed, reason)
+            if not allowed:
+                raise forbidden(attrs, reason)
         return user
 
     def impersonate(self, request: Request, requestor: UserInfo) -> UserInfo:
