@@ -18,6 +18,7 @@ from kubewire.server.client_certs import (
     UNHANDLED_CRITICAL,
     UNKNOWN_AUTHORITY,
     CertificateError,
+    ClientCertificates,
     certificate_user,
     judge,
     verify_chain,
@@ -145,3 +146,30 @@ def test_judge_turns_the_sent_chain_into_a_verdict() -> None:
     garbage = judge([b"\x30\x03\x02\x01\x00"], [root.cert], NOW)
     assert garbage is not None and garbage.user is None
     assert garbage.error.startswith("x509: malformed certificate")
+
+
+class FakeSSLObject:
+    """Stands in for ``ssl.SSLObject``: the chain the client sent (3.13's public method)."""
+
+    def __init__(self, *certs: x509.Certificate) -> None:
+        self.chain = [cert.public_bytes(Encoding.DER) for cert in certs]
+
+    def get_unverified_chain(self) -> list[bytes]:
+        return self.chain
+
+
+def test_verdicts_are_kept_per_connection_and_shared_by_equal_chains() -> None:
+    root = make("root", ca=True, days=(-1000, 1000))
+    later = make("alice", root, days=(1, 10))  # valid from a day after NOW
+    now = [(NOW + datetime.timedelta(hours=1)).timestamp()]
+    certs = ClientCertificates([root.cert], clock=lambda: now[0])
+    first, second = FakeSSLObject(later.cert), FakeSSLObject(later.cert)
+    early = certs.verdict(first)
+    assert early is not None and early.user is None and "is before" in early.error
+    assert certs.verdict(second) is early  # the same chain: judged once
+    assert certs.verdict(FakeSSLObject(root.cert)) is not early
+    assert certs.verdict(None) is None
+    # The verdict is judged again once the certificate becomes valid.
+    now[0] = (NOW + datetime.timedelta(days=2)).timestamp()
+    valid = certs.verdict(first)
+    assert valid is not None and valid.user is not None and valid.user.name == "alice"

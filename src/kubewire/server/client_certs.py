@@ -24,9 +24,10 @@ which also loses the token it was about to send). So:
   file, each signature checked, each certificate within its validity window, issuers that are
   CAs allowed to sign certificates (path length too), no critical extension Go does not handle,
   and ``clientAuth`` (or any) wherever a certificate of the chain restricts its usages.
-- ``ClientCertificates`` does this once per connection and keeps the verdict with that
-  connection's ``SSLObject`` (a weak key: it goes when the connection does, so one connection's
-  verdict can never answer for another) until the chain's first certificate expires.
+- ``ClientCertificates`` does this on a connection's first request and keeps the verdict with
+  that connection's ``SSLObject`` (a weak key: it goes when the connection does, so a verdict
+  only ever answers for connections that sent the same chain) until a certificate of the chain
+  expires or becomes valid.
 
 Only ``getpeercert(binary_form=True)`` and the unverified chain are read: the dict form of
 ``getpeercert()`` is decoded whenever the verify mode asks for a certificate, verified or not.
@@ -43,7 +44,7 @@ import ssl
 import sys
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -211,11 +212,21 @@ class _Kept:
 
 
 class ClientCertificates:
-    """Verdicts on the certificates of TLS connections, one per connection."""
+    """Verdicts on the certificates of TLS connections, one per connection.
 
-    def __init__(self, roots: Sequence[x509.Certificate]) -> None:
+    A verdict is also shared by connections that send the very same chain (each proved in its
+    handshake that it holds the leaf's key): a client's many connections are verified once, and
+    each holds only a weak reference to it (at most ``MAX_SHARED`` chains are kept).
+    """
+
+    MAX_SHARED = 1024
+
+    def __init__(self, roots: Sequence[x509.Certificate],
+                 clock: Callable[[], float] = time.time) -> None:
         self.roots = tuple(roots)
+        self._clock = clock
         self._kept: weakref.WeakKeyDictionary[Any, _Kept] = weakref.WeakKeyDictionary()
+        self._shared: dict[tuple[bytes, ...], _Kept] = {}
 
     @classmethod
     def from_file(cls, path: Path) -> ClientCertificates:
@@ -225,18 +236,27 @@ class ClientCertificates:
         """``ssl_object``: the connection's ``ssl.SSLObject`` (None on plain HTTP)."""
         if ssl_object is None:
             return None
-        now = time.time()
+        now = self._clock()
         kept = self._kept.get(ssl_object)
         if kept is None or now > kept.until:
-            chain = peer_chain(ssl_object)
-            moment = datetime.datetime.fromtimestamp(now, datetime.UTC)
-            kept = _Kept(judge(chain, self.roots, moment), _expiry(chain))
+            kept = self._judged(tuple(peer_chain(ssl_object)), now)
             self._kept[ssl_object] = kept
         return kept.verdict
 
+    def _judged(self, chain: tuple[bytes, ...], now: float) -> _Kept:
+        kept = self._shared.get(chain)
+        if kept is None or now > kept.until:
+            if len(self._shared) >= self.MAX_SHARED:
+                self._shared.clear()
+            moment = datetime.datetime.fromtimestamp(now, datetime.UTC)
+            kept = _Kept(judge(chain, self.roots, moment), _changes_after(chain, now))
+            self._shared[chain] = kept
+        return kept
 
-def _expiry(chain_der: Sequence[bytes]) -> float:
-    """When a verdict on ``chain_der`` may change: the earliest expiry in it (inf for none)."""
+
+def _changes_after(chain_der: Sequence[bytes], now: float) -> float:
+    """When a verdict on ``chain_der`` may change: the earliest expiry in it, or a start of
+    validity still to come (inf for none)."""
     until = float("inf")
     for der in chain_der[:MAX_CHAIN_DEPTH]:
         try:
@@ -244,6 +264,9 @@ def _expiry(chain_der: Sequence[bytes]) -> float:
         except ValueError:
             continue
         until = min(until, cert.not_valid_after_utc.timestamp())
+        start = cert.not_valid_before_utc.timestamp()
+        if start > now:
+            until = min(until, start)
     return until
 
 
