@@ -41,12 +41,8 @@ from tests.integration.test_access import (
     forbidden,
     https,
     issue,
-    secure,
 )
 from tests.reliability.proc import free_port
-
-__all__ = ["secure"]  # the fixture, imported for this module's tests
-
 
 # ABAC as in test_access, plus "proxy": it may impersonate users and groups, and nothing else.
 IMPERSONATION_POLICY = POLICY + "\n" + "\n".join(json.dumps({
@@ -73,27 +69,27 @@ def _ws_protocol(token: str) -> str:
 
 # --- the WebSocket bearer token ----------------------------------------------------------------
 
-def test_websocket_token_counts_only_on_websocket_upgrades(secure: ServerThread) -> None:
-    token = _token_of(issue(secure, "wsuser", "system:masters", token=True))
+def test_websocket_token_counts_only_on_websocket_upgrades(abac: ServerThread) -> None:
+    token = _token_of(issue(abac, "wsuser", "system:masters", token=True))
     headers = [("Sec-WebSocket-Protocol", _ws_protocol(token))]
     # An ordinary request: kube's websocket authenticator ignores the header, so no credentials.
-    reply = https(secure, "GET", "/api/v1/namespaces", headers=headers)
+    reply = https(abac, "GET", "/api/v1/namespaces", headers=headers)
     assert reply.status == 401, reply.body
     assert json.loads(reply.body) == UNAUTHORIZED
     # The same token as a bearer token works, so only the header's place was wrong.
-    assert https(secure, "GET", "/api/v1/namespaces", token=token).status == 200
+    assert https(abac, "GET", "/api/v1/namespaces", token=token).status == 200
 
 
 
-def test_websocket_token_protocol_is_read_as_kube_reads_it(secure: ServerThread) -> None:
-    token = _token_of(issue(secure, "wsuser", "system:masters", token=True))
+def test_websocket_token_protocol_is_read_as_kube_reads_it(abac: ServerThread) -> None:
+    token = _token_of(issue(abac, "wsuser", "system:masters", token=True))
     upgrade = [("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Version", "13"),
                ("Sec-WebSocket-Key", base64.b64encode(b"k" * 16).decode())]
     path = "/api/v1/pods?watch=true&timeoutSeconds=1"
 
     def offer(*protocols: str) -> int:
         headers = [*upgrade, ("Sec-WebSocket-Protocol", ", ".join(protocols))]
-        return https(secure, "GET", path, headers=headers).status
+        return https(abac, "GET", path, headers=headers).status
 
     assert offer(_ws_protocol(token), "base64.binary.k8s.io") == 101
     # kube refuses, each with 401: no other subprotocol to echo back, two tokens, padding
