@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+from pathlib import Path
 
 import pytest
 
@@ -161,3 +162,12 @@ def test_request_facts_as_kube_records_them() -> None:
                                  "code": 403}) == {
         "metadata": {}, "status": "Failure", "message": "m", "reason": "Forbidden",
         "details": {"kind": "pods"}, "code": 403}
+
+
+def test_a_policy_file_that_cannot_be_read_is_refused(tmp_path: Path) -> None:
+    from kubewire.server.audit_log import Auditor
+
+    with pytest.raises(PolicyError, match="failed to read file path"):
+        Auditor.from_files(str(tmp_path / "audit.log"), tmp_path / "missing.yaml")
+    # As kube: a log without a policy (or a policy without a log) records nothing.
+    assert Auditor.from_files(str(tmp_path / "audit.log"), None) is None

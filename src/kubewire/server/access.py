@@ -1,4 +1,8 @@
-"""Who may do what, per request: TLS set-up, authentication, then authorization.
+"""Who may do what, per request: TLS set-up, authentication, impersonation, authorization.
+
+The order is kube-apiserver's filter chain: authenticate (401), then (the app audits here)
+impersonate (``impersonation.py``: 400, or 403 for each part the requester may not
+impersonate), then authorize the user the request runs as (403).
 
 Request attributes follow kube-apiserver's ``RequestInfoFactory``: a resource request's verb
 comes from the method and the path (``list`` becomes ``watch`` with ``watch=true`` or under

@@ -41,6 +41,7 @@ from kubewire.server.audit import (
     STARTED,
     AuditEvent,
     AuditPolicy,
+    PolicyError,
     complete_object_ref,
     event_line,
     object_ref,
@@ -201,7 +202,12 @@ class Auditor:
             return None
         policy = None
         if policy_path is not None:
-            policy = parse_policy(policy_path.read_text(), str(policy_path))
+            try:
+                text = policy_path.read_text()
+            except (OSError, UnicodeDecodeError) as err:
+                raise PolicyError(f"failed to read file path {str(policy_path)!r}: {err}"
+                                  ) from None
+            policy = parse_policy(text, str(policy_path))
             for warning in policy.warnings:
                 log.warning("audit policy %s: %s (ignored)", policy_path, warning)
         if policy is None or log_path is None:
