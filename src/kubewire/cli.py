@@ -16,11 +16,16 @@ from pathlib import Path
 
 from kubewire.go_text import parse_go_duration
 from kubewire.server.allocation import DEFAULT_SERVICE_CIDR
+from kubewire.server.audit import PolicyError as AuditPolicyError
+from kubewire.server.authn import TokenFileError
+from kubewire.server.authz import PolicyFileError
 from kubewire.server.context import ServerConfig
 from kubewire.server.http import Limits
 from kubewire.storage.base import Retention
 
 log = logging.getLogger("kubewire")
+# Files the server reads at start; one it refuses ends `kubewire serve` with its message.
+ConfigFileError = (AuditPolicyError, PolicyFileError, TokenFileError)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,6 +80,12 @@ def _add_access_flags(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--authorization-policy-file", type=Path, default=None,
                        help="ABAC policy, one JSON Policy per line (default: authenticated "
                             "users may do everything)")
+    serve.add_argument("--audit-log-path", default=None,
+                       help="append audit.k8s.io/v1 events, one JSON line each, to this file "
+                            "('-': standard output); needs --audit-policy-file")
+    serve.add_argument("--audit-policy-file", type=Path, default=None,
+                       help="kube's audit Policy (YAML or JSON) deciding what is audited; "
+                            "levels None and Metadata")
 
 
 def _add_user_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -136,6 +147,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
                         client_ca_file=args.client_ca_file,
                         token_auth_file=args.token_auth_file,
                         authorization_policy_file=args.authorization_policy_file,
+                        audit_log_path=args.audit_log_path,
+                        audit_policy_file=args.audit_policy_file,
                         **extra)  # type: ignore[arg-type]
 
 
@@ -214,7 +227,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             import uvloop
 
             run = uvloop.run
-        run(serve(config_from_args(args)))
+        try:
+            run(serve(config_from_args(args)))
+        except ConfigFileError as err:
+            log.error("%s", err)
+            return 1
     elif args.command == "user":
         issue_user(args)
     return 0

@@ -10,15 +10,17 @@ from pathlib import Path
 import pytest
 
 from kubewire.server import pki
+from kubewire.server.access import TLSFiles, server_ssl_context
 from kubewire.server.authn import (
     ANONYMOUS_USER,
     AUTHENTICATED,
+    CREDENTIAL_ID_KEY,
     Authenticator,
+    CertificateVerdict,
     InvalidCredentials,
     TokenFileError,
     UserInfo,
     parse_token_file,
-    user_from_peercert,
 )
 from kubewire.server.authz import (
     Attributes,
@@ -27,6 +29,7 @@ from kubewire.server.authz import (
     forbidden,
     parse_policy_file,
 )
+from kubewire.server.client_certs import ClientCertificates
 
 # --- pki ---------------------------------------------------------------------------------------
 
@@ -48,20 +51,20 @@ def test_server_pki_is_made_once_and_reused(tmp_path: Path) -> None:
 
 
 async def _handshake(files: pki.ServerPKI, client_pair: tuple[Path, Path] | None,
-                     ) -> dict[str, object] | None:
-    """A real TLS handshake on loopback; returns the client certificate the server verified.
+                     ) -> CertificateVerdict | None:
+    """A real TLS handshake on loopback with the server's own context; returns what the
+    server then makes of the client's certificate (None: the client sent none).
 
     Raises ``ConnectionRefusedError`` when the server refused the handshake (under TLS 1.3 the
     client only learns that from its next read, so the server's side is what is checked).
     """
-    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    server_ctx.load_cert_chain(files.serving_cert, files.serving_key)
-    server_ctx.load_verify_locations(files.ca_cert)
-    server_ctx.verify_mode = ssl.CERT_OPTIONAL
-    seen: list[dict[str, object] | None] = []
+    server_ctx = server_ssl_context(TLSFiles(files.serving_cert, files.serving_key,
+                                             files.ca_cert, files))
+    certificates = ClientCertificates.from_file(files.ca_cert)
+    seen: list[CertificateVerdict | None] = []
 
     async def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        seen.append(writer.get_extra_info("peercert"))
+        seen.append(certificates.verdict(writer.get_extra_info("ssl_object")))
         writer.close()
 
     server = await asyncio.start_server(on_client, "127.0.0.1", 0, ssl=server_ctx)
@@ -80,27 +83,38 @@ async def _handshake(files: pki.ServerPKI, client_pair: tuple[Path, Path] | None
     return seen[0]
 
 
+def _without_credential_id(user: UserInfo | None) -> UserInfo | None:
+    assert user is not None
+    assert [key for key, _ in user.extra] == [CREDENTIAL_ID_KEY]
+    assert user.extra[0][1][0].startswith("X509SHA256=")
+    return UserInfo(user.name, user.uid, user.groups)
+
+
 async def test_certificates_pass_a_real_tls_handshake(tmp_path: Path) -> None:
     files = pki.ensure_server_pki(tmp_path / "pki")
-    peer = await _handshake(files, (files.admin_cert, files.admin_key))
-    user = user_from_peercert(peer)
-    assert user == UserInfo("kubewire-admin", "", ("system:masters", AUTHENTICATED))
+    verdict = await _handshake(files, (files.admin_cert, files.admin_key))
+    assert verdict is not None and not verdict.error
+    assert _without_credential_id(verdict.user) == UserInfo(
+        "kubewire-admin", "", ("system:masters", AUTHENTICATED))
     # Issued for a new user by the same CA: CN is the user, each O a group.
     alice = pki.issue_client(pki.load_ca(tmp_path / "pki"), "alice", ["dev", "ops"])
     (tmp_path / "alice.crt").write_bytes(alice.cert)
     (tmp_path / "alice.key").write_bytes(alice.key)
-    peer = await _handshake(files, (tmp_path / "alice.crt", tmp_path / "alice.key"))
-    assert user_from_peercert(peer) == UserInfo("alice", "", ("dev", "ops", AUTHENTICATED))
-    assert not await _handshake(files, None)  # no certificate: nothing verified
+    verdict = await _handshake(files, (tmp_path / "alice.crt", tmp_path / "alice.key"))
+    assert verdict is not None
+    assert _without_credential_id(verdict.user) == UserInfo("alice", "", ("dev", "ops",
+                                                                           AUTHENTICATED))
+    assert await _handshake(files, None) is None  # no certificate: nothing to verify
 
 
-async def test_a_certificate_from_another_ca_is_refused(tmp_path: Path) -> None:
+async def test_a_certificate_from_another_ca_passes_the_handshake_and_names_nobody(
+        tmp_path: Path) -> None:
     files = pki.ensure_server_pki(tmp_path / "pki")
     stranger = pki.issue_client(pki.make_ca("other-ca"), "mallory", ["system:masters"])
     (tmp_path / "m.crt").write_bytes(stranger.cert)
     (tmp_path / "m.key").write_bytes(stranger.key)
-    with pytest.raises((ssl.SSLError, ConnectionError)):
-        await _handshake(files, (tmp_path / "m.crt", tmp_path / "m.key"))
+    verdict = await _handshake(files, (tmp_path / "m.crt", tmp_path / "m.key"))
+    assert verdict == CertificateVerdict(None, "x509: certificate signed by unknown authority")
 
 
 # --- authn -------------------------------------------------------------------------------------
@@ -121,8 +135,15 @@ def test_authenticator_orders_cert_then_token_then_anonymous() -> None:
     assert auth.authenticate("Basic abc", None) == ANONYMOUS_USER
     with pytest.raises(InvalidCredentials):
         auth.authenticate("Bearer nope", None)
-    peer = {"subject": ((("organizationName", "g1"),), (("commonName", "carl"),))}
-    assert auth.authenticate("Bearer nope", peer).name == "carl"
+    carl = CertificateVerdict(UserInfo("carl", "", ("g1", AUTHENTICATED)))
+    assert auth.authenticate("Bearer nope", carl).name == "carl"
+    # kube's union: a certificate that does not verify is passed over for a valid token, and
+    # without one it is the error (401), never anonymous.
+    bad = CertificateVerdict(None, "x509: certificate signed by unknown authority")
+    assert auth.authenticate("Bearer t2", bad).name == "bob"
+    with pytest.raises(InvalidCredentials, match="unknown authority"):
+        auth.authenticate("", bad)
+    assert auth.authenticate("", CertificateVerdict(None)) == ANONYMOUS_USER  # no CN
 
 
 # --- authz -------------------------------------------------------------------------------------

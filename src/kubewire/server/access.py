@@ -1,4 +1,8 @@
-"""Who may do what, per request: TLS set-up, authentication, then authorization.
+"""Who may do what, per request: TLS set-up, authentication, impersonation, authorization.
+
+The order is kube-apiserver's filter chain: authenticate (401), then (the app audits here)
+impersonate (``impersonation.py``: 400, or 403 for each part the requester may not
+impersonate), then authorize the user the request runs as (403).
 
 Request attributes follow kube-apiserver's ``RequestInfoFactory``: a resource request's verb
 comes from the method and the path (``list`` becomes ``watch`` with ``watch=true`` or under
@@ -13,8 +17,9 @@ import logging
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from kubewire.server import impersonation
 from kubewire.server.authn import (
     ANONYMOUS_USER,
     Authenticator,
@@ -22,14 +27,15 @@ from kubewire.server.authn import (
     TokenFile,
     UserInfo,
 )
-from kubewire.server.authz import Attributes, Authorizer, load_policy_file
+from kubewire.server.authz import Attributes, Authorizer, forbidden, load_policy_file
 from kubewire.server.context import ServerConfig
 from kubewire.server.http import Request
 from kubewire.server.routes import Route
-from kubewire.server.websocket import bearer_token
+from kubewire.server.websocket import BearerProtocolError, bearer_token
 from kubewire.status import Unauthorized
 
 if TYPE_CHECKING:
+    from kubewire.server.client_certs import ClientCertificates
     from kubewire.server.pki import ServerPKI
 
 log = logging.getLogger(__name__)
@@ -66,7 +72,9 @@ def tls_files(config: ServerConfig) -> TLSFiles:
 
 
 def server_ssl_context(files: TLSFiles) -> ssl.SSLContext:
-    """TLS 1.2+, client certificates verified against the CA when offered (never required).
+    """TLS 1.2+; client certificates asked for and never required, and any accepted in the
+    handshake, as Go's ``tls.RequestClientCert``: each request verifies its connection's
+    certificate (``client_certs.py``), so a bad one costs that credential, not the connection.
 
     No TLS 1.3 session tickets: OpenSSL makes and sends two after every handshake. Kubernetes
     clients keep their connections open and do not resume sessions, so the work is wasted, and
@@ -79,20 +87,35 @@ def server_ssl_context(files: TLSFiles) -> ssl.SSLContext:
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.load_cert_chain(files.cert, files.key)
     ctx.load_verify_locations(files.client_ca)
-    ctx.verify_mode = ssl.CERT_OPTIONAL
     ctx.set_alpn_protocols(["http/1.1"])
     ctx.num_tickets = 0
+    from kubewire.server.client_certs import request_client_certificates
+
+    request_client_certificates(ctx)  # last: it checks the context's settings
     return ctx
+
+
+class Decisions(Protocol):
+    """What ``Access.admit`` reports as it decides (an audit record records it)."""
+
+    def impersonated(self, user: UserInfo) -> None: ...
+
+    def authorized(self, allowed: bool, reason: str) -> None: ...
 
 
 class Access:
     """Authenticates and authorizes each request; ``open`` when serving insecure HTTP alone."""
 
-    def __init__(self, config: ServerConfig) -> None:
+    def __init__(self, config: ServerConfig, tls: TLSFiles | None = None) -> None:
         tokens = TokenFile(token_file_path(config))
         policies = (load_policy_file(config.authorization_policy_file)
                     if config.authorization_policy_file else None)
         self.authenticator = Authenticator(tokens)
+        self.client_certs: ClientCertificates | None = None
+        if tls is not None:
+            from kubewire.server.client_certs import ClientCertificates
+
+            self.client_certs = ClientCertificates.from_file(tls.client_ca)
         self.authorizer = Authorizer(policies)
         # --insecure-http without a token file: a local sandbox where everyone is admin.
         self.open = config.insecure_http and not config.token_auth_file
@@ -102,27 +125,72 @@ class Access:
         if self.open:
             return INSECURE_USER
         authorization = request.header("authorization")
-        if not authorization:
-            token = bearer_token(request.headers)  # a browser's WebSocket carries it here
-            authorization = f"Bearer {token}" if token else ""
         try:
-            peercert = request.extra("peercert")
-            user = self.authenticator.authenticate(authorization, peercert)
-        except InvalidCredentials:
+            if not authorization:
+                token = bearer_token(request.headers)  # a browser's WebSocket carries it here
+                authorization = f"Bearer {token}" if token else ""
+            certificate = (self.client_certs.verdict(request.extra("ssl_object"))
+                           if self.client_certs is not None else None)
+            user = self.authenticator.authenticate(authorization, certificate)
+        except (InvalidCredentials, BearerProtocolError) as err:
+            log.debug("Unable to authenticate the request: %s", err)
             raise Unauthorized("Unauthorized") from None
         if user is ANONYMOUS_USER:
             raise Unauthorized("Unauthorized")
         return user
 
     def check(self, request: Request, route: Route | None) -> UserInfo | None:
-        """Raise the Status a request must get before it is served; None for public paths."""
-        if request.path.rstrip("/") in PUBLIC_PATHS or request.path in PUBLIC_PATHS:
+        """Raise the Status a request must get before it is served; None for public paths.
+
+        Returns the user the request runs as (the impersonated one, if it impersonates)."""
+        if is_public(request.path):
             return None
-        user = self.user(request)
-        if user is INSECURE_USER:
-            return user
-        self.authorizer.check(attributes(user, request, route))
+        return self.admit(request, route, self.user(request))
+
+    def admit(self, request: Request, route: Route | None, requestor: UserInfo,
+              decisions: Decisions | None = None) -> UserInfo:
+        """Impersonation, then authorization, for an authenticated ``requestor`` (kube's
+        filter order): the user the request runs as, or the Status it gets. ``decisions``
+        hears of each outcome (the audit record)."""
+        user = self.impersonate(request, requestor)
+        if decisions is not None and user is not requestor:
+            decisions.impersonated(user)
+        if user is not INSECURE_USER:
+            attrs = attributes(user, request, route)
+            allowed, reason = self.authorizer.authorize(attrs)
+            if decisions is not None:
+                decisions.authorized(allowed, reason)
+            if not allowed:
+                raise forbidden(attrs, reason)
         return user
+
+    def impersonate(self, request: Request, requestor: UserInfo) -> UserInfo:
+        """The user ``Impersonate-*`` headers ask for, each part authorized for ``requestor``
+        (``impersonation.py``); ``requestor`` itself when there are none. The headers are
+        dropped afterwards, as kube does."""
+        if not impersonation.is_requested(request.headers):
+            return requestor
+        wanted = impersonation.wanted(list(request.headers), request.header_values)
+        for item in wanted:
+            attrs = item.attributes(requestor)
+            allowed, reason = self.authorizer.authorize(attrs)
+            if not allowed:
+                raise forbidden(attrs, reason)
+        request.drop_headers(impersonation.consumed_headers(list(request.headers)))
+        user = impersonation.impersonated_user(wanted)
+        log.debug("%s is impersonating %s", user_text(requestor), user_text(user))
+        return user
+
+
+def is_public(path: str) -> bool:
+    """Open to anyone, without credentials (kube's public-info paths)."""
+    return path in PUBLIC_PATHS or path.rstrip("/") in PUBLIC_PATHS
+
+
+def user_text(user: UserInfo) -> str:
+    """kube's ``userString`` for its log: ``name[group,...]``."""
+    name = user.name or "<empty>"
+    return f"{name}[{','.join(user.groups)}]" if user.groups else name
 
 
 def resource_verb(request: Request, route: Route) -> str:

@@ -9,11 +9,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from kubewire import __version__
 from kubewire.resources import REGISTRY
 from kubewire.server import reads, writes
-from kubewire.server.access import Access, resource_verb, server_ssl_context, tls_files
+from kubewire.server.access import (
+    Access,
+    is_public,
+    resource_verb,
+    server_ssl_context,
+    tls_files,
+)
+from kubewire.server.authn import ANONYMOUS_USER, UserInfo
 from kubewire.server.context import ServerConfig, ServerContext
 from kubewire.server.controllers import Controllers
 from kubewire.server.discovery import discovery_response
@@ -34,11 +42,15 @@ from kubewire.status import (
     NotFound,
     RequestEntityTooLarge,
     StatusError,
+    Unauthorized,
     internal_error,
 )
 from kubewire.storage.base import ValueTooLargeError
 from kubewire.storage.cache import WatchCaches
 from kubewire.storage.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from kubewire.server.audit_log import Auditor
 
 log = logging.getLogger(__name__)
 
@@ -62,9 +74,10 @@ class APIServer:
         self._store = store
         self.http = HTTPServer(self.handle, config.limits)
         self.controllers = Controllers(self.ctx)
-        self.access = Access(config)
-        self.observer = Observer(self.ctx, config)
         self.tls = None if config.insecure_http else tls_files(config)
+        self.access = Access(config, self.tls)
+        self.auditor = _auditor(config)  # None unless auditing: no cost per request then
+        self.observer = Observer(self.ctx, config)
         self.address: tuple[str, int] = (config.host, config.port)
         self.url = ""
         self.ready = False
@@ -108,12 +121,16 @@ class APIServer:
         await self.controllers.stop()
         await self.ctx.caches.stop()
         await self.ctx.store.close()
+        if self.auditor is not None:
+            self.auditor.close()  # after the streams ended: their last events are in
 
     async def handle(self, request: Request) -> Response | None:
         started = time.perf_counter()
         info = RequestInfo()
         response = await self._answer(request, info)
         self.observer.finished(request, info, response, time.perf_counter() - started)
+        if info.audit is not None:
+            info.audit.finish(request, response, info.error, info.code or 200)
         return response
 
     async def _answer(self, request: Request, info: RequestInfo) -> Response | None:
@@ -121,6 +138,7 @@ class APIServer:
             return await self._route(request, info)
         except StatusError as err:
             info.code = err.code
+            info.error = err
             if request.stream is not None:  # headers already sent: end the stream
                 request.stream.close()
                 return None
@@ -156,17 +174,43 @@ class APIServer:
 
     async def _route(self, request: Request, info: RequestInfo) -> Response | None:
         path = request.path
-        if path in HEALTH_PATHS or path.rstrip("/") in HEALTH_PATHS:
-            return self._health(path.strip("/"))
-        if path.rstrip("/") == "/version":
-            return json_response(200, version_info())
-        route = parse_route(self.ctx.registry, path)
+        public = is_public(path)
+        if public and self.auditor is None:
+            return self._public(path)
+        route = None if public else parse_route(self.ctx.registry, path)
         info.route = route if isinstance(route, Route) else None
-        info.user = self.access.check(request, info.route)
+        info.user = self._identify(request, info, public)
+        if public:
+            return self._public(path)
         if info.route is not None:
             info.verb = resource_verb(request, info.route)
         with self.observer.admit(request, info):
             return await self._dispatch(request, route)
+
+    def _public(self, path: str) -> Response:
+        """Health and version: open to anyone."""
+        if path in HEALTH_PATHS or path.rstrip("/") in HEALTH_PATHS:
+            return self._health(path.strip("/"))
+        return json_response(200, version_info())
+
+    def _identify(self, request: Request, info: RequestInfo, public: bool) -> UserInfo | None:
+        """Authentication, audit, impersonation, authorization: kube's filter order. The user
+        the request runs as (None on public paths), or the Status it gets."""
+        auditor = self.auditor
+        if auditor is None:
+            return None if public else self.access.check(request, info.route)
+        try:
+            requestor = self.access.user(request)
+        except Unauthorized as err:
+            if public:  # served without credentials; audited as kube sees an anonymous user
+                info.audit = auditor.begin(request, info.route, ANONYMOUS_USER)
+                return None
+            auditor.unauthenticated(request, info.route, err)
+            raise
+        info.audit = auditor.begin(request, info.route, requestor)
+        if public:
+            return None
+        return self.access.admit(request, info.route, requestor, info.audit)
 
     async def _dispatch(self, request: Request, route: Route | GroupVersionPath | None,
                         ) -> Response | None:
@@ -228,6 +272,14 @@ class APIServer:
             return None
         table = negotiate_output(request.header("accept"), request.query)
         return await reads.serve_list(self.ctx, route, opts, table)
+
+
+def _auditor(config: ServerConfig) -> Auditor | None:
+    if config.audit_log_path is None and config.audit_policy_file is None:
+        return None  # the audit modules stay unimported
+    from kubewire.server.audit_log import Auditor
+
+    return Auditor.from_files(config.audit_log_path, config.audit_policy_file)
 
 
 def version_info() -> dict[str, str]:

@@ -1,7 +1,10 @@
 """Who is asking: client certificates and bearer tokens, as kube-apiserver reads them.
 
 - A client certificate verified against the server's CA names the user by its subject CN and the
-  groups by its O attributes (x509 authenticator, ``CommonNameUserConversion``).
+  groups by its O attributes (x509 authenticator, ``CommonNameUserConversion``); the TLS layer
+  verifies it (``client_certs.py``) and hands over a ``CertificateVerdict``. One that does not
+  verify is an error the next authenticator may still overrule: a valid bearer token on the same
+  request authenticates it (kube's union authenticator); without one the request gets 401.
 - A bearer token is looked up in a file in kube-apiserver's ``--token-auth-file`` format: CSV
   lines ``token,user,uid[,"group1,group2,..."]``; blank lines are skipped.
 - Every authenticated user is also in ``system:authenticated``. A request with no credentials is
@@ -15,10 +18,10 @@ import csv
 import io
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 log = logging.getLogger(__name__)
 
@@ -27,11 +30,17 @@ UNAUTHENTICATED = "system:unauthenticated"
 ANONYMOUS = "system:anonymous"
 
 
+CREDENTIAL_ID_KEY = "authentication.kubernetes.io/credential-id"
+
+Extra = tuple[tuple[str, tuple[str, ...]], ...]  # user.Info's extra, in order (hashable)
+
+
 @dataclass(frozen=True, slots=True)
 class UserInfo:
     name: str
     uid: str = ""
     groups: tuple[str, ...] = ()
+    extra: Extra = ()
 
     @property
     def is_anonymous(self) -> bool:
@@ -115,24 +124,18 @@ class TokenFile:
 def with_authenticated(user: UserInfo) -> UserInfo:
     if AUTHENTICATED in user.groups:
         return user
-    return UserInfo(user.name, user.uid, (*user.groups, AUTHENTICATED))
+    return UserInfo(user.name, user.uid, (*user.groups, AUTHENTICATED), user.extra)
 
 
-def user_from_peercert(peercert: Mapping[str, Any] | None) -> UserInfo | None:
-    """The user a verified client certificate names (``ssl`` ``getpeercert()`` form)."""
-    if not peercert:
-        return None
-    name = ""
-    groups: list[str] = []
-    for rdn in peercert.get("subject", ()):
-        for key, value in rdn:
-            if key == "commonName":
-                name = value
-            elif key == "organizationName":
-                groups.append(value)
-    if not name:
-        return None  # kube: "common name is required"
-    return with_authenticated(UserInfo(name, "", tuple(groups)))
+@dataclass(frozen=True, slots=True)
+class CertificateVerdict:
+    """What the connection's client certificate says: a user, or why it does not verify.
+
+    ``user`` None with no ``error``: verified but without a common name (no opinion, as kube's
+    ``CommonNameUserConversion`` has none)."""
+
+    user: UserInfo | None
+    error: str = ""
 
 
 class InvalidCredentials(Exception):
@@ -149,14 +152,18 @@ class Authenticator:
 
     tokens: TokenLookup
 
-    def authenticate(self, authorization: str, peercert: Mapping[str, Any] | None) -> UserInfo:
-        user = user_from_peercert(peercert)
-        if user is not None:
-            return user
+    def authenticate(self, authorization: str,
+                     certificate: CertificateVerdict | None = None) -> UserInfo:
+        """kube's union: the certificate, then the bearer token; the first that names a user
+        wins. Raises ``InvalidCredentials`` when none does and one of them failed."""
+        if certificate is not None and certificate.user is not None:
+            return certificate.user
         scheme, _, token = authorization.strip().partition(" ")
         if scheme.lower() == "bearer" and token.strip():
             found = self.tokens.get(token.strip())
             if found is None:
                 raise InvalidCredentials("invalid bearer token")
             return with_authenticated(found)
+        if certificate is not None and certificate.error:
+            raise InvalidCredentials(certificate.error)
         return ANONYMOUS_USER

@@ -164,9 +164,13 @@ def forbidden_message(attrs: Attributes) -> str:
     return f"{head} at the cluster scope"
 
 
+_SANITIZE = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
 def forbidden(attrs: Attributes, reason: str) -> Forbidden:
-    """``apierrors.NewForbidden(groupResource, name, err)`` as the authorization filter sends it."""
-    detail = forbidden_message(attrs) + (f": {reason}" if reason else "")
+    """``apierrors.NewForbidden(groupResource, name, err)`` as the authorization filter sends it
+    (``ForbiddenStatusError``: the message HTML-escaped, so no answer looks like markup)."""
+    detail = forbidden_message(attrs).translate(_SANITIZE) + (f": {reason}" if reason else "")
     qualified = attrs.resource + (f".{attrs.api_group}" if attrs.api_group else "")
     if not attrs.resource_request:
         return Forbidden(f"forbidden: {detail}", {})

@@ -43,6 +43,8 @@ class ServerConfig:
     client_ca_file: Path | None = None
     token_auth_file: Path | None = None
     authorization_policy_file: Path | None = None
+    audit_log_path: str | None = None  # a file, or "-" for standard output
+    audit_policy_file: Path | None = None
     # kubeadm's default; kube-apiserver's own built-in default is 10.0.0.0/24
     service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR
     service_node_port_range: tuple[int, int] = DEFAULT_NODE_PORT_RANGE

@@ -14,6 +14,7 @@ import contextlib
 from collections import Counter as Tally
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kubewire.resources import Resource
 from kubewire.server.authn import UserInfo
@@ -21,8 +22,11 @@ from kubewire.server.context import ServerConfig, ServerContext
 from kubewire.server.http import Request, Response
 from kubewire.server.metrics import LiveSources, Sample, ServerMetrics
 from kubewire.server.routes import Route
-from kubewire.status import TooManyRequests
+from kubewire.status import StatusError, TooManyRequests
 from kubewire.storage.cache import WatchCache
+
+if TYPE_CHECKING:
+    from kubewire.server.audit_log import AuditRecord
 
 MASTERS = "system:masters"
 MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -33,12 +37,14 @@ _REPORTED_VERBS = {"list": "LIST", "watch": "WATCH", "get": "GET", "create": "PO
 
 @dataclass(slots=True)
 class RequestInfo:
-    """What routing learned about a request, for limits and metrics."""
+    """What routing learned about a request, for limits, metrics and the audit log."""
 
     route: Route | None = None
-    user: UserInfo | None = None
+    user: UserInfo | None = None  # who the request runs as (the impersonated user, if any)
     verb: str = ""
     code: int = 0
+    error: StatusError | None = None  # the Status answered, if the request failed with one
+    audit: AuditRecord | None = None  # set only when the request is audited
 
 
 class TooManyInFlight(Exception):

@@ -41,17 +41,54 @@ def offered_protocols(headers: Mapping[str, str]) -> list[str]:
     return [p.strip() for p in raw.split(",") if p.strip()]
 
 
+class BearerProtocolError(ValueError):
+    """A bearer-token subprotocol kube's websocket authenticator refuses (the request gets 401)."""
+
+
+_BASE64URL = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
 def bearer_token(headers: Mapping[str, str]) -> str | None:
-    """The token kube's websocket authenticator reads from the offered protocols, if any."""
-    for proto in offered_protocols(headers):
-        if proto.startswith(BEARER_PROTOCOL_PREFIX):
-            encoded = proto[len(BEARER_PROTOCOL_PREFIX):]
-            try:
-                data = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
-                return data.decode("utf-8")
-            except (binascii.Error, UnicodeDecodeError):
-                return None
-    return None
+    """The token of kube's websocket protocol authenticator (``websocket.ProtocolAuthenticator``).
+
+    Only a WebSocket upgrade request carries one: on any other request the header is ignored,
+    as kube ignores it, so it cannot stand in for ``Authorization``. None when there is none;
+    ``BearerProtocolError`` with kube's text for two tokens, a token that is not unpadded
+    base64url UTF-8, or a token offered with no other subprotocol to echo.
+    """
+    if not is_websocket_request(headers):
+        return None
+    token = ""
+    seen = False
+    others = 0
+    for proto in headers.get("sec-websocket-protocol", "").split(","):
+        proto = proto.strip()
+        if not proto.startswith(BEARER_PROTOCOL_PREFIX):
+            others += 1
+            continue
+        if seen:
+            raise BearerProtocolError("multiple base64.bearer.authorization tokens specified")
+        seen = True
+        token = _decode_token(proto[len(BEARER_PROTOCOL_PREFIX):])
+    if token and not others:
+        raise BearerProtocolError("missing additional subprotocol")
+    return token or None
+
+
+def _decode_token(encoded: str) -> str:
+    """Go's ``base64.RawURLEncoding.DecodeString`` (no padding), then valid UTF-8."""
+    raw = encoded.encode("latin-1")
+    try:
+        if not _BASE64URL.issuperset(raw):
+            raise binascii.Error(encoded)
+        data = base64.urlsafe_b64decode(raw + b"=" * (-len(raw) % 4))
+    except (binascii.Error, ValueError):
+        raise BearerProtocolError(
+            "invalid base64.bearer.authorization token encoding") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BearerProtocolError("invalid base64.bearer.authorization token") from None
 
 
 class HandshakeError(Exception):
