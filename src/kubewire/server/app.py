@@ -14,7 +14,7 @@ from kubewire import __version__
 from kubewire.resources import REGISTRY
 from kubewire.server import reads, writes
 from kubewire.server.access import Access, resource_verb, server_ssl_context, tls_files
-from kubewire.server.context import ServerConfig, ServerContext
+from kubewire.server.context import DATABASE_NAME, ServerConfig, ServerContext
 from kubewire.server.controllers import Controllers
 from kubewire.server.discovery import discovery_response
 from kubewire.server.encoding import json_response, status_response
@@ -52,7 +52,7 @@ class APIServer:
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
         config.data_dir.mkdir(parents=True, exist_ok=True)
-        store = SQLiteStore(config.data_dir / "kubewire.db", durability=config.durability,
+        store = SQLiteStore(config.data_dir / DATABASE_NAME, durability=config.durability,
                             retention=config.retention, writer_process=True)
         store.on_commit = self._observe_commit
         store.max_value_bytes = config.limits.max_object_bytes

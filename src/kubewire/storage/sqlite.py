@@ -31,6 +31,7 @@ from kubewire.storage.base import (
     Update,
 )
 from kubewire.storage.sqlite_reads import read_changes, read_list, read_record
+from kubewire.storage.sqlite_revision_record import RevisionRecord, check_revision
 from kubewire.storage.sqlite_schema import (
     Durability,
     connect,
@@ -119,6 +120,8 @@ class SQLiteStore:
       write of that batch returns; a listener that raises is logged and the store carries on;
     - cancelling ``write`` after it was queued does not cancel the write: it commits, and only
       the caller stops waiting;
+    - every commit's revision is recorded outside the database before it is acknowledged, and
+      ``open`` refuses a database that lost revisions (``sqlite_revision_record``);
     - ``list`` with a ``revision`` above the newest committed one raises ``ValueError``;
     - the change log is also compacted automatically (after every 1000 changes or 60 s), in
       chunks so that writes wait only milliseconds behind it.
@@ -145,6 +148,7 @@ class SQLiteStore:
         self._writer: Writer | ProcessWriter | None = None
         self._writer_process = writer_process
         self._readers: _ReaderPool | None = None
+        self._record: RevisionRecord | None = None
         self._pending: asyncio.Semaphore | None = None
         self._is_closing = False
         # Called with each transaction's duration, on the writer thread (or on the loop, with a
@@ -171,11 +175,26 @@ class SQLiteStore:
     async def open(self) -> None:
         """Create or open the database, recover the revision counter, start the threads.
 
-        Raises ``StorageError`` if the store is already open or the file has another schema.
+        Raises ``StorageError`` if the store is already open or the file has another schema,
+        ``RevisionLostError`` if the database ends below the revision its record says was
+        committed (``sqlite_revision_record``), ``StoreInUseError`` while it is being repaired.
         """
         if self._writer is not None or self._is_closing:
             raise StorageError("store is already open (or was closed)")
-        conn, revision, compacted = await asyncio.to_thread(self._open_writer_connection)
+        record = await asyncio.to_thread(RevisionRecord, self._path)
+        try:
+            writer = await self._start_writer(record)
+        except BaseException:
+            record.close()
+            raise
+        self._record = record  # held (locked) until close: no repair while the store is open
+        self._readers = _ReaderPool(self._path, self._durability)
+        self._pending = asyncio.Semaphore(MAX_PENDING_WRITES)
+        self._writer = writer
+
+    async def _start_writer(self, record: RevisionRecord) -> Writer | ProcessWriter:
+        conn, revision, compacted = await asyncio.to_thread(self._open_writer_connection,
+                                                            record)
         self._current_revision = revision
         loop = asyncio.get_running_loop()
         writer: Writer | ProcessWriter
@@ -185,29 +204,32 @@ class SQLiteStore:
                                    self._deliver)
         else:
             writer = Writer(conn, loop, self._retention, self._clock, self._deliver)
+            writer.record = record
         writer.on_commit = self.on_commit
         writer.max_value_bytes = self.max_value_bytes
         writer.compacted_revision = compacted
-        self._readers = _ReaderPool(self._path, self._durability)
-        self._pending = asyncio.Semaphore(MAX_PENDING_WRITES)
         if isinstance(writer, ProcessWriter):
             await writer.start()
         else:
             writer.start()
-        self._writer = writer
+        return writer
 
-    def _open_writer_connection(self) -> tuple[sqlite3.Connection, int, int]:
-        """The writer's connection, the current revision and the compacted revision."""
+    def _open_writer_connection(self, record: RevisionRecord,
+                                ) -> tuple[sqlite3.Connection, int, int]:
+        """The writer's connection, the current revision and the compacted revision, once the
+        database is known to hold every revision its record says was committed."""
         conn = connect(self._path, self._durability, is_reader=False)
         try:
             ensure_schema(conn)
             # Every write transaction updates meta, so this repair never fires unless the file
             # was edited by hand; it keeps revisions strictly increasing even then.
             revision = recover_revision(conn)
+            check_revision(os.fspath(self._path), revision, record.read())
             if revision != read_meta_int(conn, "revision"):
                 conn.execute("BEGIN IMMEDIATE")
                 write_meta(conn, "revision", revision)
                 conn.execute("COMMIT")
+            record.write(revision)  # a record lagging behind (lost with an OS crash) catches up
             return conn, revision, read_meta_int(conn, "compacted_revision")
         except BaseException:
             conn.close()
@@ -228,6 +250,8 @@ class SQLiteStore:
         await asyncio.shield(writer.stopped)
         await asyncio.to_thread(writer.join)
         await asyncio.to_thread(readers.close)
+        if self._record is not None:
+            self._record.close()
 
     def subscribe(self, listener: ChangeListener) -> None:
         """Call ``listener`` with every committed batch of changes, in revision order."""
