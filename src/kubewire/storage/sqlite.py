@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from kubewire.storage.base import (
     Change,
@@ -43,6 +43,7 @@ from kubewire.storage.sqlite_schema import (
 from kubewire.storage.sqlite_writer import (
     CompactRequest,
     Outcome,
+    PingRequest,
     StopRequest,
     Writer,
     WriteRequest,
@@ -63,6 +64,12 @@ READER_THREADS = 4
 # Writes queued or in flight at once; further writers wait, so the queue cannot grow unbounded.
 MAX_PENDING_WRITES = 10_000
 _DEFAULT_RETENTION = Retention()
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """Mark a future's exception as seen (nobody may be left waiting for it)."""
+    if not future.cancelled():
+        future.exception()
 
 
 class _ReaderPool:
@@ -118,8 +125,9 @@ class SQLiteStore:
       which listeners read before ``write`` returns;
     - listeners run on the event loop, with each committed batch in revision order, before any
       write of that batch returns; a listener that raises is logged and the store carries on;
-    - cancelling ``write`` after it was queued does not cancel the write: it commits, and only
-      the caller stops waiting;
+    - cancelling ``write`` after it was queued does not cancel the write: it commits (and is
+      published), only the caller stops waiting; it holds its place among the
+      ``MAX_PENDING_WRITES`` until the writer answers it;
     - every commit's revision is recorded outside the database before it is acknowledged, and
       ``open`` refuses a database that lost revisions (``sqlite_revision_record``);
     - ``list`` with a ``revision`` above the newest committed one raises ``ValueError``;
@@ -150,6 +158,8 @@ class SQLiteStore:
         self._readers: _ReaderPool | None = None
         self._record: RevisionRecord | None = None
         self._pending: asyncio.Semaphore | None = None
+        self._ping: asyncio.Future[None] | None = None
+        self._ping_sent_at = 0.0
         self._is_closing = False
         # Called with each transaction's duration, on the writer thread (or on the loop, with a
         # writer process): metrics only, must not block.
@@ -290,12 +300,50 @@ class SQLiteStore:
         """
         self._require_writer()
         obj = copy_for_write(op.obj) if isinstance(op, Create | Update) else None
-        assert self._pending is not None
-        async with self._pending:
+        pending = self._pending
+        assert pending is not None
+        await pending.acquire()
+        try:
             writer = self._require_writer()  # re-check: close() may have begun while we waited
-            future: asyncio.Future[Change] = asyncio.get_running_loop().create_future()
-            writer.submit(WriteRequest(op, obj, future))
-            return await future
+        except BaseException:
+            pending.release()
+            raise
+        future: asyncio.Future[Change] = asyncio.get_running_loop().create_future()
+        # The slot is the writer's until it answers, even if the caller stops waiting (a request
+        # timed out on a stalled writer): MAX_PENDING_WRITES bounds what a writer holds.
+        future.add_done_callback(self._write_answered)
+        writer.submit(WriteRequest(op, obj, future))
+        return await asyncio.shield(future)
+
+    def _write_answered(self, future: asyncio.Future[Any]) -> None:
+        assert self._pending is not None
+        self._pending.release()
+        _retrieve(future)  # a caller that stopped waiting does not see its outcome
+
+    async def ping(self, timeout_s: float) -> bool:
+        """Whether the writer answers within ``timeout_s`` (the health check).
+
+        The ping queues behind the writes already sent, so a writer that is stalled, or so far
+        behind that a write would wait longer, fails it. Callers share one ping in flight: while
+        it is unanswered for longer than ``timeout_s`` every caller gets False at once.
+        """
+        if not self.is_writable:
+            return False
+        loop = asyncio.get_running_loop()
+        ping = self._ping
+        if ping is None or ping.done():
+            ping = self._ping = loop.create_future()
+            ping.add_done_callback(_retrieve)
+            self._ping_sent_at = loop.time()
+            self._require_writer().submit(PingRequest(ping))
+        remaining = self._ping_sent_at + timeout_s - loop.time()
+        if remaining <= 0:
+            return False
+        try:
+            await asyncio.wait_for(asyncio.shield(ping), remaining)
+        except (TimeoutError, StorageError):
+            return False
+        return True
 
     async def get(self, key: str) -> Record | None:
         """The current record of ``key``, or None."""

@@ -9,7 +9,8 @@ is then rolled back entirely.
 After each commit the thread records the batch's last revision outside the database
 (``sqlite_revision_record``), then schedules one callback on the event loop with the batch's
 changes and outcomes; callbacks run in commit order, so the store can publish changes in revision
-order and resolve waiting writers after their changes are published.
+order and resolve waiting writers after their changes are published. A ``PingRequest`` is
+answered once everything queued before it has been handled: the store's health check.
 """
 
 from __future__ import annotations
@@ -78,11 +79,18 @@ class CompactRequest:
     future: asyncio.Future[int]
 
 
+@dataclass(slots=True)
+class PingRequest:
+    """Answer ``future`` (with None) once every request queued before it has been handled."""
+
+    future: asyncio.Future[None]
+
+
 class StopRequest:
     """Queued last by ``close()``: everything before it is committed, then the thread exits."""
 
 
-Request = WriteRequest | CompactRequest | StopRequest
+Request = WriteRequest | CompactRequest | PingRequest | StopRequest
 # A future and what to resolve it with: a result, or an exception to raise.
 Outcome = tuple["asyncio.Future[Any]", object]
 Deliver = Callable[[Sequence[Change], Sequence[Outcome]], None]
@@ -164,6 +172,9 @@ class Writer:
                 self._is_compacting = True
             if self._is_compacting:
                 self._compact_step()
+            pings = [(r.future, None) for r in requests if isinstance(r, PingRequest)]
+            if pings:
+                self._schedule((), pings)
             if any(isinstance(r, StopRequest) for r in requests):
                 self._finish_compaction()
                 return

@@ -40,6 +40,7 @@ from kubewire.storage.sqlite_schema import connect
 from kubewire.storage.sqlite_writer import (
     CompactRequest,
     Outcome,
+    PingRequest,
     Request,
     StopRequest,
     Writer,
@@ -48,9 +49,10 @@ from kubewire.storage.sqlite_writer import (
 
 _HEADER = struct.Struct(">I")
 OP_KINDS: dict[type, int] = {Create: 0, Update: 1, Delete: 2}
-# Request kinds: a write, a compaction.
-WRITE, COMPACT = 0, 1
-# Outcome tags in a reply: the index of the write's change, a compacted revision, an error.
+# Request kinds: a write, a compaction, a ping.
+WRITE, COMPACT, PING = 0, 1, 2
+# Outcome tags in a reply: the index of the write's change, a plain value (a compaction's
+# revision, a ping's None), an error.
 CHANGE, VALUE, ERROR = 0, 1, 2
 # The child's first frame: READY, or [FAILED, why] when it cannot open the database.
 READY = "ready"
@@ -167,6 +169,8 @@ class _Replies:
 def _request(message: list[Any], decode: Callable[[bytes], Any]) -> Request:
     if message[0] == COMPACT:
         return CompactRequest(message[1])
+    if message[0] == PING:
+        return PingRequest(message[1])
     _, ident, kind, key, expected, body = message
     if body is None:
         return WriteRequest(Delete(key, expected), None, ident)

@@ -7,7 +7,8 @@ GIL, not in SQLite. Here the same ``Writer`` (group commit, dense revisions, per
 outcomes, compaction) runs in a child process; the server talks to it over two pipes:
 
 - to the child, one frame per request: a write (its id, the op, the key, the expected revision
-  and the object's JSON, which the child stamps with its revision), a compaction, or EOF to stop;
+  and the object's JSON, which the child stamps with its revision), a compaction, a ping (the
+  health check: answered once the writer has handled everything sent before it), or EOF to stop;
 - to the server, first ``READY`` (or why the child could not open the database), then one frame
   per committed batch: the changes, each request's outcome, the compacted revision and the
   commit's duration.
@@ -40,6 +41,7 @@ from kubewire.storage.sqlite_writer import (
     CompactRequest,
     Deliver,
     Outcome,
+    PingRequest,
     Request,
     StopRequest,
     writer_stopped,
@@ -49,6 +51,7 @@ from kubewire.storage.sqlite_writer_child import (
     COMPACT,
     FAILED,
     OP_KINDS,
+    PING,
     READY,
     VALUE,
     WRITE,
@@ -125,9 +128,9 @@ class ProcessWriter:
             self._input.close()  # EOF: the child commits what it read, then exits
             return
         ident = self._next_id = self._next_id + 1
-        if isinstance(request, CompactRequest):
+        if isinstance(request, CompactRequest | PingRequest):
             self._pending[ident] = (request.future, None)
-            self._queue(frame([COMPACT, ident]))
+            self._queue(frame([COMPACT if isinstance(request, CompactRequest) else PING, ident]))
             return
         op = request.op
         obj = request.obj
