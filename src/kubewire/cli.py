@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import contextlib
 import ctypes
+import errno
 import ipaddress
 import logging
 import os
@@ -214,9 +215,25 @@ def start_error_text(exc: BaseException, data_dir: Path) -> str:
                 "would give their revisions out again. To serve what it holds, with every "
                 "client made to relist, run: kubewire repair --data-dir "
                 f"{data_dir} --accept-data-loss")
-    if isinstance(exc, sqlite3.Error):
-        return f"{data_dir / DATABASE_NAME}: {exc}"
+    if isinstance(exc, sqlite3.Error):  # SQLite says "disk I/O error" for a full disk at times
+        text = f"{data_dir / DATABASE_NAME}: {exc}"
+        return f"{text} (no space left on its device)" if _is_full(data_dir) else text
+    if isinstance(exc, OSError) and exc.errno in _NO_SPACE and exc.filename is None:
+        return f"{exc.strerror}: {data_dir}"  # a write that failed on close names no file
     return str(exc) or type(exc).__name__
+
+
+_NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def _is_full(path: Path) -> bool:
+    """Whether the file system ``path`` is (or would be) on has no space left."""
+    for candidate in (path, *path.absolute().parents):
+        try:
+            return os.statvfs(candidate).f_bavail == 0
+        except OSError:
+            continue
+    return False
 
 
 async def serve(config: ServerConfig) -> None:
@@ -297,6 +314,7 @@ def run_server(args: argparse.Namespace) -> int:
     try:
         run(serve(config_from_args(args)))
     except CannotStart as exc:
+        log.debug("start failed", exc_info=exc.__cause__)  # the traceback, for --log-level debug
         print(f"kubewire: cannot start: {exc}", file=sys.stderr)
         return 1
     return 0

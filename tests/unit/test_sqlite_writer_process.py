@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import subprocess
@@ -205,3 +206,18 @@ async def test_a_stopped_writer_fails_pings_and_still_commits_what_callers_gave_
     finally:
         await store.close()
 
+
+async def test_a_writer_process_that_cannot_open_the_database_says_why_once(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str],
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A full disk, say: the reason reaches the server, which says it in one line (cli.py)."""
+    loop = asyncio.get_running_loop()
+    writer = ProcessWriter(tmp_path / "missing" / "db", "normal", Retention(), loop,
+                           lambda changes, outcomes: None)
+    with pytest.raises(StorageError) as info:
+        await writer.start()
+    assert str(info.value) == ("[Errno 2] No such file or directory: "
+                               f"'{tmp_path / 'missing' / 'db'}-revision'")
+    assert writer._process is not None and writer._process.poll() == 1  # exited, reaped
+    assert capfd.readouterr().err == ""  # no traceback from the child
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []  # nor "exited"
