@@ -78,6 +78,16 @@ DAMAGE: dict[str, Callable[[Path], None]] = {
     "deleted": _delete, "truncated": _truncate, "corrupted": _corrupt}
 
 
+def _files(data: Path) -> dict[str, bytes]:
+    """The store's files as they are: the -shm index aside (any reader may rebuild it), and an
+    empty WAL counted as none (a reader of a store without one may create it)."""
+    files = {p.name: p.read_bytes() for p in data.glob("kubewire.db*")
+             if not p.name.endswith("-shm")}
+    if files.get("kubewire.db-wal") == b"":
+        del files["kubewire.db-wal"]
+    return files
+
+
 def _first_event(port: int, revision: int) -> dict[str, object]:
     conn = http.client.HTTPConnection(HOST, port, timeout=30)
     try:
@@ -106,6 +116,7 @@ def test_a_lost_or_damaged_wal_refuses_to_start_until_repaired(tmp_path: Path,
         last = _fill(server.port, 200)
         _crash(server)
         DAMAGE[damage](data / "kubewire.db-wal")
+        found = _files(data)
 
         refused = run_cli("serve", "--data-dir", str(data), "--port", "0", "--insecure-http")
         assert refused.returncode == 1 and refused.stdout == ""
@@ -122,6 +133,7 @@ def test_a_lost_or_damaged_wal_refuses_to_start_until_repaired(tmp_path: Path,
         assert f"revision {last} had been committed: {last - held} revisions" in report.stdout
         assert run_cli("serve", "--data-dir", str(data), "--port", "0",
                        "--insecure-http").returncode == 1  # still refused
+        assert _files(data) == found  # neither the refusals nor the report changed anything
 
         repaired = run_cli("repair", "--data-dir", str(data), "--accept-data-loss")
         assert repaired.returncode == 0, repaired.stderr

@@ -36,6 +36,7 @@ from kubewire.storage.sqlite_schema import (
     Durability,
     connect,
     ensure_schema,
+    peek_revision,
     read_meta_int,
     recover_revision,
     write_meta,
@@ -228,13 +229,14 @@ class SQLiteStore:
                                 ) -> tuple[sqlite3.Connection, int, int]:
         """The writer's connection, the current revision and the compacted revision, once the
         database is known to hold every revision its record says was committed."""
+        # Before anything writes: a refused store keeps its damaged WAL for whoever looks.
+        check_revision(os.fspath(self._path), peek_revision(self._path), record.read())
         conn = connect(self._path, self._durability, is_reader=False)
         try:
             ensure_schema(conn)
             # Every write transaction updates meta, so this repair never fires unless the file
             # was edited by hand; it keeps revisions strictly increasing even then.
             revision = recover_revision(conn)
-            check_revision(os.fspath(self._path), revision, record.read())
             if revision != read_meta_int(conn, "revision"):
                 conn.execute("BEGIN IMMEDIATE")
                 write_meta(conn, "revision", revision)

@@ -19,7 +19,13 @@ from dataclasses import dataclass
 
 from kubewire.storage.base import StorageError
 from kubewire.storage.sqlite_revision_record import DamagedRecordError, RevisionRecord
-from kubewire.storage.sqlite_schema import connect, ensure_schema, recover_revision, write_meta
+from kubewire.storage.sqlite_schema import (
+    connect,
+    connect_read_only,
+    ensure_schema,
+    recover_revision,
+    write_meta,
+)
 
 # Added to the highest revision known to be committed. The record is not fsynced, so after an
 # OS crash it may lag what was acknowledged by the commits of the last writeback interval (the
@@ -49,11 +55,13 @@ class Repaired:
 
 
 def inspect_store(path: str | os.PathLike[str]) -> StoreState:
-    """What the store at ``path`` holds; raises ``StoreInUseError`` if a server has it open."""
+    """What the store at ``path`` holds, read without changing anything (its WAL stays as it
+    is); raises ``StoreInUseError`` if a server has it open."""
     record = RevisionRecord(path, exclusive=True)
     try:
-        conn = _open(path)
+        conn = connect_read_only(path)
         try:
+            _check_integrity(conn, path)
             return _state(conn, record)
         finally:
             conn.close()
@@ -88,14 +96,18 @@ def _open(path: str | os.PathLike[str]) -> sqlite3.Connection:
     conn = connect(path, "full", is_reader=False)
     try:
         ensure_schema(conn)
-        problems = [row[0] for row in conn.execute("PRAGMA integrity_check(5)")]
-        if problems != ["ok"]:
-            raise StorageError(f"{os.fspath(path)} is damaged beyond repair ({problems[0]}): "
-                               "restore it from a backup")
+        _check_integrity(conn, path)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def _check_integrity(conn: sqlite3.Connection, path: str | os.PathLike[str]) -> None:
+    problems = [row[0] for row in conn.execute("PRAGMA integrity_check(5)")]
+    if problems != ["ok"]:
+        raise StorageError(f"{os.fspath(path)} is damaged beyond repair ({problems[0]}): "
+                           "restore it from a backup")
 
 
 def _state(conn: sqlite3.Connection, record: RevisionRecord) -> StoreState:
