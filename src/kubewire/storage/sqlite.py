@@ -229,8 +229,11 @@ class SQLiteStore:
                                 ) -> tuple[sqlite3.Connection, int, int]:
         """The writer's connection, the current revision and the compacted revision, once the
         database is known to hold every revision its record says was committed."""
+        # The record first: a writer process that outlived its server may still be committing,
+        # and records only what it has committed, so the database can only be further along.
         # Before anything writes: a refused store keeps its damaged WAL for whoever looks.
-        check_revision(os.fspath(self._path), peek_revision(self._path), record.read())
+        recorded = record.read()
+        check_revision(os.fspath(self._path), peek_revision(self._path), recorded)
         conn = connect(self._path, self._durability, is_reader=False)
         try:
             ensure_schema(conn)
