@@ -215,12 +215,15 @@ def start_error_text(exc: BaseException, data_dir: Path) -> str:
                 "would give their revisions out again. To serve what it holds, with every "
                 "client made to relist, run: kubewire repair --data-dir "
                 f"{data_dir} --accept-data-loss")
-    if isinstance(exc, sqlite3.Error):  # SQLite says "disk I/O error" for a full disk at times
+    if isinstance(exc, sqlite3.Error):
         text = f"{data_dir / DATABASE_NAME}: {exc}"
-        return f"{text} (no space left on its device)" if _is_full(data_dir) else text
-    if isinstance(exc, OSError) and exc.errno in _NO_SPACE and exc.filename is None:
-        return f"{exc.strerror}: {data_dir}"  # a write that failed on close names no file
-    return str(exc) or type(exc).__name__
+    elif isinstance(exc, OSError) and exc.errno in _NO_SPACE and exc.filename is None:
+        text = f"{exc.strerror}: {data_dir}"  # a write that failed on close names no file
+    else:
+        text = str(exc) or type(exc).__name__
+    if "space" not in text.lower() and _is_full(data_dir):  # SQLite may say "disk I/O error"
+        text += f" (no space left on the device of {data_dir})"
+    return text
 
 
 _NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})

@@ -216,8 +216,9 @@ async def test_a_writer_process_that_cannot_open_the_database_says_why_once(
                            lambda changes, outcomes: None)
     with pytest.raises(StorageError) as info:
         await writer.start()
-    assert str(info.value) == ("[Errno 2] No such file or directory: "
-                               f"'{tmp_path / 'missing' / 'db'}-revision'")
+    path = tmp_path / "missing" / "db"
+    assert str(info.value) == (f"the SQLite writer process cannot open {path}: [Errno 2] No "
+                               f"such file or directory: '{path}-revision'")
     assert writer._process is not None and writer._process.poll() == 1  # exited, reaped
     assert capfd.readouterr().err == ""  # no traceback from the child
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []  # nor "exited"

@@ -196,7 +196,7 @@ def serve_child(argv: Sequence[str]) -> int:
         record = RevisionRecord(path)
         conn = connect(path, "full" if durability == "full" else "normal", is_reader=False)
     except (OSError, sqlite3.Error, StorageError) as exc:  # a full disk, say: the server says so
-        replies.send(frame([FAILED, str(exc)]))
+        replies.send(frame([FAILED, f"the SQLite writer process cannot open {path}: {exc}"]))
         return 1
     writer = Writer(conn, replies, retention, time.time, replies.deliver)  # type: ignore[arg-type]
     writer.max_value_bytes = int(max_value_bytes)
