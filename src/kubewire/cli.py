@@ -1,4 +1,9 @@
-"""``kubewire`` command line: ``kubewire serve`` starts a Kubernetes-compatible API server."""
+"""``kubewire`` command line: ``kubewire serve`` starts a Kubernetes-compatible API server;
+``kubewire user`` issues credentials; ``kubewire repair`` restarts a damaged store.
+
+A server that cannot start (a full disk, a store that lost revisions, a bad certificate) says
+why in one line, ``kubewire: cannot start: ...``, and exits 1: no traceback.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,12 @@ import argparse
 import asyncio
 import contextlib
 import ctypes
+import errno
 import ipaddress
 import logging
 import os
 import signal
+import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,9 +26,10 @@ from kubewire.server.allocation import DEFAULT_SERVICE_CIDR
 from kubewire.server.audit import PolicyError as AuditPolicyError
 from kubewire.server.authn import TokenFileError
 from kubewire.server.authz import PolicyFileError
-from kubewire.server.context import ServerConfig
+from kubewire.server.context import DATABASE_NAME, ServerConfig
 from kubewire.server.http import Limits
-from kubewire.storage.base import Retention
+from kubewire.storage.base import Retention, StorageError
+from kubewire.storage.sqlite_revision_record import RevisionLostError
 
 log = logging.getLogger("kubewire")
 # Files the server reads at start; one it refuses ends `kubewire serve` with its message.
@@ -60,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="INFO")
     _add_access_flags(serve)
     _add_user_command(sub)
+    _add_repair_command(sub)
     return parser
 
 
@@ -98,6 +107,15 @@ def _add_user_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     user.add_argument("--token-auth-file", type=Path, default=None)
     user.add_argument("--server", default=None, help="server URL (default: DIR/kubeconfig's)")
     user.add_argument("--namespace", default="default")
+
+
+def _add_repair_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    repair = sub.add_parser(
+        "repair", help="serve a store that lost revisions again: keep what it holds, move its "
+                       "revision past every one it gave out, and make clients relist")
+    repair.add_argument("--data-dir", type=Path, default=Path("./data"))
+    repair.add_argument("--accept-data-loss", action="store_true",
+                        help="do it (without: only report what the store holds)")
 
 
 MAX_SERVICE_CIDR_BITS = 20  # kube-apiserver rejects larger service ranges (options/validation.go)
@@ -193,11 +211,62 @@ def issue_user(args: argparse.Namespace) -> None:
     print(user_kubeconfig(args.data_dir, request, server=args.server), end="")
 
 
+class CannotStart(Exception):
+    """Why the server could not start, in one line for its user."""
+
+
+# What a server that cannot start raises: its disk, its files, its store; anything else is a bug
+# and keeps its traceback.
+START_ERRORS = (OSError, sqlite3.Error, StorageError, *ConfigFileError)
+
+
+def start_error_text(exc: BaseException, data_dir: Path) -> str:
+    """One line saying why the server did not start and, for lost revisions, what to do."""
+    if isinstance(exc, RevisionLostError):
+        return (f"{exc}: its newest commits were lost with a deleted or damaged write-ahead "
+                f"log ({DATABASE_NAME}-wal) or an older copy of the database, and serving it "
+                "would give their revisions out again. To serve what it holds, with every "
+                "client made to relist, run: kubewire repair --data-dir "
+                f"{data_dir} --accept-data-loss")
+    if isinstance(exc, sqlite3.Error):
+        text = f"{data_dir / DATABASE_NAME}: {exc}"
+    elif isinstance(exc, OSError) and exc.errno in _NO_SPACE and exc.filename is None:
+        text = f"{exc.strerror}: {data_dir}"  # a write that failed on close names no file
+    else:
+        text = str(exc) or type(exc).__name__
+    if "space" not in text.lower() and _is_full(data_dir):  # SQLite may say "disk I/O error"
+        text += f" (no space left on the device of {data_dir})"
+    return text
+
+
+_NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def _is_full(path: Path) -> bool:
+    """Whether the file system ``path`` is (or would be) on has no space left."""
+    for candidate in (path, *path.absolute().parents):
+        try:
+            return os.statvfs(candidate).f_bavail == 0
+        except OSError:
+            continue
+    return False
+
+
 async def serve(config: ServerConfig) -> None:
     from kubewire.server.app import APIServer
 
-    server = APIServer(config)
-    await server.start()
+    try:
+        server = APIServer(config)
+    except START_ERRORS as exc:
+        raise CannotStart(start_error_text(exc, config.data_dir)) from exc
+    try:
+        await server.start()
+    except START_ERRORS as exc:
+        try:
+            await server.stop()  # whatever did start (the writer process) stops with it
+        except Exception:
+            log.debug("cleaning up after a failed start", exc_info=True)
+        raise CannotStart(start_error_text(exc, config.data_dir)) from exc
     url = server.url
     kubeconfig = config.data_dir / "kubeconfig"
     if config.insecure_http:
@@ -215,25 +284,67 @@ async def serve(config: ServerConfig) -> None:
     await server.stop()
 
 
+def repair(args: argparse.Namespace) -> int:
+    """``kubewire repair``: report, and with ``--accept-data-loss`` repair (sqlite_repair)."""
+    from kubewire.storage.sqlite_repair import inspect_store, repair_store
+
+    path = args.data_dir / DATABASE_NAME
+    if not path.is_file():
+        print(f"kubewire: cannot repair: there is no store in {args.data_dir}", file=sys.stderr)
+        return 1
+    try:
+        if not args.accept_data_loss:
+            state = inspect_store(path)
+            print(f"{path} holds {state.objects} objects up to revision {state.revision}; "
+                  f"{_recorded_text(state.recorded, state.lost)}. With --accept-data-loss, "
+                  "repair keeps them, moves the revision past every one given out and makes "
+                  "every client relist.")
+            return 1
+        done = repair_store(path)
+    except START_ERRORS as exc:
+        print(f"kubewire: cannot repair: {start_error_text(exc, args.data_dir)}", file=sys.stderr)
+        return 1
+    before = done.before
+    print(f"repaired {path}: {before.objects} objects kept as of revision {before.revision} "
+          f"({_recorded_text(before.recorded, before.lost)}); new writes start after revision "
+          f"{done.revision}, and clients resuming from older revisions get 410 Gone and relist")
+    return 0
+
+
+def _recorded_text(recorded: int | None, lost: int) -> str:
+    if recorded is None:
+        return "its revision record is missing or unreadable"
+    if lost:
+        return f"revision {recorded} had been committed: {lost} revisions were lost"
+    return f"its record agrees (revision {recorded}): nothing was lost"
+
+
+def run_server(args: argparse.Namespace) -> int:
+    if not args.insecure_http:
+        mmap_tls_read_buffers()
+    run = asyncio.run
+    with contextlib.suppress(ImportError):
+        import uvloop
+
+        run = uvloop.run
+    try:
+        run(serve(config_from_args(args)))
+    except CannotStart as exc:
+        log.debug("start failed", exc_info=exc.__cause__)  # the traceback, for --log-level debug
+        print(f"kubewire: cannot start: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=getattr(args, "log_level", "INFO").upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "serve":
-        if not args.insecure_http:
-            mmap_tls_read_buffers()
-        run = asyncio.run
-        with contextlib.suppress(ImportError):
-            import uvloop
-
-            run = uvloop.run
-        try:
-            run(serve(config_from_args(args)))
-        except ConfigFileError as err:
-            log.error("%s", err)
-            return 1
-    elif args.command == "user":
-        issue_user(args)
+        return run_server(args)
+    if args.command == "repair":
+        return repair(args)
+    issue_user(args)
     return 0
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import signal
 import time
-from pathlib import Path
 
 from tests.integration.harness import ServerThread
 from tests.integration.wire import call, create, get
+from tests.reliability.proc import writer_pid
 
 PODS = "/api/v1/namespaces/default/pods"
 
@@ -18,28 +18,12 @@ def _pod(name: str) -> dict[str, object]:
             "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
 
 
-def _writer_pid(data_dir: Path) -> int:
-    """The writer process of the server on ``data_dir`` (its argv names the database)."""
-    database = str(data_dir / "kubewire.db")
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if b"kubewire.storage.sqlite_writer_child" in argv and database.encode() in argv:
-            return int(entry)
-    raise AssertionError(f"no writer process for {database}")
-
-
 def test_health_fails_and_writes_fail_fast_when_the_writer_process_dies(
         server: ServerThread) -> None:
     create(server, PODS, _pod("before"))
     for path in ("/healthz", "/livez", "/readyz"):
         assert call(server, "GET", path).body == b"ok"
-    os.kill(_writer_pid(server.config.data_dir), signal.SIGKILL)
+    os.kill(writer_pid(server.config.data_dir), signal.SIGKILL)
     deadline = time.monotonic() + 10
     while call(server, "GET", "/readyz").status != 500:
         assert time.monotonic() < deadline, "readyz still passes without a writer"

@@ -1,7 +1,8 @@
 """A `kubewire serve` subprocess and the small blocking HTTP clients the reliability runs use.
 
 ``ServerProcess`` starts the real CLI on a loopback port (plain HTTP), can SIGKILL it and start it
-again on the same data dir and port, and reads its RSS from ``/proc``. ``request`` is one JSON
+again on the same data dir and port, and reads its RSS from ``/proc``; ``writer_pid`` finds its
+writer process. ``run_cli`` runs one ``kubewire`` command to its end. ``request`` is one JSON
 request on a caller-owned ``http.client`` connection. ``WatchReader`` follows one watch on a
 thread and resumes from its last revision whenever the stream ends (server killed, closed).
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -122,6 +124,28 @@ class ServerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def writer_pid(data_dir: Path) -> int:
+    """The writer process of the server on ``data_dir`` (its argv names the database)."""
+    database = str(data_dir / "kubewire.db")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if b"kubewire.storage.sqlite_writer_child" in argv and database.encode() in argv:
+            return int(entry)
+    raise AssertionError(f"no writer process for {database}")
+
+
+def run_cli(*args: str, timeout: float = START_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+    """``kubewire ARGS`` to its end, output captured (a server that starts is a TimeoutError)."""
+    return subprocess.run([sys.executable, "-m", "kubewire.cli", *args], capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False)
 
 
 @dataclass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import subprocess
@@ -178,3 +179,46 @@ def test_frames_split_anywhere_are_read_whole() -> None:
     for start in range(0, len(data), 7):
         bodies.extend(reader.feed(data[start:start + 7]))
     assert [msgspec.msgpack.decode(b) for b in bodies] == [[i, "x" * i] for i in range(50)]
+
+
+async def test_a_stopped_writer_fails_pings_and_still_commits_what_callers_gave_up_on(
+        tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "db", durability="normal", writer_process=True)
+    await store.open()
+    try:
+        assert await store.ping(10)
+        writer = store._writer
+        assert isinstance(writer, ProcessWriter) and writer._process is not None
+        os.kill(writer._process.pid, signal.SIGSTOP)
+        try:
+            write = asyncio.create_task(store.write(Create("core/pods/ns/a", _pod("a"))))
+            assert not await store.ping(0.2)  # no answer, and the write has none either
+            assert not write.done()
+            write.cancel()  # the caller gives up (a request deadline)
+            assert not await store.ping(0.2)  # the same ping, still unanswered: at once
+        finally:
+            os.kill(writer._process.pid, signal.SIGCONT)
+        assert await store.ping(10)  # the outstanding ping is answered
+        assert writer._pending == {}  # every request answered, none left behind
+        record = await store.get("core/pods/ns/a")
+        assert record is not None and record.revision == store.current_revision == 1
+        assert (await store.write(Create("core/pods/ns/b", _pod("b")))).revision == 2
+    finally:
+        await store.close()
+
+
+async def test_a_writer_process_that_cannot_open_the_database_says_why_once(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str],
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A full disk, say: the reason reaches the server, which says it in one line (cli.py)."""
+    loop = asyncio.get_running_loop()
+    writer = ProcessWriter(tmp_path / "missing" / "db", "normal", Retention(), loop,
+                           lambda changes, outcomes: None)
+    with pytest.raises(StorageError) as info:
+        await writer.start()
+    path = tmp_path / "missing" / "db"
+    assert str(info.value) == (f"the SQLite writer process cannot open {path}: [Errno 2] No "
+                               f"such file or directory: '{path}-revision'")
+    assert writer._process is not None and writer._process.poll() == 1  # exited, reaped
+    assert capfd.readouterr().err == ""  # no traceback from the child
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []  # nor "exited"

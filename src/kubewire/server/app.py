@@ -1,7 +1,11 @@
 """The API server: open the store, fill the watch caches, route requests to handlers.
 
 Every failure a client can see is a ``Status`` (one mapping, here); anything else is a bug,
-logged and answered 500 InternalError.
+logged and answered 500 InternalError. A request that is not a watch gets kube's deadline
+(``request_timeout``): a handler still running at it is cancelled and answered 504; what it
+had queued in the store still commits and reaches watchers, as in kube, where the write goes
+on after the client got its Timeout. Health checks ask the store's writer to answer
+(``STORE_HEALTH_TIMEOUT_S``), so a stalled writer turns them red until it answers again.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from kubewire.server.access import (
     tls_files,
 )
 from kubewire.server.authn import ANONYMOUS_USER, UserInfo
-from kubewire.server.context import ServerConfig, ServerContext
+from kubewire.server.context import DATABASE_NAME, ServerConfig, ServerContext
 from kubewire.server.controllers import Controllers
 from kubewire.server.discovery import discovery_response
 from kubewire.server.encoding import json_response, status_response
@@ -32,12 +36,18 @@ from kubewire.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from kubewire.server.observer import Observer, RequestInfo, TooManyInFlight
 from kubewire.server.openapi import openapi_response
 from kubewire.server.options import parse_get_options, parse_list_options
+from kubewire.server.request_timeout import (
+    deadline_exceeded,
+    is_long_running,
+    request_timeout_s,
+)
 from kubewire.server.routes import GroupVersionPath, Route, parse_route
 from kubewire.server.scale_subresource import serve_scale
 from kubewire.server.tables import negotiate_output
 from kubewire.server.watch import serve_watch
 from kubewire.server.websocket import HandshakeError
 from kubewire.status import (
+    BadRequest,
     MethodNotAllowed,
     NotFound,
     RequestEntityTooLarge,
@@ -45,6 +55,7 @@ from kubewire.status import (
     Unauthorized,
     internal_error,
 )
+from kubewire.storage import deadlines
 from kubewire.storage.base import ValueTooLargeError
 from kubewire.storage.cache import WatchCaches
 from kubewire.storage.sqlite import SQLiteStore
@@ -55,6 +66,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HEALTH_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
+# How long a health check waits for the store's writer: kube's --etcd-healthcheck-timeout (2s).
+STORE_HEALTH_TIMEOUT_S = 2.0
 NOT_FOUND_TEXT = b"404 page not found\n"
 
 
@@ -64,7 +77,7 @@ class APIServer:
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
         config.data_dir.mkdir(parents=True, exist_ok=True)
-        store = SQLiteStore(config.data_dir / "kubewire.db", durability=config.durability,
+        store = SQLiteStore(config.data_dir / DATABASE_NAME, durability=config.durability,
                             retention=config.retention, writer_process=True)
         store.on_commit = self._observe_commit
         store.max_value_bytes = config.limits.max_object_bytes
@@ -127,15 +140,44 @@ class APIServer:
     async def handle(self, request: Request) -> Response | None:
         started = time.perf_counter()
         info = RequestInfo()
-        response = await self._answer(request, info)
+        response = await self._answer_in_time(request, info)
         self.observer.finished(request, info, response, time.perf_counter() - started)
         if info.audit is not None:
             info.audit.finish(request, response, info.error, info.code or 200)
         return response
 
-    async def _answer(self, request: Request, info: RequestInfo) -> Response | None:
+    async def _answer_in_time(self, request: Request, info: RequestInfo) -> Response | None:
+        """``_answer`` within the request's deadline (none for watches), as kube's
+        WithRequestDeadline and WithTimeoutForNonLongRunningRequests do before anything else."""
+        route = parse_route(self.ctx.registry, request.path)
+        if is_long_running(request.method, route, request.query):
+            return await self._answer(request, info, route)
         try:
-            return await self._route(request, info)
+            timeout_s = request_timeout_s(request.query, self.config.limits.request_timeout_s)
+        except BadRequest as err:
+            info.code = err.code
+            return status_response(err)
+        task = asyncio.current_task()
+        assert task is not None
+        expiry = _Expiry(task)
+        deadline = deadlines.call_later(timeout_s, expiry)  # ~0.7 µs; asyncio.timeout ~3.7
+        try:
+            return await self._answer(request, info, route)
+        except asyncio.CancelledError:
+            if not expiry.has_fired or task.uncancel() > 0:  # not (only) ours: a disconnect
+                raise
+        finally:
+            deadline.cancel()
+        info.code = 504
+        if request.stream is not None:  # kube: the head is out, so the connection breaks
+            request.stream.abort()
+            return None
+        return status_response(deadline_exceeded())
+
+    async def _answer(self, request: Request, info: RequestInfo,
+                      route: Route | GroupVersionPath | None) -> Response | None:
+        try:
+            return await self._route(request, info, route)
         except StatusError as err:
             info.code = err.code
             info.error = err
@@ -162,35 +204,38 @@ class APIServer:
                 return None
             return status_response(internal_error(f"{type(exc).__name__}: {exc}"))
 
-    def _health(self, check: str) -> Response:
-        """kube's healthz/livez/readyz: 200 ``ok``; 500 listing the failed check when the
-        store can no longer write (kube's ``[-]etcd failed``), 503 before start-up ends."""
-        if self.ready and not self._store.is_writable:
+    async def _health(self, check: str) -> Response:
+        """kube's healthz/livez/readyz: 200 ``ok``; 500 listing the failed check while the
+        store's writer is gone or does not answer within ``STORE_HEALTH_TIMEOUT_S`` (kube's
+        ``[-]etcd failed``), 503 before start-up ends."""
+        if self.ready and not await self._store.ping(STORE_HEALTH_TIMEOUT_S):
             text = ("[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\n"
                     f"{check} check failed\n")
             return Response(500, text.encode(), "text/plain; charset=utf-8",
                             headers=[("X-Content-Type-Options", "nosniff")])
         return Response(200 if self.ready else 503, b"ok", "text/plain; charset=utf-8")
 
-    async def _route(self, request: Request, info: RequestInfo) -> Response | None:
+    async def _route(self, request: Request, info: RequestInfo,
+                     route: Route | GroupVersionPath | None) -> Response | None:
         path = request.path
         public = is_public(path)
         if public and self.auditor is None:
-            return self._public(path)
-        route = None if public else parse_route(self.ctx.registry, path)
+            return await self._public(path)
+        if public:
+            route = None
         info.route = route if isinstance(route, Route) else None
         info.user = self._identify(request, info, public)
         if public:
-            return self._public(path)
+            return await self._public(path)
         if info.route is not None:
             info.verb = resource_verb(request, info.route)
         with self.observer.admit(request, info):
             return await self._dispatch(request, route)
 
-    def _public(self, path: str) -> Response:
+    async def _public(self, path: str) -> Response:
         """Health and version: open to anyone."""
         if path in HEALTH_PATHS or path.rstrip("/") in HEALTH_PATHS:
-            return self._health(path.strip("/"))
+            return await self._health(path.strip("/"))
         return json_response(200, version_info())
 
     def _identify(self, request: Request, info: RequestInfo, public: bool) -> UserInfo | None:
@@ -280,6 +325,20 @@ def _auditor(config: ServerConfig) -> Auditor | None:
     from kubewire.server.audit_log import Auditor
 
     return Auditor.from_files(config.audit_log_path, config.audit_policy_file)
+
+
+class _Expiry:
+    """Cancels a request's task at its deadline (a ``deadlines`` target)."""
+
+    __slots__ = ("has_fired", "task")
+
+    def __init__(self, task: asyncio.Task[object]) -> None:
+        self.task = task
+        self.has_fired = False
+
+    def close(self) -> None:
+        self.has_fired = True
+        self.task.cancel()
 
 
 def version_info() -> dict[str, str]:

@@ -18,6 +18,7 @@ from kubewire.storage.cache import DEFAULT_BOOKMARK_INTERVAL_S, DEFAULT_RING_CAP
 from kubewire.storage.versioned_store import VersionedStore
 
 MIN_REQUEST_TIMEOUT_S = 1800  # kube --min-request-timeout: watch timeout default in [1x, 2x)
+DATABASE_NAME = "kubewire.db"  # the store, in the data dir
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""Many deadlines on one loop timer (watch timeouts).
+"""Many deadlines on one loop timer (watch timeouts, request deadlines).
 
 Why not ``loop.call_later`` per watch: under uvloop each TimerHandle costs ~0.5 KB (the handle,
 its libuv timer, the bound callback, a context), held for the 30-60 minutes a watch may last,

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from kubewire.storage.base import (
     Change,
@@ -31,10 +31,12 @@ from kubewire.storage.base import (
     Update,
 )
 from kubewire.storage.sqlite_reads import read_changes, read_list, read_record
+from kubewire.storage.sqlite_revision_record import RevisionRecord, check_revision
 from kubewire.storage.sqlite_schema import (
     Durability,
     connect,
     ensure_schema,
+    peek_revision,
     read_meta_int,
     recover_revision,
     write_meta,
@@ -42,6 +44,7 @@ from kubewire.storage.sqlite_schema import (
 from kubewire.storage.sqlite_writer import (
     CompactRequest,
     Outcome,
+    PingRequest,
     StopRequest,
     Writer,
     WriteRequest,
@@ -62,6 +65,12 @@ READER_THREADS = 4
 # Writes queued or in flight at once; further writers wait, so the queue cannot grow unbounded.
 MAX_PENDING_WRITES = 10_000
 _DEFAULT_RETENTION = Retention()
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """Mark a future's exception as seen (nobody may be left waiting for it)."""
+    if not future.cancelled():
+        future.exception()
 
 
 class _ReaderPool:
@@ -117,8 +126,11 @@ class SQLiteStore:
       which listeners read before ``write`` returns;
     - listeners run on the event loop, with each committed batch in revision order, before any
       write of that batch returns; a listener that raises is logged and the store carries on;
-    - cancelling ``write`` after it was queued does not cancel the write: it commits, and only
-      the caller stops waiting;
+    - cancelling ``write`` after it was queued does not cancel the write: it commits (and is
+      published), only the caller stops waiting; it holds its place among the
+      ``MAX_PENDING_WRITES`` until the writer answers it;
+    - every commit's revision is recorded outside the database before it is acknowledged, and
+      ``open`` refuses a database that lost revisions (``sqlite_revision_record``);
     - ``list`` with a ``revision`` above the newest committed one raises ``ValueError``;
     - the change log is also compacted automatically (after every 1000 changes or 60 s), in
       chunks so that writes wait only milliseconds behind it.
@@ -145,7 +157,10 @@ class SQLiteStore:
         self._writer: Writer | ProcessWriter | None = None
         self._writer_process = writer_process
         self._readers: _ReaderPool | None = None
+        self._record: RevisionRecord | None = None
         self._pending: asyncio.Semaphore | None = None
+        self._ping: asyncio.Future[None] | None = None
+        self._ping_sent_at = 0.0
         self._is_closing = False
         # Called with each transaction's duration, on the writer thread (or on the loop, with a
         # writer process): metrics only, must not block.
@@ -171,11 +186,26 @@ class SQLiteStore:
     async def open(self) -> None:
         """Create or open the database, recover the revision counter, start the threads.
 
-        Raises ``StorageError`` if the store is already open or the file has another schema.
+        Raises ``StorageError`` if the store is already open or the file has another schema,
+        ``RevisionLostError`` if the database ends below the revision its record says was
+        committed (``sqlite_revision_record``), ``StoreInUseError`` while it is being repaired.
         """
         if self._writer is not None or self._is_closing:
             raise StorageError("store is already open (or was closed)")
-        conn, revision, compacted = await asyncio.to_thread(self._open_writer_connection)
+        record = await asyncio.to_thread(RevisionRecord, self._path)
+        try:
+            writer = await self._start_writer(record)
+        except BaseException:
+            record.close()
+            raise
+        self._record = record  # held (locked) until close: no repair while the store is open
+        self._readers = _ReaderPool(self._path, self._durability)
+        self._pending = asyncio.Semaphore(MAX_PENDING_WRITES)
+        self._writer = writer
+
+    async def _start_writer(self, record: RevisionRecord) -> Writer | ProcessWriter:
+        conn, revision, compacted = await asyncio.to_thread(self._open_writer_connection,
+                                                            record)
         self._current_revision = revision
         loop = asyncio.get_running_loop()
         writer: Writer | ProcessWriter
@@ -185,19 +215,25 @@ class SQLiteStore:
                                    self._deliver)
         else:
             writer = Writer(conn, loop, self._retention, self._clock, self._deliver)
+            writer.record = record
         writer.on_commit = self.on_commit
         writer.max_value_bytes = self.max_value_bytes
         writer.compacted_revision = compacted
-        self._readers = _ReaderPool(self._path, self._durability)
-        self._pending = asyncio.Semaphore(MAX_PENDING_WRITES)
         if isinstance(writer, ProcessWriter):
             await writer.start()
         else:
             writer.start()
-        self._writer = writer
+        return writer
 
-    def _open_writer_connection(self) -> tuple[sqlite3.Connection, int, int]:
-        """The writer's connection, the current revision and the compacted revision."""
+    def _open_writer_connection(self, record: RevisionRecord,
+                                ) -> tuple[sqlite3.Connection, int, int]:
+        """The writer's connection, the current revision and the compacted revision, once the
+        database is known to hold every revision its record says was committed."""
+        # The record first: a writer process that outlived its server may still be committing,
+        # and records only what it has committed, so the database can only be further along.
+        # Before anything writes: a refused store keeps its damaged WAL for whoever looks.
+        recorded = record.read()
+        check_revision(os.fspath(self._path), peek_revision(self._path), recorded)
         conn = connect(self._path, self._durability, is_reader=False)
         try:
             ensure_schema(conn)
@@ -208,6 +244,7 @@ class SQLiteStore:
                 conn.execute("BEGIN IMMEDIATE")
                 write_meta(conn, "revision", revision)
                 conn.execute("COMMIT")
+            record.write(revision)  # a record lagging behind (lost with an OS crash) catches up
             return conn, revision, read_meta_int(conn, "compacted_revision")
         except BaseException:
             conn.close()
@@ -228,6 +265,8 @@ class SQLiteStore:
         await asyncio.shield(writer.stopped)
         await asyncio.to_thread(writer.join)
         await asyncio.to_thread(readers.close)
+        if self._record is not None:
+            self._record.close()
 
     def subscribe(self, listener: ChangeListener) -> None:
         """Call ``listener`` with every committed batch of changes, in revision order."""
@@ -266,12 +305,50 @@ class SQLiteStore:
         """
         self._require_writer()
         obj = copy_for_write(op.obj) if isinstance(op, Create | Update) else None
-        assert self._pending is not None
-        async with self._pending:
+        pending = self._pending
+        assert pending is not None
+        await pending.acquire()
+        try:
             writer = self._require_writer()  # re-check: close() may have begun while we waited
-            future: asyncio.Future[Change] = asyncio.get_running_loop().create_future()
-            writer.submit(WriteRequest(op, obj, future))
-            return await future
+        except BaseException:
+            pending.release()
+            raise
+        future: asyncio.Future[Change] = asyncio.get_running_loop().create_future()
+        # The slot is the writer's until it answers, even if the caller stops waiting (a request
+        # timed out on a stalled writer): MAX_PENDING_WRITES bounds what a writer holds.
+        future.add_done_callback(self._write_answered)
+        writer.submit(WriteRequest(op, obj, future))
+        return await asyncio.shield(future)
+
+    def _write_answered(self, future: asyncio.Future[Any]) -> None:
+        assert self._pending is not None
+        self._pending.release()
+        _retrieve(future)  # a caller that stopped waiting does not see its outcome
+
+    async def ping(self, timeout_s: float) -> bool:
+        """Whether the writer answers within ``timeout_s`` (the health check).
+
+        The ping queues behind the writes already sent, so a writer that is stalled, or so far
+        behind that a write would wait longer, fails it. Callers share one ping in flight: while
+        it is unanswered for longer than ``timeout_s`` every caller gets False at once.
+        """
+        if not self.is_writable:
+            return False
+        loop = asyncio.get_running_loop()
+        ping = self._ping
+        if ping is None or ping.done():
+            ping = self._ping = loop.create_future()
+            ping.add_done_callback(_retrieve)
+            self._ping_sent_at = loop.time()
+            self._require_writer().submit(PingRequest(ping))
+        remaining = self._ping_sent_at + timeout_s - loop.time()
+        if remaining <= 0:
+            return False
+        try:
+            await asyncio.wait_for(asyncio.shield(ping), remaining)
+        except (TimeoutError, StorageError):
+            return False
+        return True
 
     async def get(self, key: str) -> Record | None:
         """The current record of ``key``, or None."""

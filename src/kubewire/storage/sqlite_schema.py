@@ -18,6 +18,7 @@ Revisions are dense: every revision in ``(compacted_revision, revision]`` has ex
 from __future__ import annotations
 
 import os
+import pathlib
 import sqlite3
 from typing import Literal
 
@@ -67,6 +68,13 @@ def connect(path: str | os.PathLike[str], durability: Durability, *,
     return conn
 
 
+def connect_read_only(path: str | os.PathLike[str]) -> sqlite3.Connection:
+    """A connection that cannot write, not even a checkpoint when it closes."""
+    uri = pathlib.Path(path).absolute().as_uri() + "?mode=ro"
+    return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
+                           check_same_thread=False)
+
+
 def ensure_schema(conn: sqlite3.Connection) -> None:
     """Create the tables on a new database; refuse a database of another schema version."""
     conn.execute("BEGIN IMMEDIATE")
@@ -103,6 +111,22 @@ def recover_revision(conn: sqlite3.Connection) -> int:
     changes = conn.execute("SELECT MAX(revision) FROM changes").fetchone()[0] or 0
     objects = conn.execute("SELECT MAX(revision) FROM objects").fetchone()[0] or 0
     return max(meta, int(changes), int(objects))
+
+
+def peek_revision(path: str | os.PathLike[str]) -> int:
+    """The highest revision the database at ``path`` holds (0 if it has none yet), read without
+    writing anything: a read-only connection neither checkpoints nor removes the WAL, so a store
+    refused for a damaged WAL is left as it was found."""
+    if not os.path.exists(path):
+        return 0
+    conn = connect_read_only(path)
+    try:
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+                        ).fetchone() is None:
+            return 0
+        return recover_revision(conn)
+    finally:
+        conn.close()
 
 
 def resource_of(key: str) -> str:

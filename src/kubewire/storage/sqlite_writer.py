@@ -6,9 +6,11 @@ queue order) and its own outcome; a write whose precondition fails is skipped wi
 a revision and without affecting the others. Only an SQLite error fails the whole batch, which
 is then rolled back entirely.
 
-After each commit the thread schedules one callback on the event loop with the batch's changes
-and outcomes; callbacks run in commit order, so the store can publish changes in revision order
-and resolve waiting writers after their changes are published.
+After each commit the thread records the batch's last revision outside the database
+(``sqlite_revision_record``), then schedules one callback on the event loop with the batch's
+changes and outcomes; callbacks run in commit order, so the store can publish changes in revision
+order and resolve waiting writers after their changes are published. A ``PingRequest`` is
+answered once everything queued before it has been handled: the store's health check.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from kubewire.storage.base import (
     ValueTooLargeError,
 )
 from kubewire.storage.sqlite_compaction import compact_chunk
+from kubewire.storage.sqlite_revision_record import RevisionRecord
 from kubewire.storage.sqlite_schema import read_meta_int, resource_of, write_meta
 
 if TYPE_CHECKING:  # the writer process imports this module, and asyncio costs it ~50 ms
@@ -76,11 +79,18 @@ class CompactRequest:
     future: asyncio.Future[int]
 
 
+@dataclass(slots=True)
+class PingRequest:
+    """Answer ``future`` (with None) once every request queued before it has been handled."""
+
+    future: asyncio.Future[None]
+
+
 class StopRequest:
     """Queued last by ``close()``: everything before it is committed, then the thread exits."""
 
 
-Request = WriteRequest | CompactRequest | StopRequest
+Request = WriteRequest | CompactRequest | PingRequest | StopRequest
 # A future and what to resolve it with: a result, or an exception to raise.
 Outcome = tuple["asyncio.Future[Any]", object]
 Deliver = Callable[[Sequence[Change], Sequence[Outcome]], None]
@@ -118,6 +128,8 @@ class Writer:
         self.compacted_revision = 0  # the store sets it from the database before start()
         self.on_commit: Callable[[float], None] | None = None  # transaction seconds
         self.max_value_bytes = 0  # 0: no limit; the store sets it before start()
+        self.record: RevisionRecord | None = None  # the store sets it before start()
+        self._is_record_failing = False
         self.has_failed = False
         self.stopped: asyncio.Future[None] = loop.create_future()
 
@@ -160,6 +172,9 @@ class Writer:
                 self._is_compacting = True
             if self._is_compacting:
                 self._compact_step()
+            pings = [(r.future, None) for r in requests if isinstance(r, PingRequest)]
+            if pings:
+                self._schedule((), pings)
             if any(isinstance(r, StopRequest) for r in requests):
                 self._finish_compaction()
                 return
@@ -217,6 +232,8 @@ class Writer:
         except BaseException as exc:
             self._abort(writes, exc)
             raise
+        if changes:
+            self._note_revision(changes[-1].revision)
         if self.on_commit is not None:
             try:  # observation only: it must never stand between a commit and its delivery
                 self.on_commit(time.perf_counter() - started)
@@ -224,6 +241,20 @@ class Writer:
                 log.exception("commit observer failed")
         self._changes_since_compaction += len(changes)
         self._schedule(changes, outcomes)
+
+    def _note_revision(self, revision: int) -> None:
+        """Record the committed revision before anyone learns of it. Failing to is logged (once
+        per run of failures) and not fatal: it only weakens the check for a lost WAL."""
+        if self.record is None:
+            return
+        try:
+            self.record.write(revision)
+        except OSError as exc:
+            if not self._is_record_failing:
+                log.error("cannot update the revision record %s: %s", self.record.path, exc)
+            self._is_record_failing = True
+            return
+        self._is_record_failing = False
 
     def _abort(self, writes: list[WriteRequest], exc: BaseException) -> None:
         self._schedule((), [(w.future, _batch_error(exc)) for w in writes])

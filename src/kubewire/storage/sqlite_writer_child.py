@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import struct
 import sys
 import threading
@@ -34,10 +35,12 @@ from kubewire.storage.base import (
     Update,
     ValueTooLargeError,
 )
+from kubewire.storage.sqlite_revision_record import RevisionRecord
 from kubewire.storage.sqlite_schema import connect
 from kubewire.storage.sqlite_writer import (
     CompactRequest,
     Outcome,
+    PingRequest,
     Request,
     StopRequest,
     Writer,
@@ -46,9 +49,14 @@ from kubewire.storage.sqlite_writer import (
 
 _HEADER = struct.Struct(">I")
 OP_KINDS: dict[type, int] = {Create: 0, Update: 1, Delete: 2}
-# Outcome tags in a reply: the index of the write's change, a compacted revision, an error.
-CHANGE, COMPACTED, ERROR = 0, 1, 2
+# Request kinds: a write, a compaction, a ping.
+WRITE, COMPACT, PING = 0, 1, 2
+# Outcome tags in a reply: the index of the write's change, a plain value (a compaction's
+# revision, a ping's None), an error.
+CHANGE, VALUE, ERROR = 0, 1, 2
+# The child's first frame: READY, or [FAILED, why] when it cannot open the database.
 READY = "ready"
+FAILED = "failed"
 _msgpack = msgspec.msgpack.Encoder()
 unpack = msgspec.msgpack.Decoder().decode
 
@@ -141,7 +149,7 @@ class _Replies:
             elif isinstance(outcome, BaseException):
                 results.append((ident, ERROR, _error_args(outcome)))
             else:
-                results.append((ident, COMPACTED, outcome))
+                results.append((ident, VALUE, outcome))
         rows = [(c.revision, int(c.type), c.key, c.value, c.prev_value, c.timestamp)
                 for c in changes]
         seconds, self.last_commit_seconds = self.last_commit_seconds, None
@@ -159,8 +167,10 @@ class _Replies:
 
 
 def _request(message: list[Any], decode: Callable[[bytes], Any]) -> Request:
-    if message[0] == 1:
+    if message[0] == COMPACT:
         return CompactRequest(message[1])
+    if message[0] == PING:
+        return PingRequest(message[1])
     _, ident, kind, key, expected, body = message
     if body is None:
         return WriteRequest(Delete(key, expected), None, ident)
@@ -182,10 +192,16 @@ def serve_child(argv: Sequence[str]) -> int:
     stdin, stdout = sys.stdin.fileno(), sys.stdout.fileno()
     sys.stdout = sys.stderr  # frames only on the pipe
     replies = _Replies(stdout)
-    conn = connect(path, "full" if durability == "full" else "normal", is_reader=False)
+    try:
+        record = RevisionRecord(path)
+        conn = connect(path, "full" if durability == "full" else "normal", is_reader=False)
+    except (OSError, sqlite3.Error, StorageError) as exc:  # a full disk, say: the server says so
+        replies.send(frame([FAILED, f"the SQLite writer process cannot open {path}: {exc}"]))
+        return 1
     writer = Writer(conn, replies, retention, time.time, replies.deliver)  # type: ignore[arg-type]
     writer.max_value_bytes = int(max_value_bytes)
     writer.compacted_revision = int(compacted)
+    writer.record = record
     writer.on_commit = lambda seconds: setattr(replies, "last_commit_seconds", seconds)
     replies.writer = writer
     replies.send(frame(READY))
@@ -200,6 +216,7 @@ def serve_child(argv: Sequence[str]) -> int:
             writer.submit(_request(unpack(body), decode))
     writer.submit(StopRequest())
     writer.join()
+    record.close()
     return 1 if writer.has_failed else 0
 
 

@@ -7,9 +7,11 @@ GIL, not in SQLite. Here the same ``Writer`` (group commit, dense revisions, per
 outcomes, compaction) runs in a child process; the server talks to it over two pipes:
 
 - to the child, one frame per request: a write (its id, the op, the key, the expected revision
-  and the object's JSON, which the child stamps with its revision), a compaction, or EOF to stop;
-- to the server, one frame per committed batch: the changes, each write's outcome, the compacted
-  revision and the commit's duration.
+  and the object's JSON, which the child stamps with its revision), a compaction, a ping (the
+  health check: answered once the writer has handled everything sent before it), or EOF to stop;
+- to the server, first ``READY`` (or why the child could not open the database), then one frame
+  per committed batch: the changes, each request's outcome, the compacted revision and the
+  commit's duration.
 
 A frame is a 4-byte big-endian length and a msgpack array. The server's loop reads the replies
 with a pipe transport, so no thread of the server takes part. The child is in its own session and
@@ -39,15 +41,20 @@ from kubewire.storage.sqlite_writer import (
     CompactRequest,
     Deliver,
     Outcome,
+    PingRequest,
     Request,
     StopRequest,
     writer_stopped,
 )
 from kubewire.storage.sqlite_writer_child import (
     CHANGE,
-    COMPACTED,
+    COMPACT,
+    FAILED,
     OP_KINDS,
+    PING,
     READY,
+    VALUE,
+    WRITE,
     FrameReader,
     error_from,
     frame,
@@ -103,7 +110,12 @@ class ProcessWriter:
         assert process.stdin is not None and process.stdout is not None
         self._input, _ = await self._loop.connect_write_pipe(asyncio.Protocol, process.stdin)
         await self._loop.connect_read_pipe(lambda: _Pipe(self), process.stdout)
-        await self._ready
+        try:
+            await self._ready
+        except StorageError:
+            self._input.close()
+            await asyncio.to_thread(process.wait)  # it exits at once; leave no zombie behind
+            raise
 
     def submit(self, request: Request) -> None:
         if self.has_failed or self._input is None:
@@ -116,15 +128,15 @@ class ProcessWriter:
             self._input.close()  # EOF: the child commits what it read, then exits
             return
         ident = self._next_id = self._next_id + 1
-        if isinstance(request, CompactRequest):
+        if isinstance(request, CompactRequest | PingRequest):
             self._pending[ident] = (request.future, None)
-            self._queue(frame([1, ident]))
+            self._queue(frame([COMPACT if isinstance(request, CompactRequest) else PING, ident]))
             return
         op = request.op
         obj = request.obj
         self._pending[ident] = (request.future, obj)
         expected = None if isinstance(op, Create) else op.expected_revision
-        self._queue(frame([0, ident, OP_KINDS[type(op)], op.key, expected,
+        self._queue(frame([WRITE, ident, OP_KINDS[type(op)], op.key, expected,
                            None if obj is None else _json.encode(obj)]))
 
     def _queue(self, data: bytes) -> None:
@@ -144,6 +156,9 @@ class ProcessWriter:
         if message == READY:
             self._ready.set_result(None)
             return
+        if message[0] == FAILED:
+            self._ready.set_exception(StorageError(message[1]))
+            return
         seconds, self.compacted_revision, rows, results = message
         answered = [(self._pending.pop(ident), tag, value) for ident, tag, value in results]
         # a write's private copy is its change's hint, stamped as the child stamped its JSON
@@ -154,7 +169,7 @@ class ProcessWriter:
                    for i, r in enumerate(rows)]
         outcomes: list[Outcome] = [
             (future, changes[value] if tag == CHANGE
-             else value if tag == COMPACTED else error_from(value))
+             else value if tag == VALUE else error_from(value))
             for (future, _), tag, value in answered]
         if seconds is not None and self.on_commit is not None:
             try:
@@ -165,7 +180,7 @@ class ProcessWriter:
 
     def ended(self) -> None:
         """The child's output ended: it stopped, or it died."""
-        if not self._is_stopping:
+        if not self._is_stopping and _succeeded(self._ready):
             log.error("SQLite writer process exited; the store rejects further writes")
         self.has_failed = True
         error = writer_stopped()
@@ -182,6 +197,10 @@ class ProcessWriter:
         """Wait for the child to exit (blocking: call it from a thread)."""
         if self._process is not None:
             self._process.wait()
+
+
+def _succeeded(future: asyncio.Future[None]) -> bool:
+    return future.done() and not future.cancelled() and future.exception() is None
 
 
 def _text(bound: float | None) -> str:
