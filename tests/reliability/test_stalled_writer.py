@@ -87,3 +87,32 @@ def test_a_stalled_writer_times_writes_out_and_health_recovers_with_it(tmp_path:
             assert int(got.body["metadata"]["resourceVersion"]) == revision
     finally:
         server.stop()
+
+
+def test_a_delete_that_timed_out_is_still_finished(tmp_path: Path) -> None:
+    """A graceful pod delete and a namespace delete answered 504 still commit once the writer
+    goes on, and the controllers finish both: they find marked objects in the commit feed, not
+    in the handler that timed out."""
+    server = ServerProcess(tmp_path / "data", "--request-timeout", "1s", "--pod-grace-cap", "0.2")
+    server.start()
+    try:
+        pods = "/api/v1/namespaces/default/pods"
+        pod = {"metadata": {"name": "p"},
+               "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+        assert call(server.port, "POST", pods, pod).status == 201
+        assert call(server.port, "POST", "/api/v1/namespaces",
+                    {"metadata": {"name": "going"}}).status == 201
+        writer = writer_pid(server.data_dir)
+        os.kill(writer, signal.SIGSTOP)
+        try:
+            assert call(server.port, "DELETE", f"{pods}/p").status == 504
+            assert call(server.port, "DELETE", "/api/v1/namespaces/going").status == 504
+        finally:
+            os.kill(writer, signal.SIGCONT)
+        deadline = time.monotonic() + 15.0
+        while (call(server.port, "GET", f"{pods}/p").status != 404
+               or call(server.port, "GET", "/api/v1/namespaces/going").status != 404):
+            assert time.monotonic() < deadline, "the timed-out deletes were never finished"
+            time.sleep(0.1)
+    finally:
+        server.stop()

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from kubewire.resources import REGISTRY, Registry, Resource
+from kubewire.resources import REGISTRY, Registry
 from kubewire.server.allocation import DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR
 from kubewire.server.allocation_state import AllocationState
 from kubewire.server.http import Limits
@@ -63,8 +63,6 @@ class ServerContext:
     registry: Registry = REGISTRY
     rng: random.Random = field(default_factory=random.Random)
     now: Callable[[], datetime] = utc_now
-    # Called with each object a write left marked for deletion (controllers finish them).
-    marked_hooks: list[Callable[[Resource, dict[str, Any]], None]] = field(default_factory=list)
     _allocations: AllocationState = field(init=False)
 
     def __post_init__(self) -> None:
@@ -80,6 +78,3 @@ class ServerContext:
         self._allocations.bind(self.store, self.caches, self.registry)
         return self._allocations
 
-    def object_marked(self, resource: Resource, obj: dict[str, Any]) -> None:
-        for hook in self.marked_hooks:
-            hook(resource, obj)

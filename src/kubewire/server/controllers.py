@@ -1,5 +1,6 @@
 """In-server controllers standing in for kube-controller-manager and kubelets.
 
+- Both find marked objects in the commit feed (a delete whose request timed out is finished too).
 - Namespace deletion: a namespace marked Terminating has its contents deleted (watchers see
   each DELETED, or MODIFIED for objects that wait on finalizers), and is removed once empty
   (objects-and-clients.md §1.9) — so ``kubectl delete ns x`` returns.
@@ -26,7 +27,7 @@ from kubewire.server.context import ServerContext
 from kubewire.server.deletes import delete_object, remove_if_finished
 from kubewire.server.options import DeleteOptions
 from kubewire.status import StatusError
-from kubewire.storage.base import Change
+from kubewire.storage.base import Change, ChangeType
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,8 @@ class Controllers:
         self._tasks: set[asyncio.Task[None]] = set()
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._namespaces: dict[str, asyncio.Event] = {}
-        ctx.marked_hooks.append(self.on_marked)
+        found = (ctx.registry.lookup("", "v1", plural) for plural in ("namespaces", "pods"))
+        self._watched = tuple(resource for resource in found if resource is not None)
 
     def start(self) -> None:
         self.ctx.store.subscribe(self._on_changes)
@@ -70,6 +72,16 @@ class Controllers:
         elif resource.id == "core/pods" and not meta.get("finalizers"):
             self._schedule_pod(resource, obj)
 
+    def _find_marked(self, changes: Sequence[Change]) -> None:
+        """Marked namespaces and pods, from the committed feed: a write whose request timed out
+        or whose client went away is finished all the same (no handler has to report it)."""
+        for change in changes:
+            if change.type == ChangeType.DELETED or b'"deletionTimestamp"' not in change.value:
+                continue
+            for resource in self._watched:
+                if change.key.startswith(resource.storage_prefix()):
+                    self.on_marked(resource, _decode(change.value))
+
     # -- namespaces --------------------------------------------------------------------------
     def _watch_namespace(self, name: str) -> None:
         if name in self._namespaces:
@@ -78,6 +90,7 @@ class Controllers:
         self._spawn(self._empty_namespace(name))
 
     def _on_changes(self, changes: Sequence[Change]) -> None:
+        self._find_marked(changes)
         if not self._namespaces:
             return
         for change in changes:

@@ -69,9 +69,7 @@ async def delete_object(ctx: ServerContext, resource: Resource, namespace: str, 
             continue
         except KeyNotFoundError:
             raise not_found(resource.group, resource.plural, name) from None
-        marked = _decode(change.value)
-        ctx.object_marked(resource, marked)
-        return marked
+        return _decode(change.value)  # the controllers see it marked in the commit feed
     raise conflict(resource.group, resource.plural, name)
 
 

@@ -261,10 +261,7 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Any,
         except KeyNotFoundError:
             ctx.allocations.abandon(resource, prepared, kept=old)
             raise not_found(resource.group, resource.plural, route.name) from None
-        stored = _decode(change.value)
-        if (stored.get("metadata") or {}).get("deletionTimestamp"):
-            ctx.object_marked(resource, stored)
-        return stored, warnings
+        return _decode(change.value), warnings
     raise conflict(resource.group, resource.plural, route.name)
 
 
