@@ -124,6 +124,13 @@ class Access:
         self.authorizer.check(attributes(user, request, route))
         return user
 
+    def authenticate_head(self, request: Request) -> None:
+        """Authentication alone, on a request's head before its body is read (kube's filters
+        authenticate before any handler reads a body): raises ``Unauthorized`` as ``check``
+        would, so a client without credentials is answered before it can send a body."""
+        if request.path.rstrip("/") not in PUBLIC_PATHS:
+            self.user(request)
+
 
 def resource_verb(request: Request, route: Route) -> str:
     method = request.method

@@ -60,7 +60,7 @@ class APIServer:
                              bookmark_interval_s=config.bookmark_interval_s)
         self.ctx = ServerContext(config=config, store=store, caches=caches)
         self._store = store
-        self.http = HTTPServer(self.handle, config.limits)
+        self.http = HTTPServer(self.handle, config.limits, head_check=self._check_head)
         self.controllers = Controllers(self.ctx)
         self.access = Access(config)
         self.observer = Observer(self.ctx, config)
@@ -115,6 +115,18 @@ class APIServer:
         response = await self._answer(request, info)
         self.observer.finished(request, info, response, time.perf_counter() - started)
         return response
+
+    def _check_head(self, request: Request) -> Response | None:
+        """A request with a body, on its head: the 401 it would get after its body, now, so
+        an unauthenticated client cannot make the server hold a body (the same bytes as
+        ``handle`` answers, and counted in the request metrics)."""
+        try:
+            self.access.authenticate_head(request)
+        except StatusError as err:
+            response = status_response(err)
+            self.observer.finished(request, RequestInfo(code=err.code), response, 0.0)
+            return response
+        return None
 
     async def _answer(self, request: Request, info: RequestInfo) -> Response | None:
         try:
