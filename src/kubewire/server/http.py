@@ -385,11 +385,15 @@ class HTTPConnection(asyncio.Protocol):
             or self._queued_body_bytes + self._body_bytes > limits.max_connection_body_bytes)
 
     def _feed(self, data: bytes | bytearray) -> None:
-        """Parse ``data`` a slice at a time while parsing may go on; hold the rest."""
+        """Parse ``data`` a slice at a time while parsing may go on; hold the rest. (Callers
+        have checked ``_may_parse``.)"""
         view = memoryview(data)
         at = 0
         self._feeding = True
         try:
+            if len(view) <= _PARSE_SLICE_BYTES:  # the usual read: one slice, already allowed
+                self._parse(view, 0, len(view))
+                return
             while at < len(view):
                 if not self._may_parse():
                     if not self._input_closed:
@@ -401,6 +405,10 @@ class HTTPConnection(asyncio.Protocol):
                 at = end
         finally:
             self._feeding = False
+            if self._reading_body and self._timer is None and not self._input_closed:
+                # A body not whole in the read that brought its head: its time runs from now.
+                # (Armed here, not per request: most bodies come with their head.)
+                self._arm_timer(self._limits.request_timeout_s, self._body_timed_out)
 
     def _slice_bytes(self) -> int:
         """How much to parse at once: the rest of a body of known length (its budget is
@@ -448,6 +456,8 @@ class HTTPConnection(asyncio.Protocol):
         """Parse what was held once nothing blocks parsing, then read from the socket again."""
         if self._feeding or self._transport is None:
             return
+        if not self._held and not self._reading_paused and self._parser is not None:
+            return  # nothing waits: the usual case after an answer
         if (self._parser is None and self._stream is None and self._upgrade_tail is None
                 and not self._input_closed):
             self._parser = httptools.HttpRequestParser(self)  # a stream ended
@@ -591,8 +601,8 @@ class HTTPConnection(asyncio.Protocol):
 
     def _admit_body(self, request: Request) -> None:
         """Before a body is read: the server's check of the head (authentication), the size
-        the head announces, the body's reservation in the budget (if it must wait, the body
-        is not parsed meanwhile), and the request timer, which runs while it waits."""
+        the head announces, and the body's reservation in the budget (if it must wait, the body
+        is not parsed meanwhile; the request timer, armed by ``_feed``, runs all the same)."""
         check = self._server.head_check
         refusal = None if check is None else check(request)
         if refusal is not None:
@@ -606,7 +616,6 @@ class HTTPConnection(asyncio.Protocol):
         self._reserved = size if size >= 0 else self._limits.max_body_bytes
         self._waiting_budget = not self._server.budget.reserve(self._reserved,
                                                                self._budget_granted)
-        self._arm_timer(self._limits.request_timeout_s, self._body_timed_out)
 
     def _send_continue(self) -> None:
         """Go net/http (server.go ``readRequest``): ``100-continue`` on HTTP/1.1 with a body
@@ -632,7 +641,8 @@ class HTTPConnection(asyncio.Protocol):
         request = pending.pop(0)
         if not pending:
             self._pending = None
-        self._release_queued(len(request.body))  # the handler holds it now
+        if request.body:
+            self._release_queued(len(request.body))  # the handler holds it now
         self._task = asyncio.get_running_loop().create_task(self._run(request))
 
     async def _run(self, request: Request) -> None:
