@@ -14,9 +14,10 @@ Guarantees:
   431 and closes. A head may be as long as Go's (``max_head_bytes`` plus Go's 4 KiB), so a
   URL is not limited to httptools' 64 KiB;
 - back-pressure, as Go reads a connection's next request only after answering the last: at
-  most ``max_queued_requests`` requests wait parsed behind the one being served, and none waits
-  while the client leaves answers unread (the transport is over its high-water mark); then the
-  connection stops parsing (bytes already read are kept, unparsed) and stops reading. Input is
+  most ``max_queued_requests`` requests wait parsed behind the one being served, and while the
+  client leaves answers unread (the transport is over its high-water mark) no request is
+  started or parsed; then the connection stops parsing (bytes already read are kept,
+  unparsed) and stops reading. Input is
   parsed in slices so one read cannot queue thousands of small requests. A connection whose
   answers stay unread for ``request_timeout_s`` is dropped (kube's timeout filter kills a
   request whose handler could not finish writing in time);
@@ -120,7 +121,8 @@ class Limits:
     # Body bytes one connection holds, read and not yet handed to a handler, beyond which it
     # stops reading while another request of it waits: one request's worth, as in Go.
     max_connection_body_bytes: int = 3 * 1024 * 1024
-    # The same over all connections: past it, connections reading a body pause (0: no bound).
+    # The same over all connections, each body reserving its announced size before it is read;
+    # a body that does not fit waits and its connection stops reading (0: no bound).
     max_pending_body_bytes: int = 64 * 1024 * 1024
 
 
