@@ -5,6 +5,9 @@ answer: tests/reliability/test_stalled_writer.py."""
 from __future__ import annotations
 
 import http.client
+import json
+import socket
+import time
 
 import pytest
 
@@ -54,3 +57,20 @@ def test_a_watch_ignores_the_timeout_parameter(server: ServerThread) -> None:
         resp.read()  # ends after timeoutSeconds
     finally:
         conn.close()
+
+
+def test_the_deadline_counts_from_the_head_not_from_the_body(server: ServerThread) -> None:
+    """kube's deadline starts when the request is received: a body that took longer than the
+    request's ``timeout`` to arrive leaves its handler no time, so the write is not made."""
+    body = b'{"metadata":{"name":"slow-body"}}'
+    with socket.create_connection(host_port(server), timeout=10) as sock:
+        sock.sendall(b"POST " + CONFIGMAPS.encode() + b"?timeout=1s HTTP/1.1\r\n"
+                     b"Host: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(body) + body[:5])
+        time.sleep(1.5)
+        sock.sendall(body[5:])
+        resp = http.client.HTTPResponse(sock)
+        resp.begin()
+        assert resp.status == 504
+        assert json.loads(resp.read())["reason"] == "Timeout"
+    assert call(server, "GET", f"{CONFIGMAPS}/slow-body").status == 404

@@ -1,10 +1,11 @@
 """A `kubewire serve` subprocess and the small blocking HTTP clients the reliability runs use.
 
-``ServerProcess`` starts the real CLI on a loopback port (plain HTTP), can SIGKILL it and start it
-again on the same data dir and port, and reads its RSS from ``/proc``; ``writer_pid`` finds its
-writer process. ``run_cli`` runs one ``kubewire`` command to its end. ``request`` is one JSON
-request on a caller-owned ``http.client`` connection. ``WatchReader`` follows one watch on a
-thread and resumes from its last revision whenever the stream ends (server killed, closed).
+``ServerProcess`` starts the real CLI on a loopback port (plain HTTP, or HTTPS with ``tls=True``),
+can SIGKILL it and start it again on the same data dir and port, and reads its RSS from
+``/proc``; ``writer_pid`` finds its writer process. ``run_cli`` runs one ``kubewire`` command to
+its end. ``request`` is one JSON request on a caller-owned ``http.client`` connection.
+``WatchReader`` follows one watch on a thread and resumes from its last revision whenever the
+stream ends (server killed, closed).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -36,12 +38,22 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-class ServerProcess:
-    """``kubewire serve --insecure-http`` in a subprocess; ``start`` waits for ``/readyz``."""
+def unverified_tls() -> ssl.SSLContext:
+    """A client context that takes the server's own certificate (tests only)."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
 
-    def __init__(self, data_dir: Path, *args: str, port: int = 0) -> None:
+
+class ServerProcess:
+    """``kubewire serve --insecure-http`` in a subprocess (``tls``: its default HTTPS, access
+    checked); ``start`` waits for ``/readyz``."""
+
+    def __init__(self, data_dir: Path, *args: str, port: int = 0, tls: bool = False) -> None:
         self.data_dir = data_dir
         self.args = list(args)
+        self.tls = tls
         self.port = port or free_port()
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
@@ -57,8 +69,8 @@ class ServerProcess:
     def start(self) -> ServerProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         cmd = [sys.executable, "-m", "kubewire.cli", "serve", "--data-dir", str(self.data_dir),
-               "--host", HOST, "--port", str(self.port), "--insecure-http",
-               "--log-level", "WARNING", *self.args]
+               "--host", HOST, "--port", str(self.port), "--log-level", "WARNING",
+               *([] if self.tls else ["--insecure-http"]), *self.args]
         with open(self._log, "ab") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL)
@@ -68,7 +80,7 @@ class ServerProcess:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited with {self.proc.returncode}: {self.log_tail()}")
             try:
-                conn = http.client.HTTPConnection(HOST, self.port, timeout=2)
+                conn = self.connection(timeout=2)
                 try:
                     conn.request("GET", "/readyz")
                     if conn.getresponse().status == 200:
@@ -80,6 +92,13 @@ class ServerProcess:
             time.sleep(0.05)
         self.stop()
         raise TimeoutError(f"server did not become ready: {self.log_tail()}")
+
+    def connection(self, timeout: float = REQUEST_TIMEOUT_S) -> http.client.HTTPConnection:
+        """A client connection to this server (HTTPS without verification when ``tls``)."""
+        if self.tls:
+            return http.client.HTTPSConnection(HOST, self.port, timeout=timeout,
+                                               context=unverified_tls())
+        return http.client.HTTPConnection(HOST, self.port, timeout=timeout)
 
     def log_tail(self) -> str:
         try:

@@ -181,6 +181,13 @@ class Access:
         log.debug("%s is impersonating %s", user_text(requestor), user_text(user))
         return user
 
+    def authenticate_head(self, request: Request) -> None:
+        """Authentication alone, on a request's head before its body is read (kube's filters
+        authenticate before any handler reads a body): raises ``Unauthorized`` as ``check``
+        would, so a client without credentials is answered before it can send a body."""
+        if not is_public(request.path):
+            self.user(request)
+
 
 def is_public(path: str) -> bool:
     """Open to anyone, without credentials (kube's public-info paths)."""

@@ -85,7 +85,7 @@ class APIServer:
                              bookmark_interval_s=config.bookmark_interval_s)
         self.ctx = ServerContext(config=config, store=store, caches=caches)
         self._store = store
-        self.http = HTTPServer(self.handle, config.limits)
+        self.http = HTTPServer(self.handle, config.limits, head_check=self._check_head)
         self.controllers = Controllers(self.ctx)
         self.tls = None if config.insecure_http else tls_files(config)
         self.access = Access(config, self.tls)
@@ -146,6 +146,18 @@ class APIServer:
             info.audit.finish(request, response, info.error, info.code or 200)
         return response
 
+    def _check_head(self, request: Request) -> Response | None:
+        """A request with a body, on its head: the 401 it would get after its body, now, so
+        an unauthenticated client cannot make the server hold a body (the same bytes as
+        ``handle`` answers, and counted in the request metrics)."""
+        try:
+            self.access.authenticate_head(request)
+        except StatusError as err:
+            response = status_response(err)
+            self.observer.finished(request, RequestInfo(code=err.code), response, 0.0)
+            return response
+        return None
+
     async def _answer_in_time(self, request: Request, info: RequestInfo) -> Response | None:
         """``_answer`` within the request's deadline (none for watches), as kube's
         WithRequestDeadline and WithTimeoutForNonLongRunningRequests do before anything else."""
@@ -160,7 +172,9 @@ class APIServer:
         task = asyncio.current_task()
         assert task is not None
         expiry = _Expiry(task)
-        deadline = deadlines.call_later(timeout_s, expiry)  # ~0.7 µs; asyncio.timeout ~3.7
+        # kube's deadline starts when the request is received: reading the body took part of it
+        left_s = timeout_s - (asyncio.get_running_loop().time() - request.received)
+        deadline = deadlines.call_later(left_s, expiry)  # ~0.7 µs; asyncio.timeout ~3.7
         try:
             return await self._answer(request, info, route)
         except asyncio.CancelledError:

@@ -1,0 +1,322 @@
+"""How server/http.py reads requests off the wire when clients misbehave (issue 12).
+
+Pipelined requests are parsed only up to a bound, and none is served while answers stay
+unread; a head the server refuses is answered before its body is sent; a body must arrive
+within the request timeout; bodies are bounded per connection and over all connections; a
+request target may be as long as Go's head limit allows. Each test talks to a real
+``HTTPServer`` on a loopback socket and looks at the connection only to see whether it reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from kubewire.server.http import HTTPConnection, HTTPServer, Limits, Request, Response
+from kubewire.server.http_input import HEAD_TOO_LARGE_ANSWER, REQUEST_TIMEOUT_BODY
+from tests.integration.test_http_protocol import close, connect, read_response
+
+WAIT_S = 5.0  # bound on waiting for the server; a hang fails the test
+GET = b"GET /g HTTP/1.1\r\nHost: t\r\n\r\n"
+UNAUTHORIZED = (b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
+                b'"message":"Unauthorized","reason":"Unauthorized","code":401}')
+
+
+async def until(check: Callable[[], bool]) -> None:
+    async with asyncio.timeout(WAIT_S):
+        while not check():
+            await asyncio.sleep(0.01)
+
+
+def only_connection(srv: HTTPServer) -> HTTPConnection:
+    (conn,) = srv.connections
+    return conn
+
+
+def is_reading(conn: HTTPConnection) -> bool:
+    transport = conn._transport
+    return transport is not None and transport.is_reading()
+
+
+async def echo(request: Request) -> Response | None:
+    return Response(200, f"{request.method} {request.path} {len(request.body)}".encode(),
+                    "text/plain")
+
+
+async def start(srv: HTTPServer) -> int:
+    _, port = await srv.listen("127.0.0.1", 0)
+    return port
+
+
+# --- pipelining ---------------------------------------------------------------------------------
+
+async def test_pipelined_requests_are_parsed_only_up_to_the_queue_bound() -> None:
+    """While one request is served, at most ``max_queued_requests`` wait parsed (plus what one
+    parse slice held); reading stops, and every request is still answered, in order."""
+    release = asyncio.Event()
+
+    async def handler(request: Request) -> Response | None:
+        if request.path == "/block":
+            await release.wait()
+        return await echo(request)
+
+    limits = Limits()
+    srv = HTTPServer(handler, limits)
+    reader, writer = await connect(await start(srv))
+    count = 3000
+    writer.write(b"GET /block HTTP/1.1\r\nHost: t\r\n\r\n" + GET * count)
+    conn = only_connection(srv)
+    await until(lambda: not is_reading(conn))
+    assert len(conn._pending or []) <= limits.max_queued_requests + 4096 // len(GET) + 1
+    release.set()
+    assert (await read_response(reader))[2] == b"GET /block 0"
+    for _ in range(count):
+        assert (await read_response(reader))[2] == b"GET /g 0"
+    await close(writer)
+    await srv.close()
+
+
+async def test_answers_left_unread_stop_serving_and_reading() -> None:
+    """A client that pipelines and never reads gets no more answers than fill the kernel's
+    buffers and the transport's high-water mark: the server stops serving it and reading from
+    it, and once it reads, everything is answered."""
+    served = 0
+    answer = b"x" * 65536
+
+    async def handler(request: Request) -> Response | None:
+        nonlocal served
+        served += 1
+        return Response(200, answer, "text/plain")
+
+    limits = Limits()
+    srv = HTTPServer(handler, limits)
+    reader, writer = await connect(await start(srv))
+    count = 600  # ~39 MB of answers
+    writer.write(GET * count)
+    conn = only_connection(srv)
+    await until(lambda: conn.write_paused and not is_reading(conn))
+    assert served < count
+    assert conn.buffered_bytes() <= limits.write_high_water_bytes + len(answer) + 1024
+    for _ in range(count):
+        assert (await read_response(reader))[2] == answer
+    assert served == count
+    await close(writer)
+    await srv.close()
+
+
+async def test_a_connection_whose_answers_stay_unread_is_dropped() -> None:
+    """Answers unread for ``request_timeout_s``: the connection and all it holds are dropped."""
+    async def handler(request: Request) -> Response | None:
+        return Response(200, b"x" * 65536, "text/plain")
+
+    srv = HTTPServer(handler, Limits(request_timeout_s=0.5))
+    _, writer = await connect(await start(srv))
+    writer.write(GET * 600)
+    conn = only_connection(srv)
+    await until(lambda: conn.write_paused)
+    await until(lambda: not srv.connections)
+    assert conn._pending is None and not conn._held and conn._parser is None
+    writer.close()
+    await srv.close()
+
+
+async def test_queued_bodies_are_bounded_per_connection() -> None:
+    """Pipelined bodies wait parsed only up to ``max_connection_body_bytes`` (3 MiB)."""
+    release = asyncio.Event()
+
+    async def handler(request: Request) -> Response | None:
+        if request.path == "/block":
+            await release.wait()
+        return await echo(request)
+
+    limits = Limits()
+    srv = HTTPServer(handler, limits)
+    reader, writer = await connect(await start(srv))
+    post = (b"POST /p HTTP/1.1\r\nHost: t\r\nContent-Length: 300000\r\n\r\n"
+            + b"b" * 300000)
+    count = 40  # 12 MB
+    writer.write(b"GET /block HTTP/1.1\r\nHost: t\r\n\r\n" + post * count)
+    conn = only_connection(srv)
+    await until(lambda: not is_reading(conn))
+    queued = conn._queued_body_bytes + conn._body_bytes
+    assert queued <= limits.max_connection_body_bytes + 300000
+    release.set()
+    assert (await read_response(reader))[2] == b"GET /block 0"
+    for _ in range(count):
+        assert (await read_response(reader))[2] == b"POST /p 300000"
+    await close(writer)
+    await srv.close()
+
+
+# --- the head check -----------------------------------------------------------------------------
+
+async def test_a_refused_head_is_answered_before_its_body_is_sent() -> None:
+    """The 401 comes on the head of a 3 MiB POST; the body is never read or held, and the
+    connection closes. With credentials the body is read; a request without one is not checked."""
+    checked: list[str] = []
+    handled: list[str] = []
+
+    def head_check(request: Request) -> Response | None:
+        checked.append(request.path)
+        if request.header("authorization") == "Bearer ok":
+            return None
+        return Response(401, UNAUTHORIZED)
+
+    async def handler(request: Request) -> Response | None:
+        handled.append(request.path)
+        return await echo(request)
+
+    srv = HTTPServer(handler, Limits(), head_check=head_check)
+    port = await start(srv)
+    reader, writer = await connect(port)
+    writer.write(f"POST /refused HTTP/1.1\r\nHost: t\r\nContent-Length: {3 << 20}\r\n"
+                 "Content-Type: application/json\r\n\r\n".encode())
+    status, headers, body = await read_response(reader)
+    assert (status, body) == (401, UNAUTHORIZED)
+    assert headers["connection"] == "close"
+    assert await asyncio.wait_for(reader.read(), WAIT_S) == b""
+    await close(writer)
+    reader, writer = await connect(port)
+    writer.write(b"POST /ok HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ok\r\n"
+                 b"Content-Length: 3\r\n\r\nabc" + GET)
+    assert (await read_response(reader))[2] == b"POST /ok 3"
+    assert (await read_response(reader))[2] == b"GET /g 0"
+    await close(writer)
+    assert checked == ["/refused", "/ok"]
+    assert handled == ["/ok", "/g"]
+    assert srv.budget.held == 0
+    await srv.close()
+
+
+async def test_a_refusal_behind_pipelined_requests_comes_in_order() -> None:
+    srv = HTTPServer(echo, Limits(), head_check=lambda r: Response(401, UNAUTHORIZED))
+    reader, writer = await connect(await start(srv))
+    writer.write(GET + b"POST /p HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\n")
+    status, headers, body = await read_response(reader)
+    assert (status, body) == (200, b"GET /g 0")
+    assert "connection" not in headers  # not the last answer
+    assert (await read_response(reader))[0] == 401
+    assert await asyncio.wait_for(reader.read(), WAIT_S) == b""
+    await close(writer)
+    await srv.close()
+
+
+# --- the request timeout ------------------------------------------------------------------------
+
+async def test_a_trickled_body_gets_kubes_504_after_the_request_timeout() -> None:
+    srv = HTTPServer(echo, Limits(request_timeout_s=0.5))
+    reader, writer = await connect(await start(srv))
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    writer.write(b"POST /slow HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n")
+
+    async def trickle() -> None:
+        while True:
+            writer.write(b"1\r\nx\r\n")
+            await asyncio.sleep(0.1)
+
+    trickling = asyncio.create_task(trickle())
+    try:
+        status, headers, body = await read_response(reader)
+    finally:
+        trickling.cancel()
+    assert (status, body) == (504, REQUEST_TIMEOUT_BODY)
+    assert headers["content-type"] == "text/plain; charset=utf-8"
+    assert headers["connection"] == "close"
+    assert 0.4 < loop.time() - started < 0.5 + 3
+    assert await asyncio.wait_for(reader.read(), WAIT_S) == b""
+    await close(writer)
+    await srv.close()
+
+
+async def test_a_body_in_time_and_a_stream_are_not_timed() -> None:
+    """The timer covers the body only: a body sent in pieces within the timeout is served,
+    and a stream (a watch) outlives the timeout."""
+    streams: list[object] = []
+
+    async def handler(request: Request) -> Response | None:
+        if request.path == "/stream":
+            streams.append(request.start_stream(200, [("Content-Type", "text/plain")]))
+            return None
+        return await echo(request)
+
+    srv = HTTPServer(handler, Limits(request_timeout_s=0.5))
+    reader, writer = await connect(await start(srv))
+    writer.write(b"POST /p HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\nab")
+    await asyncio.sleep(0.3)
+    writer.write(b"cd")
+    assert (await read_response(reader))[2] == b"POST /p 4"
+    writer.write(b"GET /stream HTTP/1.1\r\nHost: t\r\n\r\n")
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), WAIT_S)
+    assert head.startswith(b"HTTP/1.1 200")
+    await asyncio.sleep(1.0)  # twice the request timeout
+    assert srv.connections
+    await close(writer)
+    await srv.close()
+
+
+# --- the body budget ----------------------------------------------------------------------------
+
+async def test_bodies_over_all_connections_wait_for_the_budget_and_all_finish() -> None:
+    """Eight 1 MiB uploads against a 2 MiB budget: at most two bodies are read at a time (the
+    others stop reading, holding what one read brought), and every upload finishes."""
+    limits = Limits(max_body_bytes=1 << 20, max_pending_body_bytes=2 << 20)
+    srv = HTTPServer(echo, limits)
+    port = await start(srv)
+    clients = [await connect(port) for _ in range(8)]
+    head = f"POST /u HTTP/1.1\r\nHost: t\r\nContent-Length: {1 << 20}\r\n\r\n".encode()
+    half = b"u" * (1 << 19)
+    for _, writer in clients:
+        writer.write(head + half)
+    await until(lambda: srv.budget.held == 2 << 20 and srv.budget.waiting == 6)
+    await until(lambda: sum(not is_reading(c) for c in srv.connections) >= 6)
+    for _, writer in clients:
+        writer.write(half)
+    for reader, writer in clients:
+        assert (await read_response(reader))[2] == b"POST /u 1048576"
+        await close(writer)
+    assert srv.budget.held == 0
+    await srv.close()
+
+
+async def test_a_body_waiting_for_the_budget_is_still_timed() -> None:
+    limits = Limits(max_body_bytes=1 << 20, max_pending_body_bytes=1 << 20,
+                    request_timeout_s=0.5)
+    srv = HTTPServer(echo, limits)
+    port = await start(srv)
+    _, holder = await connect(port)  # reserves the whole budget and sends nothing more
+    holder.write(f"POST /h HTTP/1.1\r\nHost: t\r\nContent-Length: {1 << 20}\r\n\r\n".encode())
+    await until(lambda: srv.budget.held == 1 << 20)
+    reader, writer = await connect(port)
+    writer.write(b"POST /w HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n12345")
+    await until(lambda: srv.budget.waiting == 1)
+    status, _, body = await read_response(reader)
+    assert (status, body) == (504, REQUEST_TIMEOUT_BODY)
+    await until(lambda: srv.budget.held == 0 and srv.budget.waiting == 0)
+    await close(writer)
+    await close(holder)
+    await srv.close()
+
+
+# --- long request targets -----------------------------------------------------------------------
+
+async def test_a_target_of_200_kib_is_served() -> None:
+    srv = HTTPServer(echo)
+    reader, writer = await connect(await start(srv))
+    query = "labelSelector=" + "a" * (200 * 1024)
+    writer.write(f"GET /api/v1/pods?{query} HTTP/1.1\r\nHost: t\r\n\r\n".encode())
+    status, _, body = await read_response(reader)
+    assert (status, body) == (200, b"GET /api/v1/pods 0")
+    await close(writer)
+    await srv.close()
+
+
+async def test_a_head_past_gos_limit_gets_gos_431() -> None:
+    """Go reads at most MaxHeaderBytes + 4096 of a head, request line included."""
+    srv = HTTPServer(echo)
+    reader, writer = await connect(await start(srv))
+    target = "/x?q=" + "a" * ((1 << 20) + 8192)
+    writer.write(f"GET {target} HTTP/1.1\r\nHost: t\r\n\r\n".encode())
+    assert await asyncio.wait_for(reader.read(), WAIT_S) == HEAD_TOO_LARGE_ANSWER
+    await close(writer)
+    await srv.close()
