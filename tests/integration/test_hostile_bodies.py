@@ -1,0 +1,106 @@
+"""Bodies that hide trouble: text that is not UTF-8.
+
+kube-apiserver reads JSON with Go's encoding/json, which turns each byte of an invalid UTF-8
+sequence inside a string, and each escaped unpaired surrogate, into U+FFFD: creates and the
+JSON-based patches store U+FFFD and answer as usual. Never a 500, and a refused request changes
+nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.integration.harness import ServerThread
+from tests.integration.kinds import CONFIG_MAP
+from tests.integration.wire import Reply, call, create, get
+
+CM = CONFIG_MAP.collection()
+JSON_TYPE = {"Content-Type": "application/json"}
+
+
+@pytest.fixture
+def seeded(server: ServerThread) -> Iterator[ServerThread]:
+    create(server, CM, CONFIG_MAP.obj("existing"))
+    yield server
+
+
+def bad_request(message: str) -> dict[str, Any]:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": "BadRequest", "code": 400}
+
+
+def _stored(server: ServerThread, name: str) -> dict[str, Any]:
+    obj: dict[str, Any] = get(server, CONFIG_MAP.item(name))
+    return obj
+
+
+def test_json_create_stores_invalid_utf8_as_replacement_characters(seeded: ServerThread) -> None:
+    body = (b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"bytes",'
+            b'"annotations":{"cut":"\xe2\x82"}},'
+            b'"data":{"k":"x\xffy","surrogate":"\\ud800\\u0041","overlong":"\xc0\xaf"}}')
+    reply = call(seeded, "POST", CM, body, JSON_TYPE)
+    assert reply.status == 201, reply.body
+    for obj in (reply.json, _stored(seeded, "bytes")):
+        # one U+FFFD per byte of a bad sequence, as Go's utf8.DecodeRune
+        assert obj["data"] == {"k": "x\ufffdy", "surrogate": "\ufffdA",
+                               "overlong": "\ufffd\ufffd"}
+        assert obj["metadata"]["annotations"] == {"cut": "\ufffd\ufffd"}
+
+
+@pytest.mark.parametrize(("media_type", "body", "key"), [
+    ("application/merge-patch+json", b'{"data":{"m":"\xfe\xe2\x82"}}', "m"),
+    ("application/strategic-merge-patch+json", b'{"data":{"s":"\xfe\xe2\x82"}}', "s"),
+    ("application/json-patch+json", b'[{"op":"add","path":"/data/j","value":"\xfe\xe2\x82"}]',
+     "j"),
+    ("application/merge-patch+json", b'{"data":{"u":"\\udfff\\ud800"}}', "u"),
+])
+def test_json_patches_store_invalid_utf8_as_replacement_characters(
+        seeded: ServerThread, media_type: str, body: bytes, key: str) -> None:
+    reply = call(seeded, "PATCH", CONFIG_MAP.item("existing"), body,
+                 {"Content-Type": media_type})
+    assert reply.status == 200, reply.body
+    expected = "\ufffd\ufffd" if key == "u" else "\ufffd\ufffd\ufffd"
+    assert reply.json["data"][key] == expected
+    assert _stored(seeded, "existing")["data"][key] == expected
+
+
+def _unchanged(server: ServerThread, reply: Reply, status: int) -> dict[str, Any]:
+    assert reply.status == status, reply.body
+    assert _stored(server, "existing")["data"] == {"key": "one"}
+    assert [i["metadata"]["name"] for i in get(server, CM)["items"]] == ["existing"]
+    status_object: dict[str, Any] = reply.status_object()
+    return status_object
+
+
+def test_a_json_update_with_a_bad_key_is_invalid_not_an_error(seeded: ServerThread) -> None:
+    obj = get(seeded, CONFIG_MAP.item("existing"))
+    body = json.dumps({**obj, "data": {"KEY": "v"}}).encode().replace(b"KEY", b"\xffk")
+    status = _unchanged(seeded, call(seeded, "PUT", CONFIG_MAP.item("existing"), body,
+                                     JSON_TYPE), 422)
+    assert status["message"].startswith(
+        'ConfigMap "existing" is invalid: data[\ufffdk]: Invalid value: "\ufffdk": ')
+
+
+def test_a_delete_body_with_invalid_utf8_is_read_not_an_error(seeded: ServerThread) -> None:
+    body = b'{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"\xff"}'
+    status = _unchanged(seeded, call(seeded, "DELETE", CONFIG_MAP.item("existing"), body,
+                                     JSON_TYPE), 422)
+    assert status["details"]["causes"] == [{
+        "reason": "FieldValueNotSupported",
+        "message": 'Unsupported value: "\ufffd": supported values: "Foreground", '
+                   '"Background", "Orphan", "nil"',
+        "field": "propagationPolicy"}]
+
+
+def test_a_byte_outside_a_string_is_a_syntax_error(seeded: ServerThread) -> None:
+    body = b'{"apiVersion":"v1","kind":\xe2\x82}'
+    status = _unchanged(seeded, call(seeded, "POST", CM, body, JSON_TYPE), 400)
+    # Go names the byte as a rune; the summary shows the body as Go's JSON encoder writes it
+    assert status == bad_request(
+        "the object provided is unrecognized (must be of type ConfigMap): couldn't get "
+        "version/kind; json parse error: invalid character 'â' looking for beginning of value "
+        '({"apiVersion":"v1","kind":\ufffd\ufffd})')
