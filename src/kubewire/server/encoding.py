@@ -3,7 +3,8 @@
 kube-apiserver treats a missing Content-Type as JSON (the official Python client sends none on
 POST/PUT), accepts YAML, and answers 415/406 with fixed messages (watch-protocol.md §3.3, §8.2).
 JSON is read as Go reads it (invalid UTF-8 and unpaired surrogates become U+FFFD,
-``go_text.decode_go_json``).
+``go_text.decode_go_json``), YAML as sigs.k8s.io/yaml over go-yaml reads it (``yaml_bodies``:
+aliases bounded before expansion, go-yaml's reader errors).
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ from dataclasses import replace
 from typing import Any
 
 import msgspec
-import yaml
 
 from kubewire.go_text import JSON_KIND_NAMES, decode_go_json, go_json_error, go_utf8
 from kubewire.resources import Resource
 from kubewire.server.http import Response
 from kubewire.server.protobuf import PROTOBUF_MEDIA_TYPE, decode_protobuf_object
+from kubewire.server.yaml_bodies import YAMLBodyError, load_yaml_body
 from kubewire.status import BadRequest, NotAcceptable, StatusError, UnsupportedMediaType
 
 encode_json = msgspec.json.Encoder().encode
@@ -85,7 +86,7 @@ def decode_object(body: bytes, content_type: str, resource: Resource,
         except RecursionError:
             raise BadRequest(unrecognized(resource, EXCEEDED_MAX_DEPTH, body)) from None
     elif kind in YAML_TYPES:
-        value = _decode_yaml(body)
+        value = _decode_yaml(body, resource)
     else:
         raise unsupported_body(resource)
     if not isinstance(value, dict):
@@ -115,13 +116,15 @@ def summarize_data(data: bytes, max_length: int = 30) -> str:
     return cut.hex() + suffix
 
 
-def _decode_yaml(body: bytes) -> Any:
+def _decode_yaml(body: bytes, resource: Resource) -> Any:
+    """The YAML serializer's ``YAMLToJSON``; its error reaches ``transformDecodeError`` as is."""
     try:
-        return yaml.safe_load(body)
-    except yaml.YAMLError as exc:
-        raise BadRequest(f"error converting YAML to JSON: {exc}") from exc
+        return load_yaml_body(body).value
+    except YAMLBodyError as exc:
+        raise BadRequest(f"the object provided is unrecognized (must be of type {resource.kind}): "
+                         f"{exc} ({summarize_data(body)})") from None
     except RecursionError:
-        raise BadRequest(f"error converting YAML to JSON: {EXCEEDED_MAX_DEPTH}") from None
+        raise BadRequest(unrecognized(resource, EXCEEDED_MAX_DEPTH, body)) from None
 
 
 def _cannot_unmarshal(value: Any) -> str:
