@@ -70,19 +70,6 @@ def parse_int64(text: str) -> int:
     return value
 
 
-_GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
-_GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
-
-
-def parse_go_bool(text: str) -> bool:
-    """Go ``strconv.ParseBool``; raises ValueError with Go's error text for anything else."""
-    if text in _GO_TRUE:
-        return True
-    if text in _GO_FALSE:
-        return False
-    raise ValueError(f"strconv.ParseBool: parsing {go_quote(text)}: invalid syntax")
-
-
 # --- bytes that are not UTF-8 --------------------------------------------------------------------
 #
 # A Go string holds any bytes. Where Go turns them into characters (``utf8.DecodeRune``, used by
