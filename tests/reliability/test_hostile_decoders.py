@@ -241,9 +241,11 @@ def client_frame(opcode: int, payload: bytes, mask: bytes, fin: bool = True) -> 
     return head + mask + masked
 
 
-FRAMES = st.lists(st.tuples(st.sampled_from([0x0, 0x1, 0x2, 0x8, 0x9, 0xA, 0x3, 0xF]),
-                            st.binary(max_size=300), st.binary(min_size=4, max_size=4)),
-                  max_size=6)
+_MASKS = st.binary(min_size=4, max_size=4)
+FRAMES = st.lists(st.one_of(  # valid frames: control ones (opcode 8-F) carry at most 125 bytes
+    st.tuples(st.sampled_from([0x0, 0x1, 0x2, 0x3]), st.binary(max_size=300), _MASKS),
+    st.tuples(st.sampled_from([0x8, 0x9, 0xA, 0xF]), st.binary(max_size=125), _MASKS)),
+    max_size=6)
 
 
 def _splits(data: bytes, cuts: list[int]) -> list[bytes]:
@@ -291,6 +293,12 @@ class FakeConnection:
 
     def close(self) -> None:
         self.closed = True
+
+    def abort(self) -> None:
+        self.closed = True
+
+    def set_write_high_water(self, high: int | None) -> None:
+        pass
 
 
 @HOSTILE
