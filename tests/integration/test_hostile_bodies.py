@@ -202,3 +202,15 @@ data: {a: &v shared, b: *v, first: &v one, again: &v two, c: *v}
                               "c": "two"}
     assert stored["metadata"]["labels"] == {"app": "web", "tier": "front"}
     assert stored["metadata"]["annotations"] == {"app": "web", "tier": "back"}
+
+
+def test_a_strategic_merge_patch_that_fails_prints_what_go_decoded(
+        seeded: ServerThread) -> None:
+    body = b'{"metadata":{"labels":{"x":"\xff"}},"data":{"k":5}}'
+    reply = call(seeded, "PATCH", CONFIG_MAP.item("existing"), body,
+                 {"Content-Type": "application/strategic-merge-patch+json"})
+    status = _unchanged(seeded, reply, 422)
+    # applyPatchToObject's %+v of the patch map, as json.Unmarshal decoded it
+    assert status["message"] == (' "" is invalid: patch: Invalid value: '
+                                 '"map[data:map[k:5] metadata:map[labels:map[x:\ufffd]]]": '
+                                 "cannot convert int64 to string")
