@@ -34,7 +34,8 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from kubewire.go_text import go_quote
 
-__all__ = ["YAMLBody", "YAMLBodyError", "allowed_alias_ratio", "load_yaml_body"]
+__all__ = ["EXCESSIVE_ALIASING", "YAMLBody", "YAMLBodyError", "allowed_alias_ratio",
+           "load_yaml_body", "reader_problem"]
 
 # decode.go: up to 400,000 decodes 99 % may come from aliases, from 4,000,000 on only 10 %.
 _ALIAS_RATIO_RANGE_LOW = 400_000
