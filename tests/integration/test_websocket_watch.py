@@ -127,7 +127,11 @@ def _upgraded(server: ServerThread, rcvbuf: int | None = None) -> socket.socket:
                   f"Sec-WebSocket-Key: {key}\r\n\r\n").encode())
     head = b""
     while not head.endswith(b"\r\n\r\n"):  # the server sends nothing more until an event
-        head += sock.recv(1)
+        byte = sock.recv(1)
+        if not byte:
+            sock.close()
+            raise AssertionError(f"connection closed after {head!r}")
+        head += byte
     assert head.startswith(b"HTTP/1.1 101 "), head
     return sock
 
