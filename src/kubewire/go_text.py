@@ -1,16 +1,19 @@
 """Text exactly as Go prints or parses it: ``strconv.Quote``, ``strconv.ParseInt``, ``%#v`` of a
-``[]string`` and ``encoding/json`` syntax errors.
+``[]string``, ``encoding/json`` syntax errors, and bytes that are not UTF-8 read as Go reads them.
 
 kube-apiserver's messages embed these forms and clients match on them (watch-protocol.md §9), so
 every module that builds such a message renders through here. Nothing here raises except
-``parse_int64``, which raises ``ValueError`` carrying Go's error text.
+``parse_int64`` (``ValueError`` carrying Go's error text) and ``decode_go_json`` (the JSON
+decoder's errors).
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import msgspec
 
@@ -67,17 +70,70 @@ def parse_int64(text: str) -> int:
     return value
 
 
-_GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
-_GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+# --- bytes that are not UTF-8 --------------------------------------------------------------------
+#
+# A Go string holds any bytes. Where Go turns them into characters (``utf8.DecodeRune``, used by
+# encoding/json's decoder for string literals and by its encoder for every string) an invalid
+# sequence yields U+FFFD and moves on by ONE byte, so each byte of a bad sequence becomes its own
+# U+FFFD. Python's "replace" handler covers a whole maximal bad subpart with one U+FFFD
+# (b"\xe2\x82" gives one, Go two); this handler gives one per byte. A maximal subpart is a lead
+# byte plus continuation bytes, none of which starts a character, so per byte is Go's count.
+_GO_UTF8_ERRORS = "kubewire.go-utf8"
 
 
-def parse_go_bool(text: str) -> bool:
-    """Go ``strconv.ParseBool``; raises ValueError with Go's error text for anything else."""
-    if text in _GO_TRUE:
-        return True
-    if text in _GO_FALSE:
-        return False
-    raise ValueError(f"strconv.ParseBool: parsing {go_quote(text)}: invalid syntax")
+def _replace_each_byte(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeDecodeError):
+        raise exc
+    return "\ufffd" * (exc.end - exc.start), exc.end
+
+
+codecs.register_error(_GO_UTF8_ERRORS, _replace_each_byte)
+
+
+def go_utf8(data: bytes) -> str:
+    """``data`` as text the way Go renders a string's bytes: each byte of an invalid UTF-8
+    sequence becomes U+FFFD (``utf8.DecodeRune``)."""
+    return data.decode("utf-8", _GO_UTF8_ERRORS)
+
+
+# A JSON escape: a valid surrogate pair, a lone surrogate, or any other escape (matched so that
+# an escaped backslash is consumed and the next character is not read as an escape).
+_JSON_ESCAPE = re.compile(r"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+                          r"|u[dD][89a-fA-F][0-9a-fA-F]{2}|[\s\S])")
+
+
+def _lone_surrogate_as_fffd(found: re.Match[str]) -> str:
+    escape = found.group()
+    return "\\ufffd" if len(escape) == 6 else escape  # 2: another escape; 12: a valid pair
+
+
+def go_json_surrogates(text: str) -> str:
+    """JSON ``text`` with each ``\\u`` escape of an unpaired surrogate spelled ``\\ufffd``: Go's
+    decoder (decode.go ``unquote``) reads it as U+FFFD, where Python keeps a lone surrogate (which
+    no UTF-8 encoder accepts) and msgspec refuses the document."""
+    if "\\u" not in text:
+        return text
+    return _JSON_ESCAPE.sub(_lone_surrogate_as_fffd, text)
+
+
+_decode_json = msgspec.json.Decoder().decode
+
+
+def decode_go_json(body: bytes) -> Any:
+    """Decode JSON that Go's encoding/json accepts, with the values it gives.
+
+    Invalid UTF-8 inside strings and escaped unpaired surrogates become U+FFFD, as in Go (msgspec
+    refuses both); the document is read again only when the first read failed, so valid bodies
+    cost one read. Raises ``msgspec.DecodeError`` for what Go refuses too (name it with
+    ``go_json_error`` of the original body) and ``RecursionError`` past msgspec's depth.
+    """
+    try:
+        return _decode_json(body)
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        fixed = go_json_surrogates(go_utf8(body)).encode()
+        if fixed == body:
+            raise
+    return _decode_json(fixed)
 
 
 _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3,

@@ -125,6 +125,34 @@ def test_watches_per_user_are_bounded(limited: ServerThread) -> None:
         conn.close()
 
 
+@pytest.mark.parametrize("spelling", ["yes", "on", "", "1", "TRUE"])
+def test_every_spelling_of_watch_counts_against_the_limit(limited: ServerThread,
+                                                          spelling: str) -> None:
+    """kube reads ``watch`` as its list options do (anything but 0 and false is true), so every
+    request served as a watch is a watch to the limit, however it spells it."""
+    dev, admin = user(limited, "dev"), Client(limited)
+    assert admin.request("POST", "/api/v1/namespaces/default/pods", {
+        "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]},
+    }).status == 201
+    path = f"/api/v1/namespaces/default/pods?watch={spelling}&timeoutSeconds=30"
+    opened = []
+    for _ in range(2):
+        conn = http.client.HTTPSConnection("127.0.0.1", limited.port, context=dev.ctx, timeout=20)
+        conn.request("GET", path, headers=dev.headers)
+        resp = conn.getresponse()
+        assert resp.status == 200
+        assert json.loads(resp.readline())["type"] == "ADDED"  # a watch stream, not a list
+        opened.append(conn)
+    refused = dev.request("GET", path)
+    assert refused.status == 429, refused.body
+    assert json.loads(refused.body)["reason"] == "TooManyRequests"
+    # A GET naming an object is a get whatever ``watch`` says: not refused, not counted.
+    named = dev.request("GET", f"/api/v1/namespaces/default/pods/p?watch={spelling}")
+    assert named.status == 200 and json.loads(named.body)["kind"] == "Pod"
+    for conn in opened:
+        conn.close()
+
+
 def test_metrics_parse_and_move_with_traffic(server: ServerThread) -> None:
     admin_ish = server  # insecure test servers: everyone is admin, /metrics is open
     before_text = call(admin_ish, "GET", "/metrics")

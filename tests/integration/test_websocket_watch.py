@@ -113,6 +113,74 @@ def _raw_upgrade(server: ServerThread, extra: str) -> bytes:
         return data
 
 
+def _upgraded(server: ServerThread, rcvbuf: int | None = None) -> socket.socket:
+    """A raw socket past the 101 of a watch's WebSocket upgrade."""
+    host, port = server.url.removeprefix("http://").rsplit(":", 1)
+    sock = socket.socket()
+    if rcvbuf is not None:  # before connecting, so the window stays small
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    sock.settimeout(10)
+    sock.connect((host, int(port)))
+    key = base64.b64encode(b"0123456789abcdef").decode()
+    sock.sendall((f"GET {POD.collection()}?watch=true HTTP/1.1\r\nHost: {host}\r\n"
+                  "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                  f"Sec-WebSocket-Key: {key}\r\n\r\n").encode())
+    head = b""
+    while not head.endswith(b"\r\n\r\n"):  # the server sends nothing more until an event
+        byte = sock.recv(1)
+        if not byte:
+            sock.close()
+            raise AssertionError(f"connection closed after {head!r}")
+        head += byte
+    assert head.startswith(b"HTTP/1.1 101 "), head
+    return sock
+
+
+def _client_frame(opcode: int, payload: bytes, *, fin: bool = True) -> bytes:
+    mask = b"\x0f\x1e\x2d\x3c"
+    size = len(payload)
+    length = bytes([0x80 | size]) if size < 126 else bytes([0xFE]) + size.to_bytes(2, "big")
+    body = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    return bytes([(0x80 if fin else 0) | opcode]) + length + mask + body
+
+
+def _read_to_end(sock: socket.socket) -> bytes:
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    return data
+
+
+@pytest.mark.parametrize("wire", [
+    _client_frame(0x9, b"p" * 126),  # RFC 6455 5.5: at most 125 bytes
+    _client_frame(0x9, b"p" * 1000),
+    _client_frame(0x9, b"p", fin=False),  # never fragmented
+])
+def test_control_frames_breaking_rfc_6455_get_close_1002(server: ServerThread,
+                                                         wire: bytes) -> None:
+    with _upgraded(server) as sock:
+        sock.sendall(_client_frame(0x9, b"p" * 125))  # the largest ping: answered
+        pong = b""
+        while len(pong) < 127:
+            pong += sock.recv(127 - len(pong))
+        assert pong == b"\x8a\x7d" + b"p" * 125
+        sock.sendall(wire)
+        # a close frame with status 1002 (protocol error), then the server closes
+        assert _read_to_end(sock) == b"\x88\x02\x03\xea"
+    assert call(server, "GET", POD.collection()).status == 200
+
+
+def test_a_client_that_pings_and_never_reads_is_dropped(server: ServerThread) -> None:
+    """Pongs wait for the client to read them; one that only pings is cut off instead of the
+    server buffering its pongs without end (300 one-megabyte pings used to add 283 MB)."""
+    ping = _client_frame(0x9, b"p" * 125) * 512  # 67 KB a send
+    with _upgraded(server, rcvbuf=4096) as sock, pytest.raises(OSError) as info:
+        for _ in range(1000):  # 67 MB of pings at most
+            sock.sendall(ping)
+    assert isinstance(info.value, ConnectionResetError | BrokenPipeError), info.value
+    assert call(server, "GET", POD.collection()).status == 200
+
+
 def test_handshake_errors_are_plain_http(server: ServerThread) -> None:
     key = base64.b64encode(b"0123456789abcdef").decode()
     reply = _raw_upgrade(server, f"Sec-WebSocket-Key: {key}\r\n"

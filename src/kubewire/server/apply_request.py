@@ -1,23 +1,19 @@
 """One apply request: its body decoded as kube decodes it, and the apply it asks for.
 
 The body is YAML (JSON is YAML), decoded as ``handlers/patch.go`` ``applyPatcher`` does:
-``sigs.k8s.io/yaml`` into a map (400 ``error decoding YAML: ...`` otherwise, timestamps kept as
-strings). With ``fieldValidation=Strict`` a key repeated in one map is refused after the apply
-itself succeeded (``yaml.UnmarshalStrict``; go-yaml v2's ``line N: key "k" already set in
-map``).
+``sigs.k8s.io/yaml`` into a map (``yaml_bodies``; 400 ``error decoding YAML: ...`` otherwise).
+With ``fieldValidation=Strict`` a key repeated in one map is refused after the apply itself
+succeeded (``yaml.UnmarshalStrict``; go-yaml v2's ``line N: key "k" already set in map``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-import yaml
-
-from kubewire.go_text import go_quote
 from kubewire.schema import TypeNode
 from kubewire.server.apply import ApplyRequest, apply_config
 from kubewire.server.encoding import EXCEEDED_MAX_DEPTH, too_deep
+from kubewire.server.yaml_bodies import YAMLBodyError, load_yaml_body
 from kubewire.status import JSON, BadRequest, conflict
 
 __all__ = ["AppliedConfig", "ServerSideApply", "decode_apply_body"]
@@ -34,18 +30,13 @@ class AppliedConfig:
 def decode_apply_body(body: bytes) -> AppliedConfig:
     """The applied configuration; BadRequest when it is not YAML or not a map."""
     try:
-        # The reader checks the first bytes already (a NUL is a YAMLError from the constructor)
-        loader = _Loader(body)
-    except yaml.YAMLError as exc:
-        raise BadRequest(f"error decoding YAML: {' '.join(str(exc).split())}") from None
-    try:
-        value = loader.get_single_data()
-    except yaml.YAMLError as exc:
-        raise BadRequest(f"error decoding YAML: {' '.join(str(exc).split())}") from None
+        decoded = load_yaml_body(body)
+    except YAMLBodyError as exc:
+        # applyPatcher: sigs.k8s.io/yaml's Unmarshal wraps go-yaml's error
+        raise BadRequest(f"error decoding YAML: error converting YAML to JSON: {exc}") from None
     except RecursionError:
         raise BadRequest(f"error decoding YAML: {EXCEEDED_MAX_DEPTH}") from None
-    finally:
-        loader.dispose()
+    value = decoded.value
     if too_deep(value):
         raise BadRequest(f"error decoding YAML: {EXCEEDED_MAX_DEPTH}")
     if value is None:
@@ -55,35 +46,7 @@ def decode_apply_body(body: bytes) -> AppliedConfig:
         raise BadRequest("error decoding YAML: error unmarshaling JSON: while decoding JSON: "
                          f"json: cannot unmarshal {kind} into Go value of type "
                          "map[string]interface {}")
-    return AppliedConfig(value, tuple(loader.repeated_keys))
-
-
-class _Loader(yaml.SafeLoader):
-    """SafeLoader whose timestamps stay strings (sigs.k8s.io/yaml converts YAML to JSON) and
-    which notes every key repeated in a map, as go-yaml's strict mode reports it."""
-
-    def __init__(self, stream: bytes) -> None:
-        super().__init__(stream)
-        self.repeated_keys: list[str] = []
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            if isinstance(key, str | int | float | bool) and key in seen:
-                shown = go_quote(key) if isinstance(key, str) else str(key)
-                self.repeated_keys.append(
-                    f"line {key_node.start_mark.line + 1}: key {shown} already set in map")
-            elif isinstance(key, str | int | float | bool):
-                seen.add(key)
-        mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
-        return mapping
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
+    return AppliedConfig(value, decoded.repeated_keys)
 
 
 def _json_kind(value: JSON) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from kubewire.go_text import JSON_KIND_NAMES, go_json_error
+from kubewire.go_text import JSON_KIND_NAMES, decode_go_json, go_json_error
 from kubewire.status import BadRequest
 
 CONTINUE_VERSION = "meta.k8s.io/v1"
@@ -49,9 +49,11 @@ def _go_raw_url_b64decode(token: str) -> bytes:
 def _token_fields(data: bytes) -> dict[str, Any]:
     """``json.Unmarshal`` into ``continueToken``: case-insensitive keys, null leaves zero."""
     try:
-        doc = msgspec.json.decode(data.decode("utf-8", "replace").encode())
+        doc = decode_go_json(data)
     except msgspec.DecodeError as exc:
         raise ValueError(go_json_error(data, exc)) from None
+    except RecursionError:  # Go refuses past 10000 levels; msgspec stops sooner
+        raise ValueError("exceeded max depth") from None
     if doc is None:
         return {}
     if not isinstance(doc, dict):

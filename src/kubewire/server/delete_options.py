@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from kubewire.go_text import JSON_KIND_NAMES, GoLiteral, go_json_error, go_quote
+from kubewire.go_text import JSON_KIND_NAMES, GoLiteral, decode_go_json, go_json_error, go_quote
 from kubewire.server.encoding import EXCEEDED_MAX_DEPTH, too_deep
 from kubewire.server.query_params import Query, first_value, int64_param, optional_bool
 from kubewire.server.write_options import dry_run_errors
@@ -71,7 +71,7 @@ _TOO_DEEP = "couldn't get version/kind; json parse error: " + EXCEEDED_MAX_DEPTH
 def _decode_delete_body(body: bytes) -> dict[str, Any]:
     """Decode a DeleteOptions body; 400 with Go's decoder text (kube 1.32 answers 500 here)."""
     try:
-        doc = msgspec.json.decode(body)
+        doc = decode_go_json(body)
     except msgspec.DecodeError as exc:
         raise BadRequest("couldn't get version/kind; json parse error: "
                          + go_json_error(body, exc)) from None

@@ -2,6 +2,9 @@
 
 kube-apiserver treats a missing Content-Type as JSON (the official Python client sends none on
 POST/PUT), accepts YAML, and answers 415/406 with fixed messages (watch-protocol.md §3.3, §8.2).
+JSON is read as Go reads it (invalid UTF-8 and unpaired surrogates become U+FFFD,
+``go_text.decode_go_json``), YAML as sigs.k8s.io/yaml over go-yaml reads it (``yaml_bodies``:
+aliases bounded before expansion, go-yaml's reader errors).
 """
 
 from __future__ import annotations
@@ -10,15 +13,14 @@ from dataclasses import replace
 from typing import Any
 
 import msgspec
-import yaml
 
-from kubewire.go_text import JSON_KIND_NAMES, go_json_error
+from kubewire.go_text import JSON_KIND_NAMES, decode_go_json, go_json_error, go_utf8
 from kubewire.resources import Resource
 from kubewire.server.http import Response
 from kubewire.server.protobuf import PROTOBUF_MEDIA_TYPE, decode_protobuf_object
+from kubewire.server.yaml_bodies import YAMLBodyError, load_yaml_body
 from kubewire.status import BadRequest, NotAcceptable, StatusError, UnsupportedMediaType
 
-_decode_json = msgspec.json.Decoder().decode
 encode_json = msgspec.json.Encoder().encode
 
 JSON_TYPES = ("application/json", "")
@@ -31,7 +33,6 @@ _ACCEPTED_CUSTOM_BODY_TYPES = "application/json, application/yaml"
 # text instead of exhausting Python's recursion limit (a 500) several layers later.
 MAX_NESTING_DEPTH = 200
 EXCEEDED_MAX_DEPTH = "exceeded max depth"
-_DEPTH_PARSE_ERROR = "couldn't get version/kind; json parse error: " + EXCEEDED_MAX_DEPTH
 
 
 def too_deep(value: Any, limit: int = MAX_NESTING_DEPTH) -> bool:
@@ -79,13 +80,13 @@ def decode_object(body: bytes, content_type: str, resource: Resource,
         if not body.strip():
             raise BadRequest("the body of the request was empty")
         try:
-            value = _decode_json(body)
+            value = decode_go_json(body)
         except msgspec.DecodeError:
             raise BadRequest(unrecognized(resource, go_json_error(body), body)) from None
         except RecursionError:
             raise BadRequest(unrecognized(resource, EXCEEDED_MAX_DEPTH, body)) from None
     elif kind in YAML_TYPES:
-        value = _decode_yaml(body)
+        value = _decode_yaml(body, resource)
     else:
         raise unsupported_body(resource)
     if not isinstance(value, dict):
@@ -111,33 +112,19 @@ def summarize_data(data: bytes, max_length: int = 30) -> str:
     cut = data[:max_length]
     suffix = " ..." if len(data) > max_length else ""
     if data[:1] == b"{":
-        return cut.decode("utf-8", "replace") + suffix
+        return go_utf8(cut) + suffix
     return cut.hex() + suffix
 
 
-def decode_json_body(body: bytes) -> Any:
-    """JSON with kube's wording for syntax errors (400 BadRequest)."""
-    if not body.strip():
-        raise BadRequest("the body of the request was empty")
+def _decode_yaml(body: bytes, resource: Resource) -> Any:
+    """The YAML serializer's ``YAMLToJSON``; its error reaches ``transformDecodeError`` as is."""
     try:
-        value = _decode_json(body)
-    except msgspec.DecodeError:
-        raise BadRequest("couldn't get version/kind; json parse error: "
-                         + go_json_error(body)) from None
+        return load_yaml_body(body).value
+    except YAMLBodyError as exc:
+        raise BadRequest(f"the object provided is unrecognized (must be of type {resource.kind}): "
+                         f"{exc} ({summarize_data(body)})") from None
     except RecursionError:
-        raise BadRequest(_DEPTH_PARSE_ERROR) from None
-    if too_deep(value):
-        raise BadRequest(_DEPTH_PARSE_ERROR)
-    return value
-
-
-def _decode_yaml(body: bytes) -> Any:
-    try:
-        return yaml.safe_load(body)
-    except yaml.YAMLError as exc:
-        raise BadRequest(f"error converting YAML to JSON: {exc}") from exc
-    except RecursionError:
-        raise BadRequest(f"error converting YAML to JSON: {EXCEEDED_MAX_DEPTH}") from None
+        raise BadRequest(unrecognized(resource, EXCEEDED_MAX_DEPTH, body)) from None
 
 
 def _cannot_unmarshal(value: Any) -> str:

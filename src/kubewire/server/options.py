@@ -95,7 +95,6 @@ class ListOptions:
     field_selector: FieldSelector = field(default_factory=FieldSelector)
     limit: int = 0
     continue_token: str = ""
-    pretty: bool | None = None
 
     @property
     def resource_version_int(self) -> int:
@@ -115,7 +114,6 @@ def _decode_list_query(query: Query) -> dict[str, Any]:
         "limit": 0 if limit is None else int64_param(limit),
         "continue_token": first_value(query, "continue") or "",
         "send_initial_events": optional_bool(query, "sendInitialEvents"),
-        "pretty": optional_bool(query, "pretty"),
     }
     try:
         values["label_selector"] = parse_label_selector(first_value(query, "labelSelector") or "")

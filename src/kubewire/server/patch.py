@@ -37,6 +37,7 @@ from typing import Any
 
 import msgspec
 
+from kubewire.go_text import go_json_surrogates, go_utf8
 from kubewire.server.encoding import too_deep
 from kubewire.status import JSON, BadRequest, Invalid, RequestEntityTooLarge
 
@@ -130,9 +131,8 @@ def json_equal(a: JSON, b: JSON) -> bool:
 def _decode_body(body: bytes) -> JSON:
     """Parse ``body`` as Go's encoding/json would, raising kube's 400 on a syntax error."""
     try:
-        # Go replaces invalid UTF-8 with U+FFFD instead of failing; NaN/Infinity are not JSON.
-        value = json.loads(body.decode("utf-8", errors="replace"),
-                           parse_constant=_reject_constant)
+        # Go reads invalid UTF-8 and unpaired surrogates as U+FFFD; NaN/Infinity are not JSON.
+        value = json.loads(go_json_surrogates(go_utf8(body)), parse_constant=_reject_constant)
         if too_deep(value):
             raise RecursionError
         return value

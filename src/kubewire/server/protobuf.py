@@ -28,6 +28,7 @@ from typing import Any
 
 import msgspec
 
+from kubewire.go_text import decode_go_json, go_utf8
 from kubewire.status import BadRequest
 
 JSON = Any
@@ -157,7 +158,7 @@ def _summarize(body: bytes) -> str:
     if not body:
         return "<empty>"
     head = body[:_SUMMARY_BYTES]
-    text = head.decode("utf-8", "replace") if body[:1] == b"{" else head.hex()
+    text = go_utf8(head) if body[:1] == b"{" else head.hex()
     return text + (" ..." if len(body) > _SUMMARY_BYTES else "")
 
 
@@ -321,7 +322,7 @@ def _map_entry(chunk: memoryview, fact: FieldFact, depth: int) -> tuple[str, JSO
             key = bytes(payload)
         else:
             value = payload
-    text_key = key.decode("utf-8", "replace")
+    text_key = go_utf8(key)
     if fact.type in ("string", "bytes"):
         return text_key, bytes(value or b"")
     return text_key, _message_value(value or memoryview(b""), fact.type, depth + 1, None)
@@ -377,13 +378,15 @@ def _special(state: dict[int, JSON], message: str) -> JSON:
     if not raw:
         return None
     try:
-        return msgspec.json.decode(raw)
+        return decode_go_json(raw)
     except msgspec.DecodeError as exc:
         raise WireError(f"invalid character in embedded JSON: {exc}") from None
+    except RecursionError:  # msgspec's depth limit (Go's is 10000)
+        raise WireError("exceeded max depth") from None
 
 
 def _text(value: JSON) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else ""
+    return go_utf8(value) if isinstance(value, bytes) else ""
 
 
 def _finish(state: dict[int, JSON], message: str) -> dict[str, JSON]:
@@ -416,7 +419,7 @@ def _one_value(value: JSON, type_name: str) -> JSON:
     if type_name == "bytes":
         return base64.b64encode(value).decode("ascii")
     if type_name == "string":
-        return value.decode("utf-8", "replace")
+        return go_utf8(value)  # gogo keeps the bytes; encoding the object gives U+FFFD
     if isinstance(value, dict):
         return _finish(value, type_name)
     return value

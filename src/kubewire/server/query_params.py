@@ -16,7 +16,14 @@ Query = Mapping[str, Sequence[str]]
 
 
 def parse_bool(value: str) -> bool:
-    """Go ``Convert_Slice_string_To_bool``: ``0`` or any-case ``false`` is False, all else True."""
+    """Go ``Convert_Slice_string_To_bool``: ``0`` or any-case ``false`` is False, all else True,
+    the empty value included (``watch=``, ``watch=yes``).
+
+    The one reading of a boolean parameter: list and watch options, write, delete and get
+    options, and the request's verb (requestinfo.go reads ``watch`` the same way), so the watch
+    limit counts exactly the requests that are served as watches. (``casefold`` matches Go's
+    ``strings.EqualFold`` for these words, the long s (U+017F) folding to s in both.)
+    """
     return not (value == "0" or value.casefold() == "false")
 
 

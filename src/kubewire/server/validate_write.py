@@ -17,7 +17,7 @@ from typing import Any
 
 from kubewire import validation
 from kubewire.go_print import go_json, go_sprint
-from kubewire.go_text import go_quote
+from kubewire.go_text import go_json_surrogates, go_quote, go_utf8
 from kubewire.kind_validation import validate_kind
 from kubewire.resources import Resource
 from kubewire.schema import validate as schema_validate
@@ -74,8 +74,8 @@ def _invalid_patch(shown: str, error: str) -> Invalid:
 
 
 def _decoded(body: bytes) -> Any:
-    try:
-        return json.loads(body)
+    try:  # as the patch itself was read: invalid UTF-8 and lone surrogates are U+FFFD
+        return json.loads(go_json_surrogates(go_utf8(body)))
     except ValueError:
         return None  # the patch was applied, so it decoded: not reached
 

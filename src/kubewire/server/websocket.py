@@ -7,6 +7,18 @@ frame. The client may offer at most one subprotocol besides kube's bearer-token 
 client sends is read and dropped, except that pings get pongs and a close ends the watch, as
 with golang.org/x/net/websocket.
 
+What a client sends is bounded:
+- a data frame holds at most ``MAX_CLIENT_FRAME`` bytes (x/net: 32 MiB) and is dropped when
+  whole; fragments are frames of their own, never put together, so a message of any length
+  costs one frame's buffer (past it: close 1009);
+- control frames follow RFC 6455 §5.5: at most 125 bytes and never fragmented, else close 1002
+  (protocol error). x/net instead answers the first 125 bytes of a longer ping;
+- pongs owed are bounded: x/net writes each pong before reading on, so a client that does not
+  read stops being read. Here a ping that finds the connection paused (its unsent bytes over
+  the high-water mark) is answered, but past ``MAX_PONGS_OWED`` such pings in a row the
+  connection is dropped rather than buffering pongs the client does not read;
+- client frames must be masked (x/net's close 1002 otherwise).
+
 The protocol logic is here, apart from I/O: ``handshake`` checks a request's headers and gives
 the 101 head, ``text_frame`` frames, ``FrameReader`` parses the client's frames.
 """
@@ -19,6 +31,7 @@ import hashlib
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from kubewire.server.streams import Connection, EventStream
 
@@ -26,7 +39,13 @@ _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 BEARER_PROTOCOL_PREFIX = "base64url.bearer.authorization.k8s.io."
 OP_CONTINUATION, OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
 CLOSE_NORMAL = 1000
+CLOSE_PROTOCOL_ERROR = 1002
+CLOSE_TOO_BIG = 1009
 MAX_CLIENT_FRAME = 1 << 20  # the server reads and drops client data; never buffer much of it
+MAX_CONTROL_PAYLOAD = 125  # RFC 6455 §5.5
+# Pings answered in a row while the connection is paused (the client reads nothing): a client
+# pinging now and then while a large snapshot streams stays well under; a flood does not.
+MAX_PONGS_OWED = 8
 
 
 def is_websocket_request(headers: Mapping[str, str]) -> bool:
@@ -159,7 +178,11 @@ def close_frame(code: int = CLOSE_NORMAL) -> bytes:
 
 
 class FrameError(Exception):
-    """The client broke the framing rules: the connection is closed."""
+    """The client broke the framing rules: the connection is closed with ``code``."""
+
+    def __init__(self, reason: str, code: int = CLOSE_PROTOCOL_ERROR) -> None:
+        super().__init__(reason)
+        self.code = code
 
 
 class FrameReader:
@@ -191,6 +214,8 @@ class FrameReader:
         if len(buf) < 2:
             return None
         opcode, masked, size = buf[0] & 0x0F, buf[1] & 0x80, buf[1] & 0x7F
+        if opcode & 0x8 and (size > MAX_CONTROL_PAYLOAD or not buf[0] & 0x80):
+            raise FrameError("control frames carry at most 125 bytes and are not fragmented")
         pos = 2
         if size == 126:
             if len(buf) < 4:
@@ -203,7 +228,7 @@ class FrameReader:
         if not masked:
             raise FrameError("client frames must be masked")
         if size > MAX_CLIENT_FRAME:
-            raise FrameError("client frame too large")
+            raise FrameError("client frame too large", CLOSE_TOO_BIG)
         if len(buf) < pos + 4 + size:
             return None
         mask = bytes(buf[pos:pos + 4])
@@ -219,17 +244,26 @@ def _unmask(data: bytes, mask: bytes) -> bytes:
         len(data), "big")
 
 
+class WebSocketConnection(Connection, Protocol):
+    """What a WebSocket stream needs of its connection beyond an event stream's."""
+
+    def abort(self) -> None:
+        """Drop the connection now, with whatever is still unsent."""
+
+
 class WebSocketStream(EventStream):
     """A watch sink over WebSocket: one text frame per event line, shared between watchers."""
 
-    __slots__ = ("_reader",)
+    __slots__ = ("_pongs_owed", "_reader")
     framing = "websocket"
+    _conn: WebSocketConnection
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: WebSocketConnection) -> None:
         super().__init__(conn)
         # Made when the client sends something (a watch client rarely does) and dropped when no
         # partial frame is left: an idle WebSocket watch holds no reader, buffer or callback.
         self._reader: FrameReader | None = None
+        self._pongs_owed = 0  # pings answered in a row while the connection was paused
 
     @staticmethod
     def frame(lines: list[bytes]) -> bytes:
@@ -243,13 +277,15 @@ class WebSocketStream(EventStream):
 
     def feed(self, data: bytes) -> None:
         """Bytes the client sent after the handshake."""
+        if self.closed:
+            return
         reader = self._reader
         if reader is None:
             reader = self._reader = FrameReader(self._on_frame)
         try:
             reader.feed(data)
-        except FrameError:
-            self.abort()
+        except FrameError as exc:
+            self.close(exc.code)
         if reader.idle and self._reader is reader:
             self._reader = None
 
@@ -257,14 +293,26 @@ class WebSocketStream(EventStream):
         if self.closed:  # frames after a close (in the same read) get no answer
             return
         if opcode == OP_PING:
-            self._conn.write(frame(OP_PONG, payload))
+            self._pong(payload)
         elif opcode == OP_CLOSE:
             self.close()
 
-    def close(self) -> None:
+    def _pong(self, payload: bytes) -> None:
+        """Answer a ping, unless the client has long stopped reading: then drop it."""
+        if not self._conn.write_paused:
+            self._pongs_owed = 0
+        elif self._pongs_owed >= MAX_PONGS_OWED:
+            self._finish()
+            self._conn.abort()
+            return
+        else:
+            self._pongs_owed += 1
+        self._conn.write(frame(OP_PONG, payload))
+
+    def close(self, code: int = CLOSE_NORMAL) -> None:
         """Send a close frame and close the connection (WebSocket connections are not reused)."""
         if self.closed:
             return
-        self._conn.write(close_frame())
+        self._conn.write(close_frame(code))
         self._finish()
         self._conn.close()
