@@ -37,10 +37,12 @@ from tests.reliability.hostile.wire import (
     request_head,
     summary,
     write_or_stall,
+    write_until_paused,
 )
 
 SOCKET_BUFFER_BYTES = 64 * 1024
-STALL_S = 1.0  # a write not drained for this long: the server stopped reading
+STALL_S = 1.0  # a write not drained for this long may mean the server stopped reading...
+CONFIRM_S = 1.0  # ...if no more of it drains in this long either (else it was only busy)
 MB = 1 << 20
 
 
@@ -57,7 +59,7 @@ async def _flood(conn: Conn, request: bytes, flood: Flood) -> tuple[str, int]:
     batch = request * max(1, 32 * 1024 // len(request))
     written = 0
     while written < flood.megabytes * MB:
-        state = await write_or_stall(conn, batch, STALL_S)
+        state = await write_until_paused(conn, batch, STALL_S, CONFIRM_S)
         written += len(batch)
         if state != "sent":
             return state, written

@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from tests.reliability.hostile.floods import MB, SOCKET_BUFFER_BYTES, STALL_S
+from tests.reliability.hostile.floods import CONFIRM_S, MB, SOCKET_BUFFER_BYTES, STALL_S
 from tests.reliability.hostile.harness import Outcome
 from tests.reliability.hostile.server import ATTACKER, HostileServer
 from tests.reliability.hostile.wire import (
@@ -31,7 +31,7 @@ from tests.reliability.hostile.wire import (
     read_answer,
     read_frame,
     websocket_head,
-    write_or_stall,
+    write_until_paused,
 )
 
 MAX_CONTROL_PAYLOAD = 125  # RFC 6455 §5.5
@@ -96,7 +96,7 @@ async def _ping(server: HostileServer, frames: bytes, megabytes: float,
     try:
         written = 0
         while written < megabytes * MB and result.writing == "sent":
-            result.writing = await write_or_stall(conn, frames, STALL_S)
+            result.writing = await write_until_paused(conn, frames, STALL_S, CONFIRM_S)
             written += len(frames)
         await _read_back(conn, result)
     finally:

@@ -79,7 +79,7 @@ async def ask(server: HostileServer, data: bytes, timeout: float,
 
 async def write_or_stall(conn: Conn, data: bytes, stall_s: float) -> str:
     """Write ``data``; ``"sent"`` once our buffer drained, ``"stalled"`` if it did not drain
-    within ``stall_s`` (the server stopped reading), ``"closed"`` if the connection ended."""
+    within ``stall_s``, ``"closed"`` if the connection ended."""
     try:
         conn.writer.write(data)
         await asyncio.wait_for(conn.writer.drain(), stall_s)
@@ -88,6 +88,20 @@ async def write_or_stall(conn: Conn, data: bytes, stall_s: float) -> str:
     except (ConnectionError, ssl.SSLError):
         return "closed"
     return "closed" if conn.writer.transport.is_closing() else "sent"
+
+
+async def write_until_paused(conn: Conn, data: bytes, stall_s: float, confirm_s: float) -> str:
+    """``write_or_stall``, except that a stall counts only if nothing more of our buffer left
+    for ``confirm_s`` after it: a server merely busy elsewhere reads on ("sent"), a server that
+    stopped reading this connection does not ("stalled")."""
+    state = await write_or_stall(conn, data, stall_s)
+    if state != "stalled":
+        return state
+    unsent = conn.unsent
+    await asyncio.sleep(confirm_s)
+    if conn.writer.transport.is_closing():
+        return "closed"
+    return "stalled" if conn.unsent >= unsent else "sent"
 
 
 def request_head(method: str, path: str, headers: Mapping[str, str] | None = None) -> bytes:
