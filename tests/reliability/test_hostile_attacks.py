@@ -3,8 +3,9 @@ the long forms): each attack of issue 12 against a real TLS server while a well-
 does 20 GETs a second. Each asserts what a hardened server answers, RSS growth (server and
 writer) under 200 MB over idle, and the well-behaved client's GET p99 under 50 ms.
 
-The controls first prove that the measurements see what they claim: a calm run passes every
-bound, a known allocation shows in RSS, a known stall shows in the latencies.
+The controls prove that the measurements see what they claim: a calm run passes every bound, a
+known allocation shows in RSS, a known stall shows in the latencies, and a server that reads
+nothing is seen to have paused reading.
 """
 
 from __future__ import annotations
@@ -47,4 +48,12 @@ def test_control_known_stall_shows_in_latency(tmp_path: Path) -> None:
     report = run_attack(CONTROLS["frozen-server"], False, tmp_path)
     assert report.latency.max_ms >= 0.8 * FROZEN_S * 1000, report.line()
     assert not report.latency.failures, report.line()
+    assert report.growth_mb < 10, report.line()
+
+
+def test_control_a_server_that_reads_nothing_counts_as_paused(tmp_path: Path) -> None:
+    """The pipelining verdict's other side: against a stopped server every connection stalls,
+    after what the kernel's buffers took (~0.7 MB here, far below the 16 MB flood)."""
+    report = run_attack(CONTROLS["frozen-flood"], False, tmp_path)
+    assert report.outcome.ok, report.line()
     assert report.growth_mb < 10, report.line()

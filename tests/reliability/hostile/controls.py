@@ -9,6 +9,8 @@ advance, and hold whatever the server's code becomes:
   server's RSS grows by at least their 40 MiB, and the RSS watch must see it.
 - ``frozen-server``: the server is SIGSTOPped for half a second. Every request the probe had
   in flight then waits that long, so its worst latency must show it.
+- ``frozen-flood``: the pipelining flood against a SIGSTOPped server, which reads nothing: every
+  connection must count as paused (what the kernel took is what a paused server leaves in it).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import asyncio
 import signal
 import time
 
+from tests.reliability.hostile.floods import VERSION, VERSION_FLOODS, pipelined
 from tests.reliability.hostile.harness import AttackSpec, Outcome
 from tests.reliability.hostile.server import ADMIN, HostileServer
 from tests.reliability.hostile.wire import (
@@ -65,8 +68,18 @@ async def frozen_server(server: HostileServer, long: bool) -> Outcome:
     return Outcome(True, f"server stopped for {FROZEN_S:g} s", time.monotonic() - began, 0)
 
 
+async def frozen_flood(server: HostileServer, long: bool) -> Outcome:
+    """Connected (the handshake needs the server), then stopped, then flooded."""
+    try:
+        return await pipelined(server, VERSION, VERSION_FLOODS[False],
+                               lambda: server.signal_server(signal.SIGSTOP))
+    finally:
+        server.signal_server(signal.SIGCONT)
+
+
 CONTROLS: dict[str, AttackSpec] = {spec.name: spec for spec in [
     AttackSpec("calm", calm, "200s, nothing grows"),
     AttackSpec("known-memory", known_memory, f"{KNOWN_OBJECTS} creates of 1 MiB"),
     AttackSpec("frozen-server", frozen_server, f"the server stopped {FROZEN_S:g} s"),
+    AttackSpec("frozen-flood", frozen_flood, "every flooding connection paused"),
 ]}

@@ -66,7 +66,8 @@ async def _flood(conn: Conn, request: bytes, flood: Flood) -> tuple[str, int]:
     return "sent", written
 
 
-async def _pipelined(server: HostileServer, request: bytes, flood: Flood) -> Outcome:
+async def pipelined(server: HostileServer, request: bytes, flood: Flood,
+                    before_flood: Callable[[], None] = lambda: None) -> Outcome:
     """Flood every connection, hold them all unread, then see which the server left paused:
     a write stalled because the server was merely busy drains during the hold ("resumed")."""
     began = time.monotonic()
@@ -75,6 +76,7 @@ async def _pipelined(server: HostileServer, request: bytes, flood: Flood) -> Out
         for _ in range(flood.connections):
             conns.append(await connect(server, sndbuf=SOCKET_BUFFER_BYTES,
                                        rcvbuf=SOCKET_BUFFER_BYTES, limit=16 * 1024))
+        before_flood()
         ends = await asyncio.gather(*(_flood(conn, request, flood) for conn in conns))
         seconds = time.monotonic() - began
         await asyncio.sleep(flood.hold_s)
@@ -91,16 +93,19 @@ async def _pipelined(server: HostileServer, request: bytes, flood: Flood) -> Out
     return Outcome(counts["stalled"] == len(states), text, seconds, len(states))
 
 
+VERSION = request_head("GET", "/version")
+VERSION_FLOODS = {False: Flood(4, 16, 1.0), True: Flood(32, 64, 5.0)}
+
+
 async def pipelined_version(server: HostileServer, long: bool) -> Outcome:
-    flood = Flood(32, 64, 5.0) if long else Flood(4, 16, 1.0)
-    return await _pipelined(server, request_head("GET", "/version"), flood)
+    return await pipelined(server, VERSION, VERSION_FLOODS[long])
 
 
 async def pipelined_lists(server: HostileServer, long: bool) -> Outcome:
     flood = Flood(16, 8, 5.0) if long else Flood(2, 2, 1.0)
     request = request_head("GET", CONFIGMAPS, {**server.auth(ATTACKER),
                                                 "Accept": "application/json"})
-    return await _pipelined(server, request, flood)
+    return await pipelined(server, request, flood)
 
 
 # --- bodies ---------------------------------------------------------------------------------------

@@ -136,7 +136,11 @@ async def _attack_until(attack: Awaitable[Outcome], capped: threading.Event,
                 await task
             why = "server killed at the RSS cap" if capped.is_set() else "attack timed out"
             return Outcome(False, f"{why} (no outcome)", time.monotonic() - began)
-    return task.result()
+    try:
+        return task.result()
+    except Exception as exc:  # the attack itself broke (e.g. no connection): a failed outcome
+        return Outcome(False, f"attack failed: {type(exc).__name__}: {exc}",
+                       time.monotonic() - began)
 
 
 def _quiet(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
