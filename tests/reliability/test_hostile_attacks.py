@@ -1,6 +1,6 @@
 """The hostile-client suite, short forms (tests/reliability/hostile/; ``make reliability`` runs
 the long forms): each attack of issue 12 against a real TLS server while a well-behaved client
-does 20 GETs a second. Each asserts what a hardened server answers, RSS growth (server and
+does 50 GETs a second. Each asserts what a hardened server answers, RSS growth (server and
 writer) under 200 MB over idle, and the well-behaved client's GET p99 under 50 ms.
 
 The controls prove that the measurements see what they claim: a calm run passes every bound, a
@@ -34,7 +34,7 @@ def test_control_calm_server_passes_every_bound(tmp_path: Path) -> None:
     report = run_attack(CONTROLS["calm"], False, tmp_path)
     assert report.problems == [], report.line()
     assert report.growth_mb < 10, report.line()
-    assert report.latency.count >= 20, report.line()  # 20/s over the 1.5 s window
+    assert report.latency.count >= 100, report.line()  # 50/s over the 2.2 s window
 
 
 def test_control_known_allocation_shows_in_rss(tmp_path: Path) -> None:

@@ -209,7 +209,7 @@ async def read_frame(reader: asyncio.StreamReader, timeout: float) -> tuple[int,
 
 # --- exchanges -----------------------------------------------------------------------------------
 
-ANSWER_TIMEOUT_S = 10.0
+ANSWER_TIMEOUT_S = 5.0  # a hardened server answers these in milliseconds
 CONFIGMAPS = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
 
 Result = Answer | None | BaseException
