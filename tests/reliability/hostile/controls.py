@@ -9,8 +9,11 @@ advance, and hold whatever the server's code becomes:
   server's RSS grows by at least their 40 MiB, and the RSS watch must see it.
 - ``frozen-server``: the server is SIGSTOPped for half a second. Every request the probe had
   in flight then waits that long, so its worst latency must show it.
-- ``frozen-flood``: the pipelining flood against a SIGSTOPped server, which reads nothing: every
-  connection must count as paused (what the kernel took is what a paused server leaves in it).
+- ``watch-then-flood``: the pipelining flood on connections that each opened a watch first.
+  While a watch streams, kubewire keeps 64 KiB of what the client sends and then stops reading
+  that connection (Go reads the next request only after a response), while it serves everyone
+  else: every connection must count as paused (what the kernel took is what a paused server
+  leaves in it).
 """
 
 from __future__ import annotations
@@ -68,18 +71,14 @@ async def frozen_server(server: HostileServer, long: bool) -> Outcome:
     return Outcome(True, f"server stopped for {FROZEN_S:g} s", time.monotonic() - began, 0)
 
 
-async def frozen_flood(server: HostileServer, long: bool) -> Outcome:
-    """Connected (the handshake needs the server), then stopped, then flooded."""
-    try:
-        return await pipelined(server, VERSION, VERSION_FLOODS[False],
-                               lambda: server.signal_server(signal.SIGSTOP))
-    finally:
-        server.signal_server(signal.SIGCONT)
+async def watch_then_flood(server: HostileServer, long: bool) -> Outcome:
+    watch = get_request(server, f"{CONFIGMAPS}?watch=1", server.auth(ADMIN))
+    return await pipelined(server, VERSION, VERSION_FLOODS[False], first=watch)
 
 
 CONTROLS: dict[str, AttackSpec] = {spec.name: spec for spec in [
     AttackSpec("calm", calm, "200s, nothing grows"),
     AttackSpec("known-memory", known_memory, f"{KNOWN_OBJECTS} creates of 1 MiB"),
     AttackSpec("frozen-server", frozen_server, f"the server stopped {FROZEN_S:g} s"),
-    AttackSpec("frozen-flood", frozen_flood, "every flooding connection paused"),
+    AttackSpec("watch-then-flood", watch_then_flood, "every flooding connection paused"),
 ]}

@@ -41,8 +41,7 @@ from tests.reliability.hostile.wire import (
 )
 
 SOCKET_BUFFER_BYTES = 64 * 1024
-STALL_S = 1.0  # a write not drained for this long may mean the server stopped reading...
-CONFIRM_S = 1.0  # ...if no more of it drains in this long either (else it was only busy)
+STALL_S = 1.0  # a write not drained for this long may mean the server stopped reading
 MB = 1 << 20
 
 
@@ -53,13 +52,14 @@ class Flood:
     hold_s: float  # connections stay open, unread, after writing (RSS is sampled meanwhile)
 
 
-async def _flood(conn: Conn, request: bytes, flood: Flood) -> tuple[str, int]:
+async def _flood(server: HostileServer, conn: Conn, request: bytes, flood: Flood,
+                 ) -> tuple[str, int]:
     """Write pipelined ``request``s until ``flood.megabytes`` went or the server stopped
     reading: how it ended, and the bytes written."""
     batch = request * max(1, 32 * 1024 // len(request))
     written = 0
     while written < flood.megabytes * MB:
-        state = await write_until_paused(conn, batch, STALL_S, CONFIRM_S)
+        state = await write_until_paused(server, conn, batch, STALL_S)
         written += len(batch)
         if state != "sent":
             return state, written
@@ -67,17 +67,18 @@ async def _flood(conn: Conn, request: bytes, flood: Flood) -> tuple[str, int]:
 
 
 async def pipelined(server: HostileServer, request: bytes, flood: Flood,
-                    before_flood: Callable[[], None] = lambda: None) -> Outcome:
-    """Flood every connection, hold them all unread, then see which the server left paused:
-    a write stalled because the server was merely busy drains during the hold ("resumed")."""
+                    first: bytes = b"") -> Outcome:
+    """Write ``first`` on each connection, flood them all, hold them unread, then see which
+    the server left paused: a stalled write that drained during the hold was only a busy
+    server ("resumed")."""
     began = time.monotonic()
     conns: list[Conn] = []
     try:
         for _ in range(flood.connections):
             conns.append(await connect(server, sndbuf=SOCKET_BUFFER_BYTES,
                                        rcvbuf=SOCKET_BUFFER_BYTES, limit=16 * 1024))
-        before_flood()
-        ends = await asyncio.gather(*(_flood(conn, request, flood) for conn in conns))
+            conns[-1].writer.write(first)
+        ends = await asyncio.gather(*(_flood(server, conn, request, flood) for conn in conns))
         seconds = time.monotonic() - began
         await asyncio.sleep(flood.hold_s)
         states = [("resumed" if state == "stalled" and not conn.unsent else state,

@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from tests.reliability.hostile.floods import CONFIRM_S, MB, SOCKET_BUFFER_BYTES, STALL_S
+from tests.reliability.hostile.floods import MB, SOCKET_BUFFER_BYTES, STALL_S
 from tests.reliability.hostile.harness import Outcome
 from tests.reliability.hostile.server import ATTACKER, HostileServer
 from tests.reliability.hostile.wire import (
@@ -40,7 +40,7 @@ READ_IDLE_S = 3.0  # reading back: nothing more for this long and no close means
 
 @dataclass
 class PingResult:
-    writing: str = "sent"  # "sent", "stalled" (the server stopped reading) or "closed"
+    writing: str = "sent"  # "sent", "stalled" (stopped reading), "blocked" or "closed"
     pongs: int = 0
     largest_pong: int = 0
     closed: bool = False
@@ -96,7 +96,7 @@ async def _ping(server: HostileServer, frames: bytes, megabytes: float,
     try:
         written = 0
         while written < megabytes * MB and result.writing == "sent":
-            result.writing = await write_until_paused(conn, frames, STALL_S, CONFIRM_S)
+            result.writing = await write_until_paused(server, conn, frames, STALL_S)
             written += len(frames)
         await _read_back(conn, result)
     finally:

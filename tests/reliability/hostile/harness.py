@@ -49,7 +49,7 @@ class Outcome:
     ok: bool
     text: str
     seconds: float = 0.0  # from the attack's start to its outcome (the last connection's)
-    connections: int = 1
+    connections: int = 0  # 0: unknown (the attack was cut short) or none
 
 
 Attack = Callable[[HostileServer, bool], Coroutine[Any, Any, Outcome]]
@@ -93,13 +93,15 @@ class HostileReport:
         return self.server.growth_mb + self.writer.growth_mb
 
     def line(self) -> str:
-        per = self.growth_mb / max(1, self.outcome.connections)
+        connections = self.outcome.connections
+        per = (f"{self.growth_mb / connections:.2f} MB/connection" if connections
+               else "connections unknown")
         capped = " (KILLED at the RSS cap)" if self.capped else ""
         return (f"hostile {self.name}: {self.outcome.text} after {self.outcome.seconds:.2f} s, "
                 f"{self.outcome.connections} connection(s); RSS idle "
                 f"{self.server.idle_mb:.0f} MB + writer {self.writer.idle_mb:.0f} MB, peak "
                 f"+{self.server.growth_mb:.1f} MB + writer +{self.writer.growth_mb:.1f} MB "
-                f"({per:.2f} MB/connection){capped}; {self.latency.text()}; "
+                f"({per}){capped}; {self.latency.text()}; "
                 f"problems={len(self.problems)}")
 
     def judge(self, alive: bool, answering: bool) -> None:
@@ -159,7 +161,9 @@ def run_attack(spec: AttackSpec, long: bool, root: Path,
                log: Callable[[str], None] = lambda _: None) -> HostileReport:
     """Run ``spec`` (its long form if ``long``) against a fresh server under ``root``."""
     server = HostileServer(root / spec.name, spec.args(long), spec.limits(long))
-    with server:
+    watch: RssWatch | None = None
+    try:
+        server.start()
         server.seed(spec.seed_configmaps, spec.seed_bytes)
         probe = ProbeProcess(server, root / f"{spec.name}.probe.json")
         try:
@@ -175,12 +179,20 @@ def run_attack(spec: AttackSpec, long: bool, root: Path,
                 watch.capped_event.wait(max(0.0, start + MIN_WINDOW_S[long] - wall_clock()))
             finally:
                 end = wall_clock()
-                watch.stop()
+                watch.end_window()
         finally:
             samples = probe.stop()
         report = HostileReport(spec.name, spec.expect, outcome, watch.server, watch.writer,
                                latency_of(samples, start, end), capped=watch.capped)
         report.judge(server.alive, server.alive and _answers(server))
+    finally:
+        server.stop()
+        if watch is not None:
+            watch.stop()
+    if watch.capped and not report.capped:  # it grew on after the window
+        report.capped = True
+        report.problems.append(f"server RSS passed {RSS_CAP_MB:.0f} MB after the window: "
+                               "killed")
     return report
 
 

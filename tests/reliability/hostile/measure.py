@@ -2,8 +2,10 @@
 
 ``RssWatch`` samples ``VmRSS`` of both processes on a thread every few milliseconds and, past
 ``cap_mb``, SIGKILLs the server so that an unbounded server cannot take the machine down (the
-report then says so). The peak also takes ``VmHWM`` into account when it rose during the attack,
-so a spike between two samples is not missed. ``ProbeProcess`` runs ``probe`` beside an attack
+report then says so). Peaks are recorded until ``end_window()``; the cap holds until ``stop()``,
+as a server may go on growing after the window, while it is checked and stopped. The peak also
+takes ``VmHWM`` into account when it rose during the window, so a spike between two samples is
+not missed. ``ProbeProcess`` runs ``probe`` beside an attack
 and hands back its samples; ``latency_of`` summarises those of one time window.
 """
 
@@ -55,9 +57,10 @@ class Peak:
         rss, self._hwm_start_kb = memory_kb(self.pid)
         self.idle_mb = self.peak_mb = rss / 1024
 
-    def sample(self) -> float:
+    def sample(self, record: bool = True) -> float:
         rss, _ = memory_kb(self.pid)
-        self.peak_mb = max(self.peak_mb, rss / 1024)
+        if record:
+            self.peak_mb = max(self.peak_mb, rss / 1024)
         return rss / 1024
 
     def end(self) -> None:
@@ -82,6 +85,7 @@ class RssWatch(threading.Thread):
         self.cap_mb = cap_mb
         self.capped = False
         self.capped_event = threading.Event()
+        self._recording = True
         self._stopping = threading.Event()
 
     def begin(self) -> RssWatch:
@@ -92,20 +96,25 @@ class RssWatch(threading.Thread):
 
     def run(self) -> None:
         while not self._stopping.wait(SAMPLE_INTERVAL_S):
-            self.writer.sample()
-            if self.server.sample() > self.cap_mb:
+            recording = self._recording
+            self.writer.sample(recording)
+            if self.server.sample(recording) > self.cap_mb:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(self.server_pid, signal.SIGKILL)
                 self.capped = True
                 self.capped_event.set()
                 return
 
-    def stop(self) -> None:
-        self._stopping.set()
-        self.join(10)
+    def end_window(self) -> None:
+        """Freeze the peaks (the cap still holds)."""
+        self._recording = False
         if not self.capped:
             self.server.end()
             self.writer.end()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.join(10)
 
 
 Sample = tuple[float, float, int | str]  # sent at (monotonic), seconds, status or error

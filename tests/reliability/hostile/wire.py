@@ -90,15 +90,30 @@ async def write_or_stall(conn: Conn, data: bytes, stall_s: float) -> str:
     return "closed" if conn.writer.transport.is_closing() else "sent"
 
 
-async def write_until_paused(conn: Conn, data: bytes, stall_s: float, confirm_s: float) -> str:
-    """``write_or_stall``, except that a stall counts only if nothing more of our buffer left
-    for ``confirm_s`` after it: a server merely busy elsewhere reads on ("sent"), a server that
-    stopped reading this connection does not ("stalled")."""
+LIVENESS_TIMEOUT_S = 30.0
+
+
+async def answers(server: HostileServer) -> bool:
+    """Whether the server answers a new connection's request: its event loop is running."""
+    try:
+        return await ask(server, request_head("GET", "/version"), LIVENESS_TIMEOUT_S) is not None
+    except (OSError, TimeoutError):
+        return False
+
+
+async def write_until_paused(server: HostileServer, conn: Conn, data: bytes,
+                             stall_s: float) -> str:
+    """``write_or_stall``, except that a stall counts ("stalled") only if the server answered a
+    new request meanwhile and still took nothing more of ours: it stopped reading this
+    connection. One that took more was only busy ("sent": write on); one that does not answer
+    at all has a blocked loop ("blocked"), which is no pause either."""
     state = await write_or_stall(conn, data, stall_s)
     if state != "stalled":
         return state
     unsent = conn.unsent
-    await asyncio.sleep(confirm_s)
+    if not await answers(server):
+        return "blocked"
+    await asyncio.sleep(0.1)
     if conn.writer.transport.is_closing():
         return "closed"
     return "stalled" if conn.unsent >= unsent else "sent"
