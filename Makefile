@@ -32,8 +32,8 @@ test: setup lint
 	tools/ensure-kubectl
 	$(BIN)/pytest -q
 
-# Long forms of the reliability runs (crash safety, slow consumers, concurrency, soak): one line per
-# property with its figures; the short forms run in `make test`.
+# Long forms of the reliability runs (crash safety, slow consumers, concurrency, hostile clients,
+# soak): one line per property with its figures; the short forms run in `make test`.
 SOAK_MINUTES ?= 10
 reliability: setup
 	$(BIN)/python -m tests.reliability.cli all --long
