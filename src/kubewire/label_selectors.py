@@ -7,6 +7,7 @@ per watcher. Every parse or construction failure raises ``SelectorError`` with k
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -93,6 +94,17 @@ class LabelSelector:
         return ",".join(str(req) for req in self.requirements)
 
 
+# Every value of a set valid at once: one regex pass over them all (a selector may hold tens of
+# thousands), the per-value check only to name the ones that are not.
+_VALID_VALUES = re.compile(
+    r"(?:(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\n)*")
+
+
+def _all_valid_values(values: tuple[str, ...]) -> bool:
+    return (len(values) > 8 and all(v.isascii() for v in values)
+            and _VALID_VALUES.fullmatch("\n".join(values) + "\n") is not None)
+
+
 def new_requirement(key: str, op: Operator, values: Iterable[str], *, key_path: str = "key"
                     ) -> Requirement:
     """``labels.NewRequirement`` with a nil field path; raises SelectorError with kube's text."""
@@ -112,8 +124,9 @@ def new_requirement(key: str, op: Operator, values: Iterable[str], *, key_path: 
         errs.extend(f"values[{i}]: Invalid value: {go_quote(v)}: for 'Gt', 'Lt' operators, the "
                     "value must be an integer" for i, v in enumerate(vals)
                     if int64_or_none(v) is None)
+    valid = _all_valid_values(vals)
     for i, v in enumerate(vals):
-        value_errs = is_valid_label_value(v)
+        value_errs = [] if valid else is_valid_label_value(v)
         if value_errs:
             errs.append(f"values[{i}][{key}]: Invalid value: {go_quote(v)}: "
                         + "; ".join(value_errs))
@@ -124,10 +137,18 @@ def new_requirement(key: str, op: Operator, values: Iterable[str], *, key_path: 
 
 
 _SPECIAL = frozenset("=!(),<>")
-_WHITESPACE = frozenset(" \t\r\n")
+_VALUE_KINDS = frozenset({"id", "in", "notin"})  # in a value list keywords are identifiers
 _SYMBOLS = frozenset({"=", "==", "!=", "!", "(", ")", ",", "<", ">"})
 _KEYWORDS = frozenset({"in", "notin"})
 _EOS, _ID = "end", "id"
+# Tokens are found by ``re`` rather than char by char (a selector can be as long as a request
+# head, 1 MiB, and the loop must not stall on it): all at once by ``_PLAIN`` when there is no
+# symbol whose Go scanning rules need ``_scan_symbol``, else whitespace and a one-character
+# symbol or an identifier at a time by ``_SIMPLE_TOKEN``.
+_NEEDS_SCAN = re.compile(r"[=!<>\0]")
+_PLAIN = re.compile(r"[(),]|[^(), \t\r\n]+")
+_ONE_CHAR = frozenset("(),")
+_SIMPLE_TOKEN = re.compile(r"[ \t\r\n]*(?:([(),])|([^=!(),<> \t\r\n\0]+))?")
 _OPERATOR_TOKENS = {"in": Operator.IN, "notin": Operator.NOT_IN, "=": Operator.EQUALS,
                     "==": Operator.DOUBLE_EQUALS, "!=": Operator.NOT_EQUALS,
                     ">": Operator.GREATER_THAN, "<": Operator.LESS_THAN}
@@ -158,26 +179,32 @@ def _scan_symbol(text: str, pos: int) -> tuple[Token, int]:
 
 def _lex(text: str) -> list[Token]:
     """``labels.Lexer``: Go reads a NUL byte exactly like the end of input."""
-    tokens: list[Token] = []
+    if not _NEEDS_SCAN.search(text):  # no "=", "!", "<", ">" or NUL: one findall does it
+        tokens = [(part, part) if part in _ONE_CHAR else
+                  (part if part in _KEYWORDS else _ID, part) for part in _PLAIN.findall(text)]
+        tokens.append((_EOS, ""))
+        return tokens
+    tokens = []
     pos, end = 0, len(text)
+    simple = _SIMPLE_TOKEN.match
     while True:
-        while pos < end and text[pos] in _WHITESPACE:
-            pos += 1
+        found = simple(text, pos)  # never None: every part of the pattern may be empty
+        assert found is not None
+        pos = found.end()
+        symbol, literal = found.group(1, 2)
+        if symbol:  # "(", ")" or ",": never the start of a longer symbol
+            tokens.append((symbol, symbol))
+            continue
+        if literal:
+            if pos < end and text[pos] == "\0":
+                pos += 1  # scanIDOrKeyword swallows the NUL that ends an identifier
+            tokens.append((literal if literal in _KEYWORDS else _ID, literal))
+            continue
         if pos >= end or text[pos] == "\0":
             tokens.append((_EOS, ""))
             return tokens
-        if text[pos] in _SPECIAL:
-            token, pos = _scan_symbol(text, pos)
-            tokens.append(token)
-            continue
-        start = pos
-        while pos < end and text[pos] not in _SPECIAL and text[pos] not in _WHITESPACE \
-                and text[pos] != "\0":
-            pos += 1
-        literal = text[start:pos]
-        if pos < end and text[pos] == "\0":
-            pos += 1  # scanIDOrKeyword swallows the NUL that ends an identifier
-        tokens.append((literal if literal in _KEYWORDS else _ID, literal))
+        token, pos = _scan_symbol(text, pos)  # "=", "!=", "<"...: Go's longest-symbol rules
+        tokens.append(token)
 
 
 class _LabelParser:
@@ -188,7 +215,8 @@ class _LabelParser:
         self.pos = 0
 
     def peek(self, values: bool = True) -> Token:
-        kind, literal = self.tokens[min(self.pos, len(self.tokens) - 1)]
+        tokens = self.tokens
+        kind, literal = tokens[self.pos] if self.pos < len(tokens) else tokens[-1]
         # In value context "in"/"notin" are plain identifiers (`x in (in)` is legal).
         return (_ID if values and kind in _KEYWORDS else kind), literal
 
@@ -242,6 +270,13 @@ class _LabelParser:
 
     def identifiers(self) -> list[str]:
         values: list[str] = []
+        # ``a,b,c``: the long run of plain values, without the general loop's peeks
+        tokens, pos = self.tokens, self.pos
+        while pos + 2 < len(tokens) and tokens[pos + 1][0] == "," and \
+                tokens[pos][0] in _VALUE_KINDS and tokens[pos + 2][0] in _VALUE_KINDS:
+            values.append(tokens[pos][1])
+            pos += 2
+        self.pos = pos
         while True:
             kind, literal = self.take()
             if kind == _ID:
