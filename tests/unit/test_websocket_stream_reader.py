@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 
 from kubewire.server.websocket import (
+    CLIENT_BURST_BYTES,
+    CLIENT_BYTES_PER_S,
     CLOSE_PROTOCOL_ERROR,
     CLOSE_TOO_BIG,
     MAX_CLIENT_FRAME,
@@ -27,6 +29,7 @@ class FakeConnection:
         self.written: list[bytes] = []
         self.closed = False
         self.aborted = False
+        self.throttled: list[float] = []
 
     def write(self, data: bytes) -> None:
         self.written.append(data)
@@ -36,6 +39,9 @@ class FakeConnection:
 
     def abort(self) -> None:
         self.aborted = True
+
+    def throttle_reading(self, seconds: float) -> None:
+        self.throttled.append(seconds)
 
     def set_write_high_water(self, high: int | None) -> None:
         pass
@@ -123,12 +129,28 @@ def test_pongs_owed_to_a_client_that_does_not_read_are_bounded() -> None:
         stream.feed(masked(OP_PING, b"p") * MAX_PONGS_OWED)
         conn.write_paused = False
         stream.feed(masked(OP_PING, b"p"))
-    assert len(conn.written) == 3 * (MAX_PONGS_OWED + 1)
+    assert len(conn.written) == 3 * 2  # one write per read, whatever it held
+    assert b"".join(conn.written) == frame(OP_PONG, b"p") * (3 * (MAX_PONGS_OWED + 1))
     conn.written.clear()
     conn.write_paused = True  # the client reads nothing: its unsent bytes pile up
     stream.feed(masked(OP_PING, b"p") * MAX_PONGS_OWED)
-    assert conn.written == [frame(OP_PONG, b"p")] * MAX_PONGS_OWED  # still answered
+    assert conn.written == [frame(OP_PONG, b"p") * MAX_PONGS_OWED]  # still answered
     assert not stream.closed
     stream.feed(masked(OP_PING, b"p"))
     assert stream.closed and conn.aborted  # then dropped, not one more pong buffered
-    assert len(conn.written) == MAX_PONGS_OWED
+    assert conn.written == [frame(OP_PONG, b"p") * MAX_PONGS_OWED]
+
+
+def test_a_client_past_its_byte_budget_is_not_read_for_a_while() -> None:
+    conn = FakeConnection()
+    stream = WebSocketStream(conn)
+    ping = masked(OP_PING, b"p" * 125)
+    per_read = ping * 512  # ~66 KB a read, pongs answered as read
+    sent = 0
+    while not conn.throttled:
+        stream.feed(per_read)
+        sent += len(per_read)
+    assert CLIENT_BURST_BYTES <= sent < CLIENT_BURST_BYTES + 2 * len(per_read)
+    debt = sent - CLIENT_BURST_BYTES
+    assert 0 < conn.throttled[0] <= debt / CLIENT_BYTES_PER_S + 0.05
+    assert not stream.closed  # slowed down, not dropped: a ping flood only costs its own time

@@ -495,6 +495,15 @@ class HTTPConnection(asyncio.Protocol):
         if not self._held:
             self._resume_reading()
 
+    def throttle_reading(self, seconds: float) -> None:
+        """A WebSocket client over its budget: read nothing from it for ``seconds``."""
+        if self._transport is None or self._transport.is_closing():
+            return
+        if not self._reading_paused:
+            self._reading_paused = True
+            self._transport.pause_reading()
+        self._arm_timer(seconds, self._resume_reading)
+
     def _resume_reading(self) -> None:
         if self._reading_paused:
             self._reading_paused = False

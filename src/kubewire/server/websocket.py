@@ -29,6 +29,7 @@ import base64
 import binascii
 import hashlib
 import struct
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
@@ -46,6 +47,12 @@ MAX_CONTROL_PAYLOAD = 125  # RFC 6455 §5.5
 # Pings answered in a row while the connection is paused (the client reads nothing): a client
 # pinging now and then while a large snapshot streams stays well under; a flood does not.
 MAX_PONGS_OWED = 8
+# What a client may send a watch, on average and at once: a watch needs only a ping now and then
+# and a close, but every byte sent is parsed (and a ping answered) on the loop. Past the burst,
+# the connection is not read until the average allows it again: the kernel holds the rest and
+# TCP slows the client, so a ping flood costs the loop a bounded share.
+CLIENT_BYTES_PER_S = 256 * 1024
+CLIENT_BURST_BYTES = 256 * 1024
 
 
 def is_websocket_request(headers: Mapping[str, str]) -> bool:
@@ -250,11 +257,14 @@ class WebSocketConnection(Connection, Protocol):
     def abort(self) -> None:
         """Drop the connection now, with whatever is still unsent."""
 
+    def throttle_reading(self, seconds: float) -> None:
+        """Read nothing more from the client for ``seconds``."""
+
 
 class WebSocketStream(EventStream):
     """A watch sink over WebSocket: one text frame per event line, shared between watchers."""
 
-    __slots__ = ("_pongs_owed", "_reader")
+    __slots__ = ("_credit", "_credit_at", "_pongs", "_pongs_owed", "_reader")
     framing = "websocket"
     _conn: WebSocketConnection
 
@@ -264,6 +274,11 @@ class WebSocketStream(EventStream):
         # partial frame is left: an idle WebSocket watch holds no reader, buffer or callback.
         self._reader: FrameReader | None = None
         self._pongs_owed = 0  # pings answered in a row while the connection was paused
+        # Pongs of the pings in one read, written at its end in one write: a TLS write per
+        # pong made a read of 2,000 pings hold the loop ~250 ms.
+        self._pongs: list[bytes] | None = None
+        self._credit = float(CLIENT_BURST_BYTES)  # bytes the client may still send at once
+        self._credit_at = 0.0  # monotonic time of the credit's last refill
 
     @staticmethod
     def frame(lines: list[bytes]) -> bytes:
@@ -279,15 +294,28 @@ class WebSocketStream(EventStream):
         """Bytes the client sent after the handshake."""
         if self.closed:
             return
+        self._spend(len(data))
         reader = self._reader
         if reader is None:
             reader = self._reader = FrameReader(self._on_frame)
+        self._pongs = []
         try:
             reader.feed(data)
         except FrameError as exc:
             self.close(exc.code)
+        self._write_pongs()
+        self._pongs = None
         if reader.idle and self._reader is reader:
             self._reader = None
+
+    def _spend(self, size: int) -> None:
+        """A token bucket of ``CLIENT_BYTES_PER_S``: in debt, stop reading until it is paid."""
+        now = time.monotonic()
+        credit = self._credit + (now - self._credit_at) * CLIENT_BYTES_PER_S
+        self._credit = min(float(CLIENT_BURST_BYTES), credit) - size
+        self._credit_at = now
+        if self._credit < 0:
+            self._conn.throttle_reading(-self._credit / CLIENT_BYTES_PER_S)
 
     def _on_frame(self, opcode: int, payload: bytes) -> None:
         if self.closed:  # frames after a close (in the same read) get no answer
@@ -307,12 +335,24 @@ class WebSocketStream(EventStream):
             return
         else:
             self._pongs_owed += 1
-        self._conn.write(frame(OP_PONG, payload))
+        pong = frame(OP_PONG, payload)
+        if self._pongs is None:
+            self._conn.write(pong)
+        else:
+            self._pongs.append(pong)
+
+    def _write_pongs(self) -> None:
+        pongs = self._pongs
+        if pongs:
+            self._pongs = []
+            if not self.closed:
+                self._conn.write(b"".join(pongs))
 
     def close(self, code: int = CLOSE_NORMAL) -> None:
         """Send a close frame and close the connection (WebSocket connections are not reused)."""
         if self.closed:
             return
+        self._write_pongs()  # the pings before the close are answered first
         self._conn.write(close_frame(code))
         self._finish()
         self._conn.close()

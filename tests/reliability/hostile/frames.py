@@ -6,8 +6,9 @@
   as kube's golang.org/x/net/websocket does, the pong carries at most 125 bytes.
 - ``unread_pongs``: many small pings from a client that never reads. Each pong is owed to it;
   hardened: the connection is closed once too many are owed, or the server stops reading it
-  (kube's watch writes each pong synchronously, so its reader blocks): either way owed pongs
-  stay bounded.
+  (kube's watch writes each pong synchronously, so its reader blocks; kubewire also reads a
+  watch's client at most ``CLIENT_BYTES_PER_S`` on average, so the flood costs the loop a bounded
+  share): either way owed pongs stay bounded.
 """
 
 from __future__ import annotations
