@@ -50,6 +50,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="seconds between bookmarks for watches that allow them (60)")
     serve.add_argument("--min-request-timeout", type=float, default=None,
                        help="watch timeout default is random in [this, 2x this) seconds (1800)")
+    serve.add_argument("--max-requests-inflight", type=int, default=400,
+                       help="read-only requests served at once, watches not counted "
+                            "(0: no limit; past it 429)")
+    serve.add_argument("--max-mutating-requests-inflight", type=int, default=200,
+                       help="writes served at once (0: no limit; past it 429)")
+    serve.add_argument("--max-watches-per-user", type=int, default=10_000,
+                       help="watches one user may hold open (0: no limit; past it 429)")
     serve.add_argument("--request-timeout", type=go_duration, default=60.0,
                        help="longest a non-watch request may take, body included, as a Go "
                             "duration or seconds (kube's default 1m0s)")
@@ -155,7 +162,10 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         extra["min_request_timeout_s"] = args.min_request_timeout
     retention = Retention(max_changes=args.history_max_changes or None,
                           max_age_s=args.history_max_age or None)
-    limits = Limits(request_timeout_s=args.request_timeout)
+    limits = Limits(request_timeout_s=args.request_timeout,
+                    max_requests_inflight=args.max_requests_inflight,
+                    max_mutating_requests_inflight=args.max_mutating_requests_inflight,
+                    max_watches_per_user=args.max_watches_per_user)
     return ServerConfig(data_dir=args.data_dir, host=args.host, port=args.port,
                         retention=retention, limits=limits, durability=args.durability,
                         pod_grace_cap_s=args.pod_grace_cap,

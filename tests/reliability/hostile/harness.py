@@ -71,7 +71,7 @@ class AttackSpec:
     attack: Attack
     expect: str  # the hardened server's answer, for reports
     args: Callable[[bool], Sequence[str]] = no_args  # ``kubewire serve`` flags
-    limits: Callable[[bool], Mapping[str, float]] = no_limits  # ``Limits`` without a flag
+    limits: Callable[[bool], Mapping[str, float]] = no_limits  # ``Limits`` fields, by flag
     seed_configmaps: int = 1
     seed_bytes: int = 64
     timeout_s: float = 60.0  # the whole attack, short form (long forms get 10x)

@@ -5,9 +5,9 @@ may do everything, but meets every limit) and ``attacker`` (may touch ConfigMaps
 impersonation is refused, and meets every limit). Requests go over real TLS, as in production:
 several attacks are about what happens before or around authentication.
 
-``HostileServer`` starts the real CLI (``python -m kubewire.cli serve``), or ``launch`` when a
-``Limits`` field without a flag is set, waits until it is ready, and knows the pids of the
-server and of its writer child (for RSS and for SIGSTOP).
+``HostileServer`` starts the real CLI (``python -m kubewire.cli serve``, ``Limits`` fields set by
+their flags), waits until it is ready, and knows the pids of the server and of its writer child
+(for RSS and for SIGSTOP).
 """
 
 from __future__ import annotations
@@ -89,9 +89,8 @@ class HostileServer:
                  "--log-level", "WARNING",
                  "--token-auth-file", str(self.data_dir / "tokens.csv"),
                  "--authorization-policy-file", str(self.data_dir / "policy.jsonl"), *self.args]
-        if self.limits:
-            return [sys.executable, "-m", "tests.reliability.hostile.launch",
-                    json.dumps(self.limits), *flags]
+        for name, value in self.limits.items():  # ``Limits`` fields by their flags
+            flags += [f"--{name.replace('_', '-')}", f"{value:g}"]
         return [sys.executable, "-m", "kubewire.cli", "serve", *flags]
 
     def _write_access_files(self) -> None:
