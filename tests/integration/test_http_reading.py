@@ -10,7 +10,7 @@ request target may be as long as Go's head limit allows. Each test talks to a re
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from kubewire.server.http import HTTPConnection, HTTPServer, Limits, Request, Response
 from kubewire.server.http_input import HEAD_TOO_LARGE_ANSWER, REQUEST_TIMEOUT_BODY
@@ -43,6 +43,15 @@ async def echo(request: Request) -> Response | None:
                     "text/plain")
 
 
+def blocking_echo(release: asyncio.Event) -> Callable[[Request], Awaitable[Response | None]]:
+    """``echo``, except that ``/block`` waits for ``release`` (requests queue behind it)."""
+    async def handler(request: Request) -> Response | None:
+        if request.path == "/block":
+            await release.wait()
+        return await echo(request)
+    return handler
+
+
 async def start(srv: HTTPServer) -> int:
     _, port = await srv.listen("127.0.0.1", 0)
     return port
@@ -54,14 +63,8 @@ async def test_pipelined_requests_are_parsed_only_up_to_the_queue_bound() -> Non
     """While one request is served, at most ``max_queued_requests`` wait parsed (plus what one
     parse slice held); reading stops, and every request is still answered, in order."""
     release = asyncio.Event()
-
-    async def handler(request: Request) -> Response | None:
-        if request.path == "/block":
-            await release.wait()
-        return await echo(request)
-
     limits = Limits()
-    srv = HTTPServer(handler, limits)
+    srv = HTTPServer(blocking_echo(release), limits)
     reader, writer = await connect(await start(srv))
     count = 3000
     writer.write(b"GET /block HTTP/1.1\r\nHost: t\r\n\r\n" + GET * count)
@@ -123,14 +126,8 @@ async def test_a_connection_whose_answers_stay_unread_is_dropped() -> None:
 async def test_queued_bodies_are_bounded_per_connection() -> None:
     """Pipelined bodies wait parsed only up to ``max_connection_body_bytes`` (3 MiB)."""
     release = asyncio.Event()
-
-    async def handler(request: Request) -> Response | None:
-        if request.path == "/block":
-            await release.wait()
-        return await echo(request)
-
     limits = Limits()
-    srv = HTTPServer(handler, limits)
+    srv = HTTPServer(blocking_echo(release), limits)
     reader, writer = await connect(await start(srv))
     post = (b"POST /p HTTP/1.1\r\nHost: t\r\nContent-Length: 300000\r\n\r\n"
             + b"b" * 300000)

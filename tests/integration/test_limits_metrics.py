@@ -101,16 +101,23 @@ def test_requests_over_the_in_flight_limit_get_kubes_429(limited: ServerThread) 
     assert dev.request("GET", "/api/v1/namespaces").status == 200  # healthy again
 
 
+def open_watches(server: ServerThread, who: Client, path: str, count: int,
+                 ) -> list[tuple[http.client.HTTPSConnection, http.client.HTTPResponse]]:
+    """``count`` watches of ``path`` as ``who``, each answered 200 and left open."""
+    opened = []
+    for _ in range(count):
+        conn = http.client.HTTPSConnection("127.0.0.1", server.port, context=who.ctx, timeout=20)
+        conn.request("GET", path, headers=who.headers)
+        resp = conn.getresponse()
+        assert resp.status == 200
+        opened.append((conn, resp))
+    return opened
+
+
 def test_watches_per_user_are_bounded(limited: ServerThread) -> None:
     dev = user(limited, "dev")
     path = "/api/v1/namespaces/default/pods?watch=true&timeoutSeconds=30"
-    opened = []
-    for _ in range(2):
-        conn = http.client.HTTPSConnection("127.0.0.1", limited.port, context=dev.ctx, timeout=20)
-        conn.request("GET", path, headers=dev.headers)
-        resp = conn.getresponse()
-        assert resp.status == 200
-        opened.append(conn)
+    opened = [conn for conn, _ in open_watches(limited, dev, path, 2)]
     refused = dev.request("GET", path)
     assert refused.status == 429
     status = json.loads(refused.body)
@@ -136,11 +143,7 @@ def test_every_spelling_of_watch_counts_against_the_limit(limited: ServerThread,
     }).status == 201
     path = f"/api/v1/namespaces/default/pods?watch={spelling}&timeoutSeconds=30"
     opened = []
-    for _ in range(2):
-        conn = http.client.HTTPSConnection("127.0.0.1", limited.port, context=dev.ctx, timeout=20)
-        conn.request("GET", path, headers=dev.headers)
-        resp = conn.getresponse()
-        assert resp.status == 200
+    for conn, resp in open_watches(limited, dev, path, 2):
         assert json.loads(resp.readline())["type"] == "ADDED"  # a watch stream, not a list
         opened.append(conn)
     refused = dev.request("GET", path)
