@@ -214,3 +214,18 @@ def test_a_strategic_merge_patch_that_fails_prints_what_go_decoded(
     assert status["message"] == (' "" is invalid: patch: Invalid value: '
                                  '"map[data:map[k:5] metadata:map[labels:map[x:\ufffd]]]": '
                                  "cannot convert int64 to string")
+
+
+def test_a_query_value_and_a_user_agent_that_are_not_utf8_read_as_go_reads_them(
+        seeded: ServerThread) -> None:
+    """``fieldManager=%FF%E2%82`` names a manager of three U+FFFD (Go: one per byte; Python's
+    decoder gives two), and a User-Agent's bytes name the default manager the same way."""
+    body = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"by-query"},"data":{"k":"v"}}'
+    reply = call(seeded, "POST", f"{CM}?fieldManager=%FF%E2%82", body, JSON_TYPE)
+    assert reply.status == 201, reply.body
+    assert [e["manager"] for e in reply.json["metadata"]["managedFields"]] == ["\ufffd" * 3]
+    agent = b"k\xff\xc3\xa9/1.0".decode("latin-1")  # the raw bytes, as http.client sends them
+    body = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"by-agent"},"data":{"k":"v"}}'
+    reply = call(seeded, "POST", CM, body, {**JSON_TYPE, "User-Agent": agent})
+    assert reply.status == 201, reply.body
+    assert [e["manager"] for e in reply.json["metadata"]["managedFields"]] == ["k\ufffd\u00e9"]

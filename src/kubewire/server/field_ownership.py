@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from kubewire.go_text import go_utf8
 from kubewire.resources import Resource
 from kubewire.schema import TypeNode, type_for
 from kubewire.server.apply import ApplyRequest
@@ -74,6 +75,8 @@ def default_field_manager(options: WriteOptions, user_agent: str) -> WriteOption
     product = user_agent.split("/", 1)[0]
     if product.isascii() and product.isprintable() and len(product) <= MAX_FIELD_MANAGER_BYTES:
         return replace(options, field_manager=product)  # what the loop below keeps of it
+    # The header's bytes as Go ranges over them: U+FFFD (printable) for each invalid byte.
+    product = go_utf8(product.encode("latin-1", "replace"))
     name = ""
     for ch in product:
         if not ch.isprintable():

@@ -60,7 +60,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from typing import Any, NoReturn
-from urllib.parse import parse_qs
 
 import httptools
 
@@ -73,6 +72,7 @@ from kubewire.server.http_input import (
     InvalidTarget,
     expects_continue,
     has_body,
+    parse_query,
     split_target,
 )
 from kubewire.server.streams import EventStream
@@ -164,7 +164,7 @@ class Request:
     @property
     def query(self) -> dict[str, list[str]]:
         if self._query is None:
-            self._query = parse_qs(self.raw_query, keep_blank_values=True)
+            self._query = parse_query(self.raw_query)
         return self._query
 
     def header(self, name: str, default: str = "") -> str:

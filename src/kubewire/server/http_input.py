@@ -14,9 +14,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from urllib.parse import unquote
+from urllib.parse import parse_qs, unquote_to_bytes
 
 import httptools
+
+from kubewire.go_text import go_utf8
 
 # Go's http.Server reads a head through a reader limited to MaxHeaderBytes + 4096
 # (server.go ``initialReadLimitSize``); the request line counts toward it.
@@ -53,7 +55,24 @@ def split_target(target: bytes) -> tuple[str, str]:
         except httptools.HttpParserInvalidURLError as exc:
             raise InvalidTarget(str(exc)) from None
         path, query = parsed.path or b"", parsed.query or b""
-    return unquote(path.decode("latin-1")), query.decode("latin-1")
+    if path.isascii() and b"%" not in path:
+        return path.decode("ascii"), query.decode("latin-1")
+    return go_utf8(unquote_to_bytes(path)), query.decode("latin-1")
+
+
+def parse_query(raw_query: str) -> dict[str, list[str]]:
+    """Go's ``url.ParseQuery`` of a raw query (its bytes as latin-1 text): blank values and
+    repeated keys kept, and the unescaped bytes read as Go reads a string's bytes (U+FFFD for
+    each byte that is not UTF-8), not as Python's decoder does (one for several)."""
+    if raw_query.isascii() and "%" not in raw_query:
+        return parse_qs(raw_query, keep_blank_values=True)
+    pairs = parse_qs(raw_query, keep_blank_values=True, encoding="latin-1")
+    return {_go_text(key): [_go_text(value) for value in values]
+            for key, values in pairs.items()}
+
+
+def _go_text(latin: str) -> str:
+    return latin if latin.isascii() else go_utf8(latin.encode("latin-1"))
 
 
 def has_body(headers: Mapping[str, str]) -> bool:
