@@ -210,6 +210,29 @@ def mmap_tls_read_buffers() -> bool:
     return bool(mallopt(_M_MMAP_THRESHOLD, TLS_READ_BUFFER_BYTES))
 
 
+HEAP_TRIM_INTERVAL_S = 30.0
+
+
+async def trim_heap_every(seconds: float) -> None:
+    """Give freed heap memory back to the system now and then (glibc ``malloc_trim``).
+
+    glibc returns freed memory at the top of its heap by itself, but not pages freed below
+    blocks still in use: after a burst (a flood of pipelined requests, many large bodies, a
+    large list) the server kept 10-20 MB it no longer used. ``malloc_trim(0)`` releases those
+    pages; on a server of a few hundred MB it takes a millisecond or two, every ``seconds``.
+    Nothing where there is no glibc.
+    """
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim.argtypes = (ctypes.c_size_t,)
+    trim.restype = ctypes.c_int
+    while True:
+        await asyncio.sleep(seconds)
+        trim(0)
+
+
 def issue_user(args: argparse.Namespace) -> None:
     from kubewire.server.users import UserRequest, user_kubeconfig
 
@@ -289,7 +312,9 @@ async def serve(config: ServerConfig) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
+    trimming = asyncio.get_running_loop().create_task(trim_heap_every(HEAP_TRIM_INTERVAL_S))
     await stop.wait()
+    trimming.cancel()
     log.info("shutting down")
     await server.stop()
 
