@@ -14,6 +14,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kubewire.go_text import go_utf8
 from kubewire.schema import validate as schema_validate
 from kubewire.schema.go_time_encoding import _ZERO, encode_go_time, encode_times, go_time_instant
 from kubewire.schema.go_types import go_type_of
@@ -127,8 +128,10 @@ def test_encode_times_gives_what_the_full_walk_gives(pod: dict[str, Any]) -> Non
 
 
 def _manager_long_way(user_agent: str) -> str:
+    """Go's ``prefixFromUserAgent`` over the header's bytes (``user_agent`` holds them as
+    latin-1 text, as the HTTP layer reads headers): U+FFFD for each byte that is not UTF-8."""
     name = ""
-    for ch in user_agent.split("/", 1)[0]:
+    for ch in go_utf8(user_agent.encode("latin-1")).split("/", 1)[0]:
         if not ch.isprintable():
             continue
         if len((name + ch).encode("utf-8", "surrogatepass")) > MAX_FIELD_MANAGER_BYTES:
@@ -138,7 +141,10 @@ def _manager_long_way(user_agent: str) -> str:
 
 
 @settings(max_examples=300, deadline=None)
-@given(user_agent=st.text(max_size=200) | st.text(st.characters(max_codepoint=127), max_size=200))
+@given(user_agent=st.binary(max_size=200).map(lambda raw: raw.decode("latin-1"))
+       | st.text(st.characters(max_codepoint=127), max_size=200)
+       | st.text(max_size=60).map(lambda text: text.encode("utf-8", "surrogatepass")
+                                 .decode("latin-1")))
 def test_the_field_manager_from_a_user_agent_is_what_the_long_way_gives(user_agent: str) -> None:
     options = default_field_manager(WriteOptions(), user_agent)
     assert options.field_manager == _manager_long_way(user_agent)
