@@ -11,9 +11,8 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal
-from typing import Any
 
-JSON = Any
+from kubewire.json_types import JSON
 
 _INT64 = range(-(1 << 63), 1 << 63)
 _STRING_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n",

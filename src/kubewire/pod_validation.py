@@ -15,15 +15,13 @@ import functools
 import re
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
-from typing import Any
 
+from kubewire.json_types import JSON
 from kubewire.names import is_dns1123_label, max_len_error
 from kubewire.resources import Resource
 from kubewire.schema import type_for
 from kubewire.status import FieldError, forbidden, invalid, not_supported, required
 from kubewire.validation import dict_at, int_at, text_at
-
-JSON = Any
 
 PORT_RANGE_ERROR = "must be between 1 and 65535, inclusive"  # validation.InclusiveRangeError
 PROTOCOLS = ("SCTP", "TCP", "UDP")  # sets.List(supportedPortProtocols): sorted

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kubewire.schema import JSON
+from kubewire.json_types import JSON
 from kubewire.schema.go_decode import _json_kind
 from kubewire.schema.go_types import GoType, go_type_of
 from kubewire.schema.go_values import (

@@ -17,11 +17,9 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 from functools import cache
-from typing import Any
 
+from kubewire.json_types import JSON
 from kubewire.schema.go_types import GoType, go_type_of
-
-JSON = Any
 
 _TIME_KINDS = frozenset({"time", "microtime"})
 # What time.Parse(RFC3339 or RFC3339Micro) accepted (go_values.time_error): a one- or

@@ -33,6 +33,7 @@ from typing import Any
 
 from kubewire.go_print import go_json
 from kubewire.go_text import go_quote
+from kubewire.json_types import JSON
 from kubewire.schema import TypeNode
 from kubewire.server.field_paths import (
     FieldSet,
@@ -58,7 +59,7 @@ from kubewire.server.managed_fields import (
     manager_key,
 )
 from kubewire.server.strategic_patch import _without_nulls
-from kubewire.status import JSON, BadRequest, Conflict
+from kubewire.status import BadRequest, Conflict
 
 LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
 KUBECTL_MANAGER = "kubectl"  # only kubectl's own applies touch its annotation (lastapplied*.go)

@@ -31,11 +31,11 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Literal
 
+from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.server.json_copy import copy_json
 from kubewire.server.patch import json_equal
 from kubewire.status import (
-    JSON,
     BadRequest,
     FieldError,
     Forbidden,

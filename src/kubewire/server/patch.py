@@ -38,8 +38,9 @@ from typing import Any
 import msgspec
 
 from kubewire.go_text import go_json_surrogates, go_utf8
+from kubewire.json_types import JSON
 from kubewire.server.encoding import too_deep
-from kubewire.status import JSON, BadRequest, Invalid, RequestEntityTooLarge
+from kubewire.status import BadRequest, Invalid, RequestEntityTooLarge
 
 MAX_JSON_PATCH_OPERATIONS = 10_000  # kube handlers/patch.go maxJSONPatchOperations
 # kube's JSONPatchMaxCopyBytes (server/config.go, evanphx AccumulatedCopySizeLimit): the bytes

@@ -24,14 +24,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from importlib import resources
-from typing import Any
 
 import msgspec
 
 from kubewire.go_text import decode_go_json, go_utf8
+from kubewire.json_types import JSON
 from kubewire.status import BadRequest
 
-JSON = Any
 PROTOBUF_MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
 ENVELOPE_PREFIX = b"k8s\x00"
 MAX_MESSAGE_DEPTH = 64  # kube's deepest request type nests ~15 messages; bounds recursion

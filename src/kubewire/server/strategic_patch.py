@@ -41,10 +41,11 @@ import copy
 from dataclasses import dataclass
 from decimal import Decimal
 
+from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.schema import TypeNode, type_for
 from kubewire.server.patch import PATCH_REJECTED_MESSAGE, _decode_body, _go_kind
-from kubewire.status import JSON, BadRequest, Invalid, StatusError
+from kubewire.status import BadRequest, Invalid, StatusError
 
 PANIC_MESSAGE = "This request caused apiserver to panic. Look in the logs for details."
 # What kubewire says where kube would panic: the patch compares values Go cannot compare.

@@ -11,12 +11,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
+from kubewire.json_types import JSON
 from kubewire.label_selectors import label_selector_from_match
 from kubewire.selector_error import SelectorError
 
-JSON = Any
 Cell = str | int | float | bool | None
 """One table cell: kube sends strings, integers, numbers, booleans or null."""
 

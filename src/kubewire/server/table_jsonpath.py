@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any
 
 import msgspec
 
 from kubewire.go_print import go_float as _go_print_float
+from kubewire.json_types import JSON
 from kubewire.server.table_cells import Cell, human_duration, parse_time
 
-JSON = Any
 _STEP = re.compile(
     r"""\.([^.\[]+)"""  # .field
     r"""|\[\*\]|\[(-?\d+)\]"""  # [*] and [N]

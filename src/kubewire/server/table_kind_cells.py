@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from kubewire.json_types import JSON
 from kubewire.server.table_cells import (
-    JSON,
     LIST_LIMIT,
     NONE,
     UNKNOWN,

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from kubewire.json_types import JSON
 from kubewire.server.table_cells import (
-    JSON,
     NONE,
     Cell,
     as_dict,
