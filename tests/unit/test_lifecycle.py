@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from kubewire.quantity import parse_quantity
 from kubewire.resources import REGISTRY, Resource
 from kubewire.server.lifecycle import (
     CreateContext,
@@ -21,7 +22,6 @@ from kubewire.server.lifecycle import (
     generate_name,
     is_noop_update,
     namespace_terminating_error,
-    parse_quantity,
     parse_time,
     plan_delete,
     pod_qos_class,

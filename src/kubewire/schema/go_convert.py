@@ -24,13 +24,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kubewire.json_types import JSON
+from kubewire.quantity import quantity_error
 from kubewire.schema.go_decode import _json_kind
 from kubewire.schema.go_types import GoType, go_type_of
 from kubewire.schema.go_values import (
     RFC3339,
     RFC3339_MICRO,
     base64_error,
-    quantity_error,
     time_error,
 )
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import copy
 import random
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import MAXYEAR, UTC, datetime, timedelta
@@ -32,6 +31,7 @@ from types import MappingProxyType
 from typing import Literal
 
 from kubewire.json_types import JSON
+from kubewire.quantity import parse_quantity
 from kubewire.resources import Resource
 from kubewire.server.json_copy import copy_json
 from kubewire.server.patch import json_equal
@@ -633,26 +633,7 @@ def namespace_terminating_error(resource: Resource, name: str, namespace: str) -
 
 # --- pod QoS class (pkg/apis/core/helper/qos/qos.go ComputePodQOS) --------------------------------
 
-_QUANTITY = re.compile(
-    r"([+-]?(?:\d+\.?\d*|\.\d+))(?:[eE]([+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]))?")
-_SUFFIX_SCALE = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000),
-                 "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9),
-                 "T": Fraction(10**12), "P": Fraction(10**15), "E": Fraction(10**18),
-                 "Ki": Fraction(2**10), "Mi": Fraction(2**20), "Gi": Fraction(2**30),
-                 "Ti": Fraction(2**40), "Pi": Fraction(2**50), "Ei": Fraction(2**60)}
 _QOS_RESOURCES = ("cpu", "memory")
-
-
-def parse_quantity(value: JSON) -> Fraction | None:
-    """A resource quantity (``100m``, ``1Gi``, ``1e3``, ``0.5``) as an exact number, or None."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return Fraction(value)
-    match = _QUANTITY.fullmatch(value) if isinstance(value, str) else None
-    if match is None:
-        return None
-    number, exponent, suffix = match.groups()
-    scale = Fraction(10) ** int(exponent) if exponent else _SUFFIX_SCALE.get(suffix, Fraction(1))
-    return Fraction(number) * scale
 
 
 def pod_qos_class(pod: Mapping[str, JSON]) -> str:
