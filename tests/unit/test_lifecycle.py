@@ -18,11 +18,9 @@ from kubewire.server.lifecycle import (
     DeleteRequest,
     UpdateContext,
     delete_response,
-    format_time,
     generate_name,
     is_noop_update,
     namespace_terminating_error,
-    parse_time,
     plan_delete,
     pod_qos_class,
     prepare_create,
@@ -31,6 +29,7 @@ from kubewire.server.lifecycle import (
     update_precondition,
 )
 from kubewire.status import StatusError
+from kubewire.times import format_time, parse_time
 
 NOW = datetime(2024, 12, 11, 9, 15, 2, 500_000, tzinfo=UTC)
 NOW_TEXT = "2024-12-11T09:15:02Z"

@@ -32,6 +32,7 @@ import msgspec
 
 from kubewire.server.authn import UserInfo
 from kubewire.server.authz import Attributes
+from kubewire.times import format_micro_time
 
 API_VERSION = "audit.k8s.io/v1"
 LEVEL_NONE, LEVEL_METADATA = "None", "Metadata"
@@ -412,11 +413,6 @@ def _go_ip(text: str) -> str | None:
     return str(ip)
 
 
-def micro_time(moment: datetime.datetime) -> str:
-    """``metav1.MicroTime``: RFC 3339 with microseconds, in UTC."""
-    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 _ENCODER = msgspec.json.Encoder()
 # Go's encoding/json escapes these (HTML-safe, and JavaScript's line terminators).
 _GO_ESCAPES = ((b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"),
@@ -441,8 +437,8 @@ def event_line(event: AuditEvent, stage: str, now: datetime.datetime) -> bytes:
         doc["objectRef"] = event.object_ref
     if event.response_status is not None:
         doc["responseStatus"] = event.response_status
-    doc["requestReceivedTimestamp"] = micro_time(event.received)
-    doc["stageTimestamp"] = micro_time(stamp)
+    doc["requestReceivedTimestamp"] = format_micro_time(event.received)
+    doc["stageTimestamp"] = format_micro_time(stamp)
     if event.annotations:
         doc["annotations"] = dict(sorted(event.annotations.items()))
     line = _ENCODER.encode(doc)

@@ -26,7 +26,6 @@ from kubewire.server.field_paths import (
     emit_tree,
     without_members,
 )
-from kubewire.server.lifecycle import format_time
 from kubewire.server.managed_fields import (
     STRIPPED_PATHS,
     UpdateRecord,
@@ -44,6 +43,7 @@ from kubewire.server.write_options import (
     WriteVerb,
     parse_write_options,
 )
+from kubewire.times import format_time
 
 __all__ = ["APPLY_PATCH_MEDIA_TYPE", "ApplyOptions", "Mutation", "WriteFacts",
            "default_field_manager", "parse_apply", "parse_tracked_write_options",

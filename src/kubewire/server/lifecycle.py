@@ -24,9 +24,8 @@ import copy
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import MAXYEAR, UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from fractions import Fraction
-from functools import lru_cache
 from types import MappingProxyType
 from typing import Literal
 
@@ -46,6 +45,7 @@ from kubewire.status import (
     invalid_object,
     success_status,
 )
+from kubewire.times import format_time, parse_time
 
 GENERATE_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery util/rand/rand.go
 GENERATE_NAME_SUFFIX_CHARS = 5  # apiserver storage/names/generate.go randomLength
@@ -99,42 +99,6 @@ def lifecycle_traits(resource: Resource) -> LifecycleTraits:
         return LifecycleTraits("drop", status_keeps_all_metadata=True,
                                etcd_prefix=f"{resource.group}/{resource.plural}")
     return LifecycleTraits("set" if resource.has_status else "keep")
-
-
-def format_time(moment: datetime) -> str:
-    """``metav1.Time`` text: RFC 3339, UTC, whole seconds, ``Z``."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    # every write formats "now" (often twice): strftime once per second, not per call, and
-    # a "now" in the same second as the last one is its text without any conversion
-    last = _last_second
-    if moment.tzinfo is UTC and last[0] <= moment < last[1]:
-        return last[2]
-    second = moment.astimezone(UTC).replace(microsecond=0)
-    text = _format_second(second)
-    if second.year < MAXYEAR:  # the next second must exist
-        _remember_second(second, text)
-    return text
-
-
-def _remember_second(second: datetime, text: str) -> None:
-    global _last_second
-    _last_second = (second, second + _ONE_SECOND, text)
-
-
-_ONE_SECOND = timedelta(seconds=1)
-_last_second = (datetime.max.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC), "")
-
-
-@lru_cache(maxsize=16)
-def _format_second(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(text: str) -> datetime:
-    """Parse any RFC 3339 time (``Z``, offsets, fractions); naive times are taken as UTC."""
-    moment = datetime.fromisoformat(text)
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def uuid4_text(bits: int) -> str:

@@ -17,7 +17,8 @@ import msgspec
 
 from kubewire.go_print import go_float as _go_print_float
 from kubewire.json_types import JSON
-from kubewire.server.table_cells import Cell, human_duration, parse_time
+from kubewire.server.table_cells import Cell, human_duration
+from kubewire.times import parse_time_or_none
 
 _STEP = re.compile(
     r"""\.([^.\[]+)"""  # .field
@@ -107,6 +108,6 @@ def _typed_cell(column_type: str, value: JSON, now: datetime) -> Cell:
     if column_type == "boolean" and isinstance(value, bool):
         return value
     if column_type == "date" and isinstance(value, str):
-        when = parse_time(value)
+        when = parse_time_or_none(value)
         return "<invalid>" if when is None else human_duration(now - when)
     return None
