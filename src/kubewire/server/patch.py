@@ -37,7 +37,7 @@ from typing import Any
 
 import msgspec
 
-from kubewire.go_text import go_json_surrogates, go_utf8
+from kubewire.go_text import go_json_error, go_json_surrogates, go_quote, go_utf8
 from kubewire.json_types import JSON
 from kubewire.server.encoding import too_deep
 from kubewire.status import BadRequest, Invalid, RequestEntityTooLarge
@@ -48,7 +48,6 @@ MAX_JSON_PATCH_OPERATIONS = 10_000  # kube handlers/patch.go maxJSONPatchOperati
 # double the object each time (exponential memory and time).
 MAX_JSON_PATCH_COPY_BYTES = 3 * 1024 * 1024
 PATCH_REJECTED_MESSAGE = "the server rejected our request due to an error in our request"
-_UNEXPECTED_END = "unexpected end of JSON input"
 _MISSING = "missing value"  # evanphx ErrMissing
 _BAD_INDEX = "invalid index referenced"  # evanphx ErrInvalidIndex
 _ABSENT: Any = object()  # an operation without a "value" member (distinct from null)
@@ -139,8 +138,8 @@ def _decode_body(body: bytes) -> JSON:
         return value
     except RecursionError:
         raise BadRequest("error decoding patch: exceeded max depth") from None
-    except ValueError as exc:
-        message = _GoScanner(body).first_error() or str(exc)
+    except ValueError:
+        message = go_json_error(body)
     raise BadRequest(f"error decoding patch: {message}")
 
 
@@ -187,199 +186,10 @@ def _not_an_object(root: JSON) -> Invalid:
     detail = ("couldn't get version/kind; json parse error: json: cannot unmarshal array into Go "
               'value of type struct { APIVersion string "json:\\"apiVersion,omitempty\\""; '
               'Kind string "json:\\"kind,omitempty\\"" }')
-    body = f"Invalid value: {_go_quote(text)}: {detail}"
+    body = f"Invalid value: {go_quote(text)}: {detail}"
     return Invalid(f' "" is invalid: patch: {body}',
                    {"causes": [{"reason": "FieldValueInvalid", "message": body,
                                 "field": "patch"}]})
-
-
-class _GoScanner:
-    """Recursive-descent twin of Go's ``encoding/json`` scanner, used only to word an error."""
-
-    _SPACE = b" \t\r\n"
-    _LITERALS = {ord("t"): b"true", ord("f"): b"false", ord("n"): b"null"}
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def first_error(self) -> str | None:
-        try:
-            self._value()
-            self._skip_space()
-            if self.pos < len(self.data):
-                self._fail(self.data[self.pos], "after top-level value")
-        except _SyntaxProblem as exc:
-            return str(exc)
-        except RecursionError:
-            return "exceeded max depth"
-        return None
-
-    def _skip_space(self) -> None:
-        while self.pos < len(self.data) and self.data[self.pos] in self._SPACE:
-            self.pos += 1
-
-    def _next_structural(self) -> int:
-        self._skip_space()
-        if self.pos >= len(self.data):
-            raise _SyntaxProblem(_UNEXPECTED_END)
-        return self.data[self.pos]
-
-    def _next_in_token(self) -> int:
-        # Go's scanner.eof() feeds a space: inside a token that space is the invalid character.
-        return self.data[self.pos] if self.pos < len(self.data) else 0x20
-
-    def _fail(self, char: int, context: str) -> None:
-        raise _SyntaxProblem(f"invalid character {_quote_char(char)} {context}")
-
-    def _value(self) -> None:
-        char = self._next_structural()
-        self.pos += 1
-        if char == ord("{"):
-            self._object()
-        elif char == ord("["):
-            self._array()
-        elif char == ord('"'):
-            self._string()
-        elif char == ord("-") or ord("0") <= char <= ord("9"):
-            self.pos -= 1
-            self._number()
-        elif char in self._LITERALS:
-            self._literal(self._LITERALS[char])
-        else:
-            self._fail(char, "looking for beginning of value")
-
-    def _object(self) -> None:
-        char = self._next_structural()
-        if char == ord("}"):
-            self.pos += 1
-            return
-        while True:
-            if char != ord('"'):
-                self._fail(char, "looking for beginning of object key string")
-            self.pos += 1
-            self._string()
-            if self._next_structural() != ord(":"):
-                self._fail(self.data[self.pos], "after object key")
-            self.pos += 1
-            self._value()
-            char = self._next_structural()
-            self.pos += 1
-            if char == ord("}"):
-                return
-            if char != ord(","):
-                self._fail(char, "after object key:value pair")
-            char = self._next_structural()
-
-    def _array(self) -> None:
-        if self._next_structural() == ord("]"):
-            self.pos += 1
-            return
-        while True:
-            self._value()
-            char = self._next_structural()
-            self.pos += 1
-            if char == ord("]"):
-                return
-            if char != ord(","):
-                self._fail(char, "after array element")
-
-    def _string(self) -> None:
-        while self.pos < len(self.data):
-            char = self.data[self.pos]
-            self.pos += 1
-            if char == ord('"'):
-                return
-            if char == ord("\\"):
-                self._escape()
-            elif char < 0x20:
-                self._fail(char, "in string literal")
-        raise _SyntaxProblem(_UNEXPECTED_END)
-
-    def _escape(self) -> None:
-        char = self._next_in_token()
-        self.pos += 1
-        if char in b'bfnrt\\/"':
-            return
-        if char != ord("u"):
-            self._fail(char, "in string escape code")
-        for _ in range(4):
-            char = self._next_in_token()
-            self.pos += 1
-            if char not in b"0123456789abcdefABCDEF":
-                self._fail(char, "in \\u hexadecimal character escape")
-
-    def _number(self) -> None:
-        if self.data[self.pos] == ord("-"):
-            self.pos += 1
-            if not _is_digit(self._next_in_token()):
-                self._fail(self._next_in_token(), "in numeric literal")
-        if self.data[self.pos] == ord("0"):
-            self.pos += 1
-        else:
-            self._digits()
-        if self._peek() == ord("."):
-            self.pos += 1
-            if not _is_digit(self._next_in_token()):
-                self._fail(self._next_in_token(), "after decimal point in numeric literal")
-            self._digits()
-        if self._peek() in (ord("e"), ord("E")):
-            self.pos += 1
-            if self._next_in_token() in (ord("+"), ord("-")):
-                self.pos += 1
-            if not _is_digit(self._next_in_token()):
-                self._fail(self._next_in_token(), "in exponent of numeric literal")
-            self._digits()
-
-    def _peek(self) -> int | None:
-        return self.data[self.pos] if self.pos < len(self.data) else None
-
-    def _digits(self) -> None:
-        while self.pos < len(self.data) and _is_digit(self.data[self.pos]):
-            self.pos += 1
-
-    def _literal(self, word: bytes) -> None:
-        for expected in word[1:]:
-            char = self._next_in_token()
-            if char != expected:
-                self._fail(char, f"in literal {word.decode()} (expecting {_quote_char(expected)})")
-            self.pos += 1
-
-
-class _SyntaxProblem(Exception):
-    pass
-
-
-def _is_digit(char: int | None) -> bool:
-    return char is not None and ord("0") <= char <= ord("9")
-
-
-def _quote_char(char: int) -> str:
-    """Go encoding/json ``quoteChar``: the byte as a rune, quoted with single quotes."""
-    if char == ord("'"):
-        return "'\\''"
-    if char == ord('"'):
-        return "'\"'"
-    return "'" + _go_quote(chr(char))[1:-1] + "'"
-
-
-_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
-               "\v": "\\v", '"': '\\"', "\\": "\\\\"}
-
-
-def _go_quote(text: str) -> str:
-    """Go ``strconv.Quote`` (``isprintable`` stands in for ``unicode.IsPrint``)."""
-    out = []
-    for ch in text:
-        if ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        elif ch.isprintable():
-            out.append(ch)
-        elif ord(ch) < 0x80:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}")
-    return '"' + "".join(out) + '"'
 
 
 # --- RFC 6902 operations (evanphx/json-patch v4 patch.go) ----------------------------------------
