@@ -67,7 +67,7 @@ class _Walk:
             self.saved = message
 
 
-def _json_kind(value: JSON) -> str:
+def json_kind(value: JSON) -> str:
     """How ``UnmarshalTypeError`` names a JSON value that fits no number type."""
     if isinstance(value, bool):
         return "bool"
@@ -85,7 +85,7 @@ def _number_text(value: int | float) -> str:
 def _integer_misfit(value: JSON, go_kind: str) -> str | None:
     """What ``literalStore`` calls a value an integer type cannot hold (None if it fits)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return _json_kind(value)
+        return json_kind(value)
     low, high = _INT_RANGES[go_kind]
     if isinstance(value, float) or not low <= value <= high:
         return f"number {_number_text(value)}"
@@ -99,7 +99,7 @@ def _scalar_misfit(go_type: GoType, value: JSON) -> str | None:
     is_number = isinstance(value, int | float) and not isinstance(value, bool)
     fits = {"float64": is_number, "bool": isinstance(value, bool)}.get(
         kind, isinstance(value, str))
-    return None if fits else _json_kind(value)
+    return None if fits else json_kind(value)
 
 
 def _bytes(value: JSON, walk: _Walk) -> None:
@@ -114,7 +114,7 @@ def _bytes(value: JSON, walk: _Walk) -> None:
             if misfit is not None:
                 walk.save(walk.type_error(misfit, "uint8"))
     else:
-        walk.save(walk.type_error(_json_kind(value), "[]uint8"))
+        walk.save(walk.type_error(json_kind(value), "[]uint8"))
 
 
 def _literal_text(value: JSON) -> str:
@@ -137,7 +137,7 @@ def _self_decoding(go_type: GoType, value: JSON, walk: _Walk) -> None:
         error = None if misfit is None else walk.type_error(misfit, "int32")
     elif kind in ("time", "microtime"):
         if not isinstance(value, str):
-            error = walk.type_error(_json_kind(value), "string")
+            error = walk.type_error(json_kind(value), "string")
         else:
             error = time_error(value, RFC3339_MICRO if kind == "microtime" else RFC3339)
     if error is not None:
@@ -190,7 +190,7 @@ def _value(go_type: GoType, value: JSON, walk: _Walk) -> None:
         _bytes(value, walk)
     elif kind in _CONTAINERS:
         if not _container(go_type, value, walk):
-            walk.save(walk.type_error(_json_kind(value), go_type.name))
+            walk.save(walk.type_error(json_kind(value), go_type.name))
     else:
         misfit = _scalar_misfit(go_type, value)
         if misfit is not None:
@@ -210,4 +210,4 @@ def decode_error(api_version: str, kind: str, obj: Mapping[str, JSON]) -> str | 
     return walk.saved
 
 
-__all__ = ["decode_error"]
+__all__ = ["decode_error", "json_kind"]

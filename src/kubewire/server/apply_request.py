@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from kubewire.json_types import JSON
 from kubewire.schema import TypeNode
 from kubewire.server.apply import ApplyRequest, apply_config
-from kubewire.server.encoding import EXCEEDED_MAX_DEPTH, too_deep
+from kubewire.server.json_depth import EXCEEDED_MAX_DEPTH, too_deep
 from kubewire.server.yaml_bodies import YAMLBodyError, load_yaml_body
 from kubewire.status import BadRequest, conflict
 

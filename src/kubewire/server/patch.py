@@ -22,7 +22,7 @@ patches drop ``null`` members (and ``null`` array items) from values they insert
 Not here: decoding the result into the kind (kube then answers 422 ``"" is invalid: patch: ...``
 for a result that is not an object of the kind), unknown-field warnings, and the strategic merge
 patch. ``apply_strategic_merge_patch(doc, patch, merge_info)`` belongs next to these two: it
-reuses ``_decode_body`` (kube answers SMP decode errors 400 with the bare decoder text, no
+reuses ``decode_patch_body`` (kube answers SMP decode errors 400 with the bare decoder text, no
 ``error decoding patch:`` prefix; ``handlers/patch.go`` ``strategicPatchObject``), ``_pruned`` and
 ``json_equal``, and adds merge keys and the ``$patch``/``$retainKeys``/``$setElementOrder``/
 ``$deleteFromPrimitiveList`` directives.
@@ -39,7 +39,7 @@ import msgspec
 
 from kubewire.go_text import go_json_error, go_json_surrogates, go_quote, go_utf8
 from kubewire.json_types import JSON
-from kubewire.server.encoding import too_deep
+from kubewire.server.json_depth import too_deep
 from kubewire.status import BadRequest, Invalid, RequestEntityTooLarge
 
 MAX_JSON_PATCH_OPERATIONS = 10_000  # kube handlers/patch.go maxJSONPatchOperations
@@ -60,7 +60,7 @@ def apply_json_patch(doc: dict[str, JSON], patch: bytes) -> dict[str, JSON]:
     than ``MAX_JSON_PATCH_OPERATIONS`` operations) or Invalid (an operation does not apply, or
     the result is not a JSON object).
     """
-    ops = _decode_body(patch)
+    ops = decode_patch_body(patch)
     _check_operations(ops)
     if ops is not None and len(ops) > MAX_JSON_PATCH_OPERATIONS:
         raise RequestEntityTooLarge(
@@ -107,7 +107,7 @@ def apply_merge_patch(doc: dict[str, JSON], patch: bytes) -> dict[str, JSON]:
     ``null`` members delete, objects merge recursively, anything else replaces. Raises
     BadRequest when the body is not JSON, not an object, or ``null``.
     """
-    body = _decode_body(patch)
+    body = decode_patch_body(patch)
     if body is None:
         raise BadRequest("Invalid JSON Patch")
     if not isinstance(body, dict):
@@ -128,7 +128,7 @@ def json_equal(a: JSON, b: JSON) -> bool:
 
 # --- decoding: Go encoding/json acceptance and error texts ---------------------------------------
 
-def _decode_body(body: bytes) -> JSON:
+def decode_patch_body(body: bytes) -> JSON:
     """Parse ``body`` as Go's encoding/json would, raising kube's 400 on a syntax error."""
     try:
         # Go reads invalid UTF-8 and unpaired surrogates as U+FFFD; NaN/Infinity are not JSON.
@@ -160,16 +160,16 @@ def _check_operations(ops: JSON) -> None:
             raise _type_error(op, "handlers.jsonPatchOp")
         for key, value in op.items():
             if key in ("op", "path", "from") and value is not None and not isinstance(value, str):
-                raise BadRequest(f"error decoding patch: json: cannot unmarshal {_go_kind(value)} "
+                raise BadRequest(f"error decoding patch: json: cannot unmarshal {go_kind(value)} "
                                  f"into Go struct field jsonPatchOp.{key} of type string")
 
 
 def _type_error(value: JSON, go_type: str) -> BadRequest:
-    return BadRequest(f"error decoding patch: json: cannot unmarshal {_go_kind(value)} "
+    return BadRequest(f"error decoding patch: json: cannot unmarshal {go_kind(value)} "
                       f"into Go value of type {go_type}")
 
 
-def _go_kind(value: JSON) -> str:
+def go_kind(value: JSON) -> str:
     if isinstance(value, dict):
         return "object"
     if isinstance(value, list):
@@ -433,5 +433,7 @@ __all__ = [
     "PATCH_REJECTED_MESSAGE",
     "apply_json_patch",
     "apply_merge_patch",
+    "decode_patch_body",
+    "go_kind",
     "json_equal",
 ]

@@ -44,7 +44,7 @@ from decimal import Decimal
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.schema import TypeNode, type_for
-from kubewire.server.patch import PATCH_REJECTED_MESSAGE, _decode_body, _go_kind
+from kubewire.server.patch import PATCH_REJECTED_MESSAGE, decode_patch_body, go_kind
 from kubewire.status import BadRequest, Invalid, StatusError
 
 PANIC_MESSAGE = "This request caused apiserver to panic. Look in the logs for details."
@@ -87,11 +87,11 @@ def apply_strategic_merge_patch(doc: dict[str, JSON], patch: bytes,
 def _decode_patch(patch: bytes) -> JSON:
     # strategicPatchObject: kjson.UnmarshalStrict into map[string]interface{}; NewBadRequest(err)
     try:
-        body = _decode_body(patch)
+        body = decode_patch_body(patch)
     except BadRequest as exc:
         raise BadRequest(exc.message.removeprefix("error decoding patch: ")) from None
     if body is not None and not isinstance(body, dict):
-        raise BadRequest(f"json: cannot unmarshal {_go_kind(body)} into Go value of type "
+        raise BadRequest(f"json: cannot unmarshal {go_kind(body)} into Go value of type "
                          f"{_MAP_TYPE}")
     return body
 
@@ -261,18 +261,18 @@ def _merge_key(original: dict[str, JSON], key: str, value: JSON, node: TypeNode 
 
 def _take(original: dict[str, JSON], key: str, value: JSON) -> None:
     # discardNullValuesFromPatch then removeDirectives (kubernetes#107705, #117568).
-    kept = _without_directives(_without_nulls(value))
+    kept = _without_directives(without_nulls(value))
     if kept is _DROP:
         original.pop(key, None)
     else:
         original[key] = kept
 
 
-def _without_nulls(value: JSON) -> JSON:
+def without_nulls(value: JSON) -> JSON:
     if isinstance(value, dict):
-        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
     if isinstance(value, list):
-        return [_without_nulls(v) for v in value]
+        return [without_nulls(v) for v in value]
     return value
 
 
@@ -575,4 +575,4 @@ def _interleave(server_only: list[JSON], listed: list[JSON], server_order: list[
     return out
 
 
-__all__ = ["PANIC_MESSAGE", "UNMERGEABLE_MESSAGE", "apply_strategic_merge_patch"]
+__all__ = ["PANIC_MESSAGE", "UNMERGEABLE_MESSAGE", "apply_strategic_merge_patch", "without_nulls"]
