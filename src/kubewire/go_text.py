@@ -301,29 +301,29 @@ class _GoScanner:
             if self._next_structural() != ord(":"):
                 self._fail(self.data[self.pos], "after object key")
             self.pos += 1
-            self._value()
-            self.pos = _run_end(_MEMBER_RUN, self.data, self.pos)
-            char = self._next_structural()
-            self.pos += 1
-            if char == ord("}"):
+            if self._member_or_element(_MEMBER_RUN, ord("}"), "after object key:value pair"):
                 return
-            if char != ord(","):
-                self._fail(char, "after object key:value pair")
             char = self._next_structural()
 
     def _array(self) -> None:
         if self._next_structural() == ord("]"):
             self.pos += 1
             return
-        while True:
-            self._value()
-            self.pos = _run_end(_ELEMENT_RUN, self.data, self.pos)
-            char = self._next_structural()
-            self.pos += 1
-            if char == ord("]"):
-                return
-            if char != ord(","):
-                self._fail(char, "after array element")
+        while not self._member_or_element(_ELEMENT_RUN, ord("]"), "after array element"):
+            pass
+
+    def _member_or_element(self, run: re.Pattern[bytes], close: int, context: str) -> bool:
+        """A value in a container, then the well-formed ones after it (``run``), then a comma
+        (False: more follow) or the container's end (True)."""
+        self._value()
+        self.pos = _run_end(run, self.data, self.pos)
+        char = self._next_structural()
+        self.pos += 1
+        if char == close:
+            return True
+        if char != ord(","):
+            self._fail(char, context)
+        return False
 
     def _string(self) -> None:
         while True:
