@@ -42,6 +42,19 @@ def go_quote(text: str) -> str:
     return "".join(out)
 
 
+def go_json_kind(value: Any) -> str:
+    """How Go's ``UnmarshalTypeError`` names a decoded JSON value (``cannot unmarshal array
+    into ...``). Never asked of null, which Go decodes into anything; text-like values a YAML body
+    may hold (timestamps) reach Go as JSON strings."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    return "object" if isinstance(value, dict) else "string"
+
+
 def go_byte_len(text: str) -> int:
     """Go's ``len`` of ``text``: its UTF-8 length in bytes."""
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))

@@ -37,7 +37,13 @@ from typing import Any
 
 import msgspec
 
-from kubewire.go_text import go_json_error, go_json_surrogates, go_quote, go_utf8
+from kubewire.go_text import (
+    go_json_error,
+    go_json_kind,
+    go_json_surrogates,
+    go_quote,
+    go_utf8,
+)
 from kubewire.json_types import JSON
 from kubewire.server.json_depth import too_deep
 from kubewire.status import BadRequest, Invalid, RequestEntityTooLarge
@@ -160,23 +166,14 @@ def _check_operations(ops: JSON) -> None:
             raise _type_error(op, "handlers.jsonPatchOp")
         for key, value in op.items():
             if key in ("op", "path", "from") and value is not None and not isinstance(value, str):
-                raise BadRequest(f"error decoding patch: json: cannot unmarshal {go_kind(value)} "
-                                 f"into Go struct field jsonPatchOp.{key} of type string")
+                raise BadRequest("error decoding patch: json: cannot unmarshal "
+                                 f"{go_json_kind(value)} into Go struct field jsonPatchOp.{key} "
+                                 "of type string")
 
 
 def _type_error(value: JSON, go_type: str) -> BadRequest:
-    return BadRequest(f"error decoding patch: json: cannot unmarshal {go_kind(value)} "
+    return BadRequest(f"error decoding patch: json: cannot unmarshal {go_json_kind(value)} "
                       f"into Go value of type {go_type}")
-
-
-def go_kind(value: JSON) -> str:
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    return "bool" if isinstance(value, bool) else "number"
 
 
 def _not_an_object(root: JSON) -> Invalid:
@@ -434,6 +431,5 @@ __all__ = [
     "apply_json_patch",
     "apply_merge_patch",
     "decode_patch_body",
-    "go_kind",
     "json_equal",
 ]

@@ -41,10 +41,11 @@ import copy
 from dataclasses import dataclass
 from decimal import Decimal
 
+from kubewire.go_text import go_json_kind
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.schema import TypeNode, type_for
-from kubewire.server.patch import PATCH_REJECTED_MESSAGE, decode_patch_body, go_kind
+from kubewire.server.patch import PATCH_REJECTED_MESSAGE, decode_patch_body
 from kubewire.status import BadRequest, Invalid, StatusError
 
 PANIC_MESSAGE = "This request caused apiserver to panic. Look in the logs for details."
@@ -91,7 +92,7 @@ def _decode_patch(patch: bytes) -> JSON:
     except BadRequest as exc:
         raise BadRequest(exc.message.removeprefix("error decoding patch: ")) from None
     if body is not None and not isinstance(body, dict):
-        raise BadRequest(f"json: cannot unmarshal {go_kind(body)} into Go value of type "
+        raise BadRequest(f"json: cannot unmarshal {go_json_kind(body)} into Go value of type "
                          f"{_MAP_TYPE}")
     return body
 
