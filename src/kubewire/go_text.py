@@ -12,6 +12,7 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 import msgspec
@@ -53,6 +54,28 @@ def go_json_kind(value: Any) -> str:
     if isinstance(value, list):
         return "array"
     return "object" if isinstance(value, dict) else "string"
+
+
+def go_float(value: float) -> str:
+    """``%v`` of a float64 (strconv ``'g'``, shortest): ``%e`` form below 1e-4 or from 1e6."""
+    if value != value or value in (float("inf"), float("-inf")):
+        return {"nan": "NaN", "inf": "+Inf", "-inf": "-Inf"}[repr(value)]
+    sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    text = "".join(map(str, digits))
+    point = exponent + len(text)  # digits before the decimal point
+    minus = "-" if sign else ""
+    if value == 0:
+        return minus + "0"
+    if point - 1 < -4 or point - 1 >= 6:  # strconv ftoa: eprec 6 when shortest
+        mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
+        power = point - 1
+        return f"{minus}{mantissa}e{'-' if power < 0 else '+'}{abs(power):02d}"
+    if point <= 0:
+        return f"{minus}0.{'0' * -point}{text}"
+    if point >= len(text):
+        return minus + text + "0" * (point - len(text))
+    return f"{minus}{text[:point]}.{text[point:]}"
 
 
 def go_byte_len(text: str) -> int:

@@ -39,9 +39,8 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from decimal import Decimal
 
-from kubewire.go_text import go_json_kind
+from kubewire.go_text import go_float, go_json_kind
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.schema import TypeNode, type_for
@@ -142,26 +141,8 @@ def _go_fmt(value: JSON, verb: str = "v") -> str:
     if value is None:
         return "<nil>" if verb == "v" else "%!s(<nil>)"
     text = ("true" if value else "false") if isinstance(value, bool) else (
-        str(value) if isinstance(value, int) else _go_float(value))
+        str(value) if isinstance(value, int) else go_float(value))
     return text if verb == "v" else f"%!s({_go_type(value)}={text})"
-
-
-def _go_float(value: float) -> str:
-    """``strconv.FormatFloat(f, 'g', -1, 64)``: shortest digits, exponent from 1e+06."""
-    sign, digits, exp = Decimal(repr(value)).normalize().as_tuple()
-    text = "".join(map(str, digits))
-    point = len(text) + int(exp)
-    if text == "0":
-        body = "0"
-    elif point - 1 < -4 or point - 1 >= 6:
-        mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
-        body = f"{mantissa}e{'-' if point - 1 < 0 else '+'}{abs(point - 1):02d}"
-    elif point <= 0:
-        body = "0." + "0" * -point + text
-    else:
-        body = text[:point] + "0" * (point - len(text)) + (
-            "." + text[point:] if point < len(text) else "")
-    return ("-" if sign else "") + body
 
 
 def _go_equal(a: JSON, b: JSON) -> bool:

@@ -15,7 +15,7 @@ from datetime import datetime
 
 import msgspec
 
-from kubewire.go_print import go_float as _go_print_float
+from kubewire.go_text import go_float as go_text_float
 from kubewire.json_types import JSON
 from kubewire.server.table_cells import Cell, human_duration
 from kubewire.times import parse_time_or_none
@@ -81,9 +81,9 @@ def go_text(value: JSON) -> str | None:
 
 
 def go_float(value: float) -> str:
-    """Go's ``%v`` of a float64 (``kubewire.go_print.go_float``), except that negative zero
+    """Go's ``%v`` of a float64 (``kubewire.go_text.go_float``), except that negative zero
     prints ``0`` here as it always has."""
-    return "0" if value == 0 else _go_print_float(value)
+    return "0" if value == 0 else go_text_float(value)
 
 
 def crd_cell(column_type: str, obj: JSON, path: str, now: datetime) -> Cell:
