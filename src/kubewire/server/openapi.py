@@ -33,8 +33,6 @@ from kubewire.resources import Registry, Resource
 from kubewire.schema import kind_info, kinds, named_type, named_types
 from kubewire.status import NotFound
 
-"""Raw JSON values (the documents are plain dicts until encoded)."""
-
 OPENAPI_V3_PATH = "/openapi/v3"
 OPENAPI_INFO = {"title": "Kubernetes", "version": "v1.32.0"}
 
