@@ -29,7 +29,7 @@ META_ROOTS = ("ObjectMeta", "ListMeta", "Status", "WatchEvent", "DeleteOptions")
 LINE_LIMIT = 100
 SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool",
            "quantity": "Quantity", "int-or-string": "IntOrString", "any": "JSON"}
-BASE_NAMES = ("JSON", "IntOrString", "KubeObject", "Model", "Quantity")
+BASE_NAMES = ("IntOrString", "KubeObject", "Model", "Quantity")
 
 
 def snake_case(name: str) -> str:
@@ -201,6 +201,8 @@ def render_module(module: str, gen: Generator) -> str:
     text = "\n\n".join(render_class(classes[name]) for name in definition_order(classes))
     imports: dict[str, set[str]] = {
         "kubewire.models.base": {b for b in BASE_NAMES if re.search(rf"\b{b}\b", text)}}
+    if re.search(r"\bJSON\b", text):  # the one alias, from the core (issue 13)
+        imports["kubewire.json_types"] = {"JSON"}
     for target_module, cls_name in gen.imports.get(module, ()):
         imports.setdefault(f"kubewire.models.{target_module}", set()).add(cls_name)
     # No ``from __future__ import annotations``: real annotation objects, built once at
@@ -247,8 +249,8 @@ def package_alias(module: str, name: str) -> str:
 
 
 def render_init(kinds: list[tuple[str, str]], metas: list[str]) -> str:
-    imports: dict[str, set[str]] = {"kubewire.models.base": {
-        "JSON", "IntOrString", "KubeObject", "Model", "Quantity", "decode", "encode", "to_dict"}}
+    imports: dict[str, set[str]] = {"kubewire.json_types": {"JSON"}, "kubewire.models.base": {
+        "IntOrString", "KubeObject", "Model", "Quantity", "decode", "encode", "to_dict"}}
     names = [name for _, name in kinds]
     # Two served versions of one kind (core/v1 and events.k8s.io/v1 Event) share a class name.
     kinds = [(m, package_alias(m, n) if names.count(n) > 1 else n) for m, n in kinds]

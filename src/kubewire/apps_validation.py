@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from kubewire.go_text import GoLiteral, go_quote
+from kubewire.json_types import JSON
 from kubewire.label_selectors import label_selector_from_match
 from kubewire.names import regex_error
 from kubewire.pod_validation import validate_pod_spec
@@ -23,8 +23,6 @@ from kubewire.resources import Resource
 from kubewire.selector_error import SelectorError
 from kubewire.status import FieldError, forbidden, invalid, not_supported, required
 from kubewire.validation import dict_at, int_at, validate_annotations, validate_labels
-
-JSON = Any
 
 NEGATIVE = "must be greater than or equal to 0"  # apimachinery IsNegativeErrorMsg
 PERCENT_ERROR = regex_error("a valid percent string must be a numeric string followed by an "

@@ -11,14 +11,12 @@ import base64
 import binascii
 import re
 from collections.abc import Mapping
-from typing import Any
 
+from kubewire.json_types import JSON
 from kubewire.names import max_len_error, regex_error
 from kubewire.resources import Resource
 from kubewire.status import FieldError, invalid
 from kubewire.validation import dict_at
-
-JSON = Any
 
 MAX_SIZE_BYTES = 1024 * 1024  # core.MaxSecretSize, also ConfigMaps' limit
 KEY_MAX_CHARS = 253  # DNS1123SubdomainMaxLength

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any
 
 from kubewire import event_conversion as events
+from kubewire.json_types import JSON
 
-JSON = Any
 Converter = Callable[[Mapping[str, JSON]], dict[str, JSON]]
 VersionKind = tuple[str, str]  # (apiVersion, kind)
 

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping
-from typing import Any
 
+from kubewire.json_types import JSON
 from kubewire.names import is_dns1123_label, is_dns1123_subdomain
 from kubewire.pod_validation import PROTOCOLS
 from kubewire.resources import Resource
 from kubewire.status import FieldError, invalid, not_supported, required
 from kubewire.validation import text_at
-
-JSON = Any
 
 ADDRESS_TYPES = ("FQDN", "IPv4", "IPv6")  # sorted set
 

@@ -17,9 +17,8 @@ no I/O; fields unknown to both shapes are dropped, as a Go struct would.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
-JSON = Any
+from kubewire.json_types import JSON
 
 CORE_API_VERSION = "v1"
 EVENTS_API_VERSION = "events.k8s.io/v1"

@@ -18,18 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
 
 from kubewire.conversions import convert_object
 from kubewire.event_conversion import CORE_API_VERSION, KIND
 from kubewire.go_text import GoLiteral, go_byte_len, go_quote
+from kubewire.json_types import JSON
 from kubewire.names import is_dns1123_subdomain, is_qualified_name
 from kubewire.resources import Resource
 from kubewire.schema.go_time_encoding import go_time_instant
 from kubewire.status import FieldError, invalid, required
 from kubewire.validation import dict_at, text_at
-
-JSON = Any
 
 REPORTING_INSTANCE_MAX_BYTES = 128  # events.go ReportingInstanceLengthLimit
 ACTION_MAX_BYTES = 128  # ActionLengthLimit

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from kubewire.json_types import JSON
 from kubewire.resources import Resource
 
-JSON = Any
 Extractor = Callable[[Mapping[str, JSON]], str]
 
 

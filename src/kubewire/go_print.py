@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal
-from typing import Any
 
-JSON = Any
+from kubewire.go_text import go_float
+from kubewire.json_types import JSON
 
 _INT64 = range(-(1 << 63), 1 << 63)
 _STRING_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n",
@@ -114,28 +114,6 @@ def _json_float(value: float) -> str:
     if point >= len(digits):
         return minus + digits + "0" * (point - len(digits))
     return f"{minus}{digits[:point]}.{digits[point:]}"
-
-
-def go_float(value: float) -> str:
-    """``%v`` of a float64 (strconv ``'g'``, shortest): ``%e`` form below 1e-4 or from 1e6."""
-    if value != value or value in (float("inf"), float("-inf")):
-        return {"nan": "NaN", "inf": "+Inf", "-inf": "-Inf"}[repr(value)]
-    sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
-    assert isinstance(exponent, int)
-    text = "".join(map(str, digits))
-    point = exponent + len(text)  # digits before the decimal point
-    minus = "-" if sign else ""
-    if value == 0:
-        return minus + "0"
-    if point - 1 < -4 or point - 1 >= 6:  # strconv ftoa: eprec 6 when shortest
-        mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
-        power = point - 1
-        return f"{minus}{mantissa}e{'-' if power < 0 else '+'}{abs(power):02d}"
-    if point <= 0:
-        return f"{minus}0.{'0' * -point}{text}"
-    if point >= len(text):
-        return minus + text + "0" * (point - len(text))
-    return f"{minus}{text[:point]}.{text[point:]}"
 
 
 def go_sprint(value: JSON) -> str:

@@ -10,9 +10,9 @@ decoder's errors).
 from __future__ import annotations
 
 import codecs
-import json
 import re
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 import msgspec
@@ -41,6 +41,41 @@ def go_quote(text: str) -> str:
             out.append(f"\\U{ord(ch):08x}")
     out.append('"')
     return "".join(out)
+
+
+def go_json_kind(value: Any) -> str:
+    """How Go's ``UnmarshalTypeError`` names a decoded JSON value (``cannot unmarshal array
+    into ...``). Never asked of null, which Go decodes into anything; text-like values a YAML body
+    may hold (timestamps) reach Go as JSON strings."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    return "object" if isinstance(value, dict) else "string"
+
+
+def go_float(value: float) -> str:
+    """``%v`` of a float64 (strconv ``'g'``, shortest): ``%e`` form below 1e-4 or from 1e6."""
+    if value != value or value in (float("inf"), float("-inf")):
+        return {"nan": "NaN", "inf": "+Inf", "-inf": "-Inf"}[repr(value)]
+    sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    text = "".join(map(str, digits))
+    point = exponent + len(text)  # digits before the decimal point
+    minus = "-" if sign else ""
+    if value == 0:
+        return minus + "0"
+    if point - 1 < -4 or point - 1 >= 6:  # strconv ftoa: eprec 6 when shortest
+        mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
+        power = point - 1
+        return f"{minus}{mantissa}e{'-' if power < 0 else '+'}{abs(power):02d}"
+    if point <= 0:
+        return f"{minus}0.{'0' * -point}{text}"
+    if point >= len(text):
+        return minus + text + "0" * (point - len(text))
+    return f"{minus}{text[:point]}.{text[point:]}"
 
 
 def go_byte_len(text: str) -> int:
@@ -176,85 +211,232 @@ def go_string_slice(values: Sequence[str]) -> GoLiteral:
     return GoLiteral("[]string{" + ", ".join(go_quote(v) for v in values) + "}")
 
 
-_GO_CONTEXT = {
-    "Expecting value": "looking for beginning of value",
-    "Expecting property name enclosed in double quotes": "looking for beginning of object key "
-                                                         "string",
-    "Expecting ':' delimiter": "after object key",
-    "Extra data": "after top-level value",
-    "Invalid control character at": "in string literal",
-}
+_UNEXPECTED_END = "unexpected end of JSON input"
+_SPACE_RUN = re.compile(rb"[ \t\r\n]*")  # the only whitespace Go's JSON scanner skips
+_STRING_RUN = re.compile(rb'[^"\\\x00-\x1f]*')  # string bytes that end nothing
+_DIGIT_RUN = re.compile(rb"[0-9]*")
+# Runs of further members or elements whose values are complete scalars: the scanner would pass
+# them without a word, so they are skipped at C speed (a number only before a delimiter, since
+# whatever else follows it is the number's own error).
+_SCALAR = (rb'(?:-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?(?=[ \t\r\n,\]}])'
+           rb'|"[^"\\\x00-\x1f]*"|true|false|null)')
+_WS = rb"[ \t\r\n]*+"
+_KEY = rb'"[^"\\\x00-\x1f]*+"' + _WS + rb":" + _WS
 
 
-_JSON_SPACE = " \t\r\n"  # the only whitespace Go's JSON scanner skips
+def _nested(value: bytes, levels: int) -> bytes:
+    """A regex for ``value`` or containers of it, ``levels`` deep ({}, [1, [2]], {"a": "b"})."""
+    for _ in range(levels):
+        more = rb"(?>" + _WS + rb"," + _WS
+        value = (rb"(?>\[" + _WS + rb"(?:" + value + more + value + rb")*+)?" + _WS + rb"\]"
+                 + rb"|\{" + _WS + rb"(?:" + _KEY + value + more + _KEY + value + rb")*+)?" + _WS
+                 + rb"\}|" + _SCALAR + rb")")
+    return value
+
+
+_FLAT = _nested(_SCALAR, 3)
+# Atomic groups and possessive repeats: an element never matches two ways, and without them the
+# engine keeps a backtrack point per element (7 times slower on a 3 MB array).
+_VALUE = re.compile(_FLAT)
+_ELEMENT_RUN = re.compile(rb"(?>" + _WS + rb"," + _WS + _FLAT + rb")*+")
+_MEMBER_RUN = re.compile(rb"(?>" + _WS + rb"," + _WS + _KEY + _FLAT + rb")*+")
 
 
 def go_json_error(body: bytes, exc: msgspec.DecodeError | None = None) -> str:
-    """Go ``encoding/json``'s SyntaxError text for ``body``, which msgspec rejected (``exc``).
+    """Go ``encoding/json``'s SyntaxError text for ``body``, which a decoder rejected (``exc``).
 
-    The standard library's decoder finds the offending offset and what it expected; Go names the
-    character found there and the context (``invalid character 'x' after object key``).
+    Go names the byte it stopped at and the scanner state it was in (``invalid character 'x'
+    after object key``); a twin of that scanner finds both. A body the scanner accepts but
+    msgspec refused is named by the byte msgspec stopped at.
     """
-    # Go's scanner reads bytes and names the offending byte as a rune (0xc3 is 'Ã'): Latin-1
-    # keeps one character per byte, so positions and the character shown match Go's.
-    text = body.decode("latin-1")
-    if not text.strip(_JSON_SPACE):
-        return "unexpected end of JSON input"
-    try:
-        json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as err:
-        if err.pos >= len(text.rstrip(_JSON_SPACE)):
-            return "unexpected end of JSON input"
-        found = _go_quote_char(text[err.pos])
-        context = _GO_CONTEXT.get(err.msg)
-        if err.msg == "Expecting ',' delimiter":
-            context = _container_context(text, err.pos)
-        return f"invalid character {found} {context or 'looking for beginning of value'}"
-    except ValueError as err:  # NaN / Infinity: JSON to Python, not to Go
-        char = str(err)[:1]
-    else:  # valid to Python but not to msgspec: name the byte msgspec stopped at
-        offset = 0
-        if exc is not None and "(byte " in str(exc):
-            offset = int(str(exc).rsplit("byte ", 1)[-1].rstrip(")"))
-        char = body[offset:offset + 1].decode("latin-1") or " "
-    return f"invalid character {_go_quote_char(char)} looking for beginning of value"
+    message = _GoScanner(body).first_error()
+    if message is not None:
+        return message
+    offset = 0
+    if exc is not None and "(byte " in str(exc):
+        offset = int(str(exc).rsplit("byte ", 1)[-1].rstrip(")"))
+    char = body[offset:offset + 1] or b" "
+    return f"invalid character {_quote_char(char[0])} looking for beginning of value"
 
 
-def _reject_constant(name: str) -> None:
-    """NaN and Infinity are not JSON to Go."""
-    raise ValueError(name)
+def _run_end(run: re.Pattern[bytes], data: bytes, pos: int) -> int:
+    found = run.match(data, pos)
+    return found.end() if found is not None else pos
 
 
-def _container_context(text: str, pos: int) -> str:
-    """After a value inside an object or an array: which one is open at ``pos``."""
-    depth: list[str] = []
-    in_string = escaped = False
-    for char in text[:pos]:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-            continue
-        if char == '"':
-            in_string = True
-        elif char in "[{":
-            depth.append(char)
-        elif char in "]}" and depth:
-            depth.pop()
-    if depth and depth[-1] == "[":
-        return "after array element"
-    return "after object key:value pair"
+class _GoScanner:
+    """Recursive-descent twin of Go's ``encoding/json`` scanner (``checkValid``), used only to
+    word an error; runs of string bytes, spaces and digits are skipped by regular expressions,
+    so a large body costs little more than the C decoder that refused it."""
+
+    _LITERALS = {ord("t"): b"true", ord("f"): b"false", ord("n"): b"null"}
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def first_error(self) -> str | None:
+        try:
+            self._value()
+            self._skip_space()
+            if self.pos < len(self.data):
+                self._fail(self.data[self.pos], "after top-level value")
+        except _SyntaxProblem as exc:
+            return str(exc)
+        except RecursionError:
+            return "exceeded max depth"
+        return None
+
+    def _skip_space(self) -> None:
+        self.pos = _run_end(_SPACE_RUN, self.data, self.pos)
+
+    def _next_structural(self) -> int:
+        self._skip_space()
+        if self.pos >= len(self.data):
+            raise _SyntaxProblem(_UNEXPECTED_END)
+        return self.data[self.pos]
+
+    def _next_in_token(self) -> int:
+        # Go's scanner.eof() feeds a space: inside a token that space is the invalid character.
+        return self.data[self.pos] if self.pos < len(self.data) else 0x20
+
+    def _fail(self, char: int, context: str) -> None:
+        raise _SyntaxProblem(f"invalid character {_quote_char(char)} {context}")
+
+    def _value(self) -> None:
+        char = self._next_structural()
+        end = _run_end(_VALUE, self.data, self.pos)
+        if end > self.pos:  # a well-formed value up to three levels deep: nothing to say
+            self.pos = end
+            return
+        self.pos += 1
+        if char == ord("{"):
+            self._object()
+        elif char == ord("["):
+            self._array()
+        elif char == ord('"'):
+            self._string()
+        elif char == ord("-") or ord("0") <= char <= ord("9"):
+            self.pos -= 1
+            self._number()
+        elif char in self._LITERALS:
+            self._literal(self._LITERALS[char])
+        else:
+            self._fail(char, "looking for beginning of value")
+
+    def _object(self) -> None:
+        char = self._next_structural()
+        if char == ord("}"):
+            self.pos += 1
+            return
+        while True:
+            if char != ord('"'):
+                self._fail(char, "looking for beginning of object key string")
+            self.pos += 1
+            self._string()
+            if self._next_structural() != ord(":"):
+                self._fail(self.data[self.pos], "after object key")
+            self.pos += 1
+            if self._member_or_element(_MEMBER_RUN, ord("}"), "after object key:value pair"):
+                return
+            char = self._next_structural()
+
+    def _array(self) -> None:
+        if self._next_structural() == ord("]"):
+            self.pos += 1
+            return
+        while not self._member_or_element(_ELEMENT_RUN, ord("]"), "after array element"):
+            pass
+
+    def _member_or_element(self, run: re.Pattern[bytes], close: int, context: str) -> bool:
+        """A value in a container, then the well-formed ones after it (``run``), then a comma
+        (False: more follow) or the container's end (True)."""
+        self._value()
+        self.pos = _run_end(run, self.data, self.pos)
+        char = self._next_structural()
+        self.pos += 1
+        if char == close:
+            return True
+        if char != ord(","):
+            self._fail(char, context)
+        return False
+
+    def _string(self) -> None:
+        while True:
+            self.pos = _run_end(_STRING_RUN, self.data, self.pos)
+            if self.pos >= len(self.data):
+                break
+            char = self.data[self.pos]
+            self.pos += 1
+            if char == ord('"'):
+                return
+            if char == ord("\\"):
+                self._escape()
+            elif char < 0x20:
+                self._fail(char, "in string literal")
+        raise _SyntaxProblem(_UNEXPECTED_END)
+
+    def _escape(self) -> None:
+        char = self._next_in_token()
+        self.pos += 1
+        if char in b'bfnrt\\/"':
+            return
+        if char != ord("u"):
+            self._fail(char, "in string escape code")
+        for _ in range(4):
+            char = self._next_in_token()
+            self.pos += 1
+            if char not in b"0123456789abcdefABCDEF":
+                self._fail(char, "in \\u hexadecimal character escape")
+
+    def _number(self) -> None:
+        if self.data[self.pos] == ord("-"):
+            self.pos += 1
+            if not _is_digit(self._next_in_token()):
+                self._fail(self._next_in_token(), "in numeric literal")
+        if self.data[self.pos] == ord("0"):
+            self.pos += 1
+        else:
+            self._digits()
+        if self._peek() == ord("."):
+            self.pos += 1
+            if not _is_digit(self._next_in_token()):
+                self._fail(self._next_in_token(), "after decimal point in numeric literal")
+            self._digits()
+        if self._peek() in (ord("e"), ord("E")):
+            self.pos += 1
+            if self._next_in_token() in (ord("+"), ord("-")):
+                self.pos += 1
+            if not _is_digit(self._next_in_token()):
+                self._fail(self._next_in_token(), "in exponent of numeric literal")
+            self._digits()
+
+    def _peek(self) -> int | None:
+        return self.data[self.pos] if self.pos < len(self.data) else None
+
+    def _digits(self) -> None:
+        self.pos = _run_end(_DIGIT_RUN, self.data, self.pos)
+
+    def _literal(self, word: bytes) -> None:
+        for expected in word[1:]:
+            char = self._next_in_token()
+            if char != expected:
+                self._fail(char, f"in literal {word.decode()} (expecting {_quote_char(expected)})")
+            self.pos += 1
 
 
-def _go_quote_char(char: str) -> str:
-    """Go's ``quoteChar``: the character in single quotes, escaped as ``strconv.Quote`` does."""
-    if char == "'":
+class _SyntaxProblem(Exception):
+    pass
+
+
+def _is_digit(char: int | None) -> bool:
+    return char is not None and ord("0") <= char <= ord("9")
+
+
+def _quote_char(char: int) -> str:
+    """Go encoding/json ``quoteChar``: the byte as a rune, quoted with single quotes."""
+    if char == ord("'"):
         return "'\\''"
-    if char == '"':
+    if char == ord('"'):
         return "'\"'"
-    if char.isprintable():
-        return f"'{char}'"
-    return json.dumps(char)[1:-1].join("''")
+    return "'" + go_quote(chr(char))[1:-1] + "'"

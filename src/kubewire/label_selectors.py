@@ -11,13 +11,11 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from kubewire.go_text import go_quote, int64_or_none
+from kubewire.json_types import JSON
 from kubewire.names import is_qualified_name, is_valid_label_value
 from kubewire.selector_error import SelectorError
-
-JSON = Any
 
 
 class Operator(StrEnum):

@@ -6,13 +6,11 @@ Pure: objects in, ``FieldError``s out.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
+from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.status import FieldError, forbidden, invalid
 from kubewire.validation import int_at
-
-JSON = Any
 
 
 def validate_lease(resource: Resource, obj: Mapping[str, JSON],

@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping
-from typing import Any
 
 from kubewire.go_text import GoLiteral
+from kubewire.json_types import JSON
 from kubewire.names import is_dns1035_label, is_dns1123_subdomain
 from kubewire.pod_validation import port_name_problems, port_number_errors
 from kubewire.resources import Resource
 from kubewire.status import FieldError, forbidden, invalid, not_supported, required
 from kubewire.validation import dict_at, text_at
-
-JSON = Any
 
 PATH_TYPES = ("Exact", "ImplementationSpecific", "Prefix")  # sorted set
 INVALID_PATH_SEQUENCES = ("//", "/./", "/../", "%2f", "%2F")

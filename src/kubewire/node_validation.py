@@ -8,14 +8,12 @@ so does kubewire. Pure: objects in, ``FieldError``s out.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from kubewire.go_text import GoLiteral, go_quote
+from kubewire.json_types import JSON
 from kubewire.names import is_qualified_name, is_valid_label_value
 from kubewire.resources import Resource
 from kubewire.status import FieldError, invalid, not_supported, required
-
-JSON = Any
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 STANDARD_FINALIZERS = frozenset({"kubernetes", "orphan", "foregroundDeletion"})

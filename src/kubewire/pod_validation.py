@@ -14,16 +14,14 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from decimal import Decimal, InvalidOperation
-from typing import Any
 
+from kubewire.json_types import JSON
 from kubewire.names import is_dns1123_label, max_len_error
+from kubewire.quantity import parse_quantity
 from kubewire.resources import Resource
 from kubewire.schema import type_for
 from kubewire.status import FieldError, forbidden, invalid, not_supported, required
 from kubewire.validation import dict_at, int_at, text_at
-
-JSON = Any
 
 PORT_RANGE_ERROR = "must be between 1 and 65535, inclusive"  # validation.InclusiveRangeError
 PROTOCOLS = ("SCTP", "TCP", "UDP")  # sets.List(supportedPortProtocols): sorted
@@ -42,12 +40,6 @@ UPDATABLE_POD_SPEC_FIELDS = (
 POD_UPDATE_FORBIDDEN = ("pod updates may not change fields other than "
                         + ",".join(UPDATABLE_POD_SPEC_FIELDS))
 _INT32_MAX = 2**31 - 1
-_QUANTITY_SUFFIXES: dict[str, Decimal | int] = {
-                      "": 1, "m": Decimal("0.001"), "k": 10**3, "M": 10**6, "G": 10**9,
-                      "T": 10**12, "P": 10**15, "E": 10**18, "Ki": 2**10, "Mi": 2**20,
-                      "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
-                      "n": Decimal("1e-9"), "u": Decimal("1e-6")}
-_QUANTITY = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|([a-zA-Z]*))")
 
 
 def _list(parent: Mapping[str, JSON], key: str) -> list[JSON]:
@@ -85,20 +77,6 @@ def enum_errors(path: str, value: str, supported: tuple[str, ...]) -> list[Field
 
 def dns_label_errors(path: str, value: str) -> list[FieldError]:
     return [invalid(path, value, m) for m in is_dns1123_label(value)]
-
-
-def quantity_value(text: str) -> Decimal | None:
-    """A resource.Quantity's value (decoding already checked its form)."""
-    match = _QUANTITY.fullmatch(text.strip())
-    if match is None:
-        return None
-    try:
-        number = Decimal(match.group(1))
-        if match.group(2):
-            return number * Decimal("1" + match.group(2))
-        return number * Decimal(_QUANTITY_SUFFIXES[match.group(3) or ""])
-    except (InvalidOperation, KeyError):
-        return None
 
 
 # --- volumes ----------------------------------------------------------------------------------
@@ -216,13 +194,13 @@ def _resource_errors(resources: Mapping[str, JSON], path: str) -> list[FieldErro
     limits, requests = dict_at(resources, "limits"), dict_at(resources, "requests")
     for section, values in (("limits", limits), ("requests", requests)):
         for name, text in values.items():
-            value = quantity_value(str(text))
+            value = parse_quantity(str(text))
             if value is not None and value < 0:
                 errors.append(invalid(f"{path}.{section}[{name}]", str(text),
                                       "must be greater than or equal to 0"))
             if section != "requests" or name not in limits:
                 continue
-            limit = quantity_value(str(limits[name]))
+            limit = parse_quantity(str(limits[name]))
             if value is not None and limit is not None and value > limit:
                 errors.append(invalid(f"{path}.requests", str(text), "must be less than or equal "
                                       f"to {name} limit of {limits[name]}"))

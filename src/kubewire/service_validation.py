@@ -11,8 +11,8 @@ Pure: objects in, ``FieldError``s out.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
+from kubewire.json_types import JSON
 from kubewire.names import is_dns1123_subdomain
 from kubewire.pod_validation import (
     PROTOCOLS,
@@ -24,8 +24,6 @@ from kubewire.pod_validation import (
 from kubewire.resources import Resource
 from kubewire.status import FieldError, invalid, not_supported, required
 from kubewire.validation import dict_at, text_at, validate_labels
-
-JSON = Any
 
 SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")  # sorted set
 SESSION_AFFINITIES = ("ClientIP", "None")

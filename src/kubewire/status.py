@@ -20,10 +20,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
-from typing import Any, ClassVar
+from typing import ClassVar
 
-JSON = Any
-"""Raw JSON values (dicts, lists, scalars) as decoded from the wire."""
+from kubewire.json_types import JSON
 
 
 class StatusError(Exception):

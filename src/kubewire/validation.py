@@ -10,9 +10,9 @@ name rules in objects-and-clients.md §1.7. The name, key and label-value rules 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from kubewire.go_text import go_string_slice
+from kubewire.json_types import JSON
 from kubewire.names import (
     is_dns1035_label,
     is_dns1123_label,
@@ -23,8 +23,6 @@ from kubewire.names import (
 )
 from kubewire.resources import NameRule, Resource
 from kubewire.status import FieldError, forbidden, invalid, required
-
-JSON = Any
 
 TOTAL_ANNOTATION_SIZE_MAX_BYTES = 256 * 1024  # objectmeta.go TotalAnnotationSizeLimitB
 

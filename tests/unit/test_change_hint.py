@@ -98,8 +98,7 @@ def test_a_change_without_the_hint_is_decoded() -> None:
 
 
 def test_ring_slices_equal_event_by_event_reads() -> None:
-    from kubewire.storage.cache import HistoryRing
-    from kubewire.storage.cached import CachedEvent
+    from kubewire.storage.cached import CachedEvent, HistoryRing
 
     obj = CachedObject.of_change("k", 1, b"{}", {}, PODS)
     ring = HistoryRing(5, 0)

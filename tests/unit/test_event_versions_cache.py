@@ -16,8 +16,8 @@ from kubewire.event_conversion import events_v1_to_core_event
 from kubewire.resources import REGISTRY, Resource
 from kubewire.selectors import parse_field_selector, parse_label_selector
 from kubewire.storage.base import Create, Delete, Retention, Update
-from kubewire.storage.cache import WatchCaches, WatchStart
-from kubewire.storage.cached import WatchFilter
+from kubewire.storage.cache import WatchCaches
+from kubewire.storage.cached import WatchFilter, WatchStart
 from kubewire.storage.sqlite import SQLiteStore
 from kubewire.storage.version_view import VersionView
 from kubewire.storage.versioned_store import VersionedStore

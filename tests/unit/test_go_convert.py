@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from kubewire.quantity import QUANTITY_FORMAT_WRONG
 from kubewire.schema.go_convert import convert_error
-from kubewire.schema.go_values import QUANTITY_FORMAT_WRONG
 
 
 def _pod(**container: Any) -> dict[str, Any]:

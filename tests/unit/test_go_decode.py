@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from kubewire.quantity import QUANTITY_FORMAT_WRONG
 from kubewire.schema.go_decode import decode_error
 from kubewire.schema.go_types import GoType, go_type_of
-from kubewire.schema.go_values import QUANTITY_FORMAT_WRONG
 
 
 def _pod(spec: dict[str, Any], **meta: Any) -> dict[str, Any]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubewire.go_print import go_float, go_json, go_sprint
+from kubewire.go_print import go_json, go_sprint
+from kubewire.go_text import go_float
 
 
 @pytest.mark.parametrize(("value", "text"), [

@@ -69,6 +69,22 @@ def test_go_string_slice_is_percent_sharp_v() -> None:
     (b'{"a":"\tb"}', "invalid character '\\t' in string literal"),
     (b'{"a": NaN}', "invalid character 'N' looking for beginning of value"),
     (b"'", "invalid character '\\'' looking for beginning of value"),
+    # Inside a token Go's scanner names the byte and the token (scanner.go stateInStringEsc,
+    # stateNeg, stateDot, stateT...); at the end it feeds a space (scanner.eof).
+    (b'{"a":"\\x"}', "invalid character 'x' in string escape code"),
+    (b'{"a":"\\u12g4"}', "invalid character 'g' in \\u hexadecimal character escape"),
+    (b'{"a":"\x01"}', "invalid character '\\x01' in string literal"),
+    (b'{"a":-x}', "invalid character 'x' in numeric literal"),
+    (b'{"a":1.}', "invalid character '}' after decimal point in numeric literal"),
+    (b"[1.5e]", "invalid character ']' in exponent of numeric literal"),
+    (b"1e", "invalid character ' ' in exponent of numeric literal"),
+    (b'{"a":trux}', "invalid character 'x' in literal true (expecting 'e')"),
+    (b'{"a":"b', "unexpected end of JSON input"),
+    # Runs of well-formed values are skipped by regular expressions: the error after them is
+    # still named in its container's context.
+    (b"[" + b"[1, {}, {\"a\": [2]}], " * 1000 + b"3 4]",
+     "invalid character '4' after array element"),
+    (b'{"a": [[[["deep"]]]], "b": 1, "c" 2}', "invalid character '2' after object key"),
 ])
 def test_go_json_error(data: bytes, message: str) -> None:
     with pytest.raises(msgspec.DecodeError) as info:

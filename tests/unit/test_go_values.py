@@ -4,15 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubewire.schema.go_values import (
-    QUANTITY_FORMAT_WRONG,
-    QUANTITY_SUFFIX_WRONG,
-    RFC3339,
-    RFC3339_MICRO,
-    base64_error,
-    quantity_error,
-    time_error,
-)
+from kubewire.quantity import QUANTITY_FORMAT_WRONG, QUANTITY_SUFFIX_WRONG, quantity_error
+from kubewire.schema.go_values import RFC3339, RFC3339_MICRO, base64_error, time_error
 
 
 @pytest.mark.parametrize("text", ["0", "1", "-1", "+1", "1.5", ".5", "1.", "100m", "1Gi", "2Ki",

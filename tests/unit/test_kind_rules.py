@@ -12,10 +12,10 @@ from kubewire.discovery_validation import validate_endpoint_slice
 from kubewire.node_validation import finalizer_problems
 from kubewire.pod_validation import (
     port_name_problems,
-    quantity_value,
     validate_pod,
     validate_pod_spec,
 )
+from kubewire.quantity import parse_quantity
 from kubewire.resources import REGISTRY, Resource
 
 POD = REGISTRY.lookup("", "v1", "pods")
@@ -50,7 +50,7 @@ def test_port_name_problems(name: str, problems: list[str]) -> None:
 @pytest.mark.parametrize(("text", "value"), [
     ("1", 1), ("500m", 0.5), ("1Gi", 2**30), ("1e3", 1000), ("1.5k", 1500), ("-2", -2)])
 def test_quantity_value(text: str, value: float) -> None:
-    assert quantity_value(text) == pytest.approx(value)
+    assert parse_quantity(text) == pytest.approx(value)
 
 
 def test_template_spec_errors_carry_the_template_path() -> None:

@@ -11,18 +11,16 @@ from typing import Any
 
 import pytest
 
+from kubewire.quantity import parse_quantity
 from kubewire.resources import REGISTRY, Resource
 from kubewire.server.lifecycle import (
     CreateContext,
     DeleteRequest,
     UpdateContext,
     delete_response,
-    format_time,
     generate_name,
     is_noop_update,
     namespace_terminating_error,
-    parse_quantity,
-    parse_time,
     plan_delete,
     pod_qos_class,
     prepare_create,
@@ -31,6 +29,7 @@ from kubewire.server.lifecycle import (
     update_precondition,
 )
 from kubewire.status import StatusError
+from kubewire.times import format_time, parse_time
 
 NOW = datetime(2024, 12, 11, 9, 15, 2, 500_000, tzinfo=UTC)
 NOW_TEXT = "2024-12-11T09:15:02Z"
@@ -237,7 +236,9 @@ def test_pod_qos_class(pod: dict[str, Any], qos: str) -> None:
     ("100m", Fraction(1, 10)), ("1", Fraction(1)), ("1.5", Fraction(3, 2)), ("1Ki", Fraction(1024)),
     ("1Gi", Fraction(2**30)), ("2G", Fraction(2 * 10**9)), ("1e3", Fraction(1000)),
     ("5E-1", Fraction(1, 2)), (".5", Fraction(1, 2)), (3, Fraction(3)), ("abc", None),
-    ("1Qi", None), (True, None)])
+    ("1Qi", None), (True, None),
+    # Quantity.UnmarshalJSON trims spaces before ParseQuantity, as the decoder's check does
+    (" 1Gi\n", Fraction(2**30))])
 def test_parse_quantity(text: Any, value: Fraction | None) -> None:
     assert parse_quantity(text) == value
 

@@ -12,7 +12,7 @@ from kubewire.server.table_bodies import TableEventLines, list_table_body, objec
 from kubewire.server.table_columns import column_definitions
 from kubewire.server.table_sink import TableSink
 from kubewire.server.tables import TableRequest
-from kubewire.storage.cache import WatchStart
+from kubewire.storage.cached import WatchStart
 from kubewire.storage.sqlite import SQLiteStore
 from tests.unit.test_watch_cache import PODS, everything, pod, write_pod
 from tests.unit.watch_cache_helpers import RecordingSink, make_caches

@@ -13,8 +13,7 @@ from typing import Any
 from kubewire.resources import REGISTRY, Resource
 from kubewire.selectors import parse_field_selector, parse_label_selector
 from kubewire.storage.base import Create, Delete, Retention, Update
-from kubewire.storage.cache import WatchStart
-from kubewire.storage.cached import WatchFilter
+from kubewire.storage.cached import WatchFilter, WatchStart
 from kubewire.storage.sqlite import SQLiteStore
 from tests.unit.watch_cache_helpers import RecordingSink, make_caches
 

@@ -45,9 +45,9 @@ from kubewire.client.resource import (
 from kubewire.client.transport import Request
 from kubewire.client.watch import WatchSettings, WatchStream
 from kubewire.client.watch_state import WatchOptions, WatchState
+from kubewire.json_types import JSON
 from kubewire.models import KubeObject, ListMeta, Status, encode
 
-JSON = Any
 T = TypeVar("T")
 M = TypeVar("M", bound=KubeObject)
 DEFAULT_PAGE_SIZE = 500  # kubectl and client-go's pager use 500

@@ -23,9 +23,9 @@ import msgspec
 from kubewire.client.api import Api
 from kubewire.client.events import Bookmark, parse_line
 from kubewire.client.resource import ModelCodec
+from kubewire.json_types import JSON
 from kubewire.models import KubeObject, decode, to_dict
 
-JSON = Any
 # kubernetes_asyncio keyword → Api.watch keyword.
 _KEYWORDS = {"label_selector": "label_selector", "field_selector": "field_selector",
              "resource_version": "resource_version", "timeout_seconds": "timeout_seconds",

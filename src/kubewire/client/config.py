@@ -20,7 +20,6 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -32,8 +31,8 @@ from kubewire.client.credentials import (
     exec_config_from,
 )
 from kubewire.client.errors import ConfigError
+from kubewire.json_types import JSON
 
-JSON = Any
 DEFAULT_KUBECONFIG = Path("~/.kube/config")
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 _NAMED_SECTIONS = ("clusters", "users", "contexts")

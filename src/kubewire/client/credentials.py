@@ -19,11 +19,11 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 from kubewire.client.errors import CredentialError
+from kubewire.times import parse_time
 
 TOKEN_FILE_REREAD_S = 60.0  # client-go cachingTokenSource period for tokenFile / in-cluster
 EXEC_EXPIRY_MARGIN_S = 10.0  # re-run a plugin this long before its token expires
@@ -175,12 +175,7 @@ def parse_exec_output(stdout: bytes) -> tuple[AuthInfo, float | None]:
                     client_cert_pem=cert.encode() if cert else None,
                     client_key_pem=key.encode() if key else None)
     expiry = status.get("expirationTimestamp")
-    return auth, parse_time(expiry) if expiry else None
-
-
-def parse_time(value: str) -> float:
-    """An RFC 3339 timestamp as epoch seconds."""
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    return auth, parse_time(expiry).timestamp() if expiry else None
 
 
 def exec_config_from(stanza: Mapping[str, Any], cwd: Path | None,

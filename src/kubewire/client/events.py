@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 import msgspec
 
 from kubewire.client.errors import StatusError
+from kubewire.json_types import JSON
 
 T = TypeVar("T")
-JSON = Any
 MAX_LINE_BYTES = 64 * 1024 * 1024  # far above kube's 3 MiB request limit; bounds a broken peer
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"  # KEP-3157 annotation (watch-protocol §6.2)
 

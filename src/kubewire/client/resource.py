@@ -6,15 +6,15 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 import msgspec
 
 from kubewire.client.errors import ConfigError
+from kubewire.json_types import JSON
 from kubewire.models import KubeObject, ListMeta, Status, decode, encode
 from kubewire.resources import REGISTRY
 
-JSON = Any
 T = TypeVar("T")
 M = TypeVar("M", bound=KubeObject)
 Selector = str | Mapping[str, str]

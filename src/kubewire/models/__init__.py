@@ -9,17 +9,9 @@ a class; kinds without a model are handled as plain dicts by the client.
 
 from __future__ import annotations
 
+from kubewire.json_types import JSON
 from kubewire.models.apps_v1 import Deployment
-from kubewire.models.base import (
-    JSON,
-    IntOrString,
-    KubeObject,
-    Model,
-    Quantity,
-    decode,
-    encode,
-    to_dict,
-)
+from kubewire.models.base import IntOrString, KubeObject, Model, Quantity, decode, encode, to_dict
 from kubewire.models.coordination_k8s_io_v1 import Lease
 from kubewire.models.core_v1 import ConfigMap, Namespace, Node, Pod, Secret, Service, ServiceAccount
 from kubewire.models.core_v1 import Event as CoreV1Event

@@ -16,12 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
-from typing import Any, ClassVar, TypeVar
+from typing import ClassVar, TypeVar
 
 import msgspec
 
-JSON = Any
-"""Free-form JSON (``x-kubernetes-preserve-unknown-fields``, RawExtension, FieldsV1)."""
+from kubewire.json_types import JSON
 
 Quantity = str | int | float
 """``resource.Quantity``: a string on the wire; numbers are accepted as users write them."""

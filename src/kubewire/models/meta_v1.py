@@ -4,7 +4,8 @@
 
 import msgspec
 
-from kubewire.models.base import JSON, Model
+from kubewire.json_types import JSON
+from kubewire.models.base import Model
 
 
 class Condition(Model, kw_only=True, omit_defaults=True):

@@ -18,12 +18,10 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from types import MappingProxyType
-from typing import Any
 
 import msgspec
 
-JSON = Any
-"""Raw JSON values as decoded from the wire or from the schema files."""
+from kubewire.json_types import JSON
 
 _EMPTY: Mapping[str, TypeNode] = MappingProxyType({})
 

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kubewire.schema import JSON
-from kubewire.schema.go_decode import _json_kind
+from kubewire.go_text import go_json_kind
+from kubewire.json_types import JSON
+from kubewire.quantity import quantity_error
 from kubewire.schema.go_types import GoType, go_type_of
 from kubewire.schema.go_values import (
     RFC3339,
     RFC3339_MICRO,
     base64_error,
-    quantity_error,
     time_error,
 )
 
@@ -59,8 +59,8 @@ def _go_kind(value: JSON) -> str:
 
 def _int32_unmarshal_error(value: JSON) -> str | None:
     """``json.Unmarshal(json.Marshal(value), &int32)``'s error (IntOrString's int half)."""
-    if _json_kind(value) != "number":
-        return f"json: cannot unmarshal {_json_kind(value)} into Go value of type int32"
+    if go_json_kind(value) != "number":
+        return f"json: cannot unmarshal {go_json_kind(value)} into Go value of type int32"
     if (isinstance(value, float) and not value.is_integer()) or not (
             _INT32[0] <= value <= _INT32[1]):
         text = repr(value) if isinstance(value, float) else str(value)
@@ -74,13 +74,13 @@ def _self_decoding(go_type: GoType, value: JSON) -> None:
     error: str | None = None
     if kind == "quantity":
         # Quantity.UnmarshalJSON parses the JSON text: only a string or a number can pass.
-        number = _json_kind(value) == "number"
+        number = go_json_kind(value) == "number"
         error = quantity_error(value if isinstance(value, str) else
                                str(value) if number else "{}")
     elif kind == "intstr":
         error = None if isinstance(value, str) else _int32_unmarshal_error(value)
     elif not isinstance(value, str):
-        error = f"json: cannot unmarshal {_json_kind(value)} into Go value of type string"
+        error = f"json: cannot unmarshal {go_json_kind(value)} into Go value of type string"
     else:
         error = time_error(value, RFC3339_MICRO if kind == "microtime" else RFC3339)
     if error is not None:

@@ -25,13 +25,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kubewire.schema import JSON
+from kubewire.go_text import go_json_kind
+from kubewire.json_types import JSON
+from kubewire.quantity import quantity_error
 from kubewire.schema.go_types import GoType, go_type_of
 from kubewire.schema.go_values import (
     RFC3339,
     RFC3339_MICRO,
     base64_error,
-    quantity_error,
     time_error,
 )
 
@@ -67,17 +68,6 @@ class _Walk:
             self.saved = message
 
 
-def _json_kind(value: JSON) -> str:
-    """How ``UnmarshalTypeError`` names a JSON value that fits no number type."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
 def _number_text(value: int | float) -> str:
     return str(value) if isinstance(value, int) else repr(value)
 
@@ -85,7 +75,7 @@ def _number_text(value: int | float) -> str:
 def _integer_misfit(value: JSON, go_kind: str) -> str | None:
     """What ``literalStore`` calls a value an integer type cannot hold (None if it fits)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return _json_kind(value)
+        return go_json_kind(value)
     low, high = _INT_RANGES[go_kind]
     if isinstance(value, float) or not low <= value <= high:
         return f"number {_number_text(value)}"
@@ -99,7 +89,7 @@ def _scalar_misfit(go_type: GoType, value: JSON) -> str | None:
     is_number = isinstance(value, int | float) and not isinstance(value, bool)
     fits = {"float64": is_number, "bool": isinstance(value, bool)}.get(
         kind, isinstance(value, str))
-    return None if fits else _json_kind(value)
+    return None if fits else go_json_kind(value)
 
 
 def _bytes(value: JSON, walk: _Walk) -> None:
@@ -114,7 +104,7 @@ def _bytes(value: JSON, walk: _Walk) -> None:
             if misfit is not None:
                 walk.save(walk.type_error(misfit, "uint8"))
     else:
-        walk.save(walk.type_error(_json_kind(value), "[]uint8"))
+        walk.save(walk.type_error(go_json_kind(value), "[]uint8"))
 
 
 def _literal_text(value: JSON) -> str:
@@ -137,7 +127,7 @@ def _self_decoding(go_type: GoType, value: JSON, walk: _Walk) -> None:
         error = None if misfit is None else walk.type_error(misfit, "int32")
     elif kind in ("time", "microtime"):
         if not isinstance(value, str):
-            error = walk.type_error(_json_kind(value), "string")
+            error = walk.type_error(go_json_kind(value), "string")
         else:
             error = time_error(value, RFC3339_MICRO if kind == "microtime" else RFC3339)
     if error is not None:
@@ -190,7 +180,7 @@ def _value(go_type: GoType, value: JSON, walk: _Walk) -> None:
         _bytes(value, walk)
     elif kind in _CONTAINERS:
         if not _container(go_type, value, walk):
-            walk.save(walk.type_error(_json_kind(value), go_type.name))
+            walk.save(walk.type_error(go_json_kind(value), go_type.name))
     else:
         misfit = _scalar_misfit(go_type, value)
         if misfit is not None:

@@ -17,11 +17,10 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 from functools import cache
-from typing import Any
 
+from kubewire.json_types import JSON
 from kubewire.schema.go_types import GoType, go_type_of
-
-JSON = Any
+from kubewire.times import format_micro_time, format_time
 
 _TIME_KINDS = frozenset({"time", "microtime"})
 # What time.Parse(RFC3339 or RFC3339Micro) accepted (go_values.time_error): a one- or
@@ -65,9 +64,7 @@ def encode_go_time(text: str, micro: bool) -> str | None:
         return text
     if instant == _ZERO:
         return None
-    if micro:
-        return instant.strftime("%Y-%m-%dT%H:%M:%S.") + f"{instant.microsecond:06d}Z"
-    return instant.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_micro_time(instant) if micro else format_time(instant)
 
 
 @cache

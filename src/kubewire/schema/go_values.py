@@ -1,24 +1,17 @@
 """Parsers of the value types Go decodes itself, giving Go's exact error texts (or None).
 
-- ``quantity_error``: ``resource.ParseQuantity`` (apimachinery ``pkg/api/resource/quantity.go``),
-  run by ``Quantity.UnmarshalJSON`` on the JSON text with its quotes stripped;
 - ``time_error``: ``time.Parse`` with ``time.RFC3339`` (``metav1.Time.UnmarshalJSON``) or
   ``metav1.RFC3339Micro`` (``MicroTime``), with Go's ``time.ParseError`` messages;
 - ``base64_error``: ``base64.StdEncoding.Decode``, which ``encoding/json`` runs for ``[]byte``.
 
-Pure functions of their input; none raises.
+Pure functions of their input; none raises. Quantities have their own core module,
+``kubewire.quantity``.
 """
 
 from __future__ import annotations
 
 import calendar
 
-QUANTITY_FORMAT_WRONG = ("quantities must match the regular expression "
-                         "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
-QUANTITY_SUFFIX_WRONG = "unable to parse quantity's suffix"
-_QUANTITY_SUFFIXES = frozenset({"", "n", "u", "m", "k", "M", "G", "T", "P", "E",
-                                "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"})
-_SUFFIX_CHARS = frozenset("eEinumkKMGTP")
 _DIGITS = frozenset("0123456789")
 
 
@@ -26,41 +19,6 @@ def _skip_digits(text: str, pos: int) -> int:
     while pos < len(text) and text[pos] in _DIGITS:
         pos += 1
     return pos
-
-
-def _suffix_is_known(suffix: str) -> bool:
-    """``quantitySuffixer.interpret``: a named suffix or ``e``/``E`` and an int64 exponent."""
-    if suffix in _QUANTITY_SUFFIXES:
-        return True
-    if len(suffix) > 1 and suffix[0] in "eE":
-        exponent = suffix[1:].removeprefix("+").removeprefix("-")
-        return bool(exponent) and set(exponent) <= _DIGITS and int(exponent) < 2**63
-    return False
-
-
-def quantity_error(text: str) -> str | None:
-    """``ParseQuantity(strings.TrimSpace(text))``'s error text, or None when it parses."""
-    text = text.strip(" \t\n\r\v\f")
-    if not text:
-        return QUANTITY_FORMAT_WRONG
-    pos = 1 if text[0] in "+-" else 0
-    pos = _skip_digits(text, pos)  # parseQuantityString: zeros and numerator
-    if pos == len(text):
-        return None
-    if text[pos] == ".":
-        pos = _skip_digits(text, pos + 1)
-        if pos == len(text):
-            return None
-    suffix_start = pos
-    while pos < len(text) and text[pos] in _SUFFIX_CHARS:
-        pos += 1
-    if pos < len(text) and text[pos] in "+-":
-        pos += 1
-    pos = _skip_digits(text, pos)
-    if pos < len(text):
-        return QUANTITY_FORMAT_WRONG
-    return None if _suffix_is_known(text[suffix_start:]) else QUANTITY_SUFFIX_WRONG
-
 
 # --- time.Parse(time.RFC3339, ...) and time.Parse(metav1.RFC3339Micro, ...) ----------------
 
@@ -240,5 +198,4 @@ def base64_error(text: str) -> str | None:
     return None
 
 
-__all__ = ["QUANTITY_FORMAT_WRONG", "QUANTITY_SUFFIX_WRONG", "RFC3339", "RFC3339_MICRO",
-           "base64_error", "quantity_error", "time_error"]
+__all__ = ["RFC3339", "RFC3339_MICRO", "base64_error", "time_error"]

@@ -16,12 +16,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from functools import cache
-from typing import Any
 
+from kubewire.json_types import JSON
 from kubewire.schema import TypeNode, type_for
 from kubewire.status import FieldError, not_supported, required
-
-JSON = Any
 
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)

@@ -23,12 +23,10 @@ import ipaddress
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from kubewire.go_text import go_string_slice
+from kubewire.json_types import JSON
 from kubewire.status import FieldError, Invalid, internal_error, invalid, invalid_object
-
-JSON = Any
 
 DEFAULT_SERVICE_CIDR = "10.96.0.0/12"  # kube-apiserver --service-cluster-ip-range default
 DEFAULT_NODE_PORT_RANGE = (30000, 32767)  # --service-node-port-range default

@@ -23,12 +23,12 @@ from typing import Any
 
 import msgspec
 
+from kubewire.json_types import JSON
 from kubewire.resources import Registry, Resource
 from kubewire.server.allocation import ServiceAllocator
 from kubewire.storage.base import Change, ChangeType, Store
 from kubewire.storage.cache import WatchCaches
 
-JSON = Any
 ALLOCATING_KINDS = frozenset({"core/services"})  # Resource.id: clusterIPs and nodePorts
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode

@@ -33,6 +33,7 @@ from typing import Any
 
 from kubewire.go_print import go_json
 from kubewire.go_text import go_quote
+from kubewire.json_types import JSON
 from kubewire.schema import TypeNode
 from kubewire.server.field_paths import (
     FieldSet,
@@ -57,8 +58,8 @@ from kubewire.server.managed_fields import (
     endpoint_fields,
     manager_key,
 )
-from kubewire.server.strategic_patch import _without_nulls
-from kubewire.status import JSON, BadRequest, Conflict
+from kubewire.server.strategic_patch import without_nulls
+from kubewire.status import BadRequest, Conflict
 
 LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
 KUBECTL_MANAGER = "kubectl"  # only kubectl's own applies touch its annotation (lastapplied*.go)
@@ -235,7 +236,7 @@ def merge(live: JSON, config: JSON, node: TypeNode | None) -> JSON:
     if isinstance(config, list) and isinstance(live, list) and node is not None \
             and kind in ("map-list", "set-list"):
         return _merge_lists(live, config, node, kind)
-    return _without_nulls(config)
+    return without_nulls(config)
 
 
 def _child_node(node: TypeNode | None, name: str) -> TypeNode | None:
@@ -272,7 +273,7 @@ def _merge_lists(live: list[JSON], config: list[JSON], node: TypeNode,
         if ri < len(rhs_order):
             pe = rhs_order[ri]
             out.append(merge(lhs[pe], rhs[pe], node.items) if pe in lhs
-                       else _without_nulls(rhs[pe]))
+                       else without_nulls(rhs[pe]))
             ri += 1
             if next_shared == pe:
                 next_shared = shared.pop(0) if shared else None

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kubewire.go_text import go_json_kind
+from kubewire.json_types import JSON
 from kubewire.schema import TypeNode
 from kubewire.server.apply import ApplyRequest, apply_config
-from kubewire.server.encoding import EXCEEDED_MAX_DEPTH, too_deep
+from kubewire.server.json_depth import EXCEEDED_MAX_DEPTH, too_deep
 from kubewire.server.yaml_bodies import YAMLBodyError, load_yaml_body
-from kubewire.status import JSON, BadRequest, conflict
+from kubewire.status import BadRequest, conflict
 
 __all__ = ["AppliedConfig", "ServerSideApply", "decode_apply_body"]
 
@@ -42,19 +44,11 @@ def decode_apply_body(body: bytes) -> AppliedConfig:
     if value is None:
         value = {}
     if not isinstance(value, dict):
-        kind = "array" if isinstance(value, list) else _json_kind(value)
+        kind = go_json_kind(value)
         raise BadRequest("error decoding YAML: error unmarshaling JSON: while decoding JSON: "
                          f"json: cannot unmarshal {kind} into Go value of type "
                          "map[string]interface {}")
     return AppliedConfig(value, decoded.repeated_keys)
-
-
-def _json_kind(value: JSON) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    return "string"
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,15 +23,17 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
 import msgspec
 
+from kubewire.go_text import go_quote, go_string_slice
 from kubewire.server.authn import UserInfo
 from kubewire.server.authz import Attributes
+from kubewire.times import format_micro_time
 
 API_VERSION = "audit.k8s.io/v1"
 LEVEL_NONE, LEVEL_METADATA = "None", "Metadata"
@@ -193,8 +195,8 @@ def _rule(doc: Any, path: str, errors: list[str], warnings: list[str]) -> Policy
     resources = _group_resources(doc.get("resources"), f"{path}.resources", errors, warnings)
     namespaces = _strings(doc.get("namespaces"), f"{path}.namespaces", errors)
     if urls and (resources or namespaces):
-        errors.append(f"{path}.nonResourceURLs: Invalid value: {_go_list(urls)}: rules cannot "
-                      "apply to both regular resources and non-resource URLs")
+        errors.append(f"{path}.nonResourceURLs: Invalid value: {go_string_slice(urls)}: rules "
+                      "cannot apply to both regular resources and non-resource URLs")
     return PolicyRule(level=level,
                       users=_strings(doc.get("users"), f"{path}.users", errors),
                       user_groups=_strings(doc.get("userGroups"), f"{path}.userGroups", errors),
@@ -209,11 +211,11 @@ def _level(value: Any, path: str, errors: list[str]) -> str:
         return LEVEL_NONE
     if value not in LEVELS:
         supported = ", ".join(f'"{level}"' for level in LEVELS)
-        errors.append(f"{path}: Unsupported value: {_go_quote(value)}: supported values: "
+        errors.append(f"{path}: Unsupported value: {go_quote(str(value))}: supported values: "
                       f"{supported}")
         return LEVEL_NONE
     if value not in WRITTEN_LEVELS:
-        errors.append(f"{path}: Unsupported value: {_go_quote(value)}: kubewire's audit log "
+        errors.append(f"{path}: Unsupported value: {go_quote(str(value))}: kubewire's audit log "
                       "writes levels None and Metadata only (no request or response bodies)")
         return LEVEL_NONE
     return str(value)
@@ -223,7 +225,7 @@ def _stages(value: Any, path: str, errors: list[str]) -> frozenset[str]:
     stages = _strings(value, path, errors)
     for i, stage in enumerate(stages):
         if stage not in STAGES:
-            errors.append(f"{path}[{i}]: Invalid value: {_go_quote(stage)}: allowed stages are "
+            errors.append(f"{path}[{i}]: Invalid value: {go_quote(stage)}: allowed stages are "
                           + ",".join(STAGES))
     return frozenset(stages)
 
@@ -233,10 +235,10 @@ def _check_urls(urls: tuple[str, ...], path: str, errors: list[str]) -> None:
         if url == "*":
             continue
         if not url.startswith("/"):
-            errors.append(f"{path}[{i}]: Invalid value: {_go_quote(url)}: non-resource URL "
+            errors.append(f"{path}[{i}]: Invalid value: {go_quote(url)}: non-resource URL "
                           "rules must begin with a '/' character")
         if url and "*" in url[:-1]:
-            errors.append(f"{path}[{i}]: Invalid value: {_go_quote(url)}: non-resource URL "
+            errors.append(f"{path}[{i}]: Invalid value: {go_quote(url)}: non-resource URL "
                           "wildcards '*' must be the final character of the rule")
 
 
@@ -255,13 +257,13 @@ def _group_resources(value: Any, path: str, errors: list[str], warnings: list[st
             errors.append(f"{path}[{i}].group: Invalid value: must be a string")
             group = ""
         if group and (len(group) > 253 or not _DNS_SUBDOMAIN.fullmatch(group)):
-            errors.append(f"{path}.group: Invalid value: {_go_quote(group)}: a lowercase RFC "
+            errors.append(f"{path}.group: Invalid value: {go_quote(group)}: a lowercase RFC "
                           "1123 subdomain must consist of lower case alphanumeric characters, "
                           "'-' or '.', and must start and end with an alphanumeric character")
         resources = _strings(item.get("resources"), f"{path}[{i}].resources", errors)
         names = _strings(item.get("resourceNames"), f"{path}[{i}].resourceNames", errors)
         if names and not resources:
-            errors.append(f"{path}.resourceNames: Invalid value: {_go_list(names)}: using "
+            errors.append(f"{path}.resourceNames: Invalid value: {go_string_slice(names)}: using "
                           "resourceNames requires at least one resource")
         found.append(GroupResources(group, resources, names))
     return tuple(found)
@@ -280,14 +282,6 @@ def _unknown_fields(doc: Mapping[str, Any], known: frozenset[str], prefix: str,
                     warnings: list[str]) -> None:
     """kube decodes strictly first; on unknown fields it warns and decodes leniently."""
     warnings.extend(f'unknown field "{prefix}{key}"' for key in doc if key not in known)
-
-
-def _go_quote(value: Any) -> str:
-    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _go_list(values: Sequence[str]) -> str:
-    return "[]string{" + ", ".join(_go_quote(v) for v in values) + "}"
 
 
 # --- events ---------------------------------------------------------------------------------------
@@ -412,11 +406,6 @@ def _go_ip(text: str) -> str | None:
     return str(ip)
 
 
-def micro_time(moment: datetime.datetime) -> str:
-    """``metav1.MicroTime``: RFC 3339 with microseconds, in UTC."""
-    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 _ENCODER = msgspec.json.Encoder()
 # Go's encoding/json escapes these (HTML-safe, and JavaScript's line terminators).
 _GO_ESCAPES = ((b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"),
@@ -441,8 +430,8 @@ def event_line(event: AuditEvent, stage: str, now: datetime.datetime) -> bytes:
         doc["objectRef"] = event.object_ref
     if event.response_status is not None:
         doc["responseStatus"] = event.response_status
-    doc["requestReceivedTimestamp"] = micro_time(event.received)
-    doc["stageTimestamp"] = micro_time(stamp)
+    doc["requestReceivedTimestamp"] = format_micro_time(event.received)
+    doc["stageTimestamp"] = format_micro_time(stamp)
     if event.annotations:
         doc["annotations"] = dict(sorted(event.annotations.items()))
     line = _ENCODER.encode(doc)

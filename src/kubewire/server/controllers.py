@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -28,6 +27,7 @@ from kubewire.server.deletes import delete_object, remove_if_finished
 from kubewire.server.options import DeleteOptions
 from kubewire.status import StatusError
 from kubewire.storage.base import Change, ChangeType
+from kubewire.times import parse_time_or_none
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ class Controllers:
     def _schedule_pod(self, resource: Resource, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
         key = resource.storage_key(meta.get("namespace", ""), meta.get("name", ""))
-        deadline = _parse_time(meta.get("deletionTimestamp", ""))
+        deadline = parse_time_or_none(meta.get("deletionTimestamp"))
         delay = 0.0 if deadline is None else (deadline - self.ctx.now()).total_seconds()
         cap = self.ctx.config.pod_grace_cap_s
         if cap is not None:
@@ -170,9 +170,3 @@ class Controllers:
         if not task.cancelled() and task.exception() is not None:
             log.error("controller task failed", exc_info=task.exception())
 
-
-def _parse_time(text: str) -> datetime | None:
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None

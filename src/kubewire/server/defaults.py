@@ -26,10 +26,10 @@ import re
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
+from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.schema import validate as schema_validate
 from kubewire.server.json_copy import copy_json
-from kubewire.status import JSON
 
 Defaulter = Callable[[dict[str, JSON]], None]
 """Fills defaults into one object in place (it always gets a private copy)."""

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from kubewire.go_text import JSON_KIND_NAMES, GoLiteral, decode_go_json, go_json_error, go_quote
-from kubewire.server.encoding import EXCEEDED_MAX_DEPTH, too_deep
+from kubewire.server.json_depth import EXCEEDED_MAX_DEPTH, too_deep
 from kubewire.server.query_params import Query, first_value, int64_param, optional_bool
 from kubewire.server.write_options import dry_run_errors
 from kubewire.status import BadRequest, FieldError, invalid, invalid_object, not_supported

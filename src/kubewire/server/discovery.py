@@ -26,8 +26,8 @@ from typing import Literal
 
 import msgspec
 
+from kubewire.json_types import JSON
 from kubewire.resources import Registry, Resource
-from kubewire.status import JSON
 
 DiscoveryFormat = Literal["v2", "v2beta1", "legacy"]
 """Which discovery document a request gets: aggregated v2, aggregated v2beta1, or legacy."""

@@ -17,6 +17,7 @@ import msgspec
 from kubewire.go_text import JSON_KIND_NAMES, decode_go_json, go_json_error, go_utf8
 from kubewire.resources import Resource
 from kubewire.server.http import Response
+from kubewire.server.json_depth import EXCEEDED_MAX_DEPTH, MAX_NESTING_DEPTH, too_deep
 from kubewire.server.protobuf import PROTOBUF_MEDIA_TYPE, decode_protobuf_object
 from kubewire.server.yaml_bodies import YAMLBodyError, load_yaml_body
 from kubewire.status import BadRequest, NotAcceptable, StatusError, UnsupportedMediaType
@@ -28,28 +29,6 @@ YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
 _ACCEPTED_BODY_TYPES = (
     "application/json, application/yaml, application/vnd.kubernetes.protobuf")
 _ACCEPTED_CUSTOM_BODY_TYPES = "application/json, application/yaml"
-# Go's encoding/json allows 10000 levels; the write path here recurses per level (patches,
-# validation, managedFields), so a body deeper than this is refused at decode time with Go's
-# text instead of exhausting Python's recursion limit (a 500) several layers later.
-MAX_NESTING_DEPTH = 200
-EXCEEDED_MAX_DEPTH = "exceeded max depth"
-
-
-def too_deep(value: Any, limit: int = MAX_NESTING_DEPTH) -> bool:
-    """Whether objects and arrays in ``value`` nest more than ``limit`` levels (no recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if not isinstance(item, dict | list):
-            continue
-        children = item.values() if isinstance(item, dict) else item
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children
-                     if isinstance(child, dict | list))
-    return False
-
-
 def media_type(header: str) -> str:
     """``application/json; charset=utf-8`` -> ``application/json``."""
     return header.split(";", 1)[0].strip().lower()

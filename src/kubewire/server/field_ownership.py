@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from kubewire.go_text import go_utf8
+from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.schema import TypeNode, type_for
 from kubewire.server.apply import ApplyRequest
@@ -25,7 +26,6 @@ from kubewire.server.field_paths import (
     emit_tree,
     without_members,
 )
-from kubewire.server.lifecycle import format_time
 from kubewire.server.managed_fields import (
     STRIPPED_PATHS,
     UpdateRecord,
@@ -43,7 +43,7 @@ from kubewire.server.write_options import (
     WriteVerb,
     parse_write_options,
 )
-from kubewire.status import JSON
+from kubewire.times import format_time
 
 __all__ = ["APPLY_PATCH_MEDIA_TYPE", "ApplyOptions", "Mutation", "WriteFacts",
            "default_field_manager", "parse_apply", "parse_tracked_write_options",

@@ -23,8 +23,8 @@ from typing import Literal
 
 import msgspec
 
+from kubewire.json_types import JSON
 from kubewire.schema import TypeNode
-from kubewire.status import JSON
 
 Path = tuple[str, ...]
 FieldSet = frozenset[Path]

@@ -22,20 +22,19 @@ from __future__ import annotations
 
 import copy
 import random
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import MAXYEAR, UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from fractions import Fraction
-from functools import lru_cache
 from types import MappingProxyType
 from typing import Literal
 
+from kubewire.json_types import JSON
+from kubewire.quantity import parse_quantity
 from kubewire.resources import Resource
 from kubewire.server.json_copy import copy_json
 from kubewire.server.patch import json_equal
 from kubewire.status import (
-    JSON,
     BadRequest,
     FieldError,
     Forbidden,
@@ -46,6 +45,7 @@ from kubewire.status import (
     invalid_object,
     success_status,
 )
+from kubewire.times import format_time, parse_time
 
 GENERATE_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery util/rand/rand.go
 GENERATE_NAME_SUFFIX_CHARS = 5  # apiserver storage/names/generate.go randomLength
@@ -99,42 +99,6 @@ def lifecycle_traits(resource: Resource) -> LifecycleTraits:
         return LifecycleTraits("drop", status_keeps_all_metadata=True,
                                etcd_prefix=f"{resource.group}/{resource.plural}")
     return LifecycleTraits("set" if resource.has_status else "keep")
-
-
-def format_time(moment: datetime) -> str:
-    """``metav1.Time`` text: RFC 3339, UTC, whole seconds, ``Z``."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    # every write formats "now" (often twice): strftime once per second, not per call, and
-    # a "now" in the same second as the last one is its text without any conversion
-    last = _last_second
-    if moment.tzinfo is UTC and last[0] <= moment < last[1]:
-        return last[2]
-    second = moment.astimezone(UTC).replace(microsecond=0)
-    text = _format_second(second)
-    if second.year < MAXYEAR:  # the next second must exist
-        _remember_second(second, text)
-    return text
-
-
-def _remember_second(second: datetime, text: str) -> None:
-    global _last_second
-    _last_second = (second, second + _ONE_SECOND, text)
-
-
-_ONE_SECOND = timedelta(seconds=1)
-_last_second = (datetime.max.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC), "")
-
-
-@lru_cache(maxsize=16)
-def _format_second(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(text: str) -> datetime:
-    """Parse any RFC 3339 time (``Z``, offsets, fractions); naive times are taken as UTC."""
-    moment = datetime.fromisoformat(text)
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def uuid4_text(bits: int) -> str:
@@ -633,26 +597,7 @@ def namespace_terminating_error(resource: Resource, name: str, namespace: str) -
 
 # --- pod QoS class (pkg/apis/core/helper/qos/qos.go ComputePodQOS) --------------------------------
 
-_QUANTITY = re.compile(
-    r"([+-]?(?:\d+\.?\d*|\.\d+))(?:[eE]([+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]))?")
-_SUFFIX_SCALE = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000),
-                 "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9),
-                 "T": Fraction(10**12), "P": Fraction(10**15), "E": Fraction(10**18),
-                 "Ki": Fraction(2**10), "Mi": Fraction(2**20), "Gi": Fraction(2**30),
-                 "Ti": Fraction(2**40), "Pi": Fraction(2**50), "Ei": Fraction(2**60)}
 _QOS_RESOURCES = ("cpu", "memory")
-
-
-def parse_quantity(value: JSON) -> Fraction | None:
-    """A resource quantity (``100m``, ``1Gi``, ``1e3``, ``0.5``) as an exact number, or None."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return Fraction(value)
-    match = _QUANTITY.fullmatch(value) if isinstance(value, str) else None
-    if match is None:
-        return None
-    number, exponent, suffix = match.groups()
-    scale = Fraction(10) ** int(exponent) if exponent else _SUFFIX_SCALE.get(suffix, Fraction(1))
-    return Fraction(number) * scale
 
 
 def pod_qos_class(pod: Mapping[str, JSON]) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from kubewire.json_types import JSON
 from kubewire.server.field_paths import (
     Comparison,
     FieldSet,
@@ -23,7 +24,6 @@ from kubewire.server.field_paths import (
     parse_fields_v1,
     without_subtree,
 )
-from kubewire.status import JSON
 
 Operation = Literal["Apply", "Update"]
 

@@ -23,17 +23,15 @@ import html
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any, NamedTuple
+from typing import NamedTuple
 from weakref import WeakKeyDictionary
 
 import msgspec
 
+from kubewire.json_types import JSON
 from kubewire.resources import Registry, Resource
 from kubewire.schema import kind_info, kinds, named_type, named_types
 from kubewire.status import NotFound
-
-JSON = Any
-"""Raw JSON values (the documents are plain dicts until encoded)."""
 
 OPENAPI_V3_PATH = "/openapi/v3"
 OPENAPI_INFO = {"title": "Kubernetes", "version": "v1.32.0"}

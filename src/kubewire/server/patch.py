@@ -22,7 +22,7 @@ patches drop ``null`` members (and ``null`` array items) from values they insert
 Not here: decoding the result into the kind (kube then answers 422 ``"" is invalid: patch: ...``
 for a result that is not an object of the kind), unknown-field warnings, and the strategic merge
 patch. ``apply_strategic_merge_patch(doc, patch, merge_info)`` belongs next to these two: it
-reuses ``_decode_body`` (kube answers SMP decode errors 400 with the bare decoder text, no
+reuses ``decode_patch_body`` (kube answers SMP decode errors 400 with the bare decoder text, no
 ``error decoding patch:`` prefix; ``handlers/patch.go`` ``strategicPatchObject``), ``_pruned`` and
 ``json_equal``, and adds merge keys and the ``$patch``/``$retainKeys``/``$setElementOrder``/
 ``$deleteFromPrimitiveList`` directives.
@@ -37,9 +37,16 @@ from typing import Any
 
 import msgspec
 
-from kubewire.go_text import go_json_surrogates, go_utf8
-from kubewire.server.encoding import too_deep
-from kubewire.status import JSON, BadRequest, Invalid, RequestEntityTooLarge
+from kubewire.go_text import (
+    go_json_error,
+    go_json_kind,
+    go_json_surrogates,
+    go_quote,
+    go_utf8,
+)
+from kubewire.json_types import JSON
+from kubewire.server.json_depth import too_deep
+from kubewire.status import BadRequest, Invalid, RequestEntityTooLarge
 
 MAX_JSON_PATCH_OPERATIONS = 10_000  # kube handlers/patch.go maxJSONPatchOperations
 # kube's JSONPatchMaxCopyBytes (server/config.go, evanphx AccumulatedCopySizeLimit): the bytes
@@ -47,7 +54,6 @@ MAX_JSON_PATCH_OPERATIONS = 10_000  # kube handlers/patch.go maxJSONPatchOperati
 # double the object each time (exponential memory and time).
 MAX_JSON_PATCH_COPY_BYTES = 3 * 1024 * 1024
 PATCH_REJECTED_MESSAGE = "the server rejected our request due to an error in our request"
-_UNEXPECTED_END = "unexpected end of JSON input"
 _MISSING = "missing value"  # evanphx ErrMissing
 _BAD_INDEX = "invalid index referenced"  # evanphx ErrInvalidIndex
 _ABSENT: Any = object()  # an operation without a "value" member (distinct from null)
@@ -60,7 +66,7 @@ def apply_json_patch(doc: dict[str, JSON], patch: bytes) -> dict[str, JSON]:
     than ``MAX_JSON_PATCH_OPERATIONS`` operations) or Invalid (an operation does not apply, or
     the result is not a JSON object).
     """
-    ops = _decode_body(patch)
+    ops = decode_patch_body(patch)
     _check_operations(ops)
     if ops is not None and len(ops) > MAX_JSON_PATCH_OPERATIONS:
         raise RequestEntityTooLarge(
@@ -107,7 +113,7 @@ def apply_merge_patch(doc: dict[str, JSON], patch: bytes) -> dict[str, JSON]:
     ``null`` members delete, objects merge recursively, anything else replaces. Raises
     BadRequest when the body is not JSON, not an object, or ``null``.
     """
-    body = _decode_body(patch)
+    body = decode_patch_body(patch)
     if body is None:
         raise BadRequest("Invalid JSON Patch")
     if not isinstance(body, dict):
@@ -128,7 +134,7 @@ def json_equal(a: JSON, b: JSON) -> bool:
 
 # --- decoding: Go encoding/json acceptance and error texts ---------------------------------------
 
-def _decode_body(body: bytes) -> JSON:
+def decode_patch_body(body: bytes) -> JSON:
     """Parse ``body`` as Go's encoding/json would, raising kube's 400 on a syntax error."""
     try:
         # Go reads invalid UTF-8 and unpaired surrogates as U+FFFD; NaN/Infinity are not JSON.
@@ -138,8 +144,8 @@ def _decode_body(body: bytes) -> JSON:
         return value
     except RecursionError:
         raise BadRequest("error decoding patch: exceeded max depth") from None
-    except ValueError as exc:
-        message = _GoScanner(body).first_error() or str(exc)
+    except ValueError:
+        message = go_json_error(body)
     raise BadRequest(f"error decoding patch: {message}")
 
 
@@ -160,23 +166,14 @@ def _check_operations(ops: JSON) -> None:
             raise _type_error(op, "handlers.jsonPatchOp")
         for key, value in op.items():
             if key in ("op", "path", "from") and value is not None and not isinstance(value, str):
-                raise BadRequest(f"error decoding patch: json: cannot unmarshal {_go_kind(value)} "
-                                 f"into Go struct field jsonPatchOp.{key} of type string")
+                raise BadRequest("error decoding patch: json: cannot unmarshal "
+                                 f"{go_json_kind(value)} into Go struct field jsonPatchOp.{key} "
+                                 "of type string")
 
 
 def _type_error(value: JSON, go_type: str) -> BadRequest:
-    return BadRequest(f"error decoding patch: json: cannot unmarshal {_go_kind(value)} "
+    return BadRequest(f"error decoding patch: json: cannot unmarshal {go_json_kind(value)} "
                       f"into Go value of type {go_type}")
-
-
-def _go_kind(value: JSON) -> str:
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    return "bool" if isinstance(value, bool) else "number"
 
 
 def _not_an_object(root: JSON) -> Invalid:
@@ -186,199 +183,10 @@ def _not_an_object(root: JSON) -> Invalid:
     detail = ("couldn't get version/kind; json parse error: json: cannot unmarshal array into Go "
               'value of type struct { APIVersion string "json:\\"apiVersion,omitempty\\""; '
               'Kind string "json:\\"kind,omitempty\\"" }')
-    body = f"Invalid value: {_go_quote(text)}: {detail}"
+    body = f"Invalid value: {go_quote(text)}: {detail}"
     return Invalid(f' "" is invalid: patch: {body}',
                    {"causes": [{"reason": "FieldValueInvalid", "message": body,
                                 "field": "patch"}]})
-
-
-class _GoScanner:
-    """Recursive-descent twin of Go's ``encoding/json`` scanner, used only to word an error."""
-
-    _SPACE = b" \t\r\n"
-    _LITERALS = {ord("t"): b"true", ord("f"): b"false", ord("n"): b"null"}
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def first_error(self) -> str | None:
-        try:
-            self._value()
-            self._skip_space()
-            if self.pos < len(self.data):
-                self._fail(self.data[self.pos], "after top-level value")
-        except _SyntaxProblem as exc:
-            return str(exc)
-        except RecursionError:
-            return "exceeded max depth"
-        return None
-
-    def _skip_space(self) -> None:
-        while self.pos < len(self.data) and self.data[self.pos] in self._SPACE:
-            self.pos += 1
-
-    def _next_structural(self) -> int:
-        self._skip_space()
-        if self.pos >= len(self.data):
-            raise _SyntaxProblem(_UNEXPECTED_END)
-        return self.data[self.pos]
-
-    def _next_in_token(self) -> int:
-        # Go's scanner.eof() feeds a space: inside a token that space is the invalid character.
-        return self.data[self.pos] if self.pos < len(self.data) else 0x20
-
-    def _fail(self, char: int, context: str) -> None:
-        raise _SyntaxProblem(f"invalid character {_quote_char(char)} {context}")
-
-    def _value(self) -> None:
-        char = self._next_structural()
-        self.pos += 1
-        if char == ord("{"):
-            self._object()
-        elif char == ord("["):
-            self._array()
-        elif char == ord('"'):
-            self._string()
-        elif char == ord("-") or ord("0") <= char <= ord("9"):
-            self.pos -= 1
-            self._number()
-        elif char in self._LITERALS:
-            self._literal(self._LITERALS[char])
-        else:
-            self._fail(char, "looking for beginning of value")
-
-    def _object(self) -> None:
-        char = self._next_structural()
-        if char == ord("}"):
-            self.pos += 1
-            return
-        while True:
-            if char != ord('"'):
-                self._fail(char, "looking for beginning of object key string")
-            self.pos += 1
-            self._string()
-            if self._next_structural() != ord(":"):
-                self._fail(self.data[self.pos], "after object key")
-            self.pos += 1
-            self._value()
-            char = self._next_structural()
-            self.pos += 1
-            if char == ord("}"):
-                return
-            if char != ord(","):
-                self._fail(char, "after object key:value pair")
-            char = self._next_structural()
-
-    def _array(self) -> None:
-        if self._next_structural() == ord("]"):
-            self.pos += 1
-            return
-        while True:
-            self._value()
-            char = self._next_structural()
-            self.pos += 1
-            if char == ord("]"):
-                return
-            if char != ord(","):
-                self._fail(char, "after array element")
-
-    def _string(self) -> None:
-        while self.pos < len(self.data):
-            char = self.data[self.pos]
-            self.pos += 1
-            if char == ord('"'):
-                return
-            if char == ord("\\"):
-                self._escape()
-            elif char < 0x20:
-                self._fail(char, "in string literal")
-        raise _SyntaxProblem(_UNEXPECTED_END)
-
-    def _escape(self) -> None:
-        char = self._next_in_token()
-        self.pos += 1
-        if char in b'bfnrt\\/"':
-            return
-        if char != ord("u"):
-            self._fail(char, "in string escape code")
-        for _ in range(4):
-            char = self._next_in_token()
-            self.pos += 1
-            if char not in b"0123456789abcdefABCDEF":
-                self._fail(char, "in \\u hexadecimal character escape")
-
-    def _number(self) -> None:
-        if self.data[self.pos] == ord("-"):
-            self.pos += 1
-            if not _is_digit(self._next_in_token()):
-                self._fail(self._next_in_token(), "in numeric literal")
-        if self.data[self.pos] == ord("0"):
-            self.pos += 1
-        else:
-            self._digits()
-        if self._peek() == ord("."):
-            self.pos += 1
-            if not _is_digit(self._next_in_token()):
-                self._fail(self._next_in_token(), "after decimal point in numeric literal")
-            self._digits()
-        if self._peek() in (ord("e"), ord("E")):
-            self.pos += 1
-            if self._next_in_token() in (ord("+"), ord("-")):
-                self.pos += 1
-            if not _is_digit(self._next_in_token()):
-                self._fail(self._next_in_token(), "in exponent of numeric literal")
-            self._digits()
-
-    def _peek(self) -> int | None:
-        return self.data[self.pos] if self.pos < len(self.data) else None
-
-    def _digits(self) -> None:
-        while self.pos < len(self.data) and _is_digit(self.data[self.pos]):
-            self.pos += 1
-
-    def _literal(self, word: bytes) -> None:
-        for expected in word[1:]:
-            char = self._next_in_token()
-            if char != expected:
-                self._fail(char, f"in literal {word.decode()} (expecting {_quote_char(expected)})")
-            self.pos += 1
-
-
-class _SyntaxProblem(Exception):
-    pass
-
-
-def _is_digit(char: int | None) -> bool:
-    return char is not None and ord("0") <= char <= ord("9")
-
-
-def _quote_char(char: int) -> str:
-    """Go encoding/json ``quoteChar``: the byte as a rune, quoted with single quotes."""
-    if char == ord("'"):
-        return "'\\''"
-    if char == ord('"'):
-        return "'\"'"
-    return "'" + _go_quote(chr(char))[1:-1] + "'"
-
-
-_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
-               "\v": "\\v", '"': '\\"', "\\": "\\\\"}
-
-
-def _go_quote(text: str) -> str:
-    """Go ``strconv.Quote`` (``isprintable`` stands in for ``unicode.IsPrint``)."""
-    out = []
-    for ch in text:
-        if ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        elif ch.isprintable():
-            out.append(ch)
-        elif ord(ch) < 0x80:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}")
-    return '"' + "".join(out) + '"'
 
 
 # --- RFC 6902 operations (evanphx/json-patch v4 patch.go) ----------------------------------------
@@ -622,5 +430,6 @@ __all__ = [
     "PATCH_REJECTED_MESSAGE",
     "apply_json_patch",
     "apply_merge_patch",
+    "decode_patch_body",
     "json_equal",
 ]

@@ -24,14 +24,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from importlib import resources
-from typing import Any
 
 import msgspec
 
 from kubewire.go_text import decode_go_json, go_utf8
+from kubewire.json_types import JSON
 from kubewire.status import BadRequest
+from kubewire.times import format_micro_time, format_time
 
-JSON = Any
 PROTOBUF_MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
 ENVELOPE_PREFIX = b"k8s\x00"
 MAX_MESSAGE_DEPTH = 64  # kube's deepest request type nests ~15 messages; bounds recursion
@@ -361,9 +361,7 @@ def _time(chunk: memoryview, is_micro: bool, depth: int) -> JSON:
             from None
     if not 1 <= moment.year <= 9999:
         raise WireError(f"Time.MarshalJSON: year outside of range [0,9999] ({seconds})")
-    if is_micro:
-        return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_micro_time(moment) if is_micro else format_time(moment)
 
 
 def _special(state: dict[int, JSON], message: str) -> JSON:

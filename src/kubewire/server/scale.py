@@ -9,12 +9,11 @@ Pure functions on JSON dicts (objects-and-clients.md §2.4), after kube's
 from __future__ import annotations
 
 import copy
-from typing import Any
 
+from kubewire.json_types import JSON
 from kubewire.selectors import SelectorError, format_label_selector
 from kubewire.status import BadRequest, conflict, invalid, invalid_object, required
 
-JSON = Any
 SCALE_API_VERSION = "autoscaling/v1"
 SCALE_KIND = "Scale"
 _SCALE_GROUP = "autoscaling"

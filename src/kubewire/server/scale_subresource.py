@@ -16,6 +16,7 @@ from typing import Any
 
 import msgspec
 
+from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.server import patch as patching
 from kubewire.server.context import ServerContext
@@ -29,7 +30,6 @@ from kubewire.server.validate_write import check_type_meta
 from kubewire.server.writes import guaranteed_update
 from kubewire.status import BadRequest, MethodNotAllowed, UnsupportedMediaType, not_found
 
-JSON = Any
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 PatchFunction = Callable[[dict[str, JSON], bytes], dict[str, JSON]]
 

@@ -39,12 +39,13 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from decimal import Decimal
 
+from kubewire.go_text import go_float, go_json_kind
+from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.schema import TypeNode, type_for
-from kubewire.server.patch import PATCH_REJECTED_MESSAGE, _decode_body, _go_kind
-from kubewire.status import JSON, BadRequest, Invalid, StatusError
+from kubewire.server.patch import PATCH_REJECTED_MESSAGE, decode_patch_body
+from kubewire.status import BadRequest, Invalid, StatusError
 
 PANIC_MESSAGE = "This request caused apiserver to panic. Look in the logs for details."
 # What kubewire says where kube would panic: the patch compares values Go cannot compare.
@@ -86,11 +87,11 @@ def apply_strategic_merge_patch(doc: dict[str, JSON], patch: bytes,
 def _decode_patch(patch: bytes) -> JSON:
     # strategicPatchObject: kjson.UnmarshalStrict into map[string]interface{}; NewBadRequest(err)
     try:
-        body = _decode_body(patch)
+        body = decode_patch_body(patch)
     except BadRequest as exc:
         raise BadRequest(exc.message.removeprefix("error decoding patch: ")) from None
     if body is not None and not isinstance(body, dict):
-        raise BadRequest(f"json: cannot unmarshal {_go_kind(body)} into Go value of type "
+        raise BadRequest(f"json: cannot unmarshal {go_json_kind(body)} into Go value of type "
                          f"{_MAP_TYPE}")
     return body
 
@@ -140,26 +141,8 @@ def _go_fmt(value: JSON, verb: str = "v") -> str:
     if value is None:
         return "<nil>" if verb == "v" else "%!s(<nil>)"
     text = ("true" if value else "false") if isinstance(value, bool) else (
-        str(value) if isinstance(value, int) else _go_float(value))
+        str(value) if isinstance(value, int) else go_float(value))
     return text if verb == "v" else f"%!s({_go_type(value)}={text})"
-
-
-def _go_float(value: float) -> str:
-    """``strconv.FormatFloat(f, 'g', -1, 64)``: shortest digits, exponent from 1e+06."""
-    sign, digits, exp = Decimal(repr(value)).normalize().as_tuple()
-    text = "".join(map(str, digits))
-    point = len(text) + int(exp)
-    if text == "0":
-        body = "0"
-    elif point - 1 < -4 or point - 1 >= 6:
-        mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
-        body = f"{mantissa}e{'-' if point - 1 < 0 else '+'}{abs(point - 1):02d}"
-    elif point <= 0:
-        body = "0." + "0" * -point + text
-    else:
-        body = text[:point] + "0" * (point - len(text)) + (
-            "." + text[point:] if point < len(text) else "")
-    return ("-" if sign else "") + body
 
 
 def _go_equal(a: JSON, b: JSON) -> bool:
@@ -260,18 +243,18 @@ def _merge_key(original: dict[str, JSON], key: str, value: JSON, node: TypeNode 
 
 def _take(original: dict[str, JSON], key: str, value: JSON) -> None:
     # discardNullValuesFromPatch then removeDirectives (kubernetes#107705, #117568).
-    kept = _without_directives(_without_nulls(value))
+    kept = _without_directives(without_nulls(value))
     if kept is _DROP:
         original.pop(key, None)
     else:
         original[key] = kept
 
 
-def _without_nulls(value: JSON) -> JSON:
+def without_nulls(value: JSON) -> JSON:
     if isinstance(value, dict):
-        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
     if isinstance(value, list):
-        return [_without_nulls(v) for v in value]
+        return [without_nulls(v) for v in value]
     return value
 
 
@@ -574,4 +557,4 @@ def _interleave(server_only: list[JSON], listed: list[JSON], server_order: list[
     return out
 
 
-__all__ = ["PANIC_MESSAGE", "UNMERGEABLE_MESSAGE", "apply_strategic_merge_patch"]
+__all__ = ["PANIC_MESSAGE", "UNMERGEABLE_MESSAGE", "apply_strategic_merge_patch", "without_nulls"]

@@ -22,6 +22,7 @@ from typing import Any
 
 import msgspec
 
+from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.server.tables import (
     TableRequest,
@@ -33,7 +34,6 @@ from kubewire.storage.cached import event_line
 
 log = logging.getLogger(__name__)
 
-JSON = Any
 _decode_object = msgspec.json.Decoder(dict[str, Any]).decode
 _encode = msgspec.json.Encoder().encode
 _TABLE_EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})

@@ -11,12 +11,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
+from kubewire.json_types import JSON
 from kubewire.label_selectors import label_selector_from_match
 from kubewire.selector_error import SelectorError
+from kubewire.times import format_time, parse_time_or_none
 
-JSON = Any
 Cell = str | int | float | bool | None
 """One table cell: kube sends strings, integers, numbers, booleans or null."""
 
@@ -27,17 +27,6 @@ LIST_LIMIT = 3  # printers.go shows three hosts, ports or endpoints, then "+ N m
 
 
 # -- time ------------------------------------------------------------------------------------
-
-def parse_time(value: JSON) -> datetime | None:
-    """An RFC 3339 ``Time``/``MicroTime``, or None for missing, empty or malformed values."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
 
 def human_duration(delta: timedelta) -> str:
     """``duration.HumanDuration``: ``45s``, ``5m3s``, ``3h10m``, ``2d4h``, ``400d``, ``3y20d``."""
@@ -79,7 +68,7 @@ def _human_days(hours: int) -> str:
 
 def since(value: JSON, now: datetime) -> str:
     """``translateTimestampSince``: the age of a timestamp, ``<unknown>`` when it is unset."""
-    when = parse_time(value)
+    when = parse_time_or_none(value)
     return UNKNOWN if when is None else human_duration(now - when)
 
 
@@ -89,8 +78,7 @@ def age(value: JSON, now: datetime) -> Cell:
 
 def rfc3339(value: JSON, now: datetime) -> Cell:
     """The default table's ``Created At``: the timestamp in UTC, second precision."""
-    when = parse_time(value) or datetime(1, 1, 1, tzinfo=UTC)
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(parse_time_or_none(value) or datetime(1, 1, 1, tzinfo=UTC))
 
 
 # -- generic ---------------------------------------------------------------------------------

@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any
 
+from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.server import table_cells as cells
 from kubewire.server import table_kind_cells as kinds
@@ -26,7 +26,6 @@ from kubewire.server import table_pod_cells as pods
 from kubewire.server.table_cells import Cell, get_path
 from kubewire.server.table_jsonpath import crd_cell
 
-JSON = Any
 CellFormatter = Callable[[JSON, datetime], Cell]
 
 

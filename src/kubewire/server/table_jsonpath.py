@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any
 
 import msgspec
 
-from kubewire.go_print import go_float as _go_print_float
-from kubewire.server.table_cells import Cell, human_duration, parse_time
+from kubewire.go_text import go_float as go_text_float
+from kubewire.json_types import JSON
+from kubewire.server.table_cells import Cell, human_duration
+from kubewire.times import parse_time_or_none
 
-JSON = Any
 _STEP = re.compile(
     r"""\.([^.\[]+)"""  # .field
     r"""|\[\*\]|\[(-?\d+)\]"""  # [*] and [N]
@@ -81,9 +81,9 @@ def go_text(value: JSON) -> str | None:
 
 
 def go_float(value: float) -> str:
-    """Go's ``%v`` of a float64 (``kubewire.go_print.go_float``), except that negative zero
+    """Go's ``%v`` of a float64 (``kubewire.go_text.go_float``), except that negative zero
     prints ``0`` here as it always has."""
-    return "0" if value == 0 else _go_print_float(value)
+    return "0" if value == 0 else go_text_float(value)
 
 
 def crd_cell(column_type: str, obj: JSON, path: str, now: datetime) -> Cell:
@@ -108,6 +108,6 @@ def _typed_cell(column_type: str, value: JSON, now: datetime) -> Cell:
     if column_type == "boolean" and isinstance(value, bool):
         return value
     if column_type == "date" and isinstance(value, str):
-        when = parse_time(value)
+        when = parse_time_or_none(value)
         return "<invalid>" if when is None else human_duration(now - when)
     return None

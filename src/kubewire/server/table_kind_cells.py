@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from kubewire.json_types import JSON
 from kubewire.server.table_cells import (
-    JSON,
     LIST_LIMIT,
     NONE,
     UNKNOWN,
@@ -21,9 +21,9 @@ from kubewire.server.table_cells import (
     as_str,
     dicts,
     list_with_more,
-    parse_time,
     since,
 )
+from kubewire.times import parse_time_or_none
 
 NODE_ROLE_PREFIX = "node-role.kubernetes.io/"
 NODE_ROLE_LABEL = "kubernetes.io/role"
@@ -173,7 +173,7 @@ def _event_field(event: dict[str, JSON], v1_name: str, core_name: str) -> JSON:
 def event_first_seen(obj: JSON, now: datetime) -> Cell:
     event = as_dict(obj)
     first = _event_field(event, "deprecatedFirstTimestamp", "firstTimestamp")
-    if parse_time(first) is None:
+    if parse_time_or_none(first) is None:
         return since(event.get("eventTime"), now)
     return since(first, now)
 
@@ -184,7 +184,7 @@ def event_last_seen(obj: JSON, now: datetime) -> Cell:
     if isinstance(series, dict):
         return since(series.get("lastObservedTime"), now)
     last = _event_field(event, "deprecatedLastTimestamp", "lastTimestamp")
-    return since(last, now) if parse_time(last) is not None else event_first_seen(obj, now)
+    return since(last, now) if parse_time_or_none(last) is not None else event_first_seen(obj, now)
 
 
 def event_count(obj: JSON, now: datetime) -> Cell:

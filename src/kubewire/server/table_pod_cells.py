@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from kubewire.json_types import JSON
 from kubewire.server.table_cells import (
-    JSON,
     NONE,
     Cell,
     as_dict,
@@ -19,8 +19,8 @@ from kubewire.server.table_cells import (
     as_str,
     dicts,
     human_duration,
-    parse_time,
 )
+from kubewire.times import parse_time_or_none
 
 _TERMINAL_PHASES = ("Succeeded", "Failed")
 NODE_LOST_REASON = "NodeLost"  # pkg/util/node NodeUnreachablePodReason
@@ -47,7 +47,7 @@ class PodSummary:
 def _later(current: datetime | None, status: dict[str, JSON]) -> datetime | None:
     """The later of ``current`` and this container's last termination."""
     terminated = as_dict(as_dict(status.get("lastState")).get("terminated"))
-    finished = parse_time(terminated.get("finishedAt")) if terminated else None
+    finished = parse_time_or_none(terminated.get("finishedAt")) if terminated else None
     if finished is None or (current is not None and finished <= current):
         return current
     return finished

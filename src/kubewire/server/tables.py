@@ -21,15 +21,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
+from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.server.encoding import negotiate_json, with_type_meta
 from kubewire.server.query_params import Query, first_value
 from kubewire.server.table_columns import column_definitions, row_cells, row_conditions
 from kubewire.status import BadRequest, aggregate_messages, invalid
 
-JSON = Any
 IncludeObject = Literal["None", "Metadata", "Object"]
 TableVersion = Literal["v1", "v1beta1"]
 META_GROUP = "meta.k8s.io"

@@ -26,8 +26,7 @@ from kubewire.server.options import ListOptions
 from kubewire.server.routes import Route
 from kubewire.server.table_sink import TableSink
 from kubewire.server.tables import negotiate_output
-from kubewire.storage.cache import WatchStart
-from kubewire.storage.cached import WatchFilter
+from kubewire.storage.cached import WatchFilter, WatchStart
 from kubewire.storage.watcher import Sink
 
 WATCH_HEADERS = [("Content-Type", "application/json")]

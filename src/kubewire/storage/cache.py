@@ -34,14 +34,21 @@ import contextlib
 import logging
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any, cast
+from typing import Any
 
 import msgspec
 
 from kubewire.resources import Registry, Resource
 from kubewire.status import StatusError, too_large_resource_version, too_old_resource_version
 from kubewire.storage.base import Change, ChangeType, CompactedError, Store
-from kubewire.storage.cached import CachedEvent, CachedObject, WatchFilter, event_line
+from kubewire.storage.cached import (
+    CachedEvent,
+    CachedObject,
+    HistoryRing,
+    WatchFilter,
+    WatchStart,
+    event_line,
+)
 from kubewire.storage.version_view import VersionView
 from kubewire.storage.watcher import (
     PUMP_BATCH_BYTES,
@@ -63,57 +70,6 @@ REPLAY_PAGE_BYTES = 1 << 20
 REPLAY_FIRST_PAGE = 16
 REPLAY_SLICE_BYTES = 64 * 1024
 FRESHNESS_WAIT_S = 3.0  # kube's blockTimeout for "not older than" reads (watch_cache.go)
-
-
-class HistoryRing:
-    """Fixed-capacity ring of events; ``start``/``end`` are ever-growing sequence numbers."""
-
-    __slots__ = ("_buf", "capacity", "end", "floor_rev", "start")
-
-    def __init__(self, capacity: int, floor_rev: int) -> None:
-        self.capacity = capacity
-        self._buf: list[CachedEvent | None] = [None] * capacity
-        self.start = 0
-        self.end = 0
-        # Every change of this kind with revision > floor_rev is in the ring.
-        self.floor_rev = floor_rev
-
-    def append(self, event: CachedEvent) -> None:
-        if self.end - self.start == self.capacity:
-            evicted = self._buf[self.start % self.capacity]
-            assert evicted is not None
-            self.floor_rev = evicted.revision
-            self.start += 1
-        self._buf[self.end % self.capacity] = event
-        self.end += 1
-
-    def get(self, seq: int) -> CachedEvent:
-        event = self._buf[seq % self.capacity]
-        assert event is not None
-        return event
-
-    def slice(self, begin: int, stop: int) -> list[CachedEvent]:
-        begin, stop = max(begin, self.start), min(stop, self.end)
-        if begin >= stop:
-            return []
-        first = begin % self.capacity
-        last = first + (stop - begin)
-        # every slot between start and end holds an event
-        buf = cast(list[CachedEvent], self._buf)
-        if last <= self.capacity:
-            return buf[first:last]
-        return buf[first:] + buf[:last - self.capacity]
-
-    def seq_after(self, revision: int) -> int:
-        """The first sequence number whose event revision is > ``revision``."""
-        lo, hi = self.start, self.end
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self.get(mid).revision <= revision:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
 
 
 class WatchCache:
@@ -483,15 +439,6 @@ def _slices(changes: list[Change], max_bytes: int) -> list[list[Change]]:
         out[-1].append(change)
         size += _change_bytes(change)
     return out
-
-
-class WatchStart(msgspec.Struct, frozen=True, kw_only=True):
-    """Where a watch begins: after ``revision``, optionally with a synthetic initial state."""
-
-    revision: int
-    initial_events: bool = False
-    bookmarks: bool = False
-    timeout_s: float | None = None
 
 
 def error_event(err: StatusError) -> bytes:

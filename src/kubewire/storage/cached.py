@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -224,3 +224,65 @@ def list_blueprint(resource: Resource) -> str:
     empty = b'{"kind":"%b","apiVersion":"%b","metadata":{},"items":null}\n' % (
         resource.list_kind.encode(), resource.api_version.encode())
     return base64.b64encode(empty).decode()
+
+
+# --- the cache's history and where a watch starts (shared by cache and watcher) -------
+
+class WatchStart(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a watch begins: after ``revision``, optionally with a synthetic initial state."""
+
+    revision: int
+    initial_events: bool = False
+    bookmarks: bool = False
+    timeout_s: float | None = None
+
+
+class HistoryRing:
+    """Fixed-capacity ring of events; ``start``/``end`` are ever-growing sequence numbers."""
+
+    __slots__ = ("_buf", "capacity", "end", "floor_rev", "start")
+
+    def __init__(self, capacity: int, floor_rev: int) -> None:
+        self.capacity = capacity
+        self._buf: list[CachedEvent | None] = [None] * capacity
+        self.start = 0
+        self.end = 0
+        # Every change of this kind with revision > floor_rev is in the ring.
+        self.floor_rev = floor_rev
+
+    def append(self, event: CachedEvent) -> None:
+        if self.end - self.start == self.capacity:
+            evicted = self._buf[self.start % self.capacity]
+            assert evicted is not None
+            self.floor_rev = evicted.revision
+            self.start += 1
+        self._buf[self.end % self.capacity] = event
+        self.end += 1
+
+    def get(self, seq: int) -> CachedEvent:
+        event = self._buf[seq % self.capacity]
+        assert event is not None
+        return event
+
+    def slice(self, begin: int, stop: int) -> list[CachedEvent]:
+        begin, stop = max(begin, self.start), min(stop, self.end)
+        if begin >= stop:
+            return []
+        first = begin % self.capacity
+        last = first + (stop - begin)
+        # every slot between start and end holds an event
+        buf = cast(list[CachedEvent], self._buf)
+        if last <= self.capacity:
+            return buf[first:last]
+        return buf[first:] + buf[:last - self.capacity]
+
+    def seq_after(self, revision: int) -> int:
+        """The first sequence number whose event revision is > ``revision``."""
+        lo, hi = self.start, self.end
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.get(mid).revision <= revision:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo

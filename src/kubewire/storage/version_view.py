@@ -12,14 +12,25 @@ once per version for every watcher of it.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from kubewire.resources import Resource
-from kubewire.storage.cached import CachedObject, WatchFilter
+from kubewire.storage.cached import CachedObject, WatchFilter, WatchStart
 from kubewire.storage.watcher import Sink, Watcher
 
-if TYPE_CHECKING:
-    from kubewire.storage.cache import WatchCache, WatchStart
+
+class StoredCache(Protocol):
+    """What a view reads of the stored kind's cache (``WatchCache``), declared here so that the
+    view depends on this, not on the cache module that builds views."""
+
+    resource: Resource
+    last_change_rev: int
+
+    def get(self, key: str) -> CachedObject | None: ...
+
+    def scan(self, prefix: str, start: str = "") -> list[CachedObject]: ...
+
+    async def watch(self, sink: Sink, watch_filter: WatchFilter, start: WatchStart) -> Watcher: ...
 
 
 class VersionView:
@@ -27,7 +38,7 @@ class VersionView:
 
     __slots__ = ("cache", "resource")
 
-    def __init__(self, cache: WatchCache, resource: Resource) -> None:
+    def __init__(self, cache: StoredCache, resource: Resource) -> None:
         if resource.is_stored_version or resource.id != cache.resource.id:
             raise ValueError(f"{resource.api_version} {resource.kind} is not another version "
                              f"of {cache.resource.api_version} {cache.resource.kind}")

@@ -26,13 +26,18 @@ import asyncio
 import enum
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
-from kubewire.storage.cached import ADDED, WatchFilter, bookmark_line, event_line
+from kubewire.resources import Resource
+from kubewire.storage.cached import (
+    ADDED,
+    CachedObject,
+    HistoryRing,
+    WatchFilter,
+    bookmark_line,
+    event_line,
+)
 from kubewire.storage.deadlines import Deadline, call_later
-
-if TYPE_CHECKING:
-    from kubewire.storage.cache import WatchCache
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -70,6 +75,28 @@ class State(enum.Enum):
     CLOSED = "closed"
 
 
+class WatchSource(Protocol):
+    """What a watcher needs of the cache it reads (``WatchCache``): its history ring, the
+    snapshot walk, and the sets that say where the watcher stands. Declared here so that the
+    watcher depends on this, not on the cache module that creates watchers."""
+
+    resource: Resource
+    ring: HistoryRing
+    lagging: set[Watcher]
+    events_sent: int
+
+    def start_walk(self, watcher: Watcher, snapshot_rev: int) -> None: ...
+
+    def end_walk(self, watcher: Watcher) -> None: ...
+
+    def snapshot_page(self, prefix: str, after: str, snapshot_rev: int,
+                      version: Resource | None) -> tuple[list[CachedObject], str | None]: ...
+
+    def attach_live(self, watcher: Watcher) -> None: ...
+
+    def detach(self, watcher: Watcher) -> None: ...
+
+
 class Watcher:
     """A cursor plus a filter; see the module docstring for the states."""
 
@@ -77,7 +104,7 @@ class Watcher:
                  "bookmarks", "cache", "cursor", "deadline", "filter", "key", "next_bookmark",
                  "progress_rev", "sink", "start_rev", "state")
 
-    def __init__(self, cache: WatchCache, sink: Sink, watch_filter: WatchFilter,
+    def __init__(self, cache: WatchSource, sink: Sink, watch_filter: WatchFilter,
                  start_rev: int, bookmarks: bool) -> None:
         self.cache = cache
         self.sink = sink
