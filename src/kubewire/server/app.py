@@ -169,11 +169,15 @@ class APIServer:
         except BadRequest as err:
             info.code = err.code
             return status_response(err)
+        # kube's deadline starts when the request is received: reading the body took part of it,
+        # and a request whose time is up before its handler starts is not served at all
+        left_s = timeout_s - (asyncio.get_running_loop().time() - request.received)
+        if left_s <= 0:
+            info.code = 504
+            return status_response(deadline_exceeded())
         task = asyncio.current_task()
         assert task is not None
         expiry = _Expiry(task)
-        # kube's deadline starts when the request is received: reading the body took part of it
-        left_s = timeout_s - (asyncio.get_running_loop().time() - request.received)
         deadline = deadlines.call_later(left_s, expiry)  # ~0.7 µs; asyncio.timeout ~3.7
         try:
             return await self._answer(request, info, route)
