@@ -135,7 +135,8 @@ def new_requirement(key: str, op: Operator, values: Iterable[str], *, key_path: 
 
 
 _SPECIAL = frozenset("=!(),<>")
-_VALUE_KINDS = frozenset({"id", "in", "notin"})  # in a value list keywords are identifiers
+_VALUE_KINDS = frozenset({"id", "in", "notin"})
+_CLOSE, _COMMA = (")", ")"), (",", ",")  # in a value list keywords are identifiers
 _SYMBOLS = frozenset({"=", "==", "!=", "!", "(", ")", ",", "<", ">"})
 _KEYWORDS = frozenset({"in", "notin"})
 _EOS, _ID = "end", "id"
@@ -261,20 +262,32 @@ class _LabelParser:
             return [""]
         if kind not in (_ID, ","):
             raise SelectorError(f"found '{literal}', expected: ',', ')' or identifier")
+        plain = self.plain_values()
+        if plain is not None:
+            return plain
         values = self.identifiers()
         if self.take()[0] != ")":
             raise SelectorError(f"found '{literal}', expected: ')'")
         return values
 
+    def plain_values(self) -> list[str] | None:
+        """``a,b,c)``, the usual set, read with list operations (a selector may hold tens of
+        thousands of values); the closing ``)`` is taken. None, taking nothing, for anything
+        else (empty entries, errors): ``identifiers`` reads those as Go does."""
+        tokens, pos = self.tokens, self.pos
+        try:
+            end = tokens.index(_CLOSE, pos)
+        except ValueError:
+            return None
+        values, commas = tokens[pos:end:2], tokens[pos + 1:end:2]
+        if (end - pos) % 2 != 1 or any(comma != _COMMA for comma in commas) \
+                or not {kind for kind, _ in values} <= _VALUE_KINDS:
+            return None
+        self.pos = end + 1
+        return [literal for _, literal in values]
+
     def identifiers(self) -> list[str]:
         values: list[str] = []
-        # ``a,b,c``: the long run of plain values, without the general loop's peeks
-        tokens, pos = self.tokens, self.pos
-        while pos + 2 < len(tokens) and tokens[pos + 1][0] == "," and \
-                tokens[pos][0] in _VALUE_KINDS and tokens[pos + 2][0] in _VALUE_KINDS:
-            values.append(tokens[pos][1])
-            pos += 2
-        self.pos = pos
         while True:
             kind, literal = self.take()
             if kind == _ID:

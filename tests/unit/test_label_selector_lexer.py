@@ -4,11 +4,13 @@ the end of input), and a selector of tens of thousands of values parses as a sho
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubewire.label_selectors import _lex, parse_label_selector
+from kubewire.label_selectors import _LabelParser, _lex, parse_label_selector
 from kubewire.selector_error import SelectorError
 
 PIECES = st.sampled_from(["a", "b", "in", "notin", "(", ")", ",", " ", "\t", "\n", "x-_.1", ""])
@@ -25,3 +27,27 @@ def test_a_long_value_set_parses_whole_and_checks_each_value() -> None:
     assert selector.requirements[0].values == tuple(sorted(values))
     with pytest.raises(SelectorError, match='Invalid value: "-bad"'):
         parse_label_selector(f"app in ({','.join([*values, '-bad'])})")
+
+
+VALUE_PIECES = st.sampled_from(["a", "b", "in", "notin", ",", " ", "(", ")", "-x", "", "c1"])
+
+
+@given(st.lists(VALUE_PIECES, max_size=20).map("".join))
+def test_plain_value_sets_parse_as_the_general_loop_does(values: str) -> None:
+    """``plain_values`` (list operations) and ``identifiers`` (Go's loop) agree on every set."""
+    text = f"k in ({values}),z"
+
+    def outcome(parse: Callable[[str], object]) -> str:
+        try:
+            return f"ok {parse(text)}"
+        except SelectorError as exc:
+            return f"error {exc}"
+
+    fast = outcome(parse_label_selector)
+    original = _LabelParser.plain_values
+    try:
+        _LabelParser.plain_values = lambda self: None  # type: ignore[method-assign]
+        slow = outcome(parse_label_selector)
+    finally:
+        _LabelParser.plain_values = original  # type: ignore[method-assign]
+    assert fast == slow
