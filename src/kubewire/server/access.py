@@ -30,8 +30,7 @@ from kubewire.server.authn import (
 from kubewire.server.authz import Attributes, Authorizer, forbidden, load_policy_file
 from kubewire.server.context import ServerConfig
 from kubewire.server.http import Request
-from kubewire.server.query_params import optional_bool
-from kubewire.server.routes import Route
+from kubewire.server.routes import Route, is_watch
 from kubewire.server.websocket import BearerProtocolError, bearer_token
 from kubewire.status import Unauthorized
 
@@ -201,17 +200,13 @@ def user_text(user: UserInfo) -> str:
 
 
 def resource_verb(request: Request, route: Route) -> str:
-    """requestinfo.go ``NewRequestInfo``: a GET without a name is ``watch`` when the ``watch``
-    parameter reads true as the list options read it (``parse_bool``: anything but ``0`` and
-    ``false``, even empty), else ``list``; one with a name stays ``get`` whatever ``watch`` says
-    (the handler answers the object); the legacy ``/watch/`` prefix is ``watch``."""
+    """requestinfo.go ``NewRequestInfo``: a GET is ``watch`` when it is served as one
+    (``is_watch``), else ``list`` of a collection and ``get`` of an object."""
     method = request.method
     if method in ("GET", "HEAD"):
-        if route.watch_path:
+        if is_watch(method, route, request.query):
             return "watch"
-        if not route.is_collection:
-            return "get"
-        return "watch" if optional_bool(request.query, "watch") else "list"
+        return "list" if route.is_collection else "get"
     if method == "DELETE":
         return "deletecollection" if route.is_collection else "delete"
     return _WRITE_VERBS.get(method, method.lower())

@@ -17,8 +17,8 @@ Pure: the server (``app.py``) applies the deadline.
 from __future__ import annotations
 
 from kubewire.go_text import parse_go_duration
-from kubewire.server.query_params import Query, first_value, optional_bool
-from kubewire.server.routes import GroupVersionPath, Route
+from kubewire.server.query_params import Query, first_value
+from kubewire.server.routes import GroupVersionPath, Route, is_watch
 from kubewire.status import BadRequest, Timeout
 
 LONG_RUNNING_SUBRESOURCES = frozenset({"attach", "exec", "proxy", "log", "portforward"})
@@ -34,11 +34,7 @@ def is_long_running(method: str, route: Route | GroupVersionPath | None, query: 
     """
     if not isinstance(route, Route):
         return False
-    if route.subresource in LONG_RUNNING_SUBRESOURCES:
-        return True
-    if method not in ("GET", "HEAD"):
-        return False
-    return route.watch_path or (route.is_collection and bool(optional_bool(query, "watch")))
+    return route.subresource in LONG_RUNNING_SUBRESOURCES or is_watch(method, route, query)
 
 
 def request_timeout_s(query: Query, maximum_s: float) -> float:

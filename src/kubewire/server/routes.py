@@ -2,7 +2,8 @@
 
 Pure: a path in, a ``Route`` (or None) out. The registry decides what exists; URL shapes follow
 kube-apiserver's installer (``/api/v1``, ``/apis/<group>/<version>``, the deprecated ``/watch/``
-prefix, namespaced and all-namespaces collections; watch-protocol.md §1.1).
+prefix, namespaced and all-namespaces collections; watch-protocol.md §1.1). ``is_watch`` says
+whether a request on a route is served as a watch.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kubewire.resources import Registry, Resource
+from kubewire.server.query_params import Query, optional_bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,3 +77,14 @@ def _match(registry: Registry, group: str, version: str, rest: list[str],
     if sub and (sub not in resource.subresources or watch_path):
         return None
     return Route(resource, namespace, name, sub, watch_path)
+
+
+def is_watch(method: str, route: Route, query: Query) -> bool:
+    """requestinfo.go: a GET of a collection whose ``watch`` parameter reads true as the list
+    options read it (``parse_bool``: anything but ``0`` and ``false``, even empty), or any GET
+    under the legacy ``/watch/`` prefix; a GET that names an object is a ``get`` whatever its
+    ``watch`` says. The one decision: the verb (authorization, the watch limit) and the
+    deadline both ask it."""
+    if method not in ("GET", "HEAD"):
+        return False
+    return route.watch_path or (route.is_collection and bool(optional_bool(query, "watch")))
