@@ -123,6 +123,8 @@ class Access:
         """The request's user; 401 for bad credentials and for anonymous requests."""
         if self.open:
             return INSECURE_USER
+        if isinstance(request.authenticated, UserInfo):
+            return request.authenticated  # on its head, before the body (``authenticate_head``)
         authorization = request.header("authorization")
         try:
             if not authorization:
@@ -185,7 +187,7 @@ class Access:
         authenticate before any handler reads a body): raises ``Unauthorized`` as ``check``
         would, so a client without credentials is answered before it can send a body."""
         if not is_public(request.path):
-            self.user(request)
+            request.authenticated = self.user(request)
 
 
 def is_public(path: str) -> bool:

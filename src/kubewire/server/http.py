@@ -145,8 +145,8 @@ class Request:
     ``received`` is the loop time its head was read: its deadline counts from there.
     """
 
-    __slots__ = ("_conn", "_query", "_repeated", "body", "headers", "method", "path",
-                 "raw_query", "received", "stream")
+    __slots__ = ("_conn", "_query", "_repeated", "authenticated", "body", "headers", "method",
+                 "path", "raw_query", "received", "stream")
 
     def __init__(self, conn: HTTPConnection, method: str, url: bytes,
                  headers: dict[str, str], body: bytes) -> None:
@@ -156,6 +156,9 @@ class Request:
         # Set by the connection for headers that came more than once (rare).
         self._repeated: dict[str, list[str]] | None = None
         self.received = asyncio.get_running_loop().time()
+        # Who the server's head check found the request to be from (before its body was
+        # read), kept so that the request is not authenticated again once it is served.
+        self.authenticated: object = None
         self.method = method
         self.headers = headers
         self.body = body
