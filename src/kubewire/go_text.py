@@ -131,6 +131,12 @@ def go_utf8(data: bytes) -> str:
     return data.decode("utf-8", _GO_UTF8_ERRORS)
 
 
+def go_utf8_of_latin1(text: str) -> str:
+    """``go_utf8`` of the bytes ``text`` stands for, one character a byte: the HTTP layer reads
+    request heads (URLs, headers) as latin-1, and Go keeps them as bytes."""
+    return text if text.isascii() else go_utf8(text.encode("latin-1", "replace"))
+
+
 # A JSON escape: a valid surrogate pair, a lone surrogate, or any other escape (matched so that
 # an escaped backslash is consumed and the next character is not read as an escape).
 _JSON_ESCAPE = re.compile(r"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from kubewire.go_text import go_utf8
+from kubewire.go_text import go_utf8_of_latin1
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.schema import TypeNode, type_for
@@ -76,7 +76,7 @@ def default_field_manager(options: WriteOptions, user_agent: str) -> WriteOption
     if product.isascii() and product.isprintable() and len(product) <= MAX_FIELD_MANAGER_BYTES:
         return replace(options, field_manager=product)  # what the loop below keeps of it
     # The header's bytes as Go ranges over them: U+FFFD (printable) for each invalid byte.
-    product = go_utf8(product.encode("latin-1", "replace"))
+    product = go_utf8_of_latin1(product)
     name = ""
     for ch in product:
         if not ch.isprintable():

@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, unquote_to_bytes
 
 import httptools
 
-from kubewire.go_text import go_utf8
+from kubewire.go_text import go_utf8, go_utf8_of_latin1
 
 # Go's http.Server reads a head through a reader limited to MaxHeaderBytes + 4096
 # (server.go ``initialReadLimitSize``); the request line counts toward it.
@@ -67,12 +67,8 @@ def parse_query(raw_query: str) -> dict[str, list[str]]:
     if raw_query.isascii() and "%" not in raw_query:
         return parse_qs(raw_query, keep_blank_values=True)
     pairs = parse_qs(raw_query, keep_blank_values=True, encoding="latin-1")
-    return {_go_text(key): [_go_text(value) for value in values]
+    return {go_utf8_of_latin1(key): [go_utf8_of_latin1(value) for value in values]
             for key, values in pairs.items()}
-
-
-def _go_text(latin: str) -> str:
-    return latin if latin.isascii() else go_utf8(latin.encode("latin-1"))
 
 
 def has_body(headers: Mapping[str, str]) -> bool:
