@@ -32,8 +32,6 @@ from kubewire.storage.base import Retention, StorageError
 from kubewire.storage.sqlite_revision_record import RevisionLostError
 
 log = logging.getLogger("kubewire")
-# Files the server reads at start; one it refuses ends `kubewire serve` with its message.
-ConfigFileError = (AuditPolicyError, PolicyFileError, TokenFileError)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -248,9 +246,10 @@ class CannotStart(Exception):
     """Why the server could not start, in one line for its user."""
 
 
-# What a server that cannot start raises: its disk, its files, its store; anything else is a bug
-# and keeps its traceback.
-START_ERRORS = (OSError, sqlite3.Error, StorageError, *ConfigFileError)
+# What a server that cannot start raises: its disk, its store, a file it reads at start that it
+# refuses (token, policy, audit policy); anything else is a bug and keeps its traceback.
+START_ERRORS = (OSError, sqlite3.Error, StorageError, AuditPolicyError, PolicyFileError,
+                TokenFileError)
 
 
 def start_error_text(exc: BaseException, data_dir: Path) -> str:
