@@ -1,0 +1,11 @@
+"""What every test session needs before any test runs.
+
+pytest marks each installed plugin's package for assertion rewriting, anyio's too (its plugin
+is disabled with ``-p no:anyio``, but its modules are still rewritten when first imported).
+kr8s imports ``anyio._backends._asyncio`` lazily, in its first client, so the rewrite used to
+run mid-session. CPython 3.11.7's compiler (fixed in 3.11.8) can then raise "AST constructor
+recursion depth mismatch" when earlier tests recursed deeply (the decoders' nesting limits).
+Importing the backend here, at collection, rewrites it before any test runs.
+"""
+
+import anyio._backends._asyncio  # noqa: F401
