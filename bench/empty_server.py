@@ -1,4 +1,4 @@
-"""The write-path reference: kubewire's own HTTP stack (``kubewire.server.http.HTTPServer``)
+"""The write-path reference: kubewire's own HTTP stack (``kubewire.server.wire.http.HTTPServer``)
 answering every request from an empty handler, on the same event loop ``kubewire serve`` uses.
 
 POST answers 201 with a small JSON body, anything else 200 (so ``/readyz`` is ready at once).
@@ -10,7 +10,7 @@ import argparse
 import contextlib
 
 from bench.worker import new_event_loop, ready_until_signalled
-from kubewire.server.http import HTTPServer, Request, Response
+from kubewire.server.wire.http import HTTPServer, Request, Response
 
 CREATED = Response(201, b'{"kind":"Pod","apiVersion":"v1","metadata":{"name":"x"}}')
 OK = Response(200, b"ok", "text/plain; charset=utf-8")

@@ -73,7 +73,7 @@ def tls_argv(side: str, data_dir: Path) -> list[str]:
     if side == "kubewire":
         return [*kubewire_command(), "serve", "--data-dir", str(data_dir), "--port", "0",
                 "--durability", "full", "--log-level", "WARNING"]
-    from kubewire.server.pki import ensure_server_pki
+    from kubewire.server.access.pki import ensure_server_pki
 
     pki = ensure_server_pki(data_dir / "pki")
     return [*reference_argv("bench.raw_server"), "--tls-cert", str(pki.serving_cert),

@@ -116,7 +116,7 @@ def answer(path: str, head: bytes) -> tuple[bytes, bytes]:
     """``/version`` and discovery as kubewire answers them (kr8s asks first), else the list."""
     from kubewire.resources import REGISTRY
     from kubewire.server.app import version_info
-    from kubewire.server.discovery import discovery_response
+    from kubewire.server.discovery.documents import discovery_response
 
     if path.rstrip("/") == "/version":
         return msgspec.json.encode(version_info()), b"application/json"

@@ -1,7 +1,7 @@
 """Write path: creates/s over HTTP with 1, 8 and 64 concurrent clients, durable commit on.
 
 kubewire (``kubewire serve --insecure-http --durability full``: each commit group is fsynced)
-against its own HTTP stack, ``kubewire.server.http.HTTPServer``, answering every request from
+against its own HTTP stack, ``kubewire.server.wire.http.HTTPServer``, answering every request from
 an empty handler (``bench.empty_server``). One client process keeps C keep-alive connections
 each sending ~2 KB Pod creates (``generateName``) back to back for a fixed time; both servers
 get the same request bytes, interleaved per repetition.
@@ -79,7 +79,7 @@ def run(opts: WriteOptions) -> dict[str, Any]:
                         target=f">= {TARGET_RATIO}" if is_target else "",
                         met=ratio >= TARGET_RATIO if is_target else None))
     return {"name": NAME, "title": "Write path (item 3)",
-            "reference": "kubewire.server.http.HTTPServer with an empty handler",
+            "reference": "kubewire.server.wire.http.HTTPServer with an empty handler",
             "command": "python -m bench.write_path", "repeats": opts.repeats, "rows": rows,
             "notes": [f"{opts.duration_s} s of back-to-back creates per side and repetition, "
                       "durability full (fsync per commit group), one client process."]}

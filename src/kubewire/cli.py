@@ -22,12 +22,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kubewire.go_text import parse_go_duration
-from kubewire.server.allocation import DEFAULT_SERVICE_CIDR
-from kubewire.server.audit import PolicyError as AuditPolicyError
-from kubewire.server.authn import TokenFileError
-from kubewire.server.authz import PolicyFileError
+from kubewire.server.access.authn import TokenFileError
+from kubewire.server.access.authz import PolicyFileError
+from kubewire.server.allocation.rules import DEFAULT_SERVICE_CIDR
 from kubewire.server.context import DATABASE_NAME, ServerConfig
-from kubewire.server.http import Limits
+from kubewire.server.observe.audit import PolicyError as AuditPolicyError
+from kubewire.server.wire.http import Limits
 from kubewire.storage.base import Retention, StorageError
 from kubewire.storage.sqlite_revision_record import RevisionLostError
 
@@ -232,7 +232,7 @@ async def trim_heap_every(seconds: float) -> None:
 
 
 def issue_user(args: argparse.Namespace) -> None:
-    from kubewire.server.users import UserRequest, user_kubeconfig
+    from kubewire.server.access.users import UserRequest, user_kubeconfig
 
     token_file = None
     if args.token:

@@ -20,8 +20,8 @@ import kubernetes
 import pytest
 import yaml
 
-from kubewire.server import pki
-from kubewire.server.users import UserRequest, user_kubeconfig
+from kubewire.server.access import pki
+from kubewire.server.access.users import UserRequest, user_kubeconfig
 from tests.integration.harness import ServerThread
 from tests.integration.kubectl import needs_kubectl, run
 from tests.integration.wire import Reply

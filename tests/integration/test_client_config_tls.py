@@ -16,8 +16,8 @@ from kubewire.client.api import Api
 from kubewire.client.client import create_client
 from kubewire.client.errors import TransportError, Unauthorized
 from kubewire.models import Namespace
-from kubewire.server import pki
-from kubewire.server.users import add_token
+from kubewire.server.access import pki
+from kubewire.server.access.users import add_token
 from tests.integration.harness import ServerThread
 
 

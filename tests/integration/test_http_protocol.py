@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from kubewire.server.http import HTTPServer, Limits, Request, Response
+from kubewire.server.wire.http import HTTPServer, Limits, Request, Response
 
 Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from kubewire.server.http import HTTPConnection, HTTPServer, Limits, Request, Response
-from kubewire.server.http_input import HEAD_TOO_LARGE_ANSWER, REQUEST_TIMEOUT_BODY
+from kubewire.server.wire.http import HTTPConnection, HTTPServer, Limits, Request, Response
+from kubewire.server.wire.http_input import HEAD_TOO_LARGE_ANSWER, REQUEST_TIMEOUT_BODY
 from tests.integration.test_http_protocol import close, connect, read_response
 
 WAIT_S = 5.0  # bound on waiting for the server; a hang fails the test

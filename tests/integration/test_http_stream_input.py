@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from kubewire.server.http import (
+from kubewire.server.wire.http import (
     _MAX_HELD_BYTES,
     ChunkedStream,
     HTTPServer,

@@ -29,8 +29,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from kubewire.server import pki
-from kubewire.server.http import Limits
+from kubewire.server.access import pki
+from kubewire.server.wire.http import Limits
 from tests.integration.harness import ServerThread
 from tests.integration.kubectl import needs_kubectl, run
 from tests.integration.test_access import (

@@ -18,7 +18,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from kubewire.server.users import UserRequest, user_kubeconfig
+from kubewire.server.access.users import UserRequest, user_kubeconfig
 from tests.integration.harness import ServerThread
 from tests.integration.kinds import POD
 from tests.integration.wire import call, create, list_rv, watch

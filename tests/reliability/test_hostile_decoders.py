@@ -30,8 +30,17 @@ from hypothesis import strategies as st
 
 from kubewire.go_text import go_utf8
 from kubewire.server.context import ServerConfig
-from kubewire.server.protobuf import ENVELOPE_PREFIX, PROTOBUF_MEDIA_TYPE, decode_protobuf_object
-from kubewire.server.websocket import MAX_CLIENT_FRAME, FrameError, FrameReader, WebSocketStream
+from kubewire.server.wire.protobuf import (
+    ENVELOPE_PREFIX,
+    PROTOBUF_MEDIA_TYPE,
+    decode_protobuf_object,
+)
+from kubewire.server.wire.websocket import (
+    MAX_CLIENT_FRAME,
+    FrameError,
+    FrameReader,
+    WebSocketStream,
+)
 from kubewire.status import BadRequest
 from tests.integration.harness import ServerThread
 from tests.integration.kinds import CONFIG_MAP, POD

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kubewire.server.allocation import ServiceAllocator
+from kubewire.server.allocation.rules import ServiceAllocator
 from kubewire.status import InternalError, Invalid
 
 

@@ -12,10 +12,10 @@ import pytest
 
 from kubewire.resources import REGISTRY
 from kubewire.schema import TypeNode, type_for
-from kubewire.server.apply import ApplyRequest, apply_config, merge
-from kubewire.server.apply_request import ServerSideApply, decode_apply_body
-from kubewire.server.field_ownership import WriteFacts, default_field_manager, track_write
-from kubewire.server.field_paths import (
+from kubewire.server.patch.apply import ApplyRequest, apply_config, merge
+from kubewire.server.patch.apply_request import ServerSideApply, decode_apply_body
+from kubewire.server.patch.field_ownership import WriteFacts, default_field_manager, track_write
+from kubewire.server.patch.field_paths import (
     FieldSetError,
     compare,
     field_set,
@@ -23,7 +23,7 @@ from kubewire.server.field_paths import (
     parse_fields_v1,
     path_text,
 )
-from kubewire.server.managed_fields import (
+from kubewire.server.patch.managed_fields import (
     ManagedSet,
     UpdateRecord,
     cap_update_managers,
@@ -32,8 +32,8 @@ from kubewire.server.managed_fields import (
     manager_key,
     record_update,
 )
-from kubewire.server.routes import Route
-from kubewire.server.write_options import WriteOptions
+from kubewire.server.request.routes import Route
+from kubewire.server.request.write_options import WriteOptions
 from kubewire.status import BadRequest, Conflict
 
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z"

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from kubewire.server.audit import (
+from kubewire.server.access.authn import UserInfo
+from kubewire.server.access.authz import Attributes
+from kubewire.server.observe.audit import (
     AuditEvent,
     PolicyError,
     RequestConfig,
@@ -18,8 +20,6 @@ from kubewire.server.audit import (
     source_ips,
     user_agent,
 )
-from kubewire.server.authn import UserInfo
-from kubewire.server.authz import Attributes
 
 ALICE = UserInfo("alice", "", ("dev", "system:authenticated"))
 POLICY = """
@@ -165,7 +165,7 @@ def test_request_facts_as_kube_records_them() -> None:
 
 
 def test_a_policy_file_that_cannot_be_read_is_refused(tmp_path: Path) -> None:
-    from kubewire.server.audit_log import Auditor
+    from kubewire.server.observe.audit_log import Auditor
 
     with pytest.raises(PolicyError, match="failed to read file path"):
         Auditor.from_files(str(tmp_path / "audit.log"), tmp_path / "missing.yaml")

@@ -12,8 +12,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID, ObjectIdentifier
 
-from kubewire.server.authn import AUTHENTICATED, CertificateVerdict
-from kubewire.server.client_certs import (
+from kubewire.server.access.authn import AUTHENTICATED, CertificateVerdict
+from kubewire.server.access.client_certs import (
     INCOMPATIBLE_USAGE,
     UNHANDLED_CRITICAL,
     UNKNOWN_AUTHORITY,

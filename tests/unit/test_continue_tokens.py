@@ -1,4 +1,4 @@
-"""kubewire.server.continue_tokens: kube's continue-token format and rejections (§10.2)."""
+"""kubewire.server.request.continue_tokens: kube's continue-token format and rejections (§10.2)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubewire.server.continue_tokens import decode_continue, encode_continue
+from kubewire.server.request.continue_tokens import decode_continue, encode_continue
 from kubewire.status import BadRequest
 
 

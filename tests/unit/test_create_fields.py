@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kubewire.resources import REGISTRY, Resource
-from kubewire.server.field_ownership import WriteFacts, track_write
-from kubewire.server.routes import Route
-from kubewire.server.write_options import WriteOptions
+from kubewire.server.patch.field_ownership import WriteFacts, track_write
+from kubewire.server.request.routes import Route
+from kubewire.server.request.write_options import WriteOptions
 
 NOW = datetime(2026, 1, 1, 0, 1, tzinfo=UTC)
 

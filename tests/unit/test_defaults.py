@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from kubewire.resources import REGISTRY, Resource
-from kubewire.server.defaults import KIND_DEFAULTERS, apply_kind_defaults, image_tag
+from kubewire.server.writes.defaults import KIND_DEFAULTERS, apply_kind_defaults, image_tag
 
 
 def _res(resource_id: str) -> Resource:

@@ -1,4 +1,4 @@
-"""kubewire.server.delete_options: DELETE body and query options with kube's exact errors."""
+"""kubewire.server.request.delete_options: DELETE body and query options, kube's exact errors."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubewire.server.delete_options import DeleteOptions, parse_delete_options
+from kubewire.server.request.delete_options import DeleteOptions, parse_delete_options
 from kubewire.status import BadRequest, Invalid, StatusError
 
 

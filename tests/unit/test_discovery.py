@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kubewire.resources import REGISTRY, RESOURCES, Registry, Resource
-from kubewire.server.discovery import (
+from kubewire.server.discovery.documents import (
     AGGREGATED_CONTENT_TYPES,
     discovery_documents,
     discovery_response,

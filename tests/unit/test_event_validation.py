@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from kubewire.event_validation import validate_event
-from kubewire.kind_validation import validate_kind
 from kubewire.resources import REGISTRY, Resource
+from kubewire.server.writes.validation.events import validate_event
+from kubewire.server.writes.validation.kinds import validate_kind
 
 
 def served(group: str) -> Resource:

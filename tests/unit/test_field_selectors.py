@@ -1,4 +1,4 @@
-"""kubewire.field_selectors: kube-exact parsing, matching and per-kind conversion (§9.2, §9.3)."""
+"""kubewire.selectors.fields: kube-exact parsing, matching and per-kind conversion (§9.2, §9.3)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubewire.field_selectors import (
+from kubewire.resources import REGISTRY, Resource
+from kubewire.selectors.errors import SelectorError
+from kubewire.selectors.fields import (
     FieldSelector,
     convert_field_selector,
     parse_field_selector,
 )
-from kubewire.resources import REGISTRY, Resource
-from kubewire.selector_error import SelectorError
 
 
 def resource(plural: str) -> Resource:

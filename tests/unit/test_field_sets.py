@@ -1,13 +1,13 @@
-"""kubewire.field_sets: the selectable field values of objects, per kind."""
+"""kubewire.selectors.field_sets: the selectable field values of objects, per kind."""
 
 from __future__ import annotations
 
-from kubewire.field_selectors import (
+from kubewire.resources import REGISTRY, Resource
+from kubewire.selectors.field_sets import field_set
+from kubewire.selectors.fields import (
     convert_field_selector,
     parse_field_selector,
 )
-from kubewire.field_sets import field_set
-from kubewire.resources import REGISTRY, Resource
 
 
 def resource(plural: str) -> Resource:

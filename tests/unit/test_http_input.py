@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubewire.server.http_input import (
+from kubewire.server.wire.http_input import (
     BodyBudget,
     InvalidTarget,
     expects_continue,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kubewire.server.authn import UserInfo
-from kubewire.server.authz import Attributes, forbidden
-from kubewire.server.impersonation import (
+from kubewire.server.access.authn import UserInfo
+from kubewire.server.access.authz import Attributes, forbidden
+from kubewire.server.access.impersonation import (
     Wanted,
     consumed_headers,
     impersonated_user,

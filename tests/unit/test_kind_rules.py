@@ -6,17 +6,21 @@ from typing import Any
 
 import pytest
 
-from kubewire.apps_validation import go_int_or_string, go_label_selector, go_string_map
-from kubewire.config_validation import config_key_problems
-from kubewire.discovery_validation import validate_endpoint_slice
-from kubewire.node_validation import finalizer_problems
-from kubewire.pod_validation import (
+from kubewire.quantity import parse_quantity
+from kubewire.resources import REGISTRY, Resource
+from kubewire.server.writes.validation.apps import (
+    go_int_or_string,
+    go_label_selector,
+    go_string_map,
+)
+from kubewire.server.writes.validation.config import config_key_problems
+from kubewire.server.writes.validation.discovery import validate_endpoint_slice
+from kubewire.server.writes.validation.node import finalizer_problems
+from kubewire.server.writes.validation.pod import (
     port_name_problems,
     validate_pod,
     validate_pod_spec,
 )
-from kubewire.quantity import parse_quantity
-from kubewire.resources import REGISTRY, Resource
 
 POD = REGISTRY.lookup("", "v1", "pods")
 SLICES = REGISTRY.lookup("discovery.k8s.io", "v1", "endpointslices")

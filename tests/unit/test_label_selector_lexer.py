@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubewire.label_selectors import _LabelParser, _lex, parse_label_selector
-from kubewire.selector_error import SelectorError
+from kubewire.selectors.errors import SelectorError
+from kubewire.selectors.labels import _LabelParser, _lex, parse_label_selector
 
 PIECES = st.sampled_from(["a", "b", "in", "notin", "(", ")", ",", " ", "\t", "\n", "x-_.1", ""])
 

@@ -1,4 +1,4 @@
-"""kubewire.label_selectors: kube-exact parsing, matching and metav1.LabelSelector (§9.1)."""
+"""kubewire.selectors.labels: kube-exact parsing, matching and metav1.LabelSelector (§9.1)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubewire.label_selectors import (
+from kubewire.selectors.errors import SelectorError
+from kubewire.selectors.labels import (
     LabelSelector,
     Operator,
     format_label_selector,
     label_selector_from_match,
     parse_label_selector,
 )
-from kubewire.selector_error import SelectorError
 
 QNAME_REGEX = ("(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
                "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")

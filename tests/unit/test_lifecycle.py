@@ -13,7 +13,7 @@ import pytest
 
 from kubewire.quantity import parse_quantity
 from kubewire.resources import REGISTRY, Resource
-from kubewire.server.lifecycle import (
+from kubewire.server.writes.lifecycle import (
     CreateContext,
     DeleteRequest,
     UpdateContext,

@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 
 from kubewire.resources import REGISTRY, Registry
-from kubewire.server.openapi import (
+from kubewire.server.discovery.openapi import (
     OpenAPIDocuments,
     build_document,
     documents_for,
     encode_document,
     openapi_response,
 )
-from kubewire.server.routes import Route, parse_route
+from kubewire.server.request.routes import Route, parse_route
 
 DOCS = documents_for(REGISTRY)
 GV_PATHS = [f"apis/{g}/{v}" if g else f"api/{v}" for g, v in REGISTRY.group_versions()]

@@ -1,4 +1,4 @@
-"""kubewire.server.options: list/watch and get options with kube's exact errors."""
+"""kubewire.server.request.options: list/watch and get options with kube's exact errors."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kubewire.resources import REGISTRY, Resource
-from kubewire.server.continue_tokens import encode_continue
-from kubewire.server.options import ListOptions, parse_get_options, parse_list_options
+from kubewire.server.request.continue_tokens import encode_continue
+from kubewire.server.request.options import ListOptions, parse_get_options, parse_list_options
 from kubewire.status import BadRequest, Invalid, StatusError
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubewire.server.patch import (
+from kubewire.server.patch.json_patch import (
     MAX_JSON_PATCH_OPERATIONS,
     PATCH_REJECTED_MESSAGE,
     apply_json_patch,

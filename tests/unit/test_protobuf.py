@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubewire.resources import REGISTRY
-from kubewire.server import protobuf
-from kubewire.server.protobuf import (
+from kubewire.server.wire import protobuf
+from kubewire.server.wire.protobuf import (
     ENVELOPE_PREFIX,
     FieldFact,
     decode_protobuf_object,

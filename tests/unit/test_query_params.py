@@ -1,10 +1,10 @@
-"""kubewire.server.query_params: query parameters decoded as kube's url.Values conversions."""
+"""kubewire.server.request.query_params: query parameters decoded as kube's url.Values does."""
 
 from __future__ import annotations
 
 import pytest
 
-from kubewire.server.query_params import parse_bool
+from kubewire.server.request.query_params import parse_bool
 
 # --- bool parsing (§1.2) ----------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kubewire.resources import REGISTRY
-from kubewire.server.routes import GroupVersionPath, Route, parse_route
+from kubewire.server.request.routes import GroupVersionPath, Route, parse_route
 
 
 def route(path: str) -> Route:

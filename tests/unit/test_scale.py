@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubewire.server.scale import apply_scale, scale_from_deployment
+from kubewire.server.writes.scale import apply_scale, scale_from_deployment
 from kubewire.status import BadRequest, Conflict, Invalid
 
 DEPLOYMENT: dict[str, Any] = {

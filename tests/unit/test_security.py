@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kubewire.server import pki
-from kubewire.server.access import TLSFiles, server_ssl_context
-from kubewire.server.authn import (
+from kubewire.server.access import pki
+from kubewire.server.access.authn import (
     ANONYMOUS_USER,
     AUTHENTICATED,
     CREDENTIAL_ID_KEY,
@@ -22,14 +21,15 @@ from kubewire.server.authn import (
     UserInfo,
     parse_token_file,
 )
-from kubewire.server.authz import (
+from kubewire.server.access.authz import (
     Attributes,
     Authorizer,
     PolicyFileError,
     forbidden,
     parse_policy_file,
 )
-from kubewire.server.client_certs import ClientCertificates
+from kubewire.server.access.chain import TLSFiles, server_ssl_context
+from kubewire.server.access.client_certs import ClientCertificates
 
 # --- pki ---------------------------------------------------------------------------------------
 

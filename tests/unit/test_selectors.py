@@ -1,15 +1,12 @@
-"""kubewire.selectors: the module callers import selectors from re-exports the split modules."""
+"""kubewire.selectors: the package callers import selectors from re-exports its modules."""
 
 from __future__ import annotations
 
-from kubewire import (
-    field_selectors,
-    field_sets,
-    go_text,
-    label_selectors,
-    selector_error,
-    selectors,
-)
+from kubewire import go_text, selectors
+from kubewire.selectors import errors as selector_error
+from kubewire.selectors import field_sets
+from kubewire.selectors import fields as field_selectors
+from kubewire.selectors import labels as label_selectors
 
 HOMES = {
     "FieldRequirement": field_selectors, "FieldSelector": field_selectors,

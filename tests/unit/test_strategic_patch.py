@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubewire.resources import REGISTRY, Resource
-from kubewire.server.patch import PATCH_REJECTED_MESSAGE
-from kubewire.server.strategic_patch import (
+from kubewire.server.patch.json_patch import PATCH_REJECTED_MESSAGE
+from kubewire.server.patch.strategic import (
     PANIC_MESSAGE,
     UNMERGEABLE_MESSAGE,
     apply_strategic_merge_patch,

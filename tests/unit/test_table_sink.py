@@ -8,10 +8,10 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from kubewire.server.table_bodies import TableEventLines, list_table_body, object_table_body
-from kubewire.server.table_columns import column_definitions
-from kubewire.server.table_sink import TableSink
-from kubewire.server.tables import TableRequest
+from kubewire.server.tables.bodies import TableEventLines, list_table_body, object_table_body
+from kubewire.server.tables.columns import column_definitions
+from kubewire.server.tables.output import TableRequest
+from kubewire.server.tables.sink import TableSink
 from kubewire.storage.cached import WatchStart
 from kubewire.storage.sqlite import SQLiteStore
 from tests.unit.test_watch_cache import PODS, everything, pod, write_pod

@@ -9,11 +9,10 @@ import msgspec
 import pytest
 
 from kubewire.resources import REGISTRY, Resource
-from kubewire.server.encoding import negotiate_json
-from kubewire.server.table_cells import human_duration
-from kubewire.server.table_columns import PRINTERS, column_definitions, printer_for, row_cells
-from kubewire.server.table_jsonpath import find_results, go_float
-from kubewire.server.tables import (
+from kubewire.server.tables.cells import human_duration
+from kubewire.server.tables.columns import PRINTERS, column_definitions, printer_for, row_cells
+from kubewire.server.tables.jsonpath import find_results, go_float
+from kubewire.server.tables.output import (
     IncludeObject,
     NegotiatedTable,
     TableRequest,
@@ -25,6 +24,7 @@ from kubewire.server.tables import (
     table_for_object,
     table_request,
 )
+from kubewire.server.wire.encoding import negotiate_json
 from kubewire.status import BadRequest, NotAcceptable
 
 NOW = datetime(2025, 3, 10, 12, 0, 0, tzinfo=UTC)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from kubewire import cli
-from kubewire.server.access import TLSFiles, server_ssl_context
-from kubewire.server.pki import ensure_server_pki
+from kubewire.server.access.chain import TLSFiles, server_ssl_context
+from kubewire.server.access.pki import ensure_server_pki
 
 
 def test_server_context_sends_no_session_tickets_and_keeps_its_security(tmp_path: Path) -> None:

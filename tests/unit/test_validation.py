@@ -1,4 +1,4 @@
-"""Object-metadata validation (kubewire.validation): kube-apiserver's exact messages."""
+"""Object-metadata validation (kubewire.server.writes.validation.meta): kube's exact messages."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 
 from kubewire.resources import REGISTRY, Resource
-from kubewire.status import invalid_object
-from kubewire.validation import (
+from kubewire.server.writes.validation.meta import (
     name_problems,
     pod_name_warnings,
     validate_name,
     validate_object_meta,
 )
+from kubewire.status import invalid_object
 
 
 def _resource(kind: str) -> Resource:

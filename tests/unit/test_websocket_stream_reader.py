@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubewire.server.websocket import (
+from kubewire.server.wire.websocket import (
     CLIENT_BURST_BYTES,
     CLIENT_BYTES_PER_S,
     CLOSE_PROTOCOL_ERROR,

@@ -18,8 +18,8 @@ from kubewire.go_text import go_utf8
 from kubewire.schema import validate as schema_validate
 from kubewire.schema.go_time_encoding import _ZERO, encode_go_time, encode_times, go_time_instant
 from kubewire.schema.go_types import go_type_of
-from kubewire.server.field_ownership import default_field_manager
-from kubewire.server.write_options import MAX_FIELD_MANAGER_BYTES, WriteOptions
+from kubewire.server.patch.field_ownership import default_field_manager
+from kubewire.server.request.write_options import MAX_FIELD_MANAGER_BYTES, WriteOptions
 
 
 def _long_way(text: str, micro: bool) -> str | None:

@@ -1,4 +1,4 @@
-"""kubewire.server.write_options: create/update/patch/apply options with kube's exact errors."""
+"""kubewire.server.request.write_options: create/update/patch/apply options, kube's errors."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kubewire.server.write_options import WriteOptions, parse_write_options
+from kubewire.server.request.write_options import WriteOptions, parse_write_options
 from kubewire.status import Invalid
 
 

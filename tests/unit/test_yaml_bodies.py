@@ -1,4 +1,4 @@
-"""kubewire.server.yaml_bodies: YAML bodies read as sigs.k8s.io/yaml over go-yaml v2 reads them.
+"""kubewire.server.wire.yaml_bodies: YAML bodies read as sigs.k8s.io/yaml (go-yaml v2) reads them.
 
 Expected texts and accept/refuse outcomes are go-yaml's (decode.go, readerc.go of the
 goyaml.v2 fork kube v1.32 vendors).
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubewire.server.yaml_bodies import (
+from kubewire.server.wire.yaml_bodies import (
     EXCESSIVE_ALIASING,
     YAMLBodyError,
     allowed_alias_ratio,

@@ -17,35 +17,36 @@ from typing import TYPE_CHECKING
 
 from kubewire import __version__
 from kubewire.resources import REGISTRY
-from kubewire.server import reads, writes
-from kubewire.server.access import (
+from kubewire.server.access.authn import ANONYMOUS_USER, UserInfo
+from kubewire.server.access.chain import (
     Access,
     is_public,
     resource_verb,
     server_ssl_context,
     tls_files,
 )
-from kubewire.server.authn import ANONYMOUS_USER, UserInfo
+from kubewire.server.access.kubeconfig import Credentials, kubeconfig_text, server_url
 from kubewire.server.context import DATABASE_NAME, ServerConfig, ServerContext
-from kubewire.server.controllers import Controllers
-from kubewire.server.discovery import discovery_response
-from kubewire.server.encoding import json_response, status_response
-from kubewire.server.http import HTTPServer, Request, Response
-from kubewire.server.kubeconfig import Credentials, kubeconfig_text, server_url
-from kubewire.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
-from kubewire.server.observer import Observer, RequestInfo, TooManyInFlight
-from kubewire.server.openapi import openapi_response
-from kubewire.server.options import parse_get_options, parse_list_options
-from kubewire.server.request_timeout import (
+from kubewire.server.controllers.deletion import Controllers
+from kubewire.server.discovery.documents import discovery_response
+from kubewire.server.discovery.openapi import openapi_response
+from kubewire.server.observe.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from kubewire.server.observe.per_request import Observer, RequestInfo, TooManyInFlight
+from kubewire.server.reads import get_list as reads
+from kubewire.server.reads.watch import serve_watch
+from kubewire.server.request.options import parse_get_options, parse_list_options
+from kubewire.server.request.routes import GroupVersionPath, Route, parse_route
+from kubewire.server.request.timeout import (
     deadline_exceeded,
     is_long_running,
     request_timeout_s,
 )
-from kubewire.server.routes import GroupVersionPath, Route, parse_route
-from kubewire.server.scale_subresource import serve_scale
-from kubewire.server.tables import negotiate_output
-from kubewire.server.watch import serve_watch
-from kubewire.server.websocket import HandshakeError
+from kubewire.server.tables.output import negotiate_output
+from kubewire.server.wire.encoding import json_response, status_response
+from kubewire.server.wire.http import HTTPServer, Request, Response
+from kubewire.server.wire.websocket import HandshakeError
+from kubewire.server.writes import create_update as writes
+from kubewire.server.writes.scale_subresource import serve_scale
 from kubewire.status import (
     BadRequest,
     MethodNotAllowed,
@@ -61,7 +62,7 @@ from kubewire.storage.cache import WatchCaches
 from kubewire.storage.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
-    from kubewire.server.audit_log import Auditor
+    from kubewire.server.observe.audit_log import Auditor
 
 log = logging.getLogger(__name__)
 
@@ -340,7 +341,7 @@ class APIServer:
 def _auditor(config: ServerConfig) -> Auditor | None:
     if config.audit_log_path is None and config.audit_policy_file is None:
         return None  # the audit modules stay unimported
-    from kubewire.server.audit_log import Auditor
+    from kubewire.server.observe.audit_log import Auditor
 
     return Auditor.from_files(config.audit_log_path, config.audit_policy_file)
 

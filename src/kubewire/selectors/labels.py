@@ -1,0 +1,391 @@
+"""Label selectors: parsing, matching and canonical form (apimachinery pkg/labels/selector.go).
+
+The parser follows kube-apiserver v1.32 byte for byte, error texts included, because clients
+match on them (watch-protocol.md §9.1). Selectors are immutable values; ``matches`` runs per event
+per watcher. Every parse or construction failure raises ``SelectorError`` with kube's exact text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from kubewire.go_text import go_quote, int64_or_none
+from kubewire.json_types import JSON
+from kubewire.names import is_qualified_name, is_valid_label_value
+from kubewire.selectors.errors import SelectorError
+
+
+class Operator(StrEnum):
+    """``selection.Operator`` values."""
+
+    IN = "in"
+    NOT_IN = "notin"
+    EQUALS = "="
+    DOUBLE_EQUALS = "=="
+    NOT_EQUALS = "!="
+    EXISTS = "exists"
+    DOES_NOT_EXIST = "!"
+    GREATER_THAN = "gt"
+    LESS_THAN = "lt"
+
+
+_SYMBOL = {Operator.EQUALS: "=", Operator.DOUBLE_EQUALS: "==", Operator.NOT_EQUALS: "!=",
+           Operator.IN: " in ", Operator.NOT_IN: " notin ", Operator.GREATER_THAN: ">",
+           Operator.LESS_THAN: "<"}
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One ANDed term of a label selector; ``values`` are sorted and de-duplicated."""
+
+    key: str
+    operator: Operator
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """kube's ``Requirement.Matches``: ``!=``/``notin`` also match a missing key."""
+        op = self.operator
+        value = labels.get(self.key)
+        if op is Operator.EXISTS or op is Operator.DOES_NOT_EXIST:
+            return (value is not None) is (op is Operator.EXISTS)
+        if op is Operator.NOT_EQUALS or op is Operator.NOT_IN:
+            return value is None or value not in self.values
+        if value is None:
+            return False
+        if op is Operator.GREATER_THAN or op is Operator.LESS_THAN:
+            have, want = int64_or_none(value), int64_or_none(self.values[0])
+            if have is None or want is None:
+                return False
+            return have > want if op is Operator.GREATER_THAN else have < want
+        return value in self.values
+
+    def __str__(self) -> str:
+        if self.operator is Operator.EXISTS:
+            return self.key
+        if self.operator is Operator.DOES_NOT_EXIST:
+            return "!" + self.key
+        values = ",".join(self.values)
+        if self.operator in (Operator.IN, Operator.NOT_IN):
+            values = f"({values})"
+        return self.key + _SYMBOL[self.operator] + values
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """An immutable label selector: requirements sorted by key, all ANDed."""
+
+    requirements: tuple[Requirement, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.requirements
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """True when every requirement holds; the empty selector matches everything."""
+        return all(req.matches(labels) for req in self.requirements)
+
+    def __str__(self) -> str:
+        """Canonical form, as ``Selector.String()``: ``app=web,tier in (a,b)``."""
+        return ",".join(str(req) for req in self.requirements)
+
+
+# Every value of a set valid at once: one regex pass over them all (a selector may hold tens of
+# thousands), the per-value check only to name the ones that are not.
+_VALID_VALUES = re.compile(
+    r"(?:(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\n)*")
+
+
+def _all_valid_values(values: tuple[str, ...]) -> bool:
+    return (len(values) > 8 and all(v.isascii() for v in values)
+            and _VALID_VALUES.fullmatch("\n".join(values) + "\n") is not None)
+
+
+def new_requirement(key: str, op: Operator, values: Iterable[str], *, key_path: str = "key"
+                    ) -> Requirement:
+    """``labels.NewRequirement`` with a nil field path; raises SelectorError with kube's text."""
+    vals = tuple(sorted(set(values)))
+    errs: list[str] = []
+    key_errs = is_qualified_name(key)
+    if key_errs:
+        errs.append(f"{key_path}: Invalid value: {go_quote(key)}: {'; '.join(key_errs)}")
+    if op in (Operator.IN, Operator.NOT_IN) and not vals:
+        errs.append("values: Invalid value: []string{}: for 'in', 'notin' operators, "
+                    "values set can't be empty")
+    if op in (Operator.EXISTS, Operator.DOES_NOT_EXIST) and vals:
+        shown = ", ".join(go_quote(v) for v in vals)
+        errs.append(f"values: Invalid value: []string{{{shown}}}: values set must be empty for "
+                    "exists and does not exist")
+    if op in (Operator.GREATER_THAN, Operator.LESS_THAN):
+        errs.extend(f"values[{i}]: Invalid value: {go_quote(v)}: for 'Gt', 'Lt' operators, the "
+                    "value must be an integer" for i, v in enumerate(vals)
+                    if int64_or_none(v) is None)
+    valid = _all_valid_values(vals)
+    for i, v in enumerate(vals):
+        value_errs = [] if valid else is_valid_label_value(v)
+        if value_errs:
+            errs.append(f"values[{i}][{key}]: Invalid value: {go_quote(v)}: "
+                        + "; ".join(value_errs))
+    if errs:
+        unique = list(dict.fromkeys(errs))
+        raise SelectorError(unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]")
+    return Requirement(key, op, vals)
+
+
+_SPECIAL = frozenset("=!(),<>")
+_VALUE_KINDS = frozenset({"id", "in", "notin"})
+_CLOSE, _COMMA = (")", ")"), (",", ",")  # in a value list keywords are identifiers
+_SYMBOLS = frozenset({"=", "==", "!=", "!", "(", ")", ",", "<", ">"})
+_KEYWORDS = frozenset({"in", "notin"})
+_EOS, _ID = "end", "id"
+# Tokens are found by ``re`` rather than char by char (a selector can be as long as a request
+# head, 1 MiB, and the loop must not stall on it): all at once by ``_PLAIN`` when there is no
+# symbol whose Go scanning rules need ``_scan_symbol``, else whitespace and a one-character
+# symbol or an identifier at a time by ``_SIMPLE_TOKEN``.
+_NEEDS_SCAN = re.compile(r"[=!<>\0]")
+_PLAIN = re.compile(r"[(),]|[^(), \t\r\n]+")
+_ONE_CHAR = frozenset("(),")
+_SIMPLE_TOKEN = re.compile(r"[ \t\r\n]*(?:([(),])|([^=!(),<> \t\r\n\0]+))?")
+_OPERATOR_TOKENS = {"in": Operator.IN, "notin": Operator.NOT_IN, "=": Operator.EQUALS,
+                    "==": Operator.DOUBLE_EQUALS, "!=": Operator.NOT_EQUALS,
+                    ">": Operator.GREATER_THAN, "<": Operator.LESS_THAN}
+Token = tuple[str, str]  # (kind, literal); kind is a symbol, a keyword, _ID or _EOS
+
+
+def _scan_symbol(text: str, pos: int) -> tuple[Token, int]:
+    # Lexer.scanSpecialSymbol: extend greedily while the buffer is still a known operator.
+    buf, last = "", ""
+    while pos < len(text):
+        ch = text[pos]
+        pos += 1
+        if ch == "\0":
+            break
+        if ch not in _SPECIAL:
+            pos -= 1
+            break
+        buf += ch
+        if buf in _SYMBOLS:
+            last = buf
+        elif last:
+            pos -= 1
+            break
+    if not last:
+        return ("error", f"error expected: keyword found '{buf}'"), pos
+    return (last, last), pos
+
+
+def _lex(text: str) -> list[Token]:
+    """``labels.Lexer``: Go reads a NUL byte exactly like the end of input."""
+    if not _NEEDS_SCAN.search(text):  # no "=", "!", "<", ">" or NUL: one findall does it
+        tokens = [(part, part) if part in _ONE_CHAR else
+                  (part if part in _KEYWORDS else _ID, part) for part in _PLAIN.findall(text)]
+        tokens.append((_EOS, ""))
+        return tokens
+    tokens = []
+    pos, end = 0, len(text)
+    simple = _SIMPLE_TOKEN.match
+    while True:
+        found = simple(text, pos)  # never None: every part of the pattern may be empty
+        assert found is not None
+        pos = found.end()
+        symbol, literal = found.group(1, 2)
+        if symbol:  # "(", ")" or ",": never the start of a longer symbol
+            tokens.append((symbol, symbol))
+            continue
+        if literal:
+            if pos < end and text[pos] == "\0":
+                pos += 1  # scanIDOrKeyword swallows the NUL that ends an identifier
+            tokens.append((literal if literal in _KEYWORDS else _ID, literal))
+            continue
+        if pos >= end or text[pos] == "\0":
+            tokens.append((_EOS, ""))
+            return tokens
+        token, pos = _scan_symbol(text, pos)  # "=", "!=", "<"...: Go's longest-symbol rules
+        tokens.append(token)
+
+
+class _LabelParser:
+    """``labels.Parser``: recursive descent over the scanned tokens, kube's messages."""
+
+    def __init__(self, text: str) -> None:
+        self.tokens = _lex(text)
+        self.pos = 0
+
+    def peek(self, values: bool = True) -> Token:
+        tokens = self.tokens
+        kind, literal = tokens[self.pos] if self.pos < len(tokens) else tokens[-1]
+        # In value context "in"/"notin" are plain identifiers (`x in (in)` is legal).
+        return (_ID if values and kind in _KEYWORDS else kind), literal
+
+    def take(self, values: bool = True) -> Token:
+        token = self.peek(values)
+        self.pos += 1
+        return token
+
+    def requirement(self) -> Requirement:
+        key, op = self.key_and_operator()
+        if op is None:
+            token = self.take(values=False)
+            op = _OPERATOR_TOKENS.get(token[0])
+            if op is None:
+                raise SelectorError(f"found '{token[1]}', expected: in, notin, =, ==, !=, gt, lt")
+            values = self.set_values() if op in (Operator.IN, Operator.NOT_IN) \
+                else self.exact_value()
+        else:
+            values = []
+        return new_requirement(key, op, values)
+
+    def key_and_operator(self) -> tuple[str, Operator | None]:
+        kind, literal = self.take()
+        op = None
+        if kind == "!":
+            op = Operator.DOES_NOT_EXIST
+            kind, literal = self.take()
+        if kind != _ID:
+            raise SelectorError(f"found '{literal}', expected: identifier")
+        errs = is_qualified_name(literal)
+        if errs:  # validated with the parser's nil field path, hence kube's literal "<nil>"
+            raise SelectorError(f"<nil>: Invalid value: {go_quote(literal)}: {'; '.join(errs)}")
+        if op is None and self.peek()[0] in (_EOS, ","):
+            op = Operator.EXISTS
+        return literal, op
+
+    def set_values(self) -> list[str]:
+        kind, literal = self.take()
+        if kind != "(":
+            raise SelectorError(f"found '{literal}' expected: '('")
+        kind, literal = self.peek()
+        if kind == ")":
+            self.take()
+            return [""]
+        if kind not in (_ID, ","):
+            raise SelectorError(f"found '{literal}', expected: ',', ')' or identifier")
+        plain = self.plain_values()
+        if plain is not None:
+            return plain
+        values = self.identifiers()
+        if self.take()[0] != ")":
+            raise SelectorError(f"found '{literal}', expected: ')'")
+        return values
+
+    def plain_values(self) -> list[str] | None:
+        """``a,b,c)``, the usual set, read with list operations (a selector may hold tens of
+        thousands of values); the closing ``)`` is taken. None, taking nothing, for anything
+        else (empty entries, errors): ``identifiers`` reads those as Go does."""
+        tokens, pos = self.tokens, self.pos
+        try:
+            end = tokens.index(_CLOSE, pos)
+        except ValueError:
+            return None
+        values, commas = tokens[pos:end:2], tokens[pos + 1:end:2]
+        if (end - pos) % 2 != 1 or any(comma != _COMMA for comma in commas) \
+                or not {kind for kind, _ in values} <= _VALUE_KINDS:
+            return None
+        self.pos = end + 1
+        return [literal for _, literal in values]
+
+    def identifiers(self) -> list[str]:
+        values: list[str] = []
+        while True:
+            kind, literal = self.take()
+            if kind == _ID:
+                values.append(literal)
+                after, after_literal = self.peek()
+                if after == ")":
+                    return values
+                if after != ",":
+                    raise SelectorError(f"found '{after_literal}', expected: ',' or ')'")
+            elif kind == ",":
+                # Empty entries ("(,a)", "(a,)", "(a,,b)") stand for the empty value.
+                after = self.peek()[0]
+                if not values or after in (")", ","):
+                    values.append("")
+                if after == ")":
+                    return values
+                if after == ",":
+                    self.take()
+            else:
+                raise SelectorError(f"found '{literal}', expected: ',', or identifier")
+
+    def exact_value(self) -> list[str]:
+        if self.peek()[0] in (_EOS, ","):
+            return [""]
+        kind, literal = self.take()
+        if kind != _ID:
+            raise SelectorError(f"found '{literal}', expected: identifier")
+        return [literal]
+
+
+def parse_label_selector(text: str) -> LabelSelector:
+    """Parse a ``labelSelector`` query value (watch-protocol.md §9.1, ``labels.Parse``).
+
+    Guarantees: the result is sorted by key (stable), ``""`` gives the empty selector, and
+    ``parse_label_selector(str(sel)) == sel``. Raises SelectorError with kube's exact message.
+    """
+    parser = _LabelParser(text)
+    requirements: list[Requirement] = []
+    while True:
+        kind, literal = parser.peek()
+        if kind == _EOS:
+            break
+        if kind not in (_ID, "!"):
+            raise SelectorError(f"found '{literal}', expected: !, identifier, or 'end of string'")
+        try:
+            requirements.append(parser.requirement())
+        except SelectorError as exc:
+            raise SelectorError(f"unable to parse requirement: {exc.message}") from None
+        kind, literal = parser.take()
+        if kind == _EOS:
+            break
+        if kind != ",":
+            raise SelectorError(f"found '{literal}', expected: ',' or 'end of string'")
+        kind, literal = parser.peek()
+        if kind not in (_ID, "!"):
+            raise SelectorError(f"found '{literal}', expected: identifier after ','")
+    requirements.sort(key=lambda req: req.key)
+    return LabelSelector(tuple(requirements))
+
+
+_MATCH_OPERATORS = {"In": Operator.IN, "NotIn": Operator.NOT_IN, "Exists": Operator.EXISTS,
+                    "DoesNotExist": Operator.DOES_NOT_EXIST}
+
+
+def label_selector_from_match(sel: Mapping[str, JSON]) -> LabelSelector:
+    """A ``metav1.LabelSelector`` dict as a selector (``metav1.LabelSelectorAsSelector``).
+
+    ``{}`` selects everything. Raises SelectorError with kube's text for invalid keys, values or
+    operators, and for fields of the wrong JSON type.
+    """
+    labels = sel.get("matchLabels") or {}
+    expressions = sel.get("matchExpressions") or []
+    if not isinstance(labels, Mapping) or not isinstance(expressions, list):
+        raise SelectorError("matchLabels must be an object and matchExpressions a list")
+    requirements = []
+    for key, value in sorted(labels.items()):
+        if not isinstance(value, str):
+            raise SelectorError(f"matchLabels[{key}] must be a string")
+        requirements.append(new_requirement(key, Operator.EQUALS, (value,)))
+    for expr in expressions:
+        expr = expr if isinstance(expr, Mapping) else {}
+        key, name, values = expr.get("key", ""), expr.get("operator", ""), expr.get("values") or []
+        op = _MATCH_OPERATORS.get(name) if isinstance(name, str) else None
+        if op is None:
+            raise SelectorError(f"{go_quote(str(name))} is not a valid label selector operator")
+        if not isinstance(key, str) or not isinstance(values, list) \
+                or not all(isinstance(v, str) for v in values):
+            raise SelectorError("matchExpressions entries need a string key and string values")
+        requirements.append(new_requirement(key, op, values))
+    requirements.sort(key=lambda req: req.key)
+    return LabelSelector(tuple(requirements))
+
+
+def format_label_selector(sel: Mapping[str, JSON]) -> str:
+    """The query-string form of a ``metav1.LabelSelector`` dict, e.g. ``app=web``.
+
+    Unlike ``metav1.FormatLabelSelector`` an empty selector gives ``""`` (not ``<none>``) and an
+    invalid one raises SelectorError (not ``<error>``): this feeds ``labelSelector=`` and
+    Scale ``status.selector``, which kube fills from ``selector.String()``.
+    """
+    return str(label_selector_from_match(sel))

@@ -1,0 +1,9 @@
+"""Who is asking and whether they may: authentication, impersonation, authorization, identities.
+
+``authn`` (bearer tokens, client certificates, anonymous), ``client_certs`` (certificates
+accepted at the handshake, verified per request), ``impersonation``, ``authz`` (ABAC files and
+always-allow), and ``chain``, which runs them in kube's filter order and sets up TLS. ``pki``,
+``users`` and ``kubeconfig`` make the certificates, tokens and kubeconfigs of a data directory.
+It may import the wire, ``request`` (routes, for authorization attributes), ``context`` and the
+shared core. RBAC and service-account tokens belong here.
+"""

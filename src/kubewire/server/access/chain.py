@@ -1,0 +1,228 @@
+"""Who may do what, per request: TLS set-up, authentication, impersonation, authorization.
+
+The order is kube-apiserver's filter chain: authenticate (401), then (the app audits here)
+impersonate (``impersonation.py``: 400, or 403 for each part the requester may not
+impersonate), then authorize the user the request runs as (403).
+
+Request attributes follow kube-apiserver's ``RequestInfoFactory``: a resource request's verb
+comes from the method and the path (``list`` becomes ``watch`` with ``watch=true`` or under
+``/watch/``; DELETE on a collection is ``deletecollection``); any other path is a non-resource
+request whose verb is the lower-cased method. ``/healthz``, ``/livez``, ``/readyz`` and
+``/version`` are open to anyone; every other path needs credentials (401 without).
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from kubewire.server.access import impersonation
+from kubewire.server.access.authn import (
+    ANONYMOUS_USER,
+    Authenticator,
+    InvalidCredentials,
+    TokenFile,
+    UserInfo,
+)
+from kubewire.server.access.authz import Attributes, Authorizer, forbidden, load_policy_file
+from kubewire.server.context import ServerConfig
+from kubewire.server.request.routes import Route, is_watch
+from kubewire.server.wire.http import Request
+from kubewire.server.wire.websocket import BearerProtocolError, bearer_token
+from kubewire.status import Unauthorized
+
+if TYPE_CHECKING:
+    from kubewire.server.access.client_certs import ClientCertificates
+    from kubewire.server.access.pki import ServerPKI
+
+log = logging.getLogger(__name__)
+
+PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
+_WRITE_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
+INSECURE_USER = UserInfo("kubewire-insecure", "", ("system:masters", "system:authenticated"))
+
+
+def token_file_path(config: ServerConfig) -> Path:
+    """``--token-auth-file``, else ``DIR/tokens.csv`` (where ``kubewire user --token`` writes)."""
+    return config.token_auth_file or config.data_dir / "tokens.csv"
+
+
+@dataclass(frozen=True, slots=True)
+class TLSFiles:
+    cert: Path
+    key: Path
+    client_ca: Path
+    pki: ServerPKI | None  # set when kubewire made the certificates itself
+
+
+def tls_files(config: ServerConfig) -> TLSFiles:
+    """The serving pair and client CA: the user's own files, or ones made in ``DIR/pki``."""
+    from kubewire.server.access.pki import ensure_server_pki  # cryptography: only when serving TLS
+
+    made = ensure_server_pki(config.data_dir / "pki", config.tls_sans)
+    if config.tls_cert_file and config.tls_key_file:
+        return TLSFiles(config.tls_cert_file, config.tls_key_file,
+                        config.client_ca_file or made.ca_cert, made)
+    return TLSFiles(made.serving_cert, made.serving_key, config.client_ca_file or made.ca_cert,
+                    made)
+
+
+def server_ssl_context(files: TLSFiles) -> ssl.SSLContext:
+    """TLS 1.2+; client certificates asked for and never required, and any accepted in the
+    handshake, as Go's ``tls.RequestClientCert``: each request verifies its connection's
+    certificate (``client_certs.py``), so a bad one costs that credential, not the connection.
+
+    No TLS 1.3 session tickets: OpenSSL makes and sends two after every handshake. Kubernetes
+    clients keep their connections open and do not resume sessions, so the work is wasted, and
+    with glibc's default malloc settings it left ~8 KB more of each idle connection resident
+    (``python -m bench.idle_memory --only tls``; see ``cli.mmap_tls_read_buffers``). TLS 1.2
+    tickets stay: they keep no state in the server, while without them OpenSSL would keep each
+    TLS 1.2 session in its server-side cache.
+    """
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(files.cert, files.key)
+    ctx.load_verify_locations(files.client_ca)
+    ctx.set_alpn_protocols(["http/1.1"])
+    ctx.num_tickets = 0
+    from kubewire.server.access.client_certs import request_client_certificates
+
+    request_client_certificates(ctx)  # last: it checks the context's settings
+    return ctx
+
+
+class Decisions(Protocol):
+    """What ``Access.admit`` reports as it decides (an audit record records it)."""
+
+    def impersonated(self, user: UserInfo) -> None: ...
+
+    def authorized(self, allowed: bool, reason: str) -> None: ...
+
+
+class Access:
+    """Authenticates and authorizes each request; ``open`` when serving insecure HTTP alone."""
+
+    def __init__(self, config: ServerConfig, tls: TLSFiles | None = None) -> None:
+        tokens = TokenFile(token_file_path(config))
+        policies = (load_policy_file(config.authorization_policy_file)
+                    if config.authorization_policy_file else None)
+        self.authenticator = Authenticator(tokens)
+        self.client_certs: ClientCertificates | None = None
+        if tls is not None:
+            from kubewire.server.access.client_certs import ClientCertificates
+
+            self.client_certs = ClientCertificates.from_file(tls.client_ca)
+        self.authorizer = Authorizer(policies)
+        # --insecure-http without a token file: a local sandbox where everyone is admin.
+        self.open = config.insecure_http and not config.token_auth_file
+
+    def user(self, request: Request) -> UserInfo:
+        """The request's user; 401 for bad credentials and for anonymous requests."""
+        if self.open:
+            return INSECURE_USER
+        if isinstance(request.authenticated, UserInfo):
+            return request.authenticated  # on its head, before the body (``authenticate_head``)
+        authorization = request.header("authorization")
+        try:
+            if not authorization:
+                token = bearer_token(request.headers)  # a browser's WebSocket carries it here
+                authorization = f"Bearer {token}" if token else ""
+            certificate = (self.client_certs.verdict(request.extra("ssl_object"))
+                           if self.client_certs is not None else None)
+            user = self.authenticator.authenticate(authorization, certificate)
+        except (InvalidCredentials, BearerProtocolError) as err:
+            log.debug("Unable to authenticate the request: %s", err)
+            raise Unauthorized("Unauthorized") from None
+        if user is ANONYMOUS_USER:
+            raise Unauthorized("Unauthorized")
+        return user
+
+    def check(self, request: Request, route: Route | None) -> UserInfo | None:
+        """Raise the Status a request must get before it is served; None for public paths.
+
+        Returns the user the request runs as (the impersonated one, if it impersonates)."""
+        if is_public(request.path):
+            return None
+        return self.admit(request, route, self.user(request))
+
+    def admit(self, request: Request, route: Route | None, requestor: UserInfo,
+              decisions: Decisions | None = None) -> UserInfo:
+        """Impersonation, then authorization, for an authenticated ``requestor`` (kube's
+        filter order): the user the request runs as, or the Status it gets. ``decisions``
+        hears of each outcome (the audit record)."""
+        user = self.impersonate(request, requestor)
+        if decisions is not None and user is not requestor:
+            decisions.impersonated(user)
+        if user is not INSECURE_USER:
+            attrs = attributes(user, request, route)
+            allowed, reason = self.authorizer.authorize(attrs)
+            if decisions is not None:
+                decisions.authorized(allowed, reason)
+            if not allowed:
+                raise forbidden(attrs, reason)
+        return user
+
+    def impersonate(self, request: Request, requestor: UserInfo) -> UserInfo:
+        """The user ``Impersonate-*`` headers ask for, each part authorized for ``requestor``
+        (``impersonation.py``); ``requestor`` itself when there are none. The headers are
+        dropped afterwards, as kube does."""
+        if not impersonation.is_requested(request.headers):
+            return requestor
+        wanted = impersonation.wanted(list(request.headers), request.header_values)
+        for item in wanted:
+            attrs = item.attributes(requestor)
+            allowed, reason = self.authorizer.authorize(attrs)
+            if not allowed:
+                raise forbidden(attrs, reason)
+        request.drop_headers(impersonation.consumed_headers(list(request.headers)))
+        user = impersonation.impersonated_user(wanted)
+        log.debug("%s is impersonating %s", user_text(requestor), user_text(user))
+        return user
+
+    def authenticate_head(self, request: Request) -> None:
+        """Authentication alone, on a request's head before its body is read (kube's filters
+        authenticate before any handler reads a body): raises ``Unauthorized`` as ``check``
+        would, so a client without credentials is answered before it can send a body."""
+        if not is_public(request.path):
+            request.authenticated = self.user(request)
+
+
+def is_public(path: str) -> bool:
+    """Open to anyone, without credentials (kube's public-info paths)."""
+    return path in PUBLIC_PATHS or path.rstrip("/") in PUBLIC_PATHS
+
+
+def user_text(user: UserInfo) -> str:
+    """kube's ``userString`` for its log: ``name[group,...]``."""
+    name = user.name or "<empty>"
+    return f"{name}[{','.join(user.groups)}]" if user.groups else name
+
+
+def resource_verb(request: Request, route: Route) -> str:
+    """requestinfo.go ``NewRequestInfo``: a GET is ``watch`` when it is served as one
+    (``is_watch``), else ``list`` of a collection and ``get`` of an object."""
+    method = request.method
+    if method in ("GET", "HEAD"):
+        if is_watch(method, route, request.query):
+            return "watch"
+        return "list" if route.is_collection else "get"
+    if method == "DELETE":
+        return "deletecollection" if route.is_collection else "delete"
+    return _WRITE_VERBS.get(method, method.lower())
+
+
+def attributes(user: UserInfo, request: Request, route: Route | None) -> Attributes:
+    if route is None:
+        verb = "get" if request.method == "HEAD" else request.method.lower()
+        return Attributes(user=user, verb=verb, path=request.path)
+    resource = route.resource
+    namespace = route.namespace
+    if resource.kind == "Namespace" and route.name:
+        namespace = route.name  # kube: a namespace's own requests are in that namespace
+    return Attributes(user=user, verb=resource_verb(request, route), path=request.path,
+                      resource_request=True, namespace=namespace, api_group=resource.group,
+                      api_version=resource.version, resource=resource.plural,
+                      subresource=route.subresource, name=route.name)

@@ -1,0 +1,167 @@
+"""Per-request bookkeeping around the handlers: admission limits and metrics.
+
+- Requests in flight are bounded as kube-apiserver's max-in-flight filter does: read-only and
+  mutating requests separately, long-running ones (watches) not at all, ``system:masters`` never;
+  over the bound the answer is kube's plain-text 429 with ``Retry-After: 1``.
+- Watches are bounded per user (kubewire's own limit: one client cannot hold every socket); over
+  it the answer is a 429 ``Status``.
+- Each finished request is counted and timed with kube-apiserver's metric names and labels.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter as Tally
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kubewire.resources import Resource
+from kubewire.server.access.authn import UserInfo
+from kubewire.server.context import ServerConfig, ServerContext
+from kubewire.server.observe.metrics import LiveSources, Sample, ServerMetrics
+from kubewire.server.request.routes import Route
+from kubewire.server.wire.http import Request, Response
+from kubewire.status import StatusError, TooManyRequests
+from kubewire.storage.cache import WatchCache
+
+if TYPE_CHECKING:
+    from kubewire.server.observe.audit_log import AuditRecord
+
+MASTERS = "system:masters"
+MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_REPORTED_VERBS = {"list": "LIST", "watch": "WATCH", "get": "GET", "create": "POST",
+                   "update": "PUT", "patch": "PATCH", "delete": "DELETE",
+                   "deletecollection": "DELETE"}
+
+
+@dataclass(slots=True)
+class RequestInfo:
+    """What routing learned about a request, for limits, metrics and the audit log."""
+
+    route: Route | None = None
+    user: UserInfo | None = None  # who the request runs as (the impersonated user, if any)
+    verb: str = ""
+    code: int = 0
+    error: StatusError | None = None  # the Status answered, if the request failed with one
+    audit: AuditRecord | None = None  # set only when the request is audited
+
+
+class TooManyInFlight(Exception):
+    """maxinflight.go ``tooManyRequests``: plain text, not a Status."""
+
+    def response(self) -> Response:
+        return Response(429, b"Too many requests, please try again later.\n",
+                        "text/plain; charset=utf-8", [("Retry-After", "1")])
+
+
+class Observer:
+    def __init__(self, ctx: ServerContext, config: ServerConfig) -> None:
+        self.ctx = ctx
+        self.limits = config.limits
+        self.in_flight = {"readOnly": 0, "mutating": 0}
+        self.watches: Tally[str] = Tally()
+        self.metrics = ServerMetrics(LiveSources(
+            watchers=self._watchers, objects=self._objects, inflight=self._inflight,
+            events_sent=self._events_sent, terminated=self._terminated))
+
+    # --- admission ---------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def admit(self, request: Request, info: RequestInfo) -> Iterator[None]:
+        if info.user is not None and MASTERS in info.user.groups:
+            yield  # maxinflight.go: the privileged group is never throttled
+            return
+        if info.verb == "watch":
+            self._admit_watch(info)
+            try:
+                yield
+            finally:
+                self._track_watch(request, info)
+            return
+        kind = "mutating" if request.method in MUTATING else "readOnly"
+        limit = (self.limits.max_mutating_requests_inflight if kind == "mutating"
+                 else self.limits.max_requests_inflight)
+        if limit and self.in_flight[kind] >= limit:
+            raise TooManyInFlight
+        self.in_flight[kind] += 1
+        try:
+            yield
+        finally:
+            self.in_flight[kind] -= 1
+
+    def _admit_watch(self, info: RequestInfo) -> None:
+        limit = self.limits.max_watches_per_user
+        name = info.user.name if info.user else ""
+        if limit and self.watches[name] >= limit:
+            raise TooManyRequests(f"too many watches open for user {name!r}: the limit is "
+                                  f"{limit}", {"retryAfterSeconds": 1})
+
+    def _track_watch(self, request: Request, info: RequestInfo) -> None:
+        stream = request.stream
+        if stream is None or stream.closed:
+            return
+        name = info.user.name if info.user else ""
+        self.watches[name] += 1
+        previous = stream.on_close
+
+        def closed() -> None:
+            self.watches[name] -= 1
+            if self.watches[name] <= 0:
+                del self.watches[name]
+            if previous is not None:
+                previous()
+
+        stream.on_close = closed
+
+    # --- metrics -----------------------------------------------------------------------------
+
+    def finished(self, request: Request, info: RequestInfo, response: Response | None,
+                 seconds: float) -> None:
+        code = response.status if response is not None else (info.code or 200)
+        route = info.route
+        if route is None:
+            labels = (request.method.upper(), "", "", "", "", "", "apiserver")
+        else:
+            verb = _REPORTED_VERBS.get(info.verb, info.verb.upper())
+            if verb == "PATCH" and request.header("content-type").startswith(
+                    "application/apply-patch"):
+                verb = "APPLY"
+            resource = route.resource
+            labels = (verb, resource.group, resource.version, resource.plural,
+                      route.subresource, _scope(route), "apiserver")
+        self.metrics.requests.inc((*labels, str(code)))
+        if info.verb != "watch":
+            self.metrics.latency.observe(labels, seconds)
+
+    def _stored_caches(self) -> Iterable[tuple[Resource, WatchCache]]:
+        """Each stored kind once (another version of a kind is a view on the same cache)."""
+        for resource in self.ctx.registry:
+            cache = self.ctx.caches.for_resource(resource)
+            if isinstance(cache, WatchCache):
+                yield resource, cache
+
+    def _watchers(self) -> Iterable[Sample]:
+        for resource, cache in self._stored_caches():
+            yield (resource.group, resource.version, resource.kind), float(len(cache.watchers))
+
+    def _objects(self) -> Iterable[Sample]:
+        for resource, cache in self._stored_caches():
+            yield (resource.group_resource,), float(len(cache.objects))
+
+    def _events_sent(self) -> Iterable[Sample]:
+        for resource, cache in self._stored_caches():
+            yield (resource.group, resource.version, resource.kind), float(cache.events_sent)
+
+    def _terminated(self) -> Iterable[Sample]:
+        for resource, cache in self._stored_caches():
+            yield (resource.group_resource,), float(cache.watchers_terminated)
+
+    def _inflight(self) -> Iterable[Sample]:
+        return [((kind,), float(n)) for kind, n in self.in_flight.items()]
+
+
+def _scope(route: Route) -> str:
+    if route.name:
+        return "resource"
+    return "namespace" if route.namespace else "cluster"

@@ -1,0 +1,193 @@
+"""Who owns which fields: the ``managedFields`` step of every create, update, patch and apply.
+
+Writes call ``track_write`` once, after the lifecycle rules and validation and before the store
+(kube runs its field manager in the handlers, ``fieldmanager.go`` ``UpdateNoErrors``/``Apply``).
+An apply has already computed its entries (``apply.apply_config``); any other write is an Update
+operation for its manager: the ``fieldManager`` parameter, else the User-Agent's product name
+(``handlers/rest.go`` ``managerOrUserAgent``, ``prefixFromUserAgent``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from kubewire.go_text import go_utf8_of_latin1
+from kubewire.json_types import JSON
+from kubewire.resources import Resource
+from kubewire.schema import TypeNode, type_for
+from kubewire.server.patch.apply import ApplyRequest
+from kubewire.server.patch.apply_request import ServerSideApply, decode_apply_body
+from kubewire.server.patch.field_paths import (
+    MissingKeyError,
+    added_tree,
+    compare,
+    emit_tree,
+    without_members,
+)
+from kubewire.server.patch.managed_fields import (
+    STRIPPED_PATHS,
+    UpdateRecord,
+    encode_managed,
+    live_or_new,
+    managed_entries,
+    manager_key,
+    record_update,
+)
+from kubewire.server.request.query_params import Query
+from kubewire.server.request.routes import Route
+from kubewire.server.request.write_options import (
+    MAX_FIELD_MANAGER_BYTES,
+    WriteOptions,
+    WriteVerb,
+    parse_write_options,
+)
+from kubewire.times import format_time
+
+__all__ = ["APPLY_PATCH_MEDIA_TYPE", "ApplyOptions", "Mutation", "WriteFacts",
+           "default_field_manager", "parse_apply", "parse_tracked_write_options",
+           "resource_schema", "track_write"]
+
+APPLY_PATCH_MEDIA_TYPE = "application/apply-patch+yaml"
+Mutation = Callable[[dict[str, JSON]], dict[str, JSON]]
+"""What a read-modify-write does to the live object."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApplyOptions(WriteOptions):
+    """Write options of an apply patch: its managedFields come from the apply itself."""
+
+
+@dataclass(frozen=True, slots=True)
+class WriteFacts:
+    """The endpoint, options and time of one write."""
+
+    route: Route
+    options: WriteOptions
+    now: datetime
+
+
+def default_field_manager(options: WriteOptions, user_agent: str) -> WriteOptions:
+    """``options`` naming the User-Agent's product when no ``fieldManager`` was given."""
+    if options.field_manager:
+        return options
+    product = user_agent.split("/", 1)[0]
+    if product.isascii() and product.isprintable() and len(product) <= MAX_FIELD_MANAGER_BYTES:
+        return replace(options, field_manager=product)  # what the loop below keeps of it
+    # The header's bytes as Go ranges over them: U+FFFD (printable) for each invalid byte.
+    product = go_utf8_of_latin1(product)
+    name = ""
+    for ch in product:
+        if not ch.isprintable():
+            continue
+        if len((name + ch).encode("utf-8", "surrogatepass")) > MAX_FIELD_MANAGER_BYTES:
+            break
+        name += ch
+    return replace(options, field_manager=name)
+
+
+def parse_tracked_write_options(query: Query, user_agent: str, *,
+                                verb: WriteVerb = "create") -> WriteOptions:
+    """A create's, update's or non-apply patch's options, its manager defaulted from
+    ``user_agent`` (``default_field_manager``)."""
+    return default_field_manager(parse_write_options(query, verb=verb), user_agent)
+
+
+def parse_apply(query: Query, body: bytes, route: Route,
+                now: datetime) -> tuple[ApplyOptions, ServerSideApply]:
+    """An apply request's options (422 without ``fieldManager``) and its decoded body (400)."""
+    options = parse_write_options(query, verb="apply")
+    applied = decode_apply_body(body)
+    resource = route.resource
+    request = ApplyRequest(manager=options.field_manager, api_version=resource.api_version,
+                           kind=resource.kind, now=format_time(now), force=options.force,
+                           subresource=route.subresource, is_custom=resource.is_custom,
+                           has_status=resource.has_status)
+    apply_options = ApplyOptions(dry_run=options.dry_run, field_manager=options.field_manager,
+                                 field_validation=options.field_validation, force=options.force)
+    return apply_options, ServerSideApply(applied, resource_schema(resource), request,
+                                          strict=options.field_validation == "Strict",
+                                          plural=resource.plural)
+
+
+def resource_schema(resource: Resource) -> TypeNode | None:
+    """The kind's root schema, or None when kubewire has none (fields are then deduced)."""
+    try:
+        return type_for(resource.api_version, resource.kind)
+    except KeyError:
+        return None
+
+
+def track_write(facts: WriteFacts, old: dict[str, JSON] | None, new: dict[str, JSON],
+                prepared: dict[str, JSON]) -> dict[str, JSON]:
+    """``prepared`` with its ``metadata.managedFields`` for this write (mutated and returned).
+
+    ``old`` is the live object (None on create), ``new`` what the request asked for before the
+    lifecycle rules (an apply's result carries its computed entries there).
+    """
+    meta = prepared.setdefault("metadata", {})
+    if isinstance(facts.options, ApplyOptions):
+        entries = (new.get("metadata") or {}).get("managedFields")
+        _set_entries(meta, entries)
+        return prepared
+    resource, subresource = facts.route.resource, facts.route.subresource
+    if old is None and not subresource and managed_entries(new) is None:
+        return _track_create(facts, prepared, meta)
+    base, entries = live_or_new(old, new, subresource)
+    try:
+        changes = compare(_bare(old), _bare(prepared), resource_schema(resource),
+                          is_custom=resource.is_custom)
+    except MissingKeyError:  # validation let a keyless list item through
+        changes = None
+    if changes is None or changes.is_same:  # nobody gains or loses a field: entries as they are
+        _set_entries(meta, entries)
+        return prepared
+    key = manager_key(facts.options.field_manager, "Update", resource.api_version, subresource)
+    managed = record_update(base, changes, UpdateRecord(key, format_time(facts.now),
+                                                        resource.has_status))
+    _set_entries(meta, encode_managed(managed) if managed else None)
+    return prepared
+
+
+def _track_create(facts: WriteFacts, prepared: dict[str, JSON],
+                  meta: dict[str, JSON]) -> dict[str, JSON]:
+    """A create whose body brought no managedFields: its manager owns exactly the fields it
+    set, so the one entry comes from a single walk of the object (no diff, no path sets). Gives
+    what the general path (compare with nothing, ``record_update`` from no entries) gives."""
+    resource = facts.route.resource
+    try:
+        tree = added_tree(_bare(prepared), resource_schema(resource),
+                          is_custom=resource.is_custom)
+    except MissingKeyError:  # validation let a keyless list item through: no entries
+        meta.pop("managedFields", None)
+        return prepared
+    without_members(tree, STRIPPED_PATHS)
+    if resource.has_status:  # endpoint_fields: the main endpoint never owns .status
+        tree.pop("f:status", None)
+    if not tree:
+        meta.pop("managedFields", None)
+        return prepared
+    key = manager_key(facts.options.field_manager, "Update", resource.api_version)
+    meta["managedFields"] = [{"manager": key.manager, "operation": key.operation,
+                              "apiVersion": resource.api_version,
+                              "time": format_time(facts.now), "fieldsType": "FieldsV1",
+                              "fieldsV1": emit_tree(tree)}]
+    return prepared
+
+
+def _set_entries(meta: dict[str, JSON], entries: JSON) -> None:
+    if entries:
+        meta["managedFields"] = entries
+    else:
+        meta.pop("managedFields", None)
+
+
+def _bare(obj: dict[str, JSON] | None) -> dict[str, JSON]:
+    """The object without its managedFields (never compared as data)."""
+    if obj is None:
+        return {}
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or "managedFields" not in meta:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}

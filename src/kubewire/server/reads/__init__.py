@@ -1,0 +1,7 @@
+"""Reads: GET, LIST and WATCH, with kube's resourceVersion semantics.
+
+``get_list`` answers gets and lists from the watch cache, or from the durable history for exact
+older revisions and continue tokens; ``watch`` opens watch streams (chunked HTTP or WebSocket)
+with bookmarks, initial events and selectors. It may import the wire, ``request``, ``tables``,
+``context``, storage and the shared core.
+"""

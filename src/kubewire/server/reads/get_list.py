@@ -1,0 +1,157 @@
+"""GET of one object and LIST of a collection, with kube's resourceVersion semantics.
+
+Reads come from the watch cache, which always holds the current state; a read at an older exact
+revision (``resourceVersionMatch=Exact``, legacy ``limit`` + RV, continue tokens) is rebuilt from
+the durable change log, so pages of one list stay consistent for as long as the log retains
+history (watch-protocol.md §2.3, §10).
+
+A request that negotiated a Table (``kubectl get``) gets the same read rendered as a
+``meta.k8s.io`` Table (objects-and-clients.md §5); only then are objects decoded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kubewire.resources import Resource
+from kubewire.server.context import ServerContext
+from kubewire.server.request.options import ListOptions, decode_continue, encode_continue
+from kubewire.server.request.routes import Route
+from kubewire.server.tables.bodies import list_table_body, object_table_body
+from kubewire.server.tables.output import NegotiatedTable
+from kubewire.server.wire.encoding import list_item, type_meta_prefix
+from kubewire.server.wire.http import Response
+from kubewire.status import Expired, not_found, too_large_resource_version
+from kubewire.storage.base import CompactedError
+from kubewire.storage.cached import CachedObject
+
+CONTINUE_EXPIRED = (
+    "The provided continue parameter is too old to display a consistent list result. You can "
+    "start a new list without the continue parameter, or use the continue token in this "
+    "response to retrieve the remainder of the results. Continuing with the provided token "
+    "results in an inconsistent list - objects that were created, modified, or deleted between "
+    "the time the first chunk was returned and now may show up in the list.")
+LIST_TOO_OLD = "The resourceVersion for the provided list is too old."
+
+
+async def serve_get(ctx: ServerContext, route: Route, resource_version: str,
+                    table: NegotiatedTable | None = None) -> Response:
+    """One object; RV "" is consistent, "0" any, N not older than N.
+
+    With ``table``, a one-row Table; a bad ``includeObject`` is 400 only once the object was
+    found (kube transforms the read's result).
+    """
+    await _wait_fresh(ctx, resource_version)
+    cache = ctx.caches.for_resource(route.resource)
+    obj = cache.get(route.resource.storage_key(route.namespace, route.name))
+    if obj is None:
+        raise not_found(route.resource.group, route.resource.plural, route.name)
+    if table is None:
+        return Response(200, obj.value, compressible=True)
+    return Response(200, object_table_body(route.resource, obj.value, table.resolve(),
+                                           ctx.now()), compressible=True)
+
+
+async def _wait_fresh(ctx: ServerContext, resource_version: str) -> None:
+    if resource_version == "":
+        await ctx.caches.wait_for_revision(ctx.store.current_revision)
+    elif resource_version != "0":
+        await ctx.caches.wait_for_revision(int(resource_version))
+
+
+async def serve_list(ctx: ServerContext, route: Route, opts: ListOptions,
+                     table: NegotiatedTable | None = None) -> Response:
+    """One page of the collection, as a kind List or, with ``table``, as a Table."""
+    resource = route.resource
+    namespace = _scope_namespace(route, opts)
+    prefix = resource.storage_prefix(namespace)
+    limit = opts.limit if opts.limit > 0 and opts.resource_version != "0" else 0
+    if opts.continue_token:
+        revision, start_rel = decode_continue(opts.continue_token)
+        start = prefix + start_rel
+        try:
+            objects, revision = await _objects_at(ctx, resource, prefix, revision, start)
+        except CompactedError as exc:
+            token = encode_continue(-1, start_rel)
+            raise Expired(CONTINUE_EXPIRED, metadata={"continue": token}) from exc
+    else:
+        revision, start = await _list_revision(ctx, resource, opts), ""
+        try:
+            objects, revision = await _objects_at(ctx, resource, prefix, revision, start)
+        except CompactedError as exc:
+            raise Expired(LIST_TOO_OLD) from exc
+    items, more, remaining = _page(objects, route, opts, namespace, limit)
+    token = "" if more is None else encode_continue(revision, more.key[len(prefix):] + "\x00")
+    if table is not None:
+        list_meta = {"resourceVersion": str(revision), "continue": token,
+                     "remainingItemCount": None if more is None else remaining}
+        return Response(200, list_table_body(resource, (o.value for o in items), list_meta,
+                                             table.resolve(), ctx.now()), compressible=True)
+    meta = b'"resourceVersion":"%d"' % revision
+    if more is not None:
+        meta += b',"continue":"%b"' % token.encode()
+        if remaining is not None:
+            meta += b',"remainingItemCount":%d' % remaining
+    type_prefix = type_meta_prefix(resource)
+    strip = not resource.is_custom
+    body = b'{"kind":"%b","apiVersion":"%b","metadata":{%b},"items":[%b]}' % (
+        resource.list_kind.encode(), resource.api_version.encode(), meta,
+        b",".join(list_item(o.value, type_prefix) if strip else o.value for o in items))
+    return Response(200, body, compressible=True)
+
+
+def _scope_namespace(route: Route, opts: ListOptions) -> str:
+    """All-namespaces collections narrowed by ``metadata.namespace=<ns>`` (store.go)."""
+    if route.namespace or not route.resource.namespaced:
+        return route.namespace
+    return opts.field_selector.exact("metadata.namespace") or ""
+
+
+async def _list_revision(ctx: ServerContext, resource: Resource, opts: ListOptions) -> int:
+    """The revision a list without a continue token reflects (0 means "current")."""
+    rv, match = opts.resource_version, opts.resource_version_match
+    if rv == "":
+        await ctx.caches.wait_for_revision(ctx.store.current_revision)
+        return 0
+    if rv == "0":
+        return 0
+    wanted = int(rv)
+    if match == "Exact" or (match == "" and opts.limit > 0):
+        return wanted
+    await ctx.caches.wait_for_revision(wanted)
+    return 0
+
+
+async def _objects_at(ctx: ServerContext, resource: Resource, prefix: str, revision: int,
+                      start: str) -> tuple[list[CachedObject], int]:
+    """Objects under ``prefix`` from ``start`` as of ``revision`` (0 or -1: current).
+
+    Raises CompactedError when ``revision`` is older than the change log retains.
+    """
+    cache = ctx.caches.for_resource(resource)
+    current = ctx.caches.revision
+    if revision <= 0 or (cache.last_change_rev <= revision <= current):
+        # Nothing of this kind changed since ``revision``: the current state is that state.
+        return cache.scan(prefix, start), (revision if revision > 0 else current)
+    if revision > current:
+        raise too_large_resource_version(revision, current)
+    records, at = await ctx.store.list(prefix, revision=revision, start=start)
+    return [CachedObject.decode(r.key, r.revision, r.value, resource) for r in records], at
+
+
+def _page(objects: Sequence[CachedObject], route: Route, opts: ListOptions, namespace: str,
+          limit: int) -> tuple[list[CachedObject], CachedObject | None, int | None]:
+    """Filter and cut one page: (items, last item if more follow, remainingItemCount)."""
+    labels, fields = opts.label_selector, opts.field_selector
+    filtered = not labels.is_empty or not fields.is_empty
+    items: list[CachedObject] = []
+    for i, obj in enumerate(objects):
+        if namespace and obj.namespace != namespace:
+            continue
+        if filtered and not (labels.matches(obj.labels) and fields.matches(obj.fields)):
+            continue
+        if limit and len(items) == limit:
+            remaining = None if filtered else len(objects) - i
+            return items, items[-1], remaining
+        items.append(obj)
+    return items, None, None

@@ -1,0 +1,204 @@
+"""Printer columns per kind, as data: a table keyed by the registry entry's ``Resource.id``.
+
+A column is a name, an OpenAPI type, a priority (1: only with ``-o wide``), a path into the
+object and the name of a cell formatter. Built-in paths are dotted (``spec.nodeName``; empty
+means the whole object); a path starting with ``.`` is a CRD ``additionalPrinterColumns``
+JSONPath evaluated with kube's custom-resource rules (formatter ``crd``). Descriptions stay
+empty: kube fills them with API prose that clients never show.
+
+Sources: ``kubernetes/kubernetes:pkg/printers/internalversion/printers.go`` (``AddHandlers``),
+the Gateway API v1.2.1 CRDs (objects-and-clients.md §5.3). Kinds without an entry get kube's
+defaults: built-ins ``Name`` + ``Created At``, custom kinds ``Name`` + ``Age``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from types import MappingProxyType
+
+from kubewire.json_types import JSON
+from kubewire.resources import Resource
+from kubewire.server.tables import cells
+from kubewire.server.tables import kind_cells as kinds
+from kubewire.server.tables import pod_cells as pods
+from kubewire.server.tables.cells import Cell, get_path
+from kubewire.server.tables.jsonpath import crd_cell
+
+CellFormatter = Callable[[JSON, datetime], Cell]
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One printer column: how it is declared and how its cell is computed."""
+
+    name: str
+    path: str = ""
+    cell: str = "text"
+    type: str = "string"
+    format: str = ""
+    priority: int = 0
+    description: str = ""
+
+    def definition(self) -> dict[str, JSON]:
+        """The ``TableColumnDefinition``; all five keys are always present on the wire."""
+        return {"name": self.name, "type": self.type, "format": self.format,
+                "description": self.description, "priority": self.priority}
+
+
+@dataclass(frozen=True, slots=True)
+class PrinterSpec:
+    """A kind's columns and, optionally, the named rule for its rows' ``conditions``."""
+
+    columns: tuple[Column, ...]
+    conditions: str = ""
+
+
+CELL_FORMATTERS: Mapping[str, CellFormatter] = MappingProxyType({
+    "text": cells.text, "text_or_none": cells.text_or_none, "set_or_none": cells.set_or_none,
+    "text_or_unknown": cells.text_or_unknown, "integer": cells.integer, "count": cells.count,
+    "age": cells.age, "rfc3339": cells.rfc3339, "labels": cells.labels,
+    "selector": cells.selector, "selector_or_none": cells.selector_or_none,
+    "container_names": cells.container_names, "container_images": cells.container_images,
+    "replicas_ready": cells.replicas_ready,
+    "pod_ready": pods.pod_ready, "pod_status": pods.pod_status,
+    "pod_restarts": pods.pod_restarts, "pod_ip": pods.pod_ip,
+    "pod_readiness_gates": pods.pod_readiness_gates,
+    "service_cluster_ip": kinds.service_cluster_ip,
+    "service_external_ip": kinds.service_external_ip, "service_ports": kinds.service_ports,
+    "node_status": kinds.node_status, "node_roles": kinds.node_roles,
+    "node_internal_ip": kinds.node_internal_ip, "node_external_ip": kinds.node_external_ip,
+    "ingress_hosts": kinds.ingress_hosts, "ingress_address": kinds.ingress_address,
+    "ingress_ports": kinds.ingress_ports, "slice_ports": kinds.slice_ports,
+    "slice_endpoints": kinds.slice_endpoints, "configmap_data": kinds.configmap_data,
+    "event_last_seen": kinds.event_last_seen, "event_first_seen": kinds.event_first_seen,
+    "event_count": kinds.event_count, "event_object": kinds.event_object,
+    "event_subobject": kinds.event_subobject, "event_source": kinds.event_source,
+    "event_message": kinds.event_message,
+})
+"""Named cell formatters ``(value at path, now) -> cell``."""
+
+ROW_CONDITIONS: Mapping[str, Callable[[JSON], list[dict[str, str]]]] = MappingProxyType({
+    "pod": pods.pod_row_conditions,
+})
+
+NAME = Column("Name", "metadata.name", format="name")
+AGE = Column("Age", "metadata.creationTimestamp", "age")
+CREATED_AT = Column("Created At", "metadata.creationTimestamp", "rfc3339", type="date")
+CONTAINERS = Column("Containers", "spec.template.spec.containers", "container_names", priority=1)
+IMAGES = Column("Images", "spec.template.spec.containers", "container_images", priority=1)
+
+
+def wide(name: str, path: str = "", cell: str = "text") -> Column:
+    """A priority-1 column, shown by ``kubectl get -o wide`` only."""
+    return Column(name, path, cell, priority=1)
+
+
+def crd_column(name: str, json_path: str, column_type: str, priority: int = 0) -> Column:
+    """An ``additionalPrinterColumns`` entry; the description is kube's generated one."""
+    return Column(name, json_path, "crd", type=column_type, priority=priority,
+                  description=f"Custom resource definition column (in JSONPath format): "
+                              f"{json_path}")
+
+
+CRD_AGE = crd_column("Age", ".metadata.creationTimestamp", "date")
+
+PRINTERS: Mapping[str, PrinterSpec] = MappingProxyType({
+    "core/namespaces": PrinterSpec((NAME, Column("Status", "status.phase"), AGE)),
+    "core/nodes": PrinterSpec((
+        NAME, Column("Status", cell="node_status"), Column("Roles", cell="node_roles"), AGE,
+        Column("Version", "status.nodeInfo.kubeletVersion"),
+        wide("Internal-IP", cell="node_internal_ip"),
+        wide("External-IP", cell="node_external_ip"),
+        wide("OS-Image", "status.nodeInfo.osImage", "text_or_unknown"),
+        wide("Kernel-Version", "status.nodeInfo.kernelVersion", "text_or_unknown"),
+        wide("Container-Runtime", "status.nodeInfo.containerRuntimeVersion", "text_or_unknown"),
+    )),
+    "core/pods": PrinterSpec((
+        NAME, Column("Ready", cell="pod_ready"), Column("Status", cell="pod_status"),
+        Column("Restarts", cell="pod_restarts"), AGE, wide("IP", cell="pod_ip"),
+        wide("Node", "spec.nodeName", "text_or_none"),
+        wide("Nominated Node", "status.nominatedNodeName", "text_or_none"),
+        wide("Readiness Gates", cell="pod_readiness_gates"),
+    ), conditions="pod"),
+    "core/services": PrinterSpec((
+        NAME, Column("Type", "spec.type"), Column("Cluster-IP", cell="service_cluster_ip"),
+        Column("External-IP", cell="service_external_ip"),
+        Column("Port(s)", cell="service_ports"), AGE, wide("Selector", "spec.selector", "labels"),
+    )),
+    "core/configmaps": PrinterSpec((NAME, Column("Data", cell="configmap_data"), AGE)),
+    "core/secrets": PrinterSpec((
+        NAME, Column("Type", "type"), Column("Data", "data", "count"), AGE)),
+    "core/serviceaccounts": PrinterSpec((NAME, Column("Secrets", "secrets", "count"), AGE)),
+    "coordination.k8s.io/leases": PrinterSpec((
+        NAME, Column("Holder", "spec.holderIdentity"), AGE)),
+    "apps/deployments": PrinterSpec((
+        NAME, Column("Ready", cell="replicas_ready"),
+        Column("Up-to-date", "status.updatedReplicas", "integer"),
+        Column("Available", "status.availableReplicas", "integer"), AGE, CONTAINERS, IMAGES,
+        wide("Selector", "spec.selector", "selector"),
+    )),
+    "events.k8s.io/events": PrinterSpec((
+        Column("Last Seen", cell="event_last_seen"), Column("Type", "type"),
+        Column("Reason", "reason"), Column("Object", cell="event_object"),
+        wide("Subobject", cell="event_subobject"), wide("Source", cell="event_source"),
+        Column("Message", cell="event_message"), wide("First Seen", cell="event_first_seen"),
+        wide("Count", cell="event_count"),
+        Column("Name", "metadata.name", format="name", priority=1),
+    )),
+    "networking.k8s.io/ingresses": PrinterSpec((
+        NAME, Column("Class", "spec.ingressClassName", "set_or_none"),
+        Column("Hosts", "spec.rules", "ingress_hosts"),
+        Column("Address", "status.loadBalancer", "ingress_address"),
+        Column("Ports", "spec.tls", "ingress_ports"), AGE,
+    )),
+    "networking.k8s.io/networkpolicies": PrinterSpec((
+        NAME, Column("Pod-Selector", "spec.podSelector", "selector_or_none"), AGE)),
+    "discovery.k8s.io/endpointslices": PrinterSpec((
+        NAME, Column("AddressType", "addressType"), Column("Ports", "ports", "slice_ports"),
+        Column("Endpoints", "endpoints", "slice_endpoints"), AGE,
+    )),
+    "gateway.networking.k8s.io/gateways": PrinterSpec((
+        NAME, crd_column("Class", ".spec.gatewayClassName", "string"),
+        crd_column("Address", ".status.addresses[*].value", "string"),
+        crd_column("Programmed", '.status.conditions[?(@.type=="Programmed")].status', "string"),
+        CRD_AGE,
+    )),
+    "gateway.networking.k8s.io/httproutes": PrinterSpec((
+        NAME, crd_column("Hostnames", ".spec.hostnames", "string"), CRD_AGE)),
+})
+"""Printer specs by ``Resource.id``; every served kind has one."""
+
+DEFAULT_BUILTIN = PrinterSpec((NAME, CREATED_AT))
+DEFAULT_CUSTOM = PrinterSpec((NAME, CRD_AGE))
+
+
+def printer_for(resource: Resource) -> PrinterSpec:
+    """The kind's spec, or kube's default table for kinds without printer columns."""
+    spec = PRINTERS.get(resource.id)
+    if spec is not None:
+        return spec
+    return DEFAULT_CUSTOM if resource.is_custom else DEFAULT_BUILTIN
+
+
+def column_definitions(resource: Resource) -> list[dict[str, JSON]]:
+    """``columnDefinitions`` with every priority (the server always prints wide)."""
+    return [column.definition() for column in printer_for(resource).columns]
+
+
+def _cell(column: Column, obj: JSON, now: datetime) -> Cell:
+    if column.cell == "crd":
+        return crd_cell(column.type, obj, column.path, now)
+    return CELL_FORMATTERS[column.cell](get_path(obj, column.path), now)
+
+
+def row_cells(resource: Resource, obj: JSON, now: datetime) -> list[Cell]:
+    """One row's cells, in column order; ages are measured against ``now``."""
+    return [_cell(column, obj, now) for column in printer_for(resource).columns]
+
+
+def row_conditions(resource: Resource, obj: JSON) -> list[dict[str, str]]:
+    """The row's ``conditions`` (kube omits the key when empty)."""
+    rule = printer_for(resource).conditions
+    return ROW_CONDITIONS[rule](obj) if rule else []

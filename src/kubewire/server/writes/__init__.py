@@ -1,0 +1,10 @@
+"""Create, update, patch and delete: from a decoded object to a committed revision.
+
+``create_update`` and ``deletes`` are the handlers; ``lifecycle`` holds the rules of object
+metadata on each write (uid, generation, timestamps, finalizers, graceful deletion);
+``defaults`` fills kube's defaults; ``validate`` runs the Go decode checks and ``validation``
+(one module per API group, kube's messages); ``scale`` and ``scale_subresource`` serve
+``/scale``; ``json_copy`` copies decoded objects fast. It may import the wire, ``request``,
+``patch``, ``allocation``, ``context``, storage and the shared core. Admission (mutating and
+validating webhooks and policies) becomes a stage beside these handlers.
+"""

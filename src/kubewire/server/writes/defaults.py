@@ -1,0 +1,357 @@
+"""Kind-specific defaulting: what kube-apiserver fills in when it decodes a write body.
+
+kube defaults every decoded object (create, update, patch result, ``/status`` body) before the
+strategy runs; ``apply_kind_defaults`` is that step. It is pure: a new object comes back and the
+input is never touched. Defaulting twice gives the same object as defaulting once.
+
+Two layers, in this order (objects-and-clients.md §3):
+
+1. the OpenAPI ``default`` values of the kind's schema (``schema.validate.apply_defaults``:
+   ``ContainerPort.protocol``, ``ServicePort.protocol``, the rbd/iscsi/azureDisk/scaleIO volume
+   fields). Built-in kinds only: custom resources get theirs after pruning, in ``validate``,
+   as apiextensions does;
+2. the hand-written defaulters (``SetDefaults_*`` in ``pkg/apis/<group>/v1/defaults.go`` and the
+   generated ``zz_generated.defaults.go`` walk), a table keyed by ``Resource.id``. Shared pieces
+   (pod spec, container, probe, volume) serve Pod and Deployment's pod template alike.
+
+Malformed values (a string where a list belongs) are left alone for validation to report.
+What kube defaults elsewhere is not repeated here: Namespace labels and finalizers and server
+metadata (``lifecycle``), ClusterIPs, IP families and node ports (``allocation``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+
+from kubewire.json_types import JSON
+from kubewire.resources import Resource
+from kubewire.schema import validate as schema_validate
+from kubewire.server.writes.json_copy import copy_json
+
+Defaulter = Callable[[dict[str, JSON]], None]
+"""Fills defaults into one object in place (it always gets a private copy)."""
+
+DEFAULT_TERMINATION_GRACE_PERIOD_S = 30  # core/v1 DefaultTerminationGracePeriodSeconds
+DEFAULT_VOLUME_MODE = 0o644  # 420: Secret/ConfigMap/DownwardAPI/Projected DefaultMode
+DEFAULT_TOKEN_EXPIRATION_S = 3600  # SetDefaults_ServiceAccountTokenProjection
+DEFAULT_CLIENT_IP_AFFINITY_S = 10800  # core/v1 DefaultClientIPServiceAffinitySeconds
+_PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
+_MODE_SOURCES = ("secret", "configMap", "downwardAPI", "projected")
+_EXTERNAL_TYPES = ("NodePort", "LoadBalancer")
+# docker/distribution reference grammar, enough to tell "no tag" from "unparseable".
+_PATH_COMPONENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")
+_TAG = re.compile(r"[\w][\w.-]{0,127}")
+
+
+# --- small helpers -------------------------------------------------------------------------------
+
+def _is_zero(value: JSON) -> bool:
+    """Go's zero value for a non-pointer field as decoded JSON: absent, null, "" or 0."""
+    return value is None or value == "" or (type(value) is int and value == 0)
+
+
+def _set_if_zero(target: dict[str, JSON], key: str, value: JSON) -> None:
+    if _is_zero(target.get(key)):
+        target[key] = value
+
+
+def _set_if_nil(target: dict[str, JSON], key: str, value: JSON) -> None:
+    if target.get(key) is None:
+        target[key] = value
+
+
+def _child(parent: Mapping[str, JSON], key: str) -> dict[str, JSON] | None:
+    value = parent.get(key)
+    return value if isinstance(value, dict) else None
+
+
+def _items(parent: Mapping[str, JSON] | None, key: str) -> list[dict[str, JSON]]:
+    value = parent.get(key) if parent is not None else None
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+# --- containers and probes -----------------------------------------------------------------------
+
+def image_tag(image: str) -> str:
+    """The tag kube's ``parsers.ParseImageName`` finds: ``latest`` when neither tag nor digest
+    is given, ``""`` for a digest-only or unparseable reference."""
+    name, _, digest = image.partition("@")
+    slash = name.rfind("/")
+    colon = name.rfind(":")
+    tag = name[colon + 1:] if colon > slash else ""
+    repository = name[:colon] if colon > slash else name
+    parts = repository.split("/")
+    if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
+        parts = parts[1:]  # a registry host may hold upper case, dots and a port
+    if not all(_PATH_COMPONENT.fullmatch(p) for p in parts) or (tag and not _TAG.fullmatch(tag)):
+        return ""
+    return tag or ("" if digest else "latest")
+
+
+def _default_http_get(action: dict[str, JSON] | None) -> None:
+    # SetDefaults_HTTPGetAction
+    if action is not None:
+        _set_if_zero(action, "path", "/")
+        _set_if_zero(action, "scheme", "HTTP")
+
+
+def default_probe(probe: dict[str, JSON]) -> None:
+    """SetDefaults_Probe plus its handlers (httpGet path/scheme, ``grpc.service: ""``)."""
+    _set_if_zero(probe, "timeoutSeconds", 1)
+    _set_if_zero(probe, "periodSeconds", 10)
+    _set_if_zero(probe, "successThreshold", 1)
+    _set_if_zero(probe, "failureThreshold", 3)
+    _default_http_get(_child(probe, "httpGet"))
+    grpc = _child(probe, "grpc")
+    if grpc is not None:
+        _set_if_nil(grpc, "service", "")  # +default="" on GRPCAction.Service
+
+
+def default_container(container: dict[str, JSON]) -> None:
+    """SetDefaults_Container and the generated walk below it (ports, env, probes, lifecycle)."""
+    if _is_zero(container.get("imagePullPolicy")):
+        image = container.get("image")
+        tag = image_tag(image) if isinstance(image, str) else ""
+        container["imagePullPolicy"] = "Always" if tag == "latest" else "IfNotPresent"
+    _set_if_zero(container, "terminationMessagePath", "/dev/termination-log")
+    _set_if_zero(container, "terminationMessagePolicy", "File")
+    for port in _items(container, "ports"):
+        _set_if_zero(port, "protocol", "TCP")
+    for env in _items(container, "env"):
+        _default_field_ref(_child(env, "valueFrom"))
+    for name in _PROBES:
+        probe = _child(container, name)
+        if probe is not None:
+            default_probe(probe)
+    lifecycle = _child(container, "lifecycle")
+    for hook in ("postStart", "preStop"):
+        handler = _child(lifecycle, hook) if lifecycle is not None else None
+        if handler is not None:
+            _default_http_get(_child(handler, "httpGet"))
+
+
+def _default_field_ref(holder: dict[str, JSON] | None) -> None:
+    # SetDefaults_ObjectFieldSelector
+    ref = _child(holder, "fieldRef") if holder is not None else None
+    if ref is not None:
+        _set_if_zero(ref, "apiVersion", "v1")
+
+
+# --- volumes -------------------------------------------------------------------------------------
+
+def default_volume(volume: dict[str, JSON]) -> None:
+    """SetDefaults_Volume and the per-source defaulters (modes 420, hostPath type, tokens)."""
+    if all(value is None for key, value in volume.items() if key != "name"):
+        volume["emptyDir"] = {}
+    for source in _MODE_SOURCES:
+        found = _child(volume, source)
+        if found is not None:
+            _set_if_nil(found, "defaultMode", DEFAULT_VOLUME_MODE)
+    host_path = _child(volume, "hostPath")
+    if host_path is not None:
+        _set_if_nil(host_path, "type", "")
+    for item in _items(_child(volume, "downwardAPI"), "items"):
+        _default_field_ref(item)
+    for projection in _items(_child(volume, "projected"), "sources"):
+        for item in _items(_child(projection, "downwardAPI"), "items"):
+            _default_field_ref(item)
+        token = _child(projection, "serviceAccountToken")
+        if token is not None:
+            _set_if_nil(token, "expirationSeconds", DEFAULT_TOKEN_EXPIRATION_S)
+    ephemeral = _child(volume, "ephemeral")
+    template = _child(ephemeral, "volumeClaimTemplate") if ephemeral is not None else None
+    claim_spec = _child(template, "spec") if template is not None else None
+    if claim_spec is not None:
+        _set_if_nil(claim_spec, "volumeMode", "Filesystem")
+
+
+# --- pod spec, pod, pod template -----------------------------------------------------------------
+
+def default_pod_spec(spec: dict[str, JSON]) -> None:
+    """SetDefaults_PodSpec plus volumes and every container list (Pod and pod templates)."""
+    _set_if_zero(spec, "dnsPolicy", "ClusterFirst")
+    _set_if_zero(spec, "restartPolicy", "Always")
+    _set_if_nil(spec, "securityContext", {})
+    _set_if_nil(spec, "terminationGracePeriodSeconds", DEFAULT_TERMINATION_GRACE_PERIOD_S)
+    _set_if_zero(spec, "schedulerName", "default-scheduler")
+    for volume in _items(spec, "volumes"):
+        default_volume(volume)
+    for key in ("initContainers", "containers", "ephemeralContainers"):
+        for container in _items(spec, key):
+            default_container(container)
+
+
+def default_pod(pod: dict[str, JSON]) -> None:
+    """SetDefaults_Pod (requests from limits, enableServiceLinks, host-network ports), then the
+    pod spec. Pod only: templates get ``default_pod_spec`` alone."""
+    spec = _child(pod, "spec")
+    if spec is None:
+        return
+    for key in ("containers", "initContainers"):
+        for container in _items(spec, key):
+            _default_requests_from_limits(container)
+    _set_if_nil(spec, "enableServiceLinks", True)
+    if spec.get("hostNetwork") is True:
+        for key in ("containers", "initContainers"):
+            for container in _items(spec, key):
+                for port in _items(container, "ports"):
+                    if isinstance(port.get("containerPort"), int):
+                        _set_if_zero(port, "hostPort", port["containerPort"])
+    default_pod_spec(spec)
+
+
+def _default_requests_from_limits(container: dict[str, JSON]) -> None:
+    resources = _child(container, "resources")
+    limits = _child(resources, "limits") if resources is not None else None
+    if resources is None or limits is None:
+        return
+    requests = _child(resources, "requests")
+    if requests is None:
+        if resources.get("requests") is not None:
+            return  # malformed: validation reports it
+        requests = resources["requests"] = {}
+    for name, quantity in limits.items():
+        requests.setdefault(name, quantity)
+
+
+def default_deployment(deployment: dict[str, JSON]) -> None:
+    """apps/v1 SetDefaults_Deployment, then the pod template's spec."""
+    spec = _child(deployment, "spec")
+    if spec is None:
+        return
+    _set_if_nil(spec, "replicas", 1)
+    strategy = spec.get("strategy")
+    if strategy is None:
+        strategy = spec["strategy"] = {}
+    if isinstance(strategy, dict):
+        _set_if_zero(strategy, "type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":
+            _set_if_nil(strategy, "rollingUpdate", {})
+            rolling = _child(strategy, "rollingUpdate")
+            if rolling is not None:
+                _set_if_nil(rolling, "maxUnavailable", "25%")
+                _set_if_nil(rolling, "maxSurge", "25%")
+    _set_if_nil(spec, "revisionHistoryLimit", 10)
+    _set_if_nil(spec, "progressDeadlineSeconds", 600)
+    template = _child(spec, "template")
+    pod_spec = _child(template, "spec") if template is not None else None
+    if pod_spec is not None:
+        default_pod_spec(pod_spec)
+
+
+# --- services and the rest -----------------------------------------------------------------------
+
+def default_service(service: dict[str, JSON]) -> None:
+    """core/v1 SetDefaults_Service (affinity, type, ports, traffic policies, LB fields)."""
+    spec = _child(service, "spec")
+    if spec is None:
+        return
+    _default_session_affinity(spec)
+    _set_if_zero(spec, "type", "ClusterIP")
+    for port in _items(spec, "ports"):
+        _set_if_zero(port, "protocol", "TCP")
+        if _is_zero(port.get("targetPort")) and isinstance(port.get("port"), int):
+            port["targetPort"] = port["port"]
+    kind = spec["type"]
+    externally_accessible = kind in _EXTERNAL_TYPES or (
+        kind == "ClusterIP" and bool(spec.get("externalIPs")))  # service.ExternallyAccessible
+    if externally_accessible:
+        _set_if_zero(spec, "externalTrafficPolicy", "Cluster")
+    if kind in ("ClusterIP", *_EXTERNAL_TYPES):
+        _set_if_nil(spec, "internalTrafficPolicy", "Cluster")
+    if kind == "LoadBalancer":
+        _set_if_nil(spec, "allocateLoadBalancerNodePorts", True)
+        status = _child(service, "status")
+        balancer = _child(status, "loadBalancer") if status is not None else None
+        for ingress in _items(balancer, "ingress"):
+            if ingress.get("ip") and ingress.get("ipMode") is None:
+                ingress["ipMode"] = "VIP"
+
+
+def _default_session_affinity(spec: dict[str, JSON]) -> None:
+    _set_if_zero(spec, "sessionAffinity", "None")
+    if spec["sessionAffinity"] == "None":
+        spec.pop("sessionAffinityConfig", None)
+    elif spec["sessionAffinity"] == "ClientIP":
+        config = _child(spec, "sessionAffinityConfig") or {}
+        client_ip = _child(config, "clientIP") or {}
+        if client_ip.get("timeoutSeconds") is None:
+            spec["sessionAffinityConfig"] = {
+                "clientIP": {"timeoutSeconds": DEFAULT_CLIENT_IP_AFFINITY_S}}
+
+
+def default_node(node: dict[str, JSON]) -> None:
+    """SetDefaults_NodeStatus: ``allocatable`` copies ``capacity`` when absent."""
+    status = _child(node, "status")
+    capacity = _child(status, "capacity") if status is not None else None
+    if status is not None and capacity and status.get("allocatable") is None:
+        status["allocatable"] = dict(capacity)
+
+
+def default_secret(secret: dict[str, JSON]) -> None:
+    """SetDefaults_Secret: ``type: Opaque``."""
+    _set_if_zero(secret, "type", "Opaque")
+
+
+def default_network_policy(policy: dict[str, JSON]) -> None:
+    """networking/v1 SetDefaults_NetworkPolicy and SetDefaults_NetworkPolicyPort."""
+    spec = _child(policy, "spec")
+    if spec is None:
+        return
+    if not spec.get("policyTypes"):
+        egress = spec.get("egress")
+        spec["policyTypes"] = ["Ingress", "Egress"] if egress else ["Ingress"]
+    for direction in ("ingress", "egress"):
+        for rule in _items(spec, direction):
+            for port in _items(rule, "ports"):
+                _set_if_nil(port, "protocol", "TCP")
+
+
+def default_endpoint_slice(slice_: dict[str, JSON]) -> None:
+    """discovery/v1 SetDefaults_EndpointPort: ``name: ""``, ``protocol: TCP``."""
+    for port in _items(slice_, "ports"):
+        _set_if_nil(port, "name", "")
+        _set_if_nil(port, "protocol", "TCP")
+
+
+KIND_DEFAULTERS: Mapping[str, tuple[Defaulter, ...]] = MappingProxyType({
+    "core/pods": (default_pod,),
+    "apps/deployments": (default_deployment,),
+    "core/services": (default_service,),
+    "core/nodes": (default_node,),
+    "core/secrets": (default_secret,),
+    "networking.k8s.io/networkpolicies": (default_network_policy,),
+    "discovery.k8s.io/endpointslices": (default_endpoint_slice,),
+    # No visible defaults: ConfigMap's ``data: {}`` is dropped by omitempty; Ingress has none
+    # (``pathType`` is required); ServiceAccount, Lease and both Events have no defaulter.
+    "core/configmaps": (),
+    "networking.k8s.io/ingresses": (),
+    "core/serviceaccounts": (),
+    "coordination.k8s.io/leases": (),
+    "core/events": (),
+    "events.k8s.io/events": (),
+})
+"""Hand-written defaulters per ``Resource.id``, run in order after the schema defaults."""
+
+
+def apply_kind_defaults(resource: Resource, obj: Mapping[str, JSON]) -> dict[str, JSON]:
+    """``obj`` with kube's defaults for ``resource`` filled in (a new object; ``obj`` untouched).
+
+    Schema ``default`` values first (built-in kinds), then ``KIND_DEFAULTERS[resource.id]``.
+    Idempotent. Never raises for malformed bodies: fields of the wrong JSON type are skipped.
+    """
+    out: dict[str, JSON] = copy_json(dict(obj))
+    if not resource.is_custom:
+        with contextlib.suppress(KeyError):  # a kind without a generated schema
+            out = schema_validate.apply_defaults(resource.api_version, resource.kind, out)
+    for defaulter in KIND_DEFAULTERS.get(resource.id, ()):
+        defaulter(out)
+    return out
+
+
+__all__ = ["KIND_DEFAULTERS", "Defaulter", "apply_kind_defaults", "default_container",
+           "default_deployment", "default_pod", "default_pod_spec", "default_probe",
+           "default_service", "default_volume", "image_tag"]

@@ -1,0 +1,139 @@
+"""The ``scale`` subresource endpoint: GET, PUT and PATCH of an autoscaling/v1 ``Scale``.
+
+kube's ``ScaleREST`` (``pkg/registry/apps/deployment/storage/storage.go``): a read converts the
+stored object with ``scale_from_deployment``; a write runs inside the parent's guaranteed update
+(``scaleUpdatedObjectInfo``): the current Scale is built from the fresh parent, the PUT body
+replaces it or the patch applies to it, ``apply_scale`` writes ``spec.replicas`` back, and the
+parent then goes through its ordinary update (defaults, generation bump, validation), so
+watchers of the parent see one MODIFIED. Subresources never create (objects-and-clients.md §2.2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import msgspec
+
+from kubewire.json_types import JSON
+from kubewire.resources import Resource
+from kubewire.server.context import ServerContext
+from kubewire.server.patch import json_patch as patching
+from kubewire.server.patch.field_ownership import parse_tracked_write_options
+from kubewire.server.patch.strategic import apply_strategic_merge_patch
+from kubewire.server.request.routes import Route
+from kubewire.server.wire.encoding import decode_object, json_response, media_type, negotiate_json
+from kubewire.server.wire.http import Request, Response
+from kubewire.server.writes.create_update import guaranteed_update
+from kubewire.server.writes.scale import (
+    SCALE_API_VERSION,
+    SCALE_KIND,
+    apply_scale,
+    scale_from_deployment,
+)
+from kubewire.server.writes.validate import check_type_meta
+from kubewire.status import BadRequest, MethodNotAllowed, UnsupportedMediaType, not_found
+
+_decode = msgspec.json.Decoder(dict[str, Any]).decode
+PatchFunction = Callable[[dict[str, JSON], bytes], dict[str, JSON]]
+
+__all__ = ["serve_scale"]
+
+
+async def serve_scale(ctx: ServerContext, request: Request, route: Route) -> Response:
+    """Answer one request on ``<parent>/<name>/scale``; the body is always a Scale."""
+    negotiate_json(request.header("accept"))
+    if request.method in ("GET", "HEAD"):
+        return json_response(200, scale_from_deployment(_current(ctx, route)))
+    if request.method == "PUT":
+        return await _write(ctx, route, request, _put_body(request, route))
+    if request.method == "PATCH":
+        return await _write(ctx, route, request, _patched(request, route))
+    raise MethodNotAllowed("the server does not allow this method on the requested resource", {})
+
+
+def _payload(resource: Resource) -> Resource:
+    """The parent's entry seen as the payload type: decoders and the SMP schema read
+    apiVersion and kind from it."""
+    group, _, version = SCALE_API_VERSION.rpartition("/")
+    return replace(resource, group=group, version=version, kind=SCALE_KIND)
+
+
+def _current(ctx: ServerContext, route: Route) -> dict[str, JSON]:
+    resource = route.resource
+    found = ctx.caches.for_resource(resource).get(
+        resource.storage_key(route.namespace, route.name))
+    if found is None:
+        raise not_found(resource.group, resource.plural, route.name)
+    return _decode(found.value)
+
+
+UpdatedScale = Callable[[dict[str, JSON]], dict[str, JSON]]
+"""The updated Scale, given the Scale of the current parent."""
+
+
+def _put_body(request: Request, route: Route) -> UpdatedScale:
+    payload = _payload(route.resource)
+    body = decode_object(request.body, request.header("content-type"), route.resource,
+                         as_kind=(payload.api_version, payload.kind))
+    check_type_meta(payload, body)
+    return lambda _current_scale: body
+
+
+def _patched(request: Request, route: Route) -> UpdatedScale:
+    payload = _payload(route.resource)
+    apply = _patch_function(payload, request.header("content-type"))
+
+    def updated(current_scale: dict[str, JSON]) -> dict[str, JSON]:
+        result = apply(current_scale, request.body)
+        if not isinstance(result, dict):
+            raise BadRequest("the patched object is not a JSON object")
+        check_type_meta(payload, result, patch=request)
+        return result
+
+    return updated
+
+
+def _patch_function(payload: Resource, content_type: str) -> PatchFunction:
+    kind = media_type(content_type)
+    if kind == "application/json-patch+json":
+        return patching.apply_json_patch
+    if kind == "application/merge-patch+json":
+        return patching.apply_merge_patch
+    if kind == "application/strategic-merge-patch+json":
+        return lambda doc, body: apply_strategic_merge_patch(doc, body, payload)
+    # go-restful matches the PATCH route by Consumes: no route gives its generic 415.
+    raise UnsupportedMediaType("415: Unsupported Media Type", {})
+
+
+async def _write(ctx: ServerContext, route: Route, request: Request,
+                 updated_scale: UpdatedScale) -> Response:
+    wopts = parse_tracked_write_options(request.query, request.header("user-agent"),
+                                        verb="update" if request.method == "PUT" else "patch")
+    _current(ctx, route)  # 404 before anything else: subresources never create
+
+    def mutate(parent: dict[str, JSON]) -> dict[str, JSON]:
+        scale = updated_scale(scale_from_deployment(parent))
+        _check_scale_identity(scale, route)
+        return apply_scale(parent, scale)
+
+    # The parent's own update (generation bump); managedFields name the scale subresource.
+    stored, _ = await guaranteed_update(ctx, route, mutate, wopts)
+    return json_response(200, scale_from_deployment(stored))
+
+
+def _check_scale_identity(scale: dict[str, JSON], route: Route) -> None:
+    """handlers/update.go: the body's namespace defaults to the URL's; names must match."""
+    meta = scale.get("metadata")
+    if not isinstance(meta, dict):
+        meta = scale["metadata"] = {}
+    namespace = meta.get("namespace") or ""
+    if namespace and namespace != route.namespace:
+        raise BadRequest("the namespace of the provided object does not match the namespace "
+                         "sent on the request")
+    meta["namespace"] = route.namespace
+    name = meta.get("name") or ""
+    if name != route.name:
+        raise BadRequest(f"the name of the object ({name}) does not match the name on the URL "
+                         f"({route.name})")

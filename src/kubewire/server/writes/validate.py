@@ -1,0 +1,144 @@
+"""Checks every write body passes before it reaches the store (all raise Status errors).
+
+- type meta: the body's apiVersion/kind must name the URL's kind (kube handlers/create.go);
+- Go decoding: builtin kinds are decoded into Go structs, so a wrong JSON type is a 400 decode
+  error in create.go ``transformDecodeError``'s form (``schema.go_decode``); a patch's result
+  that does not decode (JSON, merge) or convert (strategic, ``schema.go_convert``) is 422;
+- object meta and schema types: 422 Invalid with causes;
+- unknown fields per ``fieldValidation`` (Strict: 400; Warn, the default: dropped with a
+  ``Warning`` header; Ignore: dropped silently) (objects-and-clients.md §2.7);
+- namespaced creates need an existing, non-terminating namespace (NamespaceLifecycle).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kubewire.go_text import go_json_surrogates, go_quote, go_utf8
+from kubewire.resources import Resource
+from kubewire.schema import validate as schema_validate
+from kubewire.schema.go_convert import convert_error
+from kubewire.schema.go_decode import decode_error
+from kubewire.schema.go_time_encoding import encode_times
+from kubewire.server.context import ServerContext
+from kubewire.server.patch.go_print import go_json, go_sprint
+from kubewire.server.request.options import WriteOptions
+from kubewire.server.wire.encoding import media_type
+from kubewire.server.wire.http import Request
+from kubewire.server.writes import lifecycle
+from kubewire.server.writes.validation import meta as validation
+from kubewire.server.writes.validation.kinds import validate_kind
+from kubewire.status import BadRequest, FieldError, Invalid, invalid, invalid_object, not_found
+
+# Patches whose result kube re-decodes from JSON (handlers/patch.go jsonPatcher).
+_JSON_PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json")
+_STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+
+
+def check_type_meta(resource: Resource, body: dict[str, Any],
+                    patch: Request | None = None) -> None:
+    """Check a write body's type meta, then that a builtin body decodes into its Go struct.
+
+    Missing apiVersion/kind default to the URL's; different ones are rejected. A decode error
+    is 400 in create.go ``transformDecodeError``'s form. ``body`` is the result of the
+    ``patch`` request when one is given: kube decodes a JSON or merge patch's result from JSON
+    and converts a strategic merge patch's result from a map, and answers a failure with 422
+    on ``patch`` (handlers/patch.go ``jsonPatcher``, ``applyPatchToObject``).
+    """
+    _check_kind(resource, body)
+    if resource.is_custom:
+        return
+    if patch is None:
+        error = decode_error(resource.api_version, resource.kind, body)
+        if error is not None:
+            raise BadRequest(f'{resource.kind} in version "{resource.version}" cannot be '
+                             f"handled as a {resource.kind}: {error}")
+        return
+    media = media_type(patch.header("content-type"))
+    if media in _JSON_PATCH_TYPES:
+        error = decode_error(resource.api_version, resource.kind, body)
+        if error is not None:
+            raise _invalid_patch(go_json(body), error)  # string(patchedObjJS)
+    elif media == _STRATEGIC_MERGE_PATCH:
+        error = convert_error(resource.api_version, resource.kind, body)
+        if error is not None:  # fmt.Sprintf("%+v", patchMap)
+            raise _invalid_patch(go_sprint(_decoded(patch.body)), error)
+
+
+def _invalid_patch(shown: str, error: str) -> Invalid:
+    cause = f"Invalid value: {go_quote(shown)}: {error}"
+    return Invalid(f' "" is invalid: patch: {cause}',
+                   {"causes": [{"reason": "FieldValueInvalid", "message": cause,
+                                "field": "patch"}]})
+
+
+def _decoded(body: bytes) -> Any:
+    try:  # as the patch itself was read: invalid UTF-8 and lone surrogates are U+FFFD
+        return json.loads(go_json_surrogates(go_utf8(body)))
+    except ValueError:
+        return None  # the patch was applied, so it decoded: not reached
+
+
+def _check_kind(resource: Resource, body: dict[str, Any]) -> None:
+    api_version = body.get("apiVersion") or resource.api_version
+    kind = body.get("kind") or resource.kind
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        raise BadRequest("couldn't get version/kind; json parse error: apiVersion and kind "
+                         "must be strings")
+    if api_version != resource.api_version:
+        raise BadRequest(f"the API version in the data ({api_version}) does not match the "
+                         f"expected API version ({resource.api_version})")
+    if kind != resource.kind:
+        if resource.is_custom:
+            name = _name_of(body)
+            raise invalid_object(resource.group, kind, name, [
+                invalid("kind", kind, f"must be {resource.kind}")])
+        version = api_version.rsplit("/", 1)[-1]
+        raise BadRequest(f'{kind} in version "{version}" cannot be handled as a {resource.kind}: '
+                         f"the kind in the data ({kind}) does not match the expected kind "
+                         f"({resource.kind})")
+
+
+def _name_of(body: dict[str, Any]) -> str:
+    meta = body.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else ""
+    return name if isinstance(name, str) else ""
+
+
+def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
+             old: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
+    """Validate a prepared object; returns it with unknown fields handled, and warnings."""
+    errors: list[FieldError] = list(validation.validate_object_meta(resource, obj))
+    # one walk: type errors, and the unknown fields that matter only when there are none
+    type_errors, unknown = schema_validate.check_object(resource.api_version, resource.kind, obj)
+    errors.extend(type_errors)
+    errors.extend(e for e in validate_kind(resource, obj, old) if e not in errors)  # no repeats
+    if errors:
+        raise invalid_object(resource.invalid_group, resource.kind, _name_of(obj), errors)
+    warnings: list[str] = []
+    if unknown:
+        texts = [f'unknown field "{path}"' for path in unknown]
+        if wopts.field_validation == "Strict":
+            raise BadRequest(f'{resource.kind} in version "{resource.version}" cannot be handled '
+                             f"as a {resource.kind}: strict decoding error: " + ", ".join(texts))
+        if wopts.field_validation != "Ignore":
+            warnings.extend(texts)
+        obj = schema_validate.prune_unknown_fields(resource.api_version, resource.kind, obj)
+    if resource.is_custom:
+        obj = schema_validate.apply_defaults(resource.api_version, resource.kind, obj)
+    else:  # stored as kube's Go structs encode them: times in UTC, Time in whole seconds
+        obj = encode_times(resource.api_version, resource.kind, obj)
+    return obj, warnings
+
+
+def check_namespace_usable(ctx: ServerContext, resource: Resource, namespace: str,
+                           name: str) -> None:
+    """404 ``namespaces "x" not found``; 403 while the namespace is terminating."""
+    ns_resource = ctx.registry.lookup("", "v1", "namespaces")
+    assert ns_resource is not None
+    ns = ctx.caches.for_resource(ns_resource).get(ns_resource.storage_key("", namespace))
+    if ns is None:
+        raise not_found("", "namespaces", namespace)
+    if ns.fields.get("status.phase") == "Terminating":
+        raise lifecycle.namespace_terminating_error(resource, name, namespace)

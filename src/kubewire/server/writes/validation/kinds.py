@@ -1,0 +1,50 @@
+"""Kind-specific validation rules, keyed by ``Resource.id`` (every served version of a kind).
+
+Object-meta and schema-type checks apply to every kind (``kubewire.server.writes.validation.meta``,
+``kubewire.schema``); the rules here are a kind's own strategy ``Validate``/``ValidateUpdate``
+in kube. A validator gets the request's resource (its version may change the rules), the
+object as the request wrote it and, for updates, the current object in the same version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from kubewire.resources import Resource
+from kubewire.server.writes.validation.apps import validate_deployment
+from kubewire.server.writes.validation.config import validate_config_map, validate_secret
+from kubewire.server.writes.validation.discovery import validate_endpoint_slice
+from kubewire.server.writes.validation.events import validate_event
+from kubewire.server.writes.validation.lease import validate_lease
+from kubewire.server.writes.validation.networking import validate_ingress, validate_network_policy
+from kubewire.server.writes.validation.node import validate_namespace, validate_node
+from kubewire.server.writes.validation.pod import validate_pod
+from kubewire.server.writes.validation.service import validate_service
+from kubewire.status import FieldError
+
+KindValidator = Callable[[Resource, Mapping[str, Any], Mapping[str, Any] | None],
+                         list[FieldError]]
+
+KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
+    "events.k8s.io/events": validate_event,  # core/v1 and events.k8s.io/v1 Events
+    "core/pods": validate_pod,
+    "core/services": validate_service,
+    "apps/deployments": validate_deployment,
+    "core/configmaps": validate_config_map,
+    "core/secrets": validate_secret,
+    "core/nodes": validate_node,
+    "core/namespaces": validate_namespace,
+    "networking.k8s.io/ingresses": validate_ingress,
+    "networking.k8s.io/networkpolicies": validate_network_policy,
+    "discovery.k8s.io/endpointslices": validate_endpoint_slice,
+    "coordination.k8s.io/leases": validate_lease,
+})
+
+
+def validate_kind(resource: Resource, obj: Mapping[str, Any],
+                  old: Mapping[str, Any] | None = None) -> list[FieldError]:
+    """The kind's own errors for a create (``old`` None) or an update; [] for other kinds."""
+    validator = KIND_VALIDATORS.get(resource.id)
+    return [] if validator is None else validator(resource, obj, old)

@@ -1,0 +1,330 @@
+"""Pod spec validation: kube's most-hit ``ValidatePodSpec`` rules, in kube's order.
+
+Source: kubernetes pkg/apis/core/validation/validation.go (``ValidatePodSpec``,
+``validateContainers``, ``validateContainerCommon``, ``validateContainerPorts``, ``ValidateEnv``,
+``ValidateVolumes``, ``ValidateVolumeMounts``, ``ValidateContainerResources``,
+``ValidatePodUpdate``). Objects arrive defaulted (``server.defaults``), as kube validates them.
+The same spec rules serve Pods (``spec``) and pod templates (``spec.template.spec``).
+
+Pure: objects in, ``FieldError``s out.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+
+from kubewire.json_types import JSON
+from kubewire.names import is_dns1123_label, max_len_error
+from kubewire.quantity import parse_quantity
+from kubewire.resources import Resource
+from kubewire.schema import type_for
+from kubewire.server.writes.validation.meta import dict_at, int_at, text_at
+from kubewire.status import FieldError, forbidden, invalid, not_supported, required
+
+PORT_RANGE_ERROR = "must be between 1 and 65535, inclusive"  # validation.InclusiveRangeError
+PROTOCOLS = ("SCTP", "TCP", "UDP")  # sets.List(supportedPortProtocols): sorted
+RESTART_POLICIES = ("Always", "OnFailure", "Never")
+DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
+PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
+PORT_NAME_MAX_CHARS = 15
+ENV_NAME_ERROR = ("a valid environment variable name must consist only of printable ASCII "
+                  "characters other than '='")  # IsRelaxedEnvVarName (on by default since 1.30)
+UPDATABLE_POD_SPEC_FIELDS = (
+    "`spec.containers[*].image`", "`spec.initContainers[*].image`",
+    "`spec.activeDeadlineSeconds`", "`spec.tolerations` (only additions to existing tolerations)",
+    "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously "
+    "negative)")
+POD_UPDATE_FORBIDDEN = ("pod updates may not change fields other than "
+                        + ",".join(UPDATABLE_POD_SPEC_FIELDS))
+_INT32_MAX = 2**31 - 1
+
+
+def _list(parent: Mapping[str, JSON], key: str) -> list[JSON]:
+    value = parent.get(key)
+    return value if isinstance(value, list) else []
+
+
+def port_number_errors(path: str, value: int) -> list[FieldError]:
+    """``IsValidPortNum`` as field errors."""
+    return [] if 1 <= value <= 65535 else [invalid(path, value, PORT_RANGE_ERROR)]
+
+
+def port_name_problems(name: str) -> list[str]:
+    """``validation.IsValidPortName`` (an IANA_SVC_NAME)."""
+    problems = []
+    if len(name) > PORT_NAME_MAX_CHARS:
+        problems.append(max_len_error(PORT_NAME_MAX_CHARS))
+    if not re.fullmatch(r"[-a-z0-9]+", name):
+        problems.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if not re.search(r"[a-z]", name):
+        problems.append("must contain at least one letter (a-z)")
+    if "--" in name:
+        problems.append("must not contain consecutive hyphens (-)")
+    if name and (name[0] == "-" or name[-1] == "-"):
+        problems.append("must not begin or end with a hyphen (-)")
+    return problems
+
+
+def enum_errors(path: str, value: str, supported: tuple[str, ...]) -> list[FieldError]:
+    """The switch kube writes for a required enum: "" is Required, others NotSupported."""
+    if not value:
+        return [required(path)]
+    return [] if value in supported else [not_supported(path, value, supported)]
+
+
+def dns_label_errors(path: str, value: str) -> list[FieldError]:
+    return [invalid(path, value, m) for m in is_dns1123_label(value)]
+
+
+# --- volumes ----------------------------------------------------------------------------------
+
+@functools.cache  # schema facts do not change; every Pod write asks
+def _volume_source_keys() -> frozenset[str]:
+    """The VolumeSource members: every Volume field but its name (from the schema facts)."""
+    volumes = type_for("v1", "Pod").at(("spec", "volumes"))
+    volume = volumes.items if volumes is not None else None
+    return frozenset(volume.properties if volume is not None else ()) - {"name"}
+
+
+def validate_volumes(volumes: list[JSON], path: str) -> tuple[set[str], list[FieldError]]:
+    """``ValidateVolumes``: the valid volumes' names and the errors."""
+    sources = _volume_source_keys()
+    names: set[str] = set()
+    errors: list[FieldError] = []
+    for i, volume in enumerate(volumes):
+        if not isinstance(volume, dict):
+            continue
+        item = f"{path}[{i}]"
+        found = [key for key in volume if key in sources and volume[key] is not None]
+        volume_errors: list[FieldError] = []
+        if not found:
+            volume_errors.append(required(item, "must specify a volume type"))
+        elif len(found) > 1:
+            volume_errors.append(forbidden(f"{item}.{found[1]}",
+                                           "may not specify more than 1 volume type"))
+        name = text_at(volume, "name")
+        if not name:
+            volume_errors.append(required(f"{item}.name"))
+        else:
+            volume_errors += dns_label_errors(f"{item}.name", name)
+        if name in names:
+            volume_errors.append(FieldError("FieldValueDuplicate", f"{item}.name", name))
+        if volume_errors:
+            errors += volume_errors
+        else:
+            names.add(name)
+    return names, errors
+
+
+# --- containers -------------------------------------------------------------------------------
+
+def _port_errors(ports: list[JSON], path: str) -> list[FieldError]:
+    """``validateContainerPorts``."""
+    errors: list[FieldError] = []
+    names: set[str] = set()
+    for i, port in enumerate(ports):
+        if not isinstance(port, dict):
+            continue
+        item = f"{path}[{i}]"
+        name = text_at(port, "name")
+        if name:
+            problems = port_name_problems(name)
+            if problems:
+                errors += [invalid(f"{item}.name", name, m) for m in problems]
+            elif name in names:
+                errors.append(FieldError("FieldValueDuplicate", f"{item}.name", name))
+            else:
+                names.add(name)
+        container_port = int_at(port, "containerPort") or 0
+        if container_port == 0:
+            errors.append(required(f"{item}.containerPort"))
+        else:
+            errors += port_number_errors(f"{item}.containerPort", container_port)
+        host_port = int_at(port, "hostPort") or 0
+        if host_port:
+            errors += port_number_errors(f"{item}.hostPort", host_port)
+        errors += enum_errors(f"{item}.protocol", text_at(port, "protocol"), PROTOCOLS)
+    return errors
+
+
+def _env_errors(env: list[JSON], path: str) -> list[FieldError]:
+    """``ValidateEnv`` with the relaxed name rule."""
+    errors: list[FieldError] = []
+    for i, var in enumerate(env):
+        if not isinstance(var, dict):
+            continue
+        name = text_at(var, "name")
+        name_path = f"{path}[{i}].name"
+        if not name:
+            errors.append(required(name_path))
+            errors.append(invalid(name_path, name, "environment variable name must be non-empty"))
+        elif any(ord(c) > 126 or ord(c) < 32 or c == "=" for c in name):
+            errors.append(invalid(name_path, name, ENV_NAME_ERROR))
+    return errors
+
+
+def _mount_errors(mounts: list[JSON], volumes: set[str], path: str) -> list[FieldError]:
+    """``ValidateVolumeMounts``: a known volume, a unique mount path."""
+    errors: list[FieldError] = []
+    mount_paths: set[str] = set()
+    for i, mount in enumerate(mounts):
+        if not isinstance(mount, dict):
+            continue
+        item = f"{path}[{i}]"
+        name = text_at(mount, "name")
+        if not name:
+            errors.append(required(f"{item}.name"))
+        if name not in volumes:
+            errors.append(FieldError("FieldValueNotFound", f"{item}.name", name))
+        mount_path = text_at(mount, "mountPath")
+        if not mount_path:
+            errors.append(required(f"{item}.mountPath"))
+        if mount_path in mount_paths:
+            errors.append(invalid(f"{item}.mountPath", mount_path, "must be unique"))
+        mount_paths.add(mount_path)
+    return errors
+
+
+def _resource_errors(resources: Mapping[str, JSON], path: str) -> list[FieldError]:
+    """``ValidateContainerResources``: quantities not negative, requests within limits."""
+    errors: list[FieldError] = []
+    limits, requests = dict_at(resources, "limits"), dict_at(resources, "requests")
+    for section, values in (("limits", limits), ("requests", requests)):
+        for name, text in values.items():
+            value = parse_quantity(str(text))
+            if value is not None and value < 0:
+                errors.append(invalid(f"{path}.{section}[{name}]", str(text),
+                                      "must be greater than or equal to 0"))
+            if section != "requests" or name not in limits:
+                continue
+            limit = parse_quantity(str(limits[name]))
+            if value is not None and limit is not None and value > limit:
+                errors.append(invalid(f"{path}.requests", str(text), "must be less than or equal "
+                                      f"to {name} limit of {limits[name]}"))
+    return errors
+
+
+def _container_errors(container: Mapping[str, JSON], volumes: set[str],
+                      path: str) -> list[FieldError]:
+    """``validateContainerCommon``."""
+    errors: list[FieldError] = []
+    name = text_at(container, "name")
+    if not name:
+        errors.append(required(f"{path}.name"))
+    else:
+        errors += dns_label_errors(f"{path}.name", name)
+    if not text_at(container, "image"):
+        errors.append(required(f"{path}.image"))
+    errors += enum_errors(f"{path}.terminationMessagePolicy",
+                          text_at(container, "terminationMessagePolicy"),
+                          TERMINATION_MESSAGE_POLICIES)
+    errors += _port_errors(_list(container, "ports"), f"{path}.ports")
+    errors += _env_errors(_list(container, "env"), f"{path}.env")
+    errors += _mount_errors(_list(container, "volumeMounts"), volumes, f"{path}.volumeMounts")
+    errors += enum_errors(f"{path}.imagePullPolicy", text_at(container, "imagePullPolicy"),
+                          PULL_POLICIES)
+    errors += _resource_errors(dict_at(container, "resources"), f"{path}.resources")
+    return errors
+
+
+def _containers_errors(containers: list[JSON], volumes: set[str], path: str,
+                       taken: set[str], required_list: bool) -> list[FieldError]:
+    """``validateContainers`` / ``validateInitContainers``: names unique across ``taken``."""
+    if not containers and required_list:
+        return [required(path)]
+    errors: list[FieldError] = []
+    for i, container in enumerate(containers):
+        if not isinstance(container, dict):
+            continue
+        item = f"{path}[{i}]"
+        errors += _container_errors(container, volumes, item)
+        name = text_at(container, "name")
+        if name in taken:
+            errors.append(FieldError("FieldValueDuplicate", f"{item}.name", name))
+        else:
+            taken.add(name)
+    return errors
+
+
+# --- the pod spec -----------------------------------------------------------------------------
+
+def validate_pod_spec(spec: Mapping[str, JSON], path: str) -> list[FieldError]:
+    """``ValidatePodSpec``'s most-hit rules for the spec at ``path``."""
+    volumes, errors = validate_volumes(_list(spec, "volumes"), f"{path}.volumes")
+    # Init containers are checked first; regular names must not repeat theirs (kube reports
+    # the clash on the init container, so collect regular names before).
+    regular = {text_at(c, "name") for c in _list(spec, "containers") if isinstance(c, dict)}
+    errors += _containers_errors(_list(spec, "initContainers"), volumes,
+                                 f"{path}.initContainers", set(regular), False)
+    errors += _containers_errors(_list(spec, "containers"), volumes, f"{path}.containers",
+                                 set(), True)
+    # kube defaults these even when the spec is missing (kubewire's defaulting needs one)
+    errors += enum_errors(f"{path}.restartPolicy", text_at(spec, "restartPolicy") or "Always",
+                          RESTART_POLICIES)
+    errors += enum_errors(f"{path}.dnsPolicy", text_at(spec, "dnsPolicy") or "ClusterFirst",
+                          DNS_POLICIES)
+    deadline = int_at(spec, "activeDeadlineSeconds")
+    if deadline is not None and not 1 <= deadline <= _INT32_MAX:
+        errors.append(invalid(f"{path}.activeDeadlineSeconds", deadline,
+                              f"must be between 1 and {_INT32_MAX}, inclusive"))
+    for key in ("hostname", "subdomain"):
+        if text_at(spec, key):
+            errors += dns_label_errors(f"{path}.{key}", text_at(spec, key))
+    return errors
+
+
+def _munged_spec(new: Mapping[str, JSON], old: Mapping[str, JSON]) -> dict[str, JSON]:
+    """The new spec with the fields a pod update may change taken from the old one."""
+    munged = dict(new)
+    for key in ("containers", "initContainers"):
+        old_items, new_items = _list(old, key), _list(new, key)
+        if key in new and len(old_items) == len(new_items):
+            munged[key] = [
+                {**n, "image": o.get("image")} if isinstance(n, dict) and isinstance(o, dict)
+                else n for n, o in zip(new_items, old_items, strict=True)]
+    munged.pop("activeDeadlineSeconds", None)  # checked on its own
+    if "activeDeadlineSeconds" in old:
+        munged["activeDeadlineSeconds"] = old["activeDeadlineSeconds"]
+    old_tolerations = _list(old, "tolerations")
+    if all(t in _list(new, "tolerations") for t in old_tolerations):  # additions only
+        munged.pop("tolerations", None)
+        if "tolerations" in old:
+            munged["tolerations"] = old["tolerations"]
+    grace, old_grace = int_at(new, "terminationGracePeriodSeconds"), int_at(
+        old, "terminationGracePeriodSeconds")
+    if grace == 1 and old_grace is not None and old_grace < 0:
+        munged["terminationGracePeriodSeconds"] = old_grace
+    return munged
+
+
+def _changed_fields(new: Mapping[str, JSON], old: Mapping[str, JSON]) -> list[str]:
+    return [key for key in sorted(set(new) | set(old)) if new.get(key) != old.get(key)]
+
+
+def validate_pod(resource: Resource, obj: Mapping[str, JSON],
+                 old: Mapping[str, JSON] | None = None) -> list[FieldError]:
+    """Errors for creating (``old`` None) or updating a Pod."""
+    spec = dict_at(obj, "spec")
+    errors = validate_pod_spec(spec, "spec")
+    if old is None:
+        return errors
+    old_spec = dict_at(old, "spec")
+    deadline, old_deadline = int_at(spec, "activeDeadlineSeconds"), int_at(old_spec,
+                                                                       "activeDeadlineSeconds")
+    if old_deadline is not None and (deadline is None or deadline > old_deadline):
+        # ValidatePodUpdate: the deadline may only be set or shortened; kube stops here.
+        return [*errors, invalid("spec.activeDeadlineSeconds",
+                                 deadline if deadline is not None else "null",
+                                 "must be less than or equal to previous value"
+                                 if deadline is not None else
+                                 "must not update from a positive integer to nil value")]
+    munged = _munged_spec(spec, old_spec)
+    if munged != old_spec:
+        # kube appends cmp.Diff of the internal PodSpecs, whose spacing go-cmp randomizes on
+        # purpose; the changed fields are listed instead.
+        changed = ", ".join(_changed_fields(munged, old_spec))
+        errors.append(forbidden("spec", f"{POD_UPDATE_FORBIDDEN}\n  changed: {changed}"))
+    return errors
