@@ -10,7 +10,8 @@ import argparse
 import contextlib
 
 from bench.worker import new_event_loop, ready_until_signalled
-from kubewire.server.wire.http import HTTPServer, Request, Response
+from kubewire.server.wire.http import HTTPServer
+from kubewire.server.wire.http_messages import Request, Response
 
 CREATED = Response(201, b'{"kind":"Pod","apiVersion":"v1","metadata":{"name":"x"}}')
 OK = Response(200, b"ok", "text/plain; charset=utf-8")

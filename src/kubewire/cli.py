@@ -27,7 +27,7 @@ from kubewire.server.access.authz import PolicyFileError
 from kubewire.server.allocation.rules import DEFAULT_SERVICE_CIDR
 from kubewire.server.context import DATABASE_NAME, ServerConfig
 from kubewire.server.observe.audit import PolicyError as AuditPolicyError
-from kubewire.server.wire.http import Limits
+from kubewire.server.wire.http_messages import Limits
 from kubewire.storage.base import Retention, StorageError
 from kubewire.storage.sqlite_revision_record import RevisionLostError
 

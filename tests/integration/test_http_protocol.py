@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from kubewire.server.wire.http import HTTPServer, Limits, Request, Response
+from kubewire.server.wire.http import HTTPServer
+from kubewire.server.wire.http_messages import Limits, Request, Response
 
 Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 

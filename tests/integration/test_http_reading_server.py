@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 from kubernetes import client
 
-from kubewire.server.wire.http import Limits
 from kubewire.server.wire.http_input import REQUEST_TIMEOUT_BODY
+from kubewire.server.wire.http_messages import Limits
 from tests.integration.harness import ServerThread
 from tests.integration.kinds import CONFIG_MAP
 from tests.integration.kubectl import needs_kubectl, run

@@ -13,14 +13,8 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from kubewire.server.wire.http import (
-    _MAX_HELD_BYTES,
-    ChunkedStream,
-    HTTPServer,
-    Limits,
-    Request,
-    Response,
-)
+from kubewire.server.wire.http import _MAX_HELD_BYTES, HTTPServer
+from kubewire.server.wire.http_messages import ChunkedStream, Limits, Request, Response
 from tests.integration.test_http_protocol import close, connect, read_response
 
 WAIT_S = 5.0  # bound on waiting for the server; a hang fails the test

@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from kubewire.server.access import pki
-from kubewire.server.wire.http import Limits
+from kubewire.server.wire.http_messages import Limits
 from tests.integration.harness import ServerThread
 from tests.integration.kubectl import needs_kubectl, run
 from tests.integration.test_access import (

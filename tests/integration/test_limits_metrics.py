@@ -17,7 +17,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubewire.server.access.users import add_token
-from kubewire.server.wire.http import Limits
+from kubewire.server.wire.http_messages import Limits
 from tests.integration.harness import ServerThread
 from tests.integration.kinds import POD
 from tests.integration.wire import Reply, call, create, wait_for

@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kubewire.server.context import ServerConfig
-from kubewire.server.wire.http import Limits
+from kubewire.server.wire.http_messages import Limits
 from tests.integration.harness import ServerThread
 from tests.integration.kinds import CONFIG_MAP
 from tests.integration.wire import call, create, get, host_port

@@ -55,9 +55,12 @@ PURE = ("kubewire.selectors", "kubewire.schema", "kubewire.models", "kubewire.se
         "kubewire.server.allocation.rules",
         "kubewire.server.writes.validation", "kubewire.server.writes.lifecycle",
         "kubewire.server.writes.defaults", "kubewire.server.writes.scale",
-        "kubewire.server.wire.http_messages", "kubewire.server.wire.http_parse")
-IO_LIBRARIES = frozenset({"asyncio", "socket", "ssl", "sqlite3", "uvloop", "httptools",
-                          "threading", "subprocess", "multiprocessing", "selectors"})
+        "kubewire.server.wire.http_messages", "kubewire.server.wire.http_parse",
+        "kubewire.server.wire.encoding", "kubewire.server.wire.websocket",
+        "kubewire.server.tables.output")
+# (httptools is a parser, not I/O: the sans-I/O ``http_parse`` drives it.)
+IO_LIBRARIES = frozenset({"asyncio", "socket", "ssl", "sqlite3", "uvloop", "threading",
+                          "subprocess", "multiprocessing", "selectors"})
 # Not core: the command line wires every wing together; the package re-exports the client.
 ENTRY_POINTS = frozenset({"kubewire", "kubewire.cli"})
 

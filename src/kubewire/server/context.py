@@ -12,7 +12,7 @@ from typing import Literal
 from kubewire.resources import REGISTRY, Registry
 from kubewire.server.allocation.rules import DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR
 from kubewire.server.allocation.state import AllocationState
-from kubewire.server.wire.http import Limits
+from kubewire.server.wire.http_messages import Limits
 from kubewire.storage.base import Retention, Store
 from kubewire.storage.cache import DEFAULT_BOOKMARK_INTERVAL_S, DEFAULT_RING_CAPACITY, WatchCaches
 from kubewire.storage.versioned_store import VersionedStore

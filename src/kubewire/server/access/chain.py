@@ -30,7 +30,7 @@ from kubewire.server.access.authn import (
 from kubewire.server.access.authz import Attributes, Authorizer, forbidden, load_policy_file
 from kubewire.server.context import ServerConfig
 from kubewire.server.request.routes import Route, is_watch
-from kubewire.server.wire.http import Request
+from kubewire.server.wire.http_messages import Request
 from kubewire.server.wire.websocket import BearerProtocolError, bearer_token
 from kubewire.status import Unauthorized
 

@@ -54,7 +54,7 @@ from kubewire.server.observe.audit import (
 )
 from kubewire.server.request.routes import Route
 from kubewire.server.wire.encoding import decode_object
-from kubewire.server.wire.http import Request, Response
+from kubewire.server.wire.http_messages import Request, Response
 from kubewire.server.wire.websocket import WebSocketStream
 from kubewire.status import StatusError
 

@@ -21,7 +21,7 @@ from kubewire.server.access.authn import UserInfo
 from kubewire.server.context import ServerConfig, ServerContext
 from kubewire.server.observe.metrics import LiveSources, Sample, ServerMetrics
 from kubewire.server.request.routes import Route
-from kubewire.server.wire.http import Request, Response
+from kubewire.server.wire.http_messages import Request, Response
 from kubewire.status import StatusError, TooManyRequests
 from kubewire.storage.cache import WatchCache
 

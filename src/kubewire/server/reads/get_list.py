@@ -20,7 +20,7 @@ from kubewire.server.request.routes import Route
 from kubewire.server.tables.bodies import list_table_body, object_table_body
 from kubewire.server.tables.output import NegotiatedTable
 from kubewire.server.wire.encoding import list_item, type_meta_prefix
-from kubewire.server.wire.http import Response
+from kubewire.server.wire.http_messages import Response
 from kubewire.status import Expired, not_found, too_large_resource_version
 from kubewire.storage.base import CompactedError
 from kubewire.storage.cached import CachedObject

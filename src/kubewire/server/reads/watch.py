@@ -25,7 +25,7 @@ from kubewire.server.request.options import ListOptions
 from kubewire.server.request.routes import Route
 from kubewire.server.tables.output import negotiate_output
 from kubewire.server.tables.sink import TableSink
-from kubewire.server.wire.http import Request
+from kubewire.server.wire.http_messages import Request
 from kubewire.storage.cached import WatchFilter, WatchStart
 from kubewire.storage.watcher import Sink
 

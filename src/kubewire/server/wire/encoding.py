@@ -16,7 +16,7 @@ import msgspec
 
 from kubewire.go_text import JSON_KIND_NAMES, decode_go_json, go_json_error, go_utf8
 from kubewire.resources import Resource
-from kubewire.server.wire.http import Response
+from kubewire.server.wire.http_messages import Response
 from kubewire.server.wire.json_depth import EXCEEDED_MAX_DEPTH, MAX_NESTING_DEPTH, too_deep
 from kubewire.server.wire.protobuf import PROTOBUF_MEDIA_TYPE, decode_protobuf_object
 from kubewire.server.wire.yaml_bodies import YAMLBodyError, load_yaml_body

@@ -21,6 +21,14 @@ What a client sends is bounded:
 
 The protocol logic is here, apart from I/O: ``handshake`` checks a request's headers and gives
 the 101 head, ``text_frame`` frames, ``FrameReader`` parses the client's frames.
+
+Written by hand, not with wsproto 1.3.2, for measured speed and memory (2026-11, this machine,
+medians of 11 interleaved runs): framing a 2 KB event took 487 ns here against 2.9 µs with
+``Connection.send`` (1.5-1.9 µs with its frame layer), parsing a masked ping 1.1 µs against
+6.4 µs, and an idle stream holds 128 B against 1.7 KB for a wsproto ``Connection`` (which could
+not be dropped between reads as ``FrameReader`` is). wsproto has no frame size cap, pong
+accounting or rate limit, so those would stay hand-written around it, and its stricter checks
+(RSV bits, UTF-8) would answer clients differently from x/net.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ from kubewire.server.wire.encoding import (
     negotiate_json,
     with_type_meta,
 )
-from kubewire.server.wire.http import Request, Response
+from kubewire.server.wire.http_messages import Request, Response
 from kubewire.server.writes import lifecycle
 from kubewire.server.writes.defaults import apply_kind_defaults
 from kubewire.server.writes.deletes import delete, delete_collection

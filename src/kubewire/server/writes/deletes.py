@@ -19,7 +19,7 @@ from kubewire.server.context import ServerContext
 from kubewire.server.request.options import DeleteOptions, parse_delete_options, parse_list_options
 from kubewire.server.request.routes import Route
 from kubewire.server.wire.encoding import encode_json, json_response, media_type, negotiate_json
-from kubewire.server.wire.http import Request, Response
+from kubewire.server.wire.http_messages import Request, Response
 from kubewire.server.wire.protobuf import PROTOBUF_MEDIA_TYPE, decode_protobuf_object
 from kubewire.server.writes import lifecycle
 from kubewire.status import MethodNotAllowed, StatusError, conflict, not_found

@@ -24,7 +24,7 @@ from kubewire.server.patch.field_ownership import parse_tracked_write_options
 from kubewire.server.patch.strategic import apply_strategic_merge_patch
 from kubewire.server.request.routes import Route
 from kubewire.server.wire.encoding import decode_object, json_response, media_type, negotiate_json
-from kubewire.server.wire.http import Request, Response
+from kubewire.server.wire.http_messages import Request, Response
 from kubewire.server.writes.create_update import guaranteed_update
 from kubewire.server.writes.scale import (
     SCALE_API_VERSION,

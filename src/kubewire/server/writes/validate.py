@@ -25,7 +25,7 @@ from kubewire.server.context import ServerContext
 from kubewire.server.patch.go_print import go_json, go_sprint
 from kubewire.server.request.options import WriteOptions
 from kubewire.server.wire.encoding import media_type
-from kubewire.server.wire.http import Request
+from kubewire.server.wire.http_messages import Request
 from kubewire.server.writes import lifecycle
 from kubewire.server.writes.validation import meta as validation
 from kubewire.server.writes.validation.kinds import validate_kind
