@@ -29,7 +29,7 @@ from kubewire.server.context import DATABASE_NAME, ServerConfig
 from kubewire.server.observe.audit import PolicyError as AuditPolicyError
 from kubewire.server.wire.http_messages import Limits
 from kubewire.storage.base import Retention, StorageError
-from kubewire.storage.sqlite_revision_record import RevisionLostError
+from kubewire.storage.sqlite.revision_record import RevisionLostError
 
 log = logging.getLogger("kubewire")
 
@@ -319,8 +319,8 @@ async def serve(config: ServerConfig) -> None:
 
 
 def repair(args: argparse.Namespace) -> int:
-    """``kubewire repair``: report, and with ``--accept-data-loss`` repair (sqlite_repair)."""
-    from kubewire.storage.sqlite_repair import inspect_store, repair_store
+    """``kubewire repair``: report, and with ``--accept-data-loss`` repair (``sqlite.repair``)."""
+    from kubewire.storage.sqlite.repair import inspect_store, repair_store
 
     path = args.data_dir / DATABASE_NAME
     if not path.is_file():

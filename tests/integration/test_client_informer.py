@@ -18,10 +18,10 @@ from kubewire.client.client import Client, create_client
 from kubewire.client.config import ClientConfig
 from kubewire.client.errors import AlreadyExists, Gone
 from kubewire.client.events import EventType
-from kubewire.client.informer import NAMESPACE_INDEX, OWNER_INDEX, Informer, InformerEvent
+from kubewire.client.informers.informer import NAMESPACE_INDEX, OWNER_INDEX, Informer, InformerEvent
+from kubewire.client.informers.workqueue import ItemBackoff, QueueShutDown, WorkQueue
 from kubewire.client.resource import PatchType
 from kubewire.client.watch import WatchSettings
-from kubewire.client.workqueue import ItemBackoff, QueueShutDown, WorkQueue
 from kubewire.models import ConfigMap, Namespace, ObjectMeta
 from kubewire.models.meta_v1 import OwnerReference
 from kubewire.storage.base import Retention

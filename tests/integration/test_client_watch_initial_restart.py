@@ -16,7 +16,7 @@ from kubewire.client.api import Api
 from kubewire.client.client import Client, create_client
 from kubewire.client.config import ClientConfig
 from kubewire.client.events import Bookmark, WatchEvent
-from kubewire.client.informer import Informer
+from kubewire.client.informers.informer import Informer
 from kubewire.client.transport import Request
 from kubewire.client.watch import WatchSettings
 from kubewire.models import ConfigMap, ObjectMeta

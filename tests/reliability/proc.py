@@ -156,7 +156,7 @@ def writer_pid(data_dir: Path) -> int:
                 argv = f.read().split(b"\0")
         except OSError:
             continue
-        if b"kubewire.storage.sqlite_writer_child" in argv and database.encode() in argv:
+        if b"kubewire.storage.sqlite.writer_child" in argv and database.encode() in argv:
             return int(entry)
     raise AssertionError(f"no writer process for {database}")
 

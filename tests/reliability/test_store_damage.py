@@ -1,5 +1,5 @@
 """A store that lost its newest commits refuses to start, and ``kubewire repair`` brings it back
-without reusing a revision (storage/sqlite_revision_record.py, storage/sqlite_repair.py).
+without reusing a revision (storage/sqlite/revision_record.py, storage/sqlite/repair.py).
 
 Each test runs the real server in a subprocess, kills it and its writer process with SIGKILL
 (writer first: a writer that outlives its server checkpoints and removes the WAL on exit), and

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kubewire.storage.base import Retention
-from kubewire.storage.sqlite import SQLiteStore
+from kubewire.storage.sqlite.store import SQLiteStore
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from kubewire.resources import REGISTRY, Resource
 from kubewire.storage.base import Change, ChangeType, Create, Delete, Update
 from kubewire.storage.cache import WatchCaches
 from kubewire.storage.cached import CachedObject
-from kubewire.storage.sqlite import SQLiteStore
+from kubewire.storage.sqlite.store import SQLiteStore
 
 PODS = REGISTRY.by_id("core/pods")
 SERVICES = REGISTRY.by_id("core/services")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubewire.client.indexer import Indexer
+from kubewire.client.informers.indexer import Indexer
 
 Obj = dict[str, str]
 

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from kubewire.client.workqueue import ItemBackoff, QueueShutDown, WorkQueue
+from kubewire.client.informers.workqueue import ItemBackoff, QueueShutDown, WorkQueue
 
 
 async def test_adds_are_deduplicated_while_queued() -> None:

@@ -18,7 +18,7 @@ from kubewire.selectors import parse_field_selector, parse_label_selector
 from kubewire.storage.base import Create, Delete, Retention, Update
 from kubewire.storage.cache import WatchCaches
 from kubewire.storage.cached import WatchFilter, WatchStart
-from kubewire.storage.sqlite import SQLiteStore
+from kubewire.storage.sqlite.store import SQLiteStore
 from kubewire.storage.version_view import VersionView
 from kubewire.storage.versioned_store import VersionedStore
 from tests.unit.watch_cache_helpers import RecordingSink

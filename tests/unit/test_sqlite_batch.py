@@ -21,7 +21,7 @@ from kubewire.storage.base import (
     RevisionMismatchError,
     Update,
 )
-from kubewire.storage.sqlite import SQLiteStore
+from kubewire.storage.sqlite.store import SQLiteStore
 
 
 def obj(name: str, v: int) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kubewire.storage.base import Create, KeyExistsError, Op, Update, ValueTooLargeError
-from kubewire.storage.sqlite import SQLiteStore
+from kubewire.storage.sqlite.store import SQLiteStore
 
 LIMIT = 400
 

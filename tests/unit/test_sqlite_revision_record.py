@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from kubewire.storage.base import CompactedError, Create
-from kubewire.storage.sqlite import SQLiteStore
-from kubewire.storage.sqlite_repair import REPAIR_MARGIN, inspect_store, repair_store
-from kubewire.storage.sqlite_revision_record import (
+from kubewire.storage.sqlite.repair import REPAIR_MARGIN, inspect_store, repair_store
+from kubewire.storage.sqlite.revision_record import (
     DamagedRecordError,
     RevisionLostError,
     StoreInUseError,
@@ -19,6 +18,7 @@ from kubewire.storage.sqlite_revision_record import (
     encode_revision,
     record_path,
 )
+from kubewire.storage.sqlite.store import SQLiteStore
 
 
 def _cm(name: str) -> dict[str, object]:

@@ -25,9 +25,9 @@ from kubewire.storage.base import (
     Update,
     ValueTooLargeError,
 )
-from kubewire.storage.sqlite import SQLiteStore
-from kubewire.storage.sqlite_writer_child import FrameReader, frame
-from kubewire.storage.sqlite_writer_process import ProcessWriter
+from kubewire.storage.sqlite.store import SQLiteStore
+from kubewire.storage.sqlite.writer_child import FrameReader, frame
+from kubewire.storage.sqlite.writer_process import ProcessWriter
 
 
 def _pod(name: str, **labels: str) -> dict[str, object]:
@@ -126,7 +126,7 @@ def test_the_writer_process_commits_and_exits_when_its_server_is_killed(tmp_path
     server = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import asyncio, os, sys
         from kubewire.storage.base import Create
-        from kubewire.storage.sqlite import SQLiteStore
+        from kubewire.storage.sqlite.store import SQLiteStore
         async def main():
             store = SQLiteStore({str(tmp_path / "db")!r}, writer_process=True)
             await store.open()

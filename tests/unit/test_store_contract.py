@@ -34,7 +34,7 @@ from kubewire.storage.base import (
     Store,
     Update,
 )
-from kubewire.storage.sqlite import SQLiteStore
+from kubewire.storage.sqlite.store import SQLiteStore
 
 KEEP_ALL = Retention(max_changes=None, max_age_s=None)
 

@@ -13,7 +13,7 @@ from kubewire.server.tables.columns import column_definitions
 from kubewire.server.tables.output import TableRequest
 from kubewire.server.tables.sink import TableSink
 from kubewire.storage.cached import WatchStart
-from kubewire.storage.sqlite import SQLiteStore
+from kubewire.storage.sqlite.store import SQLiteStore
 from tests.unit.test_watch_cache import PODS, everything, pod, write_pod
 from tests.unit.watch_cache_helpers import RecordingSink, make_caches
 

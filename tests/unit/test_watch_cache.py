@@ -14,7 +14,7 @@ from kubewire.resources import REGISTRY, Resource
 from kubewire.selectors import parse_field_selector, parse_label_selector
 from kubewire.storage.base import Create, Delete, Retention, Update
 from kubewire.storage.cached import WatchFilter, WatchStart
-from kubewire.storage.sqlite import SQLiteStore
+from kubewire.storage.sqlite.store import SQLiteStore
 from tests.unit.watch_cache_helpers import RecordingSink, make_caches
 
 PODS = REGISTRY.by_id("core/pods")

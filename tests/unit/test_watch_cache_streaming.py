@@ -21,7 +21,7 @@ from kubewire.selectors import parse_field_selector, parse_label_selector
 from kubewire.storage import cache as cache_module
 from kubewire.storage.base import Change, ChangeType, Create, Delete, Update
 from kubewire.storage.cached import WatchFilter, WatchStart
-from kubewire.storage.sqlite import SQLiteStore
+from kubewire.storage.sqlite.store import SQLiteStore
 from tests.unit.watch_cache_helpers import RecordingSink as Sink
 from tests.unit.watch_cache_helpers import make_caches
 

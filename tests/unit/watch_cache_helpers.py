@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from kubewire.resources import REGISTRY
 from kubewire.storage.cache import WatchCaches
-from kubewire.storage.sqlite import SQLiteStore
+from kubewire.storage.sqlite.store import SQLiteStore
 
 
 async def make_caches(store: SQLiteStore, capacity: int = 64) -> WatchCaches:

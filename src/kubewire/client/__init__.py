@@ -34,10 +34,10 @@ from kubewire.client.errors import (
     Unauthorized,
 )
 from kubewire.client.events import Bookmark, EventType, WatchEvent
-from kubewire.client.informer import Informer, InformerEvent
+from kubewire.client.informers.informer import Informer, InformerEvent
+from kubewire.client.informers.workqueue import ItemBackoff, QueueShutDown, WorkQueue
 from kubewire.client.resource import PatchType, PropagationPolicy
 from kubewire.client.watch import WatchSettings
-from kubewire.client.workqueue import ItemBackoff, QueueShutDown, WorkQueue
 
 __all__ = [
     "AlreadyExists",

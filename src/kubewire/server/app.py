@@ -60,7 +60,7 @@ from kubewire.status import (
 from kubewire.storage import deadlines
 from kubewire.storage.base import ValueTooLargeError
 from kubewire.storage.cache import WatchCaches
-from kubewire.storage.sqlite import SQLiteStore
+from kubewire.storage.sqlite.store import SQLiteStore
 
 if TYPE_CHECKING:
     from kubewire.server.observe.audit_log import Auditor

@@ -1,9 +1,9 @@
-"""The SQLite writer process: the child's side of ``sqlite_writer_process``, and the framing.
+"""The SQLite writer process: the child's side of ``writer_process``, and the framing.
 
 It imports no asyncio (which alone costs ~50 ms of start-up): the server waits for this process
 before it answers its first request.
 
-    python -m kubewire.storage.sqlite_writer_child PATH DURABILITY MAX_CHANGES MAX_AGE_S
+    python -m kubewire.storage.sqlite.writer_child PATH DURABILITY MAX_CHANGES MAX_AGE_S
                                                    MAX_VALUE_BYTES COMPACTED_REVISION
 """
 
@@ -35,9 +35,9 @@ from kubewire.storage.base import (
     Update,
     ValueTooLargeError,
 )
-from kubewire.storage.sqlite_revision_record import RevisionRecord
-from kubewire.storage.sqlite_schema import connect
-from kubewire.storage.sqlite_writer import (
+from kubewire.storage.sqlite.revision_record import RevisionRecord
+from kubewire.storage.sqlite.schema import connect
+from kubewire.storage.sqlite.writer import (
     CompactRequest,
     Outcome,
     PingRequest,

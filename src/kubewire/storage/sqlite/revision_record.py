@@ -7,14 +7,14 @@ objects vanish, the revision counter goes back, and new writes would reuse revis
 have already seen (a watch from one of them would silently miss everything since). The record
 (``<db>-revision``) lives beside the database: the writer rewrites it in place after every commit
 group, before the group's writes are acknowledged, and opening refuses a database whose revision
-is below it (``RevisionLostError``). ``sqlite_repair`` is the way out.
+is below it (``RevisionLostError``). ``repair`` is the way out.
 
 What it covers: any process death (SIGKILL of server and writer, OOM) followed by the loss,
 truncation or corruption of the WAL, since a ``pwrite`` is in the page cache once it returns. It
 is not fsynced: that would add a second device flush to each commit group's one (measured in
 bench/FINDINGS.md, "Revision record") for the single case of a WAL lost *together with* an OS
 crash, which can go unnoticed; after an OS crash the record may lag the database by the last
-commits, and ``sqlite_repair``'s margin allows for that. It never runs ahead of a ``full``
+commits, and ``repair``'s margin allows for that. It never runs ahead of a ``full``
 database (it is written after the commit's fsync). With ``--durability normal`` a power loss can
 leave it ahead: the last acknowledged commits were lost, as ``normal`` allows, and the start is
 refused too, since their revisions would otherwise be given out again.

@@ -1,10 +1,10 @@
 """The embedded default ``Store``: one SQLite file in WAL mode.
 
-Threads: one writer owns the only writing connection and group-commits (``sqlite_writer``), in a
-thread or, with ``writer_process``, in a child process (``sqlite_writer_process``). A small pool
+Threads: one writer owns the only writing connection and group-commits (``writer``), in a
+thread or, with ``writer_process``, in a child process (``writer_process``). A small pool
 of reader threads, each with its own connection, serves get, list and changes_since (WAL lets
 them read while the writer commits). SQLite never runs on the event loop. Schema:
-``sqlite_schema``; queries: ``sqlite_reads``; compaction: ``sqlite_compaction``.
+``schema``; queries: ``reads``; compaction: ``compaction``.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from kubewire.storage.base import (
     StorageError,
     Update,
 )
-from kubewire.storage.sqlite_reads import read_changes, read_list, read_record
-from kubewire.storage.sqlite_revision_record import RevisionRecord, check_revision
-from kubewire.storage.sqlite_schema import (
+from kubewire.storage.sqlite.reads import read_changes, read_list, read_record
+from kubewire.storage.sqlite.revision_record import RevisionRecord, check_revision
+from kubewire.storage.sqlite.schema import (
     Durability,
     connect,
     ensure_schema,
@@ -41,7 +41,7 @@ from kubewire.storage.sqlite_schema import (
     recover_revision,
     write_meta,
 )
-from kubewire.storage.sqlite_writer import (
+from kubewire.storage.sqlite.writer import (
     CompactRequest,
     Outcome,
     PingRequest,
@@ -51,7 +51,7 @@ from kubewire.storage.sqlite_writer import (
     copy_for_write,
     writer_stopped,
 )
-from kubewire.storage.sqlite_writer_process import ProcessWriter
+from kubewire.storage.sqlite.writer_process import ProcessWriter
 
 __all__ = ["SQLiteStore"]
 
@@ -130,14 +130,14 @@ class SQLiteStore:
       published), only the caller stops waiting; it holds its place among the
       ``MAX_PENDING_WRITES`` until the writer answers it;
     - every commit's revision is recorded outside the database before it is acknowledged, and
-      ``open`` refuses a database that lost revisions (``sqlite_revision_record``);
+      ``open`` refuses a database that lost revisions (``revision_record``);
     - ``list`` with a ``revision`` above the newest committed one raises ``ValueError``;
     - the change log is also compacted automatically (after every 1000 changes or 60 s), in
       chunks so that writes wait only milliseconds behind it.
 
     ``clock`` gives change timestamps, which age-based retention is judged by. The store
     expects to be the only process writing its file. With ``writer_process`` the writer runs
-    in a child process (``sqlite_writer_process``) instead of a thread, so its commits do not
+    in a child process (``writer_process``) instead of a thread, so its commits do not
     wait for this process's GIL; it then keeps its own clock, ``time.time``.
     """
 
@@ -188,7 +188,7 @@ class SQLiteStore:
 
         Raises ``StorageError`` if the store is already open or the file has another schema,
         ``RevisionLostError`` if the database ends below the revision its record says was
-        committed (``sqlite_revision_record``), ``StoreInUseError`` while it is being repaired.
+        committed (``revision_record``), ``StoreInUseError`` while it is being repaired.
         """
         if self._writer is not None or self._is_closing:
             raise StorageError("store is already open (or was closed)")

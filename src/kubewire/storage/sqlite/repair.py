@@ -2,7 +2,7 @@
 
 Modelled on ``etcdutl snapshot restore --bump-revision --mark-compacted``: the objects the
 database holds are kept as they are; the revision counter moves past the highest revision the
-store ever committed (from its record, ``sqlite_revision_record``) plus ``REPAIR_MARGIN``, and
+store ever committed (from its record, ``revision_record``) plus ``REPAIR_MARGIN``, and
 the whole change log up to the new revision is compacted. Every client that resumes a watch, a
 list or a continue token from an older (perhaps lost) revision then gets 410 Gone and relists,
 instead of being served a history that was rewritten under it.
@@ -18,8 +18,8 @@ import sqlite3
 from dataclasses import dataclass
 
 from kubewire.storage.base import StorageError
-from kubewire.storage.sqlite_revision_record import DamagedRecordError, RevisionRecord
-from kubewire.storage.sqlite_schema import (
+from kubewire.storage.sqlite.revision_record import DamagedRecordError, RevisionRecord
+from kubewire.storage.sqlite.schema import (
     connect,
     connect_read_only,
     ensure_schema,

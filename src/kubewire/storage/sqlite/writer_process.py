@@ -18,7 +18,7 @@ with a pipe transport, so no thread of the server takes part. The child is in it
 ignores SIGINT and SIGTERM: it stops when its input ends, after committing everything it read,
 which is also what happens when the server is killed.
 
-``ProcessWriter`` here is the server's side; ``sqlite_writer_child`` is the child's, and holds
+``ProcessWriter`` here is the server's side; ``writer_child`` is the child's, and holds
 the framing.
 """
 
@@ -34,10 +34,10 @@ from typing import Any
 
 import msgspec
 
-from kubewire.storage import sqlite_writer_child
 from kubewire.storage.base import Change, ChangeType, Create, JSONObject, Retention, StorageError
-from kubewire.storage.sqlite_schema import Durability
-from kubewire.storage.sqlite_writer import (
+from kubewire.storage.sqlite import writer_child
+from kubewire.storage.sqlite.schema import Durability
+from kubewire.storage.sqlite.writer import (
     CompactRequest,
     Deliver,
     Outcome,
@@ -46,7 +46,7 @@ from kubewire.storage.sqlite_writer import (
     StopRequest,
     writer_stopped,
 )
-from kubewire.storage.sqlite_writer_child import (
+from kubewire.storage.sqlite.writer_child import (
     CHANGE,
     COMPACT,
     FAILED,
@@ -83,7 +83,7 @@ class ProcessWriter:
 
     def __init__(self, path: str | os.PathLike[str], durability: Durability, retention: Retention,
                  loop: asyncio.AbstractEventLoop, deliver: Deliver) -> None:
-        self._argv = [sys.executable, "-m", sqlite_writer_child.__name__, os.fspath(path),
+        self._argv = [sys.executable, "-m", writer_child.__name__, os.fspath(path),
                       durability, _text(retention.max_changes), _text(retention.max_age_s)]
         self._loop = loop
         self._deliver = deliver

@@ -7,7 +7,7 @@ a revision and without affecting the others. Only an SQLite error fails the whol
 is then rolled back entirely.
 
 After each commit the thread records the batch's last revision outside the database
-(``sqlite_revision_record``), then schedules one callback on the event loop with the batch's
+(``revision_record``), then schedules one callback on the event loop with the batch's
 changes and outcomes; callbacks run in commit order, so the store can publish changes in revision
 order and resolve waiting writers after their changes are published. A ``PingRequest`` is
 answered once everything queued before it has been handled: the store's health check.
@@ -41,9 +41,9 @@ from kubewire.storage.base import (
     Update,
     ValueTooLargeError,
 )
-from kubewire.storage.sqlite_compaction import compact_chunk
-from kubewire.storage.sqlite_revision_record import RevisionRecord
-from kubewire.storage.sqlite_schema import read_meta_int, resource_of, write_meta
+from kubewire.storage.sqlite.compaction import compact_chunk
+from kubewire.storage.sqlite.revision_record import RevisionRecord
+from kubewire.storage.sqlite.schema import read_meta_int, resource_of, write_meta
 
 if TYPE_CHECKING:  # the writer process imports this module, and asyncio costs it ~50 ms
     import asyncio

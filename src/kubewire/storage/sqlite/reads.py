@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from kubewire.storage.base import Change, ChangeType, CompactedError, Record
-from kubewire.storage.sqlite_schema import (
+from kubewire.storage.sqlite.schema import (
     CHANGE_COLUMNS,
     change_from_row,
     prefix_end,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 
 from kubewire.storage.base import Retention
-from kubewire.storage.sqlite_schema import read_meta_int, write_meta
+from kubewire.storage.sqlite.schema import read_meta_int, write_meta
 
 # Changes dropped per transaction: small enough that a writer batch waits only milliseconds.
 COMPACT_CHUNK_CHANGES = 10_000

@@ -37,7 +37,7 @@ from kubewire.client.api import Api
 from kubewire.client.backoff import Backoff
 from kubewire.client.errors import Gone, StatusError, TransportError
 from kubewire.client.events import Bookmark, EventType, WatchEvent
-from kubewire.client.indexer import Indexer, IndexFunc
+from kubewire.client.informers.indexer import Indexer, IndexFunc
 from kubewire.client.watch import WatchSettings
 from kubewire.client.watch_state import RETRIABLE_CODES
 
