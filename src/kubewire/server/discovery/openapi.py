@@ -10,8 +10,9 @@ bytes, which is also its ETag (kube-openapi ``pkg/handler3/handler.go``). What c
   ``supportsQueryParamV3``), matched by the operation's ``x-kubernetes-group-version-kind`` map;
 - ``kubectl explain`` finds the GVK on a list/get operation of the resource's path, then the
   component schema whose ``x-kubernetes-group-version-kind`` list holds it
-  (kubectl ``explain/v2/templates/plaintext.tmpl``);
-- ``/openapi/v2`` is fetched protobuf-only, so it answers 404 rather than JSON.
+  (kubectl ``explain/v2/templates/plaintext.tmpl``).
+
+``/openapi/v2`` is ``openapi_v2``'s, answered before this module is asked.
 
 Documents carry no descriptions: no upstream prose is copied.
 """
@@ -49,27 +50,27 @@ _COMPACT_TYPES: Mapping[str, Mapping[str, JSON]] = {
 
 # Query parameters kube lists per action (kube-apiserver v1.32 api/openapi-spec/v3), limited to
 # the ones kubewire reads. Types not listed here are strings.
-_PARAM_TYPES = {"allowWatchBookmarks": "boolean", "force": "boolean", "orphanDependents": "boolean",
+PARAM_TYPES = {"allowWatchBookmarks": "boolean", "force": "boolean", "orphanDependents": "boolean",
                 "sendInitialEvents": "boolean", "watch": "boolean", "gracePeriodSeconds": "integer",
                 "limit": "integer", "timeoutSeconds": "integer"}
-_LIST_PARAMS = ("allowWatchBookmarks", "continue", "fieldSelector", "labelSelector", "limit",
+LIST_PARAMS = ("allowWatchBookmarks", "continue", "fieldSelector", "labelSelector", "limit",
                 "resourceVersion", "resourceVersionMatch", "sendInitialEvents", "timeoutSeconds",
                 "watch")
-_WRITE_PARAMS = ("dryRun", "fieldManager", "fieldValidation")
-_PATCH_PARAMS = (*_WRITE_PARAMS, "force")
-_DELETE_PARAMS = ("dryRun", "gracePeriodSeconds", "orphanDependents", "propagationPolicy")
-_DELETE_COLLECTION_PARAMS = tuple(sorted(
-    {*_LIST_PARAMS, *_DELETE_PARAMS} - {"allowWatchBookmarks", "watch"}))
+WRITE_PARAMS = ("dryRun", "fieldManager", "fieldValidation")
+PATCH_PARAMS = (*WRITE_PARAMS, "force")
+DELETE_PARAMS = ("dryRun", "gracePeriodSeconds", "orphanDependents", "propagationPolicy")
+DELETE_COLLECTION_PARAMS = tuple(sorted(
+    {*LIST_PARAMS, *DELETE_PARAMS} - {"allowWatchBookmarks", "watch"}))
 
-_PATCH_TYPES = ("application/apply-patch+yaml", "application/json-patch+json",
+PATCH_TYPES = ("application/apply-patch+yaml", "application/json-patch+json",
                 "application/merge-patch+json")
-_SMP_TYPE = "application/strategic-merge-patch+json"  # built-in kinds only, not CRDs
+SMP_TYPE = "application/strategic-merge-patch+json"  # built-in kinds only, not CRDs
 _JSON_TYPES = ("application/json",)
 _STREAM_TYPES = ("application/json", "application/json;stream=watch")
 
 # Subresource -> (HTTP methods served, apiVersion and kind of its body when not the parent's).
 # kube serves scale as autoscaling/v1 Scale for every scalable kind.
-_SUBRESOURCES: Mapping[str, tuple[tuple[str, ...], tuple[str, str] | None]] = {
+SUBRESOURCES: Mapping[str, tuple[tuple[str, ...], tuple[str, str] | None]] = {
     "status": (("get", "put", "patch"), None), "finalize": (("put",), None),
     "scale": (("get", "put", "patch"), ("autoscaling/v1", "Scale"))}
 _ITEM_METHODS = ("get", "put", "patch", "delete")
@@ -135,7 +136,7 @@ def iter_refs(value: JSON) -> Iterator[str]:
 
 
 @cache
-def _kind_gvks() -> Mapping[str, list[tuple[str, str, str]]]:
+def kind_gvks() -> Mapping[str, list[tuple[str, str, str]]]:
     """Type name -> the (group, version, kind) triples it is the schema of, sorted."""
     out: dict[str, list[tuple[str, str, str]]] = {}
     for info in sorted(kinds(), key=lambda i: (i.group, i.version, i.kind)):
@@ -160,7 +161,7 @@ def component_schemas(seeds: Sequence[str]) -> dict[str, JSON]:
         if name in out:
             continue
         schema = convert_schema(named_type(name).raw)
-        gvks = _kind_gvks().get(name)
+        gvks = kind_gvks().get(name)
         if gvks:
             schema["x-kubernetes-group-version-kind"] = [gvk_extension(*g) for g in gvks]
         out[name] = schema
@@ -175,7 +176,7 @@ def _parameters(names: Sequence[str], path_params: Sequence[str] = ()) -> list[J
                            "schema": {"type": "string", "uniqueItems": True}}
                           for name in path_params]
     params += [{"in": "query", "name": name,
-                "schema": {"type": _PARAM_TYPES.get(name, "string"), "uniqueItems": True}}
+                "schema": {"type": PARAM_TYPES.get(name, "string"), "uniqueItems": True}}
                for name in names]
     return sorted(params, key=lambda param: str(param["name"]))
 
@@ -216,27 +217,27 @@ class _Target(NamedTuple):
             return self.operation("get", (), {"200": own})
         if method == "delete":
             body = own if self.resource.return_deleted_object else _STATUS
-            return self.operation("delete", _DELETE_PARAMS, {"200": body, "202": body},
+            return self.operation("delete", DELETE_PARAMS, {"200": body, "202": body},
                                   _body(("*/*",), _DELETE_OPTIONS, required=False))
         if method == "patch":
-            media = (*_PATCH_TYPES, *(() if self.resource.is_custom else (_SMP_TYPE,)))
-            return self.operation("patch", _PATCH_PARAMS, {"200": own, "201": own},
+            media = (*PATCH_TYPES, *(() if self.resource.is_custom else (SMP_TYPE,)))
+            return self.operation("patch", PATCH_PARAMS, {"200": own, "201": own},
                                   _body(sorted(media), _PATCH))
         codes = ("200", "201", "202") if method == "post" else ("200", "201")
-        return self.operation(method, _WRITE_PARAMS, dict.fromkeys(codes, own),
+        return self.operation(method, WRITE_PARAMS, dict.fromkeys(codes, own),
                               _body(("*/*",), own))
 
     def collection(self, list_type: str, *, writable: bool) -> dict[str, JSON]:
-        ops = {"get": self.operation("list", _LIST_PARAMS, {"200": list_type})}
+        ops = {"get": self.operation("list", LIST_PARAMS, {"200": list_type})}
         if writable:
             ops["post"] = self.method("post")
-            ops["delete"] = self.operation("deletecollection", _DELETE_COLLECTION_PARAMS,
+            ops["delete"] = self.operation("deletecollection", DELETE_COLLECTION_PARAMS,
                                            {"200": _STATUS},
                                            _body(("*/*",), _DELETE_OPTIONS, required=False))
         return ops
 
     def watch(self, action: str) -> dict[str, JSON]:
-        return {"get": self.operation(action, _LIST_PARAMS, {"200": _WATCH_EVENT})}
+        return {"get": self.operation(action, LIST_PARAMS, {"200": _WATCH_EVENT})}
 
 
 def _target(resource: Resource, api_version: str, kind: str) -> _Target:
@@ -272,7 +273,7 @@ def resource_paths(resource: Resource) -> dict[str, JSON]:
         paths[f"{base}/{plural}"] = _path_item(own.collection(list_type, writable=False), ())
         paths[f"{base}/watch/{plural}"] = _path_item(own.watch("watchlist"), ())
     for sub in resource.subresources:
-        methods, body_kind = _SUBRESOURCES.get(sub, ((), None))
+        methods, body_kind = SUBRESOURCES.get(sub, ((), None))
         target = own if body_kind is None else _target(resource, *body_kind)
         if methods:
             paths[f"{coll}/{{name}}/{sub}"] = _path_item({m: target.method(m) for m in methods},
@@ -347,13 +348,14 @@ def documents_for(registry: Registry) -> OpenAPIDocuments:
 def openapi_response(registry: Registry, path: str, query: Mapping[str, Sequence[str]],
                      headers: Mapping[str, str] | None = None, *,
                      now: datetime | None = None) -> OpenAPIResponse | None:
-    """Answer ``/openapi/v3``, ``/openapi/v3/<gv>`` and (404) ``/openapi/v2``; None otherwise.
+    """Answer ``/openapi/v3``, ``/openapi/v3/<gv>`` and (404) other ``/openapi/`` paths; None
+    otherwise (``/openapi/v2`` is ``openapi_v2.openapi_v2_response``'s, asked first).
 
     ``headers`` maps lower-case names to values (``accept``, ``if-none-match``); ``now`` is
     the clock for ``Expires``. Semantics of kube-openapi ``handler3``: a ``hash`` that matches
     gives ``Cache-Control: public, immutable``; a stale one a 301 to the current URL; a
     matching ``If-None-Match`` a 304; an Accept without JSON a 406. Any other ``/openapi/``
-    path, ``/openapi/v2`` included, is the 404 Status of an unknown path.
+    path is the 404 Status of an unknown path.
     """
     headers = headers or {}
     if path == OPENAPI_V3_PATH:

@@ -1,0 +1,550 @@
+"""``/openapi/v2``: the one Swagger 2.0 document of everything served, as JSON or protobuf.
+
+Pure (a registry and request headers in, an answer out); the document is built once per
+registry, from the same schema facts as ``/openapi/v3`` (``openapi``), and kept as bytes.
+
+Shape (kube-apiserver v1.32 ``/openapi/v2``): ``swagger``, ``info`` (as ``/openapi/v3``),
+``paths``, ``definitions`` (named as upstream, ``io.k8s.api.core.v1.Pod``; kinds carry their
+``x-kubernetes-group-version-kind`` list; patch strategies, merge keys and list/map types kept),
+``securityDefinitions`` and ``security`` (``BearerToken``). Each path kubewire serves has kube's
+operations: ``operationId`` as the apiserver names them (installer.go's ``listNamespacedPod``
+with the group-version spliced in by ``endpoints/openapi.GetOperationIDAndTags``:
+``listCoreV1NamespacedPod``), ``tags``, ``x-kubernetes-action`` and the GVK; parameters sit
+where kube puts them (path-level for paths and watches, per operation for writes and lists),
+inline rather than under kube's hashed ``#/parameters/`` names, and only those kubewire reads
+(the same lists as ``/openapi/v3``). Media types are the ones kubewire answers with (JSON).
+Compact facts become Swagger 2.0: ``int-or-string`` is ``string``/``int-or-string``, a quantity
+``string``, free-form JSON a schema with no type; keys Swagger 2.0 lacks are dropped, since
+gnostic refuses a document that has them, and so are defaults (kube's v2 has none). No
+descriptions are copied, save the HTTP status texts a response must carry. Known differences
+from kube's document: no discovery or ``/version`` paths, and ``DeleteOptions``/``WatchEvent``
+list only the core GVK (as ``/openapi/v3``), not one per group-version.
+
+Serving follows kube-openapi ``pkg/handler/handler.go`` (the version kube 1.32 vendors):
+
+- Accept is parsed and ordered as ``goautoneg.ParseAccept`` does (by q, then specific before
+  ``*``; no other ordering, q=0 not excluded), and the first clause matching, in turn,
+  ``application/json``, ``application/com.github.proto-openapi.spec.v2@v1.0+protobuf`` or
+  ``application/com.github.proto-openapi.spec.v2.v1.0+protobuf`` picks the answer; the protobuf
+  answer's Content-Type is the second (dotted) spelling. No match: 406 with an empty body. An
+  empty Accept is ``*/*`` (JSON).
+- ``Vary: Accept-Encoding`` (gziphandler) and ``Vary: Accept`` on every answer; the ETag is the
+  upper-case hex SHA-512 of the JSON bytes, shared by the protobuf form ("because of the Vary
+  header"); ``http.ServeContent`` adds ``Last-Modified`` (when the JSON was built) and
+  ``Accept-Ranges``, and answers 304 to a matching ``If-None-Match`` (weak compare, ``*``) or,
+  without one, to an ``If-Modified-Since`` not before ``Last-Modified``. No ``Expires`` and no
+  ``Cache-Control`` of its own: the apiserver's ``no-cache, private`` applies (unlike
+  ``/openapi/v3``'s hashed URLs). Range requests are not honoured (whole body, 200).
+- gziphandler compresses a body of 1400 bytes or more when Accept-Encoding gives ``gzip`` a
+  q above 0 (its own parser: the last ``gzip`` entry wins), at gzip's default level.
+
+The JSON bytes are what kube-openapi writes: ``Swagger.MarshalJSON`` is
+``DeterministicMarshal`` (json-experiment ``Marshal``), so they end without a newline (unlike
+the API's ``json.Encoder`` answers); struct fields in Go order at the top (``swagger``,
+``info``, ``paths``, ``definitions``, ``securityDefinitions``, ``security``) and every map's
+keys sorted. This module writes that order at the top and sorts every nested object's keys
+(kube writes nested structs, such as a schema, in Go field order; no client reads the order).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from functools import cached_property
+from typing import NamedTuple
+from weakref import WeakKeyDictionary
+
+import msgspec
+
+from kubewire.json_types import JSON
+from kubewire.resources import Registry, Resource
+from kubewire.schema import kind_info, named_type, named_types
+from kubewire.server.discovery import openapi_v2_proto
+from kubewire.server.discovery.openapi import (
+    DELETE_COLLECTION_PARAMS,
+    DELETE_PARAMS,
+    LIST_PARAMS,
+    OPENAPI_INFO,
+    PARAM_TYPES,
+    PATCH_PARAMS,
+    PATCH_TYPES,
+    SMP_TYPE,
+    SUBRESOURCES,
+    WRITE_PARAMS,
+    OpenAPIResponse,
+    gvk_extension,
+    kind_gvks,
+)
+
+OPENAPI_V2_PATH = "/openapi/v2"
+JSON_MEDIA_TYPE = "application/json"
+PROTOBUF_MEDIA_TYPE = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+_PROTOBUF_DEPRECATED = "com.github.proto-openapi.spec.v2@v1.0+protobuf"
+# (type, subtype, Content-Type answered, protobuf?) in kube-openapi's order
+_ACCEPTED = (("application", "json", JSON_MEDIA_TYPE, False),
+             ("application", _PROTOBUF_DEPRECATED, PROTOBUF_MEDIA_TYPE, True),
+             ("application", PROTOBUF_MEDIA_TYPE.split("/")[1], PROTOBUF_MEDIA_TYPE, True))
+GZIP_MIN_BYTES = 1400  # gziphandler.DefaultMinSize
+_MAX_ACCEPT_CLAUSES = 64  # bounds the insertion sort; later clauses are ignored
+
+_REF_PREFIX = "#/definitions/"
+_META = "io.k8s.apimachinery.pkg.apis.meta.v1."
+_DELETE_OPTIONS, _STATUS, _WATCH_EVENT, _PATCH = (
+    _META + "DeleteOptions", _META + "Status", _META + "WatchEvent", _META + "Patch")
+_STATUS_TEXTS = {"200": "OK", "201": "Created", "202": "Accepted", "401": "Unauthorized"}
+_JSON_TYPES = ["application/json"]
+_STREAM_TYPES = ["application/json", "application/json;stream=watch"]
+_SECURITY_DEFINITIONS: dict[str, JSON] = {"BearerToken": {
+    "description": "Bearer Token authentication", "in": "header", "name": "authorization",
+    "type": "apiKey"}}
+_SECURITY: list[JSON] = [{"BearerToken": []}]
+
+# Swagger 2.0 schema keys gnostic's compiler accepts (``NewSchema``), besides ``x-*``.
+_SCHEMA_KEYS = frozenset({
+    "$ref", "additionalProperties", "allOf", "default", "description", "discriminator", "enum",
+    "example", "exclusiveMaximum", "exclusiveMinimum", "externalDocs", "format", "items",
+    "maxItems", "maxLength", "maxProperties", "maximum", "minItems", "minLength",
+    "minProperties", "minimum", "multipleOf", "pattern", "properties", "readOnly", "required",
+    "title", "type", "uniqueItems", "xml"})
+_COMPACT_TYPES: Mapping[str, Mapping[str, JSON]] = {
+    "int-or-string": {"format": "int-or-string", "type": "string"},
+    "quantity": {"type": "string"}, "any": {}}
+
+
+# --- schemas -----------------------------------------------------------------------------------
+
+def convert_schema(raw: Mapping[str, JSON]) -> dict[str, JSON]:
+    """A compact schema-facts node as a Swagger 2.0 schema, keys sorted.
+
+    ``ref`` becomes ``$ref`` with the facts written beside it kept beside it, as upstream v2;
+    ``default`` is dropped (kube's v2 document carries no defaults, unlike v3).
+    """
+    out: dict[str, JSON] = {}
+    for key, value in raw.items():
+        if key == "properties" and isinstance(value, Mapping):
+            out[key] = {name: convert_schema(node) for name, node in sorted(value.items())}
+        elif key in ("items", "additionalProperties") and isinstance(value, Mapping):
+            out[key] = convert_schema(value)
+        elif key == "type" and isinstance(value, str) and value in _COMPACT_TYPES:
+            out.update(_COMPACT_TYPES[value])
+        elif key == "ref":
+            out["$ref"] = _REF_PREFIX + str(value)
+        elif key != "default" and (key in _SCHEMA_KEYS or key.startswith("x-")):
+            out[key] = value
+    return dict(sorted(out.items()))
+
+
+def _refs(value: JSON) -> list[str]:
+    """Every definition name a ``$ref`` in ``value`` points at."""
+    found: list[str] = []
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith(_REF_PREFIX):
+                found.append(ref.removeprefix(_REF_PREFIX))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
+
+
+def definitions(seeds: Sequence[str]) -> dict[str, JSON]:
+    """The named types ``seeds`` and all they reference, sorted by name; kinds carry their GVKs.
+
+    Raises KeyError for a name the schema facts lack.
+    """
+    out: dict[str, JSON] = {}
+    pending = list(seeds)
+    while pending:
+        name = pending.pop()
+        if name in out:
+            continue
+        schema = convert_schema(named_type(name).raw)
+        gvks = kind_gvks().get(name)
+        if gvks:
+            schema["x-kubernetes-group-version-kind"] = [gvk_extension(*g) for g in gvks]
+            schema = dict(sorted(schema.items()))
+        out[name] = schema
+        pending.extend(ref for ref in _refs(schema) if ref not in out)
+    return dict(sorted(out.items()))
+
+
+# --- operation ids -----------------------------------------------------------------------------
+
+def valid_operation_id(text: str, capitalize_first: bool) -> str:
+    """kube's ``ToValidOperationID``: letters and ``_`` kept (digits too, past the first
+    character); anything else dropped and the next kept letter upper-cased."""
+    out: list[str] = []
+    capitalize = capitalize_first
+    for index, char in enumerate(text):
+        if char.isalpha() or char == "_" or (index and char.isdigit()):
+            out.append(char.upper() if capitalize else char)
+            capitalize = False
+        else:
+            capitalize = True
+    return "".join(out)
+
+
+def group_version_words(group: str, version: str) -> tuple[str, str]:
+    """(``CoreV1``, ``core_v1``): the operationId infix and the tag of a group-version."""
+    trimmed = (group or "core").removesuffix(".k8s.io")
+    infix = valid_operation_id(trimmed, True) + valid_operation_id(version, True)
+    return infix, f"{valid_operation_id(trimmed, False)}_{valid_operation_id(version, False)}"
+
+
+# --- paths -------------------------------------------------------------------------------------
+
+def _query(name: str) -> JSON:
+    return {"in": "query", "name": name, "type": PARAM_TYPES.get(name, "string"),
+            "uniqueItems": True}
+
+
+def _path_param(name: str) -> JSON:
+    return {"in": "path", "name": name, "required": True, "type": "string",
+            "uniqueItems": True}
+
+
+def _body(type_name: str, *, required: bool = True) -> JSON:
+    body: dict[str, JSON] = {"in": "body", "name": "body", "schema": {"$ref": _REF_PREFIX +
+                                                                       type_name}}
+    if required:
+        body["required"] = True
+    return dict(sorted(body.items()))
+
+
+def _sorted_params(params: Sequence[JSON]) -> list[JSON]:
+    return sorted(params, key=lambda p: str(p["name"]) if isinstance(p, Mapping) else "")
+
+
+class _Op(NamedTuple):
+    """An operation: ``name`` is installer.go's operation name less its ``verb``."""
+
+    verb: str
+    name: str
+    action: str
+    params: Sequence[JSON]
+    responses: Mapping[str, str | None]
+    consumes: Sequence[str] = ("*/*",)
+    gvk: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """What one path's operations act on, and how kube names them."""
+
+    resource: Resource
+    gvk: dict[str, str]
+    type_name: str
+    list_type: str
+    infix: str  # CoreV1
+    tag: str  # core_v1
+    namespaced: str = field(default="")  # "Namespaced" on namespaced collection/item paths
+
+    def operation(self, spec: _Op) -> dict[str, JSON]:
+        """One operation of this kind."""
+        verb, name, action, params, responses, consumes, gvk = spec
+        media = _STREAM_TYPES if action in ("list", "watch", "watchlist") else _JSON_TYPES
+        codes: dict[str, JSON] = {}
+        for code, type_name in {**responses, "401": None}.items():
+            answer: dict[str, JSON] = {"description": _STATUS_TEXTS[code]}
+            if type_name:
+                answer["schema"] = {"$ref": _REF_PREFIX + type_name}
+            codes[code] = answer
+        op: dict[str, JSON] = {
+            "consumes": list(consumes),
+            "operationId": verb + self.infix + valid_operation_id(name, True),
+            "produces": list(media), "responses": codes, "schemes": ["https"],
+            "tags": [self.tag], "x-kubernetes-action": action,
+            "x-kubernetes-group-version-kind": gvk or self.gvk}
+        if params:
+            op["parameters"] = _sorted_params(params)
+        return dict(sorted(op.items()))
+
+    def write(self, method: str, sub: str, body_type: str,
+              gvk: dict[str, str] | None) -> dict[str, JSON]:
+        """``put``, ``patch`` or ``post`` of the kind (or its subresource ``sub``)."""
+        name = f"{self.namespaced}{self.resource.kind}{sub.title()}"
+        if method == "patch":
+            media = (*PATCH_TYPES, *(() if self.resource.is_custom else (SMP_TYPE,)))
+            params = [_body(_PATCH), *map(_query, PATCH_PARAMS)]
+            return self.operation(_Op("patch", name, "patch", params,
+                                      {"200": body_type, "201": body_type}, sorted(media), gvk))
+        codes = ("200", "201", "202") if method == "post" else ("200", "201")
+        verb = "create" if method == "post" else "replace"
+        params = [_body(body_type), *map(_query, WRITE_PARAMS)]
+        return self.operation(_Op(verb, name, method, params, dict.fromkeys(codes, body_type),
+                                  gvk=gvk))
+
+    def read(self, sub: str, body_type: str, gvk: dict[str, str] | None) -> dict[str, JSON]:
+        name = f"{self.namespaced}{self.resource.kind}{sub.title()}"
+        return self.operation(_Op("read", name, "get", (), {"200": body_type}, gvk=gvk))
+
+    def delete(self) -> dict[str, JSON]:
+        body = self.type_name if self.resource.return_deleted_object else _STATUS
+        params = [_body(_DELETE_OPTIONS, required=False), *map(_query, DELETE_PARAMS)]
+        return self.operation(_Op("delete", self.namespaced + self.resource.kind, "delete",
+                                  params, {"200": body, "202": body}))
+
+    def watch(self, action: str, name: str) -> dict[str, JSON]:
+        """A watch path's only operation (its parameters are the path's)."""
+        return {"get": self.operation(_Op("watch", name, action, (), {"200": _WATCH_EVENT}))}
+
+    def collection(self) -> dict[str, JSON]:
+        """``get`` (list), ``post`` and ``delete`` (deletecollection) of a collection path."""
+        name = self.namespaced + self.resource.kind
+        params = [_body(_DELETE_OPTIONS, required=False), *map(_query, DELETE_COLLECTION_PARAMS)]
+        return {
+            "delete": self.operation(_Op("delete", "collection" + name, "deletecollection",
+                                         params, {"200": _STATUS})),
+            "get": self.operation(_Op("list", name, "list", [*map(_query, LIST_PARAMS)],
+                                      {"200": self.list_type})),
+            "post": self.write("post", "", self.type_name, None),
+        }
+
+
+def _path_item(ops: Mapping[str, JSON], params: Sequence[JSON]) -> dict[str, JSON]:
+    return dict(sorted({**ops, "parameters": _sorted_params([*params, _query("pretty")])}.items()))
+
+
+def resource_paths(resource: Resource) -> dict[str, JSON]:
+    """Every path kubewire serves for ``resource`` (as ``openapi.resource_paths``), kube's v2 way.
+
+    Raises KeyError when the schema facts lack the kind, its list or a subresource's kind.
+    """
+    own, listed = (kind_info(resource.api_version, k) for k in (resource.kind, resource.list_kind))
+    if own is None or listed is None:
+        raise KeyError(f"no schema facts for {resource.api_version} {resource.kind}")
+    infix, tag = group_version_words(resource.group, resource.version)
+    gvk = gvk_extension(own.group, own.version, own.kind)
+    everywhere = _Kind(resource, gvk, own.type_name, listed.type_name, infix, tag)
+    scoped = _Kind(resource, gvk, own.type_name, listed.type_name, infix, tag,
+                   "Namespaced" if resource.namespaced else "")
+    base, plural, kind = resource.base_path, resource.plural, resource.kind
+    ns = [_path_param("namespace")] if resource.namespaced else []
+    item = [_path_param("name"), *ns]
+    coll = f"{base}/namespaces/{{namespace}}/{plural}" if ns else f"{base}/{plural}"
+    watch = coll.replace(base, f"{base}/watch", 1)
+    listing = [*map(_query, LIST_PARAMS)]
+    paths: dict[str, JSON] = {
+        coll: _path_item(scoped.collection(), ns),
+        f"{coll}/{{name}}": _path_item({"delete": scoped.delete(),
+                                        "get": scoped.read("", own.type_name, None),
+                                        "patch": scoped.write("patch", "", own.type_name, None),
+                                        "put": scoped.write("put", "", own.type_name, None)},
+                                       item),
+        watch: _path_item(scoped.watch("watchlist", f"{scoped.namespaced}{kind}List"),
+                          [*listing, *ns]),
+        f"{watch}/{{name}}": _path_item(scoped.watch("watch", scoped.namespaced + kind),
+                                        [*listing, *item]),
+    }
+    if ns:  # the all-namespaces list and watch
+        every = everywhere.operation(_Op("list", f"{kind}ForAllNamespaces", "list", (),
+                                         {"200": listed.type_name}))
+        paths[f"{base}/{plural}"] = _path_item({"get": every}, listing)
+        paths[f"{base}/watch/{plural}"] = _path_item(
+            everywhere.watch("watchlist", f"{kind}ListForAllNamespaces"), listing)
+    for sub in resource.subresources:
+        methods, body_kind = SUBRESOURCES.get(sub, ((), None))
+        info = kind_info(*body_kind) if body_kind else own
+        if info is None:
+            raise KeyError(f"no schema facts for {body_kind}")
+        sub_gvk = gvk_extension(info.group, info.version, info.kind) if body_kind else None
+        ops = {m: (scoped.read(sub, info.type_name, sub_gvk) if m == "get"
+                   else scoped.write(m, sub, info.type_name, sub_gvk)) for m in methods}
+        if ops:
+            paths[f"{coll}/{{name}}/{sub}"] = _path_item(ops, item)
+    return paths
+
+
+def build_swagger(registry: Registry) -> dict[str, JSON]:
+    """The Swagger 2.0 document of every served resource (not yet encoded)."""
+    paths: dict[str, JSON] = {}
+    seeds: list[str] = []
+    for resource in registry:
+        paths.update(resource_paths(resource))
+    for group, version in registry.group_versions():
+        seeds += named_types(f"{group}/{version}" if group else version)
+    seeds += _refs(paths)
+    return {"swagger": "2.0", "info": dict(OPENAPI_INFO), "paths": dict(sorted(paths.items())),
+            "definitions": definitions(seeds), "securityDefinitions": _SECURITY_DEFINITIONS,
+            "security": _SECURITY}
+
+
+# --- the encoded document ------------------------------------------------------------------------
+
+class _Body(NamedTuple):
+    plain: bytes
+    gzipped: bytes
+
+
+def _bodies(data: bytes) -> _Body:
+    compressed = gzip.compress(data, mtime=0) if len(data) >= GZIP_MIN_BYTES else b""
+    return _Body(data, compressed)
+
+
+class SwaggerDocument:
+    """One registry's document: JSON and protobuf bytes (each also gzipped), built on first use.
+
+    ``last_modified`` is when the JSON was built (kube-openapi's ``timedSpec``)."""
+
+    def __init__(self, registry: Registry) -> None:
+        self._registry = registry
+        self.last_modified = datetime.now(UTC)
+
+    @cached_property
+    def _document(self) -> dict[str, JSON]:
+        return build_swagger(self._registry)
+
+    @cached_property
+    def json(self) -> _Body:
+        self.last_modified = datetime.now(UTC).replace(microsecond=0)
+        return _bodies(msgspec.json.encode(self._document))
+
+    @cached_property
+    def etag(self) -> str:
+        return hashlib.sha512(self.json.plain).hexdigest().upper()
+
+    @cached_property
+    def protobuf(self) -> _Body:
+        return _bodies(openapi_v2_proto.document(msgspec.json.decode(self.json.plain)))
+
+
+_BY_REGISTRY: WeakKeyDictionary[Registry, SwaggerDocument] = WeakKeyDictionary()
+
+
+def swagger_for(registry: Registry) -> SwaggerDocument:
+    """The shared, lazily built document of ``registry``."""
+    found = _BY_REGISTRY.get(registry)
+    if found is None:
+        found = _BY_REGISTRY[registry] = SwaggerDocument(registry)
+    return found
+
+
+# --- HTTP --------------------------------------------------------------------------------------
+
+class AcceptClause(NamedTuple):
+    type: str
+    subtype: str
+    q: float
+
+
+def _go_float(text: str) -> float:
+    """Go ``strconv.ParseFloat``'s value, 0 on a syntax error (the error is ignored)."""
+    try:
+        value = float(text)
+    except ValueError:
+        return 0.0
+    return value if text.strip() == text and "_" not in text else 0.0
+
+
+def parse_accept(header: str) -> list[AcceptClause]:
+    """``goautoneg.ParseAccept``: clauses without a ``/`` (but ``*``) are skipped, and the rest
+    ordered by Go's ``sort.Sort`` of its ``Less`` (an insertion sort for short lists)."""
+    clauses: list[AcceptClause] = []
+    for part in header.split(",")[:_MAX_ACCEPT_CLAUSES]:
+        media, *params = part.strip(" ").split(";")
+        pieces = media.split("/")
+        kind = pieces[0].strip(" ")
+        if len(pieces) == 1 and kind == "*":
+            subtype = "*"
+        elif len(pieces) == 2:
+            subtype = pieces[1].strip(" ")
+        else:
+            continue
+        q = 1.0
+        for param in params:
+            name, eq, value = param.partition("=")
+            if eq and name.strip(" ") == "q":
+                q = _go_float(value)
+        clauses.append(AcceptClause(kind, subtype, q))
+
+    def less(a: AcceptClause, b: AcceptClause) -> bool:
+        return (a.q > b.q or (a.type != "*" and b.type == "*")
+                or (a.subtype != "*" and b.subtype == "*"))
+
+    for i in range(1, len(clauses)):
+        j = i
+        while j > 0 and less(clauses[j], clauses[j - 1]):
+            clauses[j], clauses[j - 1] = clauses[j - 1], clauses[j]
+            j -= 1
+    return clauses
+
+
+def gzip_accepted(accept_encoding: str) -> bool:
+    """gziphandler's ``acceptsGzip``: the last ``gzip`` coding has q > 0 (q clamped to [0, 1];
+    a later parameter resets q to 1; a bad q drops the entry)."""
+    accepted: dict[str, float] = {}
+    for entry in accept_encoding.split(","):
+        coding, q, bad = "", 1.0, False
+        for index, part in enumerate(entry.split(";")):
+            part = part.strip()
+            q = 1.0
+            if index == 0:
+                coding = part.lower()
+            elif part.startswith("q="):
+                try:
+                    q = min(max(float(part[2:]), 0.0), 1.0)
+                except ValueError:
+                    q, bad = 0.0, True
+        if coding and not bad:
+            accepted[coding] = q
+    return accepted.get("gzip", 0.0) > 0.0
+
+
+def _not_modified(headers: Mapping[str, str], etag: str, last_modified: datetime) -> bool:
+    """Go ``checkIfNoneMatch``, else ``checkIfModifiedSince`` (GET and HEAD)."""
+    none_match = headers.get("if-none-match")
+    if none_match is not None:
+        tags = {tag.strip().removeprefix("W/") for tag in none_match.split(",")}
+        return etag in tags or "*" in tags
+    since = headers.get("if-modified-since", "")
+    if not since:
+        return False
+    try:
+        moment = parsedate_to_datetime(since)
+    except (TypeError, ValueError):
+        return False
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return last_modified.replace(microsecond=0) <= moment
+
+
+def http_time(moment: datetime) -> str:
+    """Go's ``http.TimeFormat``."""
+    return moment.astimezone(UTC).strftime("%a, %d %b %Y %H:%M:%S GMT")
+
+
+def openapi_v2_response(registry: Registry, path: str, headers: Mapping[str, str] | None = None,
+                        ) -> OpenAPIResponse | None:
+    """Answer ``/openapi/v2`` (kube-openapi ``handler.go``, see the module docstring); None for
+    any other path. ``headers`` maps lower-case names to values."""
+    if path != OPENAPI_V2_PATH:
+        return None
+    headers = headers or {}
+    vary = [("Vary", "Accept-Encoding"), ("Vary", "Accept")]
+    for clause in parse_accept(headers.get("accept") or "*/*"):
+        for kind, subtype, content_type, is_protobuf in _ACCEPTED:
+            if clause.type not in (kind, "*") or clause.subtype not in (subtype, "*"):
+                continue
+            document = swagger_for(registry)
+            body = document.protobuf if is_protobuf else document.json
+            etag = f'"{document.etag}"'
+            if _not_modified(headers, etag, document.last_modified):
+                return OpenAPIResponse(304, b"", content_type, [*vary, ("Etag", etag)])
+            out = [*vary, ("Etag", etag), ("Accept-Ranges", "bytes"),
+                   ("Last-Modified", http_time(document.last_modified))]
+            if body.gzipped and gzip_accepted(headers.get("accept-encoding", "")):
+                return OpenAPIResponse(200, body.gzipped, content_type,
+                                       [*out, ("Content-Encoding", "gzip")])
+            return OpenAPIResponse(200, body.plain, content_type, out)
+    return OpenAPIResponse(406, b"", "text/plain; charset=utf-8", vary)
+
+
+__all__ = ["OPENAPI_V2_PATH", "PROTOBUF_MEDIA_TYPE", "SwaggerDocument", "build_swagger",
+           "openapi_v2_response", "parse_accept", "resource_paths", "swagger_for"]
