@@ -288,7 +288,7 @@ def test_accept_negotiation(accept: str, status: int) -> None:
     assert answer("/openapi/v3/api/v1", headers={"accept": accept})[0] == status
 
 
-@pytest.mark.parametrize("path", ["/openapi/v2", "/openapi/v3/apis/nope/v1", "/openapi/v3/",
+@pytest.mark.parametrize("path", ["/openapi/v2/", "/openapi/v3/apis/nope/v1", "/openapi/v3/",
                                   "/openapi/v3/api/v1/"])
 def test_unknown_openapi_paths_are_not_found(path: str) -> None:
     status, body, content_type, headers = answer(path)

@@ -30,6 +30,7 @@ from kubewire.server.context import DATABASE_NAME, ServerConfig, ServerContext
 from kubewire.server.controllers.deletion import Controllers
 from kubewire.server.discovery.documents import discovery_response
 from kubewire.server.discovery.openapi import openapi_response
+from kubewire.server.discovery.openapi_v2 import openapi_v2_response
 from kubewire.server.observe.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from kubewire.server.observe.per_request import Observer, RequestInfo, TooManyInFlight
 from kubewire.server.reads import get_list as reads
@@ -301,7 +302,8 @@ class APIServer:
         if found is not None:
             status, body, content_type = found
             return Response(status, body, content_type)
-        answer = openapi_response(registry, request.path, request.query, request.headers)
+        answer = (openapi_v2_response(registry, request.path, request.headers)
+                  or openapi_response(registry, request.path, request.query, request.headers))
         if answer is not None:
             return Response(answer.status, answer.body, answer.content_type, answer.headers)
         return None
