@@ -126,6 +126,9 @@ def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
             warnings.extend(texts)
         obj = schema_validate.prune_unknown_fields(resource.api_version, resource.kind, obj)
     if resource.is_custom:
+        # Defaulted once more after the strategy: kube also defaults a custom resource when it
+        # reads it from storage, so the status the strategy dropped on create comes back
+        # defaulted (Gateway's "Waiting for controller" conditions). Idempotent.
         obj = schema_validate.apply_defaults(resource.api_version, resource.kind, obj)
     else:  # stored as kube's Go structs encode them: times in UTC, Time in whole seconds
         obj = encode_times(resource.api_version, resource.kind, obj)
