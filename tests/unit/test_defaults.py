@@ -344,12 +344,17 @@ def test_kinds_without_visible_defaults_are_unchanged() -> None:
     assert apply_kind_defaults(INGRESS, ingress) == ingress  # pathType is required, no default
 
 
-def test_custom_resources_are_left_to_structural_defaulting() -> None:
+def test_custom_resources_get_structural_defaults_while_decoding() -> None:
+    """apiextensions defaults a custom resource as it decodes it, before the strategy compares
+    old and new: an object that only lacks its defaults is unchanged."""
     gateway = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
                "metadata": {"name": "g"}, "spec": {"gatewayClassName": "x",
                                                    "listeners": [{"name": "http", "port": 80,
                                                                   "protocol": "HTTP"}]}}
-    assert apply_kind_defaults(GATEWAY, gateway) == gateway
+    defaulted = apply_kind_defaults(GATEWAY, gateway)
+    assert defaulted["spec"]["listeners"][0]["allowedRoutes"] == {"namespaces": {"from": "Same"}}
+    assert "allowedRoutes" not in gateway["spec"]["listeners"][0]  # the input is untouched
+    assert apply_kind_defaults(GATEWAY, defaulted) == defaulted
 
 
 def test_table_covers_the_kinds_about_to_be_added() -> None:

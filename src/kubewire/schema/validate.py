@@ -9,6 +9,13 @@ Messages follow kube-apiserver's structural-schema validation of custom resource
 Each kind's schema is compiled once into small ``_Node`` objects; each check walks the object
 once. ``null`` is accepted wherever a field is optional (Go decodes it as the zero value) and
 counts as missing for ``required``.
+
+``required`` is a custom resource's rule only. kube-apiserver decodes a built-in kind into its Go
+struct, where a missing field is its zero value, and only the kind's hand-written validation
+(``pkg/apis/<group>/validation``) rejects anything; the OpenAPI ``required`` lists of built-in
+types merely mirror the Go fields without ``omitempty``. Callers pass ``schema_required=False``
+for built-in kinds, which the server's ``writes.validation`` covers with kube's own rules, and
+``go_zero_fields`` fills such a missing field with the zero value Go then writes.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ from kubewire.json_types import JSON
 from kubewire.schema import TypeNode, type_for
 from kubewire.status import FieldError, not_supported, required
 
+# What encoding/json writes for a Go scalar field's zero value (a field without omitempty).
+_GO_ZERO: dict[str, JSON] = {"string": "", "integer": 0, "boolean": False}
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
 # Declared JSON types per compact type, as kube-openapi joins them in messages.
@@ -35,7 +44,8 @@ class _Node:
     """A compiled schema node (structure resolved, facts flattened for fast walking)."""
 
     __slots__ = ("declared", "default", "enum", "format", "has_default", "has_defaults",
-                 "is_open", "items", "nullable", "plain", "props", "required", "type", "values")
+                 "has_zeros", "is_open", "items", "nullable", "plain", "props", "required",
+                 "type", "values", "zeros")
 
     def __init__(self) -> None:
         self.type = "any"
@@ -52,6 +62,8 @@ class _Node:
         self.is_open = True  # unknown fields allowed (any / preserve-unknown-fields)
         self.has_defaults = False  # a default exists somewhere in this subtree
         self.plain: frozenset[type] = frozenset()  # value types _check_type always accepts
+        self.zeros: tuple[tuple[str, JSON], ...] = ()  # required scalars: (name, Go zero value)
+        self.has_zeros = False  # ``zeros`` somewhere in this subtree
 
 
 def _compile(node: TypeNode, memo: dict[str, _Node], stack: set[str]) -> _Node:
@@ -83,15 +95,51 @@ def _compile(node: TypeNode, memo: dict[str, _Node], stack: set[str]) -> _Node:
     children = [*out.props.values(), out.items, out.values]
     out.has_defaults = any(c is not None and (c.has_default or c.has_defaults)
                            for c in children)
+    out.zeros = tuple((name, _GO_ZERO[out.props[name].type]) for name in out.required
+                      if name in out.props and out.props[name].type in _GO_ZERO
+                      and not out.props[name].format.startswith("date-time"))
+    out.has_zeros = bool(out.zeros) or any(c is not None and c.has_zeros for c in children)
     if bare:
         stack.discard(node.ref)
         memo[node.ref] = out
     return out
 
 
+def _strip_required(root: _Node) -> None:
+    """Drop every ``required`` list (and the zero values that follow them) under ``root``."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        node.required, node.zeros, node.has_zeros = (), (), False
+        stack.extend(c for c in (*node.props.values(), node.items, node.values) if c is not None)
+
+
 @cache
 def _root(api_version: str, kind: str) -> _Node:
-    return _compile(type_for(api_version, kind), {}, set())
+    root = _compile(type_for(api_version, kind), {}, set())
+    metadata = root.props.get("metadata")
+    if metadata is not None:  # ObjectMeta is kube's ValidateObjectMeta's, for every kind
+        _strip_required(metadata)
+        children = [*root.props.values(), root.items, root.values]
+        root.has_zeros = bool(root.zeros) or any(c is not None and c.has_zeros
+                                                 for c in children)
+    return root
+
+
+@cache
+def _root_unrequired(api_version: str, kind: str) -> _Node:
+    """``_root`` without ``required`` lists (built-in kinds: see the module docstring)."""
+    root = _compile(type_for(api_version, kind), {}, set())
+    _strip_required(root)
+    return root
+
+
+def _checked_root(api_version: str, kind: str, schema_required: bool) -> _Node:
+    return (_root if schema_required else _root_unrequired)(api_version, kind)
 
 
 # --- types, required, enums ------------------------------------------------------------------
@@ -157,16 +205,18 @@ def _enum_error(node: _Node, value: JSON, path: str) -> FieldError | None:
     return not_supported(path, value, supported)
 
 
-def validate_types(api_version: str, kind: str, obj: Mapping[str, JSON]) -> list[FieldError]:
+def validate_types(api_version: str, kind: str, obj: Mapping[str, JSON],
+                   schema_required: bool = True) -> list[FieldError]:
     """Type, required and enum errors of ``obj`` against its kind's schema.
 
     Wrong JSON types give ``FieldValueTypeInvalid`` (``spec.replicas: Invalid value: "string":
     spec.replicas in body must be of type integer: "string"``); missing required properties
-    give ``Required value``; enum violations ``Unsupported value``. Unknown fields are not
-    errors here (see ``unknown_fields``). Raises KeyError for a kind without a schema.
+    give ``Required value`` unless ``schema_required`` is False (built-in kinds); enum
+    violations ``Unsupported value``. Unknown fields are not errors here (see
+    ``unknown_fields``). Raises KeyError for a kind without a schema.
     """
     errors: list[FieldError] = []
-    _walk_checked(_root(api_version, kind), obj, "", errors, None)
+    _walk_checked(_checked_root(api_version, kind, schema_required), obj, "", errors, None)
     return errors
 
 
@@ -212,16 +262,49 @@ def _walk_checked_map(node: _Node, value: dict[str, JSON], path: str, errors: li
                       if value.get(name) is None)
 
 
-def check_object(api_version: str, kind: str,
-                 obj: Mapping[str, JSON]) -> tuple[list[FieldError], list[str]]:
+def check_object(api_version: str, kind: str, obj: Mapping[str, JSON],
+                 schema_required: bool = True) -> tuple[list[FieldError], list[str]]:
     """``validate_types`` and, when it finds nothing, ``unknown_fields``, in one walk.
 
     Raises KeyError for a kind without a schema.
     """
     errors: list[FieldError] = []
     unknown: list[str] = []
-    _walk_checked(_root(api_version, kind), obj, "", errors, unknown)
+    _walk_checked(_checked_root(api_version, kind, schema_required), obj, "", errors, unknown)
     return errors, [] if errors else unknown
+
+
+# --- Go zero values -------------------------------------------------------------------------
+
+def _zero_filled(node: _Node, value: JSON) -> JSON:
+    if not node.has_zeros or node.is_open:
+        return value
+    if isinstance(value, dict):
+        out = dict(value)
+        for name, zero in node.zeros:
+            if out.get(name) is None:
+                out[name] = zero
+        for key, child in value.items():
+            sub = node.props.get(key) or node.values
+            if sub is not None and sub.has_zeros:
+                out[key] = _zero_filled(sub, child)
+        return out
+    if isinstance(value, list) and node.items is not None and node.items.has_zeros:
+        return [_zero_filled(node.items, v) for v in value]
+    return value
+
+
+def go_zero_fields(api_version: str, kind: str, obj: Mapping[str, JSON]) -> JSON:
+    """A built-in ``obj`` with each missing scalar field that Go encodes without ``omitempty``
+    set to the zero value kube writes for it (``""``, ``0``, ``false``).
+
+    Those fields are exactly the schema's ``required`` ones (kube-openapi marks a field required
+    when its json tag has no omitempty and it is not ``+optional``). A Node posted with a
+    partial ``status.nodeInfo`` comes back with ``"machineID": ""``, as from kube. Time fields
+    (Go writes ``null``) and structs, slices and maps are left alone. Containers along filled
+    paths are copied; ``obj`` is never modified.
+    """
+    return _zero_filled(_root(api_version, kind), obj)
 
 
 # --- unknown fields ---------------------------------------------------------------------------
@@ -321,5 +404,5 @@ def apply_defaults(api_version: str, kind: str, obj: Mapping[str, JSON]) -> JSON
     return _defaulted(_root(api_version, kind), obj)
 
 
-__all__ = ["apply_defaults", "check_object", "prune_unknown_fields", "unknown_fields",
-           "validate_types"]
+__all__ = ["apply_defaults", "check_object", "go_zero_fields", "prune_unknown_fields",
+           "unknown_fields", "validate_types"]

@@ -8,8 +8,10 @@ Two layers, in this order (objects-and-clients.md §3):
 
 1. the OpenAPI ``default`` values of the kind's schema (``schema.validate.apply_defaults``:
    ``ContainerPort.protocol``, ``ServicePort.protocol``, the rbd/iscsi/azureDisk/scaleIO volume
-   fields). Built-in kinds only: custom resources get theirs after pruning, in ``validate``,
-   as apiextensions does;
+   fields; every default of a custom resource's structural schema). Custom resources get theirs
+   here too, as apiextensions does while decoding, before the strategy compares old and new:
+   defaulting after ``PrepareForUpdate`` made a re-applied Gateway or HTTPRoute look changed
+   (its ``generation`` bumped and the no-op update was written);
 2. the hand-written defaulters (``SetDefaults_*`` in ``pkg/apis/<group>/v1/defaults.go`` and the
    generated ``zz_generated.defaults.go`` walk), a table keyed by ``Resource.id``. Shared pieces
    (pod spec, container, probe, volume) serve Pod and Deployment's pod template alike.
@@ -340,13 +342,12 @@ KIND_DEFAULTERS: Mapping[str, tuple[Defaulter, ...]] = MappingProxyType({
 def apply_kind_defaults(resource: Resource, obj: Mapping[str, JSON]) -> dict[str, JSON]:
     """``obj`` with kube's defaults for ``resource`` filled in (a new object; ``obj`` untouched).
 
-    Schema ``default`` values first (built-in kinds), then ``KIND_DEFAULTERS[resource.id]``.
+    Schema ``default`` values first, then ``KIND_DEFAULTERS[resource.id]``.
     Idempotent. Never raises for malformed bodies: fields of the wrong JSON type are skipped.
     """
     out: dict[str, JSON] = copy_json(dict(obj))
-    if not resource.is_custom:
-        with contextlib.suppress(KeyError):  # a kind without a generated schema
-            out = schema_validate.apply_defaults(resource.api_version, resource.kind, out)
+    with contextlib.suppress(KeyError):  # a kind without a generated schema
+        out = schema_validate.apply_defaults(resource.api_version, resource.kind, out)
     for defaulter in KIND_DEFAULTERS.get(resource.id, ()):
         defaulter(out)
     return out

@@ -111,7 +111,10 @@ def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
     """Validate a prepared object; returns it with unknown fields handled, and warnings."""
     errors: list[FieldError] = list(validation.validate_object_meta(resource, obj))
     # one walk: type errors, and the unknown fields that matter only when there are none
-    type_errors, unknown = schema_validate.check_object(resource.api_version, resource.kind, obj)
+    # Schema ``required`` binds custom resources only; kube decodes a built-in into its Go
+    # struct and only the kind's validation (``validate_kind``) requires anything.
+    type_errors, unknown = schema_validate.check_object(resource.api_version, resource.kind, obj,
+                                                        schema_required=resource.is_custom)
     errors.extend(type_errors)
     errors.extend(e for e in validate_kind(resource, obj, old) if e not in errors)  # no repeats
     if errors:
@@ -126,9 +129,13 @@ def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
             warnings.extend(texts)
         obj = schema_validate.prune_unknown_fields(resource.api_version, resource.kind, obj)
     if resource.is_custom:
+        # Defaulted once more after the strategy: kube also defaults a custom resource when it
+        # reads it from storage, so the status the strategy dropped on create comes back
+        # defaulted (Gateway's "Waiting for controller" conditions). Idempotent.
         obj = schema_validate.apply_defaults(resource.api_version, resource.kind, obj)
-    else:  # stored as kube's Go structs encode them: times in UTC, Time in whole seconds
-        obj = encode_times(resource.api_version, resource.kind, obj)
+    else:  # stored as kube's Go structs encode them: times in UTC, Time in whole seconds,
+        obj = encode_times(resource.api_version, resource.kind, obj)  # missing scalars as ""/0
+        obj = schema_validate.go_zero_fields(resource.api_version, resource.kind, obj)
     return obj, warnings
 
 

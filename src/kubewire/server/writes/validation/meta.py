@@ -134,6 +134,25 @@ def validate_finalizers(finalizers: list[str],
     return errors
 
 
+def validate_owner_references(owners: list[dict[str, JSON]],
+                              path: str = "metadata.ownerReferences") -> list[FieldError]:
+    """``validateOwnerReference`` for each reference: empty fields are Invalid (not Required),
+    reported under the list's path without an index, as kube does."""
+    errors: list[FieldError] = []
+    for owner in owners:
+        api_version, kind = text_at(owner, "apiVersion"), text_at(owner, "kind")
+        # schema.FromAPIVersionAndKind: an unparsable apiVersion ("a/b/c") has no version
+        version = api_version.rsplit("/", 1)[-1] if api_version.count("/") <= 1 else ""
+        for field, value, empty in (("apiVersion", api_version, not version),
+                                    ("kind", kind, not kind),
+                                    ("name", text_at(owner, "name"), not text_at(owner, "name")),
+                                    ("uid", text_at(owner, "uid"), not text_at(owner, "uid"))):
+            if empty:
+                shown = "version" if field == "apiVersion" else field
+                errors.append(invalid(f"{path}.{field}", value, f"{shown} must not be empty"))
+    return errors
+
+
 def _validate_names(resource: Resource, meta: Mapping[str, JSON]) -> list[FieldError]:
     errors: list[FieldError] = []
     generate_name = meta.get("generateName") or ""
@@ -178,6 +197,9 @@ def validate_object_meta(resource: Resource, obj: Mapping[str, JSON]) -> list[Fi
                               "must be greater than or equal to 0"))
     errors += validate_labels(_string_map(meta, "labels"))
     errors += validate_annotations(_string_map(meta, "annotations"))
+    owners = meta.get("ownerReferences")
+    if isinstance(owners, list):
+        errors += validate_owner_references([o for o in owners if isinstance(o, dict)])
     finalizers = meta.get("finalizers")
     if isinstance(finalizers, list):
         errors += validate_finalizers([f for f in finalizers if isinstance(f, str)])

@@ -174,6 +174,11 @@ def _peer_errors(peer: Mapping[str, JSON], path: str) -> list[FieldError]:
     """``ValidateNetworkPolicyPeer``: exactly one kind of peer (ipBlock alone)."""
     kinds = [key for key in ("podSelector", "namespaceSelector", "ipBlock")
              if peer.get(key) is not None]
+    block = peer.get("ipBlock")
+    if isinstance(block, dict) and not block.get("cidr"):  # ValidateIPBlock
+        return [required(f"{path}.ipBlock.cidr"), *(
+            [forbidden(path, "may not specify both ipBlock and another peer")]
+            if len(kinds) > 1 else [])]
     if not kinds:
         return [required(path, "must specify a peer")]
     if len(kinds) > 1 and "ipBlock" in kinds:

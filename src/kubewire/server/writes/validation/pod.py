@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 
 from kubewire.json_types import JSON
-from kubewire.names import is_dns1123_label, max_len_error
+from kubewire.names import is_dns1123_label, is_dns1123_subdomain, max_len_error
 from kubewire.quantity import parse_quantity
 from kubewire.resources import Resource
 from kubewire.schema import type_for
@@ -89,6 +89,125 @@ def _volume_source_keys() -> frozenset[str]:
     return frozenset(volume.properties if volume is not None else ()) - {"name"}
 
 
+# validateVolumeSource's order: the first source present is validated, each later one is
+# Forbidden. Sources kube does not list keep the schema's order after these.
+_SOURCE_ORDER = ("emptyDir", "hostPath", "gitRepo", "gcePersistentDisk", "awsElasticBlockStore",
+                 "secret", "nfs", "iscsi", "glusterfs", "flocker", "persistentVolumeClaim", "rbd",
+                 "cinder", "cephfs", "quobyte", "downwardAPI", "fc", "flexVolume", "configMap",
+                 "azureFile", "vsphereVolume", "photonPersistentDisk", "portworxVolume",
+                 "azureDisk", "storageos", "projected", "scaleIO", "csi", "ephemeral", "image")
+# Each source's string or list fields kube requires (``field.Required(child, detail)`` when
+# empty): source -> (the path kube reports under, ((field, detail), ...)). kube reports
+# gcePersistentDisk under ``persistentDisk``.
+_SOURCE_REQUIRED: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
+    "hostPath": ("hostPath", (("path", ""),)),
+    "gitRepo": ("gitRepo", (("repository", ""),)),
+    "gcePersistentDisk": ("persistentDisk", (("pdName", ""),)),
+    "awsElasticBlockStore": ("awsElasticBlockStore", (("volumeID", ""),)),
+    "secret": ("secret", (("secretName", ""),)),
+    "nfs": ("nfs", (("server", ""), ("path", ""))),
+    "iscsi": ("iscsi", (("targetPortal", ""), ("iqn", ""))),
+    "glusterfs": ("glusterfs", (("endpoints", ""), ("path", ""))),
+    "persistentVolumeClaim": ("persistentVolumeClaim", (("claimName", ""),)),
+    "rbd": ("rbd", (("monitors", ""), ("image", ""))),
+    "cinder": ("cinder", (("volumeID", ""),)),
+    "cephfs": ("cephfs", (("monitors", ""),)),
+    "quobyte": ("quobyte", (("registry", "must be a host:port pair or multiple pairs "
+                                         "separated by commas"), ("volume", ""))),
+    "flexVolume": ("flexVolume", (("driver", ""),)),
+    "configMap": ("configMap", (("name", ""),)),
+    "azureFile": ("azureFile", (("secretName", ""), ("shareName", ""))),
+    "vsphereVolume": ("vsphereVolume", (("volumePath", ""),)),
+    "photonPersistentDisk": ("photonPersistentDisk", (("pdID", ""),)),
+    "portworxVolume": ("portworxVolume", (("volumeID", ""),)),
+    "azureDisk": ("azureDisk", (("diskName", ""), ("diskURI", ""))),
+    "storageos": ("storageos", (("volumeName", ""),)),
+    "scaleIO": ("scaleIO", (("gateway", ""), ("system", ""), ("volumeName", ""))),
+    "csi": ("csi", (("driver", ""),)),
+    "ephemeral": ("ephemeral", (("volumeClaimTemplate", ""),)),
+}
+
+
+def _empty(value: JSON) -> bool:
+    """A Go string, slice or pointer at its zero value."""
+    return value is None or value == "" or value == []
+
+
+def _key_to_path_errors(items: list[JSON], path: str) -> list[FieldError]:
+    """``validateKeyToPath`` for each item: key and path required."""
+    errors: list[FieldError] = []
+    for i, item in enumerate(items):
+        if isinstance(item, dict):
+            errors += [required(f"{path}[{i}].{key}") for key in ("key", "path")
+                       if _empty(item.get(key))]
+    return errors
+
+
+def _downward_api_errors(items: list[JSON], path: str) -> list[FieldError]:
+    """``validateDownwardAPIVolumeFile`` for each item; kube reports under the source's path,
+    without the item's index."""
+    errors: list[FieldError] = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        if _empty(item.get("path")):
+            errors.append(required(f"{path}.path"))
+        if item.get("fieldRef") is None and item.get("resourceFieldRef") is None:
+            errors.append(required(path, "one of fieldRef and resourceFieldRef is required"))
+    return errors
+
+
+def _projection_errors(sources: list[JSON], path: str) -> list[FieldError]:
+    """``validateProjectionSources``' required fields."""
+    errors: list[FieldError] = []
+    for i, source in enumerate(sources):
+        if not isinstance(source, dict):
+            continue
+        item = f"{path}.sources[{i}]"
+        for key in ("secret", "configMap"):
+            ref = source.get(key)
+            if isinstance(ref, dict):
+                if _empty(ref.get("name")):
+                    errors.append(required(f"{item}.{key}.name"))
+                errors += _key_to_path_errors(_list(ref, "items"), f"{item}.{key}.items")
+        downward = source.get("downwardAPI")
+        if isinstance(downward, dict):
+            errors += _downward_api_errors(_list(downward, "items"), f"{item}.downwardAPI")
+        token = source.get("serviceAccountToken")
+        if isinstance(token, dict) and _empty(token.get("path")):
+            errors.append(required(f"{path}.path"))  # kube names the projection's path
+        bundle = source.get("clusterTrustBundle")
+        if isinstance(bundle, dict) and _empty(bundle.get("path")):
+            errors.append(required(f"{item}.clusterTrustBundle.path"))
+    return errors
+
+
+def _volume_source_errors(key: str, source: JSON, path: str) -> list[FieldError]:
+    """The required fields of the volume's (first) source, as kube's per-source validators
+    report them."""
+    if not isinstance(source, dict):
+        return []
+    errors: list[FieldError] = []
+    shown, fields = _SOURCE_REQUIRED.get(key, (key, ()))
+    for name, detail in fields:
+        if _empty(source.get(name)):
+            errors.append(required(f"{path}.{shown}.{name}", detail))
+    if key == "nfs" and not str(source.get("path") or "").startswith("/"):
+        errors.append(invalid(f"{path}.nfs.path", str(source.get("path") or ""),
+                              "must be an absolute path"))
+    elif key == "csi":
+        driver = str(source.get("driver") or "")
+        errors += [invalid(f"{path}.csi.driver", driver, m)
+                   for m in is_dns1123_subdomain(driver.lower())]
+    elif key in ("secret", "configMap"):
+        errors += _key_to_path_errors(_list(source, "items"), f"{path}.{key}.items")
+    elif key == "downwardAPI":
+        errors += _downward_api_errors(_list(source, "items"), f"{path}.downwardAPI")
+    elif key == "projected":
+        errors += _projection_errors(_list(source, "sources"), f"{path}.projected")
+    return errors
+
+
 def validate_volumes(volumes: list[JSON], path: str) -> tuple[set[str], list[FieldError]]:
     """``ValidateVolumes``: the valid volumes' names and the errors."""
     sources = _volume_source_keys()
@@ -99,12 +218,15 @@ def validate_volumes(volumes: list[JSON], path: str) -> tuple[set[str], list[Fie
             continue
         item = f"{path}[{i}]"
         found = [key for key in volume if key in sources and volume[key] is not None]
+        found.sort(key=lambda k: _SOURCE_ORDER.index(k) if k in _SOURCE_ORDER
+                   else len(_SOURCE_ORDER))
         volume_errors: list[FieldError] = []
         if not found:
             volume_errors.append(required(item, "must specify a volume type"))
-        elif len(found) > 1:
-            volume_errors.append(forbidden(f"{item}.{found[1]}",
-                                           "may not specify more than 1 volume type"))
+        else:
+            volume_errors += _volume_source_errors(found[0], volume[found[0]], item)
+            volume_errors += [forbidden(f"{item}.{key}", "may not specify more than 1 volume "
+                                        "type") for key in found[1:]]
         name = text_at(volume, "name")
         if not name:
             volume_errors.append(required(f"{item}.name"))
