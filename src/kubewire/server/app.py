@@ -42,9 +42,9 @@ from kubewire.server.request.timeout import (
     request_timeout_s,
 )
 from kubewire.server.tables.output import negotiate_output
-from kubewire.server.wire.encoding import json_response, status_response
+from kubewire.server.wire.encoding import json_response
 from kubewire.server.wire.http import HTTPServer
-from kubewire.server.wire.http_messages import Request, Response
+from kubewire.server.wire.http_messages import Request, Response, status_response
 from kubewire.server.wire.websocket import HandshakeError
 from kubewire.server.writes import create_update as writes
 from kubewire.server.writes.scale_subresource import serve_scale
