@@ -182,6 +182,17 @@ def test_discovery_ends_with_one_newline(server: ServerThread, path: str, accept
     assert answer.status == 200 and ends_as_go_encoder(answer.body)
 
 
+def test_version_is_indented_json_without_a_final_newline(server: ServerThread) -> None:
+    answer = raw(server, "GET", "/version")
+    assert answer.status == 200
+    assert answer.headers["content-type"] == "application/json"
+    info = json.loads(answer.body)
+    # Go's json.MarshalIndent(info, "", "  "), as WriteRawJSON writes it
+    assert answer.body == ("{\n" + ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}"
+                                              for k, v in info.items()) + "\n}").encode()
+    assert list(info)[:3] == ["major", "minor", "gitVersion"]
+
+
 @pytest.mark.parametrize("path", ["/openapi/v3", "/openapi/v3/api/v1"])
 def test_openapi_v3_ends_without_a_newline(server: ServerThread, path: str) -> None:
     answer = raw(server, "GET", path)
