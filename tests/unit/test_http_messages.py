@@ -82,6 +82,22 @@ def test_large_api_objects_are_gzipped_when_accepted(size: int, compressible: bo
         assert h["Vary"] == "Accept-Encoding"
 
 
+def test_a_tail_is_part_of_the_body_its_length_and_its_compression() -> None:
+    shared = b'{"kind":"Pod"}'
+    _, headers, body = split(render_response(Response(200, shared, tail=b"\n")))
+    assert body == b'{"kind":"Pod"}\n' and dict(headers)["Content-Length"] == "15"
+    _, headers, body = split(render_response(Response(200, shared, tail=b"\n"),
+                                             head_only=True))
+    assert body == b"" and dict(headers)["Content-Length"] == "15"
+    # kube's threshold counts the whole first write, the encoder's newline included
+    payload = b"a" * GZIP_THRESHOLD_BYTES
+    _, headers, body = split(render_response(
+        Response(200, payload, compressible=True, tail=b"\n"), accept_encoding="gzip"))
+    assert dict(headers)["Content-Encoding"] == "gzip"
+    assert gzip.decompress(body) == payload + b"\n"
+    assert dict(headers)["Content-Length"] == str(len(body))
+
+
 def test_accepts_gzip_is_kubes_token_rule() -> None:
     assert accepts_gzip("deflate, gzip") and accepts_gzip(" gzip ; q=1")
     assert not accepts_gzip("") and not accepts_gzip("gzip; q=0.000")
@@ -113,9 +129,12 @@ def test_the_answers_the_http_layer_sends_on_its_own() -> None:
     assert dict(headers)["Content-Type"] == "text/plain; charset=utf-8"
     assert split(plain_answer(400, b"no"))[2] == b"no"
     assert msgspec.json.decode(internal_error().body)["reason"] == "InternalError"
+    assert internal_error().body.endswith(b'"code":500}\n')
 
 
 def test_a_status_error_keeps_its_retry_after() -> None:
     response = status_response(TooManyRequests("slow down", {"retryAfterSeconds": 3}))
     assert response.status == 429 and ("Retry-After", "3") in response.headers
     assert msgspec.json.decode(response.body)["message"] == "slow down"
+    # ErrorNegotiated writes through the JSON serializer: json.Encoder's newline ends it
+    assert response.body.endswith(b'"code":429}\n') and response.tail == b""

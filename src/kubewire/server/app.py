@@ -15,6 +15,8 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from kubewire import __version__
 from kubewire.resources import REGISTRY
 from kubewire.server.access.authn import ANONYMOUS_USER, UserInfo
@@ -43,9 +45,8 @@ from kubewire.server.request.timeout import (
     request_timeout_s,
 )
 from kubewire.server.tables.output import negotiate_output
-from kubewire.server.wire.encoding import json_response, status_response
 from kubewire.server.wire.http import HTTPServer
-from kubewire.server.wire.http_messages import Request, Response
+from kubewire.server.wire.http_messages import Request, Response, status_response
 from kubewire.server.wire.websocket import HandshakeError
 from kubewire.server.writes import create_update as writes
 from kubewire.server.writes.scale_subresource import serve_scale
@@ -257,7 +258,7 @@ class APIServer:
         """Health and version: open to anyone."""
         if path in HEALTH_PATHS or path.rstrip("/") in HEALTH_PATHS:
             return await self._health(path.strip("/"))
-        return json_response(200, version_info())
+        return Response(200, VERSION_BODY)
 
     def _identify(self, request: Request, info: RequestInfo, public: bool) -> UserInfo | None:
         """Authentication, audit, impersonation, authorization: kube's filter order. The user
@@ -368,3 +369,8 @@ def version_info() -> dict[str, str]:
     return {"major": "1", "minor": "32", "gitVersion": f"v1.32.0+kubewire.{__version__}",
             "gitCommit": "", "gitTreeState": "clean", "buildDate": "", "goVersion": "",
             "compiler": "python", "platform": "linux/amd64"}
+
+
+# kube's routes/version.go answers with responsewriters.WriteRawJSON: json.MarshalIndent with
+# two spaces and no final newline (not the API serializer), and never gzipped.
+VERSION_BODY = msgspec.json.format(msgspec.json.encode(version_info()), indent=2)

@@ -19,7 +19,7 @@ from kubewire.server.request.options import ListOptions, decode_continue, encode
 from kubewire.server.request.routes import Route
 from kubewire.server.tables.bodies import list_table_body, object_table_body
 from kubewire.server.tables.output import NegotiatedTable
-from kubewire.server.wire.encoding import list_item, type_meta_prefix
+from kubewire.server.wire.encoding import list_item, object_response, type_meta_prefix
 from kubewire.server.wire.http_messages import Response
 from kubewire.status import Expired, not_found, too_large_resource_version
 from kubewire.storage.base import CompactedError
@@ -47,9 +47,9 @@ async def serve_get(ctx: ServerContext, route: Route, resource_version: str,
     if obj is None:
         raise not_found(route.resource.group, route.resource.plural, route.name)
     if table is None:
-        return Response(200, obj.value, compressible=True)
-    return Response(200, object_table_body(route.resource, obj.value, table.resolve(),
-                                           ctx.now()), compressible=True)
+        return object_response(200, obj.value)
+    return object_response(200, object_table_body(route.resource, obj.value, table.resolve(),
+                                                  ctx.now()))
 
 
 async def _wait_fresh(ctx: ServerContext, resource_version: str) -> None:
@@ -85,8 +85,8 @@ async def serve_list(ctx: ServerContext, route: Route, opts: ListOptions,
     if table is not None:
         list_meta = {"resourceVersion": str(revision), "continue": token,
                      "remainingItemCount": None if more is None else remaining}
-        return Response(200, list_table_body(resource, (o.value for o in items), list_meta,
-                                             table.resolve(), ctx.now()), compressible=True)
+        return object_response(200, list_table_body(resource, (o.value for o in items),
+                                                    list_meta, table.resolve(), ctx.now()))
     meta = b'"resourceVersion":"%d"' % revision
     if more is not None:
         meta += b',"continue":"%b"' % token.encode()
@@ -97,7 +97,7 @@ async def serve_list(ctx: ServerContext, route: Route, opts: ListOptions,
     body = b'{"kind":"%b","apiVersion":"%b","metadata":{%b},"items":[%b]}' % (
         resource.list_kind.encode(), resource.api_version.encode(), meta,
         b",".join(list_item(o.value, type_prefix) if strip else o.value for o in items))
-    return Response(200, body, compressible=True)
+    return object_response(200, body)
 
 
 def _scope_namespace(route: Route, opts: ListOptions) -> str:

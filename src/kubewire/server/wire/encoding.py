@@ -5,6 +5,35 @@ POST/PUT), accepts YAML, and answers 415/406 with fixed messages (watch-protocol
 JSON is read as Go reads it (invalid UTF-8 and unpaired surrogates become U+FFFD,
 ``go_text.decode_go_json``), YAML as sigs.k8s.io/yaml over go-yaml reads it (``yaml_bodies``:
 aliases bounded before expansion, go-yaml's reader errors).
+
+Answers end as kube-apiserver v1.32's do. Its JSON serializer (apimachinery
+``runtime/serializer/json/json.go`` ``doEncode``) writes with ``encoding/json``'s
+``json.NewEncoder(w).Encode(obj)``, which ends the value with ``\\n``; so does everything
+``responsewriters.SerializeObject`` writes. Per answer, kube's writer → final ``\\n`` → kubewire:
+
+- objects of get, list, create, update, patch, delete; delete's Status Success; Scale
+  (``WriteObjectNegotiated`` → ``SerializeObject``) → yes → ``object_response`` (encoded bytes,
+  the newline as the response's ``tail``) and ``json_response`` here;
+- meta.k8s.io Tables (``transformResponseObject``, then the same) → yes → ``object_response``;
+- Status errors of handlers and filters (``ErrorNegotiated``: 400, 404, 405, 406, 409, 413,
+  415, 422, 500, 401 of authentication, 403 of ``responsewriters.Forbidden``, 504 of
+  ``WithRequestDeadline``) → yes → ``http_messages.status_response``;
+- discovery, legacy (``/api``, ``/apis``, ``/apis/<g>``, ``/api/v1``, ``/apis/<g>/<v>``:
+  ``WriteObjectNegotiated``) and aggregated (``ServeHTTPWithETag``, the same) → yes →
+  ``discovery.documents``;
+- watch event lines (a ``json.Encoder`` per event) → yes → ``storage.cached.event_line``;
+- 504 of the timeout filter (``json.NewEncoder(tw.w)``, a Status without kind, text/plain) →
+  yes → ``http_input.REQUEST_TIMEOUT_BODY``;
+- 429 of max-in-flight (``http.Error``, which ``Fprintln``s, text/plain) → yes →
+  ``observe.per_request``;
+- ``/version`` (``routes/version.go`` ``WriteRawJSON``: ``json.MarshalIndent``, two spaces) →
+  no → ``app.VERSION_BODY``;
+- OpenAPI v2 and v3 (kube-openapi ``handler``, ``handler3``: ``json.Marshal`` bytes through
+  ``http.ServeContent``) → no → ``discovery.openapi``;
+- protobuf → no newline; kubewire answers JSON only (406 otherwise).
+
+kube pretty-prints (``?pretty=true``, or a ``curl``/``Wget``/``Mozilla/5.0`` User-Agent) with
+``MarshalIndent`` and no newline; kubewire does not pretty-print.
 """
 
 from __future__ import annotations
@@ -20,9 +49,12 @@ from kubewire.server.wire.http_messages import Response
 from kubewire.server.wire.json_depth import EXCEEDED_MAX_DEPTH, MAX_NESTING_DEPTH, too_deep
 from kubewire.server.wire.protobuf import PROTOBUF_MEDIA_TYPE, decode_protobuf_object
 from kubewire.server.wire.yaml_bodies import YAMLBodyError, load_yaml_body
-from kubewire.status import BadRequest, NotAcceptable, StatusError, UnsupportedMediaType
+from kubewire.status import BadRequest, NotAcceptable, UnsupportedMediaType
 
-encode_json = msgspec.json.Encoder().encode
+_encoder = msgspec.json.Encoder()
+encode_json = _encoder.encode
+_encode_lines = _encoder.encode_lines
+JSON_END = b"\n"  # what Go's json.Encoder writes after each value
 
 JSON_TYPES = ("application/json", "")
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
@@ -138,14 +170,18 @@ def negotiate_json(accept: str, *, stream: bool = False) -> None:
 
 def json_response(status: int, value: Any, headers: list[tuple[str, str]] | None = None,
                   ) -> Response:
-    return Response(status, encode_json(value), headers=headers or [], compressible=True)
+    """An API object answer encoded from ``value``, ending with ``\\n`` (one encode)."""
+    return Response(status, _encode_lines((value,)), headers=headers or [], compressible=True)
 
 
-def status_response(err: StatusError) -> Response:
-    headers: list[tuple[str, str]] = []
-    if err.retry_after_seconds:
-        headers.append(("Retry-After", str(err.retry_after_seconds)))
-    return Response(err.code, encode_json(err.to_status()), headers=headers)
+def object_response(status: int, encoded: bytes, headers: list[tuple[str, str]] | None = None,
+                    ) -> Response:
+    """An API object answer from bytes already encoded (a stored object, a list, a Table).
+
+    Its ``\\n`` is the response's ``tail``, joined when the response is rendered: ``encoded`` is
+    often the watch cache's own bytes, up to the 1.5 MiB object bound, and is not copied.
+    """
+    return Response(status, encoded, headers=headers or [], compressible=True, tail=JSON_END)
 
 
 def type_meta_prefix(resource: Resource) -> bytes:

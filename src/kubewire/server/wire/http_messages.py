@@ -11,7 +11,9 @@ per-event objects cost more per request than this path is allowed (bench: write 
 - ``Request``: one parsed request; it reaches its connection only through ``RequestChannel``
   (start a stream, transport facts), so it can be built and read without one;
 - ``Response`` and ``render_response``: a complete answer as bytes, gzipped as kube does (level
-  1, above 128 KiB, when accepted), with kube's default ``Cache-Control``;
+  1, above 128 KiB, when accepted), with kube's default ``Cache-Control``; a ``tail`` (the
+  newline Go's ``json.Encoder`` ends an API object with, see ``encoding``) is joined to the body
+  there, so a shared encoded object is not copied to end it;
 - ``render_head``, ``frame_chunk``, ``LAST_CHUNK``, ``CONTINUE``: the framing of heads, chunks
   and interim answers; ``plain_answer``, ``too_large_answer``, ``status_response``: the answers
   the HTTP layer sends on its own.
@@ -42,6 +44,8 @@ from kubewire.status import RequestEntityTooLarge, StatusError
 if TYPE_CHECKING:
     from kubewire.server.wire.websocket import WebSocketStream
 
+# The value then "\n", in one encode (no copy of the value's bytes to append the newline).
+_encode_line = msgspec.json.Encoder().encode_lines
 GZIP_THRESHOLD_BYTES = 128 * 1024  # kube's defaultGzipThresholdBytes
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 LAST_CHUNK = b"0\r\n\r\n"
@@ -89,6 +93,10 @@ class Response:
     content_type: str = "application/json"
     headers: list[tuple[str, str]] = field(default_factory=list)
     compressible: bool = False  # an API object response: gzip when large and accepted
+    # Written right after ``body`` and part of it on the wire (Content-Length, gzip): the
+    # ``\n`` ending a JSON API answer, kept apart when ``body`` is bytes shared with the watch
+    # cache (a stored object), which appending would copy once more.
+    tail: bytes = b""
 
 
 class StreamConnection(Connection, Protocol):
@@ -277,22 +285,22 @@ def render_response(response: Response, *, head_only: bool = False, accept_encod
                     closing: bool = False) -> bytes:
     """``response`` as bytes: its head (and body, unless ``head_only``); ``closing`` adds
     ``Connection: close``."""
-    body = response.body
+    body, tail = response.body, response.tail
     extra: list[tuple[str, str]] = []
     # the header is parsed only for the few responses that could be compressed
-    if (response.compressible and len(body) > GZIP_THRESHOLD_BYTES
+    if (response.compressible and len(body) + len(tail) > GZIP_THRESHOLD_BYTES
             and accepts_gzip(accept_encoding)):
         # kube's deferredResponseWriter: level 1 (speed over size), only above 128 KiB
-        body = gzip.compress(body, compresslevel=1, mtime=0)
+        body, tail = gzip.compress(body + tail, compresslevel=1, mtime=0), b""
         extra = [("Content-Encoding", "gzip"), ("Vary", "Accept-Encoding")]
     headers = [("Content-Type", response.content_type),
-               ("Content-Length", str(len(body))), *extra, *response.headers]
+               ("Content-Length", str(len(body) + len(tail))), *extra, *response.headers]
     if not any(k.lower() == "cache-control" for k, _ in response.headers):
         headers.append(("Cache-Control", "no-cache, private"))
     if closing:
         headers.append(("Connection", "close"))
     head = render_head(response.status, headers)
-    return head if head_only else head + body
+    return head if head_only else b"".join((head, body, tail))
 
 
 def plain_answer(status: int, text: bytes) -> bytes:
@@ -301,11 +309,12 @@ def plain_answer(status: int, text: bytes) -> bytes:
 
 
 def status_response(exc: StatusError) -> Response:
-    """A ``Status`` error as a response, with its ``Retry-After``."""
+    """A ``Status`` error as a response, with its ``Retry-After``; the body ends with ``\\n``,
+    as kube's ``ErrorNegotiated`` writes it through the JSON serializer's ``json.Encoder``."""
     headers = []
     if exc.retry_after_seconds:
         headers.append(("Retry-After", str(exc.retry_after_seconds)))
-    return Response(exc.code, msgspec.json.encode(exc.to_status()), headers=headers)
+    return Response(exc.code, _encode_line((exc.to_status(),)), headers=headers)
 
 
 def too_large_answer(limits: Limits) -> bytes:
@@ -324,4 +333,4 @@ def internal_error() -> Response:
     """The answer to a handler that failed unexpectedly (logged by the caller)."""
     return Response(500, b'{"kind":"Status","apiVersion":"v1","metadata":{},'
                          b'"status":"Failure","message":"internal error",'
-                         b'"reason":"InternalError","code":500}')
+                         b'"reason":"InternalError","code":500}\n')

@@ -35,6 +35,7 @@ from kubewire.server.wire.encoding import (
     json_response,
     media_type,
     negotiate_json,
+    object_response,
     with_type_meta,
 )
 from kubewire.server.wire.http_messages import Request, Response
@@ -95,7 +96,7 @@ async def create(ctx: ServerContext, request: Request, route: Route) -> Response
 
 
 def _created(stored: bytes, warnings: list[str]) -> Response:
-    return Response(201, stored, headers=_warning_headers(warnings), compressible=True)
+    return object_response(201, stored, _warning_headers(warnings))
 
 
 async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
