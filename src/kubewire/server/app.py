@@ -91,6 +91,7 @@ class APIServer:
         self.access = Access(config, self.tls)
         self.auditor = _auditor(config)  # None unless auditing: no cost per request then
         self.observer = Observer(self.ctx, config)
+        store.on_request = self.observer.store_request
         self.address: tuple[str, int] = (config.host, config.port)
         self.url = ""
         self.ready = False
