@@ -171,3 +171,17 @@ def test_a_policy_file_that_cannot_be_read_is_refused(tmp_path: Path) -> None:
         Auditor.from_files(str(tmp_path / "audit.log"), tmp_path / "missing.yaml")
     # As kube: a log without a policy (or a policy without a log) records nothing.
     assert Auditor.from_files(str(tmp_path / "audit.log"), None) is None
+
+
+def test_go_duration_text() -> None:
+    from kubewire.server.observe.httplog import go_duration
+
+    assert go_duration(0) == "0s"
+    assert go_duration(850e-9) == "850ns"
+    assert go_duration(12.5e-6) == "12.5µs"
+    assert go_duration(0.001234567) == "1.234567ms"
+    assert go_duration(0.2) == "200ms"
+    assert go_duration(2.5) == "2.5s"
+    assert go_duration(90.25) == "1m30.25s"
+    assert go_duration(3600) == "1h0m0s"
+    assert go_duration(3601.000000001) == "1h0m1.000000001s"

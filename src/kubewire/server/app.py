@@ -30,7 +30,9 @@ from kubewire.server.context import DATABASE_NAME, ServerConfig, ServerContext
 from kubewire.server.controllers.deletion import Controllers
 from kubewire.server.discovery.documents import discovery_response
 from kubewire.server.discovery.openapi import openapi_response
+from kubewire.server.observe import httplog
 from kubewire.server.observe.health import ServerHealth
+from kubewire.server.observe.httplog import assign_audit_id
 from kubewire.server.observe.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from kubewire.server.observe.per_request import Observer, RequestInfo, TooManyInFlight
 from kubewire.server.reads import get_list as reads
@@ -143,12 +145,13 @@ class APIServer:
 
     async def handle(self, request: Request) -> Response | None:
         started = time.perf_counter()
+        assign_audit_id(request)
         info = RequestInfo()
         response = await self._answer_in_time(request, info)
-        self.observer.finished(request, info, response, time.perf_counter() - started)
+        verb = self.observer.finished(request, info, response, time.perf_counter() - started)
         if info.audit is not None:
             info.audit.finish(request, response, info.error, info.code or 200)
-        return response
+        return _logged(request, verb, response, info.code or 200, started)
 
     def _check_head(self, request: Request) -> Response | None:
         """A request with a body, on its head: the 401 it would get after its body, now, so
@@ -157,9 +160,11 @@ class APIServer:
         try:
             self.access.authenticate_head(request)
         except StatusError as err:
+            started = time.perf_counter()
+            assign_audit_id(request)
             response = status_response(err)
-            self.observer.finished(request, RequestInfo(code=err.code), response, 0.0)
-            return response
+            verb = self.observer.finished(request, RequestInfo(code=err.code), response, 0.0)
+            return _logged(request, verb, response, err.code, started)
         return None
 
     async def _answer_in_time(self, request: Request, info: RequestInfo) -> Response | None:
@@ -337,6 +342,17 @@ class APIServer:
             return None
         table = negotiate_output(request.header("accept"), request.query)
         return await reads.serve_list(self.ctx, route, opts, table)
+
+
+def _logged(request: Request, verb: str, response: Response | None, code: int,
+            started: float) -> Response | None:
+    """The answer with the request's ``Audit-Id``, and the request's httplog line (now, or
+    when its stream ends)."""
+    if response is not None:
+        response.headers = [*request.answer_headers, *response.headers]
+    if httplog.enabled():
+        httplog.log_request(request, verb, response, code, started)
+    return response
 
 
 def _auditor(config: ServerConfig) -> Auditor | None:

@@ -52,6 +52,7 @@ from kubewire.server.observe.audit import (
     source_ips,
     user_agent,
 )
+from kubewire.server.observe.httplog import audit_id
 from kubewire.server.request.routes import Route
 from kubewire.server.wire.encoding import decode_object
 from kubewire.server.wire.http_messages import Request, Response
@@ -227,7 +228,7 @@ class Auditor:
         peer = request.extra("peername")
         event = AuditEvent(
             level=config.level,
-            audit_id=request.header("audit-id") or str(uuid.uuid4()),
+            audit_id=audit_id(request) or request.header("audit-id") or str(uuid.uuid4()),
             request_uri=request_uri(request.path, request.raw_query), verb=attrs.verb,
             user=user,
             source_ips=source_ips(request.header("x-forwarded-for"),

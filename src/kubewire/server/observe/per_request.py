@@ -137,7 +137,8 @@ class Observer:
     # --- metrics -----------------------------------------------------------------------------
 
     def finished(self, request: Request, info: RequestInfo, response: Response | None,
-                 seconds: float) -> None:
+                 seconds: float) -> str:
+        """Count and time a served request; its verb as kube reports it (``LIST``, ...)."""
         code = response.status if response is not None else (info.code or 200)
         route = info.route
         if route is None:
@@ -153,10 +154,11 @@ class Observer:
         self.metrics.requests.inc((*labels, str(code)))
         if info.verb == "watch":
             self._track_longrunning(request, labels)
-            return
+            return labels[0]
         self.metrics.latency.observe(labels, seconds)
         if response is not None and labels[0] in ("GET", "LIST"):
             self.metrics.response_sizes.observe(labels, float(len(response.body)))
+        return labels[0]
 
     def _track_longrunning(self, request: Request, labels: LabelValues) -> None:
         """``apiserver_longrunning_requests``: the watch counts while its stream is open."""
