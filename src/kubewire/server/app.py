@@ -151,6 +151,8 @@ class APIServer:
         verb = self.observer.finished(request, info, response, time.perf_counter() - started)
         if info.audit is not None:
             info.audit.finish(request, response, info.error, info.code or 200)
+        if self.auditor is not None:
+            self.auditor.flush()  # the request's events are in the log before its answer
         return _logged(request, verb, response, info.code or 200, started)
 
     def _check_head(self, request: Request) -> Response | None:
@@ -359,8 +361,11 @@ def _auditor(config: ServerConfig) -> Auditor | None:
     if config.audit_log_path is None and config.audit_policy_file is None:
         return None  # the audit modules stay unimported
     from kubewire.server.observe.audit_log import Auditor
+    from kubewire.server.observe.log_rotation import Rotation
 
-    return Auditor.from_files(config.audit_log_path, config.audit_policy_file)
+    rotation = Rotation(config.audit_log_maxsize_mb, config.audit_log_maxbackup,
+                        config.audit_log_maxage_days)
+    return Auditor.from_files(config.audit_log_path, config.audit_policy_file, rotation)
 
 
 class _Expiry:
