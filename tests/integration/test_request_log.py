@@ -84,6 +84,13 @@ def test_each_request_is_logged_with_its_audit_id(
         assert ended["latency"].endswith("s") and not ended["latency"].endswith(("ms", "µs"))
 
 
+def test_a_watch_head_carries_the_audit_id(server: ServerThread) -> None:
+    reply = call(server, "GET", "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1",
+                 headers={"Audit-ID": "watch-1"})
+    assert reply.status == 200 and reply.headers["transfer-encoding"] == "chunked"
+    assert reply.headers["audit-id"] == "watch-1"
+
+
 def test_nothing_is_logged_below_info(server: ServerThread,
                                       caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="kubewire.httplog")
