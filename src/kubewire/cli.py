@@ -98,8 +98,26 @@ def _add_access_flags(serve: argparse.ArgumentParser) -> None:
                        help="append audit.k8s.io/v1 events, one JSON line each, to this file "
                             "('-': standard output); needs --audit-policy-file")
     serve.add_argument("--audit-policy-file", type=Path, default=None,
-                       help="kube's audit Policy (YAML or JSON) deciding what is audited; "
-                            "levels None and Metadata")
+                       help="kube's audit Policy (YAML or JSON) deciding what is audited, at "
+                            "levels None, Metadata, Request and RequestResponse")
+    serve.add_argument("--audit-log-maxsize", type=non_negative, default=0,
+                       help="megabytes of audit log before it rotates (0: 100, as kube)")
+    serve.add_argument("--audit-log-maxbackup", type=non_negative, default=10,
+                       help="rotated audit logs kept (0: all, kube's default; kubewire keeps 10 "
+                            "so the log stays bounded)")
+    serve.add_argument("--audit-log-maxage", type=non_negative, default=0,
+                       help="days a rotated audit log is kept (0: no limit)")
+
+
+def non_negative(text: str) -> int:
+    """An audit log rotation flag: kube refuses negative ones."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} can't be a negative number")
+    return value
 
 
 def _add_user_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -175,6 +193,9 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
                         authorization_policy_file=args.authorization_policy_file,
                         audit_log_path=args.audit_log_path,
                         audit_policy_file=args.audit_policy_file,
+                        audit_log_maxsize_mb=args.audit_log_maxsize,
+                        audit_log_maxbackup=args.audit_log_maxbackup,
+                        audit_log_maxage_days=args.audit_log_maxage,
                         **extra)  # type: ignore[arg-type]
 
 

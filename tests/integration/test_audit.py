@@ -155,8 +155,9 @@ def test_watches_creates_and_policy_levels(audited: ServerThread) -> None:
     assert not [e for e in events(audited) if e["requestURI"].startswith("/healthz")]
 
 
-def test_kubewire_serve_writes_events_to_stdout_and_refuses_bodies(tmp_path: Path) -> None:
-    """``-`` is standard output; a policy asking for request bodies is refused at start."""
+def test_kubewire_serve_writes_events_to_stdout_and_refuses_bad_levels(tmp_path: Path) -> None:
+    """``-`` is standard output; a policy with a level kube does not know is refused at
+    start."""
     (tmp_path / "audit.yaml").write_text(AUDIT_ALL)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     data_dir, port = tmp_path / "served", free_port()
@@ -180,11 +181,11 @@ def test_kubewire_serve_writes_events_to_stdout_and_refuses_bodies(tmp_path: Pat
         if proc.stdout is not None:
             proc.stdout.close()
     (tmp_path / "bodies.yaml").write_text(AUDIT_ALL.replace("level: Metadata",
-                                                            "level: RequestResponse"))
+                                                            "level: Everything"))
     done = subprocess.run(
         [sys.executable, "-m", "kubewire.cli", "serve", "--data-dir", str(data_dir), "--port",
          str(port), "--audit-log-path", str(tmp_path / "a.log"), "--audit-policy-file",
          str(tmp_path / "bodies.yaml")], capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == 1
-    assert ('rules[2].level: Unsupported value: "RequestResponse": kubewire\'s audit log writes '
-            'levels None and Metadata only') in done.stderr
+    assert ('rules[2].level: Unsupported value: "Everything": supported values: "None", '
+            '"Metadata", "Request", "RequestResponse"') in done.stderr

@@ -91,9 +91,9 @@ def test_rules_match_in_order_as_kubes_checker() -> None:
     ("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: [{level: Loud}]",
      'rules[0].level: Unsupported value: "Loud": supported values: "None", "Metadata", '
      '"Request", "RequestResponse"'),
-    ("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: [{level: Request}]",
-     'rules[0].level: Unsupported value: "Request": kubewire\'s audit log writes levels None '
-     "and Metadata only (no request or response bodies)"),
+    ("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: [{level: Request, "
+     "omitManagedFields: sometimes}]",
+     "rules[0].omitManagedFields: Invalid value: must be a boolean"),
     ("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: [{level: None, nonResourceURLs: [x*y]}]",
      "[rules[0].nonResourceURLs[0]: Invalid value: \"x*y\": non-resource URL rules must begin "
      "with a '/' character, rules[0].nonResourceURLs[0]: Invalid value: \"x*y\": non-resource "
@@ -171,3 +171,63 @@ def test_a_policy_file_that_cannot_be_read_is_refused(tmp_path: Path) -> None:
         Auditor.from_files(str(tmp_path / "audit.log"), tmp_path / "missing.yaml")
     # As kube: a log without a policy (or a policy without a log) records nothing.
     assert Auditor.from_files(str(tmp_path / "audit.log"), None) is None
+
+
+def test_go_duration_text() -> None:
+    from kubewire.server.observe.httplog import go_duration
+
+    assert go_duration(0) == "0s"
+    assert go_duration(850e-9) == "850ns"
+    assert go_duration(12.5e-6) == "12.5µs"
+    assert go_duration(0.001234567) == "1.234567ms"
+    assert go_duration(0.2) == "200ms"
+    assert go_duration(2.5) == "2.5s"
+    assert go_duration(90.25) == "1m30.25s"
+    assert go_duration(3600) == "1h0m0s"
+    assert go_duration(3601.000000001) == "1h0m1.000000001s"
+
+
+def test_omit_managed_fields_rule_overrides_policy() -> None:
+    from kubewire.server.observe.audit import without_managed_fields
+
+    policy = parse_policy("""
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitManagedFields: true
+rules:
+- level: RequestResponse
+  resources: [{group: "", resources: [configmaps]}]
+  omitManagedFields: false
+- level: Request
+""")
+    assert policy.evaluate(_resource(ALICE, "get", "configmaps"), ALICE) == RequestConfig(
+        "RequestResponse", frozenset(), False)
+    assert policy.evaluate(_resource(ALICE, "get", "pods"), ALICE) == RequestConfig(
+        "Request", frozenset(), True)
+    obj = {"kind": "ConfigMap", "metadata": {"name": "a", "managedFields": [{}]}}
+    assert without_managed_fields(obj) == {"kind": "ConfigMap", "metadata": {"name": "a"}}
+    listed = {"kind": "ConfigMapList", "metadata": {}, "items": [obj, obj]}
+    assert without_managed_fields(listed)["items"] == [{"kind": "ConfigMap",
+                                                       "metadata": {"name": "a"}}] * 2
+    status = {"kind": "Status", "code": 404}
+    assert without_managed_fields(status) is status
+
+
+def test_rotation_names_and_expiry_as_lumberjack() -> None:
+    from kubewire.server.observe.log_rotation import Rotation, backup_name, backup_time
+
+    now = datetime.datetime(2026, 11, 25, 23, 6, 21, 123456, tzinfo=datetime.UTC)
+    log = Path("/var/log/audit.log")
+    name = backup_name(log, now)
+    assert name == Path("/var/log/audit-2026-11-25T23-06-21.123.log")
+    assert backup_time(log, name) == now.replace(microsecond=123000)
+    assert backup_time(log, Path("/var/log/audit.log")) is None
+    assert backup_time(log, Path("/var/log/other-2026-11-25T23-06-21.123.log")) is None
+    day = datetime.timedelta(days=1)
+    backups = [(Path(f"b{i}"), now - i * day) for i in range(5)]
+    assert Rotation(max_backups=2).expired(backups, now) == [Path("b2"), Path("b3"), Path("b4")]
+    assert Rotation(max_age_days=3).expired(backups, now) == [Path("b4")]
+    assert Rotation().expired(backups, now) == []
+    assert Rotation().max_bytes == 100 * 1024 * 1024
+    assert Rotation(1).needs_rotation(1024 * 1024 - 10, 11)
+    assert not Rotation(1).needs_rotation(0, 5 * 1024 * 1024)  # an empty file takes any line

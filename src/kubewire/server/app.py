@@ -4,8 +4,8 @@ Every failure a client can see is a ``Status`` (one mapping, here); anything els
 logged and answered 500 InternalError. A request that is not a watch gets kube's deadline
 (``request_timeout``): a handler still running at it is cancelled and answered 504; what it
 had queued in the store still commits and reaches watchers, as in kube, where the write goes
-on after the client got its Timeout. Health checks ask the store's writer to answer
-(``STORE_HEALTH_TIMEOUT_S``), so a stalled writer turns them red until it answers again.
+on after the client got its Timeout. Health checks (``observe/health``) ask the store's writer
+to answer, so a stalled writer turns them red until it answers again.
 """
 
 from __future__ import annotations
@@ -33,6 +33,9 @@ from kubewire.server.controllers.deletion import Controllers
 from kubewire.server.discovery.documents import discovery_response
 from kubewire.server.discovery.openapi import openapi_response
 from kubewire.server.discovery.openapi_v2 import openapi_v2_response
+from kubewire.server.observe import httplog
+from kubewire.server.observe.health import ServerHealth
+from kubewire.server.observe.httplog import assign_audit_id
 from kubewire.server.observe.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from kubewire.server.observe.per_request import Observer, RequestInfo, TooManyInFlight
 from kubewire.server.reads import get_list as reads
@@ -69,9 +72,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-HEALTH_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
-# How long a health check waits for the store's writer: kube's --etcd-healthcheck-timeout (2s).
-STORE_HEALTH_TIMEOUT_S = 2.0
 NOT_FOUND_TEXT = b"404 page not found\n"
 
 
@@ -88,13 +88,14 @@ class APIServer:
         caches = WatchCaches(store, REGISTRY, ring_capacity=config.ring_capacity,
                              bookmark_interval_s=config.bookmark_interval_s)
         self.ctx = ServerContext(config=config, store=store, caches=caches)
-        self._store = store
+        self.health = ServerHealth(store)
         self.http = HTTPServer(self.handle, config.limits, head_check=self._check_head)
         self.controllers = Controllers(self.ctx)
         self.tls = None if config.insecure_http else tls_files(config)
         self.access = Access(config, self.tls)
         self.auditor = _auditor(config)  # None unless auditing: no cost per request then
         self.observer = Observer(self.ctx, config)
+        store.on_request = self.observer.store_request
         self.address: tuple[str, int] = (config.host, config.port)
         self.url = ""
         self.ready = False
@@ -108,7 +109,9 @@ class APIServer:
         """Open the store, fill the caches, listen, and write ``DIR/kubeconfig`` for the admin."""
         await self.ctx.store.open()
         await self.ctx.caches.start()
+        self.health.caches_synced = True
         await writes.ensure_initial_namespaces(self.ctx)
+        self.health.namespaces_made = True
         self.controllers.start()
         ssl_context = server_ssl_context(self.tls) if self.tls else None
         self.address = await self.http.listen(self.config.host, self.config.port, ssl_context)
@@ -134,6 +137,7 @@ class APIServer:
 
     async def stop(self) -> None:
         self.ready = False
+        self.health.stopping = True
         await self.http.close()
         await self.controllers.stop()
         await self.ctx.caches.stop()
@@ -143,12 +147,15 @@ class APIServer:
 
     async def handle(self, request: Request) -> Response | None:
         started = time.perf_counter()
+        assign_audit_id(request)
         info = RequestInfo()
         response = await self._answer_in_time(request, info)
-        self.observer.finished(request, info, response, time.perf_counter() - started)
+        verb = self.observer.finished(request, info, response, time.perf_counter() - started)
         if info.audit is not None:
             info.audit.finish(request, response, info.error, info.code or 200)
-        return response
+        if self.auditor is not None:
+            self.auditor.flush()  # the request's events are in the log before its answer
+        return _logged(request, verb, response, info.code or 200, started)
 
     def _check_head(self, request: Request) -> Response | None:
         """A request with a body, on its head: the 401 it would get after its body, now, so
@@ -157,9 +164,11 @@ class APIServer:
         try:
             self.access.authenticate_head(request)
         except StatusError as err:
+            started = time.perf_counter()
+            assign_audit_id(request)
             response = status_response(err)
-            self.observer.finished(request, RequestInfo(code=err.code), response, 0.0)
-            return response
+            verb = self.observer.finished(request, RequestInfo(code=err.code), response, 0.0)
+            return _logged(request, verb, response, err.code, started)
         return None
 
     async def _answer_in_time(self, request: Request, info: RequestInfo) -> Response | None:
@@ -226,39 +235,33 @@ class APIServer:
                 return None
             return status_response(internal_error(f"{type(exc).__name__}: {exc}"))
 
-    async def _health(self, check: str) -> Response:
-        """kube's healthz/livez/readyz: 200 ``ok``; 500 listing the failed check while the
-        store's writer is gone or does not answer within ``STORE_HEALTH_TIMEOUT_S`` (kube's
-        ``[-]etcd failed``), 503 before start-up ends."""
-        if self.ready and not await self._store.ping(STORE_HEALTH_TIMEOUT_S):
-            text = ("[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\n"
-                    f"{check} check failed\n")
-            return Response(500, text.encode(), "text/plain; charset=utf-8",
-                            headers=[("X-Content-Type-Options", "nosniff")])
-        return Response(200 if self.ready else 503, b"ok", "text/plain; charset=utf-8")
+    async def _health(self, request: Request) -> Response | None:
+        """``/healthz``, ``/livez``, ``/readyz`` and their single checks (``observe/health``)."""
+        found = await self.health.answer(request.path, request.query)
+        if found is None:
+            return None
+        return Response(found.status, found.body, found.content_type, list(found.headers))
 
     async def _route(self, request: Request, info: RequestInfo,
                      route: Route | GroupVersionPath | None) -> Response | None:
         path = request.path
         public = is_public(path)
         if public and self.auditor is None:
-            return await self._public(path)
+            return await self._public(request)
         if public:
             route = None
         info.route = route if isinstance(route, Route) else None
         info.user = self._identify(request, info, public)
         if public:
-            return await self._public(path)
+            return await self._public(request)
         if info.route is not None:
             info.verb = resource_verb(request, info.route)
         with self.observer.admit(request, info):
             return await self._dispatch(request, route)
 
-    async def _public(self, path: str) -> Response:
+    async def _public(self, request: Request) -> Response:
         """Health and version: open to anyone."""
-        if path in HEALTH_PATHS or path.rstrip("/") in HEALTH_PATHS:
-            return await self._health(path.strip("/"))
-        return Response(200, VERSION_BODY)
+        return await self._health(request) or Response(200, VERSION_BODY)
 
     def _identify(self, request: Request, info: RequestInfo, public: bool) -> UserInfo | None:
         """Authentication, audit, impersonation, authorization: kube's filter order. The user
@@ -284,6 +287,10 @@ class APIServer:
         path = request.path
         if path.rstrip("/") == "/metrics" and request.method in ("GET", "HEAD"):
             return Response(200, self.observer.metrics.render(), METRICS_CONTENT_TYPE)
+        if route is None:
+            health = await self._health(request)  # a single check: /livez/ping, /readyz/etcd
+            if health is not None:
+                return health
         if request.method in ("GET", "HEAD"):
             found = self._describe(request)
             if found is not None:
@@ -342,12 +349,26 @@ class APIServer:
         return await reads.serve_list(self.ctx, route, opts, table)
 
 
+def _logged(request: Request, verb: str, response: Response | None, code: int,
+            started: float) -> Response | None:
+    """The answer with the request's ``Audit-Id``, and the request's httplog line (now, or
+    when its stream ends)."""
+    if response is not None:
+        response.headers = [*request.answer_headers, *response.headers]
+    if httplog.enabled():
+        httplog.log_request(request, verb, response, code, started)
+    return response
+
+
 def _auditor(config: ServerConfig) -> Auditor | None:
     if config.audit_log_path is None and config.audit_policy_file is None:
         return None  # the audit modules stay unimported
     from kubewire.server.observe.audit_log import Auditor
+    from kubewire.server.observe.log_rotation import Rotation
 
-    return Auditor.from_files(config.audit_log_path, config.audit_policy_file)
+    rotation = Rotation(config.audit_log_maxsize_mb, config.audit_log_maxbackup,
+                        config.audit_log_maxage_days)
+    return Auditor.from_files(config.audit_log_path, config.audit_policy_file, rotation)
 
 
 class _Expiry:

@@ -46,6 +46,11 @@ class ServerConfig:
     authorization_policy_file: Path | None = None
     audit_log_path: str | None = None  # a file, or "-" for standard output
     audit_policy_file: Path | None = None
+    # The audit log's rotation (kube's --audit-log-maxsize MB, 0: 100; -maxbackup; -maxage
+    # days): kubewire keeps 10 backups by default where kube keeps all, so the log is bounded.
+    audit_log_maxsize_mb: int = 0
+    audit_log_maxbackup: int = 10
+    audit_log_maxage_days: int = 0
     # kubeadm's default; kube-apiserver's own built-in default is 10.0.0.0/24
     service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR
     service_node_port_range: tuple[int, int] = DEFAULT_NODE_PORT_RANGE

@@ -49,6 +49,7 @@ from kubewire.storage.cached import (
     WatchStart,
     event_line,
 )
+from kubewire.storage.size_tally import SizeTally
 from kubewire.storage.version_view import VersionView
 from kubewire.storage.watcher import (
     PUMP_BATCH_BYTES,
@@ -98,7 +99,9 @@ class WatchCache:
         self._future: set[Watcher] = set()
         self.lagging: set[Watcher] = set()  # INITIAL or LAGGING: they hold a ring cursor
         # Counters read by /metrics: events written to watchers, watchers closed for lagging.
+        # The sizes of those events, as sent (apiserver_watch_events_sizes).
         self.events_sent = 0
+        self.event_sizes = SizeTally()
         self.watchers_terminated = 0
         self.watchers: set[Watcher] = set()
         self._dispatched = 0  # ring sequence up to which live watchers have been served
@@ -272,7 +275,7 @@ class WatchCache:
             return
         events = self.ring.slice(start, stop)
         first, newest = events[0].revision, events[-1].revision
-        payloads: dict[Any, tuple[bytes, int]] = {}
+        payloads: dict[Any, list[Any]] = {}
         for watcher in self._live_targets(events):
             if watcher.progress_rev < first:
                 self._write_shared(watcher, events, payloads)
@@ -288,24 +291,33 @@ class WatchCache:
             if watcher.sink.is_paused:
                 self._detach_live(watcher)
                 watcher.fall_behind(stop)
+        self._count_sizes(payloads)
         self._close_overtaken()
         for watcher in [w for w in self._future if w.start_rev <= newest]:
             self._future.discard(watcher)
             watcher.begin_at_cursor(self.ring.seq_after(watcher.start_rev))
         _forget_lines(events)
 
+    def _count_sizes(self, payloads: dict[Any, list[Any]]) -> None:
+        """Each shared payload's event sizes, once per watcher it was written to."""
+        for _, _, lines, receivers in payloads.values():
+            if receivers:
+                self.event_sizes.add(lines, receivers)
+
     def _write_shared(self, watcher: Watcher, events: list[CachedEvent],
-                      payloads: dict[Any, tuple[bytes, int]]) -> None:
-        """Write ``events`` as ``watcher`` sees them, framed once per (filter, framing)."""
+                      payloads: dict[Any, list[Any]]) -> None:
+        """Write ``events`` as ``watcher`` sees them, framed once per (filter, framing)
+        (``payloads``: framed bytes, event count, lines, watchers written to)."""
         found = payloads.get(watcher.key)
         if found is None:
             lines = watcher.filter.lines(events)
-            found = payloads[watcher.key] = (
-                watcher.sink.frame(lines) if lines else b"", len(lines))
-        framed, count = found
+            found = payloads[watcher.key] = [
+                watcher.sink.frame(lines) if lines else b"", len(lines), lines, 0]
+        framed = found[0]
         if framed:
             watcher.sink.write_framed(framed)
-            self.events_sent += count
+            self.events_sent += found[1]
+            found[3] += 1
 
     def _overrun(self, start: int) -> None:
         """One batch overwrote events no live watcher got yet: they cannot get them now, so

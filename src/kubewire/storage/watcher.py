@@ -38,6 +38,7 @@ from kubewire.storage.cached import (
     event_line,
 )
 from kubewire.storage.deadlines import Deadline, call_later
+from kubewire.storage.size_tally import SizeTally
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -84,6 +85,7 @@ class WatchSource(Protocol):
     ring: HistoryRing
     lagging: set[Watcher]
     events_sent: int
+    event_sizes: SizeTally
 
     def start_walk(self, watcher: Watcher, snapshot_rev: int) -> None: ...
 
@@ -217,6 +219,7 @@ class Watcher:
         if lines and not self.sink.closed:
             self.sink.write_framed(self.sink.frame(lines))
             self.cache.events_sent += len(lines)
+            self.cache.event_sizes.add(lines)
 
     def send_bookmark(self, revision: int) -> None:
         if revision > self.progress_rev and not self.sink.is_paused:

@@ -1,7 +1,10 @@
 """What the server bounds and records about every request: in-flight limits, metrics, audit.
 
 ``per_request`` wraps each handler (max-in-flight limits with kube's 429, request metrics);
-``metrics`` renders them in the Prometheus text format; ``audit`` decides audit levels from a
-kube audit policy and ``audit_log`` writes kube's audit events. It may import the wire,
-``request``, ``access``, ``context``, storage (for cache sizes) and the shared core.
+``metrics`` renders them in the Prometheus text format, with ``runtime_metrics`` (process and
+Python); ``health`` answers ``/healthz``, ``/livez``, ``/readyz``; ``httplog`` logs each request
+and gives it its ``Audit-Id``; ``audit`` decides audit levels from a kube audit policy,
+``audit_log`` writes kube's audit events and ``log_rotation`` decides when its file rotates.
+It may import the wire, ``request``, ``access``, ``context``, storage (for cache sizes) and the
+shared core.
 """

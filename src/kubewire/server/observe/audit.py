@@ -1,15 +1,19 @@
 """Audit: kube-apiserver's audit policy and its ``audit.k8s.io/v1`` events, without I/O.
 
 - ``parse_policy`` reads ``--audit-policy-file`` as kube's loader does (YAML or JSON, apiVersion
-  ``audit.k8s.io/v1``, kind ``Policy``, ``validation.ValidatePolicy``, at least one rule). The
-  levels kubewire writes are ``None`` and ``Metadata``; a rule asking for ``Request`` or
-  ``RequestResponse`` (request and response bodies) is refused at start with a clear message
-  rather than quietly logged with less than it asks for.
+  ``audit.k8s.io/v1``, kind ``Policy``, ``validation.ValidatePolicy``, at least one rule), at
+  every level: ``None``, ``Metadata``, ``Request`` (and the request's object) and
+  ``RequestResponse`` (and the response's object).
 - ``AuditPolicy.evaluate`` is kube's ``policy/checker.go``: the first rule matching the user, its
   groups, the verb, and either the resource (group, resources with ``*``, ``*/sub`` and
   ``res/*`` forms, resourceNames) and namespace or the non-resource URL (``*``, exact, or a
-  ``/prefix*``) gives the level and stages to omit (the rule's and the policy's); no match is
-  level ``None``.
+  ``/prefix*``) gives the level, the stages to omit (the rule's and the policy's) and whether
+  to omit managedFields (the rule's ``omitManagedFields`` if set, else the policy's); no match
+  is level ``None``.
+- ``request_object``/``response_object`` make the event's ``requestObject`` and
+  ``responseObject`` (``LogRequestObject``, ``LogRequestPatch``, ``LogResponseObject``): JSON,
+  compacted, managedFields dropped from an object or a list's items when asked
+  (``copyWithoutManagedFields``).
 - ``AuditEvent`` holds what the filters record (``LogRequestMetadata``, the impersonated user,
   authorization annotations, the response status) and ``event_line`` writes one stage of it as
   Go's JSON encoder would: Go's field order, omitted empties, HTML-safe escapes, microsecond UTC
@@ -26,19 +30,19 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
 
 import msgspec
 
 from kubewire.go_text import go_quote, go_string_slice
 from kubewire.server.access.authn import UserInfo
 from kubewire.server.access.authz import Attributes
+from kubewire.server.observe.httplog import request_uri as request_uri  # shared with httplog
 from kubewire.times import format_micro_time
 
 API_VERSION = "audit.k8s.io/v1"
 LEVEL_NONE, LEVEL_METADATA = "None", "Metadata"
-LEVELS = ("None", "Metadata", "Request", "RequestResponse")
-WRITTEN_LEVELS = (LEVEL_NONE, LEVEL_METADATA)
+LEVEL_REQUEST, LEVEL_REQUEST_RESPONSE = "Request", "RequestResponse"
+LEVELS = (LEVEL_NONE, LEVEL_METADATA, LEVEL_REQUEST, LEVEL_REQUEST_RESPONSE)
 RECEIVED, STARTED, COMPLETE, PANIC = ("RequestReceived", "ResponseStarted", "ResponseComplete",
                                       "Panic")
 STAGES = (RECEIVED, STARTED, COMPLETE, PANIC)
@@ -76,6 +80,7 @@ class PolicyRule:
     namespaces: tuple[str, ...] = ()
     non_resource_urls: tuple[str, ...] = ()
     omit_stages: frozenset[str] = frozenset()
+    omit_managed_fields: bool | None = None  # None: the policy's
 
     def matches(self, attrs: Attributes, user: UserInfo | None) -> bool:
         """``ruleMatches``; ``user`` None for a request that failed authentication."""
@@ -130,6 +135,7 @@ class RequestConfig:
 
     level: str
     omit_stages: frozenset[str] = frozenset()
+    omit_managed_fields: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,14 +143,17 @@ class AuditPolicy:
     rules: tuple[PolicyRule, ...]
     omit_stages: frozenset[str] = frozenset()
     warnings: tuple[str, ...] = ()  # unknown fields: kube warns and reads the rest
+    omit_managed_fields: bool = False
 
     def evaluate(self, attrs: Attributes, user: UserInfo | None) -> RequestConfig:
         """``EvaluatePolicyRule``: the first matching rule's level (its stages joined with the
         policy's), else ``None``."""
         for rule in self.rules:
             if rule.matches(attrs, user):
-                return RequestConfig(rule.level, rule.omit_stages | self.omit_stages)
-        return RequestConfig(LEVEL_NONE, self.omit_stages)
+                omit = (self.omit_managed_fields if rule.omit_managed_fields is None
+                        else rule.omit_managed_fields)
+                return RequestConfig(rule.level, rule.omit_stages | self.omit_stages, omit)
+        return RequestConfig(LEVEL_NONE, self.omit_stages, self.omit_managed_fields)
 
 
 def parse_policy(text: str, source: str = "audit policy") -> AuditPolicy:
@@ -181,7 +190,15 @@ def _policy(doc: dict[str, Any], errors: list[str], warnings: list[str]) -> Audi
     omit = _stages(doc.get("omitStages"), "omitStages", errors)
     rules = tuple(_rule(rule, f"rules[{i}]", errors, warnings)
                   for i, rule in enumerate(rules_doc))
-    return AuditPolicy(rules, omit, tuple(warnings))
+    omit_fields = _bool(doc.get("omitManagedFields"), "omitManagedFields", errors)
+    return AuditPolicy(rules, omit, tuple(warnings), bool(omit_fields))
+
+
+def _bool(value: Any, path: str, errors: list[str]) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    errors.append(f"{path}: Invalid value: must be a boolean")
+    return None
 
 
 def _rule(doc: Any, path: str, errors: list[str], warnings: list[str]) -> PolicyRule:
@@ -202,7 +219,9 @@ def _rule(doc: Any, path: str, errors: list[str], warnings: list[str]) -> Policy
                       user_groups=_strings(doc.get("userGroups"), f"{path}.userGroups", errors),
                       verbs=_strings(doc.get("verbs"), f"{path}.verbs", errors),
                       resources=resources, namespaces=namespaces, non_resource_urls=urls,
-                      omit_stages=_stages(doc.get("omitStages"), f"{path}.omitStages", errors))
+                      omit_stages=_stages(doc.get("omitStages"), f"{path}.omitStages", errors),
+                      omit_managed_fields=_bool(doc.get("omitManagedFields"),
+                                                f"{path}.omitManagedFields", errors))
 
 
 def _level(value: Any, path: str, errors: list[str]) -> str:
@@ -213,10 +232,6 @@ def _level(value: Any, path: str, errors: list[str]) -> str:
         supported = ", ".join(f'"{level}"' for level in LEVELS)
         errors.append(f"{path}: Unsupported value: {go_quote(str(value))}: supported values: "
                       f"{supported}")
-        return LEVEL_NONE
-    if value not in WRITTEN_LEVELS:
-        errors.append(f"{path}: Unsupported value: {go_quote(str(value))}: kubewire's audit log "
-                      "writes levels None and Metadata only (no request or response bodies)")
         return LEVEL_NONE
     return str(value)
 
@@ -302,6 +317,8 @@ class AuditEvent:
     impersonated_user: UserInfo | None = None
     response_status: dict[str, Any] | None = None
     annotations: dict[str, str] = field(default_factory=dict)
+    request_object: bytes | None = None  # compact JSON (``Request`` level and above)
+    response_object: bytes | None = None  # compact JSON (``RequestResponse`` level)
 
     def authorized(self, allowed: bool, reason: str) -> None:
         """``WithAuthorization``'s annotations."""
@@ -366,12 +383,6 @@ def response_status(code: int, status: Mapping[str, Any] | None = None) -> dict[
     return out
 
 
-def request_uri(path: str, raw_query: str) -> str:
-    """Go's ``URL.RequestURI()``: the path escaped as ``url.EscapedPath`` does, and the query."""
-    escaped = quote(path, safe="$&+,/:;=@")
-    return f"{escaped}?{raw_query}" if raw_query else escaped
-
-
 def user_agent(header: str) -> str:
     if len(header) > MAX_USER_AGENT:
         return header[:MAX_USER_AGENT] + "...TRUNCATED"
@@ -406,6 +417,35 @@ def _go_ip(text: str) -> str | None:
     return str(ip)
 
 
+def without_managed_fields(obj: Any) -> Any:
+    """``copyWithoutManagedFields``: ``obj`` (or each item of a list) without
+    ``metadata.managedFields``; other values as they are."""
+    if not isinstance(obj, dict):
+        return obj
+    items = obj.get("items")
+    if isinstance(items, list) and str(obj.get("kind", "")).endswith("List"):
+        return {**obj, "items": [without_managed_fields(item) for item in items]}
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    return obj
+
+
+def object_json(obj: Any, omit_managed_fields: bool) -> bytes:
+    """An event's ``requestObject``/``responseObject``: ``obj`` as compact JSON."""
+    return _ENCODER.encode(without_managed_fields(obj) if omit_managed_fields else obj)
+
+
+def raw_json(body: bytes, omit_managed_fields: bool) -> bytes | None:
+    """JSON ``body`` (an answer, a patch) compacted as Go's encoder compacts raw JSON (and
+    without managedFields when asked); None if it is not JSON."""
+    try:
+        obj = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return None
+    return object_json(obj, omit_managed_fields)
+
+
 _ENCODER = msgspec.json.Encoder()
 # Go's encoding/json escapes these (HTML-safe, and JavaScript's line terminators).
 _GO_ESCAPES = ((b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"),
@@ -420,16 +460,18 @@ def event_line(event: AuditEvent, stage: str, now: datetime.datetime) -> bytes:
                            "auditID": event.audit_id, "stage": stage,
                            "requestURI": event.request_uri, "verb": event.verb,
                            "user": user_json(event.user)}
-    if event.impersonated_user is not None:
-        doc["impersonatedUser"] = user_json(event.impersonated_user)
-    if event.source_ips:
-        doc["sourceIPs"] = event.source_ips
-    if event.user_agent:
-        doc["userAgent"] = event.user_agent
-    if event.object_ref is not None:
-        doc["objectRef"] = event.object_ref
-    if event.response_status is not None:
-        doc["responseStatus"] = event.response_status
+    optional = (
+        ("impersonatedUser", None if event.impersonated_user is None
+         else user_json(event.impersonated_user)),
+        ("sourceIPs", event.source_ips or None),
+        ("userAgent", event.user_agent or None),
+        ("objectRef", event.object_ref),
+        ("responseStatus", event.response_status),
+        ("requestObject", None if event.request_object is None
+         else msgspec.Raw(event.request_object)),
+        ("responseObject", None if event.response_object is None
+         else msgspec.Raw(event.response_object)))
+    doc.update((key, value) for key, value in optional if value is not None)
     doc["requestReceivedTimestamp"] = format_micro_time(event.received)
     doc["stageTimestamp"] = format_micro_time(stamp)
     if event.annotations:

@@ -5,12 +5,16 @@
   over the bound the answer is kube's plain-text 429 with ``Retry-After: 1``.
 - Watches are bounded per user (kubewire's own limit: one client cannot hold every socket); over
   it the answer is a 429 ``Status``.
-- Each finished request is counted and timed with kube-apiserver's metric names and labels.
+- Each finished request is counted and timed with kube-apiserver's metric names and labels;
+  GET and LIST answers' sizes are observed, open watches counted until their streams end, and
+  the store's requests timed (``store_request``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import os
 from collections import Counter as Tally
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -18,8 +22,15 @@ from typing import TYPE_CHECKING
 
 from kubewire.resources import Resource
 from kubewire.server.access.authn import UserInfo
-from kubewire.server.context import ServerConfig, ServerContext
-from kubewire.server.observe.metrics import LiveSources, Sample, ServerMetrics
+from kubewire.server.context import DATABASE_NAME, ServerConfig, ServerContext
+from kubewire.server.observe.metrics import (
+    HistogramSample,
+    LabelValues,
+    LiveSources,
+    Sample,
+    ServerMetrics,
+)
+from kubewire.server.observe.runtime_metrics import runtime_metrics
 from kubewire.server.request.routes import Route
 from kubewire.server.wire.http_messages import Request, Response
 from kubewire.status import StatusError, TooManyRequests
@@ -61,9 +72,18 @@ class Observer:
         self.limits = config.limits
         self.in_flight = {"readOnly": 0, "mutating": 0}
         self.watches: Tally[str] = Tally()
+        self.longrunning: Tally[LabelValues] = Tally()
+        self.database = config.data_dir / DATABASE_NAME
+        self.storage_cluster_id = hashlib.sha256(
+            str(self.database.absolute()).encode()).hexdigest()[:16]
+        self._store_types: dict[str, str] = {}  # storage id -> kube's resource label
         self.metrics = ServerMetrics(LiveSources(
             watchers=self._watchers, objects=self._objects, inflight=self._inflight,
-            events_sent=self._events_sent, terminated=self._terminated))
+            events_sent=self._events_sent, terminated=self._terminated,
+            event_sizes=self._event_sizes, longrunning=self._longrunning,
+            storage_size=self._storage_size))
+        for metric in runtime_metrics():
+            self.metrics.registry.add(metric)
 
     # --- admission ---------------------------------------------------------------------------
 
@@ -117,7 +137,8 @@ class Observer:
     # --- metrics -----------------------------------------------------------------------------
 
     def finished(self, request: Request, info: RequestInfo, response: Response | None,
-                 seconds: float) -> None:
+                 seconds: float) -> str:
+        """Count and time a served request; its verb as kube reports it (``LIST``, ...)."""
         code = response.status if response is not None else (info.code or 200)
         route = info.route
         if route is None:
@@ -131,8 +152,41 @@ class Observer:
             labels = (verb, resource.group, resource.version, resource.plural,
                       route.subresource, _scope(route), "apiserver")
         self.metrics.requests.inc((*labels, str(code)))
-        if info.verb != "watch":
-            self.metrics.latency.observe(labels, seconds)
+        if info.verb == "watch":
+            self._track_longrunning(request, labels)
+            return labels[0]
+        self.metrics.latency.observe(labels, seconds)
+        if response is not None and labels[0] in ("GET", "LIST"):
+            self.metrics.response_sizes.observe(labels, float(len(response.body)))
+        return labels[0]
+
+    def _track_longrunning(self, request: Request, labels: LabelValues) -> None:
+        """``apiserver_longrunning_requests``: the watch counts while its stream is open."""
+        stream = request.stream
+        if stream is None or stream.closed:
+            return
+        self.longrunning[labels] += 1
+        previous = stream.on_close
+
+        def closed() -> None:
+            self.longrunning[labels] -= 1
+            if self.longrunning[labels] <= 0:
+                del self.longrunning[labels]
+            if previous is not None:
+                previous()
+
+        stream.on_close = closed
+
+    def store_request(self, operation: str, key: str, seconds: float) -> None:
+        """The store's ``on_request``: ``etcd_request_duration_seconds{operation,type}``."""
+        storage_id = key[:key.find("/", key.find("/") + 1)]  # "core/pods/ns/name": "core/pods"
+        kind = self._store_types.get(storage_id)
+        if kind is None:
+            group, _, plural = storage_id.partition("/")
+            kind = plural if group == "core" else f"{plural}.{group}"
+            if len(self._store_types) < 1024:  # the registry's kinds; bounded all the same
+                self._store_types[storage_id] = kind
+        self.metrics.etcd_latency.observe((operation, kind), seconds)
 
     def _stored_caches(self) -> Iterable[tuple[Resource, WatchCache]]:
         """Each stored kind once (another version of a kind is a view on the same cache)."""
@@ -156,6 +210,23 @@ class Observer:
     def _terminated(self) -> Iterable[Sample]:
         for resource, cache in self._stored_caches():
             yield (resource.group_resource,), float(cache.watchers_terminated)
+
+    def _event_sizes(self) -> Iterable[HistogramSample]:
+        for resource, cache in self._stored_caches():
+            tally = cache.event_sizes
+            if tally.total or any(tally.counts):
+                yield ((resource.group, resource.version, resource.kind), list(tally.counts),
+                       tally.total)
+
+    def _longrunning(self) -> Iterable[Sample]:
+        return [(labels, float(n)) for labels, n in self.longrunning.items()]
+
+    def _storage_size(self) -> Iterable[Sample]:
+        size = 0
+        for suffix in ("", "-wal"):
+            with contextlib.suppress(OSError):
+                size += os.stat(f"{self.database}{suffix}").st_blocks * 512
+        return [((self.storage_cluster_id,), float(size))]
 
     def _inflight(self) -> Iterable[Sample]:
         return [((kind,), float(n)) for kind, n in self.in_flight.items()]

@@ -126,8 +126,8 @@ class Request:
     ``received`` is the loop time its head was read: its deadline counts from there.
     """
 
-    __slots__ = ("_channel", "_query", "authenticated", "body", "headers", "method", "path",
-                 "raw_query", "received", "repeated", "stream")
+    __slots__ = ("_channel", "_query", "answer_headers", "authenticated", "body", "headers",
+                 "method", "path", "raw_query", "received", "repeated", "stream")
 
     def __init__(self, channel: RequestChannel, method: str, url: bytes,
                  headers: dict[str, str], received: float) -> None:
@@ -144,6 +144,8 @@ class Request:
         self.headers = headers
         self.body = b""  # set once it has been read whole
         self.stream: ChunkedStream | WebSocketStream | None = None
+        # Headers every answer to it carries, a stream's head included (kube's Audit-Id).
+        self.answer_headers: tuple[tuple[str, str], ...] = ()
 
     @property
     def query(self) -> dict[str, list[str]]:
@@ -177,7 +179,7 @@ class Request:
         """Send the head of a chunked response now and hand back its stream."""
         if self.stream is not None:
             raise RuntimeError("stream already started")
-        stream = self._channel.start_stream(status, headers or [])
+        stream = self._channel.start_stream(status, [*self.answer_headers, *(headers or ())])
         self.stream = stream
         return stream
 
@@ -196,7 +198,7 @@ class Request:
         """Answer 101 with the handshake ``headers``; the connection now carries frames."""
         if self.stream is not None:
             raise RuntimeError("stream already started")
-        stream = self._channel.start_websocket(headers)
+        stream = self._channel.start_websocket([*self.answer_headers, *headers])
         self.stream = stream
         return stream
 

@@ -24,6 +24,7 @@ from kubewire.storage.base import (
     Change,
     ChangeListener,
     Create,
+    Delete,
     Op,
     Record,
     Retention,
@@ -58,6 +59,8 @@ __all__ = ["SQLiteStore"]
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+# kube's etcd3 store's operation names (etcd_request_duration_seconds{operation}).
+OPERATIONS: dict[type, str] = {Create: "create", Update: "update", Delete: "delete"}
 
 # Reader threads: WAL readers never block each other, but the GIL and a 2-core box gain
 # little beyond a few.
@@ -165,6 +168,9 @@ class SQLiteStore:
         # Called with each transaction's duration, on the writer thread (or on the loop, with a
         # writer process): metrics only, must not block.
         self.on_commit: Callable[[float], None] | None = None
+        # Called on the loop with (operation, key or prefix, seconds) when a write, get or list
+        # returns (or fails): kube's etcd_request_duration_seconds. Metrics only.
+        self.on_request: Callable[[str, str, float], None] | None = None
         self.max_value_bytes = 0  # encoded object size limit; 0: none
 
     @property
@@ -317,8 +323,13 @@ class SQLiteStore:
         # The slot is the writer's until it answers, even if the caller stops waiting (a request
         # timed out on a stalled writer): MAX_PENDING_WRITES bounds what a writer holds.
         future.add_done_callback(self._write_answered)
+        started = time.perf_counter()
         writer.submit(WriteRequest(op, obj, future))
-        return await asyncio.shield(future)
+        try:
+            return await asyncio.shield(future)
+        finally:
+            if self.on_request is not None:
+                self.on_request(OPERATIONS[type(op)], op.key, time.perf_counter() - started)
 
     def _write_answered(self, future: asyncio.Future[Any]) -> None:
         assert self._pending is not None
@@ -352,7 +363,12 @@ class SQLiteStore:
 
     async def get(self, key: str) -> Record | None:
         """The current record of ``key``, or None."""
-        return await self._read(lambda conn: read_record(conn, key))
+        started = time.perf_counter()
+        try:
+            return await self._read(lambda conn: read_record(conn, key))
+        finally:
+            if self.on_request is not None:
+                self.on_request("get", key, time.perf_counter() - started)
 
     async def list(self, prefix: str, *, revision: int = 0, start: str = "",
                    limit: int = 0) -> tuple[builtins.list[Record], int]:
@@ -363,7 +379,12 @@ class SQLiteStore:
         which may be just ahead of ``current_revision``). Raises ``CompactedError`` below
         ``compacted_revision`` and ``ValueError`` above the newest committed revision.
         """
-        return await self._read(lambda conn: read_list(conn, prefix, revision, start, limit))
+        started = time.perf_counter()
+        try:
+            return await self._read(lambda conn: read_list(conn, prefix, revision, start, limit))
+        finally:
+            if self.on_request is not None:
+                self.on_request("list", prefix, time.perf_counter() - started)
 
     async def changes_since(self, revision: int, prefix: str = "",
                             limit: int = 0) -> builtins.list[Change]:

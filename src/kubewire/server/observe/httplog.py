@@ -1,0 +1,149 @@
+"""One log line per request, as kube-apiserver's httplog writes it
+(k8s.io/apiserver ``pkg/server/httplog/httplog.go``, ``respLogger.Log``)::
+
+    "HTTP" verb="LIST" URI="/api/v1/pods" latency="1.234567ms" userAgent="kubectl/v1.32.0 ..."
+    audit-ID="7a0c..." srcIP="127.0.0.1:53124" resp=200
+
+- ``verb`` is kube's normalized verb (``LIST``, ``WATCH``, ``APPLY``, ...: the metrics' verb);
+  ``URI`` the request target as sent; ``latency`` Go's ``time.Duration`` text from the moment
+  the server began to serve it; ``audit-ID`` the request's audit ID (truncated to 64 characters, as
+  ``GetAuditIDTruncated``); ``srcIP`` the peer's ``host:port``; ``resp`` the status, or
+  ``hijacked=true`` for a connection upgraded to a WebSocket.
+- A watch is logged when it ends (kube logs when its handler returns), its latency the watch's
+  whole life.
+- kube writes this at klog verbosity 3; kubewire at INFO on the ``kubewire.httplog`` logger, so
+  ``--log-level warning`` (or that logger's level) turns it off, and then nothing is formatted.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from kubewire.go_text import go_quote
+from kubewire.server.wire.http_messages import Request, Response
+from kubewire.server.wire.websocket import WebSocketStream
+
+log = logging.getLogger("kubewire.httplog")
+MAX_AUDIT_ID_LOGGED = 64
+
+
+def go_duration(seconds: float) -> str:
+    """Go's ``time.Duration.String()`` of ``seconds`` (nanosecond precision): ``850ns``,
+    ``12.5µs``, ``1.234567ms``, ``2.5s``, ``1m30.25s``, ``1h0m0s``."""
+    ns = round(seconds * 1e9)
+    if ns == 0:
+        return "0s"
+    sign = "-" if ns < 0 else ""
+    ns = abs(ns)
+    if ns < 1_000:
+        return f"{sign}{ns}ns"
+    if ns < 1_000_000:
+        return sign + _fraction(ns, 1_000) + "µs"
+    if ns < 1_000_000_000:
+        return sign + _fraction(ns, 1_000_000) + "ms"
+    hours, rest = divmod(ns, 3_600_000_000_000)
+    minutes, rest = divmod(rest, 60_000_000_000)
+    text = _fraction(rest, 1_000_000_000) + "s"
+    if hours:
+        return f"{sign}{hours}h{minutes}m{text}"
+    if minutes:
+        return f"{sign}{minutes}m{text}"
+    return sign + text
+
+
+def _fraction(value: int, unit: int) -> str:
+    whole, part = divmod(value, unit)
+    if not part:
+        return str(whole)
+    digits = len(str(unit)) - 1
+    return f"{whole}.{part:0{digits}d}".rstrip("0")
+
+
+def request_uri(path: str, raw_query: str) -> str:
+    """Go's ``URL.RequestURI()``: the path escaped as ``url.EscapedPath`` does, and the query."""
+    escaped = quote(path, safe="$&+,/:;=@")
+    return f"{escaped}?{raw_query}" if raw_query else escaped
+
+
+def source_address(peer: object) -> str:
+    """``http.Request.RemoteAddr``: ``host:port``, an IPv6 host in brackets."""
+    if not isinstance(peer, tuple) or len(peer) < 2:
+        return ""
+    host, port = str(peer[0]), peer[1]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """What ``respLogger.Log`` writes of one request; ``status`` None: the connection was
+    hijacked (a WebSocket)."""
+
+    verb: str
+    uri: str
+    seconds: float
+    user_agent: str
+    audit_id: str
+    src: str
+    status: int | None
+
+    def line(self) -> str:
+        """klog's ``"HTTP" key="value" ...`` text."""
+        ended = "hijacked=true" if self.status is None else f"resp={self.status}"
+        return (f'"HTTP" verb={go_quote(self.verb)} URI={go_quote(self.uri)} '
+                f"latency={go_quote(go_duration(self.seconds))} "
+                f"userAgent={go_quote(self.user_agent)} "
+                f"audit-ID={go_quote(self.audit_id[:MAX_AUDIT_ID_LOGGED])} "
+                f"srcIP={go_quote(self.src)} {ended}")
+
+
+def enabled() -> bool:
+    return log.isEnabledFor(logging.INFO)
+
+
+def log_request(request: Request, verb: str, response: Response | None, code: int,
+                started: float) -> None:
+    """Log ``request`` now, or when its stream ends (``started``: ``time.perf_counter()`` when
+    it began). Call only when ``enabled()``."""
+    stream = request.stream
+    if response is None and stream is not None and not stream.closed:
+        previous: Callable[[], None] | None = stream.on_close
+        hijacked = isinstance(stream, WebSocketStream)
+
+        def closed() -> None:
+            if previous is not None:
+                previous()
+            _write(request, verb, None if hijacked else code, started)
+
+        stream.on_close = closed
+        return
+    if response is None and isinstance(stream, WebSocketStream):
+        _write(request, verb, None, started)
+        return
+    _write(request, verb, response.status if response is not None else code, started)
+
+
+AUDIT_ID_HEADER = "Audit-Id"  # Go's canonical form of kube's "Audit-ID"
+
+
+def assign_audit_id(request: Request) -> str:
+    """``WithAuditInit``: the request's audit ID (its ``Audit-ID`` header, else a new UUID),
+    echoed in an ``Audit-Id`` header on every answer to it."""
+    found = request.header("audit-id") or str(uuid.uuid4())
+    request.answer_headers = ((AUDIT_ID_HEADER, found), *request.answer_headers)
+    return found
+
+
+def audit_id(request: Request) -> str:
+    return next((v for k, v in request.answer_headers if k == AUDIT_ID_HEADER), "")
+
+
+def _write(request: Request, verb: str, status: int | None, started: float) -> None:
+    entry = Entry(verb, request_uri(request.path, request.raw_query),
+                  time.perf_counter() - started, request.header("user-agent"), audit_id(request),
+                  source_address(request.extra("peername")), status)
+    log.info("%s", entry.line())
