@@ -33,6 +33,7 @@ from kubewire.server.discovery.openapi import openapi_response
 from kubewire.server.observe.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from kubewire.server.observe.per_request import Observer, RequestInfo, TooManyInFlight
 from kubewire.server.reads import get_list as reads
+from kubewire.server.reads.pod_connect import CONNECT_SUBRESOURCES, serve_connect
 from kubewire.server.reads.watch import serve_watch
 from kubewire.server.request.options import parse_get_options, parse_list_options
 from kubewire.server.request.routes import GroupVersionPath, Route, parse_route
@@ -311,6 +312,8 @@ class APIServer:
         ctx = self.ctx
         if route.subresource == "scale":
             return await serve_scale(ctx, request, route)
+        if route.subresource in CONNECT_SUBRESOURCES:
+            return await serve_connect(ctx, request, route)
         if method in ("GET", "HEAD"):
             if route.is_collection or route.watch_path:
                 return await self._get_collection(request, route)
