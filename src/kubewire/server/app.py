@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from kubewire import __version__
@@ -48,6 +49,8 @@ from kubewire.server.wire.http import HTTPServer
 from kubewire.server.wire.http_messages import Request, Response
 from kubewire.server.wire.websocket import HandshakeError
 from kubewire.server.writes import create_update as writes
+from kubewire.server.writes.eviction import serve_eviction
+from kubewire.server.writes.pod_binding import serve_binding
 from kubewire.server.writes.scale_subresource import serve_scale
 from kubewire.status import (
     BadRequest,
@@ -310,10 +313,11 @@ class APIServer:
     async def _serve(self, request: Request, route: Route) -> Response | None:
         method = request.method
         ctx = self.ctx
-        if route.subresource == "scale":
-            return await serve_scale(ctx, request, route)
-        if route.subresource in CONNECT_SUBRESOURCES:
-            return await serve_connect(ctx, request, route)
+        handler = _SUBRESOURCE_HANDLERS.get(route.subresource)
+        if handler is None and route.resource.create_only:
+            handler = serve_binding  # the core bindings collection: a Creater alone
+        if handler is not None:
+            return await handler(ctx, request, route)
         if method in ("GET", "HEAD"):
             if route.is_collection or route.watch_path:
                 return await self._get_collection(request, route)
@@ -340,6 +344,13 @@ class APIServer:
             return None
         table = negotiate_output(request.header("accept"), request.query)
         return await reads.serve_list(self.ctx, route, opts, table)
+
+
+SubresourceHandler = Callable[[ServerContext, Request, Route], Awaitable[Response]]
+# Subresources with handlers of their own (status and finalize go through the object's).
+_SUBRESOURCE_HANDLERS: dict[str, SubresourceHandler] = {
+    "scale": serve_scale, "binding": serve_binding, "eviction": serve_eviction,
+    **dict.fromkeys(CONNECT_SUBRESOURCES, serve_connect)}
 
 
 def _auditor(config: ServerConfig) -> Auditor | None:
