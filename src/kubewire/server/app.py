@@ -52,6 +52,7 @@ from kubewire.server.writes import create_update as writes
 from kubewire.server.writes.eviction import serve_eviction
 from kubewire.server.writes.pod_binding import serve_binding
 from kubewire.server.writes.scale_subresource import serve_scale
+from kubewire.server.writes.token_request import serve_token_request
 from kubewire.status import (
     BadRequest,
     MethodNotAllowed,
@@ -94,7 +95,7 @@ class APIServer:
         self.http = HTTPServer(self.handle, config.limits, head_check=self._check_head)
         self.controllers = Controllers(self.ctx)
         self.tls = None if config.insecure_http else tls_files(config)
-        self.access = Access(config, self.tls)
+        self.access = Access(config, self.tls, self.ctx)
         self.auditor = _auditor(config)  # None unless auditing: no cost per request then
         self.observer = Observer(self.ctx, config)
         self.address: tuple[str, int] = (config.host, config.port)
@@ -350,6 +351,7 @@ SubresourceHandler = Callable[[ServerContext, Request, Route], Awaitable[Respons
 # Subresources with handlers of their own (status and finalize go through the object's).
 _SUBRESOURCE_HANDLERS: dict[str, SubresourceHandler] = {
     "scale": serve_scale, "binding": serve_binding, "eviction": serve_eviction,
+    "token": serve_token_request,
     **dict.fromkeys(CONNECT_SUBRESOURCES, serve_connect)}
 
 
