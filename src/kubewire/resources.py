@@ -210,7 +210,8 @@ def _zero(key: str) -> Mapping[str, Any]:
 
 
 _EVENTS_ID = "events.k8s.io/events"
-_POD_SUBRESOURCES = ("status", "log", "exec", "attach", "portforward", "eviction", "binding")
+_POD_SUBRESOURCES = ("status", "log", "exec", "attach", "portforward", "eviction", "binding",
+                     "ephemeralcontainers")
 
 RESOURCES: tuple[Resource, ...] = (
     Resource("", "v1", "Namespace", "namespaces", "namespace", namespaced=False,

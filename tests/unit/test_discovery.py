@@ -35,7 +35,8 @@ EXPECTED: dict[tuple[str, str], tuple[str, bool, list[str], list[str], list[str]
     ("", "pods"): ("Pod", True, STD, ["po"], ["all"], {
         "status": STATUS, "log": ["get"], "exec": ["create", "get"],
         "attach": ["create", "get"], "portforward": ["create", "get"],
-        "eviction": ["create"], "binding": ["create"]}),
+        "eviction": ["create"], "binding": ["create"],
+        "ephemeralcontainers": ["get", "patch", "update"]}),
     ("", "bindings"): ("Binding", True, ["create"], [], [], {}),
     ("", "services"): ("Service", True, STD, ["svc"], ["all"], {"status": STATUS}),
     ("", "nodes"): ("Node", False, STD, ["no"], [], {"status": STATUS}),
