@@ -94,6 +94,10 @@ def test_log_options_that_do_not_decode_are_400(server: ServerThread) -> None:
     create(server, PODS, _pod("one"))
     assert _failure(server, "GET", f"{PODS}/one/log?tailLines=ten") == (
         400, "BadRequest", 'strconv.ParseInt: parsing "ten": invalid syntax')
+    assert _failure(server, "GET", f"{PODS}/one/log?sinceTime=yesterday") == (
+        400, "BadRequest", 'parsing time "yesterday" as "2006-01-02T15:04:05Z07:00": cannot '
+        'parse "yesterday" as "2006"')
+    assert call(server, "GET", f"{PODS}/one/log?sinceTime=2024-01-01T00:00:00Z").status == 204
 
 
 def test_log_with_a_node_follows_the_kubelet_on_the_recorded_status(

@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives import serialization
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
+from kubewire.cli import build_parser, config_from_args
 from kubewire.server.access.kubeconfig import Credentials, kubeconfig_text
 from kubewire.server.access.service_accounts import TokenIssuer
 from tests.integration import kubectl
@@ -204,3 +205,20 @@ def test_kubernetes_package_requests_a_token(secure: ServerThread) -> None:
             spec=k8s.V1TokenRequestSpec(audiences=[], expiration_seconds=900)))
     assert answer.spec.expiration_seconds == 900
     assert _claims(answer.status.token)[1]["sub"] == "system:serviceaccount:default:py"
+
+
+def test_the_issuer_flag_names_the_tokens_issuer(make_server: Callable[..., ServerThread],
+                                                 tmp_path: Path) -> None:
+    args = build_parser().parse_args(["serve", "--data-dir", str(tmp_path / "d"),
+                                      "--service-account-issuer", "https://issuer.test"])
+    config = config_from_args(args)
+    assert config.service_account_issuer == "https://issuer.test"
+    server = make_server(insecure_http=False, service_account_issuer="https://issuer.test")
+    _admin(server, "POST", "/api/v1/namespaces/default/serviceaccounts",
+           {"metadata": {"name": "app"}})
+    answer = json.loads(_request_token(server, "app", {}).body)
+    _, claims = _claims(answer["status"]["token"])
+    assert (claims["iss"], claims["aud"]) == ("https://issuer.test", ["https://issuer.test"])
+    reply = https(server, "GET", "/api/v1/namespaces/default/pods",
+                  token=answer["status"]["token"])
+    assert reply.status == 200

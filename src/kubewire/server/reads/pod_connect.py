@@ -47,6 +47,7 @@ from typing import Any
 import msgspec
 
 from kubewire.json_types import JSON
+from kubewire.schema.go_values import time_error
 from kubewire.server.context import ServerContext
 from kubewire.server.request.query_params import Query, first_value, int64_param, parse_bool
 from kubewire.server.request.routes import Route
@@ -61,7 +62,6 @@ from kubewire.status import (
     invalid_object,
     not_found,
 )
-from kubewire.times import parse_time
 
 __all__ = ["CONNECT_SUBRESOURCES", "LogOptions", "log_option_errors", "parse_log_options",
            "serve_connect"]
@@ -114,11 +114,9 @@ def parse_log_options(query: Query) -> LogOptions:
         if since_time in ("", "null"):  # metav1.Time.UnmarshalQueryParameter: the zero time
             since_time = None
         else:
-            try:
-                parse_time(since_time)
-            except ValueError:
-                raise BadRequest(f'parsing time "{since_time}" as "2006-01-02T15:04:05Z07:00": '
-                                 f'cannot parse "{since_time}" as "2006"') from None
+            error = time_error(since_time)  # metav1.Time: time.Parse(time.RFC3339, ...)
+            if error is not None:
+                raise BadRequest(error)
     return LogOptions(container=first_value(query, "container") or "",
                       follow=_bool_option(query, "follow"),
                       previous=_bool_option(query, "previous"),
