@@ -275,14 +275,38 @@ def field_row(message: ProtoMessage, f: ProtoField, definitions: dict[str, Any],
     return [f.number, json_name, f.type, flags]
 
 
+# authentication.k8s.io/v1 is not among the .proto inputs; kubectl sends its TokenRequest (the
+# body of serviceaccounts/token) as protobuf. Its rows as k8s.io/api/authentication/v1
+# generated.proto (v1.32) numbers the fields, in the form ``field_row`` gives.
+_AUTHN = "k8s.io.api.authentication.v1."
+HAND_KINDS = {"authentication.k8s.io/v1": {"TokenRequest": _AUTHN + "TokenRequest"}}
+HAND_MESSAGES: dict[str, list[list[Any]]] = {
+    _AUTHN + "TokenRequest": [[1, "metadata", "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+                               ""],
+                              [2, "spec", _AUTHN + "TokenRequestSpec", ""],
+                              [3, "status", _AUTHN + "TokenRequestStatus", ""]],
+    _AUTHN + "TokenRequestSpec": [[1, "audiences", "string", "r"],
+                                  [4, "expirationSeconds", "int64", ""],  # *int64
+                                  [3, "boundObjectRef", _AUTHN + "BoundObjectReference", ""]],
+    _AUTHN + "TokenRequestStatus": [[1, "token", "string", ""],
+                                    [2, "expirationTimestamp",
+                                     "k8s.io.apimachinery.pkg.apis.meta.v1.Time", ""]],
+    _AUTHN + "BoundObjectReference": [[1, "kind", "string", "e"], [2, "apiVersion", "string", "e"],
+                                      [3, "name", "string", "e"], [4, "uid", "string", "e"]],
+}
+
+
 def build_facts(messages: dict[str, ProtoMessage], definitions: dict[str, Any]) -> dict[str, Any]:
-    kinds = find_kinds(messages, definitions)
-    roots = [m for table in kinds.values() for m in table.values()] + list(_EXTRA_ROOTS)
+    kinds = {**find_kinds(messages, definitions), **HAND_KINDS}
+    kinds = dict(sorted(kinds.items()))
+    roots = [m for table in kinds.values() for m in table.values()
+             if m not in HAND_MESSAGES] + list(_EXTRA_ROOTS)
     pointers = _pointer_fields(messages)
     rows = {
         name: [field_row(messages[name], f, definitions, pointers) for f in messages[name].fields]
         for name in sorted(reachable(messages, roots))
     }
+    rows.update(HAND_MESSAGES)  # their own references (ObjectMeta, Time) are reached above
     return {"generated": MARKER, "kinds": kinds, "messages": rows}
 
 

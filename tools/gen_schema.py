@@ -48,6 +48,8 @@ EXTRA_KINDS: tuple[tuple[str, str, str], ...] = (
     ("", "v1", "Event"),
     ("coordination.k8s.io", "v1", "Lease"),
     ("autoscaling", "v1", "Scale"),
+    ("policy", "v1", "Eviction"),  # the bodies of pods/eviction and serviceaccounts/token
+    ("authentication.k8s.io", "v1", "TokenRequest"),
     ("gateway.networking.k8s.io", "v1", "GatewayClass"),
 )
 # apimachinery kinds every group-version shares (served as ``v1`` kinds).
@@ -59,7 +61,8 @@ _META_V1 = "io.k8s.apimachinery.pkg.apis.meta.v1."
 # Short package names in builtin type names -> API group.
 _API_GROUPS = {"core": "", "apps": "apps", "autoscaling": "autoscaling",
                "coordination": "coordination.k8s.io", "discovery": "discovery.k8s.io",
-               "events": "events.k8s.io", "networking": "networking.k8s.io"}
+               "events": "events.k8s.io", "networking": "networking.k8s.io",
+               "policy": "policy", "authentication": "authentication.k8s.io"}
 
 # Keys copied unchanged when present (facts, not prose).
 _COPIED = ("format", "enum", "nullable", "maxLength", "minLength", "pattern", "maxItems",

@@ -91,6 +91,10 @@ def _add_access_flags(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--token-auth-file", type=Path, default=None,
                        help="kube-apiserver token file: token,user,uid[,\"groups\"] "
                             "(default: DIR/tokens.csv)")
+    serve.add_argument("--service-account-issuer",
+                       default="https://kubernetes.default.svc.cluster.local",
+                       help="iss of the service-account tokens the server issues and accepts "
+                            "(also their default audience)")
     serve.add_argument("--authorization-policy-file", type=Path, default=None,
                        help="ABAC policy, one JSON Policy per line (default: authenticated "
                             "users may do everything)")
@@ -190,6 +194,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
                         tls_key_file=args.tls_private_key_file, tls_sans=tuple(args.tls_san),
                         client_ca_file=args.client_ca_file,
                         token_auth_file=args.token_auth_file,
+                        service_account_issuer=args.service_account_issuer,
                         authorization_policy_file=args.authorization_policy_file,
                         audit_log_path=args.audit_log_path,
                         audit_policy_file=args.audit_policy_file,

@@ -55,6 +55,9 @@ class Resource:
     allow_create_on_update: bool = False  # PUT on a missing name creates it
     allow_unconditional_update: bool = True  # PUT without resourceVersion allowed
     has_watch_cache: bool = True  # periodic bookmarks (kube: events have none, §6.4)
+    # A kind kube serves with a Creater alone and never stores (core ``bindings``: its
+    # LegacyBindingREST sets a pod's node): discovery lists only ``create``, no watch cache.
+    create_only: bool = False
     # The id of the entry whose stored objects this one serves in its own version (kube's
     # cohabiting resources: core/v1 Events are events.k8s.io/v1 Events); "" for a stored kind.
     # kubewire.conversions converts between the two; storage, caches and tables keyed by id
@@ -207,6 +210,8 @@ def _zero(key: str) -> Mapping[str, Any]:
 
 
 _EVENTS_ID = "events.k8s.io/events"
+_POD_SUBRESOURCES = ("status", "log", "exec", "attach", "portforward", "eviction", "binding",
+                     "ephemeralcontainers")
 
 RESOURCES: tuple[Resource, ...] = (
     Resource("", "v1", "Namespace", "namespaces", "namespace", namespaced=False,
@@ -217,8 +222,9 @@ RESOURCES: tuple[Resource, ...] = (
              subresources=("status",),
              field_labels=MappingProxyType({"spec.unschedulable": "bool:spec.unschedulable"}),
              zero_fields=_zero("Node")),
+    # kube's pod subresources but ``proxy`` and ``resize`` (registry/core/pod/storage)
     Resource("", "v1", "Pod", "pods", "pod", namespaced=True, short_names=("po",),
-             categories=("all",), subresources=("status",), field_labels=_POD_FIELDS,
+             categories=("all",), subresources=_POD_SUBRESOURCES, field_labels=_POD_FIELDS,
              field_label_aliases=MappingProxyType({"spec.host": "spec.nodeName"}),
              return_deleted_object=True, zero_fields=_zero("Pod")),
     Resource("", "v1", "Service", "services", "service", namespaced=True, short_names=("svc",),
@@ -232,7 +238,8 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("", "v1", "Secret", "secrets", "secret", namespaced=True,
              field_labels=MappingProxyType({"type": "type"})),
     Resource("", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", namespaced=True,
-             short_names=("sa",), field_label_style="default"),
+             short_names=("sa",), subresources=("token",), field_label_style="default"),
+    Resource("", "v1", "Binding", "bindings", "binding", namespaced=True, create_only=True),
     Resource("coordination.k8s.io", "v1", "Lease", "leases", "lease", namespaced=True,
              field_label_style="default", zero_fields=_zero("Lease")),
     Resource("apps", "v1", "Deployment", "deployments", "deployment", namespaced=True,
@@ -288,6 +295,10 @@ class Registry:
 
     def __iter__(self) -> Iterator[Resource]:
         return iter(self._resources)
+
+    def stored(self) -> Iterator[Resource]:
+        """Every kind with objects (watch caches, controllers): all but create-only kinds."""
+        return (res for res in self._resources if not res.create_only)
 
     def lookup(self, group: str, version: str, plural: str) -> Resource | None:
         return self._by_path.get((group, version, plural))

@@ -32,14 +32,19 @@ STATUS = ["get", "patch", "update"]
 # (group, plural) -> (kind, namespaced, verbs, shortNames, categories, {sub: verbs})
 EXPECTED: dict[tuple[str, str], tuple[str, bool, list[str], list[str], list[str],
                                       dict[str, list[str]]]] = {
-    ("", "pods"): ("Pod", True, STD, ["po"], ["all"], {"status": STATUS}),
+    ("", "pods"): ("Pod", True, STD, ["po"], ["all"], {
+        "status": STATUS, "log": ["get"], "exec": ["create", "get"],
+        "attach": ["create", "get"], "portforward": ["create", "get"],
+        "eviction": ["create"], "binding": ["create"],
+        "ephemeralcontainers": ["get", "patch", "update"]}),
+    ("", "bindings"): ("Binding", True, ["create"], [], [], {}),
     ("", "services"): ("Service", True, STD, ["svc"], ["all"], {"status": STATUS}),
     ("", "nodes"): ("Node", False, STD, ["no"], [], {"status": STATUS}),
     ("", "namespaces"): ("Namespace", False, [v for v in STD if v != "deletecollection"],
                          ["ns"], [], {"finalize": ["update"], "status": STATUS}),
     ("", "configmaps"): ("ConfigMap", True, STD, ["cm"], [], {}),
     ("", "secrets"): ("Secret", True, STD, [], [], {}),
-    ("", "serviceaccounts"): ("ServiceAccount", True, STD, ["sa"], [], {}),
+    ("", "serviceaccounts"): ("ServiceAccount", True, STD, ["sa"], [], {"token": ["create"]}),
     ("", "events"): ("Event", True, STD, ["ev"], [], {}),
     ("apps", "deployments"): ("Deployment", True, STD, ["deploy"], ["all"],
                               {"scale": STATUS, "status": STATUS}),
@@ -53,6 +58,14 @@ EXPECTED: dict[tuple[str, str], tuple[str, bool, list[str], list[str], list[str]
     ("gateway.networking.k8s.io", "httproutes"): ("HTTPRoute", True, CRD_VERBS, [],
                                                   ["gateway-api"], {"status": STATUS}),
 }
+
+# Subresources whose kind is not the parent's: (group, version, kind), "" for the parent's
+# group-version (kube 1.32 /api/v1 and /apis/apps/v1).
+SUB_KINDS = {"scale": ("autoscaling", "v1", "Scale"), "exec": ("", "", "PodExecOptions"),
+             "attach": ("", "", "PodAttachOptions"),
+             "portforward": ("", "", "PodPortForwardOptions"),
+             "eviction": ("policy", "v1", "Eviction"), "binding": ("", "", "Binding"),
+             "token": ("authentication.k8s.io", "v1", "TokenRequest")}
 
 # kubernetes/kubernetes pkg/controlplane/storageversionhashdata/data.go
 KUBE_HASHES = {
@@ -261,8 +274,11 @@ def test_every_registry_kind_in_legacy_resource_lists() -> None:
         assert entry.get("shortNames", []) == short
         assert entry.get("categories", []) == categories
         assert "group" not in entry and "version" not in entry
-        assert entry["storageVersionHash"] == storage_version_hash(
-            "" if res.id == "events.k8s.io/events" else res.group, res.version, kind)
+        if res.create_only:  # kube's bindings: nothing stored, no hash
+            assert "storageVersionHash" not in entry
+        else:
+            assert entry["storageVersionHash"] == storage_version_hash(
+                "" if res.id == "events.k8s.io/events" else res.group, res.version, kind)
         found_subs = {k[1].split("/")[1] for k in entries
                       if k[0] == res.group and k[1].startswith(res.plural + "/")}
         assert found_subs == set(subs)
@@ -272,9 +288,10 @@ def test_every_registry_kind_in_legacy_resource_lists() -> None:
             assert sub_entry["singularName"] == ""
             assert sub_entry["namespaced"] is namespaced
             assert "storageVersionHash" not in sub_entry
-            if sub != "scale":
-                assert sub_entry["kind"] == kind
-                assert "group" not in sub_entry
+            group, version, sub_kind = SUB_KINDS.get(sub, ("", "", kind))
+            assert sub_entry["kind"] == sub_kind
+            assert sub_entry.get("group") == (group or None)
+            assert sub_entry.get("version") == (version or None)
 
 
 def test_storage_version_hashes_match_kube() -> None:
@@ -324,9 +341,11 @@ def test_every_registry_kind_in_aggregated_discovery() -> None:
         got_subs = {s["subresource"]: s for s in entry.get("subresources", [])}
         assert {name: s["verbs"] for name, s in got_subs.items()} == subs
         for name, sub in got_subs.items():
-            expected_kind = ({"group": "autoscaling", "version": "v1", "kind": "Scale"}
-                             if name == "scale" else
-                             {"group": own_gv[0], "version": own_gv[1], "kind": kind})
+            if name in SUB_KINDS:
+                group, version, sub_kind = SUB_KINDS[name]
+                expected_kind = {"group": group, "version": version, "kind": sub_kind}
+            else:
+                expected_kind = {"group": own_gv[0], "version": own_gv[1], "kind": kind}
             assert sub["responseKind"] == expected_kind
 
 
@@ -398,6 +417,6 @@ def test_output_is_deterministic_across_registries_and_entry_order() -> None:
 
 def test_unknown_subresource_is_refused() -> None:
     registry = Registry((Resource("", "v1", "Widget", "widgets", "widget", namespaced=True,
-                                  subresources=("exec",)),))
-    with pytest.raises(ValueError, match="exec"):
+                                  subresources=("proxy",)),))
+    with pytest.raises(ValueError, match="proxy"):
         discovery_response(registry, "/api/v1", "", ADDRESS)

@@ -97,7 +97,9 @@ REJECTED = {"pods": "spec.foo", "services": "spec.ports", "nodes": "metadata.nam
 
 
 def test_every_registry_kind_is_covered() -> None:
-    assert {r.plural for r in REGISTRY} == set(ACCEPTED) == set(REJECTED)
+    # create-only kinds (bindings) are never listed: no field selectors to cover
+    listed = {r.plural for r in REGISTRY if not r.create_only}
+    assert listed == set(ACCEPTED) == set(REJECTED)
 
 
 @pytest.mark.parametrize("plural", sorted(ACCEPTED))

@@ -100,7 +100,8 @@ def test_every_registry_kind_has_a_schema_and_scope() -> None:
         assert info is not None, res.kind
         assert info.namespaced is res.namespaced
         assert schema.type_for(res.api_version, res.kind).type == "object"
-        assert schema.kind_info(res.api_version, res.list_kind) is not None
+        if not res.create_only:  # kube has no BindingList
+            assert schema.kind_info(res.api_version, res.list_kind) is not None
 
 
 @pytest.mark.parametrize(("api_version", "kind"), [

@@ -190,6 +190,8 @@ def test_include_object_invalid_is_kubes_400_only_for_tables() -> None:
 
 def test_every_served_kind_has_printer_columns() -> None:
     for resource in REGISTRY:
+        if resource.create_only:  # never read back (bindings): nothing to print
+            continue
         assert resource.id in PRINTERS, resource.id
         # empty objects never crash a formatter and give one cell per column
         assert len(row_cells(resource, {}, NOW)) == len(printer_for(resource).columns)

@@ -13,7 +13,16 @@ from kubewire.json_types import JSON
 from kubewire.models.apps_v1 import Deployment
 from kubewire.models.base import IntOrString, KubeObject, Model, Quantity, decode, encode, to_dict
 from kubewire.models.coordination_k8s_io_v1 import Lease
-from kubewire.models.core_v1 import ConfigMap, Namespace, Node, Pod, Secret, Service, ServiceAccount
+from kubewire.models.core_v1 import (
+    Binding,
+    ConfigMap,
+    Namespace,
+    Node,
+    Pod,
+    Secret,
+    Service,
+    ServiceAccount,
+)
 from kubewire.models.core_v1 import Event as CoreV1Event
 from kubewire.models.discovery_k8s_io_v1 import EndpointSlice
 from kubewire.models.events_k8s_io_v1 import Event as EventsK8sIoV1Event
@@ -22,6 +31,7 @@ from kubewire.models.meta_v1 import DeleteOptions, ListMeta, ObjectMeta, Status,
 from kubewire.models.networking_k8s_io_v1 import Ingress, NetworkPolicy
 
 KINDS: tuple[type[KubeObject], ...] = (
+    Binding,
     ConfigMap,
     CoreV1Event,
     Deployment,
@@ -52,6 +62,7 @@ def model_for(api_version: str, kind: str) -> type[KubeObject] | None:
 __all__ = [
     "JSON",
     "KINDS",
+    "Binding",
     "ConfigMap",
     "CoreV1Event",
     "DeleteOptions",

@@ -106,6 +106,28 @@ class AzureFileVolumeSource(Model, kw_only=True, omit_defaults=True):
     share_name: str | None = msgspec.field(default=None, name="shareName")
 
 
+class ObjectReference(Model, kw_only=True, omit_defaults=True):
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    field_path: str | None = msgspec.field(default=None, name="fieldPath")
+    kind: str | None = None
+    name: str | None = None
+    namespace: str | None = None
+    resource_version: str | None = msgspec.field(default=None, name="resourceVersion")
+    uid: str | None = None
+
+
+class Binding(KubeObject, kw_only=True, omit_defaults=True):
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "Binding"
+    PLURAL: ClassVar[str] = "bindings"
+    NAMESPACED: ClassVar[bool] = True
+
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    kind: str | None = None
+    metadata: ObjectMeta | None = None
+    target: ObjectReference | None = None
+
+
 class LocalObjectReference(Model, kw_only=True, omit_defaults=True):
     name: str | None = None
 
@@ -583,16 +605,6 @@ class PersistentVolumeClaimTemplate(Model, kw_only=True, omit_defaults=True):
 class EphemeralVolumeSource(Model, kw_only=True, omit_defaults=True):
     volume_claim_template: PersistentVolumeClaimTemplate | None = msgspec.field(
         default=None, name="volumeClaimTemplate")
-
-
-class ObjectReference(Model, kw_only=True, omit_defaults=True):
-    api_version: str | None = msgspec.field(default=None, name="apiVersion")
-    field_path: str | None = msgspec.field(default=None, name="fieldPath")
-    kind: str | None = None
-    name: str | None = None
-    namespace: str | None = None
-    resource_version: str | None = msgspec.field(default=None, name="resourceVersion")
-    uid: str | None = None
 
 
 class EventSeries(Model, kw_only=True, omit_defaults=True):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -39,6 +40,7 @@ from kubewire.server.observe.httplog import assign_audit_id
 from kubewire.server.observe.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from kubewire.server.observe.per_request import Observer, RequestInfo, TooManyInFlight
 from kubewire.server.reads import get_list as reads
+from kubewire.server.reads.pod_connect import CONNECT_SUBRESOURCES, serve_connect
 from kubewire.server.reads.watch import serve_watch
 from kubewire.server.request.options import parse_get_options, parse_list_options
 from kubewire.server.request.routes import GroupVersionPath, Route, parse_route
@@ -52,7 +54,10 @@ from kubewire.server.wire.http import HTTPServer
 from kubewire.server.wire.http_messages import Request, Response, status_response
 from kubewire.server.wire.websocket import HandshakeError
 from kubewire.server.writes import create_update as writes
+from kubewire.server.writes.eviction import serve_eviction
+from kubewire.server.writes.pod_binding import serve_binding
 from kubewire.server.writes.scale_subresource import serve_scale
+from kubewire.server.writes.token_request import serve_token_request
 from kubewire.status import (
     BadRequest,
     MethodNotAllowed,
@@ -92,7 +97,7 @@ class APIServer:
         self.http = HTTPServer(self.handle, config.limits, head_check=self._check_head)
         self.controllers = Controllers(self.ctx)
         self.tls = None if config.insecure_http else tls_files(config)
-        self.access = Access(config, self.tls)
+        self.access = Access(config, self.tls, self.ctx)
         self.auditor = _auditor(config)  # None unless auditing: no cost per request then
         self.observer = Observer(self.ctx, config)
         store.on_request = self.observer.store_request
@@ -319,8 +324,11 @@ class APIServer:
     async def _serve(self, request: Request, route: Route) -> Response | None:
         method = request.method
         ctx = self.ctx
-        if route.subresource == "scale":
-            return await serve_scale(ctx, request, route)
+        handler = _SUBRESOURCE_HANDLERS.get(route.subresource)
+        if handler is None and route.resource.create_only:
+            handler = serve_binding  # the core bindings collection: a Creater alone
+        if handler is not None:
+            return await handler(ctx, request, route)
         if method in ("GET", "HEAD"):
             if route.is_collection or route.watch_path:
                 return await self._get_collection(request, route)
@@ -358,6 +366,14 @@ def _logged(request: Request, verb: str, response: Response | None, code: int,
     if httplog.enabled():
         httplog.log_request(request, verb, response, code, started)
     return response
+
+
+SubresourceHandler = Callable[[ServerContext, Request, Route], Awaitable[Response]]
+# Subresources with handlers of their own (status and finalize go through the object's).
+_SUBRESOURCE_HANDLERS: dict[str, SubresourceHandler] = {
+    "scale": serve_scale, "binding": serve_binding, "eviction": serve_eviction,
+    "token": serve_token_request,
+    **dict.fromkeys(CONNECT_SUBRESOURCES, serve_connect)}
 
 
 def _auditor(config: ServerConfig) -> Auditor | None:

@@ -43,6 +43,9 @@ class ServerConfig:
     tls_sans: tuple[str, ...] = ()
     client_ca_file: Path | None = None
     token_auth_file: Path | None = None
+    # --service-account-issuer: the ``iss`` of the tokens the server issues and accepts (and,
+    # kube's --api-audiences default, their audience); kubeadm's value
+    service_account_issuer: str = "https://kubernetes.default.svc.cluster.local"
     authorization_policy_file: Path | None = None
     audit_log_path: str | None = None  # a file, or "-" for standard output
     audit_policy_file: Path | None = None

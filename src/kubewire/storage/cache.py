@@ -478,7 +478,7 @@ class WatchCaches:
     async def start(self) -> None:
         """Load every kind's objects, subscribe to the store, start the bookmark ticker."""
         self.revision = self.store.current_revision
-        for resource in self.registry:
+        for resource in self.registry.stored():
             if not resource.is_stored_version:
                 continue  # served through a VersionView of the stored kind's cache
             cache = WatchCache(self, resource, self.ring_capacity, self.revision)

@@ -1,6 +1,7 @@
 """Who is asking and whether they may: authentication, impersonation, authorization, identities.
 
-``authn`` (bearer tokens, client certificates, anonymous), ``client_certs`` (certificates
+``authn`` (bearer tokens, client certificates, anonymous), ``service_accounts`` (bound
+service-account tokens: signing and accepting them), ``client_certs`` (certificates
 accepted at the handshake, verified per request), ``impersonation``, ``authz`` (ABAC files and
 always-allow), and ``chain``, which runs them in kube's filter order and sets up TLS. ``pki``,
 ``users`` and ``kubeconfig`` make the certificates, tokens and kubeconfigs of a data directory.

@@ -7,6 +7,8 @@
   request authenticates it (kube's union authenticator); without one the request gets 401.
 - A bearer token is looked up in a file in kube-apiserver's ``--token-auth-file`` format: CSV
   lines ``token,user,uid[,"group1,group2,..."]``; blank lines are skipped.
+- A bearer token the file does not hold may be a service-account token the server issued
+  (``service_accounts.py``), as in kube's union after the token file.
 - Every authenticated user is also in ``system:authenticated``. A request with no credentials is
   anonymous (``system:anonymous`` in ``system:unauthenticated``); a request with a token the
   file does not hold fails — kube does not fall back to anonymous then.
@@ -151,6 +153,7 @@ class Authenticator:
     """Turns a request's transport facts and headers into a ``UserInfo``."""
 
     tokens: TokenLookup
+    service_accounts: TokenLookup | None = None  # bound service-account tokens (JWTs)
 
     def authenticate(self, authorization: str,
                      certificate: CertificateVerdict | None = None) -> UserInfo:
@@ -161,6 +164,8 @@ class Authenticator:
         scheme, _, token = authorization.strip().partition(" ")
         if scheme.lower() == "bearer" and token.strip():
             found = self.tokens.get(token.strip())
+            if found is None and self.service_accounts is not None:
+                found = self.service_accounts.get(token.strip())
             if found is None:
                 raise InvalidCredentials("invalid bearer token")
             return with_authenticated(found)

@@ -17,7 +17,9 @@ import logging
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+import msgspec
 
 from kubewire.server.access import impersonation
 from kubewire.server.access.authn import (
@@ -28,7 +30,8 @@ from kubewire.server.access.authn import (
     UserInfo,
 )
 from kubewire.server.access.authz import Attributes, Authorizer, forbidden, load_policy_file
-from kubewire.server.context import ServerConfig
+from kubewire.server.access.service_accounts import ServiceAccountTokens
+from kubewire.server.context import ServerConfig, ServerContext
 from kubewire.server.request.routes import Route, is_watch
 from kubewire.server.wire.http_messages import Request
 from kubewire.server.wire.websocket import BearerProtocolError, bearer_token
@@ -42,6 +45,7 @@ log = logging.getLogger(__name__)
 
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
 _WRITE_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
+_decode = msgspec.json.Decoder(dict[str, Any]).decode
 INSECURE_USER = UserInfo("kubewire-insecure", "", ("system:masters", "system:authenticated"))
 
 
@@ -105,11 +109,17 @@ class Decisions(Protocol):
 class Access:
     """Authenticates and authorizes each request; ``open`` when serving insecure HTTP alone."""
 
-    def __init__(self, config: ServerConfig, tls: TLSFiles | None = None) -> None:
+    def __init__(self, config: ServerConfig, tls: TLSFiles | None = None,
+                 ctx: ServerContext | None = None) -> None:
         tokens = TokenFile(token_file_path(config))
         policies = (load_policy_file(config.authorization_policy_file)
                     if config.authorization_policy_file else None)
-        self.authenticator = Authenticator(tokens)
+        service_accounts = None
+        if ctx is not None:  # tokens name objects: accepted only where they can be looked up
+            service_accounts = ServiceAccountTokens(config.data_dir,
+                                                    config.service_account_issuer,
+                                                    CachedObjects(ctx))
+        self.authenticator = Authenticator(tokens, service_accounts)
         self.client_certs: ClientCertificates | None = None
         if tls is not None:
             from kubewire.server.access.client_certs import ClientCertificates
@@ -188,6 +198,20 @@ class Access:
         would, so a client without credentials is answered before it can send a body."""
         if not is_public(request.path):
             request.authenticated = self.user(request)
+
+
+class CachedObjects:
+    """Core objects as the watch caches hold them now (``ObjectLookup``)."""
+
+    def __init__(self, ctx: ServerContext) -> None:
+        self.ctx = ctx
+
+    def current(self, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        resource = self.ctx.registry.lookup("", "v1", plural)
+        if resource is None:
+            return None
+        found = self.ctx.caches.for_resource(resource).get(resource.storage_key(namespace, name))
+        return None if found is None else _decode(found.value)
 
 
 def is_public(path: str) -> bool:

@@ -8,6 +8,10 @@ near expiry. Client certificates follow Kubernetes: CN is the user name, each O 
 
 ECDSA P-256 keys: generated in about a millisecond (RSA 2048 takes tens of milliseconds, and
 start-up time matters), and accepted by Go's crypto/tls, OpenSSL and every Kubernetes client.
+
+The service-account signing key (``sa.key``, as kubeadm names it) is RSA 2048: kube signs
+service-account tokens RS256 by default, and token verifiers outside the server (OIDC
+discovery users) expect it. It is made once, on the first start that needs it.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 CA_DAYS = 3650
@@ -30,6 +34,8 @@ RENEW_BEFORE = datetime.timedelta(days=30)
 DEFAULT_SANS = ("localhost", "127.0.0.1", "::1")
 ADMIN_USER = "kubewire-admin"
 ADMIN_GROUPS = ("system:masters",)
+SERVICE_ACCOUNT_KEY = "sa.key"
+SERVICE_ACCOUNT_KEY_BITS = 2048
 
 Key = ec.EllipticCurvePrivateKey
 
@@ -217,3 +223,19 @@ def ensure_server_pki(directory: Path, extra_sans: Iterable[str] = ()) -> Server
     return ServerPKI(ca_cert=directory / "ca.crt", serving_cert=directory / "serving.crt",
                      serving_key=directory / "serving.key", admin_cert=directory / "admin.crt",
                      admin_key=directory / "admin.key")
+
+
+def service_account_key(directory: Path) -> rsa.RSAPrivateKey:
+    """The service-account signing key in ``directory`` (``sa.key``), made if missing."""
+    path = directory / SERVICE_ACCOUNT_KEY
+    if not path.exists():
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        key = rsa.generate_private_key(public_exponent=65537, key_size=SERVICE_ACCOUNT_KEY_BITS)
+        _write_private(path, key.private_bytes(serialization.Encoding.PEM,
+                                               serialization.PrivateFormat.PKCS8,
+                                               serialization.NoEncryption()))
+        return key
+    loaded = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    if not isinstance(loaded, rsa.RSAPrivateKey):
+        raise ValueError(f"{path} must hold an RSA private key")
+    return loaded

@@ -48,7 +48,7 @@ class Controllers:
 
     def start(self) -> None:
         self.ctx.store.subscribe(self._on_changes)
-        for resource in self.ctx.registry:
+        for resource in self.ctx.registry.stored():
             cache = self.ctx.caches.for_resource(resource)
             for obj in cache.scan(resource.storage_prefix()):
                 decoded = _decode(obj.value)
@@ -113,7 +113,7 @@ class Controllers:
     async def _delete_contents(self, namespace: str) -> bool:
         """Delete what is left in ``namespace``; True when nothing remains."""
         empty = True
-        for resource in self.ctx.registry:
+        for resource in self.ctx.registry.stored():
             if not resource.namespaced:
                 continue
             cache = self.ctx.caches.for_resource(resource)

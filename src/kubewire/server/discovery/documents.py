@@ -88,6 +88,17 @@ _SUBRESOURCES: Mapping[str, SubresourceFacts] = MappingProxyType({
     # deployment/storage/storage.go ScaleREST.GroupVersionKind: autoscaling/v1 Scale
     "scale": SubresourceFacts(("get", "patch", "update"), ("autoscaling", "v1", "Scale")),
     "finalize": SubresourceFacts(("update",)),  # namespace/storage FinalizeREST: Update only
+    # registry/core/pod/storage: connect verbs (GET and POST) answer their options kinds,
+    # eviction and binding are Creaters; an empty group and version mean the parent's.
+    "log": SubresourceFacts(("get",)),
+    "exec": SubresourceFacts(("create", "get"), ("", "", "PodExecOptions")),
+    "attach": SubresourceFacts(("create", "get"), ("", "", "PodAttachOptions")),
+    "portforward": SubresourceFacts(("create", "get"), ("", "", "PodPortForwardOptions")),
+    "eviction": SubresourceFacts(("create",), ("policy", "v1", "Eviction")),
+    "binding": SubresourceFacts(("create",), ("", "", "Binding")),
+    "ephemeralcontainers": SubresourceFacts(("get", "patch", "update")),
+    # registry/core/serviceaccount/storage TokenREST
+    "token": SubresourceFacts(("create",), ("authentication.k8s.io", "v1", "TokenRequest")),
 })
 
 
@@ -126,6 +137,8 @@ def storage_version_hash(group: str, version: str, kind: str) -> str:
 
 def resource_verbs(resource: Resource) -> tuple[str, ...]:
     """The verbs kubewire serves on a kind's collection and objects, in kube's listing order."""
+    if resource.create_only:
+        return ("create",)
     verbs = _CUSTOM_VERBS if resource.is_custom else _BUILTIN_VERBS
     unserved = _UNSERVED_VERBS.get(resource.id, frozenset())
     return tuple(v for v in verbs if v not in unserved)
@@ -190,7 +203,8 @@ def _legacy_resource(resource: Resource) -> dict[str, JSON]:
         out["shortNames"] = list(resource.short_names)
     if resource.categories:
         out["categories"] = list(resource.categories)
-    out["storageVersionHash"] = _resource_hash(resource)
+    if not resource.create_only:  # nothing stored, no hash (kube's bindings have none)
+        out["storageVersionHash"] = _resource_hash(resource)
     return out
 
 
@@ -202,7 +216,10 @@ def _legacy_subresource(resource: Resource, name: str) -> dict[str, JSON]:
     if facts.response_kind is None:
         out["kind"] = resource.kind
     else:
-        out["group"], out["version"], out["kind"] = facts.response_kind
+        group, version, kind = facts.response_kind
+        if group or version:  # omitempty: only a kind of another group-version names them
+            out["group"], out["version"] = group, version
+        out["kind"] = kind
     out["verbs"] = list(facts.verbs)
     return out
 

@@ -287,7 +287,8 @@ def build_document(registry: Registry, group: str, version: str) -> dict[str, JS
     """The OpenAPI 3.0 document of one served group-version (not yet encoded)."""
     paths: dict[str, JSON] = {}
     for resource in registry:
-        if (resource.group, resource.version) == (group, version):
+        # a create-only kind (bindings) has no schema facts yet: undocumented, still served
+        if (resource.group, resource.version) == (group, version) and not resource.create_only:
             paths.update(resource_paths(resource))
     api_version = f"{group}/{version}" if group else version
     seeds = [*named_types(api_version), *iter_refs(paths)]

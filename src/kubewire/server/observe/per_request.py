@@ -190,7 +190,7 @@ class Observer:
 
     def _stored_caches(self) -> Iterable[tuple[Resource, WatchCache]]:
         """Each stored kind once (another version of a kind is a view on the same cache)."""
-        for resource in self.ctx.registry:
+        for resource in self.ctx.registry.stored():
             cache = self.ctx.caches.for_resource(resource)
             if isinstance(cache, WatchCache):
                 yield resource, cache

@@ -2,6 +2,7 @@
 
 ``get_list`` answers gets and lists from the watch cache, or from the durable history for exact
 older revisions and continue tokens; ``watch`` opens watch streams (chunked HTTP or WebSocket)
-with bookmarks, initial events and selectors. It may import the wire, ``request``, ``tables``,
-``context``, storage and the shared core.
+with bookmarks, initial events and selectors; ``pod_connect`` answers the pod subresources
+kube proxies to a kubelet (log, exec, attach, portforward). It may import the wire,
+``request``, ``tables``, ``context``, storage and the shared core.
 """

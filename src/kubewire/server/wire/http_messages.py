@@ -295,8 +295,10 @@ def render_response(response: Response, *, head_only: bool = False, accept_encod
         # kube's deferredResponseWriter: level 1 (speed over size), only above 128 KiB
         body, tail = gzip.compress(body + tail, compresslevel=1, mtime=0), b""
         extra = [("Content-Encoding", "gzip"), ("Vary", "Accept-Encoding")]
-    headers = [("Content-Type", response.content_type),
-               ("Content-Length", str(len(body) + len(tail))), *extra, *response.headers]
+    headers = [("Content-Type", response.content_type)] if response.content_type else []
+    if response.status != 204:  # RFC 9110 §8.6: a 204 has no Content-Length (Go sends none)
+        headers.append(("Content-Length", str(len(body) + len(tail))))
+    headers += [*extra, *response.headers]
     if not any(k.lower() == "cache-control" for k, _ in response.headers):
         headers.append(("Cache-Control", "no-cache, private"))
     if closing:

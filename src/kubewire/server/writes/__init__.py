@@ -4,7 +4,10 @@
 metadata on each write (uid, generation, timestamps, finalizers, graceful deletion);
 ``defaults`` fills kube's defaults; ``validate`` runs the Go decode checks and ``validation``
 (one module per API group, kube's messages); ``scale`` and ``scale_subresource`` serve
-``/scale``; ``json_copy`` copies decoded objects fast. It may import the wire, ``request``,
-``patch``, ``allocation``, ``context``, storage and the shared core. Admission (mutating and
+``/scale``; ``json_copy`` copies decoded objects fast. The pod subresources with bodies of
+their own kinds are ``pod_binding`` (and the ``bindings`` collection) and ``eviction``
+(``payloads`` holds what they share); ``token_request`` answers ``serviceaccounts/token`` with
+a token ``access`` signs. It may import the wire, ``request``, ``patch``, ``allocation``,
+``context``, ``access`` (met before it), storage and the shared core. Admission (mutating and
 validating webhooks and policies) becomes a stage beside these handlers.
 """

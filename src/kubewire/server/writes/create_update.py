@@ -66,6 +66,9 @@ from kubewire.storage.base import (
 __all__ = ["create", "delete", "delete_collection", "ensure_initial_namespaces", "patch",
            "update"]
 
+# Subresources written through the object's own update path, with their own strategies
+# (lifecycle.prepare_update): the object itself, /status, pods' /ephemeralcontainers.
+UPDATABLE_SUBRESOURCES = frozenset({"", "status", "ephemeralcontainers"})
 GENERATE_NAME_ATTEMPTS = 8  # kube store.go maxNameGenerationCreateAttempts
 UPDATE_RETRIES = 16  # read-modify-write attempts before giving up with 409
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -141,7 +144,7 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
 async def update(ctx: ServerContext, request: Request, route: Route) -> Response:
     """PUT an object (or its status): optimistic concurrency when the body carries an RV."""
     resource = route.resource
-    if route.subresource not in ("", "status"):
+    if route.subresource not in UPDATABLE_SUBRESOURCES:
         raise _method_not_allowed()
     negotiate_json(request.header("accept"))
     wopts = parse_tracked_write_options(request.query, request.header("user-agent"),
@@ -171,7 +174,7 @@ async def patch(ctx: ServerContext, request: Request, route: Route) -> Response:
     """PATCH an object (or its status): JSON, merge or strategic merge patch, or server-side
     apply, which creates a missing object (201; never through ``/status``)."""
     resource = route.resource
-    if route.subresource not in ("", "status"):
+    if route.subresource not in UPDATABLE_SUBRESOURCES:
         raise _method_not_allowed()
     negotiate_json(request.header("accept"))
     key = resource.storage_key(route.namespace, route.name)
@@ -237,7 +240,8 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Any,
         uctx = lifecycle.UpdateContext(subresource=route.subresource, now=ctx.now(),
                                        namespace=route.namespace, name=route.name)
         prepared = lifecycle.prepare_update(resource, old, new, uctx)
-        prepared, warnings = validate(resource, prepared, wopts, old=old)
+        prepared, warnings = validate(resource, prepared, wopts, old=old,
+                                      subresource=route.subresource)
         prepared = as_go_encodes(prepared)
         prepared = track_write(WriteFacts(route, wopts, uctx.now), old, new, prepared)
         if not route.subresource:  # status writes keep the stored spec: nothing to allocate

@@ -211,7 +211,8 @@ class UpdateContext:
     namespace: str
     name: str
     now: datetime
-    subresource: str = ""  # "" (the object), "status", "scale" or "finalize" (namespaces)
+    # "" (the object), "status", "scale", "finalize" (namespaces), "ephemeralcontainers" (pods)
+    subresource: str = ""
 
 
 def prepare_update(resource: Resource, old: dict[str, JSON], new: dict[str, JSON],
@@ -266,6 +267,8 @@ def _apply_update_strategy(resource: Resource, old: dict[str, JSON], obj: dict[s
     traits = lifecycle_traits(resource)
     if subresource == "status":
         return _status_endpoint_update(traits, old, obj)
+    if subresource == "ephemeralcontainers":
+        return _ephemeral_containers_update(old, obj)
     if resource.has_status:
         _copy_key(old, obj, "status")
     if traits.namespace_rules:
@@ -277,6 +280,21 @@ def _apply_update_strategy(resource: Resource, old: dict[str, JSON], obj: dict[s
         old_meta = _mapping(old.get("metadata"))
         obj["metadata"]["generation"] = int(old_meta.get("generation") or 0) + 1
     return obj
+
+
+def _ephemeral_containers_update(old: dict[str, JSON], obj: dict[str, JSON]) -> dict[str, JSON]:
+    """pod/strategy.go ``dropNonEphemeralContainerUpdates``: the stored pod with the body's
+    ``spec.ephemeralContainers`` (and its name, namespace, resourceVersion and uid): nothing
+    else a write to ``pods/<name>/ephemeralcontainers`` sends is kept."""
+    result = copy.deepcopy(old)
+    meta, old_meta = obj["metadata"], dict(_mapping(old.get("metadata")))
+    result["metadata"] = old_meta
+    for key in ("name", "namespace", "resourceVersion", "uid"):
+        _set_or_pop(old_meta, key, meta.get(key))
+    spec = result.setdefault("spec", {})
+    assert isinstance(spec, dict)
+    _set_or_pop(spec, "ephemeralContainers", _mapping(obj.get("spec")).get("ephemeralContainers"))
+    return result
 
 
 def _status_endpoint_update(traits: LifecycleTraits, old: dict[str, JSON],

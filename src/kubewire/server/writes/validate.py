@@ -29,6 +29,7 @@ from kubewire.server.wire.http_messages import Request
 from kubewire.server.writes import lifecycle
 from kubewire.server.writes.validation import meta as validation
 from kubewire.server.writes.validation.kinds import validate_kind
+from kubewire.server.writes.validation.pod import validate_ephemeral_containers_update
 from kubewire.status import BadRequest, FieldError, Invalid, invalid, invalid_object, not_found
 
 # Patches whose result kube re-decodes from JSON (handlers/patch.go jsonPatcher).
@@ -107,8 +108,10 @@ def _name_of(body: dict[str, Any]) -> str:
 
 
 def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
-             old: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
-    """Validate a prepared object; returns it with unknown fields handled, and warnings."""
+             old: dict[str, Any] | None = None, *,
+             subresource: str = "") -> tuple[dict[str, Any], list[str]]:
+    """Validate a prepared object; returns it with unknown fields handled, and warnings.
+    ``pods/ephemeralcontainers`` has a strategy of its own (``ValidateUpdate``)."""
     errors: list[FieldError] = list(validation.validate_object_meta(resource, obj))
     # one walk: type errors, and the unknown fields that matter only when there are none
     # Schema ``required`` binds custom resources only; kube decodes a built-in into its Go
@@ -116,7 +119,11 @@ def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
     type_errors, unknown = schema_validate.check_object(resource.api_version, resource.kind, obj,
                                                         schema_required=resource.is_custom)
     errors.extend(type_errors)
-    errors.extend(e for e in validate_kind(resource, obj, old) if e not in errors)  # no repeats
+    if subresource == "ephemeralcontainers" and old is not None:
+        kind_errors = validate_ephemeral_containers_update(obj, old)
+    else:
+        kind_errors = validate_kind(resource, obj, old)
+    errors.extend(e for e in kind_errors if e not in errors)  # no repeats
     if errors:
         raise invalid_object(resource.invalid_group, resource.kind, _name_of(obj), errors)
     warnings: list[str] = []

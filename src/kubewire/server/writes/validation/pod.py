@@ -450,3 +450,81 @@ def validate_pod(resource: Resource, obj: Mapping[str, JSON],
         changed = ", ".join(_changed_fields(munged, old_spec))
         errors.append(forbidden("spec", f"{POD_UPDATE_FORBIDDEN}\n  changed: {changed}"))
     return errors
+
+
+# --- ephemeral containers ---------------------------------------------------------------------
+
+# EphemeralContainerCommon fields kube refuses (allowedEphemeralContainerFields false), in the
+# struct's order, which is the order of the errors.
+EPHEMERAL_FORBIDDEN_FIELDS = ("ports", "resources", "resizePolicy", "restartPolicy",
+                              "livenessProbe", "readinessProbe", "startupProbe", "lifecycle")
+EPHEMERAL_FORBIDDEN = "cannot be set for an Ephemeral Container"
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+def _is_set(value: JSON) -> bool:
+    """Not Go's zero value (an absent, null, empty or all-empty struct field)."""
+    if isinstance(value, dict):
+        return any(_is_set(v) for v in value.values())
+    return value not in (None, "", 0, False)
+
+
+def ephemeral_container_errors(spec: Mapping[str, JSON], path: str) -> list[FieldError]:
+    """``validateEphemeralContainers``: each as a container, names unique across every
+    container, an existing non-ephemeral target, no forbidden field, no subPath."""
+    volumes, _ = validate_volumes(_list(spec, "volumes"), f"{path}.volumes")
+    others = {text_at(c, "name") for key in ("containers", "initContainers")
+              for c in _list(spec, key) if isinstance(c, dict)}
+    taken = set(others)
+    errors: list[FieldError] = []
+    for i, container in enumerate(_list(spec, "ephemeralContainers")):
+        if not isinstance(container, dict):
+            continue
+        item = f"{path}.ephemeralContainers[{i}]"
+        errors += _container_errors(container, volumes, item)
+        name = text_at(container, "name")
+        if name in taken:
+            errors.append(FieldError("FieldValueDuplicate", f"{item}.name", name))
+        else:
+            taken.add(name)
+        target = text_at(container, "targetContainerName")
+        if target and target not in others:
+            errors.append(FieldError("FieldValueNotFound", f"{item}.targetContainerName",
+                                     target))
+        errors += [forbidden(f"{item}.{key}", EPHEMERAL_FORBIDDEN)
+                   for key in EPHEMERAL_FORBIDDEN_FIELDS if _is_set(container.get(key))]
+        for j, mount in enumerate(_list(container, "volumeMounts")):
+            if isinstance(mount, dict):
+                errors += [forbidden(f"{item}.volumeMounts[{j}].{key}", EPHEMERAL_FORBIDDEN)
+                           for key in ("subPath", "subPathExpr") if text_at(mount, key)]
+    return errors
+
+
+def validate_ephemeral_containers_update(obj: Mapping[str, JSON],
+                                         old: Mapping[str, JSON]) -> list[FieldError]:
+    """``ValidatePodEphemeralContainersUpdate``: the pod's spec as a whole, then that no
+    existing ephemeral container is removed or changed. kube appends ``cmp.Diff`` of a
+    changed one, whose spacing go-cmp randomizes; the changed fields are listed instead."""
+    annotations = dict_at(dict_at(old, "metadata"), "annotations")
+    if MIRROR_POD_ANNOTATION in annotations:
+        return [forbidden("", "static pods do not support ephemeral containers")]
+    spec = dict_at(obj, "spec")
+    errors = validate_pod_spec(spec, "spec") + ephemeral_container_errors(spec, "spec")
+    new_by_name = {text_at(c, "name"): c for c in _list(spec, "ephemeralContainers")
+                   if isinstance(c, dict)}
+    for was in _list(dict_at(old, "spec"), "ephemeralContainers"):
+        if not isinstance(was, dict):
+            continue
+        name = text_at(was, "name")
+        now = new_by_name.get(name)
+        if now is None:
+            errors.append(forbidden("spec.ephemeralContainers",
+                                    f'existing ephemeral containers "{name}" may not be '
+                                    "removed\n"))
+        elif now != was:
+            changed = ", ".join(key for key in _changed_fields(now, was)
+                                if _is_set(now.get(key)) or _is_set(was.get(key)))
+            errors.append(forbidden(f"spec.ephemeralContainers[{name}]",
+                                    f'existing ephemeral containers "{name}" may not be '
+                                    f"changed\n  changed: {changed}"))
+    return errors
