@@ -116,7 +116,10 @@ def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
     type_errors, unknown = schema_validate.check_object(resource.api_version, resource.kind, obj,
                                                         schema_required=resource.is_custom)
     errors.extend(type_errors)
-    errors.extend(e for e in validate_kind(resource, obj, old) if e not in errors)  # no repeats
+    # what the meta or type checks said is not repeated; the kind's own list is kept whole, as
+    # kube's causes are (errors.NewInvalid: one cause per field error, repeats included)
+    earlier = list(errors)
+    errors.extend(e for e in validate_kind(resource, obj, old) if e not in earlier)
     if errors:
         raise invalid_object(resource.invalid_group, resource.kind, _name_of(obj), errors)
     warnings: list[str] = []
