@@ -9,7 +9,10 @@ Source: kubernetes pkg/apis/core/validation/validation.go (``validateAffinity``,
 ``ValidateWhenUnsatisfiable``, ``ValidateSpreadConstraintNotRepeat``, ``validateMinDomains``,
 ``validateNodeInclusionPolicy``, ``validateMatchLabelKeysInTopologySpread``) and apimachinery
 pkg/apis/meta/v1/validation (``ValidateLabelSelector`` with label values checked, as for a new
-pod). Not checked here: a pod affinity term's ``matchLabelKeys``/``mismatchLabelKeys``.
+pod). Node selector requirements' values are not held to the label-value form: that check
+(kubernetes PR #128212) came in v1.33. The kubernetes source read was a later snapshot; rules
+that changed after v1.32 were checked against their pull requests. Not checked here: a pod
+affinity term's ``matchLabelKeys``/``mismatchLabelKeys``.
 
 Pure: objects in, ``FieldError``s out.
 """
