@@ -138,3 +138,22 @@ def is_valid_label_value(value: str) -> list[str]:
         errs.append(regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value",
                                 "12345"))
     return errs
+
+
+PORT_NAME_MAX_CHARS = 15  # validation.IsValidPortName: an IANA_SVC_NAME
+
+
+def is_valid_port_name(name: str) -> list[str]:
+    """``IsValidPortName``: problems of ``name`` as a port name (an IANA service name)."""
+    problems = []
+    if len(name) > PORT_NAME_MAX_CHARS:
+        problems.append(max_len_error(PORT_NAME_MAX_CHARS))
+    if not re.fullmatch(r"[-a-z0-9]+", name):
+        problems.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if not re.search(r"[a-z]", name):
+        problems.append("must contain at least one letter (a-z)")
+    if "--" in name:
+        problems.append("must not contain consecutive hyphens (-)")
+    if name and (name[0] == "-" or name[-1] == "-"):
+        problems.append("must not begin or end with a hyphen (-)")
+    return problems

@@ -123,7 +123,10 @@ def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
         kind_errors = validate_ephemeral_containers_update(obj, old)
     else:
         kind_errors = validate_kind(resource, obj, old)
-    errors.extend(e for e in kind_errors if e not in errors)  # no repeats
+    # what the meta or type checks said is not repeated; the kind's own list is kept whole, as
+    # kube's causes are (errors.NewInvalid: one cause per field error, repeats included)
+    earlier = list(errors)
+    errors.extend(e for e in kind_errors if e not in earlier)
     if errors:
         raise invalid_object(resource.invalid_group, resource.kind, _name_of(obj), errors)
     warnings: list[str] = []

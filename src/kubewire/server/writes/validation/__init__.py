@@ -2,6 +2,7 @@
 
 ``meta`` validates object metadata; ``kinds`` maps each kind to its validator; the other
 modules each hold one API group's rules (``pod``, ``service``, ``apps``, ``networking``, ...),
-after kube's ``pkg/apis/<group>/validation``. Objects in, ``FieldError`` lists out; it imports
+after kube's ``pkg/apis/<group>/validation``; the pod spec's are split over ``pod`` and its
+``pod_*`` siblings. Objects in, ``FieldError`` lists out; it imports
 only the shared core.
 """

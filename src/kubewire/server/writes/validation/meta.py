@@ -5,13 +5,19 @@ annotations, finalizers), ``.../api/validation/generic.go`` (``maskTrailingDash`
 generateName), ``kubernetes:pkg/registry/core/pod/strategy.go`` (``WarningsOnCreate``); per-kind
 name rules in objects-and-clients.md §1.7. The name, key and label-value rules themselves
 (``apimachinery:pkg/util/validation``) are in ``kubewire.names``, shared with label selectors.
+
+Owner references follow ``ValidateOwnerReferences``/``validateOwnerReference`` (read from
+kubernetes' staging apimachinery objectmeta.go): a core/v1 Event may not be an owner, and only
+one reference may be the controller. Those errors carry the references as Go's ``%#v`` prints
+them; where Go prints a set pointer's address (``Controller:(*bool)(0xc...)``), which changes
+with every kube-apiserver request, kubewire prints a fixed address.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from kubewire.go_text import go_string_slice
+from kubewire.go_text import GoLiteral, go_quote, go_string_slice
 from kubewire.json_types import JSON
 from kubewire.names import (
     is_dns1035_label,
@@ -25,6 +31,8 @@ from kubewire.resources import NameRule, Resource
 from kubewire.status import FieldError, forbidden, invalid, required
 
 TOTAL_ANNOTATION_SIZE_MAX_BYTES = 256 * 1024  # objectmeta.go TotalAnnotationSizeLimitB
+BANNED_OWNERS = frozenset({("", "v1", "Event")})  # BannedOwners as (group, version, kind)
+GO_POINTER_ADDRESS = "0xc000000000"  # stands in for the address Go prints for a set pointer
 
 _JSON_TYPE_NAMES = {str: "string", bool: "boolean", int: "integer", float: "number",
                     list: "array"}
@@ -134,11 +142,30 @@ def validate_finalizers(finalizers: list[str],
     return errors
 
 
+def go_pointer(type_name: str, value: JSON) -> str:
+    """A pointer field as Go's ``%#v`` prints it: ``(*bool)(nil)``, or, when set, an address.
+
+    Go prints the pointer's address, which differs per request in kube-apiserver; kubewire
+    prints a fixed one (``GO_POINTER_ADDRESS``) so the text has kube's shape."""
+    return f"({type_name})({'nil' if value is None else GO_POINTER_ADDRESS})"
+
+
+def go_owner_reference(owner: Mapping[str, JSON]) -> str:
+    """A ``metav1.OwnerReference`` as Go's ``%#v`` prints it (no String method on the value)."""
+    fields = ", ".join(f"{go}:{go_quote(text_at(owner, key))}" for go, key in (
+        ("APIVersion", "apiVersion"), ("Kind", "kind"), ("Name", "name"), ("UID", "uid")))
+    controller = go_pointer("*bool", owner.get("controller"))
+    block = go_pointer("*bool", owner.get("blockOwnerDeletion"))
+    return f"v1.OwnerReference{{{fields}, Controller:{controller}, BlockOwnerDeletion:{block}}}"
+
+
 def validate_owner_references(owners: list[dict[str, JSON]],
                               path: str = "metadata.ownerReferences") -> list[FieldError]:
-    """``validateOwnerReference`` for each reference: empty fields are Invalid (not Required),
-    reported under the list's path without an index, as kube does."""
+    """``ValidateOwnerReferences``: ``validateOwnerReference`` for each reference (empty fields
+    are Invalid, not Required, reported under the list's path without an index; a banned owner,
+    ``BannedOwners``: a core/v1 Event), then at most one reference with ``controller: true``."""
     errors: list[FieldError] = []
+    first_controller = ""
     for owner in owners:
         api_version, kind = text_at(owner, "apiVersion"), text_at(owner, "kind")
         # schema.FromAPIVersionAndKind: an unparsable apiVersion ("a/b/c") has no version
@@ -150,6 +177,20 @@ def validate_owner_references(owners: list[dict[str, JSON]],
             if empty:
                 shown = "version" if field == "apiVersion" else field
                 errors.append(invalid(f"{path}.{field}", value, f"{shown} must not be empty"))
+        group = api_version.rsplit("/", 1)[0] if api_version.count("/") == 1 else ""
+        if (group, version, kind) in BANNED_OWNERS:  # gvk.String(): "/v1, Kind=Event"
+            errors.append(invalid(path, GoLiteral(go_owner_reference(owner)),
+                                  f"{group}/{version}, Kind={kind} is disallowed from being an "
+                                  "owner"))
+        if owner.get("controller") is True:
+            current = f"{kind}/{text_at(owner, 'name')}"
+            if not first_controller:
+                first_controller = current
+                continue
+            shown_all = ", ".join(go_owner_reference(o) for o in owners)
+            errors.append(invalid(path, GoLiteral(f"[]v1.OwnerReference{{{shown_all}}}"),
+                                  "Only one reference can have Controller set to true. Found "
+                                  f'"true" in references for {first_controller} and {current}'))
     return errors
 
 

@@ -5,6 +5,10 @@ Source: kubernetes pkg/apis/core/validation/validation.go (``ValidatePodSpec``,
 ``ValidateVolumes``, ``ValidateVolumeMounts``, ``ValidateContainerResources``,
 ``ValidatePodUpdate``). Objects arrive defaulted (``server.defaults``), as kube validates them.
 The same spec rules serve Pods (``spec``) and pod templates (``spec.template.spec``).
+More of ``ValidatePodSpec`` lives in sibling modules, called from here in kube's order:
+``pod_env`` (env ``valueFrom``), ``pod_containers`` (volume devices, resize policy),
+``pod_probes`` (probes, lifecycle hooks), ``pod_security`` (sysctls, seccomp, AppArmor),
+``pod_scheduling`` (affinity, topology spread) and ``pod_spec_rules`` (host aliases, ``os``).
 
 Pure: objects in, ``FieldError``s out.
 """
@@ -12,15 +16,24 @@ Pure: objects in, ``FieldError``s out.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping
 
 from kubewire.json_types import JSON
-from kubewire.names import is_dns1123_label, is_dns1123_subdomain, max_len_error
+from kubewire.names import is_dns1123_label, is_dns1123_subdomain, is_valid_port_name
 from kubewire.quantity import parse_quantity
 from kubewire.resources import Resource
 from kubewire.schema import type_for
+from kubewire.server.writes.validation import pod_spec_rules
 from kubewire.server.writes.validation.meta import dict_at, int_at, text_at
+from kubewire.server.writes.validation.pod_containers import (
+    device_paths,
+    mount_device_errors,
+    resize_policy_errors,
+    volume_device_errors,
+)
+from kubewire.server.writes.validation.pod_env import value_from_errors
+from kubewire.server.writes.validation.pod_probes import container_handler_errors
+from kubewire.server.writes.validation.pod_security import container_security_context_errors
 from kubewire.status import FieldError, forbidden, invalid, not_supported, required
 
 PORT_RANGE_ERROR = "must be between 1 and 65535, inclusive"  # validation.InclusiveRangeError
@@ -29,7 +42,6 @@ RESTART_POLICIES = ("Always", "OnFailure", "Never")
 DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
-PORT_NAME_MAX_CHARS = 15
 ENV_NAME_ERROR = ("a valid environment variable name must consist only of printable ASCII "
                   "characters other than '='")  # IsRelaxedEnvVarName (on by default since 1.30)
 UPDATABLE_POD_SPEC_FIELDS = (
@@ -54,18 +66,7 @@ def port_number_errors(path: str, value: int) -> list[FieldError]:
 
 def port_name_problems(name: str) -> list[str]:
     """``validation.IsValidPortName`` (an IANA_SVC_NAME)."""
-    problems = []
-    if len(name) > PORT_NAME_MAX_CHARS:
-        problems.append(max_len_error(PORT_NAME_MAX_CHARS))
-    if not re.fullmatch(r"[-a-z0-9]+", name):
-        problems.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
-    if not re.search(r"[a-z]", name):
-        problems.append("must contain at least one letter (a-z)")
-    if "--" in name:
-        problems.append("must not contain consecutive hyphens (-)")
-    if name and (name[0] == "-" or name[-1] == "-"):
-        problems.append("must not begin or end with a hyphen (-)")
-    return problems
+    return is_valid_port_name(name)
 
 
 def enum_errors(path: str, value: str, supported: tuple[str, ...]) -> list[FieldError]:
@@ -208,10 +209,11 @@ def _volume_source_errors(key: str, source: JSON, path: str) -> list[FieldError]
     return errors
 
 
-def validate_volumes(volumes: list[JSON], path: str) -> tuple[set[str], list[FieldError]]:
-    """``ValidateVolumes``: the valid volumes' names and the errors."""
+def validate_volumes(volumes: list[JSON],
+                     path: str) -> tuple[dict[str, dict[str, JSON]], list[FieldError]]:
+    """``ValidateVolumes``: the valid volumes by name, and the errors."""
     sources = _volume_source_keys()
-    names: set[str] = set()
+    names: dict[str, dict[str, JSON]] = {}
     errors: list[FieldError] = []
     for i, volume in enumerate(volumes):
         if not isinstance(volume, dict):
@@ -237,7 +239,7 @@ def validate_volumes(volumes: list[JSON], path: str) -> tuple[set[str], list[Fie
         if volume_errors:
             errors += volume_errors
         else:
-            names.add(name)
+            names[name] = volume
     return names, errors
 
 
@@ -285,11 +287,14 @@ def _env_errors(env: list[JSON], path: str) -> list[FieldError]:
             errors.append(invalid(name_path, name, "environment variable name must be non-empty"))
         elif any(ord(c) > 126 or ord(c) < 32 or c == "=" for c in name):
             errors.append(invalid(name_path, name, ENV_NAME_ERROR))
+        errors += value_from_errors(var, f"{path}[{i}].valueFrom")
     return errors
 
 
-def _mount_errors(mounts: list[JSON], volumes: set[str], path: str) -> list[FieldError]:
-    """``ValidateVolumeMounts``: a known volume, a unique mount path."""
+def _mount_errors(mounts: list[JSON], volumes: Mapping[str, JSON], path: str,
+                  devices: Mapping[str, str] | None = None) -> list[FieldError]:
+    """``ValidateVolumeMounts``: a known volume, a unique mount path, no device's name or
+    path (``devices``: the container's device paths by name)."""
     errors: list[FieldError] = []
     mount_paths: set[str] = set()
     for i, mount in enumerate(mounts):
@@ -307,6 +312,7 @@ def _mount_errors(mounts: list[JSON], volumes: set[str], path: str) -> list[Fiel
         if mount_path in mount_paths:
             errors.append(invalid(f"{item}.mountPath", mount_path, "must be unique"))
         mount_paths.add(mount_path)
+        errors += mount_device_errors(mount, devices or {}, item)
     return errors
 
 
@@ -329,7 +335,7 @@ def _resource_errors(resources: Mapping[str, JSON], path: str) -> list[FieldErro
     return errors
 
 
-def _container_errors(container: Mapping[str, JSON], volumes: set[str],
+def _container_errors(container: Mapping[str, JSON], volumes: Mapping[str, dict[str, JSON]],
                       path: str) -> list[FieldError]:
     """``validateContainerCommon``."""
     errors: list[FieldError] = []
@@ -345,14 +351,18 @@ def _container_errors(container: Mapping[str, JSON], volumes: set[str],
                           TERMINATION_MESSAGE_POLICIES)
     errors += _port_errors(_list(container, "ports"), f"{path}.ports")
     errors += _env_errors(_list(container, "env"), f"{path}.env")
-    errors += _mount_errors(_list(container, "volumeMounts"), volumes, f"{path}.volumeMounts")
+    errors += _mount_errors(_list(container, "volumeMounts"), volumes, f"{path}.volumeMounts",
+                            device_paths(container))
+    errors += volume_device_errors(container, volumes, f"{path}.volumeDevices")
     errors += enum_errors(f"{path}.imagePullPolicy", text_at(container, "imagePullPolicy"),
                           PULL_POLICIES)
     errors += _resource_errors(dict_at(container, "resources"), f"{path}.resources")
+    errors += resize_policy_errors(container, f"{path}.resizePolicy")
+    errors += container_security_context_errors(container, f"{path}.securityContext")
     return errors
 
 
-def _containers_errors(containers: list[JSON], volumes: set[str], path: str,
+def _containers_errors(containers: list[JSON], volumes: Mapping[str, dict[str, JSON]], path: str,
                        taken: set[str], required_list: bool) -> list[FieldError]:
     """``validateContainers`` / ``validateInitContainers``: names unique across ``taken``."""
     if not containers and required_list:
@@ -368,6 +378,7 @@ def _containers_errors(containers: list[JSON], volumes: set[str], path: str,
             errors.append(FieldError("FieldValueDuplicate", f"{item}.name", name))
         else:
             taken.add(name)
+        errors += container_handler_errors(container, item, init=not required_list)
     return errors
 
 
@@ -388,6 +399,7 @@ def validate_pod_spec(spec: Mapping[str, JSON], path: str) -> list[FieldError]:
                           RESTART_POLICIES)
     errors += enum_errors(f"{path}.dnsPolicy", text_at(spec, "dnsPolicy") or "ClusterFirst",
                           DNS_POLICIES)
+    errors += pod_spec_rules.after_dns_policy(spec, path)
     deadline = int_at(spec, "activeDeadlineSeconds")
     if deadline is not None and not 1 <= deadline <= _INT32_MAX:
         errors.append(invalid(f"{path}.activeDeadlineSeconds", deadline,
@@ -395,6 +407,7 @@ def validate_pod_spec(spec: Mapping[str, JSON], path: str) -> list[FieldError]:
     for key in ("hostname", "subdomain"):
         if text_at(spec, key):
             errors += dns_label_errors(f"{path}.{key}", text_at(spec, key))
+    errors += pod_spec_rules.after_hostname(spec, path)
     return errors
 
 
