@@ -217,7 +217,7 @@ def test_protobuf_patch_lists_field_validation_for_every_kind() -> None:
     lists a ``fieldValidation`` query parameter."""
     patches = [PROTO.operation(path, "patch") for path, item in PROTO.paths.items()
                if any(number == Doc.PATH_METHODS["patch"] for number, _, _ in fields(item))]
-    for resource in REGISTRY:
+    for resource in REGISTRY.stored():  # a create-only kind has no patch
         want = {"group": resource.group, "kind": resource.kind, "version": resource.version}
         found = [op for op in patches
                  if Doc.operation_extensions(op).get("x-kubernetes-group-version-kind") == want]

@@ -366,7 +366,7 @@ def build_swagger(registry: Registry) -> dict[str, JSON]:
     """The Swagger 2.0 document of every served resource (not yet encoded)."""
     paths: dict[str, JSON] = {}
     seeds: list[str] = []
-    for resource in registry:
+    for resource in registry.stored():  # as /openapi/v3: create-only bindings not yet listed
         paths.update(resource_paths(resource))
     for group, version in registry.group_versions():
         seeds += named_types(f"{group}/{version}" if group else version)
