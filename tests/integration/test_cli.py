@@ -294,3 +294,17 @@ def test_merge_kubeconfig_adds_a_current_context_and_keeps_the_rest(
     assert done.returncode == 0, done.stderr
     assert "namespace/default" in done.stdout.split()
     assert run("stop", "--data-dir", str(detached)).returncode == 0
+
+
+@needs_kubectl
+def test_kubectl_deletes_a_pod_on_the_command_lines_server(
+        tmp_path: Path, servers: list[Server]) -> None:
+    """The CLI's server runs on uvloop, where the deletion controller removed an unscheduled
+    pod (marked with grace 0) before the DELETE itself did: the DELETE then answered 404."""
+    data = tmp_path / "data"
+    servers.append(Server(data))
+    kubeconfig = data / "kubeconfig"
+    for name in ("a", "b", "c"):
+        kubectl.ok(kubeconfig, "run", name, "--image", "nginx")
+        assert kubectl.ok(kubeconfig, "delete", "pod", name) == f'pod "{name}" deleted\n'
+    assert kubectl.run(kubeconfig, "get", "pods", "-o", "name").stdout == ""
