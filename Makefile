@@ -1,22 +1,37 @@
-# Two entry points for a fresh machine: `make serve` and `make test`.
+# Entry points for a fresh machine: `make up` / `make down` (the server in the background),
+# `make serve` (in the foreground) and `make test`.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 DATA_DIR ?= ./data
 PORT ?= 6443
 
-.PHONY: setup serve test lint typecheck unit integration reliability clean
+.PHONY: setup serve up down test lint typecheck unit integration reliability clean
 
-$(BIN)/kubewire: pyproject.toml
+$(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test,fast]'
-	touch $(BIN)/kubewire
 
-setup: $(BIN)/kubewire
+# The server's runtime dependencies only: all `make serve` and `make up` need.
+$(VENV)/.server-deps: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[server]'
+	touch $@
 
-serve: setup
+# Those and the test stack (kubectl's peers, linters, type checker).
+$(VENV)/.test-deps: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+setup: $(VENV)/.test-deps
+
+serve: $(VENV)/.server-deps
 	$(BIN)/kubewire serve --data-dir $(DATA_DIR) --port $(PORT)
+
+up: $(VENV)/.server-deps
+	$(BIN)/kubewire serve --detach --data-dir $(DATA_DIR) --port $(PORT)
+
+down: $(VENV)/.server-deps
+	$(BIN)/kubewire stop --data-dir $(DATA_DIR)
 
 lint: setup
 	$(BIN)/ruff check src tests tools $(wildcard bench examples)

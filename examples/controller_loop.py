@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from contextlib import suppress
 
-from _common import options
+from _common import PodChurn, changes_beside, equality_labels, options
 
 from kubewire.client import (
     Api,
@@ -109,7 +109,9 @@ async def main() -> None:
     async with await create_client() as client:
         controller = Controller(Api(Pod, client=client), args.selector)
         done = asyncio.Event()
-        async with controller.informer, asyncio.TaskGroup() as group:
+        changes = PodChurn("managed", labels=equality_labels(args.selector), every=2.0)
+        async with (changes_beside(args, changes.run(controller.pods)), controller.informer,
+                    asyncio.TaskGroup() as group):
             await controller.informer.wait_for_sync()
             print(f"controller running for pods in namespace {controller.pods.namespace} "
                   f"labelled {args.selector}")

@@ -42,7 +42,7 @@ async def wait_for(seen: Seen, event_type: str, pod: str) -> None:
 
 
 async def main() -> None:
-    args = options(__doc__, max_events=None, timeout=30).parse_args()
+    args = options(__doc__, max_events=None, timeout=30, watch_only=False).parse_args()
     client = await create_client()
     async with client:
         api: Api[Pod] = Api(Pod, client=client)  # kubex passes namespace="default"

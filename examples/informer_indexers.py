@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 
 import msgspec
-from _common import options, ref
+from _common import PodChurn, changes_beside, options, ref
 
 from kubewire.client import Api, Informer, create_client
 from kubewire.models import Pod
@@ -71,7 +71,8 @@ async def main() -> None:
             counted()
 
         informer.add_handlers(on_add=on_add, on_update=on_update, on_delete=on_delete)
-        async with informer:
+        churn = PodChurn("indexed", labels={"app": "web"}, relabel={"app": "db"}, every=2.0)
+        async with changes_beside(args, churn.run(informer.api)), informer:
             await informer.wait_for_sync()
             print(f"synced: {len(informer.cache)} pods in namespace {informer.api.namespace}")
             try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from contextlib import aclosing
 
-from _common import options, ref
+from _common import PodChurn, changes_beside, options, ref
 
 from kubewire.client import Api, Bookmark, create_client
 from kubewire.models import Pod
@@ -26,7 +26,8 @@ async def main() -> None:
         try:
             # ... which namespace=None overrides for this call.
             watch = api.watch(namespace=None, allow_bookmarks=True)
-            async with asyncio.timeout(args.timeout), aclosing(watch) as events:
+            async with (changes_beside(args, PodChurn("everywhere").run(api)),
+                        asyncio.timeout(args.timeout), aclosing(watch) as events):
                 async for event in events:
                     if isinstance(event.object, Bookmark):
                         continue

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from contextlib import aclosing
 
-from _common import options, ref
+from _common import PodChurn, changes_beside, options, ref
 
 from kubewire.client import Api, Bookmark, EventType, create_client
 from kubewire.models import Pod
@@ -26,7 +26,8 @@ async def main() -> None:
         seen = 0
         try:
             # aclosing: leaving the loop early closes the watch's connection at once.
-            async with asyncio.timeout(args.timeout), aclosing(api.watch()) as events:
+            async with (changes_beside(args, PodChurn("basic").run(api)),
+                        asyncio.timeout(args.timeout), aclosing(api.watch()) as events):
                 async for event in events:
                     pod = event.object
                     if isinstance(pod, Bookmark):  # only sent when allow_bookmarks=True

@@ -9,13 +9,17 @@ feeding one queue, so a single loop sees every change in the order it arrives.
 from __future__ import annotations
 
 import asyncio
-from contextlib import aclosing
+import itertools
+from contextlib import aclosing, suppress
 from typing import TypeVar
 
-from _common import HasMetadata, options, ref
+from _common import HasMetadata, changes_beside, example_pod, options, ref
 
-from kubewire.client import Api, Bookmark, create_client
-from kubewire.models import Deployment, Pod, Service
+from kubewire.client import Api, Bookmark, NotFound, create_client
+from kubewire.models import Deployment, ObjectMeta, Pod, Service
+from kubewire.models.apps_v1 import DeploymentSpec
+from kubewire.models.core_v1 import PodTemplateSpec, ServicePort, ServiceSpec
+from kubewire.models.meta_v1 import LabelSelector
 
 K = TypeVar("K", bound=HasMetadata)
 
@@ -25,6 +29,27 @@ async def watch_kind(api: Api[K], resource_version: str, out: asyncio.Queue[str]
         async for event in events:
             if not isinstance(event.object, Bookmark):
                 await out.put(f"{api.info.kind} {event.type.value}: {ref(event.object)}")
+
+
+async def own_changes(pods: Api[Pod], services: Api[Service],
+                      deployments: Api[Deployment]) -> None:
+    """A Pod, a Service and a Deployment, made and deleted again every two seconds."""
+    for n in itertools.count(1):
+        name, labels = f"example-kinds-{n}", {"app": f"example-kinds-{n}"}
+        template = example_pod(name, labels)
+        try:
+            await pods.create(template)
+            await services.create(Service(metadata=ObjectMeta(name=name), spec=ServiceSpec(
+                selector=labels, ports=[ServicePort(port=80)])))
+            await deployments.create(Deployment(metadata=ObjectMeta(name=name), spec=DeploymentSpec(
+                selector=LabelSelector(match_labels=labels),
+                template=PodTemplateSpec(metadata=template.metadata, spec=template.spec))))
+            await asyncio.sleep(1)
+        finally:
+            for api in (pods, services, deployments):
+                with suppress(NotFound):
+                    await api.delete(name)
+        await asyncio.sleep(1)
 
 
 async def main() -> None:
@@ -47,7 +72,8 @@ async def main() -> None:
             ]
             print(f"watching pods, services and deployments in namespace {pods.namespace}")
             try:
-                async with asyncio.timeout(args.timeout):
+                async with (changes_beside(args, own_changes(pods, services, deployments)),
+                            asyncio.timeout(args.timeout)):
                     while seen < args.max_events:
                         print(await changes.get())
                         seen += 1

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from contextlib import aclosing
 
-from _common import options, ref
+from _common import PodChurn, changes_beside, options, ref
 
 from kubewire.client import Api, Bookmark, Gone, create_client  # kubex: kubex.core.exceptions
 from kubewire.models import Pod
@@ -32,7 +32,8 @@ async def main() -> None:
         print(f"watching pods in namespace {api.namespace} from the checkpoint")
         seen = 0
         try:
-            async with asyncio.timeout(args.timeout):
+            async with (changes_beside(args, PodChurn("resumed").run(api)),
+                        asyncio.timeout(args.timeout)):
                 while seen < args.max_events:
                     try:
                         watch = api.watch(resource_version=resource_version, allow_bookmarks=True)

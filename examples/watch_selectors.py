@@ -12,10 +12,19 @@ from __future__ import annotations
 import asyncio
 from contextlib import aclosing
 
-from _common import options, ref
+from _common import PodChurn, changes_beside, equality_labels, options, ref
 
 from kubewire.client import Api, Bookmark, create_client
 from kubewire.models import Pod
+
+
+def own_changes(label_selector: str, field_selector: str) -> PodChurn:
+    """Pods that start matching (their phase set, as a kubelet would) and stop matching (a
+    label changed) again, for a selector of ``key=value`` terms."""
+    labels = equality_labels(label_selector)
+    phase = field_selector.partition("status.phase=")[2].split(",")[0] or None
+    relabel = {key: f"not-{value}" for key, value in list(labels.items())[-1:]}
+    return PodChurn("selected", labels=labels, relabel=relabel or None, phase=phase)
 
 
 async def main() -> None:
@@ -37,7 +46,9 @@ async def main() -> None:
         seen = 0
         watch = api.watch(resource_version=listed.resource_version, **selectors)
         try:
-            async with asyncio.timeout(args.timeout), aclosing(watch) as events:
+            changes = own_changes(args.label_selector, args.field_selector).run(api)
+            async with (changes_beside(args, changes), asyncio.timeout(args.timeout),
+                        aclosing(watch) as events):
                 async for event in events:
                     pod = event.object
                     if isinstance(pod, Bookmark) or pod.metadata is None:

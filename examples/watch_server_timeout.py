@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from contextlib import aclosing
 
-from _common import options, ref
+from _common import PodChurn, changes_beside, options, ref
 
 from kubewire.client import Api, Bookmark, create_client
 from kubewire.models import Pod
@@ -31,7 +31,8 @@ async def main() -> None:
         resource_version = (await api.list()).resource_version
         seen = 0
         try:
-            async with asyncio.timeout(args.timeout):
+            async with (changes_beside(args, PodChurn("rounds", every=6.0).run(api)),
+                        asyncio.timeout(args.timeout)):
                 for round_ in range(1, args.rounds + 1):
                     print(f"round {round_}: watching pods in namespace {api.namespace} "
                           f"for {args.watch_timeout}s")

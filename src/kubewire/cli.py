@@ -1,8 +1,10 @@
-"""``kubewire`` command line: ``kubewire serve`` starts a Kubernetes-compatible API server;
+"""``kubewire`` command line: ``kubewire serve`` starts a Kubernetes-compatible API server
+(``--detach``: in the background, returning once it is ready; ``kubewire stop`` stops it);
 ``kubewire user`` issues credentials; ``kubewire repair`` restarts a damaged store.
 
-A server that cannot start (a full disk, a store that lost revisions, a bad certificate) says
-why in one line, ``kubewire: cannot start: ...``, and exits 1: no traceback.
+Whatever goes wrong for a user (a flag, a port in use, a data directory another server holds, a
+full disk, a store that lost revisions, a bad certificate) is said in one line, ``kubewire:
+...``, with a non-zero exit: no traceback (``--log-level debug`` adds it where there is one).
 """
 
 from __future__ import annotations
@@ -15,39 +17,84 @@ import errno
 import ipaddress
 import logging
 import os
+import re
 import signal
+import socket
 import sqlite3
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn, cast
 
+import kubewire
 from kubewire.go_text import parse_go_duration
 from kubewire.server.access.authn import TokenFileError
 from kubewire.server.access.authz import PolicyFileError
 from kubewire.server.allocation.rules import DEFAULT_SERVICE_CIDR
-from kubewire.server.context import DATABASE_NAME, ServerConfig
+from kubewire.server.daemon.lock import DataDirInUse, DataDirLock
 from kubewire.server.observe.audit import PolicyError as AuditPolicyError
-from kubewire.server.wire.http_messages import Limits
 from kubewire.storage.base import Retention, StorageError
+from kubewire.storage.cache import DEFAULT_RING_CAPACITY
 from kubewire.storage.sqlite.revision_record import RevisionLostError
+
+if TYPE_CHECKING:
+    from kubewire.server.context import ServerConfig
+
+# The modules of the ``[server]`` extra: a client-only install has none of them, and the server
+# commands then say which extra to install (``main``).
+SERVER_EXTRA_MODULES = frozenset({"httptools", "cryptography", "uvloop"})
 
 log = logging.getLogger("kubewire")
 
 
+DESCRIPTION = """\
+A Kubernetes-compatible API server on an embedded SQLite store. Start one in the background
+with 'kubewire serve --detach' (it writes DIR/kubeconfig for kubectl) and stop it with
+'kubewire stop'."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a bad flag said in one line, not after a usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Each flag's default after its help, unless the help says it (or there is none to say)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if ("default" in text or not action.option_strings or action.default is None
+                or action.default is argparse.SUPPRESS or action.default == []):
+            return text
+        if isinstance(action, argparse._StoreTrueAction):
+            return f"{text} (default: off)"
+        return f"{text} (default: %(default)s)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kubewire", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="run the API server")
+    parser = Parser(prog="kubewire", formatter_class=HelpFormatter, description=DESCRIPTION,
+                    epilog="'kubewire COMMAND --help' tells more about each command.")
+    parser.add_argument("--version", action="version", version=f"kubewire {kubewire.__version__}")
+    # (each command's parser is a ``Parser`` too: one-line errors)
+    sub = cast("argparse._SubParsersAction[argparse.ArgumentParser]",
+               parser.add_subparsers(dest="command", metavar="COMMAND"))
+    serve = sub.add_parser("serve", help="run the API server", formatter_class=HelpFormatter)
     serve.add_argument("--data-dir", type=Path, default=Path("./data"),
-                       help="where the store and the kubeconfig live (default ./data)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=6443, help="0 picks a free port")
+                       help="where the store, the kubeconfig and the PKI live (default ./data)")
+    serve.add_argument("--host", default="127.0.0.1", help="address (or name) to listen on")
+    serve.add_argument("--port", type=port_number, default=6443,
+                       help="port to listen on, 0-65535; 0 picks a free one")
     serve.add_argument("--watch-cache-size", type=int, default=None,
-                       help="events kept in memory per kind; older ones come from the log")
-    serve.add_argument("--bookmark-interval", type=float, default=None,
-                       help="seconds between bookmarks for watches that allow them (60)")
-    serve.add_argument("--min-request-timeout", type=float, default=None,
-                       help="watch timeout default is random in [this, 2x this) seconds (1800)")
+                       help="events kept in memory per kind; older ones come from the log "
+                            f"(default {DEFAULT_RING_CAPACITY})")
+    serve.add_argument("--bookmark-interval", type=duration(), default=None,
+                       help="time between bookmarks for watches that allow them, a Go duration "
+                            "or seconds (default 1m0s)")
+    serve.add_argument("--min-request-timeout", type=duration(), default=None,
+                       help="watch timeout default is random in [this, 2x this), seconds (as "
+                            "kube's flag) or a Go duration (default 1800)")
     serve.add_argument("--max-requests-inflight", type=int, default=400,
                        help="read-only requests served at once, watches not counted "
                             "(0: no limit; past it 429)")
@@ -55,37 +102,45 @@ def build_parser() -> argparse.ArgumentParser:
                        help="writes served at once (0: no limit; past it 429)")
     serve.add_argument("--max-watches-per-user", type=int, default=10_000,
                        help="watches one user may hold open (0: no limit; past it 429)")
-    serve.add_argument("--request-timeout", type=go_duration, default=60.0,
+    serve.add_argument("--request-timeout", type=duration(), default=60.0,
                        help="longest a non-watch request may take, body included, as a Go "
-                            "duration or seconds (kube's default 1m0s)")
+                            "duration or seconds (default 1m0s, kube's)")
     serve.add_argument("--history-max-changes", type=int, default=1_000_000,
                        help="newest changes the log keeps; 0 = unbounded")
-    serve.add_argument("--history-max-age", type=float, default=7 * 24 * 3600.0,
-                       help="seconds of change history the log keeps; 0 = unbounded")
+    serve.add_argument("--history-max-age", type=duration(zero=True, days=True),
+                       default=7 * 24 * 3600.0,
+                       help="change history the log keeps, as a Go duration, days (7d) or "
+                            "seconds; 0 = unbounded (default 7d)")
     serve.add_argument("--durability", choices=("full", "normal"), default="full",
                        help="full: fsync each commit group; normal: survive process crashes")
-    serve.add_argument("--pod-grace-cap", type=float, default=None,
-                       help="finish graceful pod deletions after at most this many seconds")
+    serve.add_argument("--pod-grace-cap", type=duration(zero=True), default=None,
+                       help="finish graceful pod deletions after at most this long, a Go "
+                            "duration or seconds (default: the pod's own grace period)")
     serve.add_argument("--service-cluster-ip-range", type=service_cidr,
                        default=DEFAULT_SERVICE_CIDR,
                        help="CIDR Service clusterIPs come from (default 10.96.0.0/12, kubeadm's; "
                             "kube-apiserver's built-in default is 10.0.0.0/24)")
-    serve.add_argument("--log-level", default="INFO")
+    serve.add_argument("--log-level", type=log_level, default="INFO",
+                       help=f"one of {', '.join(LOG_LEVELS)}, any case")
     _add_access_flags(serve)
+    _add_background_flags(serve)
     _add_user_command(sub)
     _add_repair_command(sub)
+    _add_stop_command(sub)
     return parser
 
 
 def _add_access_flags(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--insecure-http", action="store_true",
                        help="serve plain HTTP (local experiments only: without a token file "
-                            "every request is admin)")
+                            "every request is admin; default: HTTPS)")
     serve.add_argument("--tls-cert-file", type=Path, default=None,
                        help="serving certificate (default: made in DIR/pki by kubewire's CA)")
-    serve.add_argument("--tls-private-key-file", type=Path, default=None)
+    serve.add_argument("--tls-private-key-file", type=Path, default=None,
+                       help="the serving certificate's key (default: made in DIR/pki)")
     serve.add_argument("--tls-san", action="append", default=[],
-                       help="extra DNS name or IP for the serving certificate (repeatable)")
+                       help="extra DNS name or IP for the serving certificate (repeatable; "
+                            "default: none)")
     serve.add_argument("--client-ca-file", type=Path, default=None,
                        help="CA that signs client certificates (default: DIR/pki/ca.crt)")
     serve.add_argument("--token-auth-file", type=Path, default=None,
@@ -100,10 +155,11 @@ def _add_access_flags(serve: argparse.ArgumentParser) -> None:
                             "users may do everything)")
     serve.add_argument("--audit-log-path", default=None,
                        help="append audit.k8s.io/v1 events, one JSON line each, to this file "
-                            "('-': standard output); needs --audit-policy-file")
+                            "('-': standard output); needs --audit-policy-file (default: "
+                            "no audit log)")
     serve.add_argument("--audit-policy-file", type=Path, default=None,
                        help="kube's audit Policy (YAML or JSON) deciding what is audited, at "
-                            "levels None, Metadata, Request and RequestResponse")
+                            "levels None, Metadata, Request and RequestResponse (default: none)")
     serve.add_argument("--audit-log-maxsize", type=non_negative, default=0,
                        help="megabytes of audit log before it rotates (0: 100, as kube)")
     serve.add_argument("--audit-log-maxbackup", type=non_negative, default=10,
@@ -125,24 +181,122 @@ def non_negative(text: str) -> int:
 
 
 def _add_user_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    user = sub.add_parser("user", help="issue credentials for a user and print a kubeconfig")
-    user.add_argument("name")
-    user.add_argument("--group", action="append", default=[], help="a group (repeatable)")
+    user = sub.add_parser("user", help="issue credentials for a user and print a kubeconfig",
+                          formatter_class=HelpFormatter)
+    user.add_argument("name", help="the user's name (the certificate's CN)")
+    user.add_argument("--group", action="append", default=[],
+                      help="a group (repeatable; default: none)")
     user.add_argument("--token", action="store_true",
                       help="a bearer token in the token file instead of a client certificate")
-    user.add_argument("--data-dir", type=Path, default=Path("./data"))
-    user.add_argument("--token-auth-file", type=Path, default=None)
+    user.add_argument("--data-dir", type=Path, default=Path("./data"),
+                      help="the server's data directory, with its CA and kubeconfig "
+                           "(default ./data)")
+    user.add_argument("--token-auth-file", type=Path, default=None,
+                      help="with --token: the file to add it to (default: DIR/tokens.csv)")
     user.add_argument("--server", default=None, help="server URL (default: DIR/kubeconfig's)")
-    user.add_argument("--namespace", default="default")
+    user.add_argument("--namespace", default="default", help="the context's namespace")
 
 
 def _add_repair_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     repair = sub.add_parser(
         "repair", help="serve a store that lost revisions again: keep what it holds, move its "
-                       "revision past every one it gave out, and make clients relist")
-    repair.add_argument("--data-dir", type=Path, default=Path("./data"))
+                       "revision past every one it gave out, and make clients relist",
+        formatter_class=HelpFormatter)
+    repair.add_argument("--data-dir", type=Path, default=Path("./data"),
+                        help="the data directory whose store to repair (default ./data)")
     repair.add_argument("--accept-data-loss", action="store_true",
-                        help="do it (without: only report what the store holds)")
+                        help="do it (default: only report what the store holds)")
+
+
+# --- kubewire serve --detach, kubewire stop (server/daemon/background.py) ----------------------
+
+def _add_background_flags(serve: argparse.ArgumentParser) -> None:
+    serve.add_argument("--detach", action="store_true",
+                       help="run in the background: return once the server is ready, its "
+                            "output going to DIR/kubewire.log; stop it with 'kubewire stop'")
+    serve.add_argument("--merge-kubeconfig", action="store_true",
+                       help="with --detach: add a 'kubewire' context to the kubeconfig "
+                            "kubectl writes to ($KUBECONFIG, else ~/.kube/config) and make it "
+                            "current (default: leave it alone)")
+    serve.add_argument("--ready-timeout", type=duration(), default=60.0,
+                       help="with --detach: how long to wait for the server to be ready "
+                            "(default 1m0s)")
+    serve.add_argument("--ready-fd", type=int, default=None, help=argparse.SUPPRESS)
+
+
+def _add_stop_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    stop = sub.add_parser("stop", help="stop the server running on a data directory",
+                          formatter_class=HelpFormatter)
+    stop.add_argument("--data-dir", type=Path, default=Path("./data"),
+                      help="the server's data directory (default ./data)")
+    stop.add_argument("--timeout", type=duration(), default=30.0,
+                      help="how long to wait for it to stop (default 30s)")
+
+
+def detach(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """``kubewire serve --detach``: the same command in the background, ready when we return."""
+    from kubewire.server.daemon.background import BackgroundError, start_detached
+
+    try:
+        started = start_detached(list(argv), args.data_dir, args.ready_timeout)
+    except (BackgroundError, OSError) as exc:
+        print(f"kubewire: {exc}", file=sys.stderr)
+        return 1
+    kubeconfig = started.kubeconfig.absolute()
+    use = f"export KUBECONFIG={kubeconfig}\n  kubectl get namespaces"
+    if args.merge_kubeconfig:
+        from kubewire.server.daemon.kubeconfig_merge import kubeconfig_target, merge_into
+
+        target = kubeconfig_target(os.environ, Path.home())
+        try:
+            context = merge_into(target, kubeconfig.read_text())
+        except (OSError, ValueError) as exc:
+            print(f"kubewire: the server runs, but merging into {target} failed: {exc}",
+                  file=sys.stderr)
+            return 1
+        use = f"kubectl --context {context} get namespaces   # context {context} in {target}"
+    print(f"kubewire is running in the background (pid {started.pid}) on {started.url}\n"
+          f"  {use}\n"
+          f"logs: {started.log}\n"
+          f"stop: kubewire stop --data-dir {args.data_dir}")
+    return 0
+
+
+def stop(args: argparse.Namespace) -> int:
+    from kubewire.server.daemon.background import BackgroundError, stop_server
+
+    try:
+        pid = stop_server(args.data_dir, args.timeout)
+    except (BackgroundError, OSError) as exc:
+        print(f"kubewire: cannot stop: {exc}", file=sys.stderr)
+        return 1
+    print(f"kubewire serve (pid {pid}) on {args.data_dir} stopped")
+    return 0
+
+
+# --- flag values ----------------------------------------------------------------------------
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+MAX_PORT = 65535
+
+
+def log_level(text: str) -> str:
+    level = text.strip().upper()
+    if level not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(
+            f"unknown level {text!r}: use one of {', '.join(LOG_LEVELS)}")
+    return level
+
+
+def port_number(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= MAX_PORT:
+        raise argparse.ArgumentTypeError(f"{port} is not a port: use 0-{MAX_PORT} "
+                                         "(0 picks a free one)")
+    return port
 
 
 MAX_SERVICE_CIDR_BITS = 20  # kube-apiserver rejects larger service ranges (options/validation.go)
@@ -161,18 +315,49 @@ def service_cidr(text: str) -> str:
     return str(network)
 
 
-def go_duration(text: str) -> float:
-    """A duration flag as kube-apiserver takes it (``1m0s``); bare seconds are accepted too."""
-    try:
-        seconds = float(text) if text.replace(".", "", 1).isdigit() else parse_go_duration(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-    if seconds <= 0:
-        raise argparse.ArgumentTypeError(f"must be greater than 0: {text}")
-    return seconds
+_DAYS = re.compile(r"(\d+(?:\.\d*)?|\.\d+)d")
+SECONDS_PER_DAY = 86400.0
+
+
+def parse_duration(text: str, *, days: bool = False) -> float:
+    """Seconds in a duration flag: Go's ``time.ParseDuration`` (``90s``, ``1h30m``, kube's
+    ``1m0s``), or bare seconds (``1800``, the form of kube's ``--min-request-timeout``); with
+    ``days``, a leading ``7d`` too. Go durations have no day unit and no kube-apiserver
+    duration flag takes one; ``days`` is for kubewire's own flags measured in days. Raises
+    ``ValueError`` with Go's error text."""
+    text = text.strip()
+    if re.fullmatch(r"\d+(\.\d*)?|\.\d+", text):
+        return float(text)
+    found = _DAYS.match(text) if days else None
+    if found is None:
+        return parse_go_duration(text)
+    rest = text[found.end():]
+    return float(found[1]) * SECONDS_PER_DAY + (parse_go_duration(rest) if rest else 0.0)
+
+
+def duration(*, zero: bool = False, days: bool = False) -> Callable[[str], float]:
+    """An argparse type for a duration flag (``parse_duration``); above 0 unless ``zero``."""
+    def parse(text: str) -> float:
+        try:
+            seconds = parse_duration(text, days=days)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+        if seconds < 0 or (seconds == 0 and not zero):
+            raise argparse.ArgumentTypeError(
+                f"must be {'0 or more' if zero else 'greater than 0'}: {text}")
+        return seconds
+
+    parse.__name__ = "duration"
+    return parse
+
+
+go_duration = duration()  # kube-apiserver's duration flags (``--request-timeout``)
 
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
+    from kubewire.server.context import ServerConfig
+    from kubewire.server.wire.http_messages import Limits
+
     extra: dict[str, float | int] = {}
     if args.watch_cache_size:
         extra["ring_capacity"] = args.watch_cache_size
@@ -257,7 +442,9 @@ async def trim_heap_every(seconds: float) -> None:
         trim(0)
 
 
-def issue_user(args: argparse.Namespace) -> None:
+def issue_user(args: argparse.Namespace) -> int:
+    """``kubewire user``: the new user's kubeconfig on stdout; one line on stderr if the data
+    directory has no CA or kubeconfig yet (the first ``serve`` makes them)."""
     from kubewire.server.access.users import UserRequest, user_kubeconfig
 
     token_file = None
@@ -265,7 +452,18 @@ def issue_user(args: argparse.Namespace) -> None:
         token_file = args.token_auth_file or args.data_dir / "tokens.csv"
     request = UserRequest(args.name, tuple(args.group), token_file=token_file,
                           namespace=args.namespace)
-    print(user_kubeconfig(args.data_dir, request, server=args.server), end="")
+    try:
+        text = user_kubeconfig(args.data_dir, request, server=args.server)
+    except FileNotFoundError as exc:
+        why = (f"{exc.filename} does not exist: start the server once first (kubewire serve "
+               f"--data-dir {args.data_dir})") if exc.filename else str(exc)
+        print(f"kubewire: cannot issue credentials: {why}", file=sys.stderr)
+        return 1
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # a damaged or foreign file
+        print(f"kubewire: cannot issue credentials: {exc}", file=sys.stderr)
+        return 1
+    print(text, end="")
+    return 0
 
 
 class CannotStart(Exception):
@@ -280,6 +478,8 @@ START_ERRORS = (OSError, sqlite3.Error, StorageError, AuditPolicyError, PolicyFi
 
 def start_error_text(exc: BaseException, data_dir: Path) -> str:
     """One line saying why the server did not start and, for lost revisions, what to do."""
+    from kubewire.server.context import DATABASE_NAME
+
     if isinstance(exc, RevisionLostError):
         return (f"{exc}: its newest commits were lost with a deleted or damaged write-ahead "
                 f"log ({DATABASE_NAME}-wal) or an older copy of the database, and serving it "
@@ -310,8 +510,11 @@ def _is_full(path: Path) -> bool:
     return False
 
 
-async def serve(config: ServerConfig) -> None:
+async def serve(config: ServerConfig, ready_fd: int | None = None) -> None:
+    """Serve until SIGINT or SIGTERM; once listening (kubeconfig written), say so on stdout and,
+    for ``serve --detach``'s parent, on ``ready_fd``."""
     from kubewire.server.app import APIServer
+    from kubewire.server.daemon.background import ready_line
 
     try:
         server = APIServer(config)
@@ -324,14 +527,24 @@ async def serve(config: ServerConfig) -> None:
             await server.stop()  # whatever did start (the writer process) stops with it
         except Exception:
             log.debug("cleaning up after a failed start", exc_info=True)
+        if isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE:
+            raise CannotStart(f"{address_text(config.host, config.port)} is already in use "
+                              "(another server? pick another --port, or 0 for a free one)"
+                              ) from exc
         raise CannotStart(start_error_text(exc, config.data_dir)) from exc
     url = server.url
     kubeconfig = config.data_dir / "kubeconfig"
     if config.insecure_http:
         log.warning("INSECURE: serving plain HTTP%s; use it for local experiments only",
                     "" if config.token_auth_file else " and every request is admin")
-    log.info("kubewire serving on %s (kubeconfig: %s)", url, kubeconfig)
-    print(f"kubewire ready: {url} kubeconfig={kubeconfig}", flush=True)
+    listening = ", ".join(address_text(*address) for address in server.http.addresses())
+    log.info("kubewire serving on %s, listening on %s (kubeconfig: %s)", url, listening,
+             kubeconfig)
+    print(f"kubewire ready: {url} kubeconfig={kubeconfig} listening on {listening}", flush=True)
+    if ready_fd is not None:
+        with contextlib.suppress(OSError):  # the parent gave up waiting: serve on regardless
+            os.write(ready_fd, ready_line(url, kubeconfig))
+        os.close(ready_fd)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -346,12 +559,26 @@ async def serve(config: ServerConfig) -> None:
 
 def repair(args: argparse.Namespace) -> int:
     """``kubewire repair``: report, and with ``--accept-data-loss`` repair (``sqlite.repair``)."""
-    from kubewire.storage.sqlite.repair import inspect_store, repair_store
+    from kubewire.server.context import DATABASE_NAME
 
     path = args.data_dir / DATABASE_NAME
     if not path.is_file():
         print(f"kubewire: cannot repair: there is no store in {args.data_dir}", file=sys.stderr)
         return 1
+    try:  # never beside a server (nor another repair): the data directory's lock, then the
+        lock = DataDirLock.acquire(args.data_dir, "repair")  # store's record (repair_store)
+    except (DataDirInUse, OSError) as exc:
+        print(f"kubewire: cannot repair: {exc} (stop it first)", file=sys.stderr)
+        return 1
+    try:
+        return _repair_locked(args, path)
+    finally:
+        lock.release()
+
+
+def _repair_locked(args: argparse.Namespace, path: Path) -> int:
+    from kubewire.storage.sqlite.repair import inspect_store, repair_store
+
     try:
         if not args.accept_data_loss:
             state = inspect_store(path)
@@ -379,7 +606,61 @@ def _recorded_text(recorded: int | None, lost: int) -> str:
     return f"its record agrees (revision {recorded}): nothing was lost"
 
 
-def run_server(args: argparse.Namespace) -> int:
+def address_text(host: str, port: int) -> str:
+    """``host:port`` as bound (``[::1]:6443`` for IPv6)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def data_dir_problem(data_dir: Path) -> str | None:
+    """Why ``data_dir`` cannot hold a server's files, in a few words; None if it can."""
+    if data_dir.exists() and not data_dir.is_dir():
+        return "not a directory"
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"cannot be made ({exc.strerror or exc})"
+    if not os.access(data_dir, os.W_OK | os.X_OK):
+        return "not writable"
+    return None
+
+
+def host_problem(host: str, port: int) -> str | None:
+    """Why ``--host`` cannot be listened on (a name that does not resolve); None if it can."""
+    try:
+        socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                           flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        return f"--host {host}: {exc.strerror or exc}"
+    except UnicodeError as exc:
+        return f"--host {host}: {exc}"
+    return None
+
+
+def run_server(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    if args.detach and args.ready_fd is None:
+        return detach(args, argv)
+    if problem := data_dir_problem(args.data_dir):
+        print(f"kubewire: cannot start: --data-dir {args.data_dir}: {problem}", file=sys.stderr)
+        return 1
+    if problem := host_problem(args.host, args.port):
+        print(f"kubewire: cannot start: {problem}", file=sys.stderr)
+        return 1
+    try:  # one server per data directory, for this process's life (server/daemon/lock.py)
+        lock = DataDirLock.acquire(args.data_dir, "serve")
+    except DataDirInUse as exc:
+        print(f"kubewire: cannot start: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"kubewire: cannot start: --data-dir {args.data_dir}: not writable "
+              f"({exc.strerror or exc}: {exc.filename})", file=sys.stderr)
+        return 1
+    try:
+        return _run_locked(args)
+    finally:
+        lock.release()
+
+
+def _run_locked(args: argparse.Namespace) -> int:
     if not args.insecure_http:
         mmap_tls_read_buffers()
     run = asyncio.run
@@ -388,7 +669,7 @@ def run_server(args: argparse.Namespace) -> int:
 
         run = uvloop.run
     try:
-        run(serve(config_from_args(args)))
+        run(serve(config_from_args(args), args.ready_fd))
     except CannotStart as exc:
         log.debug("start failed", exc_info=exc.__cause__)  # the traceback, for --log-level debug
         print(f"kubewire: cannot start: {exc}", file=sys.stderr)
@@ -397,15 +678,30 @@ def run_server(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=getattr(args, "log_level", "INFO").upper(),
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # bare ``kubewire``: what it can do
+        parser.print_help()
+        return 0
+    if getattr(args, "merge_kubeconfig", False) and not args.detach:
+        parser.error("--merge-kubeconfig goes with --detach")
+    logging.basicConfig(level=getattr(args, "log_level", "INFO"),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if args.command == "serve":
-        return run_server(args)
-    if args.command == "repair":
-        return repair(args)
-    issue_user(args)
-    return 0
+    try:
+        if args.command == "serve":
+            return run_server(args, argv)
+        if args.command == "repair":
+            return repair(args)
+        if args.command == "stop":
+            return stop(args)
+        return issue_user(args)
+    except ModuleNotFoundError as exc:  # a client-only install
+        if (exc.name or "").split(".")[0] not in SERVER_EXTRA_MODULES:
+            raise
+        print(f"kubewire: {args.command} needs the server's dependencies ({exc.name} is "
+              "missing): pip install 'kubewire[server]'", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

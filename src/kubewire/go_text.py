@@ -179,7 +179,8 @@ def decode_go_json(body: bytes) -> Any:
 
 _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3,
                    "s": 1.0, "m": 60.0, "h": 3600.0}
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
+# A number, then its unit: as Go, every character up to the next digit or dot.
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)([^\d.]*)")
 
 
 def parse_go_duration(text: str) -> float:
@@ -192,10 +193,13 @@ def parse_go_duration(text: str) -> float:
     while pos < len(body):
         found = _DURATION_PART.match(body, pos)
         if found is None:
-            reason = ("missing unit in duration " if re.fullmatch(r"[\d.]+", body[pos:])
-                      else "invalid duration ")
-            raise ValueError(f"time: {reason}{go_quote(text)}")
-        seconds += float(found.group(1)) * _DURATION_UNITS[found.group(2)]
+            raise ValueError(f"time: invalid duration {go_quote(text)}")
+        unit = found.group(2)
+        if not unit:
+            raise ValueError(f"time: missing unit in duration {go_quote(text)}")
+        if unit not in _DURATION_UNITS:
+            raise ValueError(f"time: unknown unit {go_quote(unit)} in duration {go_quote(text)}")
+        seconds += float(found.group(1)) * _DURATION_UNITS[unit]
         pos = found.end()
     if not body:
         raise ValueError(f"time: invalid duration {go_quote(text)}")

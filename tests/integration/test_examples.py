@@ -1,9 +1,12 @@
 """Every script in ``examples/`` runs against a real server and prints what it should.
 
-Each example runs as a subprocess with ``KUBECONFIG`` pointing at the test's server; the test
-makes the writes the example is meant to observe (after the example says it is watching) and
-asserts on the lines it printed, in order. The examples stop by themselves (``--max-events``,
-``--timeout``), so a broken one fails here instead of hanging.
+Each example runs as a subprocess with ``KUBECONFIG`` pointing at the test's server. With
+``--watch-only`` the test makes the writes the example is meant to observe (after the example
+says it is watching) and asserts on the lines it printed, in order. Without it, on a fresh
+server, each example shows the changes it makes itself, within its default bounds, and leaves
+nothing behind (``test_on_a_fresh_server_each_example_shows_its_own_changes``). The examples
+stop by themselves (``--max-events``, ``--timeout``), so a broken one fails here instead of
+hanging.
 """
 
 from __future__ import annotations
@@ -127,7 +130,7 @@ async def test_watch_basic_uses_the_context_namespace(
     pods = Api(Pod, client=client, namespace="team-a")
     await pods.create(pod("web"))
     await Api(Pod, client=client).create(pod("elsewhere"))  # in default: not watched
-    example = await run_example(server, "watch_basic.py", "--max-events", "4",
+    example = await run_example(server, "watch_basic.py", "--watch-only", "--max-events", "4",
                                 kubeconfig=with_context_namespace(server, "team-a", tmp_path))
     await example.expect("ADDED team-a/web: new pod")  # the watch is up
     await pods.create(pod("api"))
@@ -146,7 +149,8 @@ async def test_watch_selectors(server: ServerThread, client: Client, run_example
     pods = Api(Pod, client=client)
     await pods.create(pod("listed", app="nginx", env="production"))
     await pods.patch_status("listed", {"status": {"phase": "Running"}})
-    example = await run_example(server, "watch_selectors.py", "--max-events", "4")
+    example = await run_example(server, "watch_selectors.py", "--watch-only",
+                                "--max-events", "4")
     await example.expect("watching pods .*")
     await pods.create(pod("web", app="nginx", env="production"))  # Pending: filtered out
     await pods.create(pod("staging", app="nginx", env="staging"))
@@ -171,7 +175,8 @@ async def test_watch_bookmarks(make_server: Callable[..., ServerThread],
                                run_example: Run) -> None:
     server = make_server(bookmark_interval_s=0.5)
     async with await create_client(server.kubeconfig) as client:
-        example = await run_example(server, "watch_bookmarks.py", "--max-events", "3")
+        example = await run_example(server, "watch_bookmarks.py", "--watch-only",
+                                    "--max-events", "3")
         start = int((await example.expect(r"watching pods in namespace default "
                                           r"from resourceVersion=(\d+)"))[1])
         maps = Api(ConfigMap, client=client)
@@ -201,7 +206,8 @@ async def test_watch_all_namespaces(server: ServerThread, client: Client,
     await Api(Pod, client=client).create(pod("a"))
     team_a = Api(Pod, client=client, namespace="team-a")
     await team_a.create(pod("b"))
-    example = await run_example(server, "watch_all_namespaces.py", "--max-events", "5")
+    example = await run_example(server, "watch_all_namespaces.py", "--watch-only",
+                                "--max-events", "5")
     first = {(await example.expect("ADDED: .*"))[0], (await example.expect("ADDED: .*"))[0]}
     assert first == {"ADDED: default/a", "ADDED: team-a/b"}  # the existing ones first
     await team_a.create(pod("c"))
@@ -217,7 +223,8 @@ async def test_watch_initial_events(server: ServerThread, client: Client,
     pods = Api(Pod, client=client)
     for name in ("a", "b"):
         await pods.create(pod(name))
-    example = await run_example(server, "watch_initial_events.py", "--max-events", "3")
+    example = await run_example(server, "watch_initial_events.py", "--watch-only",
+                                "--max-events", "3")
     await example.expect("initial list complete, watching for changes now")
     await pods.create(pod("c"))
     lines = await example.finish()
@@ -243,7 +250,8 @@ async def test_watch_restart_on_gone(make_server: Callable[..., ServerThread],
         with pytest.raises(Gone):
             async with aclosing(pods.watch(resource_version=checkpoint)) as stream:
                 await asyncio.wait_for(anext(stream), WAIT_S)
-        example = await run_example(server, "watch_restart_on_gone.py", "--max-events", "1",
+        example = await run_example(server, "watch_restart_on_gone.py", "--watch-only",
+                                    "--max-events", "1",
                                     "--resource-version", checkpoint)
         await example.expect("watching again from the list's resourceVersion")
         await pods.create(pod("after"))
@@ -271,7 +279,8 @@ async def compact_now(server: ServerThread) -> None:
 async def test_watch_server_timeout(server: ServerThread, client: Client,
                                     run_example: Run) -> None:
     pods = Api(Pod, client=client)
-    example = await run_example(server, "watch_server_timeout.py", "--watch-timeout", "2",
+    example = await run_example(server, "watch_server_timeout.py", "--watch-only",
+                                "--watch-timeout", "2",
                                 "--rounds", "3")
     await example.expect("round 1: watching pods in namespace default for 2s")
     await pods.create(pod("a"))
@@ -303,7 +312,8 @@ async def test_create_watch_delete(server: ServerThread, client: Client,
 
 async def test_watch_many_kinds(server: ServerThread, client: Client,
                                 run_example: Run) -> None:
-    example = await run_example(server, "watch_many_kinds.py", "--max-events", "3")
+    example = await run_example(server, "watch_many_kinds.py", "--watch-only",
+                                "--max-events", "3")
     await example.expect("watching pods, services and deployments in namespace default")
     await Api(Pod, client=client).create(pod("p"))
     await example.expect("Pod ADDED: default/p")
@@ -326,7 +336,7 @@ async def test_watch_many_kinds(server: ServerThread, client: Client,
 async def test_controller_loop(server: ServerThread, client: Client,
                                run_example: Run) -> None:
     pods = Api(Pod, client=client)
-    example = await run_example(server, "controller_loop.py", "--max-events", "3")
+    example = await run_example(server, "controller_loop.py", "--watch-only", "--max-events", "3")
     await example.expect("controller running .*")
     await pods.create(pod("ignored"))  # not labelled: not the controller's
     await pods.create(pod("managed", **{"managed-by": "simple-controller"}))
@@ -355,7 +365,8 @@ async def test_informer_indexers(server: ServerThread, client: Client,
     pods = Api(Pod, client=client)
     await pods.create(pod("a", app="web"))
     await pods.create(pod("b", app="db"))
-    example = await run_example(server, "informer_indexers.py", "--max-events", "5")
+    example = await run_example(server, "informer_indexers.py", "--watch-only",
+                                "--max-events", "5")
     await example.expect("synced: 2 pods in namespace default")
     await pods.patch("b", {"metadata": {"labels": {"app": "web"}}}, type=PatchType.MERGE)
     await example.expect("update default/b app=db->web")
@@ -384,7 +395,7 @@ async def test_informer_indexers(server: ServerThread, client: Client,
 async def test_compat_watch_stream(server: ServerThread, client: Client,
                                    run_example: Run) -> None:
     pods = Api(Pod, client=client)
-    example = await run_example(server, "compat_watch_stream.py")
+    example = await run_example(server, "compat_watch_stream.py", "--watch-only")
     await example.expect("Starting to watch pods in default namespace...")
     await pods.create(pod("other"))
     await pods.create(pod("target-pod"))
@@ -402,6 +413,69 @@ async def test_compat_watch_stream(server: ServerThread, client: Client,
         "Target pod deleted, stopping watch",
         "Watch stream closed",
     ]
+
+
+# What each example prints on a fresh server with its defaults, among other lines; its last line.
+FRESH: dict[str, tuple[list[str], str]] = {
+    "watch_basic.py": (["watching pods in namespace default",
+                        "ADDED default/example-basic-1: new pod",
+                        "MODIFIED default/example-basic-1: phase Pending",
+                        "DELETED default/example-basic-1: pod gone"], "stopping after 10 events"),
+    "watch_selectors.py": (
+        ["watching pods in namespace default where app=nginx,env=production and "
+         "status.phase=Running",
+         "ADDED default/example-selected-1 labels app=nginx,env=production phase Running",
+         "DELETED default/example-selected-1 labels app=nginx,env=production phase Running"],
+        "stopping after 10 events"),
+    "watch_bookmarks.py": ([], r"resume later from resourceVersion=\d+"),  # and 3 BOOKMARKs
+    "watch_all_namespaces.py": (["watching pods in all namespaces",
+                                 "ADDED: default/example-everywhere-1",
+                                 "DELETED: default/example-everywhere-1"],
+                                "stopping after 10 events"),
+    "watch_initial_events.py": (["initial list complete, watching for changes now",
+                                 "ADDED default/example-initial-1",
+                                 "DELETED default/example-initial-1"], "stopping after 10 events"),
+    "watch_restart_on_gone.py": (["watching pods in namespace default from the checkpoint",
+                                  "ADDED default/example-resumed-1",
+                                  "DELETED default/example-resumed-1"],
+                                 "stopping after 10 events"),
+    "watch_server_timeout.py": (["ADDED default/example-rounds-1",
+                                 "round 3: the server ended the watch; resuming from the last "
+                                 "resourceVersion"], r"stopping after 3 rounds \(\d+ events\)"),
+    "watch_many_kinds.py": (["Pod ADDED: default/example-kinds-1",
+                             "Service ADDED: default/example-kinds-1",
+                             "Deployment ADDED: default/example-kinds-1"],
+                            "stopping after 10 events"),
+    "controller_loop.py": (
+        ["default/example-managed-1: managing it, added finalizer simple-controller/cleanup",
+         "default/example-managed-1: cleaned up, removed finalizer simple-controller/cleanup",
+         "default/example-managed-1: gone, forgotten"], "stopping after 10 actions"),
+    "informer_indexers.py": (["add default/example-indexed-1 app=web",
+                              "update default/example-indexed-1 app=web->db",
+                              "delete default/example-indexed-1"], "stopping after 10 changes"),
+    "compat_watch_stream.py": (["ADDED: Pod target-pod", "DELETED: Pod target-pod",
+                                "Target pod deleted, stopping watch"], "Watch stream closed"),
+}
+
+
+@pytest.mark.parametrize("script", sorted(FRESH))
+async def test_on_a_fresh_server_each_example_shows_its_own_changes(
+        make_server: Callable[..., ServerThread], run_example: Run, script: str) -> None:
+    # kube and kubewire send a bookmark about once a minute; the test has no minutes to spare
+    server = make_server(**({"bookmark_interval_s": 0.5} if "bookmarks" in script else {}))
+    example = await run_example(server, script)  # its defaults: no --watch-only, no bounds
+    lines = await example.finish()
+    needed, last = FRESH[script]
+    if "bookmarks" in script:
+        needed = [line for line in lines if line.startswith("BOOKMARK")][:3]
+        assert len(needed) == 3, lines
+    assert [line for line in needed if line not in lines] == [], lines
+    assert re.fullmatch(last, lines[-1]), lines
+    async with await create_client(server.kubeconfig) as client:  # and nothing left behind
+        for kind in (Pod, Service, Deployment, ConfigMap):
+            left = [obj.metadata.name for obj in await Api(kind, client=client).list()]
+            assert [name for name in left
+                    if name and name.startswith(("example-", "target-pod"))] == []
 
 
 def test_every_example_is_tested() -> None:

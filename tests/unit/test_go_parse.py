@@ -18,8 +18,13 @@ def test_parse_duration(text: str, seconds: float) -> None:
 
 @pytest.mark.parametrize(("text", "message"), [
     ("", 'time: invalid duration ""'), ("1", 'time: missing unit in duration "1"'),
-    ("abc", 'time: invalid duration "abc"'), ("1x", 'time: invalid duration "1x"'),
-    ("-", 'time: invalid duration "-"'),
+    ("abc", 'time: invalid duration "abc"'), ("-", 'time: invalid duration "-"'),
+    # Go takes every character up to the next digit or dot as the unit
+    ("1x", 'time: unknown unit "x" in duration "1x"'),
+    ("7d", 'time: unknown unit "d" in duration "7d"'),
+    ("7min", 'time: unknown unit "min" in duration "7min"'),
+    ("1h1", 'time: missing unit in duration "1h1"'),
+    ("1mx", 'time: unknown unit "mx" in duration "1mx"'),
 ])
 def test_parse_duration_errors(text: str, message: str) -> None:
     with pytest.raises(ValueError) as err:

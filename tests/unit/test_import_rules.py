@@ -49,6 +49,7 @@ ROOMS: dict[str, frozenset[str]] = {
                                "server.context", "storage"}),
     "server.controllers": frozenset({"server.request", "server.writes", "server.context",
                                      "storage"}),
+    "server.daemon": frozenset(),  # the server as a process: its lock, --detach, stop
 }
 # Where decisions live: no module here may reach I/O. Packages or single modules.
 PURE = ("kubewire.selectors", "kubewire.schema", "kubewire.models", "kubewire.server.request",

@@ -30,13 +30,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import msgspec
 
 from kubewire.go_text import go_quote, go_string_slice
 from kubewire.server.access.authn import UserInfo
 from kubewire.server.access.authz import Attributes
-from kubewire.server.observe.httplog import request_uri as request_uri  # shared with httplog
 from kubewire.times import format_micro_time
 
 API_VERSION = "audit.k8s.io/v1"
@@ -62,6 +62,12 @@ class PolicyError(ValueError):
 
 
 # --- the policy ---------------------------------------------------------------------------------
+
+def request_uri(path: str, raw_query: str) -> str:
+    """Go's ``URL.RequestURI()``: the path escaped as ``url.EscapedPath`` does, and the query."""
+    escaped = quote(path, safe="$&+,/:;=@")
+    return f"{escaped}?{raw_query}" if raw_query else escaped
+
 
 @dataclass(frozen=True, slots=True)
 class GroupResources:

@@ -22,9 +22,9 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import quote
 
 from kubewire.go_text import go_quote
+from kubewire.server.observe.audit import request_uri
 from kubewire.server.wire.http_messages import Request, Response
 from kubewire.server.wire.websocket import WebSocketStream
 
@@ -62,12 +62,6 @@ def _fraction(value: int, unit: int) -> str:
         return str(whole)
     digits = len(str(unit)) - 1
     return f"{whole}.{part:0{digits}d}".rstrip("0")
-
-
-def request_uri(path: str, raw_query: str) -> str:
-    """Go's ``URL.RequestURI()``: the path escaped as ``url.EscapedPath`` does, and the query."""
-    escaped = quote(path, safe="$&+,/:;=@")
-    return f"{escaped}?{raw_query}" if raw_query else escaped
 
 
 def source_address(peer: object) -> str:

@@ -577,6 +577,13 @@ class HTTPServer:
         sock = self._server.sockets[0].getsockname()
         return str(sock[0]), int(sock[1])
 
+    def addresses(self) -> list[tuple[str, int]]:
+        """Every (host, port) listened on: a name such as ``localhost`` may bind several."""
+        if self._server is None:
+            return []
+        return [(str(name[0]), int(name[1]))
+                for name in (sock.getsockname() for sock in self._server.sockets)]
+
     async def close(self) -> None:
         self.closing = True
         if self._server is not None:

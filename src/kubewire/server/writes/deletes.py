@@ -55,14 +55,14 @@ async def delete_object(ctx: ServerContext, resource: Resource, namespace: str, 
             return lifecycle.delete_response(resource, plan.obj, removed=plan.remove)
         try:
             revision = current.revision
+            marked = None
             if plan.needs_write:
                 # kube writes the marked object first (watchers see MODIFIED), even when the
                 # delete then completes at once (grace 0, no finalizers): store.go Delete
                 change = await ctx.store.write(Update(key, plan.obj, revision))
-                revision = change.revision
+                revision, marked = change.revision, change.value
             if plan.remove:
-                change = await ctx.store.write(Delete(key, revision))
-                return lifecycle.delete_response(resource, _decode(change.value))
+                return await _remove(ctx, resource, key, revision, marked)
             if not plan.needs_write:
                 return plan.obj
         except RevisionMismatchError:
@@ -71,6 +71,20 @@ async def delete_object(ctx: ServerContext, resource: Resource, namespace: str, 
             raise not_found(resource.group, resource.plural, name) from None
         return _decode(change.value)  # the controllers see it marked in the commit feed
     raise conflict(resource.group, resource.plural, name)
+
+
+async def _remove(ctx: ServerContext, resource: Resource, key: str, revision: int,
+                  marked: bytes | None) -> dict[str, Any]:
+    """Remove the object at ``revision``; the DELETE response body. If the deletion controller
+    removed the object we just ``marked`` first (it saw the mark in the commit feed: a pod with
+    grace 0), this deletion is done all the same."""
+    try:
+        change = await ctx.store.write(Delete(key, revision))
+    except KeyNotFoundError:
+        if marked is None:
+            raise
+        return lifecycle.delete_response(resource, _decode(marked))
+    return lifecycle.delete_response(resource, _decode(change.value))
 
 
 def _options_body(request: Request) -> bytes:
