@@ -34,7 +34,8 @@ async def cut_initial_events(client: Client, proxy: FaultProxy) -> None:
     for name in ("kept", "vanished"):
         await maps.create(ConfigMap(metadata=ObjectMeta(name=name)))
         body = await client.request(Request("GET", f"/api/v1/namespaces/default/configmaps/{name}"))
-        lines += b'{"type":"ADDED","object":' + body + b"}\n"
+        # a GET body ends with json.Encoder's newline; an event line holds the object without it
+        lines += b'{"type":"ADDED","object":' + body.rstrip(b"\n") + b"}\n"
     proxy.answer_next_with(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                            b"Connection: close\r\n\r\n" + lines)
     await maps.delete("vanished")
