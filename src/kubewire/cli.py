@@ -25,7 +25,11 @@ from kubewire.go_text import parse_go_duration
 from kubewire.server.access.authn import TokenFileError
 from kubewire.server.access.authz import PolicyFileError
 from kubewire.server.allocation.rules import DEFAULT_SERVICE_CIDR
-from kubewire.server.context import DATABASE_NAME, ServerConfig
+from kubewire.server.context import (
+    DATABASE_NAME,
+    DEFAULT_NAMESPACE_DELETION_DELAY_S,
+    ServerConfig,
+)
 from kubewire.server.observe.audit import PolicyError as AuditPolicyError
 from kubewire.server.wire.http_messages import Limits
 from kubewire.storage.base import Retention, StorageError
@@ -66,6 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="full: fsync each commit group; normal: survive process crashes")
     serve.add_argument("--pod-grace-cap", type=float, default=None,
                        help="finish graceful pod deletions after at most this many seconds")
+    serve.add_argument("--namespace-deletion-delay", type=seconds_or_zero,
+                       default=DEFAULT_NAMESPACE_DELETION_DELAY_S,
+                       help="seconds a deleted namespace stays Terminating before the namespace "
+                            "controller empties it (default 1; 0 = at once)")
     serve.add_argument("--service-cluster-ip-range", type=service_cidr,
                        default=DEFAULT_SERVICE_CIDR,
                        help="CIDR Service clusterIPs come from (default 10.96.0.0/12, kubeadm's; "
@@ -139,6 +147,17 @@ def service_cidr(text: str) -> str:
     return str(network)
 
 
+def seconds_or_zero(text: str) -> float:
+    """A delay in seconds (``1.5``) or as a Go duration (``500ms``); 0 is allowed."""
+    try:
+        seconds = float(text) if text.replace(".", "", 1).isdigit() else parse_go_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {text}")
+    return seconds
+
+
 def go_duration(text: str) -> float:
     """A duration flag as kube-apiserver takes it (``1m0s``); bare seconds are accepted too."""
     try:
@@ -167,6 +186,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
     return ServerConfig(data_dir=args.data_dir, host=args.host, port=args.port,
                         retention=retention, limits=limits, durability=args.durability,
                         pod_grace_cap_s=args.pod_grace_cap,
+                        namespace_deletion_delay_s=args.namespace_deletion_delay,
                         service_cluster_ip_range=args.service_cluster_ip_range,
                         insecure_http=args.insecure_http, tls_cert_file=args.tls_cert_file,
                         tls_key_file=args.tls_private_key_file, tls_sans=tuple(args.tls_san),

@@ -138,9 +138,10 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
 
 
 async def update(ctx: ServerContext, request: Request, route: Route) -> Response:
-    """PUT an object (or its status): optimistic concurrency when the body carries an RV."""
+    """PUT an object, its status or a namespace's ``/finalize`` (the only way to change its
+    ``spec.finalizers``): optimistic concurrency when the body carries an RV."""
     resource = route.resource
-    if route.subresource not in ("", "status"):
+    if route.subresource not in ("", "status", "finalize"):
         raise _method_not_allowed()
     negotiate_json(request.header("accept"))
     wopts = parse_tracked_write_options(request.query, request.header("user-agent"),
