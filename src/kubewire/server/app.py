@@ -20,6 +20,7 @@ from kubewire.resources import REGISTRY
 from kubewire.server.access.authn import ANONYMOUS_USER, UserInfo
 from kubewire.server.access.chain import (
     Access,
+    cluster_ca,
     is_public,
     resource_verb,
     server_ssl_context,
@@ -27,7 +28,7 @@ from kubewire.server.access.chain import (
 )
 from kubewire.server.access.kubeconfig import Credentials, kubeconfig_text, server_url
 from kubewire.server.context import DATABASE_NAME, ServerConfig, ServerContext
-from kubewire.server.controllers.deletion import Controllers
+from kubewire.server.controllers.manager import ControllerManager
 from kubewire.server.discovery.documents import discovery_response
 from kubewire.server.discovery.openapi import openapi_response
 from kubewire.server.observe.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
@@ -88,8 +89,8 @@ class APIServer:
         self.ctx = ServerContext(config=config, store=store, caches=caches)
         self._store = store
         self.http = HTTPServer(self.handle, config.limits, head_check=self._check_head)
-        self.controllers = Controllers(self.ctx)
         self.tls = None if config.insecure_http else tls_files(config)
+        self.controllers = ControllerManager(self.ctx, cluster_ca(config, self.tls))
         self.access = Access(config, self.tls)
         self.auditor = _auditor(config)  # None unless auditing: no cost per request then
         self.observer = Observer(self.ctx, config)
@@ -111,6 +112,8 @@ class APIServer:
         ssl_context = server_ssl_context(self.tls) if self.tls else None
         self.address = await self.http.listen(self.config.host, self.config.port, ssl_context)
         self.url = server_url(*self.address, tls=self.tls is not None)
+        self.controllers.serving(*self.address)
+        await self.controllers.settled()
         self._write_admin_kubeconfig()
         self.ready = True
         return self.address

@@ -2,8 +2,9 @@
 
 ``create_update`` and ``deletes`` are the handlers; ``lifecycle`` holds the rules of object
 metadata on each write (uid, generation, timestamps, finalizers, graceful deletion);
-``defaults`` fills kube's defaults; ``validate`` runs the Go decode checks and ``validation``
-(one module per API group, kube's messages); ``scale`` and ``scale_subresource`` serve
+``defaults`` fills kube's defaults; ``admission`` what the default mutating admission plugins
+write into pods; ``validate`` runs the Go decode checks and ``validation`` (one module per API
+group, kube's messages); ``scale`` and ``scale_subresource`` serve
 ``/scale``; ``json_copy`` copies decoded objects fast. It may import the wire, ``request``,
 ``patch``, ``allocation``, ``context``, storage and the shared core. Admission (mutating and
 validating webhooks and policies) becomes a stage beside these handlers.
