@@ -112,9 +112,9 @@ class APIServer:
         ssl_context = server_ssl_context(self.tls) if self.tls else None
         self.address = await self.http.listen(self.config.host, self.config.port, ssl_context)
         self.url = server_url(*self.address, tls=self.tls is not None)
+        self._write_admin_kubeconfig()
         self.controllers.serving(*self.address)
         await self.controllers.settled()
-        self._write_admin_kubeconfig()
         self.ready = True
         return self.address
 

@@ -12,6 +12,9 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
+from kubewire.status import StatusError
+from kubewire.storage.base import StorageError
+
 log = logging.getLogger(__name__)
 
 RETRY_S = 1.0
@@ -64,6 +67,9 @@ class WorkQueue:
                     await self._work(key)
                 except asyncio.CancelledError:
                     raise
+                except (StatusError, StorageError) as err:  # refused or not stored: say so
+                    log.warning("%s: reconciling %s failed, retrying: %s", self.name, key, err)
+                    self._retry(key)
                 except Exception:
                     log.exception("%s: reconciling %s failed; retrying", self.name, key)
                     self._retry(key)
