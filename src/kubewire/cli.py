@@ -116,6 +116,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--pod-grace-cap", type=duration(zero=True), default=None,
                        help="finish graceful pod deletions after at most this long, a Go "
                             "duration or seconds (default: the pod's own grace period)")
+    serve.add_argument("--namespace-deletion-delay", type=duration(zero=True), default=None,
+                       help="how long a deleted namespace stays Terminating before the namespace "
+                            "controller empties it, a Go duration or seconds; 0: at once "
+                            "(default: 1s)")
     serve.add_argument("--service-cluster-ip-range", type=service_cidr,
                        default=DEFAULT_SERVICE_CIDR,
                        help="CIDR Service clusterIPs come from (default 10.96.0.0/12, kubeadm's; "
@@ -365,6 +369,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         extra["bookmark_interval_s"] = args.bookmark_interval
     if args.min_request_timeout:
         extra["min_request_timeout_s"] = args.min_request_timeout
+    if args.namespace_deletion_delay is not None:
+        extra["namespace_deletion_delay_s"] = args.namespace_deletion_delay
     retention = Retention(max_changes=args.history_max_changes or None,
                           max_age_s=args.history_max_age or None)
     limits = Limits(request_timeout_s=args.request_timeout,

@@ -203,7 +203,8 @@ async def test_service_crud(api: kr8s.asyncio.Api) -> None:
     assert service.spec.ports == [{"port": 80, "protocol": "TCP", "targetPort": 80}]
     got = await Service.get("web", namespace=NS, api=api)
     assert got.raw == service.raw
-    assert [s.name async for s in api.get("services", namespace=NS)] == ["web"]
+    # every cluster has the kubernetes Service in default
+    assert [s.name async for s in api.get("services", namespace=NS)] == ["kubernetes", "web"]
 
     await service.patch({"spec": {"selector": {"app": "api"}}})
     assert service.spec.selector == {"app": "api"}
@@ -270,7 +271,7 @@ async def test_service_watch_from_list_resource_version(api: kr8s.asyncio.Api) -
     await Service(service_body("before"), api=api).create()
     async with api.call_api("GET", url="services", namespace=NS) as response:
         listed = response.json()
-    assert [s["metadata"]["name"] for s in listed["items"]] == ["before"]
+    assert [s["metadata"]["name"] for s in listed["items"]] == ["before", "kubernetes"]
 
     async with watching(api, "services", listed["metadata"]["resourceVersion"]) as stream:
         service = Service(service_body("web"), api=api)

@@ -235,7 +235,7 @@ async def test_service_crud(core: CoreV1Api) -> None:
     assert read.to_dict() == created.to_dict()
     listed = await core.list_namespaced_service(NS)
     assert isinstance(listed, V1ServiceList)
-    assert [s.metadata.name for s in listed.items] == ["web"]
+    assert [s.metadata.name for s in listed.items] == ["kubernetes", "web"]  # every cluster's
 
     # Service ports merge by port under strategic merge (two ports must both be named).
     smp = await core.patch_namespaced_service(
@@ -253,7 +253,8 @@ async def test_service_crud(core: CoreV1Api) -> None:
     deleted = await core.delete_namespaced_service("web", NS)
     assert isinstance(deleted, V1Service)
     assert deleted.metadata.uid == created.metadata.uid
-    assert (await core.list_namespaced_service(NS)).items == []
+    left = (await core.list_namespaced_service(NS)).items
+    assert [s.metadata.name for s in left] == ["kubernetes"]
 
 
 async def test_service_not_found_carries_status(core: CoreV1Api) -> None:
@@ -306,7 +307,7 @@ async def test_pod_watch_from_list_resource_version(core: CoreV1Api) -> None:
 async def test_service_watch_from_list_resource_version(core: CoreV1Api) -> None:
     await core.create_namespaced_service(NS, new_service("before"))
     listed = await core.list_namespaced_service(NS)
-    assert [o.metadata.name for o in listed.items] == ["before"]
+    assert [o.metadata.name for o in listed.items] == ["before", "kubernetes"]
 
     w = watch.Watch()
     stream = w.stream(core.list_namespaced_service, NS,

@@ -211,7 +211,8 @@ async def test_service_crud(client: AsyncClient) -> None:
     assert created.spec.clusterIPs == [created.spec.clusterIP]
     assert [(p.port, p.protocol, p.targetPort) for p in created.spec.ports] == [(80, "TCP", 80)]
     assert await client.get(Service, "web", namespace=NS) == created
-    assert [s.metadata.name async for s in client.list(Service, namespace=NS)] == ["web"]
+    assert [s.metadata.name async for s in client.list(Service, namespace=NS)] == [
+        "kubernetes", "web"]  # every cluster has the kubernetes Service in default
 
     smp = await client.patch(Service, "web", {"spec": {"ports": [{"port": 80, "name": "a"},
                                                                  {"port": 443, "name": "b"}]}},
@@ -276,7 +277,7 @@ async def test_pod_watch_from_list_resource_version(client: AsyncClient) -> None
 async def test_service_watch_from_list_resource_version(client: AsyncClient) -> None:
     await client.create(new_service("before"), namespace=NS)
     listing = client.list(Service, namespace=NS)
-    assert [s.metadata.name async for s in listing] == ["before"]
+    assert [s.metadata.name async for s in listing] == ["before", "kubernetes"]
 
     stream = aiter(client.watch(Service, namespace=NS,
                                 resource_version=listing.resourceVersion))

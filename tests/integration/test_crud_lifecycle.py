@@ -252,6 +252,8 @@ def test_put_without_resource_version_is_unconditional_for_builtins(server: Serv
                                                                     kind: Kind) -> None:
     created = create(server, kind.collection(), kind.obj(name_for(kind)))
     body = kind.obj(name_for(kind), labels={"put": "blind"})
+    if kind is POD:  # admission gave the pod a token volume, whose removal pod updates refuse
+        body["spec"] = created["spec"]
     replaced = ok(call(server, "PUT", kind.item(name_for(kind)), body), 200)
     assert replaced["metadata"]["labels"]["put"] == "blind"
     assert replaced["metadata"]["uid"] == created["metadata"]["uid"]
@@ -469,7 +471,8 @@ def test_deletecollection_with_a_label_selector(server: ServerThread) -> None:
     assert reply["kind"] == "ServiceList"
     assert [i["metadata"]["name"] for i in reply["items"]] == ["s1", "s2"]
     assert types_and_names(events) == [("DELETED", "s1"), ("DELETED", "s2")]
-    assert [i["metadata"]["name"] for i in get(server, SERVICE.collection())["items"]] == ["s3"]
+    assert [i["metadata"]["name"] for i in get(server, SERVICE.collection())["items"]] == [
+        "kubernetes", "s3"]  # default's own kubernetes Service stays
 
 
 def test_deletecollection_answers_the_listed_items_for_every_kind(server: ServerThread) -> None:

@@ -62,11 +62,15 @@ def test_created_pod_reads_back_with_kube_defaults(server: ServerThread) -> None
         "dnsPolicy": "ClusterFirst", "schedulerName": "default-scheduler",
         "securityContext": {}, "enableServiceLinks": True}
     pinned, floating = spec["containers"]
+    [token_volume] = spec["volumes"]  # ServiceAccount admission's (test_cluster_defaults.py)
     assert pinned == {"name": "pinned", "image": "nginx:1.27",
                       "ports": [{"containerPort": 80, "protocol": "TCP"}],
                       "imagePullPolicy": "IfNotPresent",
                       "terminationMessagePath": "/dev/termination-log",
-                      "terminationMessagePolicy": "File"}
+                      "terminationMessagePolicy": "File",
+                      "volumeMounts": [{"name": token_volume["name"], "readOnly": True,
+                                        "mountPath": "/var/run/secrets/kubernetes.io/"
+                                                     "serviceaccount"}]}
     assert floating["imagePullPolicy"] == "Always"  # no tag means :latest
     assert floating["readinessProbe"] == {
         "httpGet": {"port": 80, "path": "/", "scheme": "HTTP"}, "timeoutSeconds": 1,

@@ -180,6 +180,8 @@ def test_get_deployments_and_services(server: ServerThread) -> None:
         ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"],
         [["service/edge", "NodePort", edge["spec"]["clusterIP"], "<none>",
           f"80:{node_port}/TCP", "<age>"],
+         # every cluster's own Service
+         ["service/kubernetes", "ClusterIP", "10.96.0.1", "<none>", "443/TCP", "<age>"],
          ["service/svc", "ClusterIP", svc["spec"]["clusterIP"], "<none>", "80/TCP", "<age>"]])
     wide = get_table(server, "deployments", "-o", "wide")
     assert wide == (["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE", "CONTAINERS", "IMAGES",
@@ -249,7 +251,10 @@ def test_get_networking_and_gateway_kinds(server: ServerThread) -> None:
         (["NAME", "POD-SELECTOR", "AGE"],
          [["networkpolicy.networking.k8s.io/np", "app=web", "<age>"]]),
         (["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"],
-         [["endpointslice.discovery.k8s.io/web-abc", "IPv4", "80", "10.0.0.1", "<age>"]]),
+         # the kubernetes Service's slice: this server's port and address
+         [["endpointslice.discovery.k8s.io/kubernetes", "IPv4", str(server.port), "127.0.0.1",
+           "<age>"],
+          ["endpointslice.discovery.k8s.io/web-abc", "IPv4", "80", "10.0.0.1", "<age>"]]),
         (["NAME", "CLASS", "ADDRESS", "PROGRAMMED", "AGE"],
          # the CRD's status default: Accepted and Programmed conditions, both Unknown
          [["gateway.gateway.networking.k8s.io/gw", "example", "", "Unknown", "<age>"]]),

@@ -59,7 +59,8 @@ PURE = ("kubewire.selectors", "kubewire.schema", "kubewire.models", "kubewire.se
         "kubewire.server.writes.defaults", "kubewire.server.writes.scale",
         "kubewire.server.wire.http_messages", "kubewire.server.wire.http_parse",
         "kubewire.server.wire.encoding", "kubewire.server.wire.websocket",
-        "kubewire.server.tables.output")
+        "kubewire.server.tables.output", "kubewire.server.controllers.namespace_conditions",
+        "kubewire.server.writes.admission")
 # (httptools is a parser, not I/O: the sans-I/O ``http_parse`` drives it.)
 IO_LIBRARIES = frozenset({"asyncio", "socket", "ssl", "sqlite3", "uvloop", "threading",
                           "subprocess", "multiprocessing", "selectors"})

@@ -23,6 +23,7 @@ from kubewire.resources import REGISTRY
 from kubewire.server.access.authn import ANONYMOUS_USER, UserInfo
 from kubewire.server.access.chain import (
     Access,
+    cluster_ca,
     is_public,
     resource_verb,
     server_ssl_context,
@@ -30,7 +31,7 @@ from kubewire.server.access.chain import (
 )
 from kubewire.server.access.kubeconfig import Credentials, kubeconfig_text, server_url
 from kubewire.server.context import DATABASE_NAME, ServerConfig, ServerContext
-from kubewire.server.controllers.deletion import Controllers
+from kubewire.server.controllers.manager import ControllerManager
 from kubewire.server.discovery.documents import discovery_response
 from kubewire.server.discovery.openapi import openapi_response
 from kubewire.server.discovery.openapi_v2 import openapi_v2_response
@@ -95,8 +96,8 @@ class APIServer:
         self.ctx = ServerContext(config=config, store=store, caches=caches)
         self.health = ServerHealth(store)
         self.http = HTTPServer(self.handle, config.limits, head_check=self._check_head)
-        self.controllers = Controllers(self.ctx)
         self.tls = None if config.insecure_http else tls_files(config)
+        self.controllers = ControllerManager(self.ctx, cluster_ca(config, self.tls))
         self.access = Access(config, self.tls, self.ctx)
         self.auditor = _auditor(config)  # None unless auditing: no cost per request then
         self.observer = Observer(self.ctx, config)
@@ -122,6 +123,8 @@ class APIServer:
         self.address = await self.http.listen(self.config.host, self.config.port, ssl_context)
         self.url = server_url(*self.address, tls=self.tls is not None)
         self._write_admin_kubeconfig()
+        self.controllers.serving(*self.address)
+        await self.controllers.settled()
         self.ready = True
         return self.address
 

@@ -19,6 +19,9 @@ from kubewire.storage.versioned_store import VersionedStore
 
 MIN_REQUEST_TIMEOUT_S = 1800  # kube --min-request-timeout: watch timeout default in [1x, 2x)
 DATABASE_NAME = "kubewire.db"  # the store, in the data dir
+# A cluster's namespace controller starts on a deleted namespace after its informer, queue and
+# discovery have run: about a second, long enough for ``kubectl delete -f`` to delete the rest.
+DEFAULT_NAMESPACE_DELETION_DELAY_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +38,8 @@ class ServerConfig:
     durability: Literal["full", "normal"] = "full"
     limits: Limits = field(default_factory=Limits)
     pod_grace_cap_s: float | None = None  # finish graceful pod deletions sooner (tests)
+    # how long the namespace controller leaves a Terminating namespace before emptying it
+    namespace_deletion_delay_s: float = DEFAULT_NAMESPACE_DELETION_DELAY_S
     list_continue_ttl_s: float | None = None  # None: tokens live as long as the log retains
     # Access: HTTPS with certificates made in DIR/pki unless the user brings a pair.
     insecure_http: bool = False

@@ -74,6 +74,19 @@ def tls_files(config: ServerConfig) -> TLSFiles:
                     made)
 
 
+def cluster_ca(config: ServerConfig, files: TLSFiles | None) -> bytes | None:
+    """The CA a pod would verify this server with (what kube publishes as ``kube-root-ca.crt``):
+    the CA kubewire made when it made the serving certificate too; with ``--insecure-http`` the
+    one an earlier TLS start made in ``DIR/pki``, if any. None when the user brought the serving
+    pair (its CA is not known) or no CA was ever made."""
+    if files is None:
+        path = config.data_dir / "pki" / "ca.crt"
+        return path.read_bytes() if path.is_file() else None
+    if files.pki is None or files.cert != files.pki.serving_cert:
+        return None
+    return files.pki.ca_cert.read_bytes()
+
+
 def server_ssl_context(files: TLSFiles) -> ssl.SSLContext:
     """TLS 1.2+; client certificates asked for and never required, and any accepted in the
     handshake, as Go's ``tls.RequestClientCert``: each request verifies its connection's

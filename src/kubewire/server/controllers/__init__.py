@@ -1,7 +1,11 @@
-"""Control loops that finish what writes start, standing in for kube-controller-manager and
-kubelets.
+"""Control loops that finish what writes start, standing in for kube-controller-manager,
+kube-apiserver's own bootstrap controller and kubelets.
 
-``deletion`` empties terminating namespaces and removes gracefully deleted pods when their
-grace period ends. It may import ``writes``, ``request``, ``context``, storage and the shared
-core. The workload controllers and simulated nodes join here.
+``deletion`` empties terminating namespaces (``namespace_conditions`` holds the conditions it
+records) and removes gracefully deleted pods when their grace period ends;
+``namespace_defaults`` keeps the ``default`` ServiceAccount and ``kube-root-ca.crt`` in every
+namespace; ``bootstrap`` keeps the ``default/kubernetes`` Service and EndpointSlice; ``manager``
+starts and stops them together; ``work_queue`` is their queue of keys. It may import ``writes``,
+``request``, ``context``, storage and the shared core. The workload controllers and simulated
+nodes join here.
 """

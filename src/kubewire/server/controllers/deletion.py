@@ -1,9 +1,14 @@
 """In-server controllers standing in for kube-controller-manager and kubelets.
 
 - Both find marked objects in the commit feed (a delete whose request timed out is finished too).
-- Namespace deletion: a namespace marked Terminating has its contents deleted (watchers see
-  each DELETED, or MODIFIED for objects that wait on finalizers), and is removed once empty
-  (objects-and-clients.md §1.9) — so ``kubectl delete ns x`` returns.
+- Namespace deletion: a namespace marked Terminating is left alone for
+  ``namespace_deletion_delay_s`` (a cluster's controller-manager takes a moment too, and
+  ``kubectl delete -f`` of a manifest listing the Namespace first deletes the rest meanwhile),
+  then has its contents deleted (watchers see each DELETED, or MODIFIED for objects that wait on
+  finalizers); each pass records kube's conditions in the namespace's status when they change
+  (``namespace_conditions``), and once nothing is left the ``kubernetes`` finalizer is removed
+  through ``/finalize``, which removes the namespace (objects-and-clients.md §1.9) — so
+  ``kubectl delete ns x`` returns.
 - Graceful pods: with no kubelet to finish them, a pod marked for graceful deletion is removed
   when its grace period ends (``pod_grace_cap_s`` shortens it), as kubelet's final grace-0
   delete would (§1.11).
@@ -23,16 +28,21 @@ import msgspec
 
 from kubewire.resources import Resource
 from kubewire.server.context import ServerContext
-from kubewire.server.request.options import DeleteOptions
+from kubewire.server.controllers.namespace_conditions import ContentTotals, updated_conditions
+from kubewire.server.request.options import DeleteOptions, WriteOptions
+from kubewire.server.request.routes import Route
+from kubewire.server.writes.create_update import guaranteed_update
 from kubewire.server.writes.deletes import delete_object, remove_if_finished
 from kubewire.status import StatusError
 from kubewire.storage.base import Change, ChangeType
-from kubewire.times import parse_time_or_none
+from kubewire.times import format_time, parse_time_or_none
 
 log = logging.getLogger(__name__)
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 NAMESPACE_RETRY_S = 1.0  # re-check a namespace whose contents wait on finalizers
+NAMESPACE_FINALIZER = "kubernetes"  # the namespace controller's token in spec.finalizers
+CONTROLLER_MANAGER = WriteOptions(field_manager="kube-controller-manager")
 
 
 class Controllers:
@@ -102,37 +112,98 @@ class Controllers:
     async def _empty_namespace(self, name: str) -> None:
         event = self._namespaces[name]
         try:
-            while not await self._delete_contents(name):
+            delay = self.ctx.config.namespace_deletion_delay_s
+            if delay > 0:
+                await asyncio.sleep(delay)
+            while True:
+                totals = await self._delete_contents(name)
+                if not await self._record_conditions(name, totals):
+                    return  # gone, or no longer being deleted
+                if totals.empty:
+                    break
                 event.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(event.wait(), NAMESPACE_RETRY_S)
-            await self._remove_namespace(name)
+            await self._finalize_namespace(name)
         finally:
             self._namespaces.pop(name, None)
 
-    async def _delete_contents(self, namespace: str) -> bool:
-        """Delete what is left in ``namespace``; True when nothing remains."""
-        empty = True
+    async def _delete_contents(self, namespace: str) -> ContentTotals:
+        """Delete what is left in ``namespace`` and count what stays (``deleteAllContent``)."""
+        totals = ContentTotals()
         for resource in self.ctx.registry.stored():
             if not resource.namespaced:
                 continue
             cache = self.ctx.caches.for_resource(resource)
-            for obj in cache.scan(resource.storage_prefix(namespace)):
-                empty = False
+            prefix = resource.storage_prefix(namespace)
+            for obj in cache.scan(prefix):
                 if b'"deletionTimestamp"' in obj.value:
                     continue  # already marked; its finalizers or grace period decide
-                with contextlib.suppress(StatusError):
-                    await delete_object(self.ctx, resource, namespace, obj.name,
-                                        DeleteOptions())
-        return empty
+                try:
+                    await delete_object(self.ctx, resource, namespace, obj.name, DeleteOptions())
+                except StatusError as err:
+                    if err.code != 404:
+                        totals.errors.append(err.message)
+            left = [_decode(obj.value) for obj in cache.scan(prefix)]
+            if left:
+                totals.remaining[(resource.plural, resource.group)] = len(left)
+            for item in left:
+                for finalizer in (item.get("metadata") or {}).get("finalizers") or ():
+                    totals.finalizers[finalizer] = totals.finalizers.get(finalizer, 0) + 1
+        return totals
 
-    async def _remove_namespace(self, name: str) -> None:
+    def _namespace_route(self, name: str, subresource: str) -> Route:
         resource = self.ctx.registry.lookup("", "v1", "namespaces")
         assert resource is not None
-        key = resource.storage_key("", name)
-        current = self.ctx.caches.for_resource(resource).get(key)
-        if current is not None:
-            await remove_if_finished(self.ctx, resource, key, current.revision)
+        return Route(resource, "", name, subresource, False)
+
+    async def _record_conditions(self, name: str, totals: ContentTotals) -> bool:
+        """Write the pass's conditions through ``/status`` when they changed; False when the
+        namespace is gone or no longer being deleted."""
+        route = self._namespace_route(name, "status")
+        current = self.ctx.caches.for_resource(route.resource).get(
+            route.resource.storage_key("", name))
+        if current is None:
+            return False
+        namespace = _decode(current.value)
+        if not (namespace.get("metadata") or {}).get("deletionTimestamp"):
+            return False
+        now = format_time(self.ctx.now())
+
+        def with_conditions(ns: dict[str, Any]) -> dict[str, Any]:
+            status = ns.setdefault("status", {})
+            conditions = updated_conditions(status.get("conditions") or [], totals, now)
+            if conditions is not None:
+                status["conditions"] = conditions
+            return ns
+
+        if updated_conditions((namespace.get("status") or {}).get("conditions") or [], totals,
+                              now) is None:
+            return True
+        try:
+            await guaranteed_update(self.ctx, route, with_conditions, CONTROLLER_MANAGER)
+        except StatusError as err:
+            if err.code == 404:
+                return False
+            log.warning("could not record namespace %s conditions: %s", name, err.message)
+        return True
+
+    async def _finalize_namespace(self, name: str) -> None:
+        """``PUT /finalize`` without the ``kubernetes`` token (``finalizeNamespace``): with no
+        other finalizers left, that update removes the namespace (watchers see DELETED)."""
+        route = self._namespace_route(name, "finalize")
+
+        def finalized(ns: dict[str, Any]) -> dict[str, Any]:
+            spec = ns.setdefault("spec", {})
+            spec["finalizers"] = sorted({f for f in spec.get("finalizers") or []
+                                         if f != NAMESPACE_FINALIZER})
+            return ns
+
+        try:
+            await guaranteed_update(self.ctx, route, finalized, CONTROLLER_MANAGER)
+        except StatusError as err:
+            if err.code != 404:  # removed already: life is good
+                log.warning("could not finalize namespace %s: %s", name, err.message)
 
     # -- graceful pods -----------------------------------------------------------------------
     def _schedule_pod(self, resource: Resource, obj: dict[str, Any]) -> None:

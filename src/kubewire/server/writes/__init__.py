@@ -2,7 +2,8 @@
 
 ``create_update`` and ``deletes`` are the handlers; ``lifecycle`` holds the rules of object
 metadata on each write (uid, generation, timestamps, finalizers, graceful deletion);
-``defaults`` fills kube's defaults; ``validate`` runs the Go decode checks and ``validation``
+``defaults`` fills kube's defaults; ``admission`` what the default mutating admission plugins
+write into pods; ``validate`` runs the Go decode checks and ``validation``
 (one module per API group, kube's messages); ``scale`` and ``scale_subresource`` serve
 ``/scale``; ``json_copy`` copies decoded objects fast. The pod subresources with bodies of
 their own kinds are ``pod_binding`` (and the ``bindings`` collection) and ``eviction``

@@ -8,6 +8,7 @@ not (409 Conflict). Rejected requests change nothing.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
 from typing import Any
@@ -40,6 +41,13 @@ from kubewire.server.wire.encoding import (
 )
 from kubewire.server.wire.http_messages import Request, Response
 from kubewire.server.writes import lifecycle
+from kubewire.server.writes.admission import (
+    DEFAULT_SERVICE_ACCOUNT,
+    PodFacts,
+    admit_pod_create,
+    admit_pod_update,
+    service_account_name,
+)
 from kubewire.server.writes.defaults import apply_kind_defaults
 from kubewire.server.writes.deletes import delete, delete_collection
 from kubewire.server.writes.json_copy import copy_json
@@ -68,10 +76,16 @@ __all__ = ["create", "delete", "delete_collection", "ensure_initial_namespaces",
 
 # Subresources written through the object's own update path, with their own strategies
 # (lifecycle.prepare_update): the object itself, /status, pods' /ephemeralcontainers.
-UPDATABLE_SUBRESOURCES = frozenset({"", "status", "ephemeralcontainers"})
+PATCHABLE_SUBRESOURCES = frozenset({"", "status", "ephemeralcontainers"})
+# A namespace's ``/finalize`` is PUT only (kube's FinalizeREST has no Get, so no PATCH).
+UPDATABLE_SUBRESOURCES = PATCHABLE_SUBRESOURCES | {"finalize"}
 GENERATE_NAME_ATTEMPTS = 8  # kube store.go maxNameGenerationCreateAttempts
 UPDATE_RETRIES = 16  # read-modify-write attempts before giving up with 409
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+# The ServiceAccount plugin looks the default account up 10 times, 100-200 ms apart, before
+# refusing a pod: the serviceaccounts controller may not have made it yet in a new namespace.
+DEFAULT_ACCOUNT_ATTEMPTS = 10
+POD_RESOURCE_ID = "core/pods"
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 
@@ -103,8 +117,10 @@ def _created(stored: bytes, warnings: list[str]) -> Response:
 
 
 async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
-                        wopts: WriteOptions) -> tuple[bytes, list[str]]:
+                        wopts: WriteOptions, *, allocate: bool = True,
+                        ) -> tuple[bytes, list[str]]:
     """Prepare, validate and commit a new object (also PUT-creates); returns it encoded.
+    ``allocate=False`` is for the ``kubernetes`` Service, whose reserved address is given.
 
     The stored bytes are the answer: the store encodes the object once, with its
     resourceVersion, and a decode and re-encode would give the same bytes back.
@@ -113,18 +129,27 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
     generated = not (obj.get("metadata") or {}).get("name")
     attempts = GENERATE_NAME_ATTEMPTS if generated else 1
     defaulted = apply_kind_defaults(resource, obj)  # kube defaults while decoding the body
+    is_pod = resource.id == POD_RESOURCE_ID and not route.subresource
+    facts = await pod_admission_facts(ctx, route.namespace, defaulted) if is_pod else None
     for _ in range(attempts):
         ctx_create = lifecycle.CreateContext(namespace=route.namespace, now=ctx.now(),
                                              rng=ctx.rng)
         prepared = lifecycle.prepare_create(resource, defaulted, ctx_create)
         prepared, warnings = validate(resource, prepared, wopts)
         prepared = as_go_encodes(prepared)
+        # managedFields first, as kube's create handler does before mutating admission: the
+        # fields admission adds belong to no manager
         prepared = track_write(WriteFacts(route, wopts, ctx_create.now), None, obj, prepared)
         name = prepared["metadata"]["name"]
         namespace = prepared["metadata"].get("namespace", "")
         if resource.namespaced:
             check_namespace_usable(ctx, resource, namespace, name)
-        prepared = ctx.allocations.allocate_on_create(resource, prepared, dry_run=wopts.dry_run)
+        if facts is not None:
+            # admission's pod is validated again, as kube validates what admission left
+            prepared, _ = validate(resource, admit_pod_create(prepared, namespace, facts), wopts)
+        if allocate:
+            prepared = ctx.allocations.allocate_on_create(resource, prepared,
+                                                          dry_run=wopts.dry_run)
         if wopts.dry_run:
             return encode_json(prepared), warnings
         key = resource.storage_key(namespace, name)
@@ -142,7 +167,8 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
 
 
 async def update(ctx: ServerContext, request: Request, route: Route) -> Response:
-    """PUT an object (or its status): optimistic concurrency when the body carries an RV."""
+    """PUT an object, its status or a namespace's ``/finalize`` (the only way to change its
+    ``spec.finalizers``): optimistic concurrency when the body carries an RV."""
     resource = route.resource
     if route.subresource not in UPDATABLE_SUBRESOURCES:
         raise _method_not_allowed()
@@ -174,7 +200,7 @@ async def patch(ctx: ServerContext, request: Request, route: Route) -> Response:
     """PATCH an object (or its status): JSON, merge or strategic merge patch, or server-side
     apply, which creates a missing object (201; never through ``/status``)."""
     resource = route.resource
-    if route.subresource not in UPDATABLE_SUBRESOURCES:
+    if route.subresource not in PATCHABLE_SUBRESOURCES:
         raise _method_not_allowed()
     negotiate_json(request.header("accept"))
     key = resource.storage_key(route.namespace, route.name)
@@ -237,6 +263,8 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Any,
             raise not_found(resource.group, resource.plural, route.name)
         old = _decode(current.value)
         new = apply_kind_defaults(resource, mutate(copy_json(old)))
+        if resource.id == POD_RESOURCE_ID and not route.subresource:
+            new = admit_pod_update(old, new)
         uctx = lifecycle.UpdateContext(subresource=route.subresource, now=ctx.now(),
                                        namespace=route.namespace, name=route.name)
         prepared = lifecycle.prepare_update(resource, old, new, uctx)
@@ -268,6 +296,29 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Any,
             raise not_found(resource.group, resource.plural, route.name) from None
         return _decode(change.value), warnings
     raise conflict(resource.group, resource.plural, route.name)
+
+
+async def pod_admission_facts(ctx: ServerContext, namespace: str,
+                              pod: dict[str, Any]) -> PodFacts:
+    """What the ServiceAccount plugin looks up for a new pod: its account (waiting a little for
+    ``default``, as kube does) and a token volume suffix."""
+    suffix = lifecycle.generate_name("", ctx.rng)
+    accounts = ctx.registry.lookup("", "v1", "serviceaccounts")
+    namespaces = ctx.registry.lookup("", "v1", "namespaces")
+    assert accounts is not None and namespaces is not None
+    if ctx.caches.for_resource(namespaces).get(namespaces.storage_key("", namespace)) is None:
+        return PodFacts(None, suffix)  # NamespaceLifecycle answers first
+    name = service_account_name(pod)
+    key = accounts.storage_key(namespace, name)
+    cache = ctx.caches.for_resource(accounts)
+    attempts = DEFAULT_ACCOUNT_ATTEMPTS if name == DEFAULT_SERVICE_ACCOUNT else 1
+    for attempt in range(attempts):
+        if attempt:
+            await asyncio.sleep(ctx.rng.uniform(0.1, 0.2))
+        found = cache.get(key)
+        if found is not None:
+            return PodFacts(_decode(found.value), suffix)
+    return PodFacts(None, suffix)
 
 
 async def ensure_initial_namespaces(ctx: ServerContext) -> None:

@@ -1,0 +1,58 @@
+"""The in-server controllers, started and stopped together (kube-controller-manager's part and
+kube-apiserver's own bootstrap controller).
+
+``deletion`` (namespace contents, graceful pods), ``namespace_defaults`` (the ``default``
+ServiceAccount and ``kube-root-ca.crt`` in every namespace) and ``bootstrap`` (the
+``default/kubernetes`` Service and EndpointSlice, once the server listens).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from kubewire.server.context import ServerContext
+from kubewire.server.controllers.bootstrap import KubernetesService
+from kubewire.server.controllers.deletion import Controllers
+from kubewire.server.controllers.namespace_defaults import NamespaceDefaults
+
+SETTLE_TIMEOUT_S = 10.0
+SETTLE_POLL_S = 0.005
+
+
+class ControllerManager:
+    """``start()`` after the caches are filled, ``serving(host, port)`` once listening, then
+    ``await settled()``; ``await stop()`` before the caches stop."""
+
+    def __init__(self, ctx: ServerContext, root_ca: bytes | None) -> None:
+        self.deletion = Controllers(ctx)
+        self.namespace_defaults = NamespaceDefaults(ctx, root_ca)
+        self.kubernetes_service = KubernetesService(ctx)
+        self._serving = False
+
+    def start(self) -> None:
+        self.deletion.start()
+        self.namespace_defaults.start()
+
+    def serving(self, host: str, port: int) -> None:
+        self.kubernetes_service.start(host, port)
+        self._serving = True
+
+    @property
+    def idle(self) -> bool:
+        """No namespace or kubernetes-Service work pending (tests wait for it)."""
+        return self.namespace_defaults.queue.idle and self.kubernetes_service.queue.idle
+
+    async def settled(self, timeout_s: float = SETTLE_TIMEOUT_S) -> None:
+        """Wait (at most ``timeout_s``) until the start-up work is written: a server whose
+        ``start()`` returned has its ``kubernetes`` Service and every namespace's defaults, so
+        its first clients see a store that holds still, as a cluster's does once up."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while not self.idle and loop.time() < deadline:
+            await asyncio.sleep(SETTLE_POLL_S)
+
+    async def stop(self) -> None:
+        if self._serving:
+            await self.kubernetes_service.stop()
+        await self.namespace_defaults.stop()
+        await self.deletion.stop()
