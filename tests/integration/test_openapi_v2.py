@@ -119,3 +119,14 @@ def test_kubectl_apply_with_validation_still_works(server: ServerThread, tmp_pat
                                     "data": {"a": "b"}}))
     out = ok(server, "apply", "--validate=true", "-f", str(manifest))
     assert "configmap/c created" in out
+
+
+@needs_kubectl
+def test_kubectl_explain_finds_create_only_bindings(server: ServerThread) -> None:
+    """kubectl explain's v3 template finds the GVK on the resource's path: bindings has a POST
+    alone (before it was documented: ``GVR (/v1, Resource=bindings) not found``)."""
+    out = ok(server, "explain", "bindings.target")
+    assert "KIND:       Binding" in out
+    assert "FIELD: target <ObjectReference>" in out
+    out = ok(server, "explain", "bindings.target", "--output=plaintext-openapiv2")
+    assert "RESOURCE: target <Object>" in out

@@ -12,6 +12,16 @@ bytes, which is also its ETag (kube-openapi ``pkg/handler3/handler.go``). What c
   component schema whose ``x-kubernetes-group-version-kind`` list holds it
   (kubectl ``explain/v2/templates/plaintext.tmpl``).
 
+Operations are kube's (kube-apiserver v1.32 ``api/openapi-spec/v3``): ``operationId`` as
+installer.go names them with the group-version spliced in (``connectCoreV1GetNamespacedPodExec``,
+see ``valid_operation_id``), ``tags``, a ``401`` answer, ``x-kubernetes-action`` and the GVK;
+a query parameter every operation of a path lists sits on the path, as kube-openapi's
+``findCommonParameters`` puts it. The pod subresources kube answers with a string (``log``,
+and ``exec``/``attach``/``portforward``, whose GVK is the options kind, ``PodExecOptions``) list
+kube's options as path parameters (``STREAM_SUBRESOURCES``); ``binding``, ``eviction`` and
+``serviceaccounts/token`` are creates of their own kinds, and create-only ``bindings`` has a
+``post`` alone. Media types are the ones kubewire answers with (JSON; text for a log).
+
 ``/openapi/v2`` is ``openapi_v2``'s, answered before this module is asked.
 
 Documents carry no descriptions: no upstream prose is copied.
@@ -49,10 +59,17 @@ _COMPACT_TYPES: Mapping[str, Mapping[str, JSON]] = {
     "quantity": {"oneOf": [_STRING, _NUMBER]}, "any": {}}
 
 # Query parameters kube lists per action (kube-apiserver v1.32 api/openapi-spec/v3), limited to
-# the ones kubewire reads. Types not listed here are strings.
+# the ones kubewire reads, and the options of the pod subresources kube proxies to a kubelet
+# (PodLogOptions, PodExecOptions, ...: all of them, as kube lists them). Types not listed here
+# are strings.
 PARAM_TYPES = {"allowWatchBookmarks": "boolean", "force": "boolean", "orphanDependents": "boolean",
                 "sendInitialEvents": "boolean", "watch": "boolean", "gracePeriodSeconds": "integer",
-                "limit": "integer", "timeoutSeconds": "integer"}
+                "limit": "integer", "timeoutSeconds": "integer",
+                "follow": "boolean", "insecureSkipTLSVerifyBackend": "boolean",
+                "previous": "boolean", "timestamps": "boolean", "stderr": "boolean",
+                "stdin": "boolean", "stdout": "boolean", "tty": "boolean",
+                "limitBytes": "integer", "sinceSeconds": "integer", "tailLines": "integer",
+                "ports": "integer"}
 LIST_PARAMS = ("allowWatchBookmarks", "continue", "fieldSelector", "labelSelector", "limit",
                 "resourceVersion", "resourceVersionMatch", "sendInitialEvents", "timeoutSeconds",
                 "watch")
@@ -69,12 +86,49 @@ _JSON_TYPES = ("application/json",)
 _STREAM_TYPES = ("application/json", "application/json;stream=watch")
 
 # Subresource -> (HTTP methods served, apiVersion and kind of its body when not the parent's).
-# kube serves scale as autoscaling/v1 Scale for every scalable kind.
+# kube serves scale as autoscaling/v1 Scale for every scalable kind; a POST is a create
+# (x-kubernetes-action ``post``) whose body and answer are the named kind.
 SUBRESOURCES: Mapping[str, tuple[tuple[str, ...], tuple[str, str] | None]] = {
     "status": (("get", "put", "patch"), None), "finalize": (("put",), None),
-    "scale": (("get", "put", "patch"), ("autoscaling/v1", "Scale"))}
+    "scale": (("get", "put", "patch"), ("autoscaling/v1", "Scale")),
+    "ephemeralcontainers": (("get", "put", "patch"), None),
+    "binding": (("post",), ("v1", "Binding")), "eviction": (("post",), ("policy/v1", "Eviction")),
+    "token": (("post",), ("authentication.k8s.io/v1", "TokenRequest"))}
+
+
+class StreamSubresource(NamedTuple):
+    """A subresource whose answer kube documents as a string (a log, a stream it proxies to a
+    kubelet): its options are query parameters of the path, and it has no request body.
+
+    ``options_kind`` is the GVK kind of a ``connect`` operation (``PodExecOptions``, in the
+    parent's group-version); None for a ``get`` (log), whose GVK is the parent's.
+    """
+
+    methods: tuple[str, ...]
+    action: str
+    options_kind: str | None
+    params: tuple[str, ...]
+    produces: tuple[str, ...]
+
+
+_CONNECT = ("get", "post")
+_STDIO = ("stderr", "stdin", "stdout", "tty")
+# registry/core/pod/rest (log.go, subresources.go): kube's parameters, pretty only on log
+STREAM_SUBRESOURCES: Mapping[str, StreamSubresource] = {
+    "log": StreamSubresource(("get",), "get", None, (
+        "container", "follow", "insecureSkipTLSVerifyBackend", "limitBytes", "pretty", "previous",
+        "sinceSeconds", "stream", "tailLines", "timestamps"), ("text/plain", "application/json")),
+    "exec": StreamSubresource(_CONNECT, "connect", "PodExecOptions",
+                              ("command", "container", *_STDIO), ("*/*",)),
+    "attach": StreamSubresource(_CONNECT, "connect", "PodAttachOptions", ("container", *_STDIO),
+                                ("*/*",)),
+    "portforward": StreamSubresource(_CONNECT, "connect", "PodPortForwardOptions", ("ports",),
+                                     ("*/*",)),
+}
 _ITEM_METHODS = ("get", "put", "patch", "delete")
 _STREAMING_ACTIONS = frozenset({"list", "watch", "watchlist"})  # answer a stream with ?watch
+# installer.go's verb per HTTP method of an item (or subresource) path
+_VERBS = {"get": "read", "put": "replace", "patch": "patch", "post": "create", "delete": "delete"}
 
 _encode = msgspec.json.Encoder(order="sorted").encode
 
@@ -169,6 +223,46 @@ def component_schemas(seeds: Sequence[str]) -> dict[str, JSON]:
     return dict(sorted(out.items()))
 
 
+# --- operation ids -----------------------------------------------------------------------------
+
+def valid_operation_id(text: str, capitalize_first: bool) -> str:
+    """kube's ``ToValidOperationID``: letters and ``_`` kept (digits too, past the first
+    character); anything else dropped and the next kept letter upper-cased."""
+    out: list[str] = []
+    capitalize = capitalize_first
+    for index, char in enumerate(text):
+        if char.isalpha() or char == "_" or (index and char.isdigit()):
+            out.append(char.upper() if capitalize else char)
+            capitalize = False
+        else:
+            capitalize = True
+    return "".join(out)
+
+
+def group_version_words(group: str, version: str) -> tuple[str, str]:
+    """(``CoreV1``, ``core_v1``): the operationId infix and the tag of a group-version."""
+    trimmed = (group or "core").removesuffix(".k8s.io")
+    infix = valid_operation_id(trimmed, True) + valid_operation_id(version, True)
+    return infix, f"{valid_operation_id(trimmed, False)}_{valid_operation_id(version, False)}"
+
+
+def hoist_parameters(ops: Mapping[str, Mapping[str, JSON]],
+                     ) -> tuple[dict[str, dict[str, JSON]], list[JSON]]:
+    """kube-openapi ``findCommonParameters``: a parameter every operation of a path lists (but
+    a body) moves to the path; returns the operations without them, and those parameters."""
+    lists = [[p for p in op.get("parameters") or () if isinstance(p, Mapping)]
+             for op in ops.values()]
+    common = [p for p in (lists[0] if lists else ())
+              if p.get("in") != "body" and all(p in other for other in lists[1:])]
+    out: dict[str, dict[str, JSON]] = {}
+    for method, op in ops.items():
+        kept = [p for p in op.get("parameters") or () if p not in common]
+        out[method] = {k: v for k, v in op.items() if k != "parameters"}
+        if kept:
+            out[method]["parameters"] = kept
+    return out, common
+
+
 # --- paths -------------------------------------------------------------------------------------
 
 def _parameters(names: Sequence[str], path_params: Sequence[str] = ()) -> list[JSON]:
@@ -181,74 +275,118 @@ def _parameters(names: Sequence[str], path_params: Sequence[str] = ()) -> list[J
     return sorted(params, key=lambda param: str(param["name"]))
 
 
-def _content(media_types: Sequence[str], type_name: str) -> dict[str, JSON]:
-    return {"content": {media: {"schema": schema_ref(type_name)} for media in media_types}}
+def _content(media_types: Sequence[str], schema: Mapping[str, JSON]) -> dict[str, JSON]:
+    return {"content": {media: {"schema": dict(schema)} for media in media_types}}
 
 
 def _body(media_types: Sequence[str], type_name: str, *, required: bool = True) -> JSON:
-    return {**_content(media_types, type_name), **({"required": True} if required else {})}
+    return {**_content(media_types, schema_ref(type_name)),
+            **({"required": True} if required else {})}
 
 
 class _Target(NamedTuple):
-    """What the operations of one path act on: a kind's GVK and its schema."""
+    """What the operations of one path act on: a kind's GVK and its schema, and how kube names
+    them (``infix`` ``CoreV1``, ``tag`` ``core_v1``, ``scope`` ``Namespaced`` or "")."""
 
     resource: Resource
     gvk: dict[str, str]
     type_name: str
+    infix: str
+    tag: str
+    scope: str
 
-    def operation(self, action: str, params: Sequence[str], responses: Mapping[str, str],
-                  request: JSON = None) -> dict[str, JSON]:
+    def operation(self, name: str, action: str, params: Sequence[str],
+                  responses: Mapping[str, str], request: JSON = None) -> dict[str, JSON]:
+        """One operation; ``name`` is installer.go's (``listNamespacedPod``), to which the
+        group-version is added (``listCoreV1NamespacedPod``)."""
         media = _STREAM_TYPES if action in _STREAMING_ACTIONS else _JSON_TYPES
-        op: dict[str, JSON] = {
-            "responses": {code: _content(media, name) for code, name in responses.items()},
-            "x-kubernetes-action": action,
-            "x-kubernetes-group-version-kind": self.gvk,
-        }
+        answers = {code: _content(media, schema_ref(type_name))
+                   for code, type_name in responses.items()}
+        op = self.answer(name, action, answers)
         if params:
             op["parameters"] = _parameters(params)
         if request:
             op["requestBody"] = request
         return op
 
-    def method(self, method: str) -> dict[str, JSON]:
-        """The ``get``/``put``/``patch``/``delete``/``post`` operation on this kind."""
+    def answer(self, name: str, action: str, responses: Mapping[str, JSON],
+               gvk: dict[str, str] | None = None) -> dict[str, JSON]:
+        """An operation without parameters or body: its id, answers (and 401), and GVK.
+
+        ``name`` is installer.go's, a lower-case verb and capitalized words (``connectGet``,
+        ``deleteCollection``, ``Namespaced``, the kind): the group-version goes after the verb.
+        """
+        verb, rest = name[:1], name[1:]
+        while rest[:1].islower():
+            verb, rest = verb + rest[0], rest[1:]
+        return {"operationId": verb + self.infix + valid_operation_id(rest, True),
+                "responses": {**responses, "401": {}}, "tags": [self.tag],
+                "x-kubernetes-action": action, "x-kubernetes-group-version-kind": gvk or self.gvk}
+
+    def method(self, method: str, sub: str = "") -> dict[str, JSON]:
+        """The ``get``/``put``/``patch``/``delete``/``post`` operation on this kind (or on its
+        subresource ``sub``, whose body is this target's kind)."""
         own = self.type_name
+        name = _VERBS[method] + self.scope + self.resource.kind + sub.title()
         if method == "get":
-            return self.operation("get", (), {"200": own})
+            return self.operation(name, "get", (), {"200": own})
         if method == "delete":
             body = own if self.resource.return_deleted_object else _STATUS
-            return self.operation("delete", DELETE_PARAMS, {"200": body, "202": body},
+            return self.operation(name, "delete", DELETE_PARAMS, {"200": body, "202": body},
                                   _body(("*/*",), _DELETE_OPTIONS, required=False))
         if method == "patch":
             media = (*PATCH_TYPES, *(() if self.resource.is_custom else (SMP_TYPE,)))
-            return self.operation("patch", PATCH_PARAMS, {"200": own, "201": own},
+            return self.operation(name, "patch", PATCH_PARAMS, {"200": own, "201": own},
                                   _body(sorted(media), _PATCH))
         codes = ("200", "201", "202") if method == "post" else ("200", "201")
-        return self.operation(method, WRITE_PARAMS, dict.fromkeys(codes, own),
+        return self.operation(name, method, WRITE_PARAMS, dict.fromkeys(codes, own),
                               _body(("*/*",), own))
 
-    def collection(self, list_type: str, *, writable: bool) -> dict[str, JSON]:
-        ops = {"get": self.operation("list", LIST_PARAMS, {"200": list_type})}
-        if writable:
-            ops["post"] = self.method("post")
-            ops["delete"] = self.operation("deletecollection", DELETE_COLLECTION_PARAMS,
-                                           {"200": _STATUS},
+    def collection(self, list_type: str | None) -> dict[str, JSON]:
+        """A collection path's ``post`` and, when the kind has a list, ``get`` (list) and
+        ``delete`` (deletecollection); a create-only kind (bindings) has ``post`` alone."""
+        ops = {"post": self.method("post")}
+        if list_type is not None:
+            kind = self.scope + self.resource.kind
+            ops["get"] = self.operation("list" + kind, "list", LIST_PARAMS, {"200": list_type})
+            ops["delete"] = self.operation("deleteCollection" + kind, "deletecollection",
+                                           DELETE_COLLECTION_PARAMS, {"200": _STATUS},
                                            _body(("*/*",), _DELETE_OPTIONS, required=False))
         return ops
 
-    def watch(self, action: str) -> dict[str, JSON]:
-        return {"get": self.operation(action, LIST_PARAMS, {"200": _WATCH_EVENT})}
+    def watch(self, action: str, name: str) -> dict[str, JSON]:
+        return {"get": self.operation("watch" + name, action, LIST_PARAMS, {"200": _WATCH_EVENT})}
+
+    def stream(self, sub: str, spec: StreamSubresource) -> dict[str, JSON]:
+        """The operations of a subresource kube answers with a string (log, exec, ...)."""
+        gvk = (gvk_extension(self.gvk["group"], self.gvk["version"], spec.options_kind)
+               if spec.options_kind else None)
+        answers = {"200": _content(spec.produces, {"type": "string"})}
+        ops: dict[str, JSON] = {}
+        for method in spec.methods:
+            verb = f"connect{method.title()}" if spec.action == "connect" else _VERBS[method]
+            name = verb + self.scope + self.resource.kind + sub.title()
+            ops[method] = self.answer(name, spec.action, answers, gvk)
+        return ops
 
 
-def _target(resource: Resource, api_version: str, kind: str) -> _Target:
+def _target(resource: Resource, api_version: str, kind: str, scope: str = "") -> _Target:
     info = kind_info(api_version, kind)
     if info is None:
         raise KeyError(f"no schema facts for {api_version} {kind}")
-    return _Target(resource, gvk_extension(info.group, info.version, info.kind), info.type_name)
+    infix, tag = group_version_words(resource.group, resource.version)
+    return _Target(resource, gvk_extension(info.group, info.version, info.kind), info.type_name,
+                   infix, tag, scope)
 
 
-def _path_item(ops: dict[str, JSON], path_params: Sequence[str]) -> dict[str, JSON]:
-    return {**ops, "parameters": _parameters(("pretty",), path_params)}
+def _path_item(ops: Mapping[str, Mapping[str, JSON]], path_params: Sequence[str],
+               own: Sequence[str] = ("pretty",)) -> dict[str, JSON]:
+    """A path's operations and its parameters: ``path_params``, the query parameters ``own``
+    and those every operation lists (``hoist_parameters``)."""
+    kept, common = hoist_parameters(ops)
+    params = sorted([*_parameters(own, path_params), *common],
+                    key=lambda p: str(p["name"]) if isinstance(p, Mapping) else "")
+    return {**kept, "parameters": params}
 
 
 def resource_paths(resource: Resource) -> dict[str, JSON]:
@@ -256,28 +394,40 @@ def resource_paths(resource: Resource) -> dict[str, JSON]:
 
     Raises KeyError when the schema facts lack the kind, its list or a subresource's kind.
     """
-    own = _target(resource, resource.api_version, resource.kind)
-    list_type = _target(resource, resource.api_version, resource.list_kind).type_name
+    scope = "Namespaced" if resource.namespaced else ""
+    own = _target(resource, resource.api_version, resource.kind, scope)
     base, plural = resource.base_path, resource.plural
     ns_params = ("namespace",) if resource.namespaced else ()
-    item_params = (*ns_params, "name")
     coll = f"{base}/namespaces/{{namespace}}/{plural}" if ns_params else f"{base}/{plural}"
+    if resource.create_only:  # a Creater alone (bindings): POST to the collection
+        return {coll: _path_item(own.collection(None), ns_params)}
+    list_type = _target(resource, resource.api_version, resource.list_kind).type_name
+    everywhere = own._replace(scope="")
+    item_params = (*ns_params, "name")
+    kind = resource.kind
     watch = coll.replace(base, f"{base}/watch", 1)
     paths: dict[str, JSON] = {
-        coll: _path_item(own.collection(list_type, writable=True), ns_params),
+        coll: _path_item(own.collection(list_type), ns_params),
         f"{coll}/{{name}}": _path_item({m: own.method(m) for m in _ITEM_METHODS}, item_params),
-        watch: _path_item(own.watch("watchlist"), ns_params),
-        f"{watch}/{{name}}": _path_item(own.watch("watch"), item_params),
+        watch: _path_item(own.watch("watchlist", f"{scope}{kind}List"), ns_params),
+        f"{watch}/{{name}}": _path_item(own.watch("watch", scope + kind), item_params),
     }
     if ns_params:  # the all-namespaces list and watch
-        paths[f"{base}/{plural}"] = _path_item(own.collection(list_type, writable=False), ())
-        paths[f"{base}/watch/{plural}"] = _path_item(own.watch("watchlist"), ())
+        every = everywhere.operation(f"list{kind}ForAllNamespaces", "list", LIST_PARAMS,
+                                     {"200": list_type})
+        paths[f"{base}/{plural}"] = _path_item({"get": every}, ())
+        paths[f"{base}/watch/{plural}"] = _path_item(
+            everywhere.watch("watchlist", f"{kind}ListForAllNamespaces"), ())
     for sub in resource.subresources:
+        path = f"{coll}/{{name}}/{sub}"
+        stream = STREAM_SUBRESOURCES.get(sub)
+        if stream is not None:
+            paths[path] = _path_item(own.stream(sub, stream), item_params, stream.params)
+            continue
         methods, body_kind = SUBRESOURCES.get(sub, ((), None))
-        target = own if body_kind is None else _target(resource, *body_kind)
+        target = own if body_kind is None else _target(resource, *body_kind, scope)
         if methods:
-            paths[f"{coll}/{{name}}/{sub}"] = _path_item({m: target.method(m) for m in methods},
-                                                         item_params)
+            paths[path] = _path_item({m: target.method(m, sub) for m in methods}, item_params)
     return paths
 
 
@@ -287,8 +437,7 @@ def build_document(registry: Registry, group: str, version: str) -> dict[str, JS
     """The OpenAPI 3.0 document of one served group-version (not yet encoded)."""
     paths: dict[str, JSON] = {}
     for resource in registry:
-        # a create-only kind (bindings) has no schema facts yet: undocumented, still served
-        if (resource.group, resource.version) == (group, version) and not resource.create_only:
+        if (resource.group, resource.version) == (group, version):
             paths.update(resource_paths(resource))
     api_version = f"{group}/{version}" if group else version
     seeds = [*named_types(api_version), *iter_refs(paths)]

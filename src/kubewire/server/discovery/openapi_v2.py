@@ -10,9 +10,11 @@ Shape (kube-apiserver v1.32 ``/openapi/v2``): ``swagger``, ``info`` (as ``/opena
 operations: ``operationId`` as the apiserver names them (installer.go's ``listNamespacedPod``
 with the group-version spliced in by ``endpoints/openapi.GetOperationIDAndTags``:
 ``listCoreV1NamespacedPod``), ``tags``, ``x-kubernetes-action`` and the GVK; parameters sit
-where kube puts them (path-level for paths and watches, per operation for writes and lists),
-inline rather than under kube's hashed ``#/parameters/`` names, and only those kubewire reads
-(the same lists as ``/openapi/v3``). Media types are the ones kubewire answers with (JSON).
+where kube puts them (path-level for paths and watches and for those every operation of a
+path lists, as kube-openapi's ``findCommonParameters``; per operation for the rest), inline
+rather than under kube's hashed ``#/parameters/`` names, and only those kubewire reads (the
+same lists as ``/openapi/v3``, which also describe the pod subresources and create-only
+``bindings``). Media types are the ones kubewire answers with (JSON; text for a log).
 Compact facts become Swagger 2.0: ``int-or-string`` is ``string``/``int-or-string``, a quantity
 ``string``, free-form JSON a schema with no type; keys Swagger 2.0 lacks are dropped, since
 gnostic refuses a document that has them, and so are defaults (kube's v2 has none). No
@@ -73,11 +75,16 @@ from kubewire.server.discovery.openapi import (
     PATCH_PARAMS,
     PATCH_TYPES,
     SMP_TYPE,
+    STREAM_SUBRESOURCES,
     SUBRESOURCES,
     WRITE_PARAMS,
     OpenAPIResponse,
+    StreamSubresource,
+    group_version_words,
     gvk_extension,
+    hoist_parameters,
     kind_gvks,
+    valid_operation_id,
 )
 
 OPENAPI_V2_PATH = "/openapi/v2"
@@ -175,29 +182,6 @@ def definitions(seeds: Sequence[str]) -> dict[str, JSON]:
     return dict(sorted(out.items()))
 
 
-# --- operation ids -----------------------------------------------------------------------------
-
-def valid_operation_id(text: str, capitalize_first: bool) -> str:
-    """kube's ``ToValidOperationID``: letters and ``_`` kept (digits too, past the first
-    character); anything else dropped and the next kept letter upper-cased."""
-    out: list[str] = []
-    capitalize = capitalize_first
-    for index, char in enumerate(text):
-        if char.isalpha() or char == "_" or (index and char.isdigit()):
-            out.append(char.upper() if capitalize else char)
-            capitalize = False
-        else:
-            capitalize = True
-    return "".join(out)
-
-
-def group_version_words(group: str, version: str) -> tuple[str, str]:
-    """(``CoreV1``, ``core_v1``): the operationId infix and the tag of a group-version."""
-    trimmed = (group or "core").removesuffix(".k8s.io")
-    infix = valid_operation_id(trimmed, True) + valid_operation_id(version, True)
-    return infix, f"{valid_operation_id(trimmed, False)}_{valid_operation_id(version, False)}"
-
-
 # --- paths -------------------------------------------------------------------------------------
 
 def _query(name: str) -> JSON:
@@ -223,15 +207,17 @@ def _sorted_params(params: Sequence[JSON]) -> list[JSON]:
 
 
 class _Op(NamedTuple):
-    """An operation: ``name`` is installer.go's operation name less its ``verb``."""
+    """An operation: ``name`` is installer.go's operation name less its ``verb``; a response
+    is the name of a definition, a schema, or None (no schema)."""
 
     verb: str
     name: str
     action: str
     params: Sequence[JSON]
-    responses: Mapping[str, str | None]
+    responses: Mapping[str, str | dict[str, JSON] | None]
     consumes: Sequence[str] = ("*/*",)
     gvk: dict[str, str] | None = None
+    produces: Sequence[str] | None = None  # None: by action (JSON, or a watch stream too)
 
 
 @dataclass(frozen=True)
@@ -248,18 +234,21 @@ class _Kind:
 
     def operation(self, spec: _Op) -> dict[str, JSON]:
         """One operation of this kind."""
-        verb, name, action, params, responses, consumes, gvk = spec
-        media = _STREAM_TYPES if action in ("list", "watch", "watchlist") else _JSON_TYPES
+        verb, name, action, params, responses, consumes, gvk, produces = spec
+        if produces is None:
+            produces = _STREAM_TYPES if action in ("list", "watch", "watchlist") else _JSON_TYPES
         codes: dict[str, JSON] = {}
-        for code, type_name in {**responses, "401": None}.items():
+        for code, schema in {**responses, "401": None}.items():
             answer: dict[str, JSON] = {"description": _STATUS_TEXTS[code]}
-            if type_name:
-                answer["schema"] = {"$ref": _REF_PREFIX + type_name}
+            if isinstance(schema, str):
+                answer["schema"] = {"$ref": _REF_PREFIX + schema}
+            elif schema is not None:
+                answer["schema"] = schema
             codes[code] = answer
         op: dict[str, JSON] = {
             "consumes": list(consumes),
             "operationId": verb + self.infix + valid_operation_id(name, True),
-            "produces": list(media), "responses": codes, "schemes": ["https"],
+            "produces": list(produces), "responses": codes, "schemes": ["https"],
             "tags": [self.tag], "x-kubernetes-action": action,
             "x-kubernetes-group-version-kind": gvk or self.gvk}
         if params:
@@ -307,9 +296,27 @@ class _Kind:
             "post": self.write("post", "", self.type_name, None),
         }
 
+    def stream(self, sub: str, spec: StreamSubresource) -> dict[str, JSON]:
+        """The operations of a subresource kube answers with a string (log, exec, ...)."""
+        gvk = (gvk_extension(self.gvk["group"], self.gvk["version"], spec.options_kind)
+               if spec.options_kind else None)
+        name = f"{self.namespaced}{self.resource.kind}{sub.title()}"
+        ops: dict[str, JSON] = {}
+        for method in spec.methods:
+            verb, prefix = ("connect", method.title()) if spec.action == "connect" else ("read", "")
+            ops[method] = self.operation(_Op(verb, prefix + name, spec.action, (),
+                                             {"200": {"type": "string"}}, gvk=gvk,
+                                             produces=spec.produces))
+        return ops
 
-def _path_item(ops: Mapping[str, JSON], params: Sequence[JSON]) -> dict[str, JSON]:
-    return dict(sorted({**ops, "parameters": _sorted_params([*params, _query("pretty")])}.items()))
+
+def _path_item(ops: Mapping[str, Mapping[str, JSON]], params: Sequence[JSON],
+               own: Sequence[str] = ("pretty",)) -> dict[str, JSON]:
+    """A path's operations and its parameters: ``params``, the query parameters ``own`` and
+    those every operation lists (``openapi.hoist_parameters``)."""
+    kept, common = hoist_parameters(ops)
+    path_params = _sorted_params([*params, *map(_query, own), *common])
+    return dict(sorted({**kept, "parameters": path_params}.items()))
 
 
 def resource_paths(resource: Resource) -> dict[str, JSON]:
@@ -317,18 +324,22 @@ def resource_paths(resource: Resource) -> dict[str, JSON]:
 
     Raises KeyError when the schema facts lack the kind, its list or a subresource's kind.
     """
-    own, listed = (kind_info(resource.api_version, k) for k in (resource.kind, resource.list_kind))
-    if own is None or listed is None:
+    own = kind_info(resource.api_version, resource.kind)
+    listed = None if resource.create_only else kind_info(resource.api_version, resource.list_kind)
+    if own is None or (listed is None and not resource.create_only):
         raise KeyError(f"no schema facts for {resource.api_version} {resource.kind}")
     infix, tag = group_version_words(resource.group, resource.version)
     gvk = gvk_extension(own.group, own.version, own.kind)
-    everywhere = _Kind(resource, gvk, own.type_name, listed.type_name, infix, tag)
-    scoped = _Kind(resource, gvk, own.type_name, listed.type_name, infix, tag,
+    list_type = listed.type_name if listed else ""
+    everywhere = _Kind(resource, gvk, own.type_name, list_type, infix, tag)
+    scoped = _Kind(resource, gvk, own.type_name, list_type, infix, tag,
                    "Namespaced" if resource.namespaced else "")
     base, plural, kind = resource.base_path, resource.plural, resource.kind
     ns = [_path_param("namespace")] if resource.namespaced else []
     item = [_path_param("name"), *ns]
     coll = f"{base}/namespaces/{{namespace}}/{plural}" if ns else f"{base}/{plural}"
+    if resource.create_only:  # a Creater alone (bindings): POST to the collection
+        return {coll: _path_item({"post": scoped.write("post", "", own.type_name, None)}, ns)}
     watch = coll.replace(base, f"{base}/watch", 1)
     listing = [*map(_query, LIST_PARAMS)]
     paths: dict[str, JSON] = {
@@ -345,11 +356,16 @@ def resource_paths(resource: Resource) -> dict[str, JSON]:
     }
     if ns:  # the all-namespaces list and watch
         every = everywhere.operation(_Op("list", f"{kind}ForAllNamespaces", "list", (),
-                                         {"200": listed.type_name}))
+                                         {"200": list_type}))
         paths[f"{base}/{plural}"] = _path_item({"get": every}, listing)
         paths[f"{base}/watch/{plural}"] = _path_item(
             everywhere.watch("watchlist", f"{kind}ListForAllNamespaces"), listing)
     for sub in resource.subresources:
+        path = f"{coll}/{{name}}/{sub}"
+        stream = STREAM_SUBRESOURCES.get(sub)
+        if stream is not None:
+            paths[path] = _path_item(scoped.stream(sub, stream), item, stream.params)
+            continue
         methods, body_kind = SUBRESOURCES.get(sub, ((), None))
         info = kind_info(*body_kind) if body_kind else own
         if info is None:
@@ -358,7 +374,7 @@ def resource_paths(resource: Resource) -> dict[str, JSON]:
         ops = {m: (scoped.read(sub, info.type_name, sub_gvk) if m == "get"
                    else scoped.write(m, sub, info.type_name, sub_gvk)) for m in methods}
         if ops:
-            paths[f"{coll}/{{name}}/{sub}"] = _path_item(ops, item)
+            paths[path] = _path_item(ops, item)
     return paths
 
 
@@ -366,7 +382,7 @@ def build_swagger(registry: Registry) -> dict[str, JSON]:
     """The Swagger 2.0 document of every served resource (not yet encoded)."""
     paths: dict[str, JSON] = {}
     seeds: list[str] = []
-    for resource in registry.stored():  # as /openapi/v3: create-only bindings not yet listed
+    for resource in registry:
         paths.update(resource_paths(resource))
     for group, version in registry.group_versions():
         seeds += named_types(f"{group}/{version}" if group else version)
