@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 DATA_DIR ?= ./data
 PORT ?= 6443
 
-.PHONY: setup serve up down test lint typecheck unit integration reliability clean
+.PHONY: setup serve up down test lint typecheck unit integration reliability e2e-kubernetes clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -53,6 +53,11 @@ SOAK_MINUTES ?= 10
 reliability: setup
 	$(BIN)/python -m tests.reliability.cli all --long
 	$(BIN)/python -m tests.reliability.soak --minutes $(SOAK_MINUTES)
+
+# The kubernetes package's own e2e tests (tests/external/kubernetes_e2e), unchanged, against a
+# fresh server; part of `make test` too (about 20 s).
+e2e-kubernetes: setup
+	$(BIN)/pytest -q tests/integration/test_kubernetes_e2e.py
 
 clean:
 	rm -rf $(VENV) $(DATA_DIR) .mypy_cache .ruff_cache .pytest_cache

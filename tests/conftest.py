@@ -9,3 +9,7 @@ Importing the backend here, at collection, rewrites it before any test runs.
 """
 
 import anyio._backends._asyncio  # noqa: F401
+
+# Vendored third-party tests: they run against a server of their own, in a subprocess, from
+# tests/integration/test_kubernetes_e2e.py, not in this session.
+collect_ignore = ["external"]
