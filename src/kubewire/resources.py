@@ -238,7 +238,8 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("", "v1", "Secret", "secrets", "secret", namespaced=True,
              field_labels=MappingProxyType({"type": "type"})),
     Resource("", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", namespaced=True,
-             short_names=("sa",), subresources=("token",), field_label_style="default"),
+             short_names=("sa",), subresources=("token",), field_label_style="default",
+             return_deleted_object=True),  # kube's serviceaccount storage: ReturnDeletedObject
     Resource("", "v1", "Binding", "bindings", "binding", namespaced=True, create_only=True),
     Resource("coordination.k8s.io", "v1", "Lease", "leases", "lease", namespaced=True,
              field_label_style="default", zero_fields=_zero("Lease")),

@@ -24,6 +24,7 @@ from tests.integration.kinds import (
     NS,
     POD,
     SERVICE,
+    SERVICE_ACCOUNT,
     Kind,
     kind_id,
 )
@@ -384,6 +385,16 @@ def test_delete_answers_a_success_status_for_kinds_without_return_deleted_object
     assert reply == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                      "details": {"name": "x", "group": kind.group, "kind": kind.plural,
                                  "uid": created["metadata"]["uid"]}}
+
+
+def test_deleting_a_service_account_answers_the_deleted_object(server: ServerThread) -> None:
+    """kube's serviceaccount storage sets ReturnDeletedObject (its OpenAPI delete answers a
+    ServiceAccount), so the answer is the object as it was removed, not a Success Status."""
+    created = create(server, SERVICE_ACCOUNT.collection(), SERVICE_ACCOUNT.obj("gone"))
+    reply = ok(call(server, "DELETE", SERVICE_ACCOUNT.item("gone")), 200)
+    assert reply["kind"] == "ServiceAccount"
+    assert reply["metadata"]["uid"] == created["metadata"]["uid"]
+    assert call(server, "GET", SERVICE_ACCOUNT.item("gone")).status == 404
 
 
 def test_delete_missing_object_is_404(server: ServerThread) -> None:
