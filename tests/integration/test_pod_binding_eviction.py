@@ -153,3 +153,34 @@ def test_kubectl_drain_evicts_through_the_subresource(server: ServerThread) -> N
     assert "evicting pod default/x" in done.stdout
     assert "pod/x evicted" in done.stdout
     assert call(server, "GET", f"{PODS}/x").status == 404
+
+
+def test_a_payloads_namespace_defaults_to_the_urls_and_must_match_it(
+        server: ServerThread) -> None:
+    """handlers/create.go (rest.EnsureObjectNamespaceMatchesRequestNamespace) for the bodies of
+    eviction and binding, and for a Deployment's ``/scale``: one rule with the object writes."""
+    create(server, PODS, _pod("here"))
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction",
+                "metadata": {"name": "here", "namespace": "elsewhere"}}
+    mismatch = (400, "the namespace of the provided object does not match the namespace sent "
+                     "on the request")
+    reply = call(server, "POST", f"{PODS}/here/eviction", eviction)
+    assert (reply.status, reply.json["message"]) == mismatch
+    reply = call(server, "POST", f"{PODS}/here/binding",
+                 _binding("here", "n1", namespace="elsewhere"))
+    assert (reply.status, reply.json["message"]) == mismatch
+    assert call(server, "GET", f"{PODS}/here").json["spec"].get("nodeName") is None
+    deployments = "/apis/apps/v1/namespaces/default/deployments"
+    create(server, deployments, {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}})
+    scale = {"apiVersion": "autoscaling/v1", "kind": "Scale",
+             "metadata": {"name": "web", "namespace": "elsewhere"}, "spec": {"replicas": 3}}
+    reply = call(server, "PUT", f"{deployments}/web/scale", scale)
+    assert (reply.status, reply.json["message"]) == mismatch
+    scale["metadata"] = {"name": "web"}  # no namespace: the URL's
+    reply = call(server, "PUT", f"{deployments}/web/scale", scale)
+    assert reply.status == 200 and reply.json["metadata"]["namespace"] == "default"
+    assert reply.json["spec"]["replicas"] == 3

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import html
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import cache
 from typing import NamedTuple
@@ -178,15 +178,15 @@ def convert_schema(raw: Mapping[str, JSON]) -> dict[str, JSON]:
     return {"allOf": [schema_ref(ref)], **out} if out else schema_ref(ref)
 
 
-def iter_refs(value: JSON) -> Iterator[str]:
-    """Every type name a ``$ref`` in ``value`` points at (depth first)."""
+def iter_refs(value: JSON, prefix: str = _REF_PREFIX) -> Iterator[str]:
+    """Every type name a ``$ref`` (starting ``prefix``) in ``value`` points at (depth first)."""
     if isinstance(value, Mapping):
         ref = value.get("$ref")
-        if isinstance(ref, str) and ref.startswith(_REF_PREFIX):
-            yield ref.removeprefix(_REF_PREFIX)
+        if isinstance(ref, str) and ref.startswith(prefix):
+            yield ref.removeprefix(prefix)
     if isinstance(value, Mapping | list):
         for item in value.values() if isinstance(value, Mapping) else value:
-            yield from iter_refs(item)
+            yield from iter_refs(item, prefix)
 
 
 @cache
@@ -208,18 +208,28 @@ def component_schemas(seeds: Sequence[str]) -> dict[str, JSON]:
     Kinds' schemas carry ``x-kubernetes-group-version-kind`` (a list, as upstream).
     Raises KeyError for a name the schema facts lack.
     """
+    return referenced_types(seeds, convert_schema, _REF_PREFIX)
+
+
+def referenced_types(seeds: Sequence[str], convert: Callable[[Mapping[str, JSON]], dict[str, JSON]],
+                     ref_prefix: str, *, sort_kinds: bool = False) -> dict[str, JSON]:
+    """The closure of ``seeds`` over ``$ref``s, each named type's facts ``convert``ed (v3's or
+    v2's spelling); kinds get ``x-kubernetes-group-version-kind`` (their keys re-sorted with
+    ``sort_kinds``, as v2 writes them). Raises KeyError for a name the facts lack."""
     out: dict[str, JSON] = {}
     pending = list(seeds)
     while pending:
         name = pending.pop()
         if name in out:
             continue
-        schema = convert_schema(named_type(name).raw)
+        schema = convert(named_type(name).raw)
         gvks = kind_gvks().get(name)
         if gvks:
             schema["x-kubernetes-group-version-kind"] = [gvk_extension(*g) for g in gvks]
+            if sort_kinds:
+                schema = dict(sorted(schema.items()))
         out[name] = schema
-        pending.extend(ref for ref in iter_refs(schema) if ref not in out)
+        pending.extend(ref for ref in iter_refs(schema, ref_prefix) if ref not in out)
     return dict(sorted(out.items()))
 
 

@@ -64,7 +64,7 @@ import msgspec
 
 from kubewire.json_types import JSON
 from kubewire.resources import Registry, Resource
-from kubewire.schema import kind_info, named_type, named_types
+from kubewire.schema import kind_info, named_types
 from kubewire.server.discovery import openapi_v2_proto
 from kubewire.server.discovery.openapi import (
     DELETE_COLLECTION_PARAMS,
@@ -83,7 +83,8 @@ from kubewire.server.discovery.openapi import (
     group_version_words,
     gvk_extension,
     hoist_parameters,
-    kind_gvks,
+    iter_refs,
+    referenced_types,
     valid_operation_id,
 )
 
@@ -145,41 +146,12 @@ def convert_schema(raw: Mapping[str, JSON]) -> dict[str, JSON]:
     return dict(sorted(out.items()))
 
 
-def _refs(value: JSON) -> list[str]:
-    """Every definition name a ``$ref`` in ``value`` points at."""
-    found: list[str] = []
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, Mapping):
-            ref = node.get("$ref")
-            if isinstance(ref, str) and ref.startswith(_REF_PREFIX):
-                found.append(ref.removeprefix(_REF_PREFIX))
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return found
-
-
 def definitions(seeds: Sequence[str]) -> dict[str, JSON]:
     """The named types ``seeds`` and all they reference, sorted by name; kinds carry their GVKs.
 
     Raises KeyError for a name the schema facts lack.
     """
-    out: dict[str, JSON] = {}
-    pending = list(seeds)
-    while pending:
-        name = pending.pop()
-        if name in out:
-            continue
-        schema = convert_schema(named_type(name).raw)
-        gvks = kind_gvks().get(name)
-        if gvks:
-            schema["x-kubernetes-group-version-kind"] = [gvk_extension(*g) for g in gvks]
-            schema = dict(sorted(schema.items()))
-        out[name] = schema
-        pending.extend(ref for ref in _refs(schema) if ref not in out)
-    return dict(sorted(out.items()))
+    return referenced_types(seeds, convert_schema, _REF_PREFIX, sort_kinds=True)
 
 
 # --- paths -------------------------------------------------------------------------------------
@@ -386,7 +358,7 @@ def build_swagger(registry: Registry) -> dict[str, JSON]:
         paths.update(resource_paths(resource))
     for group, version in registry.group_versions():
         seeds += named_types(f"{group}/{version}" if group else version)
-    seeds += _refs(paths)
+    seeds += iter_refs(paths, _REF_PREFIX)
     return {"swagger": "2.0", "info": dict(OPENAPI_INFO), "paths": dict(sorted(paths.items())),
             "definitions": definitions(seeds), "securityDefinitions": _SECURITY_DEFINITIONS,
             "security": _SECURITY}

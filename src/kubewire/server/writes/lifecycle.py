@@ -140,10 +140,10 @@ def prepare_create(resource: Resource, obj: dict[str, JSON], ctx: CreateContext)
     new = dict(obj)
     if isinstance(new.get("metadata"), dict):
         new["metadata"] = dict(new["metadata"])
-    meta = _metadata(new)
+    meta = metadata_of(new)
     for name in _WIPED_ON_CREATE:  # handlers/create.go WipeObjectMetaSystemFields
         meta.pop(name, None)
-    _ensure_namespace(resource, meta, ctx.namespace)
+    ensure_namespace(resource, meta, ctx.namespace)
     meta["creationTimestamp"] = format_time(ctx.now)  # rest.FillObjectMetaSystemFields
     meta["uid"] = uuid4_text(ctx.rng.getrandbits(128))
     if not meta.get("name") and meta.get("generateName"):
@@ -184,7 +184,7 @@ def _pod_status_on_create(pod: dict[str, JSON], now: datetime) -> None:
 
 def _namespace_defaults(namespace: dict[str, JSON], *, on_create: bool) -> None:
     # core/v1 defaults.go SetDefaults_Namespace; namespace/strategy.go PrepareForCreate.
-    meta = _metadata(namespace)
+    meta = metadata_of(namespace)
     if meta.get("name"):
         labels = _mapping(meta.get("labels"))
         meta["labels"] = {**labels, NAMESPACE_NAME_LABEL: meta["name"]}
@@ -227,9 +227,9 @@ def prepare_update(resource: Resource, old: dict[str, JSON], new: dict[str, JSON
     resourceVersion is left as sent: storage compares it (see ``update_precondition``).
     """
     obj = copy_json(new)
-    meta = _metadata(obj)
+    meta = metadata_of(obj)
     old_meta = _mapping(old.get("metadata"))
-    _ensure_namespace(resource, meta, ctx.namespace)  # handlers/update.go, then checkName
+    ensure_namespace(resource, meta, ctx.namespace)  # handlers/update.go, then checkName
     if meta.get("name", "") != ctx.name:
         raise BadRequest(f"the name of the object ({meta.get('name', '')}) does not match the "
                          f"name on the URL ({ctx.name})")
@@ -479,7 +479,7 @@ def _plan_store_delete(traits: LifecycleTraits, obj: dict[str, JSON], opts: Dele
                        now: datetime) -> DeletePlan:
     """store.go Delete / updateForGracefulDeletionAndFinalizers, without GC finalizers."""
     marked = copy.deepcopy(obj)
-    meta = _metadata(marked)
+    meta = metadata_of(marked)
     grace = opts.grace_period_seconds
     grace = 1 if grace is not None and grace < 0 else grace  # rest/delete.go: negative means 1
     if isinstance(meta.get("deletionGracePeriodSeconds"), int) and meta[
@@ -560,7 +560,7 @@ def _plan_namespace_delete(resource: Resource, traits: LifecycleTraits, obj: dic
                                  "this namespace may not be deleted")
     if not meta.get("deletionTimestamp"):
         marked = copy.deepcopy(obj)
-        _metadata(marked)["deletionTimestamp"] = format_time(now)
+        metadata_of(marked)["deletionTimestamp"] = format_time(now)
         marked.setdefault("status", {})["phase"] = "Terminating"
         return DeletePlan("mark", _with_ordered_meta(marked))
     if _mapping(obj.get("spec")).get("finalizers"):
@@ -662,15 +662,17 @@ def _mapping(value: JSON) -> Mapping[str, JSON]:
 
 # --- small helpers --------------------------------------------------------------------------------
 
-def _metadata(obj: dict[str, JSON]) -> dict[str, JSON]:
+def metadata_of(obj: dict[str, JSON]) -> dict[str, JSON]:
+    """``obj``'s metadata, made an empty object when it is missing or not an object."""
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
         meta = obj["metadata"] = {}
     return meta
 
 
-def _ensure_namespace(resource: Resource, meta: dict[str, JSON], url_namespace: str) -> None:
-    # rest.EnsureObjectNamespaceMatchesRequestNamespace (cluster-scoped kinds expect "").
+def ensure_namespace(resource: Resource, meta: dict[str, JSON], url_namespace: str) -> None:
+    """rest.EnsureObjectNamespaceMatchesRequestNamespace: an object's namespace defaults to
+    the URL's and must otherwise match it (cluster-scoped kinds expect ""); BadRequest."""
     expected = url_namespace if resource.namespaced else ""
     current = meta.get("namespace") or ""
     if current == expected:
@@ -699,7 +701,7 @@ def _ordered(meta: dict[str, JSON]) -> dict[str, JSON]:
 
 
 def _with_ordered_meta(obj: dict[str, JSON]) -> dict[str, JSON]:
-    obj["metadata"] = _ordered(_metadata(obj))
+    obj["metadata"] = _ordered(metadata_of(obj))
     return obj
 
 

@@ -14,8 +14,9 @@ from kubewire.resources import Resource
 from kubewire.server.request.routes import Route
 from kubewire.server.wire.encoding import decode_object, json_response
 from kubewire.server.wire.http_messages import Request, Response
+from kubewire.server.writes.lifecycle import ensure_namespace, metadata_of
 from kubewire.server.writes.validate import check_type_meta
-from kubewire.status import BadRequest, success_status
+from kubewire.status import success_status
 from kubewire.times import format_time
 
 __all__ = ["created_success", "decode_payload", "payload_name", "set_pod_condition"]
@@ -34,14 +35,7 @@ def decode_payload(request: Request, route: Route, api_version: str, kind: str,
     if body.get("apiVersion") in aliases:
         body["apiVersion"] = api_version
     check_type_meta(payload, body)
-    meta = body.get("metadata")
-    if not isinstance(meta, dict):
-        meta = body["metadata"] = {}
-    namespace = meta.get("namespace") or ""
-    if namespace and namespace != route.namespace:
-        raise BadRequest("the namespace of the provided object does not match the namespace "
-                         "sent on the request")
-    meta["namespace"] = route.namespace
+    ensure_namespace(payload, metadata_of(body), route.namespace)
     return body
 
 

@@ -26,6 +26,7 @@ from kubewire.server.request.routes import Route
 from kubewire.server.wire.encoding import decode_object, json_response, media_type, negotiate_json
 from kubewire.server.wire.http_messages import Request, Response
 from kubewire.server.writes.create_update import guaranteed_update
+from kubewire.server.writes.lifecycle import ensure_namespace, metadata_of
 from kubewire.server.writes.scale import (
     SCALE_API_VERSION,
     SCALE_KIND,
@@ -125,14 +126,8 @@ async def _write(ctx: ServerContext, route: Route, request: Request,
 
 def _check_scale_identity(scale: dict[str, JSON], route: Route) -> None:
     """handlers/update.go: the body's namespace defaults to the URL's; names must match."""
-    meta = scale.get("metadata")
-    if not isinstance(meta, dict):
-        meta = scale["metadata"] = {}
-    namespace = meta.get("namespace") or ""
-    if namespace and namespace != route.namespace:
-        raise BadRequest("the namespace of the provided object does not match the namespace "
-                         "sent on the request")
-    meta["namespace"] = route.namespace
+    meta = metadata_of(scale)
+    ensure_namespace(route.resource, meta, route.namespace)
     name = meta.get("name") or ""
     if name != route.name:
         raise BadRequest(f"the name of the object ({name}) does not match the name on the URL "
