@@ -3,7 +3,10 @@
 A ``ReaderSet`` lives in a ``Worker`` process. It opens watches, then either counts events
 (fan-out), records when each named event arrived (latency) or just holds them (idle memory).
 Counting looks for ``EVENT_MARKER`` (a newline then ``{"type":"``), which starts every event
-line in both kubewire's and the reference's chunked streams; nothing is decoded.
+line in both kubewire's and the reference's chunked streams; nothing is decoded. It also counts
+the chunks (sends): the first event of a chunk follows the chunk-size line's CRLF, every other
+event the previous line's bare newline (JSON never holds a raw CR), so ``CHUNK_MARKER`` occurs
+once per chunk. Every server here writes each send to a watcher as one chunk.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from typing import Any
 from bench.wire import EVENT_MARKER, get_request
 
 _MARK = len(EVENT_MARKER)
+CHUNK_MARKER = b"\r" + EVENT_MARKER  # once per chunk of events
+_CHUNK = len(CHUNK_MARKER)
 _NAME = b'"name":"lat-'  # latency mode: Pods named lat-<i>
 OPEN_BATCH = 100  # connections opened at once: stays under the server's listen backlog
 
@@ -30,6 +35,7 @@ class WatchReader(asyncio.Protocol):
         self.buffer = b""
         self.status = 0
         self.events = 0
+        self.chunks = 0
         self.bytes = 0
         self.tail = b""
         self.done_at = 0.0
@@ -61,9 +67,13 @@ class WatchReader(asyncio.Protocol):
         if self.owner.record_names:
             self._record(data)
         else:
-            joined = self.tail + data[:_MARK - 1]
-            self.events += data.count(EVENT_MARKER) + joined.count(EVENT_MARKER)
-            self.tail = (self.tail + data)[-(_MARK - 1):] if len(data) < _MARK else data[1 - _MARK:]
+            # a marker split over two reads: the tail's end and the data's start hold it
+            tail = self.tail
+            self.events += (data.count(EVENT_MARKER)
+                            + (tail[1 - _MARK:] + data[:_MARK - 1]).count(EVENT_MARKER))
+            self.chunks += (data.count(CHUNK_MARKER)
+                            + (tail + data[:_CHUNK - 1]).count(CHUNK_MARKER))
+            self.tail = (tail + data)[1 - _CHUNK:] if len(data) < _CHUNK else data[1 - _CHUNK:]
         if not self.done_at and self.events >= self.owner.expected > 0:
             self.done_at = time.monotonic()
             self.owner.reader_finished(self)
@@ -136,7 +146,7 @@ class ReaderSet:
         self.expected = expected
         self.record_names = record_names
         for reader in self.readers:
-            reader.events, reader.bytes, reader.done_at = 0, 0, 0.0
+            reader.events, reader.chunks, reader.bytes, reader.done_at = 0, 0, 0, 0.0
             reader.arrivals = []
         self._check_done()
         started = time.monotonic()
@@ -146,6 +156,7 @@ class ReaderSet:
         return {"started": started, "done_at": max(done, default=0.0),
                 "complete": len(done), "closed": sum(r.closed for r in self.readers),
                 "events": sum(r.events for r in self.readers),
+                "chunks": sum(r.chunks for r in self.readers),
                 "bytes": sum(r.bytes for r in self.readers), "timed_out": timed_out,
                 "arrivals": [r.arrivals for r in self.readers] if record_names else []}
 
