@@ -1,9 +1,10 @@
 """Load generators: HTTP/1.1 keep-alive connections sending requests from one client process.
 
 A ``LoadGenerator`` lives in a ``Worker`` process. ``closed_loop`` keeps ``concurrency``
-requests in flight (throughput); ``paced`` sends request ``i`` at ``start + i / rate``
-(latency at a given rate) and records when each was sent and answered. Both are bounded in
-request count and in time.
+requests in flight (throughput); ``patch_loop`` does the same with merge PATCHes that each
+change an object; ``paced`` sends request ``i`` at ``start + i / rate`` (latency at a
+given rate) and records when each was sent and answered. All are bounded in request count and
+in time.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
-from bench.wire import post_request
+from bench.wire import merge_patch_request, post_request
 
 
 class ClientConnection(asyncio.Protocol):
@@ -64,6 +66,7 @@ class ClientConnection(asyncio.Protocol):
 class LoadGenerator:
     def __init__(self) -> None:
         self.connections: list[ClientConnection] = []
+        self.seq = 0  # PATCH values sent so far: each PATCH sets a new one
 
     async def connect(self, port: int, count: int) -> int:
         loop = asyncio.get_running_loop()
@@ -77,20 +80,34 @@ class LoadGenerator:
                           duration_s: float) -> dict[str, Any]:
         """Each connection sends the same POST back to back until either bound is reached."""
         request = post_request(path, body)
+        return await self._closed(lambda _conn, _seq: request, max_requests, duration_s)
+
+    async def patch_loop(self, paths: list[str], max_requests: int,
+                         duration_s: float) -> dict[str, Any]:
+        """Each connection merge-PATCHes its own object (connection i: ``paths[i % len]``) back
+        to back until either bound is reached, each PATCH setting a value never sent before."""
+        return await self._closed(
+            lambda conn, seq: merge_patch_request(paths[conn % len(paths)], seq),
+            max_requests, duration_s)
+
+    async def _closed(self, make: Callable[[int, int], bytes], max_requests: int,
+                      duration_s: float) -> dict[str, Any]:
+        """Keep one request per connection in flight; ``make(connection index, sequence)``."""
         statuses: Counter[int] = Counter()
         sent = 0
         started = time.monotonic()
         deadline = started + duration_s
 
-        async def run(conn: ClientConnection) -> None:
+        async def run(index: int, conn: ClientConnection) -> None:
             nonlocal sent
             while sent < max_requests and time.monotonic() < deadline:
                 sent += 1
-                status, _ = await conn.send(request)
+                self.seq += 1
+                status, _ = await conn.send(make(index, self.seq))
                 statuses[status] += 1
 
-        await asyncio.wait_for(asyncio.gather(*(run(c) for c in self.connections)),
-                               duration_s + 30)
+        await asyncio.wait_for(asyncio.gather(*(run(i, c) for i, c in
+                                                enumerate(self.connections))), duration_s + 30)
         elapsed = time.monotonic() - started
         return {"completed": sum(statuses.values()), "elapsed": elapsed,
                 "statuses": dict(statuses)}

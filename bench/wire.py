@@ -14,6 +14,8 @@ from typing import Any
 
 EVENT_BYTES = 2048
 POD_PAD_BYTES = 785  # annotation padding that makes kubewire's ADDED line ~EVENT_BYTES
+PATCHED_POD_PAD_BYTES = 490  # makes a merge-patched Pod (issue 15's workload) ~2.5 KB
+MERGE_PATCH = "application/merge-patch+json"
 USER_AGENT = "kubewire-bench"
 EVENT_MARKER = b'\n{"type":"'  # once per event: lines follow a chunk-size line or a line
 CONTROL_TIMEOUT_S = 30.0
@@ -35,11 +37,19 @@ def pods_path(namespace: str) -> str:
     return f"/api/v1/namespaces/{namespace}/pods"
 
 
-def post_request(path: str, body: bytes) -> bytes:
-    """A keep-alive HTTP/1.1 POST of JSON ``body``."""
-    return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: {USER_AGENT}\r\n"
-            f"Content-Type: application/json\r\nAccept: application/json\r\n"
+def post_request(path: str, body: bytes, *, method: str = "POST",
+                 content_type: str = "application/json") -> bytes:
+    """A keep-alive HTTP/1.1 POST (or ``method``) of JSON ``body``."""
+    return (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: {USER_AGENT}\r\n"
+            f"Content-Type: {content_type}\r\nAccept: application/json\r\n"
             f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+def merge_patch_request(path: str, seq: int) -> bytes:
+    """A merge PATCH that changes one annotation to ``seq`` (a new value each time, so every
+    PATCH is a real change: a PATCH that changes nothing writes nothing and sends no event)."""
+    body = b'{"metadata":{"annotations":{"bench/seq":"%d"}}}' % seq
+    return post_request(path, body, method="PATCH", content_type=MERGE_PATCH)
 
 
 def get_request(path: str) -> bytes:
@@ -60,14 +70,15 @@ def event_line(name: str, namespace: str = "bench", size: int = EVENT_BYTES) -> 
 def request(port: int, method: str, path: str, body: Any = None,
             context: ssl.SSLContext | None = None) -> tuple[int, bytes]:
     """One blocking request from the benchmark process (setup and control, never measured);
-    over TLS with ``context``."""
+    over TLS with ``context``. A PATCH body is a JSON merge patch."""
     conn = (http.client.HTTPConnection("127.0.0.1", port, timeout=CONTROL_TIMEOUT_S)
             if context is None else
             http.client.HTTPSConnection("127.0.0.1", port, timeout=CONTROL_TIMEOUT_S,
                                         context=context))
     try:
         data = None if body is None else json.dumps(body).encode()
-        headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT}
+        content_type = MERGE_PATCH if method == "PATCH" else "application/json"
+        headers = {"Content-Type": content_type, "User-Agent": USER_AGENT}
         conn.request(method, path, body=data, headers=headers)
         response = conn.getresponse()
         return response.status, response.read()
