@@ -16,8 +16,17 @@ from typing import Any
 
 from bench import report
 
-BENCHMARKS = ("fanout", "idle_memory", "write_path", "latency", "startup", "client_decode",
-              "initial_sync")
+BENCHMARKS = report.ORDER
+
+
+def load(name: str) -> Any:
+    """The benchmark's module, or None if it is not there (a slot kept for one to come)."""
+    try:
+        return importlib.import_module(f"bench.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"bench.{name}":
+            raise
+        return None
 
 
 def options(module: Any, smoke: bool, repeats: int) -> Any:
@@ -43,7 +52,10 @@ def main() -> None:
         parser.error(f"unknown benchmarks: {sorted(unknown)}")
     if not args.render_only:
         for name in names:
-            module = importlib.import_module(f"bench.{name}")
+            module = load(name)
+            if module is None:
+                print(f"skipping {name}: no module bench.{name}")
+                continue
             missing = getattr(module, "missing", lambda: "")()
             if missing:
                 print(f"skipping {name}: {missing}")
@@ -52,6 +64,7 @@ def main() -> None:
             print(f"== {name}", flush=True)
             report.finish(module.run(options(module, args.smoke, args.repeats)), args.out)
             print(f"   {time.monotonic() - started:.0f} s", flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
     target = report.RESULTS_MD if args.out == report.RESULTS_DIR else args.out / "RESULTS.md"
     print(f"wrote {report.render(args.out, target)}")
 
