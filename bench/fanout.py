@@ -110,7 +110,10 @@ class Rig:
             self.load.call("close", 10.0)
         for reader in self.active:
             reader.call("close", 30.0)
-        return {**measure(counts, go, watchers, n, cpu), "creates_per_s": creates_per_s}
+        chunks = sum(c["chunks"] for c in counts)
+        return {**measure(counts, go, watchers, n, cpu), "creates_per_s": creates_per_s,
+                "events_per_send": sum(c["events"] for c in counts) / chunks if chunks
+                else float("nan")}
 
 
 def measure(counts: list[dict[str, Any]], go: float, watchers: int, n: int,
@@ -155,7 +158,9 @@ def result(opts: FanoutOptions, samples: dict[int, dict[str, list[dict[str, Any]
             met=(ratio >= TARGET_RATIO) if is_target else None, watchers=watchers,
             bytes_per_event={side: summary([s["bytes_per_event"] for s in runs])
                              for side, runs in sides.items()},
-            kubewire_creates_per_s=summary([s["creates_per_s"] for s in sides["kubewire"]])))
+            kubewire_creates_per_s=summary([s["creates_per_s"] for s in sides["kubewire"]]),
+            events_per_send={side: summary([s["events_per_send"] for s in runs])
+                             for side, runs in sides.items()}))
         rows.append(row(f"{case}: server CPU per delivered event", "µs",
                         [s["cpu_us_per_event"] for s in sides["kubewire"]],
                         [s["cpu_us_per_event"] for s in sides["raw"]]))
@@ -163,7 +168,8 @@ def result(opts: FanoutOptions, samples: dict[int, dict[str, list[dict[str, Any]
             "command": "python -m bench.fanout", "repeats": opts.repeats, "rows": rows,
             "notes": ["kubewire runs with --insecure-http --durability normal; its events come "
                       f"from {opts.writers} concurrent creates, so its CPU includes the writes.",
-                      "The raw server publishes pre-serialized lines with no storage: the limit."]}
+                      "The raw server publishes pre-serialized lines with no storage: the limit.",
+                      "Events per send = events / chunks received by the readers."]}
 
 
 def main() -> None:
