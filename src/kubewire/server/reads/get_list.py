@@ -30,7 +30,7 @@ from kubewire.server.tables.output import NegotiatedTable
 from kubewire.server.wire.encoding import list_item, object_response, type_meta_prefix
 from kubewire.server.wire.http_messages import Response
 from kubewire.status import Expired, not_found, too_large_resource_version
-from kubewire.storage.base import CompactedError
+from kubewire.storage.base import CompactedError, Record
 from kubewire.storage.cached import CachedObject
 
 CONTINUE_EXPIRED = (
@@ -54,7 +54,7 @@ class ListSource(Protocol):
 
     def count(self, prefix: str, start: str = "") -> int: ...
 
-    def named(self, prefix: str, name: str, start: str = "") -> list[CachedObject]: ...
+    def named(self, prefix: str, name: str, start: str = "") -> Iterable[CachedObject]: ...
 
     def label_count(self, label: str, value: str) -> int: ...
 
@@ -163,8 +163,7 @@ async def _objects_at(ctx: ServerContext, resource: Resource, prefix: str, revis
     if revision > current:
         raise too_large_resource_version(revision, current)
     records, at = await ctx.store.list(prefix, revision=revision, start=start)
-    return _Records([CachedObject.decode(r.key, r.revision, r.value, resource)
-                     for r in records]), at
+    return _Records(records, resource), at
 
 
 def _page(source: ListSource, prefix: str, start: str, opts: ListOptions,
@@ -213,24 +212,27 @@ def _by_label(source: ListSource, prefix: str, start: str,
 
 class _Records:
     """The records of a list at an older revision (from the durable log) as a ``ListSource``:
-    already under the prefix and from the start, in key order."""
+    already under the prefix and from the start, in key order. Each is decoded only when a
+    page reads it, so a page decodes what it returns, not every record after its start."""
 
-    __slots__ = ("_keys", "objects")
+    __slots__ = ("_keys", "records", "resource")
 
-    def __init__(self, objects: list[CachedObject]) -> None:
-        self.objects = objects
+    def __init__(self, records: list[Record], resource: Resource) -> None:
+        self.records = records
+        self.resource = resource
         self._keys: list[str] | None = None
 
     def range(self, prefix: str, start: str = "") -> Iterator[CachedObject]:
-        return iter(self.objects)
+        resource = self.resource
+        return (CachedObject.decode(r.key, r.revision, r.value, resource) for r in self.records)
 
     def count(self, prefix: str, start: str = "") -> int:
         if self._keys is None:
-            self._keys = [o.key for o in self.objects]
+            self._keys = [r.key for r in self.records]
         return len(self._keys) - bisect.bisect_left(self._keys, start)
 
-    def named(self, prefix: str, name: str, start: str = "") -> list[CachedObject]:
-        return self.objects  # all of them: the page's filter keeps the one named so
+    def named(self, prefix: str, name: str, start: str = "") -> Iterator[CachedObject]:
+        return self.range(prefix, start)  # all of them: the page's filter keeps the named one
 
     def label_count(self, label: str, value: str) -> int:
         return 0
