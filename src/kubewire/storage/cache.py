@@ -124,6 +124,7 @@ class WatchCache:
             self.objects[key] = CachedObject.decode(key, revision, value, self.resource)
         self._keys = sorted(self.objects)
         self._added = []
+        self._labels = LabelIndexes()  # rebuilt on demand from the loaded objects
 
     def _sorted_keys(self) -> list[str]:
         """The keys of ``objects`` in order (merging the keys added since the last call)."""
