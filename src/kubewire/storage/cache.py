@@ -22,6 +22,12 @@ Guarantees:
 - Versions: a resource served at another version (``Resource.stored_as``) has no cache of its
   own; ``for_resource`` answers a ``VersionView`` of the stored kind's cache, whose watchers
   share that ring and get each line encoded once per version (storage/version_view.py).
+- Lists read only what they return: a page walks the sorted keys from its start and stops
+  after ``limit + 1`` matches; the count of what remains is two bisections of the sorted keys;
+  a ``metadata.name`` selector is one key lookup (one per namespace across namespaces), and a
+  label equality reads that label's index (storage/label_index.py). Live watchers are indexed
+  by namespace and name, as kube's cacher indexes them (``indexedWatchers``), so an event is
+  matched only against the watchers that may want it.
 - Bookmarks carry the store's global revision (progress of the whole store), about once per
   ``bookmark_interval_s`` per watcher that asked, only when it advanced.
 """
@@ -33,8 +39,8 @@ import bisect
 import contextlib
 import logging
 import time
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -49,6 +55,7 @@ from kubewire.storage.cached import (
     WatchStart,
     event_line,
 )
+from kubewire.storage.label_index import LabelIndexes
 from kubewire.storage.size_tally import SizeTally
 from kubewire.storage.version_view import VersionView
 from kubewire.storage.watcher import (
@@ -60,6 +67,7 @@ from kubewire.storage.watcher import (
 )
 
 log = logging.getLogger(__name__)
+K = TypeVar("K")
 
 DEFAULT_RING_CAPACITY = 4096  # events per kind in memory; older ones come from the durable log
 DEFAULT_BOOKMARK_INTERVAL_S = 60.0  # kube: one bookmark about every minute (cacher.go)
@@ -94,8 +102,12 @@ class WatchCache:
         self._walkers: dict[Watcher, int] = {}
         self._before: dict[str, list[tuple[int, CachedObject | None]]] = {}
         self._before_keys: list[str] = []  # the keys of ``_before``, sorted
-        self._live_all: set[Watcher] = set()  # watchers of every namespace
+        # Live watchers by scope, as kube's cacher (``indexedWatchers.allWatchers``): of every
+        # namespace, of one namespace, and of one name (in a namespace, or "" for all).
+        self._live_all: set[Watcher] = set()
         self._live_ns: dict[str, set[Watcher]] = {}
+        self._live_named: dict[tuple[str, str], set[Watcher]] = {}
+        self._labels = LabelIndexes()  # built when a list first selects on a label key
         self._future: set[Watcher] = set()
         self.lagging: set[Watcher] = set()  # INITIAL or LAGGING: they hold a ring cursor
         # Counters read by /metrics: events written to watchers, watchers closed for lagging.
@@ -112,6 +124,7 @@ class WatchCache:
             self.objects[key] = CachedObject.decode(key, revision, value, self.resource)
         self._keys = sorted(self.objects)
         self._added = []
+        self._labels = LabelIndexes()  # rebuilt on demand from the loaded objects
 
     def _sorted_keys(self) -> list[str]:
         """The keys of ``objects`` in order (merging the keys added since the last call)."""
@@ -132,10 +145,14 @@ class WatchCache:
             if self.objects.pop(key, None) is not None:
                 keys = self._sorted_keys()
                 del keys[bisect.bisect_left(keys, key)]
+            if self._labels and prev is not None:
+                self._labels.update(key, prev.labels, None)
         else:
             if prev is None:
                 self._added.append(key)
             self.objects[key] = obj
+            if self._labels:
+                self._labels.update(key, None if prev is None else prev.labels, obj.labels)
         if self._walkers:
             history = self._before.get(key)
             if history is None:
@@ -151,13 +168,52 @@ class WatchCache:
 
     def scan(self, prefix: str, start: str = "") -> list[CachedObject]:
         """Objects whose key starts with ``prefix`` (and is >= ``start``), in key order."""
+        return list(self.range(prefix, start))
+
+    # -- lists: what a page reads (read each result before the next change) ----------------
+    def range(self, prefix: str, start: str = "") -> Iterator[CachedObject]:
+        """``scan``, lazily: a page takes only what it returns."""
+        keys, objects = self._sorted_keys(), self.objects
+        lo, hi = bisect.bisect_left(keys, max(prefix, start)), _upper(keys, prefix)
+        for i in range(lo, hi):
+            yield objects[keys[i]]
+
+    def count(self, prefix: str, start: str = "") -> int:
+        """How many keys start with ``prefix`` and are >= ``start`` (two bisections)."""
         keys = self._sorted_keys()
-        i = bisect.bisect_left(keys, max(prefix, start))
-        out: list[CachedObject] = []
-        while i < len(keys) and keys[i].startswith(prefix):
-            out.append(self.objects[keys[i]])
-            i += 1
+        return max(0, _upper(keys, prefix) - bisect.bisect_left(keys, max(prefix, start)))
+
+    def named(self, prefix: str, name: str, start: str = "") -> list[CachedObject]:
+        """The objects named ``name`` under ``prefix`` with keys >= ``start``, in key order:
+        one lookup in a namespace (or a cluster-scoped kind); across namespaces, one per
+        namespace, found by jumping from each namespace's first key past its last."""
+        if not self.resource.namespaced or prefix != self.resource.storage_prefix():
+            obj = self.objects.get(prefix + name)
+            return [] if obj is None or obj.key < start else [obj]
+        keys, out = self._sorted_keys(), []
+        i, n = bisect.bisect_left(keys, prefix), len(keys)
+        while i < n and keys[i].startswith(prefix):
+            ns_prefix = keys[i][:keys[i].index("/", len(prefix)) + 1]
+            obj = self.objects.get(ns_prefix + name)
+            if obj is not None and obj.key >= start:
+                out.append(obj)  # namespaces are visited in key order, so the keys are too
+            i = bisect.bisect_left(keys, _after_prefix(ns_prefix), i)
         return out
+
+    def label_count(self, label: str, value: str) -> int:
+        """How many objects have ``label`` = ``value`` (builds the label's index if needed)."""
+        return len(self._labels.keys_for(label, value, self._label_sets()))
+
+    def labelled(self, prefix: str, start: str, label: str,
+                 value: str) -> Iterator[CachedObject] | None:
+        """Objects under ``prefix`` (keys >= ``start``) with ``label`` = ``value``, in key
+        order, from the label's index."""
+        keys, objects = self._labels.keys_for(label, value, self._label_sets()), self.objects
+        lo, hi = bisect.bisect_left(keys, max(prefix, start)), _upper(keys, prefix)
+        return (objects[keys[i]] for i in range(lo, hi))
+
+    def _label_sets(self) -> Iterator[tuple[str, dict[str, str]]]:
+        return ((key, obj.labels) for key, obj in self.objects.items())
 
     # -- snapshot walks (initial events) -----------------------------------------------------
     def start_walk(self, watcher: Watcher, snapshot_rev: int) -> None:
@@ -232,20 +288,20 @@ class WatchCache:
 
     # -- watchers ----------------------------------------------------------------------------
     def attach_live(self, watcher: Watcher) -> None:
-        ns = watcher.filter.namespace
-        if ns:
+        ns, name = watcher.filter.namespace, watcher.filter.name
+        if name:
+            self._live_named.setdefault((ns, name), set()).add(watcher)
+        elif ns:
             self._live_ns.setdefault(ns, set()).add(watcher)
         else:
             self._live_all.add(watcher)
 
     def _detach_live(self, watcher: Watcher) -> None:
-        ns = watcher.filter.namespace
-        if ns:
-            group = self._live_ns.get(ns)
-            if group is not None:
-                group.discard(watcher)
-                if not group:
-                    del self._live_ns[ns]
+        ns, name = watcher.filter.namespace, watcher.filter.name
+        if name:
+            _discard(self._live_named, (ns, name), watcher)
+        elif ns:
+            _discard(self._live_ns, ns, watcher)
         else:
             self._live_all.discard(watcher)
 
@@ -344,12 +400,23 @@ class WatchCache:
         if not events:
             for members in self._live_ns.values():
                 targets.extend(members)
+            for members in self._live_named.values():
+                targets.extend(members)
             return targets
         namespaces = {e.obj.namespace for e in events}
         for ns in namespaces:
             group = self._live_ns.get(ns)
             if group:
                 targets.extend(group)
+        if self._live_named:
+            # kube's scopes: (namespace, name) and, for watchers of all namespaces, ("", name).
+            # An update keeps its key, so the new object's name and namespace are the prev's.
+            scopes = {(e.obj.namespace, e.obj.name) for e in events}
+            scopes |= {("", name) for _, name in scopes}
+            for scope in scopes:
+                group = self._live_named.get(scope)
+                if group:
+                    targets.extend(group)
         return targets
 
     def bookmark(self, now: float, revision: int, interval_s: float) -> None:
@@ -382,8 +449,8 @@ class WatchCache:
                 await self.caches.wait_for_revision(start.revision)
             if watcher.state is State.CLOSED:
                 return
-            watcher.begin_initial(self.resource.storage_prefix(watcher.filter.namespace),
-                                  self.caches.revision, start.bookmarks)
+            watcher.begin_initial(self._walk_prefix(watcher.filter), self.caches.revision,
+                                  start.bookmarks)
         elif start.revision >= self.caches.revision:
             if start.revision == self.caches.revision:
                 watcher.begin_at_cursor(self.ring.end)
@@ -394,6 +461,15 @@ class WatchCache:
             watcher.begin_at_cursor(self.ring.seq_after(start.revision))
         else:
             await self._replay(watcher, start.revision)
+
+    def _walk_prefix(self, watch_filter: WatchFilter) -> str:
+        """The key prefix a snapshot walk for ``watch_filter`` covers: with a name in a
+        namespace (or of a cluster-scoped kind), the object's key (keys extending it are
+        walked too, and the filter drops them), so the walk does not visit the collection."""
+        prefix = self.resource.storage_prefix(watch_filter.namespace)
+        if watch_filter.name and (watch_filter.namespace or not self.resource.namespaced):
+            return prefix + watch_filter.name
+        return prefix
 
     async def _replay(self, watcher: Watcher, revision: int) -> None:
         """Serve a start revision older than the ring from the durable change log."""
@@ -429,6 +505,25 @@ class WatchCache:
         if change.prev_value is not None and change.type == ChangeType.MODIFIED:
             prev = CachedObject.decode(change.key, 0, change.prev_value, self.resource)
         return CachedEvent(change.revision, change.type, obj, prev)
+
+
+def _discard(groups: dict[K, set[Watcher]], scope: K, watcher: Watcher) -> None:
+    group = groups.get(scope)
+    if group is not None:
+        group.discard(watcher)
+        if not group:
+            del groups[scope]
+
+
+def _after_prefix(prefix: str) -> str:
+    """The least string greater than every string starting with ``prefix``: the collection
+    and namespace prefixes lists pass all end with "/", so this is "0" in its place."""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+def _upper(keys: list[str], prefix: str) -> int:
+    """The index past the last of sorted ``keys`` that starts with ``prefix``."""
+    return bisect.bisect_left(keys, _after_prefix(prefix))
 
 
 def _forget_lines(events: list[CachedEvent]) -> None:

@@ -11,6 +11,7 @@ once per version for every watcher of it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Protocol
 
@@ -29,6 +30,12 @@ class StoredCache(Protocol):
     def get(self, key: str) -> CachedObject | None: ...
 
     def scan(self, prefix: str, start: str = "") -> list[CachedObject]: ...
+
+    def range(self, prefix: str, start: str = "") -> Iterator[CachedObject]: ...
+
+    def count(self, prefix: str, start: str = "") -> int: ...
+
+    def named(self, prefix: str, name: str, start: str = "") -> list[CachedObject]: ...
 
     async def watch(self, sink: Sink, watch_filter: WatchFilter, start: WatchStart) -> Watcher: ...
 
@@ -56,6 +63,25 @@ class VersionView:
     def scan(self, prefix: str, start: str = "") -> list[CachedObject]:
         """Objects under ``prefix`` (from ``start``) in key order, in this view's version."""
         return [obj.as_version(self.resource) for obj in self.cache.scan(prefix, start)]
+
+    def range(self, prefix: str, start: str = "") -> Iterator[CachedObject]:
+        """``scan``, lazily (each object converted only when read)."""
+        return (obj.as_version(self.resource) for obj in self.cache.range(prefix, start))
+
+    def count(self, prefix: str, start: str = "") -> int:
+        return self.cache.count(prefix, start)
+
+    def named(self, prefix: str, name: str, start: str = "") -> list[CachedObject]:
+        return [obj.as_version(self.resource) for obj in self.cache.named(prefix, name, start)]
+
+    def label_count(self, label: str, value: str) -> int:
+        return 0
+
+    def labelled(self, prefix: str, start: str, label: str,
+                 value: str) -> Iterator[CachedObject] | None:
+        """No label index here: the stored kind's labels are matched in this version (a
+        conversion could change them), so a list of this version scans."""
+        return None
 
     async def watch(self, sink: Sink, watch_filter: WatchFilter, start: WatchStart) -> Watcher:
         """A watcher of the stored kind that matches and receives this view's version."""
