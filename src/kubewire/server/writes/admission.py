@@ -93,10 +93,12 @@ def admit_pod_create(pod: dict[str, Any], namespace: str, facts: PodFacts) -> di
     return admitted
 
 
-def admit_pod_update(old: Mapping[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+def admit_pod_update(old: Mapping[str, Any], new: dict[str, Any], *,
+                     owned: bool = False) -> dict[str, Any]:
     """An update: Priority keeps the stored priority and preemption policy the body left out;
-    DefaultTolerationSeconds adds its tolerations again if they were dropped."""
-    admitted = copy.deepcopy(new)
+    DefaultTolerationSeconds adds its tolerations again if they were dropped. A copy, unless
+    ``owned`` (``new`` is the caller's own: changed in place)."""
+    admitted = new if owned else copy.deepcopy(new)
     spec = admitted.setdefault("spec", {})
     old_spec = old.get("spec") or {}
     for key in ("priority", "preemptionPolicy"):
