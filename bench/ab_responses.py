@@ -144,6 +144,7 @@ def _creates() -> Iterator[Call]:
     yield Call("POST", pods, _pod("tolerant", spec={
         "containers": [{"name": "c", "image": "i"}],
         "tolerations": [{"key": "k", "operator": "Exists"}], "priority": 0}))
+    yield from _admitted_pods()
     yield Call("POST", cms, _apply_cm("cm1", {"a": "1"}))
     yield Call("POST", cms, {**_apply_cm("cm-bad", {"a": "1"}), "data": {"a": 1}})
     yield Call("POST", deps, _deployment("d1"))
@@ -153,6 +154,37 @@ def _creates() -> Iterator[Call]:
     yield Call("POST", svcs, {"apiVersion": "v1", "kind": "Service",
                               "metadata": {"name": "s2"},
                               "spec": {"type": "NodePort", "ports": [{"port": 81}]}})
+
+
+def _admitted_pods() -> Iterator[Call]:
+    """Pods that pod admission (service account, priority, tolerations) changes or refuses."""
+    mount = {"name": "own", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}
+    specs: list[dict[str, Any]] = [
+        {"containers": [{"name": "c", "image": "i", "volumeMounts": [mount]}],
+         "volumes": [{"name": "own", "emptyDir": {}}]},
+        {"containers": [{"name": "c", "image": "i"}], "volumes": [
+            {"name": "kube-api-access-mine", "emptyDir": {}}]},
+        {"containers": [{"name": "c", "image": "i"}], "automountServiceAccountToken": False},
+        {"containers": [{"name": "c", "image": "i"}],
+         "priorityClassName": "system-cluster-critical"},
+        {"containers": [{"name": "c", "image": "i"}], "priorityClassName": "nope"},
+        {"containers": [{"name": "c", "image": "i"}], "priority": 7},
+        {"containers": [{"name": "c", "image": "i"}], "preemptionPolicy": "Never"},
+        {"containers": [{"name": "c", "image": "i"}], "serviceAccountName": "missing"},
+        {"containers": [{"name": "c", "image": "i"}], "serviceAccount": "default"},
+        {"containers": [{"name": "c", "image": "i"}], "imagePullSecrets": [{"name": "s"}],
+         "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                          "effect": "NoExecute"}]},
+        {"containers": [{"name": "c", "image": "i"}], "initContainers": [
+            {"name": "init", "image": "i"}], "volumes": [
+            {"name": "kube-api-access-dup", "emptyDir": {}},
+            {"name": "kube-api-access-dup2", "emptyDir": {}}]},
+    ]
+    for i, spec in enumerate(specs):
+        yield Call("POST", pods, _pod(f"adm-{i}", spec=spec))
+    yield Call("POST", pods, _pod("mirror", meta={"annotations": {
+        "kubernetes.io/config.mirror": "x"}}, spec={"containers": [{"name": "c",
+                                                                    "image": "i"}]}))
 
 
 def _merge_patches() -> Iterator[Call]:

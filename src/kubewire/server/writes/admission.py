@@ -67,12 +67,14 @@ def service_account_name(pod: Mapping[str, Any]) -> str:
                or DEFAULT_SERVICE_ACCOUNT)
 
 
-def admit_pod_create(pod: dict[str, Any], namespace: str, facts: PodFacts) -> dict[str, Any]:
+def admit_pod_create(pod: dict[str, Any], namespace: str, facts: PodFacts, *,
+                     owned: bool = False) -> dict[str, Any]:
     """The pod as the ServiceAccount, Priority and DefaultTolerationSeconds plugins leave a
-    create (a copy); raises Forbidden as they do. Mirror pods are kubelet's: left alone."""
+    create (a copy, unless ``owned``: the caller's own, changed in place); raises Forbidden as
+    they do. Mirror pods are kubelet's: left alone."""
     if _is_mirror_pod(pod):
         return pod
-    admitted = copy.deepcopy(pod)
+    admitted = pod if owned else copy.deepcopy(pod)
     spec = admitted.setdefault("spec", {})
     name = _name_for_errors(admitted)
     account = service_account_name(admitted)

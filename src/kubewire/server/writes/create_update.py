@@ -52,7 +52,12 @@ from kubewire.server.writes.admission import (
 from kubewire.server.writes.defaults import apply_kind_defaults
 from kubewire.server.writes.deletes import delete, delete_collection
 from kubewire.server.writes.json_copy import copy_json
-from kubewire.server.writes.validate import check_namespace_usable, check_type_meta, validate
+from kubewire.server.writes.validate import (
+    check_namespace_usable,
+    check_type_meta,
+    validate,
+    validate_admitted,
+)
 from kubewire.status import (
     BadRequest,
     MethodNotAllowed,
@@ -132,7 +137,9 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
     defaulted = apply_kind_defaults(resource, obj)  # kube defaults while decoding the body
     is_pod = resource.id == POD_RESOURCE_ID and not route.subresource
     facts = await pod_admission_facts(ctx, route.namespace, defaulted) if is_pod else None
-    for _ in range(attempts):
+    for attempt in range(attempts):
+        if attempt:  # the steps below change this attempt's copy in place (admission)
+            defaulted = apply_kind_defaults(resource, obj)
         ctx_create = lifecycle.CreateContext(namespace=route.namespace, now=ctx.now(),
                                              rng=ctx.rng)
         prepared = lifecycle.prepare_create(resource, defaulted, ctx_create)
@@ -147,7 +154,8 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
             check_namespace_usable(ctx, resource, namespace, name)
         if facts is not None:
             # admission's pod is validated again, as kube validates what admission left
-            prepared, _ = validate(resource, admit_pod_create(prepared, namespace, facts), wopts)
+            prepared = validate_admitted(resource, admit_pod_create(prepared, namespace, facts,
+                                                                    owned=True))
         if allocate:
             prepared = ctx.allocations.allocate_on_create(resource, prepared,
                                                           dry_run=wopts.dry_run)
