@@ -6,7 +6,7 @@ Messages follow kube-apiserver's structural-schema validation of custom resource
 ``kubeOpenAPIResultToFieldErrors``), applied to every kind. Paths are dotted with list indices
 (``spec.containers[0].name``); map values append ``.<key>`` as kube-openapi does.
 
-Each kind's schema is compiled once into small ``_Node`` objects; each check walks the object
+Each kind's schema is compiled once into small ``SchemaNode`` objects; each check walks the object
 once. ``null`` is accepted wherever a field is optional (Go decodes it as the zero value) and
 counts as missing for ``required``.
 
@@ -40,7 +40,7 @@ _DECLARED: dict[str, tuple[str, ...]] = {
 }
 
 
-class _Node:
+class SchemaNode:
     """A compiled schema node (structure resolved, facts flattened for fast walking)."""
 
     __slots__ = ("declared", "default", "enum", "format", "has_default", "has_defaults",
@@ -51,10 +51,10 @@ class _Node:
         self.type = "any"
         self.declared: tuple[str, ...] = ()
         self.format = ""
-        self.props: dict[str, _Node] = {}
+        self.props: dict[str, SchemaNode] = {}
         self.required: tuple[str, ...] = ()
-        self.items: _Node | None = None
-        self.values: _Node | None = None
+        self.items: SchemaNode | None = None
+        self.values: SchemaNode | None = None
         self.enum: tuple[JSON, ...] | None = None
         self.has_default = False
         self.default: JSON = None
@@ -66,7 +66,7 @@ class _Node:
         self.has_zeros = False  # ``zeros`` somewhere in this subtree
 
 
-def _compile(node: TypeNode, memo: dict[str, _Node], stack: set[str]) -> _Node:
+def _compile(node: TypeNode, memo: dict[str, SchemaNode], stack: set[str]) -> SchemaNode:
     # A bare reference is the named type itself: share one compiled node per name.
     bare = node.ref and set(node.raw) == {"ref"}
     if bare and node.ref in memo:
@@ -75,7 +75,7 @@ def _compile(node: TypeNode, memo: dict[str, _Node], stack: set[str]) -> _Node:
         if node.ref in stack:
             raise ValueError(f"recursive schema at {node.ref}")
         stack.add(node.ref)
-    out = _Node()
+    out = SchemaNode()
     out.type = node.type
     out.declared = _DECLARED.get(out.type, ())
     out.format = node.format
@@ -89,7 +89,7 @@ def _compile(node: TypeNode, memo: dict[str, _Node], stack: set[str]) -> _Node:
     out.values = _compile(node.values, memo, stack) if node.values is not None else None
     if node.embedded_resource:
         for key in ("apiVersion", "kind", "metadata"):
-            out.props.setdefault(key, _Node())
+            out.props.setdefault(key, SchemaNode())
     out.is_open = out.type == "any" or node.preserve_unknown_fields
     out.plain = _plain_types(out.declared)
     children = [*out.props.values(), out.items, out.values]
@@ -105,7 +105,7 @@ def _compile(node: TypeNode, memo: dict[str, _Node], stack: set[str]) -> _Node:
     return out
 
 
-def _strip_required(root: _Node) -> None:
+def _strip_required(root: SchemaNode) -> None:
     """Drop every ``required`` list (and the zero values that follow them) under ``root``."""
     seen: set[int] = set()
     stack = [root]
@@ -119,7 +119,7 @@ def _strip_required(root: _Node) -> None:
 
 
 @cache
-def _root(api_version: str, kind: str) -> _Node:
+def _root(api_version: str, kind: str) -> SchemaNode:
     root = _compile(type_for(api_version, kind), {}, set())
     metadata = root.props.get("metadata")
     if metadata is not None:  # ObjectMeta is kube's ValidateObjectMeta's, for every kind
@@ -131,14 +131,25 @@ def _root(api_version: str, kind: str) -> _Node:
 
 
 @cache
-def _root_unrequired(api_version: str, kind: str) -> _Node:
+def _root_unrequired(api_version: str, kind: str) -> SchemaNode:
     """``_root`` without ``required`` lists (built-in kinds: see the module docstring)."""
     root = _compile(type_for(api_version, kind), {}, set())
     _strip_required(root)
     return root
 
 
-def _checked_root(api_version: str, kind: str, schema_required: bool) -> _Node:
+def builtin_root(api_version: str, kind: str) -> SchemaNode:
+    """The compiled schema a built-in kind is checked against (no ``required``): what
+    ``check_object(..., schema_required=False)`` walks."""
+    return _root_unrequired(api_version, kind)
+
+
+def integer_range(node: SchemaNode) -> tuple[int, int]:
+    """The values ``_check_type`` takes for an integer ``node`` (by its format)."""
+    return _INT32 if node.format == "int32" else _INT64
+
+
+def _checked_root(api_version: str, kind: str, schema_required: bool) -> SchemaNode:
     return (_root if schema_required else _root_unrequired)(api_version, kind)
 
 
@@ -175,7 +186,7 @@ def _type_error(path: str, expected: str, actual: str) -> FieldError:
     return FieldError("FieldValueTypeInvalid", path, actual, detail)
 
 
-def _check_type(node: _Node, value: JSON, path: str) -> FieldError | None:
+def _check_type(node: SchemaNode, value: JSON, path: str) -> FieldError | None:
     """kube-openapi ``typeValidator.Validate`` for one non-null value, plus integer ranges."""
     declared = node.declared
     if not declared:
@@ -198,7 +209,7 @@ def _check_type(node: _Node, value: JSON, path: str) -> FieldError | None:
     return None
 
 
-def _enum_error(node: _Node, value: JSON, path: str) -> FieldError | None:
+def _enum_error(node: SchemaNode, value: JSON, path: str) -> FieldError | None:
     if node.enum is None or value in node.enum:
         return None
     supported = [v if isinstance(v, str) else json.dumps(v) for v in node.enum]
@@ -220,13 +231,13 @@ def validate_types(api_version: str, kind: str, obj: Mapping[str, JSON],
     return errors
 
 
-def _value_error(node: _Node, value: JSON, path: str) -> FieldError | None:
+def _value_error(node: SchemaNode, value: JSON, path: str) -> FieldError | None:
     if type(value) in node.plain:  # the common case: skip the type check's branches
         return _enum_error(node, value, path) if node.enum is not None else None
     return _check_type(node, value, path) or _enum_error(node, value, path)
 
 
-def _walk_checked(node: _Node, value: JSON, path: str, errors: list[FieldError],
+def _walk_checked(node: SchemaNode, value: JSON, path: str, errors: list[FieldError],
                   unknown: list[str] | None) -> None:
     """Type, required and enum errors into ``errors`` and (while ``unknown`` is given)
     ``_walk_unknown``'s paths, in one pass; the unknown paths are meaningful only when no error
@@ -247,7 +258,7 @@ def _walk_checked(node: _Node, value: JSON, path: str, errors: list[FieldError],
             _walk_checked(items, child, f"{path}[{i}]", errors, unknown)
 
 
-def _walk_checked_map(node: _Node, value: dict[str, JSON], path: str, errors: list[FieldError],
+def _walk_checked_map(node: SchemaNode, value: dict[str, JSON], path: str, errors: list[FieldError],
                       unknown: list[str] | None) -> None:
     prefix = path + "." if path else ""
     props, values = node.props, node.values
@@ -276,7 +287,7 @@ def check_object(api_version: str, kind: str, obj: Mapping[str, JSON],
 
 # --- Go zero values -------------------------------------------------------------------------
 
-def _zero_filled(node: _Node, value: JSON) -> JSON:
+def _zero_filled(node: SchemaNode, value: JSON) -> JSON:
     if not node.has_zeros or node.is_open:
         return value
     if isinstance(value, dict):
@@ -309,7 +320,7 @@ def go_zero_fields(api_version: str, kind: str, obj: Mapping[str, JSON]) -> JSON
 
 # --- unknown fields ---------------------------------------------------------------------------
 
-def _walk_unknown(node: _Node, value: JSON, path: str, out: list[str]) -> None:
+def _walk_unknown(node: SchemaNode, value: JSON, path: str, out: list[str]) -> None:
     if node.is_open:
         return
     if isinstance(value, dict):
@@ -344,7 +355,7 @@ def _copy_json(value: JSON) -> JSON:
     return value
 
 
-def _pruned(node: _Node, value: JSON) -> JSON:
+def _pruned(node: SchemaNode, value: JSON) -> JSON:
     if node.is_open:
         return _copy_json(value)
     if isinstance(value, dict):
@@ -366,11 +377,11 @@ def prune_unknown_fields(api_version: str, kind: str, obj: Mapping[str, JSON]) -
 
 # --- defaults ---------------------------------------------------------------------------------
 
-def _is_null_to_default(node: _Node, value: JSON) -> bool:
+def _is_null_to_default(node: SchemaNode, value: JSON) -> bool:
     return value is None and not node.nullable and node.has_default
 
 
-def _defaulted(node: _Node, value: JSON) -> JSON:
+def _defaulted(node: SchemaNode, value: JSON) -> JSON:
     """apiextensions structural defaulting (``structuraldefaulting.Default``) on a copy."""
     if not node.has_defaults:
         return value
@@ -404,5 +415,5 @@ def apply_defaults(api_version: str, kind: str, obj: Mapping[str, JSON]) -> JSON
     return _defaulted(_root(api_version, kind), obj)
 
 
-__all__ = ["apply_defaults", "check_object", "go_zero_fields", "prune_unknown_fields",
-           "unknown_fields", "validate_types"]
+__all__ = ["SchemaNode", "apply_defaults", "builtin_root", "check_object", "go_zero_fields",
+           "integer_range", "prune_unknown_fields", "unknown_fields", "validate_types"]

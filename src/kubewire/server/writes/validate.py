@@ -21,6 +21,7 @@ from kubewire.schema import validate as schema_validate
 from kubewire.schema.go_convert import convert_error
 from kubewire.schema.go_decode import decode_error
 from kubewire.schema.go_time_encoding import encode_times
+from kubewire.schema.validate_typed import checks_cleanly
 from kubewire.server.context import ServerContext
 from kubewire.server.patch.go_print import go_json, go_sprint
 from kubewire.server.request.options import WriteOptions
@@ -116,8 +117,12 @@ def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
     # one walk: type errors, and the unknown fields that matter only when there are none
     # Schema ``required`` binds custom resources only; kube decodes a built-in into its Go
     # struct and only the kind's validation (``validate_kind``) requires anything.
-    type_errors, unknown = schema_validate.check_object(resource.api_version, resource.kind, obj,
-                                                        schema_required=resource.is_custom)
+    type_errors: list[FieldError] = []
+    unknown: list[str] = []
+    if resource.is_custom or not checks_cleanly(resource.api_version, resource.kind, obj):
+        # the walk, for what the typed decode could not rule out
+        type_errors, unknown = schema_validate.check_object(
+            resource.api_version, resource.kind, obj, schema_required=resource.is_custom)
     errors.extend(type_errors)
     if subresource == "ephemeralcontainers" and old is not None:
         kind_errors = validate_ephemeral_containers_update(obj, old)
