@@ -288,24 +288,38 @@ def check_object(api_version: str, kind: str, obj: Mapping[str, JSON],
 # --- Go zero values -------------------------------------------------------------------------
 
 def _zero_filled(node: SchemaNode, value: JSON) -> JSON:
+    """``value`` with its zeros filled: copies along the paths that get one, ``value`` itself
+    when none does (most objects: their required scalars are there)."""
     if not node.has_zeros or node.is_open:
         return value
     if isinstance(value, dict):
-        out = dict(value)
-        for name, zero in node.zeros:
-            if out.get(name) is None:
-                out[name] = zero
-        for key, child in value.items():
-            sub = node.props.get(key) or node.values
-            if sub is not None and sub.has_zeros:
-                out[key] = _zero_filled(sub, child)
-        return out
+        return _zero_filled_map(node, value)
     if isinstance(value, list) and node.items is not None and node.items.has_zeros:
-        return [_zero_filled(node.items, v) for v in value]
+        items = [_zero_filled(node.items, v) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     return value
 
 
-def go_zero_fields(api_version: str, kind: str, obj: Mapping[str, JSON]) -> JSON:
+def _zero_filled_map(node: SchemaNode, value: dict[str, JSON]) -> dict[str, JSON]:
+    out: dict[str, JSON] | None = None
+    for name, zero in node.zeros:
+        if value.get(name) is None:
+            if out is None:
+                out = dict(value)
+            out[name] = zero
+    for key, child in value.items():
+        sub = node.props.get(key) or node.values
+        if sub is not None and sub.has_zeros:
+            filled = _zero_filled(sub, child)
+            if filled is not child:
+                if out is None:
+                    out = dict(value)
+                out[key] = filled
+    return value if out is None else out
+
+
+def go_zero_fields(api_version: str, kind: str, obj: Mapping[str, JSON],
+                   only: tuple[str, ...] | None = None) -> JSON:
     """A built-in ``obj`` with each missing scalar field that Go encodes without ``omitempty``
     set to the zero value kube writes for it (``""``, ``0``, ``false``).
 
@@ -313,9 +327,19 @@ def go_zero_fields(api_version: str, kind: str, obj: Mapping[str, JSON]) -> JSON
     when its json tag has no omitempty and it is not ``+optional``). A Node posted with a
     partial ``status.nodeInfo`` comes back with ``"machineID": ""``, as from kube. Time fields
     (Go writes ``null``) and structs, slices and maps are left alone. Containers along filled
-    paths are copied; ``obj`` is never modified.
+    paths are copied, the rest is shared (``obj`` itself when nothing is filled); ``obj`` is
+    never modified. ``only``: fill under these top-level fields
+    alone (the rest is known to be filled already).
     """
-    return _zero_filled(_root(api_version, kind), obj)
+    root = _root(api_version, kind)
+    if only is None:
+        return _zero_filled(root, obj)
+    out = dict(obj)
+    for key in only:
+        sub = root.props.get(key) or root.values
+        if key in out and sub is not None and sub.has_zeros and not root.is_open:
+            out[key] = _zero_filled(sub, out[key])
+    return out
 
 
 # --- unknown fields ---------------------------------------------------------------------------

@@ -157,16 +157,17 @@ def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
 def validate_admitted(resource: Resource, obj: dict[str, Any]) -> dict[str, Any]:
     """``validate`` again for what pod admission made of an object ``validate`` passed, which is
     all that pass could still say: the kind's rules (admission adds volumes, mounts,
-    tolerations and more), Go's zero values and times. Admission changes only the spec, with
-    fields of the right JSON types that the schema knows, and no metadata, so the meta and
-    schema type checks (and unknown fields, and so warnings) are as the first pass left them.
+    tolerations and more) and Go's zero values in the spec. Admission changes only the spec,
+    with fields of the right JSON types that the schema knows, none of them a time, and no
+    metadata: the meta and schema type checks (and unknown fields, and so warnings), the
+    times (``encode_times`` gives its own output back) and the zero values elsewhere are as
+    the first pass left them.
     """
     errors = validate_kind(resource, obj, None)
     if errors:
         raise invalid_object(resource.invalid_group, resource.kind, _name_of(obj), errors)
-    obj = encode_times(resource.api_version, resource.kind, obj)
     return schema_validate.go_zero_fields(  # type: ignore[no-any-return]
-        resource.api_version, resource.kind, obj)
+        resource.api_version, resource.kind, obj, only=("spec",))
 
 
 def check_namespace_usable(ctx: ServerContext, resource: Resource, namespace: str,
