@@ -120,7 +120,7 @@ class _Builder:
         fields = [(f"f{i}", self.optional(child), msgspec.field(default=None, name=name))
                   for i, (name, child) in enumerate(go_type.fields.items())]
         self.building.discard(ident)
-        made = self.structs[ident] = msgspec.defstruct(go_type.struct or "Struct", fields)
+        made = self.structs[ident] = msgspec.defstruct(go_type.struct or "Struct", fields, gc=False)
         return made
 
 

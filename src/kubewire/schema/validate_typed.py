@@ -83,7 +83,7 @@ class _Builder:
                   for i, (name, child) in enumerate(node.props.items())]
         self.building.discard(ident)
         made = self.done[ident] = msgspec.defstruct(
-            "Object", fields, forbid_unknown_fields=not node.is_open)
+            "Object", fields, forbid_unknown_fields=not node.is_open, gc=False)
         return made
 
 
