@@ -393,7 +393,9 @@ def update_precondition(resource: Resource, new: dict[str, JSON]) -> int | None:
 
 def is_noop_update(old: dict[str, JSON], new: dict[str, JSON]) -> bool:
     """True when ``new`` equals ``old`` apart from resourceVersion: kube then skips the write."""
-    return json_equal(_without_version(old), _without_version(new))
+    old, new = _without_version(old), _without_version(new)
+    # json_equal implies ==, which Python answers in C: most updates differ, and end here
+    return old == new and json_equal(old, new)
 
 
 # --- delete ---------------------------------------------------------------------------------------
