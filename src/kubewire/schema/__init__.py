@@ -234,6 +234,7 @@ def kind_info(api_version: str, kind: str) -> KindInfo | None:
                     entry.get("namespaced"))
 
 
+@cache  # the facts are fixed; every write asks (field ownership, defaults, patches)
 def type_for(api_version: str, kind: str) -> TypeNode:
     """The root schema of ``kind`` at ``api_version``. Raises KeyError when unknown."""
     info = kind_info(api_version, kind)

@@ -11,6 +11,7 @@ Pure functions of their input; none raises. Quantities have their own core modul
 from __future__ import annotations
 
 import calendar
+from functools import lru_cache
 
 _DIGITS = frozenset("0123456789")
 
@@ -132,9 +133,13 @@ def _time_quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+TIME_ERROR_CACHE_SIZE = 4096  # distinct times remembered: an object's times repeat per write
+
+
+@lru_cache(maxsize=TIME_ERROR_CACHE_SIZE)
 def time_error(value: str, layout: str = RFC3339) -> str | None:
     """``time.Parse(layout, value)``'s error text for ``RFC3339`` or ``RFC3339_MICRO``, or
-    None when ``value`` parses."""
+    None when ``value`` parses (remembered: every write of an object checks its times)."""
     try:
         fields = _parse_fields(layout, value)
     except _ParseError as exc:

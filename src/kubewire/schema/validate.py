@@ -6,7 +6,7 @@ Messages follow kube-apiserver's structural-schema validation of custom resource
 ``kubeOpenAPIResultToFieldErrors``), applied to every kind. Paths are dotted with list indices
 (``spec.containers[0].name``); map values append ``.<key>`` as kube-openapi does.
 
-Each kind's schema is compiled once into small ``_Node`` objects; each check walks the object
+Each kind's schema is compiled once into small ``SchemaNode`` objects; each check walks the object
 once. ``null`` is accepted wherever a field is optional (Go decodes it as the zero value) and
 counts as missing for ``required``.
 
@@ -40,7 +40,7 @@ _DECLARED: dict[str, tuple[str, ...]] = {
 }
 
 
-class _Node:
+class SchemaNode:
     """A compiled schema node (structure resolved, facts flattened for fast walking)."""
 
     __slots__ = ("declared", "default", "enum", "format", "has_default", "has_defaults",
@@ -51,10 +51,10 @@ class _Node:
         self.type = "any"
         self.declared: tuple[str, ...] = ()
         self.format = ""
-        self.props: dict[str, _Node] = {}
+        self.props: dict[str, SchemaNode] = {}
         self.required: tuple[str, ...] = ()
-        self.items: _Node | None = None
-        self.values: _Node | None = None
+        self.items: SchemaNode | None = None
+        self.values: SchemaNode | None = None
         self.enum: tuple[JSON, ...] | None = None
         self.has_default = False
         self.default: JSON = None
@@ -66,7 +66,7 @@ class _Node:
         self.has_zeros = False  # ``zeros`` somewhere in this subtree
 
 
-def _compile(node: TypeNode, memo: dict[str, _Node], stack: set[str]) -> _Node:
+def _compile(node: TypeNode, memo: dict[str, SchemaNode], stack: set[str]) -> SchemaNode:
     # A bare reference is the named type itself: share one compiled node per name.
     bare = node.ref and set(node.raw) == {"ref"}
     if bare and node.ref in memo:
@@ -75,7 +75,7 @@ def _compile(node: TypeNode, memo: dict[str, _Node], stack: set[str]) -> _Node:
         if node.ref in stack:
             raise ValueError(f"recursive schema at {node.ref}")
         stack.add(node.ref)
-    out = _Node()
+    out = SchemaNode()
     out.type = node.type
     out.declared = _DECLARED.get(out.type, ())
     out.format = node.format
@@ -89,7 +89,7 @@ def _compile(node: TypeNode, memo: dict[str, _Node], stack: set[str]) -> _Node:
     out.values = _compile(node.values, memo, stack) if node.values is not None else None
     if node.embedded_resource:
         for key in ("apiVersion", "kind", "metadata"):
-            out.props.setdefault(key, _Node())
+            out.props.setdefault(key, SchemaNode())
     out.is_open = out.type == "any" or node.preserve_unknown_fields
     out.plain = _plain_types(out.declared)
     children = [*out.props.values(), out.items, out.values]
@@ -105,7 +105,7 @@ def _compile(node: TypeNode, memo: dict[str, _Node], stack: set[str]) -> _Node:
     return out
 
 
-def _strip_required(root: _Node) -> None:
+def _strip_required(root: SchemaNode) -> None:
     """Drop every ``required`` list (and the zero values that follow them) under ``root``."""
     seen: set[int] = set()
     stack = [root]
@@ -119,7 +119,7 @@ def _strip_required(root: _Node) -> None:
 
 
 @cache
-def _root(api_version: str, kind: str) -> _Node:
+def _root(api_version: str, kind: str) -> SchemaNode:
     root = _compile(type_for(api_version, kind), {}, set())
     metadata = root.props.get("metadata")
     if metadata is not None:  # ObjectMeta is kube's ValidateObjectMeta's, for every kind
@@ -131,14 +131,25 @@ def _root(api_version: str, kind: str) -> _Node:
 
 
 @cache
-def _root_unrequired(api_version: str, kind: str) -> _Node:
+def _root_unrequired(api_version: str, kind: str) -> SchemaNode:
     """``_root`` without ``required`` lists (built-in kinds: see the module docstring)."""
     root = _compile(type_for(api_version, kind), {}, set())
     _strip_required(root)
     return root
 
 
-def _checked_root(api_version: str, kind: str, schema_required: bool) -> _Node:
+def builtin_root(api_version: str, kind: str) -> SchemaNode:
+    """The compiled schema a built-in kind is checked against (no ``required``): what
+    ``check_object(..., schema_required=False)`` walks."""
+    return _root_unrequired(api_version, kind)
+
+
+def integer_range(node: SchemaNode) -> tuple[int, int]:
+    """The values ``_check_type`` takes for an integer ``node`` (by its format)."""
+    return _INT32 if node.format == "int32" else _INT64
+
+
+def _checked_root(api_version: str, kind: str, schema_required: bool) -> SchemaNode:
     return (_root if schema_required else _root_unrequired)(api_version, kind)
 
 
@@ -175,7 +186,7 @@ def _type_error(path: str, expected: str, actual: str) -> FieldError:
     return FieldError("FieldValueTypeInvalid", path, actual, detail)
 
 
-def _check_type(node: _Node, value: JSON, path: str) -> FieldError | None:
+def _check_type(node: SchemaNode, value: JSON, path: str) -> FieldError | None:
     """kube-openapi ``typeValidator.Validate`` for one non-null value, plus integer ranges."""
     declared = node.declared
     if not declared:
@@ -198,7 +209,7 @@ def _check_type(node: _Node, value: JSON, path: str) -> FieldError | None:
     return None
 
 
-def _enum_error(node: _Node, value: JSON, path: str) -> FieldError | None:
+def _enum_error(node: SchemaNode, value: JSON, path: str) -> FieldError | None:
     if node.enum is None or value in node.enum:
         return None
     supported = [v if isinstance(v, str) else json.dumps(v) for v in node.enum]
@@ -220,13 +231,13 @@ def validate_types(api_version: str, kind: str, obj: Mapping[str, JSON],
     return errors
 
 
-def _value_error(node: _Node, value: JSON, path: str) -> FieldError | None:
+def _value_error(node: SchemaNode, value: JSON, path: str) -> FieldError | None:
     if type(value) in node.plain:  # the common case: skip the type check's branches
         return _enum_error(node, value, path) if node.enum is not None else None
     return _check_type(node, value, path) or _enum_error(node, value, path)
 
 
-def _walk_checked(node: _Node, value: JSON, path: str, errors: list[FieldError],
+def _walk_checked(node: SchemaNode, value: JSON, path: str, errors: list[FieldError],
                   unknown: list[str] | None) -> None:
     """Type, required and enum errors into ``errors`` and (while ``unknown`` is given)
     ``_walk_unknown``'s paths, in one pass; the unknown paths are meaningful only when no error
@@ -247,7 +258,7 @@ def _walk_checked(node: _Node, value: JSON, path: str, errors: list[FieldError],
             _walk_checked(items, child, f"{path}[{i}]", errors, unknown)
 
 
-def _walk_checked_map(node: _Node, value: dict[str, JSON], path: str, errors: list[FieldError],
+def _walk_checked_map(node: SchemaNode, value: dict[str, JSON], path: str, errors: list[FieldError],
                       unknown: list[str] | None) -> None:
     prefix = path + "." if path else ""
     props, values = node.props, node.values
@@ -276,25 +287,39 @@ def check_object(api_version: str, kind: str, obj: Mapping[str, JSON],
 
 # --- Go zero values -------------------------------------------------------------------------
 
-def _zero_filled(node: _Node, value: JSON) -> JSON:
+def _zero_filled(node: SchemaNode, value: JSON) -> JSON:
+    """``value`` with its zeros filled: copies along the paths that get one, ``value`` itself
+    when none does (most objects: their required scalars are there)."""
     if not node.has_zeros or node.is_open:
         return value
     if isinstance(value, dict):
-        out = dict(value)
-        for name, zero in node.zeros:
-            if out.get(name) is None:
-                out[name] = zero
-        for key, child in value.items():
-            sub = node.props.get(key) or node.values
-            if sub is not None and sub.has_zeros:
-                out[key] = _zero_filled(sub, child)
-        return out
+        return _zero_filled_map(node, value)
     if isinstance(value, list) and node.items is not None and node.items.has_zeros:
-        return [_zero_filled(node.items, v) for v in value]
+        items = [_zero_filled(node.items, v) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     return value
 
 
-def go_zero_fields(api_version: str, kind: str, obj: Mapping[str, JSON]) -> JSON:
+def _zero_filled_map(node: SchemaNode, value: dict[str, JSON]) -> dict[str, JSON]:
+    out: dict[str, JSON] | None = None
+    for name, zero in node.zeros:
+        if value.get(name) is None:
+            if out is None:
+                out = dict(value)
+            out[name] = zero
+    for key, child in value.items():
+        sub = node.props.get(key) or node.values
+        if sub is not None and sub.has_zeros:
+            filled = _zero_filled(sub, child)
+            if filled is not child:
+                if out is None:
+                    out = dict(value)
+                out[key] = filled
+    return value if out is None else out
+
+
+def go_zero_fields(api_version: str, kind: str, obj: Mapping[str, JSON],
+                   only: tuple[str, ...] | None = None) -> JSON:
     """A built-in ``obj`` with each missing scalar field that Go encodes without ``omitempty``
     set to the zero value kube writes for it (``""``, ``0``, ``false``).
 
@@ -302,14 +327,24 @@ def go_zero_fields(api_version: str, kind: str, obj: Mapping[str, JSON]) -> JSON
     when its json tag has no omitempty and it is not ``+optional``). A Node posted with a
     partial ``status.nodeInfo`` comes back with ``"machineID": ""``, as from kube. Time fields
     (Go writes ``null``) and structs, slices and maps are left alone. Containers along filled
-    paths are copied; ``obj`` is never modified.
+    paths are copied, the rest is shared (``obj`` itself when nothing is filled); ``obj`` is
+    never modified. ``only``: fill under these top-level fields
+    alone (the rest is known to be filled already).
     """
-    return _zero_filled(_root(api_version, kind), obj)
+    root = _root(api_version, kind)
+    if only is None:
+        return _zero_filled(root, obj)
+    out = dict(obj)
+    for key in only:
+        sub = root.props.get(key) or root.values
+        if key in out and sub is not None and sub.has_zeros and not root.is_open:
+            out[key] = _zero_filled(sub, out[key])
+    return out
 
 
 # --- unknown fields ---------------------------------------------------------------------------
 
-def _walk_unknown(node: _Node, value: JSON, path: str, out: list[str]) -> None:
+def _walk_unknown(node: SchemaNode, value: JSON, path: str, out: list[str]) -> None:
     if node.is_open:
         return
     if isinstance(value, dict):
@@ -344,7 +379,7 @@ def _copy_json(value: JSON) -> JSON:
     return value
 
 
-def _pruned(node: _Node, value: JSON) -> JSON:
+def _pruned(node: SchemaNode, value: JSON) -> JSON:
     if node.is_open:
         return _copy_json(value)
     if isinstance(value, dict):
@@ -366,11 +401,11 @@ def prune_unknown_fields(api_version: str, kind: str, obj: Mapping[str, JSON]) -
 
 # --- defaults ---------------------------------------------------------------------------------
 
-def _is_null_to_default(node: _Node, value: JSON) -> bool:
+def _is_null_to_default(node: SchemaNode, value: JSON) -> bool:
     return value is None and not node.nullable and node.has_default
 
 
-def _defaulted(node: _Node, value: JSON) -> JSON:
+def _defaulted(node: SchemaNode, value: JSON) -> JSON:
     """apiextensions structural defaulting (``structuraldefaulting.Default``) on a copy."""
     if not node.has_defaults:
         return value
@@ -404,5 +439,5 @@ def apply_defaults(api_version: str, kind: str, obj: Mapping[str, JSON]) -> JSON
     return _defaulted(_root(api_version, kind), obj)
 
 
-__all__ = ["apply_defaults", "check_object", "go_zero_fields", "prune_unknown_fields",
-           "unknown_fields", "validate_types"]
+__all__ = ["SchemaNode", "apply_defaults", "builtin_root", "check_object", "go_zero_fields",
+           "integer_range", "prune_unknown_fields", "unknown_fields", "validate_types"]

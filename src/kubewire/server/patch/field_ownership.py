@@ -28,12 +28,17 @@ from kubewire.server.patch.field_paths import (
 )
 from kubewire.server.patch.managed_fields import (
     STRIPPED_PATHS,
+    Managed,
+    ManagerKey,
     UpdateRecord,
+    canonical_keys,
+    decode_managed,
     encode_managed,
     live_or_new,
     managed_entries,
     manager_key,
     record_update,
+    record_update_entries,
 )
 from kubewire.server.request.query_params import Query
 from kubewire.server.request.routes import Route
@@ -47,7 +52,7 @@ from kubewire.times import format_time
 
 __all__ = ["APPLY_PATCH_MEDIA_TYPE", "ApplyOptions", "Mutation", "WriteFacts",
            "default_field_manager", "parse_apply", "parse_tracked_write_options",
-           "resource_schema", "track_write"]
+           "requested_managed_fields", "resource_schema", "track_write"]
 
 APPLY_PATCH_MEDIA_TYPE = "application/apply-patch+yaml"
 Mutation = Callable[[dict[str, JSON]], dict[str, JSON]]
@@ -134,7 +139,12 @@ def track_write(facts: WriteFacts, old: dict[str, JSON] | None, new: dict[str, J
     resource, subresource = facts.route.resource, facts.route.subresource
     if old is None and not subresource and managed_entries(new) is None:
         return _track_create(facts, prepared, meta)
-    base, entries = live_or_new(old, new, subresource)
+    kept = _kept_live_entries(old, new, subresource)
+    base: Managed | None = None
+    if kept is None:
+        base, entries = live_or_new(old, new, subresource)
+    else:
+        entries, keys = kept
     try:
         changes = compare(_bare(old), _bare(prepared), resource_schema(resource),
                           is_custom=resource.is_custom)
@@ -144,10 +154,42 @@ def track_write(facts: WriteFacts, old: dict[str, JSON] | None, new: dict[str, J
         _set_entries(meta, entries)
         return prepared
     key = manager_key(facts.options.field_manager, "Update", resource.api_version, subresource)
-    managed = record_update(base, changes, UpdateRecord(key, format_time(facts.now),
-                                                        resource.has_status))
+    record = UpdateRecord(key, format_time(facts.now), resource.has_status)
+    if kept is not None:
+        updated = record_update_entries(entries, keys, changes, record)
+        if updated is not None:
+            _set_entries(meta, updated)
+            return prepared
+        base = decode_managed(entries)
+    assert base is not None
+    managed = record_update(base, changes, record)
     _set_entries(meta, encode_managed(managed) if managed else None)
     return prepared
+
+
+def requested_managed_fields(new: dict[str, JSON]) -> dict[str, JSON]:
+    """What ``track_write`` reads of a request's object (its ``metadata.managedFields``), kept
+    apart before the steps that change the object in place drop them."""
+    entries = managed_entries(new)
+    return {} if entries is None else {"metadata": {"managedFields": entries}}
+
+
+def _kept_live_entries(old: dict[str, JSON] | None, new: dict[str, JSON], subresource: str,
+                       ) -> tuple[list[dict[str, JSON]], list[ManagerKey]] | None:
+    """The entries an update starts from, with their keys, when they need no decoding: the
+    live object's (``live_or_new`` picks them: a subresource, or a request that left them as
+    they are), already in the form ``encode_managed`` writes (``canonical_keys``)."""
+    if old is None:
+        return None
+    live, asked = managed_entries(old), managed_entries(new)
+    if not subresource and asked != live:
+        return None
+    keys = canonical_keys(live)
+    if keys is None:
+        return None
+    assert isinstance(live, list)
+    # the live list, not the request's: == does not see the order of keys
+    return list(live), keys
 
 
 def _track_create(facts: WriteFacts, prepared: dict[str, JSON],

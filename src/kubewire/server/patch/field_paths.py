@@ -394,6 +394,9 @@ def _added_map(value: dict[str, JSON], node: TypeNode | None, level: FieldTree,
     for key, child_value in value.items():
         if child_value is None:
             continue
+        if type(child_value) in _SCALARS:  # what _added_value gives any scalar, at once
+            level["f:" + key] = {".": {}}
+            continue
         child = props.get(key)
         if child is None:
             sub = _added_value(child_value, values, False, is_custom)
@@ -401,6 +404,9 @@ def _added_map(value: dict[str, JSON], node: TypeNode | None, level: FieldTree,
             sub = _added_value(child_value, child, key in always, is_custom)
         if sub is not None:
             level["f:" + key] = sub
+
+
+_SCALARS = frozenset({str, int, float, bool})
 
 
 def _added_value(value: JSON, node: TypeNode | None, always: bool,
@@ -461,6 +467,8 @@ def emit_tree(tree: FieldTree) -> dict[str, JSON]:
 def _emit_added(tree: FieldTree, *, top: bool = False) -> dict[str, JSON]:
     # _emit for added_tree's trees, whose levels hold only fields (a map's) or only keys or
     # values (a list's): fields sort as their text, so as plain strings.
+    if len(tree) <= 1 and (not tree or "." in tree):  # a leaf (most nodes)
+        return {}
     keys = [key for key in tree if key != "."]
     if not keys:
         return {}

@@ -59,8 +59,10 @@ _BAD_INDEX = "invalid index referenced"  # evanphx ErrInvalidIndex
 _ABSENT: Any = object()  # an operation without a "value" member (distinct from null)
 
 
-def apply_json_patch(doc: dict[str, JSON], patch: bytes) -> dict[str, JSON]:
-    """Apply an RFC 6902 patch body to ``doc`` and return the patched copy.
+def apply_json_patch(doc: dict[str, JSON], patch: bytes, *, owned: bool = False,
+                     ) -> dict[str, JSON]:
+    """Apply an RFC 6902 patch body to ``doc`` and return the patched copy (``owned``: ``doc``
+    is the caller's own copy, patched in place; after an error it is partly patched).
 
     Raises BadRequest (body not a JSON array of operation objects), RequestEntityTooLarge (more
     than ``MAX_JSON_PATCH_OPERATIONS`` operations) or Invalid (an operation does not apply, or
@@ -72,7 +74,7 @@ def apply_json_patch(doc: dict[str, JSON], patch: bytes) -> dict[str, JSON]:
         raise RequestEntityTooLarge(
             "Request entity too large: The allowed maximum operations in a JSON patch is "
             f"{MAX_JSON_PATCH_OPERATIONS}, got {len(ops)}")
-    root: JSON = copy.deepcopy(doc)
+    root: JSON = doc if owned else copy.deepcopy(doc)
     copied = [0]  # bytes added by copy operations so far
     for op in ops or ():
         try:
@@ -107,8 +109,10 @@ def _check_copy_size(root: JSON, op: dict[str, JSON], copied: list[int]) -> None
             f"{copied[0]}, exceeding the limit {MAX_JSON_PATCH_COPY_BYTES}")
 
 
-def apply_merge_patch(doc: dict[str, JSON], patch: bytes) -> dict[str, JSON]:
-    """Apply an RFC 7386 merge patch body to ``doc`` and return the merged copy.
+def apply_merge_patch(doc: dict[str, JSON], patch: bytes, *, owned: bool = False,
+                      ) -> dict[str, JSON]:
+    """Apply an RFC 7386 merge patch body to ``doc`` and return the merged copy (``owned``:
+    ``doc`` is the caller's own copy, merged into in place).
 
     ``null`` members delete, objects merge recursively, anything else replaces. Raises
     BadRequest when the body is not JSON, not an object, or ``null``.
@@ -118,7 +122,7 @@ def apply_merge_patch(doc: dict[str, JSON], patch: bytes) -> dict[str, JSON]:
         raise BadRequest("Invalid JSON Patch")
     if not isinstance(body, dict):
         raise _type_error(body, "map[string]interface {}")
-    return _merge_object(copy.deepcopy(doc), body)
+    return _merge_object(doc if owned else copy.deepcopy(doc), body)
 
 
 def json_equal(a: JSON, b: JSON) -> bool:

@@ -13,13 +13,17 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from typing import Literal
+
+import msgspec
 
 from kubewire.json_types import JSON
 from kubewire.server.patch.field_paths import (
     Comparison,
     FieldSet,
     Path,
+    element_order,
     fields_v1,
     parse_fields_v1,
     without_subtree,
@@ -93,20 +97,29 @@ def decode_managed(entries: JSON) -> Managed | None:
 
 def encode_managed(managed: Managed) -> list[dict[str, JSON]]:
     """The wire list, in kube's order and field order (``ManagedFieldsEntry``)."""
-    entries = []
-    for key, owned in managed.items():
-        entry: dict[str, JSON] = {"manager": key.manager, "operation": key.operation,
-                                  "apiVersion": owned.api_version}
-        if owned.time is not None:
-            entry["time"] = owned.time
-        entry["fieldsType"] = "FieldsV1"
-        entry["fieldsV1"] = fields_v1(owned.fields)
-        if key.subresource:
-            entry["subresource"] = key.subresource
-        entries.append(entry)
-    entries.sort(key=lambda e: (e["operation"], e.get("time") or "", e["manager"],
-                                e["apiVersion"], e.get("subresource", "")))
+    entries = [encode_entry(key, owned) for key, owned in managed.items()]
+    entries.sort(key=entry_order)
     return entries
+
+
+def encode_entry(key: ManagerKey, owned: ManagedSet) -> dict[str, JSON]:
+    """One ``ManagedFieldsEntry`` in its field order."""
+    entry: dict[str, JSON] = {"manager": key.manager, "operation": key.operation,
+                              "apiVersion": owned.api_version}
+    if owned.time is not None:
+        entry["time"] = owned.time
+    entry["fieldsType"] = "FieldsV1"
+    entry["fieldsV1"] = fields_v1(owned.fields)
+    if key.subresource:
+        entry["subresource"] = key.subresource
+    return entry
+
+
+def entry_order(entry: Mapping[str, JSON]) -> tuple[JSON, ...]:
+    """``sortEncodedManagedFields``' key: Apply before Update, time, manager, apiVersion,
+    subresource."""
+    return (entry["operation"], entry.get("time") or "", entry["manager"], entry["apiVersion"],
+            entry.get("subresource", ""))
 
 
 def is_reset_request(entries: JSON) -> bool:
@@ -214,3 +227,146 @@ def managed_entries(obj: Mapping[str, JSON] | None) -> JSON:
     meta = obj.get("metadata") if obj is not None else None
     return meta.get("managedFields") if isinstance(meta, dict) else None
 
+
+
+# --- entries as stored: an Update without decoding what it does not change ----------------------
+
+def canonical_keys(entries: JSON) -> list[ManagerKey] | None:
+    """The keys of ``entries`` when they are exactly what ``encode_managed(decode_managed(
+    entries))`` gives back (each entry in ``encode_entry``'s form and field order, its
+    ``fieldsV1`` in ``fields_v1``'s, no key twice, in ``entry_order``), else None.
+
+    What kubewire stores is in that form, so an update can keep such entries as they are and
+    decode only those it changes (``record_update_entries``).
+    """
+    if not isinstance(entries, list) or not entries:
+        return None
+    keys: list[ManagerKey] = []
+    previous: tuple[JSON, ...] | None = None
+    try:
+        for entry in entries:
+            key = _cached_entry_key(entry)
+            if key is None:
+                return None
+            order = entry_order(entry)
+            if previous is not None and not previous < order:
+                return None
+            previous = order
+            keys.append(key)
+    except TypeError:  # path elements that do not compare: left to the decoding path
+        return None
+    return keys if len(set(keys)) == len(keys) else None
+
+
+# Entries (as their JSON text) already judged by _canonical_entry_key: most of an object's
+# entries are the same from one write to the next. Emptied when full.
+_ENTRY_KEYS: dict[bytes, ManagerKey | None] = {}
+ENTRY_KEY_CACHE_SIZE = 4096
+_encode = msgspec.json.Encoder().encode
+
+
+def _cached_entry_key(entry: JSON) -> ManagerKey | None:
+    """``_canonical_entry_key`` of an entry decoded from JSON, remembered by its text (which
+    tells its key order and every value's type)."""
+    if type(entry) is not dict:
+        return None
+    text = _encode(entry)
+    try:
+        return _ENTRY_KEYS[text]
+    except KeyError:
+        pass
+    key = _ENTRY_KEYS[text] = _canonical_entry_key(entry)
+    if len(_ENTRY_KEYS) > ENTRY_KEY_CACHE_SIZE:
+        _ENTRY_KEYS.clear()
+    return key
+
+
+def _canonical_entry_key(entry: JSON) -> ManagerKey | None:
+    if type(entry) is not dict:
+        return None
+    manager, operation = entry.get("manager"), entry.get("operation")
+    api_version, time = entry.get("apiVersion"), entry.get("time", None)
+    subresource = entry.get("subresource", "")
+    if type(manager) is not str or not manager or operation not in ("Apply", "Update") \
+            or type(api_version) is not str or not api_version \
+            or entry.get("fieldsType") != "FieldsV1" \
+            or type(subresource) is not str or ("subresource" in entry and not subresource) \
+            or ("time" in entry and type(time) is not str):
+        return None
+    names = list(entry)
+    expected = ["manager", "operation", "apiVersion", *(["time"] if "time" in entry else []),
+                "fieldsType", "fieldsV1", *(["subresource"] if subresource else [])]
+    if names != expected or not _canonical_tree(entry["fieldsV1"], top=True):
+        return None
+    return manager_key(manager, operation, api_version, subresource)
+
+
+def _canonical_tree(tree: JSON, *, top: bool = False) -> bool:
+    """``tree`` is what ``fields_v1`` writes: dicts only, ``"."`` (as ``{}``) first and only
+    on a member below the top that has children, keys strictly in ``element_order``."""
+    if type(tree) is not dict:
+        return False
+    keys = list(tree)
+    if keys and keys[0] == ".":
+        dot = tree["."]
+        if top or len(keys) == 1 or type(dot) is not dict or dot:
+            return False
+        keys = keys[1:]
+    if len(keys) > 1:
+        if all(key[:2] == "f:" for key in keys):  # fields order as their text
+            if sorted(keys) != keys:  # dict keys: no two the same
+                return False
+        else:
+            orders = [element_order(key) for key in keys]
+            if any(not a < b for a, b in pairwise(orders)):
+                return False
+    return all(key != "." and _canonical_tree(tree[key]) for key in keys)
+
+
+def _is_member(tree: dict[str, JSON], path: Path) -> bool:
+    """``path`` is in the field set of the canonical ``fieldsV1`` ``tree``."""
+    node: JSON = tree
+    for element in path:
+        node = node.get(element) if isinstance(node, dict) else None
+        if node is None:
+            return False
+    return isinstance(node, dict) and (not node or "." in node)
+
+
+def record_update_entries(entries: list[dict[str, JSON]], keys: list[ManagerKey],
+                          changes: Comparison, record: UpdateRecord,
+                          ) -> list[dict[str, JSON]] | None:
+    """``encode_managed(record_update(decode_managed(entries), changes, record))`` for entries
+    ``canonical_keys`` accepted (``keys``), keeping each entry that loses nothing as it is.
+
+    None when the result would need ``cap_update_managers`` to merge entries (then decode).
+    """
+    key = record.key
+    taken = endpoint_fields(frozenset(changes.added | changes.modified), key.subresource,
+                            record.has_status) - changes.removed
+    lost = endpoint_fields(frozenset(changes.added | changes.modified | changes.removed),
+                           key.subresource, record.has_status)
+    out: list[dict[str, JSON]] = []
+    previous: FieldSet = frozenset()
+    for entry, other in zip(entries, keys, strict=True):
+        tree = entry["fieldsV1"]
+        assert isinstance(tree, dict)
+        if not tree:
+            continue  # owns nothing: record_update drops it
+        if other == key and taken:
+            previous = parse_fields_v1(tree) - lost
+            continue
+        if not any(_is_member(tree, path) for path in lost):
+            out.append(entry)
+            continue
+        remaining = parse_fields_v1(tree) - lost
+        if remaining:
+            time = entry.get("time")
+            out.append(encode_entry(other, ManagedSet(
+                remaining, str(entry["apiVersion"]), time if isinstance(time, str) else None)))
+    if taken:
+        out.append(encode_entry(key, ManagedSet(taken | previous, key.api_version, record.now)))
+    if sum(1 for entry in out if entry["operation"] == "Update") > MAX_UPDATE_MANAGERS:
+        return None
+    out.sort(key=entry_order)
+    return out

@@ -64,9 +64,10 @@ _LIST_TYPE = "[]interface {}"
 _DROP = object()  # removeDirectives: this value is itself a directive, drop its key
 
 
-def apply_strategic_merge_patch(doc: dict[str, JSON], patch: bytes,
-                                resource: Resource) -> dict[str, JSON]:
-    """Apply a strategic merge patch body to ``doc`` by ``resource``'s schema; return a copy.
+def apply_strategic_merge_patch(doc: dict[str, JSON], patch: bytes, resource: Resource, *,
+                                owned: bool = False) -> dict[str, JSON]:
+    """Apply a strategic merge patch body to ``doc`` by ``resource``'s schema; return a copy
+    (``owned``: ``doc`` is the caller's own copy, merged into in place).
 
     Raises BadRequest (body not a JSON object, bad directive format, any other merge error with
     apimachinery's text) or Invalid (a list of lists).
@@ -77,9 +78,9 @@ def apply_strategic_merge_patch(doc: dict[str, JSON], patch: bytes,
     except KeyError:
         schema = None
     if body is None:
-        return copy.deepcopy(doc)
+        return doc if owned else copy.deepcopy(doc)
     try:
-        return _merge_map(copy.deepcopy(doc), body, schema)
+        return _merge_map(doc if owned else copy.deepcopy(doc), body, schema)
     except _GoPanic:
         raise BadRequest(UNMERGEABLE_MESSAGE) from None
 

@@ -67,12 +67,14 @@ def service_account_name(pod: Mapping[str, Any]) -> str:
                or DEFAULT_SERVICE_ACCOUNT)
 
 
-def admit_pod_create(pod: dict[str, Any], namespace: str, facts: PodFacts) -> dict[str, Any]:
+def admit_pod_create(pod: dict[str, Any], namespace: str, facts: PodFacts, *,
+                     owned: bool = False) -> dict[str, Any]:
     """The pod as the ServiceAccount, Priority and DefaultTolerationSeconds plugins leave a
-    create (a copy); raises Forbidden as they do. Mirror pods are kubelet's: left alone."""
+    create (a copy, unless ``owned``: the caller's own, changed in place); raises Forbidden as
+    they do. Mirror pods are kubelet's: left alone."""
     if _is_mirror_pod(pod):
         return pod
-    admitted = copy.deepcopy(pod)
+    admitted = pod if owned else copy.deepcopy(pod)
     spec = admitted.setdefault("spec", {})
     name = _name_for_errors(admitted)
     account = service_account_name(admitted)
@@ -93,10 +95,12 @@ def admit_pod_create(pod: dict[str, Any], namespace: str, facts: PodFacts) -> di
     return admitted
 
 
-def admit_pod_update(old: Mapping[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+def admit_pod_update(old: Mapping[str, Any], new: dict[str, Any], *,
+                     owned: bool = False) -> dict[str, Any]:
     """An update: Priority keeps the stored priority and preemption policy the body left out;
-    DefaultTolerationSeconds adds its tolerations again if they were dropped."""
-    admitted = copy.deepcopy(new)
+    DefaultTolerationSeconds adds its tolerations again if they were dropped. A copy, unless
+    ``owned`` (``new`` is the caller's own: changed in place)."""
+    admitted = new if owned else copy.deepcopy(new)
     spec = admitted.setdefault("spec", {})
     old_spec = old.get("spec") or {}
     for key in ("priority", "preemptionPolicy"):

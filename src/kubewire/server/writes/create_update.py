@@ -25,6 +25,7 @@ from kubewire.server.patch.field_ownership import (
     WriteFacts,
     parse_apply,
     parse_tracked_write_options,
+    requested_managed_fields,
     track_write,
 )
 from kubewire.server.patch.strategic import apply_strategic_merge_patch
@@ -51,7 +52,12 @@ from kubewire.server.writes.admission import (
 from kubewire.server.writes.defaults import apply_kind_defaults
 from kubewire.server.writes.deletes import delete, delete_collection
 from kubewire.server.writes.json_copy import copy_json
-from kubewire.server.writes.validate import check_namespace_usable, check_type_meta, validate
+from kubewire.server.writes.validate import (
+    check_namespace_usable,
+    check_type_meta,
+    validate,
+    validate_admitted,
+)
 from kubewire.status import (
     BadRequest,
     MethodNotAllowed,
@@ -131,7 +137,9 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
     defaulted = apply_kind_defaults(resource, obj)  # kube defaults while decoding the body
     is_pod = resource.id == POD_RESOURCE_ID and not route.subresource
     facts = await pod_admission_facts(ctx, route.namespace, defaulted) if is_pod else None
-    for _ in range(attempts):
+    for attempt in range(attempts):
+        if attempt:  # the steps below change this attempt's copy in place (admission)
+            defaulted = apply_kind_defaults(resource, obj)
         ctx_create = lifecycle.CreateContext(namespace=route.namespace, now=ctx.now(),
                                              rng=ctx.rng)
         prepared = lifecycle.prepare_create(resource, defaulted, ctx_create)
@@ -146,7 +154,8 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
             check_namespace_usable(ctx, resource, namespace, name)
         if facts is not None:
             # admission's pod is validated again, as kube validates what admission left
-            prepared, _ = validate(resource, admit_pod_create(prepared, namespace, facts), wopts)
+            prepared = validate_admitted(resource, admit_pod_create(prepared, namespace, facts,
+                                                                    owned=True))
         if allocate:
             prepared = ctx.allocations.allocate_on_create(resource, prepared,
                                                           dry_run=wopts.dry_run)
@@ -213,19 +222,25 @@ async def patch(ctx: ServerContext, request: Request, route: Route) -> Response:
             obj = server_side_apply.create(route.name)
             created, warnings = await create_object(ctx, route, obj, wopts)
             return _created(created, warnings)
-        mutate = server_side_apply
+
+        def applied(live: dict[str, Any]) -> dict[str, Any]:
+            # the apply's result may share values with its body, used again on a retry
+            return copy_json(server_side_apply(live))
+
+        mutate = applied
     else:
         wopts = parse_tracked_write_options(request.query, request.header("user-agent"),
                                             verb="patch")
         apply = _patch_function(resource, request.header("content-type"))
 
-        def patched(old: dict[str, Any]) -> dict[str, Any]:
-            result = apply(old, request.body)
+        def patched(live: dict[str, Any]) -> dict[str, Any]:
+            live_rv = live["metadata"].get("resourceVersion")  # ``live`` is patched in place
+            result = apply(live, request.body)
             if not isinstance(result, dict):
                 raise BadRequest("the patched object is not a JSON object")
             check_type_meta(resource, result, patch=request)
             rv = (result.get("metadata") or {}).get("resourceVersion")
-            if rv and rv != old["metadata"].get("resourceVersion"):
+            if rv and rv != live_rv:
                 raise conflict(resource.group, resource.plural, route.name)
             return with_type_meta(resource, result)
 
@@ -237,12 +252,14 @@ async def patch(ctx: ServerContext, request: Request, route: Route) -> Response:
 
 
 def _patch_function(resource: Resource, content_type: str) -> Any:
+    """The patch of ``content_type``, applied in place to the request's own copy of the live
+    object (``guaranteed_update``)."""
     kind = media_type(content_type)
     func = PATCH_TYPES.get(kind)
     if func is not None:
-        return func
+        return lambda doc, body: func(doc, body, owned=True)
     if kind == "application/strategic-merge-patch+json" and not resource.is_custom:
-        return lambda doc, body: apply_strategic_merge_patch(doc, body, resource)
+        return lambda doc, body: apply_strategic_merge_patch(doc, body, resource, owned=True)
     if not resource.is_custom and kind not in PATCH_MEDIA_TYPES:
         # go-restful matches a built-in's PATCH route by Consumes: no route → its generic 415.
         raise UnsupportedMediaType("415: Unsupported Media Type", {})
@@ -251,9 +268,14 @@ def _patch_function(resource: Resource, content_type: str) -> Any:
         "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
 
 
-async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Any,
+async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Mutation,
                             wopts: WriteOptions) -> tuple[dict[str, Any], list[str]]:
-    """Read, mutate, validate, commit with the read revision; retry on a concurrent write."""
+    """Read, mutate, validate, commit with the read revision; retry on a concurrent write.
+
+    ``mutate`` gets the request's own copy of the live object (decoded again from the stored
+    bytes: cheaper than copying ``old``) and returns an object of its own; from there every step
+    changes that one object in place (one copy of the object per attempt).
+    """
     resource = route.resource
     key = resource.storage_key(route.namespace, route.name)
     cache = ctx.caches.for_resource(resource)
@@ -262,16 +284,18 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Any,
         if current is None:
             raise not_found(resource.group, resource.plural, route.name)
         old = _decode(current.value)
-        new = apply_kind_defaults(resource, mutate(copy_json(old)))
+        new = mutate(_decode(current.value))
+        asked = requested_managed_fields(new)  # before the steps below drop them
+        new = apply_kind_defaults(resource, new, owned=True)
         if resource.id == POD_RESOURCE_ID and not route.subresource:
-            new = admit_pod_update(old, new)
+            new = admit_pod_update(old, new, owned=True)
         uctx = lifecycle.UpdateContext(subresource=route.subresource, now=ctx.now(),
                                        namespace=route.namespace, name=route.name)
-        prepared = lifecycle.prepare_update(resource, old, new, uctx)
+        prepared = lifecycle.prepare_update(resource, old, new, uctx, owned=True)
         prepared, warnings = validate(resource, prepared, wopts, old=old,
                                       subresource=route.subresource)
         prepared = as_go_encodes(prepared)
-        prepared = track_write(WriteFacts(route, wopts, uctx.now), old, new, prepared)
+        prepared = track_write(WriteFacts(route, wopts, uctx.now), old, asked, prepared)
         if not route.subresource:  # status writes keep the stored spec: nothing to allocate
             prepared = ctx.allocations.allocate_on_update(resource, old, prepared,
                                                           dry_run=wopts.dry_run)

@@ -339,13 +339,15 @@ KIND_DEFAULTERS: Mapping[str, tuple[Defaulter, ...]] = MappingProxyType({
 """Hand-written defaulters per ``Resource.id``, run in order after the schema defaults."""
 
 
-def apply_kind_defaults(resource: Resource, obj: Mapping[str, JSON]) -> dict[str, JSON]:
-    """``obj`` with kube's defaults for ``resource`` filled in (a new object; ``obj`` untouched).
+def apply_kind_defaults(resource: Resource, obj: Mapping[str, JSON], *,
+                        owned: bool = False) -> dict[str, JSON]:
+    """``obj`` with kube's defaults for ``resource`` filled in (a new object; ``obj`` untouched
+    unless ``owned``: the caller's own copy, then defaulted in place where it can be).
 
     Schema ``default`` values first, then ``KIND_DEFAULTERS[resource.id]``.
     Idempotent. Never raises for malformed bodies: fields of the wrong JSON type are skipped.
     """
-    out: dict[str, JSON] = copy_json(dict(obj))
+    out: dict[str, JSON] = obj if owned and type(obj) is dict else copy_json(dict(obj))
     with contextlib.suppress(KeyError):  # a kind without a generated schema
         out = schema_validate.apply_defaults(resource.api_version, resource.kind, out)
     for defaulter in KIND_DEFAULTERS.get(resource.id, ()):

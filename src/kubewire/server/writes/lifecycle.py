@@ -216,7 +216,7 @@ class UpdateContext:
 
 
 def prepare_update(resource: Resource, old: dict[str, JSON], new: dict[str, JSON],
-                   ctx: UpdateContext) -> dict[str, JSON]:
+                   ctx: UpdateContext, *, owned: bool = False) -> dict[str, JSON]:
     """The object to store when ``new`` (a PUT body or patch result) replaces ``old``.
 
     Keeps server-owned metadata from ``old`` (uid, creationTimestamp, generation, deletion
@@ -225,8 +225,9 @@ def prepare_update(resource: Resource, old: dict[str, JSON], new: dict[str, JSON
     namespace or name differing from the URL's, Conflict for a different uid, Invalid for new
     finalizers on an object being deleted or a changed deletionGracePeriodSeconds. The
     resourceVersion is left as sent: storage compares it (see ``update_precondition``).
+    ``owned``: ``new`` is the caller's own copy, changed in place instead of copied.
     """
-    obj = copy_json(new)
+    obj = new if owned else copy_json(new)
     meta = metadata_of(obj)
     old_meta = _mapping(old.get("metadata"))
     ensure_namespace(resource, meta, ctx.namespace)  # handlers/update.go, then checkName
@@ -392,7 +393,9 @@ def update_precondition(resource: Resource, new: dict[str, JSON]) -> int | None:
 
 def is_noop_update(old: dict[str, JSON], new: dict[str, JSON]) -> bool:
     """True when ``new`` equals ``old`` apart from resourceVersion: kube then skips the write."""
-    return json_equal(_without_version(old), _without_version(new))
+    old, new = _without_version(old), _without_version(new)
+    # json_equal implies ==, which Python answers in C: most updates differ, and end here
+    return old == new and json_equal(old, new)
 
 
 # --- delete ---------------------------------------------------------------------------------------

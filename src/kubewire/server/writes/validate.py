@@ -21,6 +21,7 @@ from kubewire.schema import validate as schema_validate
 from kubewire.schema.go_convert import convert_error
 from kubewire.schema.go_decode import decode_error
 from kubewire.schema.go_time_encoding import encode_times
+from kubewire.schema.validate_typed import checks_cleanly
 from kubewire.server.context import ServerContext
 from kubewire.server.patch.go_print import go_json, go_sprint
 from kubewire.server.request.options import WriteOptions
@@ -116,8 +117,12 @@ def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
     # one walk: type errors, and the unknown fields that matter only when there are none
     # Schema ``required`` binds custom resources only; kube decodes a built-in into its Go
     # struct and only the kind's validation (``validate_kind``) requires anything.
-    type_errors, unknown = schema_validate.check_object(resource.api_version, resource.kind, obj,
-                                                        schema_required=resource.is_custom)
+    type_errors: list[FieldError] = []
+    unknown: list[str] = []
+    if resource.is_custom or not checks_cleanly(resource.api_version, resource.kind, obj):
+        # the walk, for what the typed decode could not rule out
+        type_errors, unknown = schema_validate.check_object(
+            resource.api_version, resource.kind, obj, schema_required=resource.is_custom)
     errors.extend(type_errors)
     if subresource == "ephemeralcontainers" and old is not None:
         kind_errors = validate_ephemeral_containers_update(obj, old)
@@ -147,6 +152,22 @@ def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
         obj = encode_times(resource.api_version, resource.kind, obj)  # missing scalars as ""/0
         obj = schema_validate.go_zero_fields(resource.api_version, resource.kind, obj)
     return obj, warnings
+
+
+def validate_admitted(resource: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+    """``validate`` again for what pod admission made of an object ``validate`` passed, which is
+    all that pass could still say: the kind's rules (admission adds volumes, mounts,
+    tolerations and more) and Go's zero values in the spec. Admission changes only the spec,
+    with fields of the right JSON types that the schema knows, none of them a time, and no
+    metadata: the meta and schema type checks (and unknown fields, and so warnings), the
+    times (``encode_times`` gives its own output back) and the zero values elsewhere are as
+    the first pass left them.
+    """
+    errors = validate_kind(resource, obj, None)
+    if errors:
+        raise invalid_object(resource.invalid_group, resource.kind, _name_of(obj), errors)
+    return schema_validate.go_zero_fields(  # type: ignore[no-any-return]
+        resource.api_version, resource.kind, obj, only=("spec",))
 
 
 def check_namespace_usable(ctx: ServerContext, resource: Resource, namespace: str,
