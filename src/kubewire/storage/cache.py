@@ -10,10 +10,13 @@ Guarantees:
   but not compacted; below the compaction horizon it gets one ERROR 410 Expired and ends.
 - Encode once: an event's line is built once per event type variant and the same bytes go to
   every watcher; live watchers with equal filters share one framed payload per dispatch.
-- Coalesced: committed batches enter the ring at once, but live watchers are served at most
-  once per loop turn (``call_soon``), so every batch committed since the last turn goes out in
-  one write per watcher. The flush is queued before the writers' futures resolve, so a write is
-  still answered only after its event was written to every live watcher (the store's contract).
+- Answer, then fan out: committed batches enter the objects and rings in the store's feed,
+  before the writers' futures resolve, so a write is answered once reads (and watches from its
+  revision) see it; live watchers are written to after the answers, by paced flushes that each
+  carry every batch committed since the previous one in one write per watcher
+  (``WatchCaches._schedule_flush``: the pause between flushes is the previous flush's
+  duration, at most ``MAX_FLUSH_GAP_S``). A writer may thus get its answer before a watcher got
+  the event, as with kube-apiserver, whose watch cache trails the commit.
 - Initial events stream by key: a ``sendInitialEvents`` watcher keeps only the last key it
   sent; objects changed after its snapshot revision are read as they were at it from the
   states the cache keeps, while any snapshot walk runs, of keys changed since the oldest one.
@@ -23,7 +26,8 @@ Guarantees:
   own; ``for_resource`` answers a ``VersionView`` of the stored kind's cache, whose watchers
   share that ring and get each line encoded once per version (storage/version_view.py).
 - Bookmarks carry the store's global revision (progress of the whole store), about once per
-  ``bookmark_interval_s`` per watcher that asked, only when it advanced.
+  ``bookmark_interval_s`` per watcher that asked, only when it advanced; the ticker flushes
+  first, so a bookmark never passes an event its watcher was not written yet.
 """
 
 from __future__ import annotations
@@ -71,6 +75,13 @@ REPLAY_PAGE_BYTES = 1 << 20
 REPLAY_FIRST_PAGE = 16
 REPLAY_SLICE_BYTES = 64 * 1024
 FRESHNESS_WAIT_S = 3.0  # kube's blockTimeout for "not older than" reads (watch_cache.go)
+# The longest pause between two flushes to live watchers (``WatchCaches._schedule_flush``):
+# the pause is the previous flush's duration, so it only reaches this with ~1000 watchers.
+MAX_FLUSH_GAP_S = 0.01
+MIN_TIMED_GAP_S = 0.001
+# Batches of loop callbacks from a feed delivery to an unpaced flush: the writers' answers go
+# first (``WatchCaches._schedule_flush``).
+ANSWER_TURNS = 3
 
 
 class WatchCache:
@@ -474,6 +485,7 @@ class WatchCaches:
         self._ticker: asyncio.Task[None] | None = None
         self._dirty: dict[str, WatchCache] = {}  # caches with events live watchers lack
         self._flush_handle: asyncio.Handle | None = None
+        self._next_flush_at = 0.0  # time.monotonic() before which no paced flush starts
 
     async def start(self) -> None:
         """Load every kind's objects, subscribe to the store, start the bookmark ticker."""
@@ -513,11 +525,9 @@ class WatchCaches:
         return sum(len(c.watchers) for c in self._caches.values())
 
     def _on_changes(self, changes: Sequence[Change]) -> None:
-        # The objects, rings and revision take the batch now (reads and new watchers see it at
-        # once); live watchers get it in ``flush``, at most once per loop turn, so the batches
-        # of one turn share one write per watcher. ``call_soon`` runs it before the callbacks
-        # the store schedules next (its writers' futures), so a write is never answered before
-        # its watchers were written to.
+        # The objects, rings and revision take the batch now, before the store resolves its
+        # writers' futures: a write is answered only once reads and new watchers see it. Live
+        # watchers get it later, in a paced ``flush`` (see ``_schedule_flush``).
         for change in changes:
             group, plural = change.key.split("/", 2)[:2]
             cache = self._caches.get(f"{group}/{plural}")
@@ -529,19 +539,65 @@ class WatchCaches:
                     self._flush_cache(cache)
             self.revision = max(self.revision, change.revision)
         if self._dirty and self._flush_handle is None:
-            self._flush_handle = asyncio.get_running_loop().call_soon(self._scheduled_flush)
+            self._schedule_flush()
         if self._revision_waiters:
             self._wake_revision_waiters()
+
+    def _schedule_flush(self) -> None:
+        """Arrange the next flush to live watchers: answer first, then fan out, paced.
+
+        - Answer first: the flush runs ``ANSWER_TURNS`` batches of loop callbacks after the
+          delivery. The store resolves a batch's futures right after this feed; a writer
+          awaiting ``Store.write`` resumes two batches later (the future's done callback, then
+          ``asyncio.shield``'s), and its handler runs on to its answer in that step, so the
+          writers have answered before their watchers are written to. That is kube-apiserver's
+          order too: its watch cache trails the commit. (tests/unit/
+          test_watch_cache_streaming.py pins it.)
+        - Paced: after a flush that took ``d`` seconds, the next one starts no sooner than
+          ``min(d, MAX_FLUSH_GAP_S)`` after it ended. A flush costs mostly one transport write
+          per watcher, whatever the number of events, so events per write decide fan-out: the
+          gap lets the writes the loop serves meanwhile accumulate, and each flush carries
+          what was committed while the previous one was being written and since. While
+          writes and fan-out both saturate the loop, fan-out takes about half of it; an event
+          waits at most one gap, the writes queued ahead of it in the loop, and one flush. The
+          gap is a fraction of a millisecond with few watchers and a flush's time (a few ms
+          per 100 watchers) with many, never more than ``MAX_FLUSH_GAP_S``: a bound, not a
+          queue (``_on_changes`` also flushes at once when a kind's ring is half undelivered).
+          A pause under ``MIN_TIMED_GAP_S`` is not timed (uvloop's timers count whole
+          milliseconds and run a shorter delay as ``call_soon``): the flush just follows the
+          answers, as after a quiet spell.
+        """
+        loop = asyncio.get_running_loop()
+        delay = self._next_flush_at - time.monotonic()
+        if delay >= MIN_TIMED_GAP_S:
+            self._flush_handle = loop.call_later(delay, self._scheduled_flush)
+        else:
+            self._flush_handle = loop.call_soon(self._flush_after_turns, ANSWER_TURNS - 1)
+
+    def _flush_after_turns(self, turns: int) -> None:
+        loop = asyncio.get_running_loop()
+        if turns > 1:
+            self._flush_handle = loop.call_soon(self._flush_after_turns, turns - 1)
+        else:
+            self._flush_handle = loop.call_soon(self._scheduled_flush)
 
     def _scheduled_flush(self) -> None:
         self._flush_handle = None
         self.flush()
 
     def flush(self) -> None:
-        """Serve every live watcher the events committed since the last flush."""
+        """Serve every live watcher the events committed since the last flush, now."""
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
         dirty, self._dirty = self._dirty, {}
+        if not dirty:
+            return
+        began = time.monotonic()
         for cache in dirty.values():
             self._flush_cache(cache)
+        ended = time.monotonic()
+        self._next_flush_at = ended + min(ended - began, MAX_FLUSH_GAP_S)
 
     def _flush_cache(self, cache: WatchCache) -> None:
         try:
