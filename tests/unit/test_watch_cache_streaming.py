@@ -135,7 +135,9 @@ class SlowSink(Sink):
         self.delay_s = delay_s
 
     def write_framed(self, framed: bytes) -> None:
-        time.sleep(self.delay_s)
+        busy_until = time.thread_time() + self.delay_s  # the loop's CPU, as a socket write
+        while time.thread_time() < busy_until:
+            pass
         super().write_framed(framed)
 
 

@@ -11,11 +11,11 @@ Guarantees:
 - Encode once: an event's line is built once per event type variant and the same bytes go to
   every watcher; live watchers with equal filters share one framed payload per dispatch.
 - Answer, then fan out: committed batches enter the objects and rings in the store's feed,
-  before the writers' futures resolve, so a write is answered once reads (and watches from its
+  before any writer resumes, so a write is answered once reads (and watches from its
   revision) see it; live watchers are written to after the answers, by paced flushes that each
   carry every batch committed since the previous one in one write per watcher
-  (``WatchCaches._schedule_flush``: the pause between flushes is the previous flush's
-  duration, at most ``MAX_FLUSH_GAP_S``). A writer may thus get its answer before a watcher got
+  (``WatchCaches._schedule_flush``: the pause between flushes is the previous flush's CPU
+  time, at most ``MAX_FLUSH_GAP_S``). A writer may thus get its answer before a watcher got
   the event, as with kube-apiserver, whose watch cache trails the commit.
 - Initial events stream by key: a ``sendInitialEvents`` watcher keeps only the last key it
   sent; objects changed after its snapshot revision are read as they were at it from the
@@ -75,13 +75,14 @@ REPLAY_PAGE_BYTES = 1 << 20
 REPLAY_FIRST_PAGE = 16
 REPLAY_SLICE_BYTES = 64 * 1024
 FRESHNESS_WAIT_S = 3.0  # kube's blockTimeout for "not older than" reads (watch_cache.go)
-# The longest pause between two flushes to live watchers (``WatchCaches._schedule_flush``):
-# the pause is the previous flush's duration, so it only reaches this with ~1000 watchers.
-MAX_FLUSH_GAP_S = 0.01
+# The pause between two flushes to live watchers is the previous flush's CPU time, at most
+# this (``WatchCaches._schedule_flush``): 1,000 watchers take ~10-25 ms, so it binds only
+# beyond that. Pauses shorter than the second are not timed.
+MAX_FLUSH_GAP_S = 0.05
 MIN_TIMED_GAP_S = 0.001
 # Batches of loop callbacks from a feed delivery to an unpaced flush: the writers' answers go
 # first (``WatchCaches._schedule_flush``).
-ANSWER_TURNS = 3
+ANSWER_TURNS = 2
 
 
 class WatchCache:
@@ -525,9 +526,9 @@ class WatchCaches:
         return sum(len(c.watchers) for c in self._caches.values())
 
     def _on_changes(self, changes: Sequence[Change]) -> None:
-        # The objects, rings and revision take the batch now, before the store resolves its
-        # writers' futures: a write is answered only once reads and new watchers see it. Live
-        # watchers get it later, in a paced ``flush`` (see ``_schedule_flush``).
+        # The objects, rings and revision take the batch now, before its writers resume: a
+        # write is answered only once reads and new watchers see it. Live watchers get it
+        # after the answers, in a paced ``flush`` (see ``_schedule_flush``).
         for change in changes:
             group, plural = change.key.split("/", 2)[:2]
             cache = self._caches.get(f"{group}/{plural}")
@@ -547,25 +548,27 @@ class WatchCaches:
         """Arrange the next flush to live watchers: answer first, then fan out, paced.
 
         - Answer first: the flush runs ``ANSWER_TURNS`` batches of loop callbacks after the
-          delivery. The store resolves a batch's futures right after this feed; a writer
-          awaiting ``Store.write`` resumes two batches later (the future's done callback, then
-          ``asyncio.shield``'s), and its handler runs on to its answer in that step, so the
-          writers have answered before their watchers are written to. That is kube-apiserver's
-          order too: its watch cache trails the commit. (tests/unit/
-          test_watch_cache_streaming.py pins it.)
-        - Paced: after a flush that took ``d`` seconds, the next one starts no sooner than
-          ``min(d, MAX_FLUSH_GAP_S)`` after it ended. A flush costs mostly one transport write
-          per watcher, whatever the number of events, so events per write decide fan-out: the
-          gap lets the writes the loop serves meanwhile accumulate, and each flush carries
-          what was committed while the previous one was being written and since. While
-          writes and fan-out both saturate the loop, fan-out takes about half of it; an event
-          waits at most one gap, the writes queued ahead of it in the loop, and one flush. The
-          gap is a fraction of a millisecond with few watchers and a flush's time (a few ms
-          per 100 watchers) with many, never more than ``MAX_FLUSH_GAP_S``: a bound, not a
-          queue (``_on_changes`` also flushes at once when a kind's ring is half undelivered).
-          A pause under ``MIN_TIMED_GAP_S`` is not timed (uvloop's timers count whole
-          milliseconds and run a shorter delay as ``call_soon``): the flush just follows the
-          answers, as after a quiet spell.
+          delivery. The store resolves a batch's futures just before this feed; a writer
+          awaiting ``Store.write`` resumes in the second batch after it (the future's done
+          callback, then ``asyncio.shield``'s), ahead of the flush, and its handler runs on to
+          its answer in that step: the writers have answered before their watchers are written
+          to. That is kube-apiserver's order too: its watch cache trails the commit.
+          (tests/unit/test_watch_cache_streaming.py pins it.)
+        - Paced: after a flush that cost ``d`` seconds of the loop's CPU, the next one starts
+          no sooner than ``min(d, MAX_FLUSH_GAP_S)`` after it ended, and carries every batch
+          committed since. Why: a flush costs mostly one transport write per watcher, whatever
+          it carries, so events per write decide fan-out; answered writers send their next
+          writes at once, and the pause lets the loop serve them, so each write to a watcher
+          carries what was committed while the previous one was being written and during the
+          pause. Under a load of writes the fan-out thus takes about half the loop (more with
+          a longer pause, at the cost of delay; less, and each write carries fewer events).
+          The delay is bounded: an event reaches a live watcher at most one pause plus one
+          flush (and the loop work queued ahead of it) after its commit. The pause is a
+          fraction of a millisecond with tens of watchers, about a millisecond with 100, and
+          with thousands never more than ``MAX_FLUSH_GAP_S``. A pause under
+          ``MIN_TIMED_GAP_S`` is not timed (uvloop's timers count whole milliseconds and run
+          shorter delays as ``call_soon``): the flush just follows the answers. A kind whose
+          ring is half undelivered is flushed at once (``_on_changes``).
         """
         loop = asyncio.get_running_loop()
         delay = self._next_flush_at - time.monotonic()
@@ -575,11 +578,11 @@ class WatchCaches:
             self._flush_handle = loop.call_soon(self._flush_after_turns, ANSWER_TURNS - 1)
 
     def _flush_after_turns(self, turns: int) -> None:
-        loop = asyncio.get_running_loop()
-        if turns > 1:
-            self._flush_handle = loop.call_soon(self._flush_after_turns, turns - 1)
+        if turns > 0:
+            self._flush_handle = asyncio.get_running_loop().call_soon(
+                self._flush_after_turns, turns - 1)
         else:
-            self._flush_handle = loop.call_soon(self._scheduled_flush)
+            self._scheduled_flush()
 
     def _scheduled_flush(self) -> None:
         self._flush_handle = None
@@ -593,11 +596,13 @@ class WatchCaches:
         dirty, self._dirty = self._dirty, {}
         if not dirty:
             return
-        began = time.monotonic()
+        # The flush's cost is the loop's CPU time in it (wall time would count the moments
+        # the process waited for a core, and pause the next flush for them).
+        began = time.thread_time()
         for cache in dirty.values():
             self._flush_cache(cache)
-        ended = time.monotonic()
-        self._next_flush_at = ended + min(ended - began, MAX_FLUSH_GAP_S)
+        cost = time.thread_time() - began
+        self._next_flush_at = time.monotonic() + min(cost, MAX_FLUSH_GAP_S)
 
     def _flush_cache(self, cache: WatchCache) -> None:
         try:
