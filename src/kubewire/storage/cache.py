@@ -76,8 +76,8 @@ REPLAY_FIRST_PAGE = 16
 REPLAY_SLICE_BYTES = 64 * 1024
 FRESHNESS_WAIT_S = 3.0  # kube's blockTimeout for "not older than" reads (watch_cache.go)
 # The pause between two flushes to live watchers is the previous flush's CPU time, at most
-# this (``WatchCaches._schedule_flush``): 1,000 watchers take ~10-25 ms, so it binds only
-# beyond that. Pauses shorter than the second are not timed.
+# this (``WatchCaches._schedule_flush``): a flush to 1,000 watchers takes ~15 ms, so it binds
+# only beyond a few thousand. Pauses shorter than the second are not timed.
 MAX_FLUSH_GAP_S = 0.05
 MIN_TIMED_GAP_S = 0.001
 # Batches of loop callbacks from a feed delivery to an unpaced flush: the writers' answers go
