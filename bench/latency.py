@@ -4,8 +4,9 @@ A client process sends Pod creates paced at ``rate`` per second (request i at st
 over up to 32 keep-alive connections) and records when each was sent and answered; reader
 processes hold 100 watches on the collection and record when each event arrived (by the Pod's
 name). Latency = event arrival at a watcher - the write's response at the writer, per
-(watcher, event); it can be negative, since kubewire writes an event to its watchers before it
-answers the write. Also reported: arrival - request sent (end to end).
+(watcher, event): how long a watcher trails the writer's answer (kubewire answers a write, then
+fans it out, as kube-apiserver does; it can be negative: the answer and the event travel on
+different connections). Also reported: arrival - request sent (end to end).
 
 kubewire runs ``--insecure-http --durability full``. The reference is the raw-socket server's
 ``POST /publish``: one pre-serialized line written to every watcher, then the answer.
@@ -143,7 +144,7 @@ def run(opts: LatencyOptions) -> dict[str, Any]:
                          target=f"<= {TARGET_P99_MS:g} ms",
                          met=summary(p99)["median"] <= TARGET_P99_MS)],
             "notes": ["Latency is watcher arrival minus the write's response at the writer "
-                      "(negative: the watcher had it first); e2e = minus the request's send "
+                      "(how long watchers trail the answer); e2e = minus the request's send "
                       "time. writes_per_s is the rate achieved: kubewire below the asked rate "
                       "means its write path could not keep up."]}
 

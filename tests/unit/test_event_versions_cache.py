@@ -21,7 +21,7 @@ from kubewire.storage.cached import WatchFilter, WatchStart
 from kubewire.storage.sqlite.store import SQLiteStore
 from kubewire.storage.version_view import VersionView
 from kubewire.storage.versioned_store import VersionedStore
-from tests.unit.watch_cache_helpers import RecordingSink
+from tests.unit.watch_cache_helpers import RecordingSink, dispatched
 
 
 def served(group: str) -> Resource:
@@ -117,6 +117,7 @@ async def test_watchers_of_each_version_get_that_version_encoded_once(
     await view_of(caches, CORE).watch(core_b, select(), start)
     await caches.for_resource(EVENTS).watch(stored, select(), start)
     await store.write(Create(key("a"), events_v1("a")))
+    await dispatched(caches)
     assert [e["object"]["apiVersion"] for e in lines(core_a)] == ["v1"]
     assert [e["object"]["apiVersion"] for e in lines(stored)] == ["events.k8s.io/v1"]
     assert core_a.writes[0] is core_b.writes[0]  # one payload per version, shared
@@ -134,6 +135,7 @@ async def test_a_view_field_selector_uses_its_versions_labels(store: VersionedSt
                                      created.revision))
     await store.write(Create(key("b"), events_v1("b", regarding="web-1")))
     await store.write(Delete(key("a")))
+    await dispatched(caches)
     events = lines(sink)
     assert [(e["type"], e["object"]["metadata"]["resourceVersion"]) for e in events] == [
         ("ADDED", str(created.revision)), ("DELETED", str(moved.revision))]

@@ -15,7 +15,7 @@ from kubewire.server.tables.sink import TableSink
 from kubewire.storage.cached import WatchStart
 from kubewire.storage.sqlite.store import SQLiteStore
 from tests.unit.test_watch_cache import PODS, everything, pod, write_pod
-from tests.unit.watch_cache_helpers import RecordingSink, make_caches
+from tests.unit.watch_cache_helpers import RecordingSink, dispatched, make_caches
 
 NOW = datetime(2025, 3, 10, 12, 0, 0, tzinfo=UTC)
 POD_COLUMNS = column_definitions(PODS)
@@ -103,6 +103,7 @@ async def test_table_watcher_gets_every_change_once_in_order(store: SQLiteStore)
     await write_pod(store, "update", pod("a", app="x"))
     await write_pod(store, "create", pod("b"))
     await write_pod(store, "delete", pod("a"))
+    await dispatched(caches)
     assert rows(inner) == [("ADDED", "a", True), ("MODIFIED", "a", False),
                            ("ADDED", "b", False), ("DELETED", "a", False)]
     assert [e["object"]["kind"] for e in events(plain)] == ["Pod"] * 4
@@ -116,11 +117,13 @@ async def test_table_watchers_never_share_bytes_with_others(store: SQLiteStore) 
     early, early_inner = table_sink()
     await cache.watch(early, everything(), WatchStart(revision=caches.revision))
     await write_pod(store, "create", pod("a"))
+    await dispatched(caches)
     late, late_inner = table_sink()
     plain = [RecordingSink(), RecordingSink()]
     for sink in (late, *plain):
         await cache.watch(sink, everything(), WatchStart(revision=caches.revision))
     await write_pod(store, "create", pod("b"))
+    await dispatched(caches)
     assert rows(early_inner) == [("ADDED", "a", True), ("ADDED", "b", False)]
     assert rows(late_inner) == [("ADDED", "b", True)]
     assert plain[0].writes[0] is plain[1].writes[0]  # JSON watchers still share
@@ -147,6 +150,7 @@ async def test_paused_table_watcher_catches_up_with_headers_once(store: SQLiteSt
     inner.paused = True
     for name in ("a", "b", "c"):
         await write_pod(store, "create", pod(name))
+        await dispatched(caches)
     assert rows(inner) == [("ADDED", "a", True)]  # the write that found it paused
     inner.resume()
     assert rows(inner) == [("ADDED", "a", True), ("ADDED", "b", False), ("ADDED", "c", False)]
@@ -161,9 +165,11 @@ async def test_table_watcher_overtaken_by_the_ring_is_closed(store: SQLiteStore)
     await cache.watch(tables, everything(), WatchStart(revision=caches.revision))
     await cache.watch(fast, everything(), WatchStart(revision=caches.revision))
     await write_pod(store, "create", pod("a"))
+    await dispatched(caches)
     inner.paused = True
     for i in range(10):
         await write_pod(store, "update", pod("a", n=str(i)))
+        await dispatched(caches)
     inner.resume()
     assert inner.closed and tables.closed
     assert len(fast.events()) == 11 and not fast.closed

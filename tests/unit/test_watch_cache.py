@@ -15,7 +15,7 @@ from kubewire.selectors import parse_field_selector, parse_label_selector
 from kubewire.storage.base import Create, Delete, Retention, Update
 from kubewire.storage.cached import WatchFilter, WatchStart
 from kubewire.storage.sqlite.store import SQLiteStore
-from tests.unit.watch_cache_helpers import RecordingSink, make_caches
+from tests.unit.watch_cache_helpers import RecordingSink, dispatched, make_caches
 
 PODS = REGISTRY.by_id("core/pods")
 SERVICES = REGISTRY.by_id("core/services")
@@ -56,6 +56,7 @@ async def test_live_watcher_gets_every_change_once_in_order(store: SQLiteStore) 
     r1 = await write_pod(store, "create", pod("a"))
     r2 = await write_pod(store, "update", pod("a", app="x"))
     r3 = await write_pod(store, "delete", pod("a"))
+    await dispatched(caches)
     assert sink.events() == [("ADDED", "a", str(r1)), ("MODIFIED", "a", str(r2)),
                              ("DELETED", "a", str(r3))]
     await caches.stop()
@@ -69,6 +70,7 @@ async def test_initial_events_then_end_bookmark_then_changes(store: SQLiteStore)
     await caches.for_resource(PODS).watch(
         sink, everything(), WatchStart(revision=0, initial_events=True, bookmarks=True))
     r_c = await write_pod(store, "create", pod("c"))
+    await dispatched(caches)
     events = sink.events()
     # key order, each with its own revision; then the bookmark at the snapshot revision
     assert events == [("ADDED", "a", str(r_a)), ("ADDED", "b", str(r_b)),
@@ -88,6 +90,7 @@ async def test_selector_exit_is_deleted_and_entry_is_added(store: SQLiteStore) -
     r_out = await write_pod(store, "update", pod("p", app="db"))
     await write_pod(store, "update", pod("p", app="db", tier="x"))  # invisible
     r_in = await write_pod(store, "update", pod("p", app="web"))
+    await dispatched(caches)
     assert [e[0] for e in sink.events()] == ["ADDED", "DELETED", "ADDED"]
     deleted = json.loads(b"".join(sink.writes).splitlines()[1])["object"]
     assert deleted["metadata"]["labels"] == {"app": "web"}  # previous content...
@@ -103,6 +106,7 @@ async def test_equal_filters_share_the_same_bytes(store: SQLiteStore) -> None:
         await caches.for_resource(PODS).watch(sink, everything(),
                                               WatchStart(revision=caches.revision))
     await write_pod(store, "create", pod("a"))
+    await dispatched(caches)
     assert sinks[0].writes[0] is sinks[1].writes[0] is sinks[2].writes[0]
     await caches.stop()
 
@@ -114,9 +118,11 @@ async def test_paused_watcher_catches_up_after_resume(store: SQLiteStore) -> Non
     await cache.watch(slow, everything(), WatchStart(revision=caches.revision))
     await cache.watch(fast, everything(), WatchStart(revision=caches.revision))
     await write_pod(store, "create", pod("a"))
+    await dispatched(caches)
     slow.paused = True
     for i in range(5):
         await write_pod(store, "update", pod("a", n=str(i)))
+        await dispatched(caches)
     assert len(fast.events()) == 6
     assert len(slow.events()) == 2  # the write that found it paused, then nothing
     slow.resume()
@@ -131,9 +137,11 @@ async def test_watcher_overtaken_by_the_ring_is_closed(store: SQLiteStore) -> No
     await cache.watch(slow, everything(), WatchStart(revision=caches.revision))
     await cache.watch(fast, everything(), WatchStart(revision=caches.revision))
     await write_pod(store, "create", pod("a"))
+    await dispatched(caches)
     slow.paused = True
     for i in range(10):
         await write_pod(store, "update", pod("a", n=str(i)))
+        await dispatched(caches)
     slow.resume()
     assert slow.closed
     assert len(fast.events()) == 11 and not fast.closed
@@ -183,6 +191,7 @@ async def test_future_revision_waits_for_it(store: SQLiteStore) -> None:
     await write_pod(store, "create", pod("a"))
     await write_pod(store, "create", pod("b"))
     r3 = await write_pod(store, "create", pod("c"))
+    await dispatched(caches)
     assert sink.events() == [("ADDED", "c", str(r3))]
     await caches.stop()
 
@@ -194,5 +203,6 @@ async def test_namespace_filter_sees_only_its_namespace(store: SQLiteStore) -> N
                                           WatchStart(revision=caches.revision))
     await write_pod(store, "create", pod("x", ns="a"))
     await write_pod(store, "create", pod("y", ns="b"))
+    await dispatched(caches)
     assert [e[1] for e in sink.events()] == ["y"]
     await caches.stop()

@@ -1,7 +1,9 @@
 """The watch cache's coalesced dispatch and key-walked initial events (storage/cache.py).
 
-Dispatch: batches committed within one loop turn reach each live watcher in one write, and a
-watcher that starts between a commit and the dispatch gets exactly the events after its start.
+Dispatch: a write is answered before its watchers are written to; batches committed before a
+flush reach each live watcher in one write, flushes are paced by the previous flush's time (up
+to a bound), and a watcher that starts between a commit and the dispatch gets exactly the
+events after its start.
 Initial events: a ``sendInitialEvents`` watcher walks the cache by key; every object appears as
 it was at the snapshot revision, once, whatever changes while the walk is under way, and the
 changes after the snapshot follow in revision order.
@@ -23,7 +25,7 @@ from kubewire.storage.base import Change, ChangeType, Create, Delete, Update
 from kubewire.storage.cached import WatchFilter, WatchStart
 from kubewire.storage.sqlite.store import SQLiteStore
 from tests.unit.watch_cache_helpers import RecordingSink as Sink
-from tests.unit.watch_cache_helpers import make_caches
+from tests.unit.watch_cache_helpers import dispatched, make_caches
 
 PODS = REGISTRY.by_id("core/pods")
 assert PODS is not None
@@ -64,16 +66,16 @@ def synthetic(revision: int, name: str, change_type: ChangeType = ChangeType.ADD
                   value=msgspec.json.encode(obj), prev_value=None, timestamp=time.time())
 
 
-# -- coalesced dispatch ------------------------------------------------------------------------
-async def test_batches_committed_in_one_turn_go_out_in_one_write(store: SQLiteStore) -> None:
+# -- coalesced, paced dispatch ------------------------------------------------------------------
+async def test_batches_committed_before_a_flush_go_out_in_one_write(store: SQLiteStore) -> None:
     caches = await make_caches(store)
     sink = Sink()
     start = caches.revision
     await caches.for_resource(PODS).watch(sink, everything(), WatchStart(revision=start))
     caches._on_changes([synthetic(start + 1, "a")])
     caches._on_changes([synthetic(start + 2, "b"), synthetic(start + 3, "c")])
-    assert sink.writes == []  # served once per loop turn, not per batch
-    await asyncio.sleep(0)
+    assert sink.writes == []  # served by a later flush, not per batch
+    await dispatched(caches)
     assert len(sink.writes) == 1
     assert [e[1] for e in sink.events()] == ["a", "b", "c"]
     await caches.stop()
@@ -91,20 +93,87 @@ async def test_watch_starting_before_a_dispatch_gets_only_later_events(
     await cache.watch(late, everything(), WatchStart(revision=caches.revision))
     await cache.watch(older, everything(), WatchStart(revision=start))
     caches._on_changes([synthetic(start + 2, "b")])
-    await asyncio.sleep(0)
+    await dispatched(caches)
     assert [e[1] for e in early.events()] == ["a", "b"]
     assert [e[1] for e in late.events()] == ["b"]
     assert [e[1] for e in older.events()] == ["a", "b"]
     await caches.stop()
 
 
-async def test_a_write_is_answered_after_its_watchers_were_written(store: SQLiteStore) -> None:
+async def test_a_write_is_answered_before_its_watchers_are_written(store: SQLiteStore) -> None:
     caches = await make_caches(store)
-    sink = Sink()
+    order: list[str] = []
+
+    class OrderSink(Sink):
+        def write_framed(self, framed: bytes) -> None:
+            order.append("watcher written")
+            super().write_framed(framed)
+
+    sink = OrderSink()
     await caches.for_resource(PODS).watch(sink, everything(),
                                           WatchStart(revision=caches.revision))
-    revision = await create(store, pod("a"))
+
+    async def writer() -> tuple[int, Any]:
+        revision = await create(store, pod("a"))
+        order.append("answered")  # what a handler does next: answer (no await between)
+        return revision, caches.for_resource(PODS).get(key("a"))
+
+    revision, seen = await asyncio.get_running_loop().create_task(writer())
+    await dispatched(caches)
+    # Answered before the watcher got it, when reads already saw it at that revision.
+    assert order == ["answered", "watcher written"]
+    assert seen is not None and seen.revision == revision
     assert sink.events() == [("ADDED", "a", str(revision))]
+    await caches.stop()
+
+
+class SlowSink(Sink):
+    """A transport whose every write takes ``delay_s`` of the loop (as 1,000 sockets do)."""
+
+    def __init__(self, delay_s: float) -> None:
+        super().__init__()
+        self.delay_s = delay_s
+
+    def write_framed(self, framed: bytes) -> None:
+        busy_until = time.thread_time() + self.delay_s  # the loop's CPU, as a socket write
+        while time.thread_time() < busy_until:
+            pass
+        super().write_framed(framed)
+
+
+async def test_flushes_are_paced_by_the_previous_flush(store: SQLiteStore) -> None:
+    # A flush that takes ~20 ms: what is committed in the next 20 ms goes out in one write.
+    caches = await make_caches(store)
+    sink = SlowSink(0.02)
+    await caches.for_resource(PODS).watch(sink, everything(),
+                                          WatchStart(revision=caches.revision))
+    await create(store, pod("a"))
+    await dispatched(caches)
+    assert len(sink.writes) == 1
+    await create(store, pod("b"))
+    for _ in range(5):
+        await asyncio.sleep(0)  # several loop turns: an unpaced flush would have run
+    await create(store, pod("c"))
+    assert len(sink.writes) == 1
+    await dispatched(caches)
+    assert len(sink.writes) == 2
+    assert [e[1] for e in sink.events()] == ["a", "b", "c"]
+    await caches.stop()
+
+
+async def test_the_pause_between_flushes_is_bounded(store: SQLiteStore,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cache_module, "MAX_FLUSH_GAP_S", 0.0)  # a long flush, no pause after
+    caches = await make_caches(store)
+    sink = SlowSink(0.02)
+    await caches.for_resource(PODS).watch(sink, everything(),
+                                          WatchStart(revision=caches.revision))
+    await create(store, pod("a"))
+    await dispatched(caches)
+    await create(store, pod("b"))
+    await dispatched(caches)
+    assert [e[1] for e in sink.events()] == ["a", "b"]
+    assert len(sink.writes) == 2
     await caches.stop()
 
 
@@ -124,9 +193,10 @@ async def test_a_backlog_near_the_ring_capacity_is_served_at_once(store: SQLiteS
     sink = Sink()
     start = caches.revision
     await caches.for_resource(PODS).watch(sink, everything(), WatchStart(revision=start))
-    for i in range(1, 20):  # more than the ring holds, within one loop turn
+    for i in range(1, 20):  # more than the ring holds, before any flush
         caches._on_changes([synthetic(start + i, f"p{i}")])
-    await asyncio.sleep(0)
+    assert len(sink.events()) >= 12  # served as the backlog passed half the ring
+    await dispatched(caches)
     assert [e[1] for e in sink.events()] == [f"p{i}" for i in range(1, 20)]
     assert not sink.closed
     await caches.stop()
@@ -162,6 +232,7 @@ async def test_changes_during_the_walk_show_the_snapshot_then_the_changes(
     # The walk is over: the cache keeps no earlier states for it.
     assert not cache._walkers and not cache._before
     r7 = await create(store, pod("f"))
+    await dispatched(caches)
     assert sink.events()[-1] == ("ADDED", "f", str(r7))
     await caches.stop()
 

@@ -7,7 +7,9 @@ time (``resume`` lets the next one through). ``make_caches`` starts the caches o
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import Callable
 
 from kubewire.resources import REGISTRY
@@ -19,6 +21,16 @@ async def make_caches(store: SQLiteStore, capacity: int = 64) -> WatchCaches:
     caches = WatchCaches(store, REGISTRY, ring_capacity=capacity, bookmark_interval_s=3600)
     await caches.start()
     return caches
+
+
+async def dispatched(caches: WatchCaches, timeout_s: float = 5.0) -> None:
+    """Wait until live watchers were written every change the caches applied so far."""
+    deadline = time.monotonic() + timeout_s
+    while caches._dirty:  # applied, not yet flushed to live watchers
+        assert time.monotonic() < deadline, "the watch cache never flushed"
+        await asyncio.sleep(0)  # an unpaced flush is a few callbacks away ...
+        if caches._dirty:
+            await asyncio.sleep(0.0005)  # ... a paced one a timer
 
 
 class RecordingSink:

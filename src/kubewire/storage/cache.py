@@ -10,10 +10,13 @@ Guarantees:
   but not compacted; below the compaction horizon it gets one ERROR 410 Expired and ends.
 - Encode once: an event's line is built once per event type variant and the same bytes go to
   every watcher; live watchers with equal filters share one framed payload per dispatch.
-- Coalesced: committed batches enter the ring at once, but live watchers are served at most
-  once per loop turn (``call_soon``), so every batch committed since the last turn goes out in
-  one write per watcher. The flush is queued before the writers' futures resolve, so a write is
-  still answered only after its event was written to every live watcher (the store's contract).
+- Answer, then fan out: committed batches enter the objects and rings in the store's feed,
+  before any writer resumes, so a write is answered once reads (and watches from its
+  revision) see it; live watchers are written to after the answers, by paced flushes that each
+  carry every batch committed since the previous one in one write per watcher
+  (``WatchCaches._schedule_flush``: the pause between flushes is the previous flush's CPU
+  time, at most ``MAX_FLUSH_GAP_S``). A writer may thus get its answer before a watcher got
+  the event, as with kube-apiserver, whose watch cache trails the commit.
 - Initial events stream by key: a ``sendInitialEvents`` watcher keeps only the last key it
   sent; objects changed after its snapshot revision are read as they were at it from the
   states the cache keeps, while any snapshot walk runs, of keys changed since the oldest one.
@@ -29,7 +32,8 @@ Guarantees:
   by namespace and name, as kube's cacher indexes them (``indexedWatchers``), so an event is
   matched only against the watchers that may want it.
 - Bookmarks carry the store's global revision (progress of the whole store), about once per
-  ``bookmark_interval_s`` per watcher that asked, only when it advanced.
+  ``bookmark_interval_s`` per watcher that asked, only when it advanced; the ticker flushes
+  first, so a bookmark never passes an event its watcher was not written yet.
 """
 
 from __future__ import annotations
@@ -79,6 +83,14 @@ REPLAY_PAGE_BYTES = 1 << 20
 REPLAY_FIRST_PAGE = 16
 REPLAY_SLICE_BYTES = 64 * 1024
 FRESHNESS_WAIT_S = 3.0  # kube's blockTimeout for "not older than" reads (watch_cache.go)
+# The pause between two flushes to live watchers is the previous flush's CPU time, at most
+# this (``WatchCaches._schedule_flush``): a flush to 1,000 watchers takes ~15 ms, so it binds
+# only beyond a few thousand. Pauses shorter than the second are not timed.
+MAX_FLUSH_GAP_S = 0.05
+MIN_TIMED_GAP_S = 0.001
+# Batches of loop callbacks from a feed delivery to an unpaced flush: the writers' answers go
+# first (``WatchCaches._schedule_flush``).
+ANSWER_TURNS = 2
 
 
 class WatchCache:
@@ -569,6 +581,7 @@ class WatchCaches:
         self._ticker: asyncio.Task[None] | None = None
         self._dirty: dict[str, WatchCache] = {}  # caches with events live watchers lack
         self._flush_handle: asyncio.Handle | None = None
+        self._next_flush_at = 0.0  # time.monotonic() before which no paced flush starts
 
     async def start(self) -> None:
         """Load every kind's objects, subscribe to the store, start the bookmark ticker."""
@@ -608,11 +621,9 @@ class WatchCaches:
         return sum(len(c.watchers) for c in self._caches.values())
 
     def _on_changes(self, changes: Sequence[Change]) -> None:
-        # The objects, rings and revision take the batch now (reads and new watchers see it at
-        # once); live watchers get it in ``flush``, at most once per loop turn, so the batches
-        # of one turn share one write per watcher. ``call_soon`` runs it before the callbacks
-        # the store schedules next (its writers' futures), so a write is never answered before
-        # its watchers were written to.
+        # The objects, rings and revision take the batch now, before its writers resume: a
+        # write is answered only once reads and new watchers see it. Live watchers get it
+        # after the answers, in a paced ``flush`` (see ``_schedule_flush``).
         for change in changes:
             group, plural = change.key.split("/", 2)[:2]
             cache = self._caches.get(f"{group}/{plural}")
@@ -624,19 +635,69 @@ class WatchCaches:
                     self._flush_cache(cache)
             self.revision = max(self.revision, change.revision)
         if self._dirty and self._flush_handle is None:
-            self._flush_handle = asyncio.get_running_loop().call_soon(self._scheduled_flush)
+            self._schedule_flush()
         if self._revision_waiters:
             self._wake_revision_waiters()
+
+    def _schedule_flush(self) -> None:
+        """Arrange the next flush to live watchers: answer first, then fan out, paced.
+
+        - Answer first: the flush runs ``ANSWER_TURNS`` batches of loop callbacks after the
+          delivery. The store resolves a batch's futures just before this feed; a writer
+          awaiting ``Store.write`` resumes in the second batch after it (the future's done
+          callback, then ``asyncio.shield``'s), ahead of the flush, and its handler runs on to
+          its answer in that step: the writers have answered before their watchers are written
+          to. That is kube-apiserver's order too: its watch cache trails the commit.
+          (tests/unit/test_watch_cache_streaming.py pins it.)
+        - Paced: after a flush that cost ``d`` seconds of the loop's CPU, the next one starts
+          no sooner than ``min(d, MAX_FLUSH_GAP_S)`` after it ended, and carries every batch
+          committed since. Why: a flush costs mostly one transport write per watcher, whatever
+          it carries, so events per write decide fan-out; answered writers send their next
+          writes at once, and the pause lets the loop serve them, so each write to a watcher
+          carries what was committed while the previous one was being written and during the
+          pause. Under a load of writes the fan-out thus takes about half the loop (more with
+          a longer pause, at the cost of delay; less, and each write carries fewer events).
+          The delay is bounded: an event reaches a live watcher at most one pause plus one
+          flush (and the loop work queued ahead of it) after its commit. The pause is a
+          fraction of a millisecond with tens of watchers, about a millisecond with 100, and
+          with thousands never more than ``MAX_FLUSH_GAP_S``. A pause under
+          ``MIN_TIMED_GAP_S`` is not timed (uvloop's timers count whole milliseconds and run
+          shorter delays as ``call_soon``): the flush just follows the answers. A kind whose
+          ring is half undelivered is flushed at once (``_on_changes``).
+        """
+        loop = asyncio.get_running_loop()
+        delay = self._next_flush_at - time.monotonic()
+        if delay >= MIN_TIMED_GAP_S:
+            self._flush_handle = loop.call_later(delay, self._scheduled_flush)
+        else:
+            self._flush_handle = loop.call_soon(self._flush_after_turns, ANSWER_TURNS - 1)
+
+    def _flush_after_turns(self, turns: int) -> None:
+        if turns > 0:
+            self._flush_handle = asyncio.get_running_loop().call_soon(
+                self._flush_after_turns, turns - 1)
+        else:
+            self._scheduled_flush()
 
     def _scheduled_flush(self) -> None:
         self._flush_handle = None
         self.flush()
 
     def flush(self) -> None:
-        """Serve every live watcher the events committed since the last flush."""
+        """Serve every live watcher the events committed since the last flush, now."""
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
         dirty, self._dirty = self._dirty, {}
+        if not dirty:
+            return
+        # The flush's cost is the loop's CPU time in it (wall time would count the moments
+        # the process waited for a core, and pause the next flush for them).
+        began = time.thread_time()
         for cache in dirty.values():
             self._flush_cache(cache)
+        cost = time.thread_time() - began
+        self._next_flush_at = time.monotonic() + min(cost, MAX_FLUSH_GAP_S)
 
     def _flush_cache(self, cache: WatchCache) -> None:
         try:

@@ -279,14 +279,15 @@ class SQLiteStore:
         self._listeners.append(listener)
 
     def _deliver(self, changes: Sequence[Change], outcomes: Sequence[Outcome]) -> None:
-        """On the loop: publish a committed batch, then resolve its writers (in that order)."""
+        """On the loop: resolve a committed batch's writers, then publish the batch.
+
+        Resolving a future only queues its callbacks, so the subscribers still take the batch
+        before any writer resumes (a read after the answer sees the write); and what the
+        subscribers queue for later runs after the writers' own callbacks (the watch caches
+        write to watchers once the writers have answered: storage/cache.py).
+        """
         if changes:
             self._current_revision = changes[-1].revision
-            for listener in builtins.list(self._listeners):
-                try:
-                    listener(changes)
-                except Exception:
-                    log.exception("store listener %r failed", listener)
         for future, outcome in outcomes:
             if future.done():  # the caller cancelled its wait
                 continue
@@ -294,6 +295,12 @@ class SQLiteStore:
                 future.set_exception(outcome)
             else:
                 future.set_result(outcome)
+        if changes:
+            for listener in builtins.list(self._listeners):
+                try:
+                    listener(changes)
+                except Exception:
+                    log.exception("store listener %r failed", listener)
 
     def _require_writer(self) -> Writer | ProcessWriter:
         if self._writer is None or self._is_closing:
