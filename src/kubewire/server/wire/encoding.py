@@ -53,6 +53,7 @@ from kubewire.status import BadRequest, NotAcceptable, UnsupportedMediaType
 
 _encoder = msgspec.json.Encoder()
 encode_json = _encoder.encode
+# Always given a list: msgspec 0.22 leaks one iterator per call on any other sequence.
 _encode_lines = _encoder.encode_lines
 JSON_END = b"\n"  # what Go's json.Encoder writes after each value
 
@@ -171,7 +172,7 @@ def negotiate_json(accept: str, *, stream: bool = False) -> None:
 def json_response(status: int, value: Any, headers: list[tuple[str, str]] | None = None,
                   ) -> Response:
     """An API object answer encoded from ``value``, ending with ``\\n`` (one encode)."""
-    return Response(status, _encode_lines((value,)), headers=headers or [], compressible=True)
+    return Response(status, _encode_lines([value]), headers=headers or [], compressible=True)
 
 
 def object_response(status: int, encoded: bytes, headers: list[tuple[str, str]] | None = None,
