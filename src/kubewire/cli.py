@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import ctypes
 import errno
+import gc
 import ipaddress
 import logging
 import os
@@ -425,6 +426,36 @@ def mmap_tls_read_buffers() -> bool:
     return bool(mallopt(_M_MMAP_THRESHOLD, TLS_READ_BUFFER_BYTES))
 
 
+GC_GEN0_THRESHOLD = 10_000  # allocations net of frees between young collections (CPython: 700)
+
+
+def tune_gc() -> None:
+    """Make the cyclic garbage collector cheaper for a server whose start-up made its lasting
+    objects (modules, registries, schemas, the caches' first fill).
+
+    ``gc.freeze()`` moves every object alive now to the permanent generation: no collection
+    walks them again. The young generation's threshold goes from 700 to ``GC_GEN0_THRESHOLD``:
+    each write allocates (and mostly frees by reference counting) thousands of containers, so at
+    700 the collector ran several young collections per request and promoted each write's
+    short-lived objects to older generations, where the full collections (15-50 ms every ~0.8 s
+    under a merge PATCH load, with the watch cache's objects per write) walked them. Garbage in
+    reference cycles is still collected, only in larger batches (the thresholds of the older
+    generations are unchanged).
+
+    Measured with ``bench.patch_cpu`` (16 writers, loop CPU per request, medians of 5 interleaved
+    repetitions, all trees with the same code otherwise): no tuning 536 µs per merge PATCH and
+    414 µs per create; ``freeze`` alone 522 / 413; with a young threshold of 2,000: 500 / 382;
+    10,000: 483 / 388; 50,000: 470 / 374. 10,000 takes most of the gain (PATCH 0.91x untuned,
+    create 0.97x) while a young collection stays short. RSS is unchanged (``bench.store_memory
+    --smoke``, ``bench.idle_memory --smoke``, and ``tests/integration/test_server_gc.py``: about
+    51 MB either way after rounds of creates, patches and deletes).
+    """
+    gc.collect()
+    gc.freeze()
+    _, gen1, gen2 = gc.get_threshold()
+    gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)
+
+
 HEAP_TRIM_INTERVAL_S = 30.0
 
 
@@ -538,6 +569,7 @@ async def serve(config: ServerConfig, ready_fd: int | None = None) -> None:
                               "(another server? pick another --port, or 0 for a free one)"
                               ) from exc
         raise CannotStart(start_error_text(exc, config.data_dir)) from exc
+    tune_gc()
     url = server.url
     kubeconfig = config.data_dir / "kubeconfig"
     if config.insecure_http:
