@@ -1,6 +1,6 @@
 """``pods/ephemeralcontainers``: ``kubectl debug`` adds a container through it; only
 ``spec.ephemeralContainers`` changes, with kube's validation (``lifecycle`` strategy,
-``validation/pod.py``)."""
+``validation/pods/spec.py``)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from kubewire.server.writes.validation.apps import (
 from kubewire.server.writes.validation.config import config_key_problems
 from kubewire.server.writes.validation.discovery import validate_endpoint_slice
 from kubewire.server.writes.validation.node import finalizer_problems
-from kubewire.server.writes.validation.pod import (
+from kubewire.server.writes.validation.pods.spec import (
     port_name_problems,
     validate_pod,
     validate_pod_spec,

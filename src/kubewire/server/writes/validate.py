@@ -30,7 +30,7 @@ from kubewire.server.wire.http_messages import Request
 from kubewire.server.writes import lifecycle
 from kubewire.server.writes.validation import meta as validation
 from kubewire.server.writes.validation.kinds import validate_kind
-from kubewire.server.writes.validation.pod import validate_ephemeral_containers_update
+from kubewire.server.writes.validation.pods.spec import validate_ephemeral_containers_update
 from kubewire.status import BadRequest, FieldError, Invalid, invalid, invalid_object, not_found
 
 # Patches whose result kube re-decodes from JSON (handlers/patch.go jsonPatcher).

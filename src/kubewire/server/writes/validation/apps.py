@@ -26,7 +26,7 @@ from kubewire.server.writes.validation.meta import (
     validate_annotations,
     validate_labels,
 )
-from kubewire.server.writes.validation.pod import validate_pod_spec
+from kubewire.server.writes.validation.pods.spec import validate_pod_spec
 from kubewire.status import FieldError, forbidden, invalid, not_supported, required
 
 NEGATIVE = "must be greater than or equal to 0"  # apimachinery IsNegativeErrorMsg

@@ -13,7 +13,7 @@ from kubewire.json_types import JSON
 from kubewire.names import is_dns1123_label, is_dns1123_subdomain
 from kubewire.resources import Resource
 from kubewire.server.writes.validation.meta import text_at
-from kubewire.server.writes.validation.pod import PROTOCOLS
+from kubewire.server.writes.validation.pods.spec import PROTOCOLS
 from kubewire.status import FieldError, invalid, not_supported, required
 
 ADDRESS_TYPES = ("FQDN", "IPv4", "IPv6")  # sorted set

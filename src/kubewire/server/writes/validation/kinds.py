@@ -20,7 +20,7 @@ from kubewire.server.writes.validation.events import validate_event
 from kubewire.server.writes.validation.lease import validate_lease
 from kubewire.server.writes.validation.networking import validate_ingress, validate_network_policy
 from kubewire.server.writes.validation.node import validate_namespace, validate_node
-from kubewire.server.writes.validation.pod import validate_pod
+from kubewire.server.writes.validation.pods.spec import validate_pod
 from kubewire.server.writes.validation.service import validate_service
 from kubewire.status import FieldError
 

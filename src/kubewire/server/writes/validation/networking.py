@@ -15,7 +15,7 @@ from kubewire.json_types import JSON
 from kubewire.names import is_dns1035_label, is_dns1123_subdomain
 from kubewire.resources import Resource
 from kubewire.server.writes.validation.meta import dict_at, text_at
-from kubewire.server.writes.validation.pod import port_name_problems, port_number_errors
+from kubewire.server.writes.validation.pods.spec import port_name_problems, port_number_errors
 from kubewire.status import FieldError, forbidden, invalid, not_supported, required
 
 PATH_TYPES = ("Exact", "ImplementationSpecific", "Prefix")  # sorted set

@@ -16,7 +16,7 @@ from kubewire.json_types import JSON
 from kubewire.names import is_dns1123_subdomain
 from kubewire.resources import Resource
 from kubewire.server.writes.validation.meta import dict_at, text_at, validate_labels
-from kubewire.server.writes.validation.pod import (
+from kubewire.server.writes.validation.pods.spec import (
     PROTOCOLS,
     dns_label_errors,
     enum_errors,

@@ -20,8 +20,11 @@ from collections.abc import Mapping
 from kubewire.json_types import JSON
 from kubewire.names import is_dns1123_subdomain
 from kubewire.server.writes.validation.meta import text_at
-from kubewire.server.writes.validation.pod_scheduling import affinity_errors, topology_spread_errors
-from kubewire.server.writes.validation.pod_security import pod_security_context_errors
+from kubewire.server.writes.validation.pods.scheduling import (
+    affinity_errors,
+    topology_spread_errors,
+)
+from kubewire.server.writes.validation.pods.security import pod_security_context_errors
 from kubewire.status import FieldError, invalid, not_supported, required
 
 IP_ERROR = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"

@@ -6,9 +6,9 @@ Source: kubernetes pkg/apis/core/validation/validation.go (``ValidatePodSpec``,
 ``ValidatePodUpdate``). Objects arrive defaulted (``server.defaults``), as kube validates them.
 The same spec rules serve Pods (``spec``) and pod templates (``spec.template.spec``).
 More of ``ValidatePodSpec`` lives in sibling modules, called from here in kube's order:
-``pod_env`` (env ``valueFrom``), ``pod_containers`` (volume devices, resize policy),
-``pod_probes`` (probes, lifecycle hooks), ``pod_security`` (sysctls, seccomp, AppArmor),
-``pod_scheduling`` (affinity, topology spread) and ``pod_spec_rules`` (host aliases, ``os``).
+``env`` (env ``valueFrom``), ``containers`` (volume devices, resize policy),
+``probes`` (probes, lifecycle hooks), ``security`` (sysctls, seccomp, AppArmor),
+``scheduling`` (affinity, topology spread) and ``spec_rules`` (host aliases, ``os``).
 
 Pure: objects in, ``FieldError``s out.
 """
@@ -23,17 +23,17 @@ from kubewire.names import is_dns1123_label, is_dns1123_subdomain, is_valid_port
 from kubewire.quantity import parse_quantity
 from kubewire.resources import Resource
 from kubewire.schema import type_for
-from kubewire.server.writes.validation import pod_spec_rules
 from kubewire.server.writes.validation.meta import dict_at, int_at, text_at
-from kubewire.server.writes.validation.pod_containers import (
+from kubewire.server.writes.validation.pods import spec_rules as pod_spec_rules
+from kubewire.server.writes.validation.pods.containers import (
     device_paths,
     mount_device_errors,
     resize_policy_errors,
     volume_device_errors,
 )
-from kubewire.server.writes.validation.pod_env import value_from_errors
-from kubewire.server.writes.validation.pod_probes import container_handler_errors
-from kubewire.server.writes.validation.pod_security import container_security_context_errors
+from kubewire.server.writes.validation.pods.env import value_from_errors
+from kubewire.server.writes.validation.pods.probes import container_handler_errors
+from kubewire.server.writes.validation.pods.security import container_security_context_errors
 from kubewire.status import FieldError, forbidden, invalid, not_supported, required
 
 PORT_RANGE_ERROR = "must be between 1 and 65535, inclusive"  # validation.InclusiveRangeError
