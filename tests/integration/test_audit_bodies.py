@@ -5,6 +5,7 @@ omitManagedFields, per-rule matching, the Audit-Id header, and rotation."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,17 @@ def audited(make_server: Callable[..., ServerThread], tmp_path: Path) -> ServerT
 def events(server: ServerThread) -> list[Event]:
     lines = Path(str(server.config.audit_log_path)).read_text().splitlines()
     return [json.loads(line) for line in lines]
+
+
+def _watch_events(server: ServerThread, until_stages: int, wait_s: float = 5.0) -> list[Event]:
+    """The watch requests' events, once ``until_stages`` of them are in the log (or the wait
+    is over: the assertion after it then says what was missing)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        watched = [e for e in events(server) if e["verb"] == "watch"]
+        if len(watched) >= until_stages or time.monotonic() > deadline:
+            return watched
+        time.sleep(0.02)
 
 
 def by_id(server: ServerThread, audit_id: str) -> list[Event]:
@@ -132,7 +144,9 @@ def test_request_and_response_objects_from_the_kubernetes_package(
         for _ in watch.Watch().stream(core.list_namespaced_config_map, "bodies",
                                       timeout_seconds=1):
             pass
-        watched = [e for e in events(audited) if e["verb"] == "watch"]
+        # The client sees the stream end (the server's last chunk) a moment before the server
+        # has finished the request and written its ResponseComplete: wait for it, bounded.
+        watched = _watch_events(audited, until_stages=2)
         assert [e["stage"] for e in watched] == ["ResponseStarted", "ResponseComplete"]
         assert all("responseObject" not in e and "requestObject" not in e for e in watched)
 
