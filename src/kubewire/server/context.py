@@ -9,12 +9,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from kubewire.resources import REGISTRY, Registry
+from kubewire.resources import REGISTRY, Registry, Resource
 from kubewire.server.allocation.rules import DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR
 from kubewire.server.allocation.state import AllocationState
 from kubewire.server.wire.http_messages import Limits
+from kubewire.status import not_found
 from kubewire.storage.base import Retention, Store
 from kubewire.storage.cache import DEFAULT_BOOKMARK_INTERVAL_S, DEFAULT_RING_CAPACITY, WatchCaches
+from kubewire.storage.cached import CachedObject
 from kubewire.storage.versioned_store import VersionedStore
 
 MIN_REQUEST_TIMEOUT_S = 1800  # kube --min-request-timeout: watch timeout default in [1x, 2x)
@@ -84,6 +86,13 @@ class ServerContext:
         # Built here so a bad range fails at start; bound to the store on first use.
         self._allocations = AllocationState(self.config.service_cluster_ip_range,
                                             self.config.service_node_port_range, self.rng)
+
+    def live(self, resource: Resource, namespace: str, name: str) -> CachedObject:
+        """The object the watch cache holds now, or kube's 404 (``resource "name" not found``)."""
+        found = self.caches.for_resource(resource).get(resource.storage_key(namespace, name))
+        if found is None:
+            raise not_found(resource.group, resource.plural, name)
+        return found
 
     @property
     def allocations(self) -> AllocationState:

@@ -277,12 +277,7 @@ def _log(ctx: ServerContext, route: Route, query: Query) -> Response:
 
 
 def _pod(ctx: ServerContext, route: Route) -> dict[str, Any]:
-    resource = route.resource
-    found = ctx.caches.for_resource(resource).get(
-        resource.storage_key(route.namespace, route.name))
-    if found is None:
-        raise not_found(resource.group, resource.plural, route.name)
-    return _decode(found.value)
+    return _decode(ctx.live(route.resource, route.namespace, route.name).value)
 
 
 def _node(ctx: ServerContext, name: str) -> dict[str, Any]:

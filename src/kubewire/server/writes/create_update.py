@@ -278,11 +278,8 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Mutation,
     """
     resource = route.resource
     key = resource.storage_key(route.namespace, route.name)
-    cache = ctx.caches.for_resource(resource)
     for _ in range(UPDATE_RETRIES):
-        current = cache.get(key)
-        if current is None:
-            raise not_found(resource.group, resource.plural, route.name)
+        current = ctx.live(resource, route.namespace, route.name)
         old = _decode(current.value)
         new = mutate(_decode(current.value))
         asked = requested_managed_fields(new)  # before the steps below drop them

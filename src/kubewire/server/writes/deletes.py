@@ -44,11 +44,8 @@ async def delete_object(ctx: ServerContext, resource: Resource, namespace: str, 
                         dopts: DeleteOptions) -> dict[str, Any]:
     """Delete or mark one object; returns the DELETE response body."""
     key = resource.storage_key(namespace, name)
-    cache = ctx.caches.for_resource(resource)
     for _ in range(DELETE_RETRIES):
-        current = cache.get(key)
-        if current is None:
-            raise not_found(resource.group, resource.plural, name)
+        current = ctx.live(resource, namespace, name)
         old = _decode(current.value)
         plan = lifecycle.plan_delete(resource, old, _delete_request(dopts), ctx.now())
         if dopts.dry_run:

@@ -71,9 +71,7 @@ async def serve_eviction(ctx: ServerContext, request: Request, route: Route) -> 
     if wopts.dry_run:
         dopts = replace(dopts, dry_run=True)
     pods = route.resource
-    current = ctx.caches.for_resource(pods).get(pods.storage_key(route.namespace, route.name))
-    if current is None:
-        raise not_found(pods.group, pods.plural, route.name)
+    ctx.live(pods, route.namespace, route.name)
     # Here kube checks the PodDisruptionBudgets selecting the pod unless
     # can_ignore_budgets(pod): none are served yet, so none select it.
     await _evict(ctx, pods, route, dopts)
@@ -96,11 +94,8 @@ async def _evict(ctx: ServerContext, pods: Resource, route: Route, dopts: Delete
 
 async def _mark_disruption_target(ctx: ServerContext, pods: Resource, route: Route) -> int:
     key = pods.storage_key(route.namespace, route.name)
-    cache = ctx.caches.for_resource(pods)
     for _ in range(UPDATE_RETRIES):
-        current = cache.get(key)
-        if current is None:
-            raise not_found(pods.group, pods.plural, route.name)
+        current = ctx.live(pods, route.namespace, route.name)
         pod = _decode(current.value)
         set_pod_condition(pod, DISRUPTION_TARGET, ctx.now())
         try:

@@ -34,7 +34,7 @@ from kubewire.server.writes.scale import (
     scale_from_deployment,
 )
 from kubewire.server.writes.validate import check_type_meta
-from kubewire.status import BadRequest, MethodNotAllowed, UnsupportedMediaType, not_found
+from kubewire.status import BadRequest, MethodNotAllowed, UnsupportedMediaType
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 PatchFunction = Callable[[dict[str, JSON], bytes], dict[str, JSON]]
@@ -62,12 +62,7 @@ def _payload(resource: Resource) -> Resource:
 
 
 def _current(ctx: ServerContext, route: Route) -> dict[str, JSON]:
-    resource = route.resource
-    found = ctx.caches.for_resource(resource).get(
-        resource.storage_key(route.namespace, route.name))
-    if found is None:
-        raise not_found(resource.group, resource.plural, route.name)
-    return _decode(found.value)
+    return _decode(ctx.live(route.resource, route.namespace, route.name).value)
 
 
 UpdatedScale = Callable[[dict[str, JSON]], dict[str, JSON]]
