@@ -13,3 +13,5 @@ import anyio._backends._asyncio  # noqa: F401
 # Vendored third-party tests: they run against a server of their own, in a subprocess, from
 # tests/integration/test_kubernetes_e2e.py, not in this session.
 collect_ignore = ["external"]
+
+from tests.socket_leaks import pytest_configure, pytest_terminal_summary  # noqa: E402, F401

@@ -15,6 +15,7 @@ from typing import Any
 
 from kubewire.server.app import APIServer
 from kubewire.server.context import ServerConfig
+from tests.socket_leaks import SERVER_PORTS
 
 
 class ServerThread:
@@ -58,6 +59,7 @@ class ServerThread:
         self.server = APIServer(self.config)
         _, port = await self.server.start()  # also writes DIR/kubeconfig
         self.port = port
+        SERVER_PORTS.add(port)
         self.url = self.server.url
         # Later starts on the same data dir reuse the port, as a restarted server would.
         self.config = replace(self.config, port=port)
