@@ -40,6 +40,7 @@ ROOMS: dict[str, frozenset[str]] = {
     "server.observe": frozenset({"server.wire", "server.request", "server.access",
                                  "server.context", "storage"}),
     "server.discovery": frozenset(),
+    "server.apiextensions": frozenset({"server.request"}),
     "server.tables": frozenset({"server.wire", "server.request", "storage"}),
     "server.patch": frozenset({"server.wire", "server.request"}),
     "server.writes": frozenset({"server.wire", "server.request", "server.patch",
@@ -60,7 +61,7 @@ PURE = ("kubewire.selectors", "kubewire.schema", "kubewire.models", "kubewire.se
         "kubewire.server.wire.http_messages", "kubewire.server.wire.http_parse",
         "kubewire.server.wire.encoding", "kubewire.server.wire.websocket",
         "kubewire.server.tables.output", "kubewire.server.controllers.namespace_conditions",
-        "kubewire.server.writes.admission")
+        "kubewire.server.writes.admission", "kubewire.server.apiextensions")
 # (httptools is a parser, not I/O: the sans-I/O ``http_parse`` drives it.)
 IO_LIBRARIES = frozenset({"asyncio", "socket", "ssl", "sqlite3", "uvloop", "threading",
                           "subprocess", "multiprocessing", "selectors"})
