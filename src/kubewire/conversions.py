@@ -47,10 +47,28 @@ def version_kind_of(obj: Mapping[str, JSON]) -> VersionKind | None:
     return None
 
 
+def _group(api_version: str) -> str:
+    return api_version.rpartition("/")[0]
+
+
+def _same_kind_other_version(source: VersionKind, target: VersionKind) -> bool:
+    return source[1] == target[1] and _group(source[0]) == _group(target[0]) != ""
+
+
 def needs_conversion(obj: Mapping[str, JSON], target: VersionKind) -> bool:
-    """True when ``obj`` names another version that ``CONVERTERS`` can turn into ``target``."""
+    """True when ``obj`` names another version that can be turned into ``target``: a pair in
+    ``CONVERTERS``, or another version of the same group and kind (``none_conversion``)."""
     source = version_kind_of(obj)
-    return source is not None and source != target and (source, target) in CONVERTERS
+    return source is not None and source != target and (
+        (source, target) in CONVERTERS or _same_kind_other_version(source, target))
+
+
+def none_conversion(obj: Mapping[str, JSON], target: VersionKind) -> dict[str, JSON]:
+    """A CRD's ``None`` conversion strategy (apiextensions-apiserver's nopConverter): the
+    object unchanged but for its apiVersion; the reading version's schema prunes the rest."""
+    out = dict(obj)
+    out["apiVersion"] = target[0]
+    return out
 
 
 def convert_object(obj: Mapping[str, JSON], target: VersionKind) -> dict[str, JSON]:
@@ -62,6 +80,8 @@ def convert_object(obj: Mapping[str, JSON], target: VersionKind) -> dict[str, JS
     if source is None or source == target:
         return dict(obj)
     converter = CONVERTERS.get((source, target))
+    if converter is None and _same_kind_other_version(source, target):
+        return none_conversion(obj, target)
     if converter is None:
         raise ValueError(f"no conversion from {source} to {target}")
     return converter(obj)

@@ -70,6 +70,14 @@ class Resource:
     # metadata (fields without omitempty, and structs, which omitempty never drops), in struct
     # order: a built-in kind's BOOKMARK object is that zero value (watch-protocol.md §5.3).
     zero_fields: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    # The CustomResourceDefinition a custom kind is served from (its schema, printer columns,
+    # scale paths, selectable fields are read from it); None for a built-in kind.
+    crd: Mapping[str, Any] | None = None
+
+    @property
+    def crd_name(self) -> str:
+        """The name of the CRD this entry is served from; "" for a built-in kind."""
+        return str(self.crd["metadata"]["name"]) if self.crd is not None else ""
 
     @property
     def invalid_group(self) -> str:
@@ -264,6 +272,12 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", "endpointslice",
              namespaced=True, field_label_style="default", generation="non_metadata_and_labels",
              zero_fields=_zero("EndpointSlice")),
+    # apiextensions-apiserver's registry/customresourcedefinition: strategy bumps generation on
+    # spec changes; ShortNames, Categories from etcd.go.
+    Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition",
+             "customresourcedefinitions", "customresourcedefinition", namespaced=False,
+             short_names=("crd", "crds"), categories=("api-extensions",),
+             subresources=("status",), field_label_style="default", generation="spec"),
     Resource(_GATEWAY_GROUP, "v1", "Gateway", "gateways", "gateway", namespaced=True,
              short_names=("gtw",), categories=("gateway-api",), subresources=("status",),
              field_label_style="crd", generation="non_metadata", is_custom=True,
@@ -320,6 +334,18 @@ class Registry:
     def resource_for_key(self, key: str) -> Resource | None:
         group, plural = key.split("/", 2)[:2]
         return self._by_id.get(f"{group}/{plural}")
+
+    def with_custom(self, crd_name: str, entries: tuple[Resource, ...]) -> Registry:
+        """A new registry serving ``entries`` in place of what CRD ``crd_name`` served (none:
+        the CRD's kinds are no longer served). Registries never change: the server swaps its
+        registry, so a request sees one consistent set of kinds, and documents built from a
+        registry can be cached by it."""
+        kept = tuple(res for res in self._resources if res.crd_name != crd_name)
+        return Registry(kept + entries)
+
+    def custom(self) -> Iterator[Resource]:
+        """The entries served from CustomResourceDefinitions."""
+        return (res for res in self._resources if res.crd is not None)
 
 
 REGISTRY = Registry()

@@ -53,6 +53,9 @@ EXPECTED: dict[tuple[str, str], tuple[str, bool, list[str], list[str], list[str]
     ("networking.k8s.io", "networkpolicies"): ("NetworkPolicy", True, STD, ["netpol"], [], {}),
     ("discovery.k8s.io", "endpointslices"): ("EndpointSlice", True, STD, [], [], {}),
     ("coordination.k8s.io", "leases"): ("Lease", True, STD, [], [], {}),
+    ("apiextensions.k8s.io", "customresourcedefinitions"): (
+        "CustomResourceDefinition", False, STD, ["crd", "crds"], ["api-extensions"],
+        {"status": STATUS}),
     ("gateway.networking.k8s.io", "gateways"): ("Gateway", True, CRD_VERBS, ["gtw"],
                                                 ["gateway-api"], {"status": STATUS}),
     ("gateway.networking.k8s.io", "httproutes"): ("HTTPRoute", True, CRD_VERBS, [],
@@ -191,7 +194,7 @@ def test_legacy_group_list_in_kube_priority_order() -> None:
     assert doc["kind"] == "APIGroupList"
     assert doc["apiVersion"] == "v1"
     names = [g["name"] for g in doc["groups"]]
-    assert names == ["apps", "events.k8s.io", "networking.k8s.io", "coordination.k8s.io",
+    assert names == ["apps", "events.k8s.io", "networking.k8s.io", "apiextensions.k8s.io", "coordination.k8s.io",
                      "discovery.k8s.io", "gateway.networking.k8s.io"]
     assert doc["groups"][0] == {
         "name": "apps", "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
@@ -313,7 +316,7 @@ def aggregated_resources() -> dict[tuple[str, str], dict[str, Any]]:
     assert [item["metadata"] for item in core] == [{"creationTimestamp": None}]
     named = get_json("/apis", KUBECTL_ACCEPT)["items"]
     assert [item["metadata"]["name"] for item in named] == [
-        "apps", "events.k8s.io", "networking.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
+        "apps", "events.k8s.io", "networking.k8s.io", "apiextensions.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
         "gateway.networking.k8s.io"]
     for item in core + named:
         group = item["metadata"].get("name", "")

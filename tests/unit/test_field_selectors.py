@@ -87,13 +87,15 @@ ACCEPTED = {
     "secrets": ["metadata.name", "metadata.namespace", "type"],
     "serviceaccounts": ["metadata.name", "metadata.namespace"],
     "leases": ["metadata.name", "metadata.namespace"],
+    "customresourcedefinitions": ["metadata.name"],
 }
 REJECTED = {"pods": "spec.foo", "services": "spec.ports", "nodes": "metadata.namespace",
             "namespaces": "name", "events": "involvedObject.name", "deployments": "spec.replicas",
             "ingresses": "spec.rules", "networkpolicies": "spec.podSelector",
             "endpointslices": "addressType", "gateways": "spec.gatewayClassName",
             "httproutes": "spec.hostnames", "configmaps": "data", "secrets": "data",
-            "serviceaccounts": "secrets", "leases": "spec.holderIdentity"}
+            "serviceaccounts": "secrets", "leases": "spec.holderIdentity",
+            "customresourcedefinitions": "spec.group"}
 
 
 def test_every_registry_kind_is_covered() -> None:
@@ -126,7 +128,7 @@ def test_convert_rejects_with_the_kinds_message(plural: str) -> None:
 def test_default_style_kinds_and_message_quoting() -> None:
     assert {r.plural for r in REGISTRY if r.field_label_style == "default"} == {
         "deployments", "ingresses", "networkpolicies", "endpointslices", "configmaps",
-        "serviceaccounts", "leases"}
+        "serviceaccounts", "leases", "customresourcedefinitions"}
     with pytest.raises(SelectorError) as info:
         convert_field_selector(resource("deployments"), parse_field_selector('a"b=1'))
     assert info.value.message.startswith('"a\\"b" is not a known field selector')

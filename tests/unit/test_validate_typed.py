@@ -39,9 +39,13 @@ def test_the_typed_decode_accepts_nothing_the_walk_reports(
     assert accepted > 100 and reported > 100  # both sides of the line were exercised
 
 
+RECURSIVE_KIND = "apiextensions.k8s.io/customresourcedefinitions"
+
+
 def test_every_builtin_kind_has_a_typed_form() -> None:
+    # The CRD's JSONSchemaProps is recursive, which no msgspec type expresses: walked instead.
     for resource in REGISTRY:
-        if not resource.is_custom:
+        if not resource.is_custom and resource.id != RECURSIVE_KIND:
             assert checks_cleanly(resource.api_version, resource.kind,
                                   {"apiVersion": resource.api_version, "kind": resource.kind,
                                    "metadata": {"name": "x"}}), resource.id

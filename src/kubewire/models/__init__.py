@@ -10,6 +10,7 @@ a class; kinds without a model are handled as plain dicts by the client.
 from __future__ import annotations
 
 from kubewire.json_types import JSON
+from kubewire.models.apiextensions_k8s_io_v1 import CustomResourceDefinition
 from kubewire.models.apps_v1 import Deployment
 from kubewire.models.base import IntOrString, KubeObject, Model, Quantity, decode, encode, to_dict
 from kubewire.models.coordination_k8s_io_v1 import Lease
@@ -34,6 +35,7 @@ KINDS: tuple[type[KubeObject], ...] = (
     Binding,
     ConfigMap,
     CoreV1Event,
+    CustomResourceDefinition,
     Deployment,
     EndpointSlice,
     EventsK8sIoV1Event,
@@ -65,6 +67,7 @@ __all__ = [
     "Binding",
     "ConfigMap",
     "CoreV1Event",
+    "CustomResourceDefinition",
     "DeleteOptions",
     "Deployment",
     "EndpointSlice",

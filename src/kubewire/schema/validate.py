@@ -66,16 +66,16 @@ class SchemaNode:
         self.has_zeros = False  # ``zeros`` somewhere in this subtree
 
 
-def _compile(node: TypeNode, memo: dict[str, SchemaNode], stack: set[str]) -> SchemaNode:
+def _compile(node: TypeNode, memo: dict[str, SchemaNode]) -> SchemaNode:
     # A bare reference is the named type itself: share one compiled node per name.
+    # A recursive type (the CRD's JSONSchemaProps) reaches its own node while it is being
+    # compiled: the memo holds it from the start, so the cycle closes on the same object.
     bare = node.ref and set(node.raw) == {"ref"}
     if bare and node.ref in memo:
         return memo[node.ref]
-    if bare:
-        if node.ref in stack:
-            raise ValueError(f"recursive schema at {node.ref}")
-        stack.add(node.ref)
     out = SchemaNode()
+    if bare:
+        memo[node.ref] = out
     out.type = node.type
     out.declared = _DECLARED.get(out.type, ())
     out.format = node.format
@@ -83,10 +83,10 @@ def _compile(node: TypeNode, memo: dict[str, SchemaNode], stack: set[str]) -> Sc
     out.nullable = node.nullable
     out.has_default = node.has_default
     out.default = node.default
-    out.props = {k: _compile(v, memo, stack) for k, v in node.properties.items()}
+    out.props = {k: _compile(v, memo) for k, v in node.properties.items()}
     out.required = node.required
-    out.items = _compile(node.items, memo, stack) if node.items is not None else None
-    out.values = _compile(node.values, memo, stack) if node.values is not None else None
+    out.items = _compile(node.items, memo) if node.items is not None else None
+    out.values = _compile(node.values, memo) if node.values is not None else None
     if node.embedded_resource:
         for key in ("apiVersion", "kind", "metadata"):
             out.props.setdefault(key, SchemaNode())
@@ -99,9 +99,6 @@ def _compile(node: TypeNode, memo: dict[str, SchemaNode], stack: set[str]) -> Sc
                       if name in out.props and out.props[name].type in _GO_ZERO
                       and not out.props[name].format.startswith("date-time"))
     out.has_zeros = bool(out.zeros) or any(c is not None and c.has_zeros for c in children)
-    if bare:
-        stack.discard(node.ref)
-        memo[node.ref] = out
     return out
 
 
@@ -120,7 +117,7 @@ def _strip_required(root: SchemaNode) -> None:
 
 @cache
 def _root(api_version: str, kind: str) -> SchemaNode:
-    root = _compile(type_for(api_version, kind), {}, set())
+    root = _compile(type_for(api_version, kind), {})
     metadata = root.props.get("metadata")
     if metadata is not None:  # ObjectMeta is kube's ValidateObjectMeta's, for every kind
         _strip_required(metadata)
@@ -133,7 +130,7 @@ def _root(api_version: str, kind: str) -> SchemaNode:
 @cache
 def _root_unrequired(api_version: str, kind: str) -> SchemaNode:
     """``_root`` without ``required`` lists (built-in kinds: see the module docstring)."""
-    root = _compile(type_for(api_version, kind), {}, set())
+    root = _compile(type_for(api_version, kind), {})
     _strip_required(root)
     return root
 

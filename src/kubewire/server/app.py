@@ -31,6 +31,7 @@ from kubewire.server.access.chain import (
 )
 from kubewire.server.access.kubeconfig import Credentials, kubeconfig_text, server_url
 from kubewire.server.context import DATABASE_NAME, ServerConfig, ServerContext
+from kubewire.server.controllers.crds import served_at_start
 from kubewire.server.controllers.manager import ControllerManager
 from kubewire.server.discovery.documents import discovery_response
 from kubewire.server.discovery.openapi import openapi_response
@@ -114,6 +115,7 @@ class APIServer:
     async def start(self) -> tuple[str, int]:
         """Open the store, fill the caches, listen, and write ``DIR/kubeconfig`` for the admin."""
         await self.ctx.store.open()
+        self.ctx.serve(await served_at_start(self.ctx.store, self.ctx.registry))
         await self.ctx.caches.start()
         self.health.caches_synced = True
         await writes.ensure_initial_namespaces(self.ctx)

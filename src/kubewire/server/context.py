@@ -94,6 +94,14 @@ class ServerContext:
             raise not_found(resource.group, resource.plural, name)
         return found
 
+    def serve(self, registry: Registry) -> None:
+        """Serve ``registry``'s kinds from now on (custom resources come and go with their
+        CRDs): each request reads ``self.registry`` once, so it sees one set of kinds."""
+        self.registry = registry
+        self.caches.registry = registry
+        assert isinstance(self.store, VersionedStore)
+        self.store.registry = registry
+
     @property
     def allocations(self) -> AllocationState:
         """Service IPs and ports, rebuilt from the cached Services on first use."""

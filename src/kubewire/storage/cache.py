@@ -580,6 +580,9 @@ class WatchCaches:
         self._revision_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._ticker: asyncio.Task[None] | None = None
         self._dirty: dict[str, WatchCache] = {}  # caches with events live watchers lack
+        # Kinds being added while the server runs (custom resources): id -> the changes
+        # committed while their objects were read, applied once the read is in.
+        self._loading: dict[str, list[Change]] = {}
         self._flush_handle: asyncio.Handle | None = None
         self._next_flush_at = 0.0  # time.monotonic() before which no paced flush starts
 
@@ -606,6 +609,53 @@ class WatchCaches:
             for watcher in list(cache.watchers):
                 watcher.close()
 
+    async def add_kind(self, resource: Resource) -> None:
+        """Start caching a stored kind the server begins to serve while it runs (a custom
+        resource whose CRD was established): its objects are read from the store, and the
+        changes committed during that read are applied after it, so none is lost or doubled.
+        ``resource`` replaces the entry of a kind cached already (same id), whose watchers are
+        closed first (``remove_kind``)."""
+        if resource.id in self._caches:
+            self.remove_kind(resource.id)
+        self._loading[resource.id] = []
+        try:
+            records, revision = await self.store.list(resource.storage_prefix())
+        except BaseException:
+            del self._loading[resource.id]
+            raise
+        cache = WatchCache(self, resource, self.ring_capacity, max(revision, self.revision))
+        cache.load((r.key, r.revision, r.value) for r in records)
+        for change in self._loading.pop(resource.id):
+            if change.revision > revision:
+                cache.apply(change)
+        self._caches[resource.id] = cache
+
+    def refresh_kinds(self, entries: Sequence[Resource]) -> None:
+        """Give the caches of ``entries`` (kinds cached already) their new registry entries:
+        the same storage served with new facts (a CRD's conditions changed), so the objects
+        and watchers stay."""
+        for resource in entries:
+            cache = self._caches.get(resource.id)
+            if cache is None:
+                continue
+            if resource.is_stored_version:
+                cache.resource = resource
+            self._views = {path: view for path, view in self._views.items()
+                           if view.cache is not cache}
+
+    def remove_kind(self, resource_id: str) -> None:
+        """Stop caching a kind no longer served (its CRD was deleted, or its serving state is
+        rebuilt after a spec change): its watch streams end, as kube-apiserver's do when it
+        destroys a custom resource's storage (the response just finishes, no ERROR event)."""
+        cache = self._caches.pop(resource_id, None)
+        if cache is None:
+            return
+        self._dirty.pop(resource_id, None)
+        self._views = {path: view for path, view in self._views.items()
+                       if view.cache is not cache}
+        for watcher in list(cache.watchers):
+            watcher.close()
+
     def for_resource(self, resource: Resource) -> WatchCache | VersionView:
         """The kind's cache; for another version of a stored kind, a view converting to it."""
         cache = self._caches[resource.id]
@@ -626,7 +676,12 @@ class WatchCaches:
         # after the answers, in a paced ``flush`` (see ``_schedule_flush``).
         for change in changes:
             group, plural = change.key.split("/", 2)[:2]
-            cache = self._caches.get(f"{group}/{plural}")
+            kind_id = f"{group}/{plural}"
+            cache = self._caches.get(kind_id)
+            if cache is None and self._loading:
+                loading = self._loading.get(kind_id)
+                if loading is not None:
+                    loading.append(change)
             if cache is not None:
                 cache.apply(change)
                 self._dirty[cache.resource.id] = cache

@@ -12,6 +12,7 @@ import asyncio
 
 from kubewire.server.context import ServerContext
 from kubewire.server.controllers.bootstrap import KubernetesService
+from kubewire.server.controllers.crds import CustomResourceDefinitions
 from kubewire.server.controllers.deletion import Controllers
 from kubewire.server.controllers.namespace_defaults import NamespaceDefaults
 
@@ -27,11 +28,13 @@ class ControllerManager:
         self.deletion = Controllers(ctx)
         self.namespace_defaults = NamespaceDefaults(ctx, root_ca)
         self.kubernetes_service = KubernetesService(ctx)
+        self.crds = CustomResourceDefinitions(ctx)
         self._serving = False
 
     def start(self) -> None:
         self.deletion.start()
         self.namespace_defaults.start()
+        self.crds.start()
 
     def serving(self, host: str, port: int) -> None:
         self.kubernetes_service.start(host, port)
@@ -40,7 +43,8 @@ class ControllerManager:
     @property
     def idle(self) -> bool:
         """No namespace or kubernetes-Service work pending (tests wait for it)."""
-        return self.namespace_defaults.queue.idle and self.kubernetes_service.queue.idle
+        return (self.namespace_defaults.queue.idle and self.kubernetes_service.queue.idle
+                and self.crds.queue.idle)
 
     async def settled(self, timeout_s: float = SETTLE_TIMEOUT_S) -> None:
         """Wait (at most ``timeout_s``) until the start-up work is written: a server whose
@@ -54,5 +58,6 @@ class ControllerManager:
     async def stop(self) -> None:
         if self._serving:
             await self.kubernetes_service.stop()
+        await self.crds.stop()
         await self.namespace_defaults.stop()
         await self.deletion.stop()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -28,6 +29,7 @@ import msgspec
 
 from kubewire.json_types import JSON
 from kubewire.resources import Registry, Resource
+from kubewire.server.apiextensions import crd_strategy
 
 DiscoveryFormat = Literal["v2", "v2beta1", "legacy"]
 """Which discovery document a request gets: aggregated v2, aggregated v2beta1, or legacy."""
@@ -52,7 +54,7 @@ _CACHED_ADDRESSES = 64  # /api bodies per (registry, server address); a server h
 # higher sorts first, ties by name (aggregated/handler.go calculateAPIGroupsLocked).
 _GROUP_PRIORITY: Mapping[str, int] = MappingProxyType({
     "apps": 17800, "events.k8s.io": 17750, "networking.k8s.io": 17200,
-    "coordination.k8s.io": 16500, "discovery.k8s.io": 16200,
+    "apiextensions.k8s.io": 16700, "coordination.k8s.io": 16500, "discovery.k8s.io": 16200,
 })
 _OTHER_GROUP_PRIORITY = 1000  # CRD groups (customresource_discovery_controller.go) and unknown
 
@@ -117,6 +119,7 @@ class DiscoveryDocuments:
     aggregated: Mapping[tuple[DiscoveryFormat, bool], bytes]
 
 
+_TERMINATING_CUSTOM_VERBS = ("delete", "deletecollection", "get", "list", "watch")
 _encoder = msgspec.json.Encoder()
 
 
@@ -139,6 +142,9 @@ def resource_verbs(resource: Resource) -> tuple[str, ...]:
     """The verbs kubewire serves on a kind's collection and objects, in kube's listing order."""
     if resource.create_only:
         return ("create",)
+    if resource.crd is not None and (resource.crd.get("metadata") or {}).get(
+            "deletionTimestamp"):
+        return _TERMINATING_CUSTOM_VERBS  # customresource_discovery_controller.go
     verbs = _CUSTOM_VERBS if resource.is_custom else _BUILTIN_VERBS
     unserved = _UNSERVED_VERBS.get(resource.id, frozenset())
     return tuple(v for v in verbs if v not in unserved)
@@ -153,6 +159,9 @@ def subresource_facts(name: str) -> SubresourceFacts:
 
 
 def _resource_hash(resource: Resource) -> str:
+    if resource.crd is not None:  # every served version reports the storage version's hash
+        stored = crd_strategy.storage_version(resource.crd) or resource.version
+        return storage_version_hash(resource.group, stored, resource.kind)
     group, version = _STORAGE_GROUP_VERSION.get(resource.id, (resource.group, resource.version))
     return storage_version_hash(group, version, resource.kind)
 
@@ -168,8 +177,27 @@ def _named_groups(registry: Registry) -> list[str]:
 
 
 def _versions_of(registry: Registry, group: str) -> list[str]:
-    """Served versions of ``group`` in registry order; the first is the preferred one."""
-    return [v for g, v in registry.group_versions() if g == group]
+    """Served versions of ``group`` in registry order, or for a group served from CRDs in kube's
+    version priority (``v1 > v1beta2 > v1beta1 > v1alpha1 >`` other names, by name); the first
+    is the preferred one."""
+    versions = [v for g, v in registry.group_versions() if g == group]
+    if any(r.group == group and r.crd is not None for r in registry):
+        versions.sort(key=version_priority)
+    return versions
+
+
+_KUBE_VERSION = re.compile(r"v(\d+)(?:(alpha|beta)(\d+))?")
+
+
+def version_priority(version: str) -> tuple[int, int, int, str]:
+    """apimachinery ``version.CompareKubeAwareVersionStrings`` as a sort key (ascending):
+    GA before beta before alpha, higher numbers first, non-kube names last by name."""
+    found = _KUBE_VERSION.fullmatch(version)
+    if found is None:
+        return (3, 0, 0, version)
+    major, stage, minor = found.groups()
+    rank = {None: 0, "beta": 1, "alpha": 2}[stage]
+    return (rank, -int(major), -int(minor or 0), "")
 
 
 def _kinds_in(registry: Registry, group: str, version: str) -> list[Resource]:

@@ -14,9 +14,11 @@ defaults: built-ins ``Name`` + ``Created At``, custom kinds ``Name`` + ``Age``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import lru_cache
 from types import MappingProxyType
+from typing import Any
 
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
@@ -159,6 +161,8 @@ PRINTERS: Mapping[str, PrinterSpec] = MappingProxyType({
         NAME, Column("AddressType", "addressType"), Column("Ports", "ports", "slice_ports"),
         Column("Endpoints", "endpoints", "slice_endpoints"), AGE,
     )),
+    # apiextensions-apiserver serves CRDs with the default table (no printer handlers)
+    "apiextensions.k8s.io/customresourcedefinitions": PrinterSpec((NAME, CREATED_AT)),
     "gateway.networking.k8s.io/gateways": PrinterSpec((
         NAME, crd_column("Class", ".spec.gatewayClassName", "string"),
         crd_column("Address", ".status.addresses[*].value", "string"),
@@ -176,10 +180,43 @@ DEFAULT_CUSTOM = PrinterSpec((NAME, CRD_AGE))
 
 def printer_for(resource: Resource) -> PrinterSpec:
     """The kind's spec, or kube's default table for kinds without printer columns."""
+    if resource.crd is not None:
+        meta = resource.crd.get("metadata") or {}
+        return _crd_printer(str(meta.get("uid")), int(meta.get("generation") or 0),
+                            resource.version, _columns_of(resource.crd, resource.version))
     spec = PRINTERS.get(resource.id)
     if spec is not None:
         return spec
     return DEFAULT_CUSTOM if resource.is_custom else DEFAULT_BUILTIN
+
+
+def _columns_of(crd: Mapping[str, Any], version: str) -> tuple[tuple[str, str, str, int, str,
+                                                                     str], ...]:
+    for entry in (crd.get("spec") or {}).get("versions") or ():
+        if isinstance(entry, Mapping) and entry.get("name") == version:
+            return tuple((str(c.get("name", "")), str(c.get("jsonPath", "")),
+                          str(c.get("type", "")), int(c.get("priority") or 0),
+                          str(c.get("format") or ""), str(c.get("description") or ""))
+                         for c in entry.get("additionalPrinterColumns") or ()
+                         if isinstance(c, Mapping))
+    return ()
+
+
+@lru_cache(maxsize=256)
+def _crd_printer(uid: str, generation: int, version: str,
+                 columns: tuple[tuple[str, str, str, int, str, str], ...]) -> PrinterSpec:
+    """A CRD version's table (apiextensions-apiserver ``tableconvertor.New``): Name, then its
+    ``additionalPrinterColumns`` when it declares any, else kube's default Age column."""
+    if not columns:
+        return DEFAULT_CUSTOM
+    out = [NAME]
+    for name, json_path, column_type, priority, fmt, description in columns:
+        column = crd_column(name, json_path, column_type, priority)
+        if fmt or description:
+            column = replace(column, format=fmt or column.format,
+                             description=description or column.description)
+        out.append(column)
+    return PrinterSpec(tuple(out))
 
 
 def column_definitions(resource: Resource) -> list[dict[str, JSON]]:

@@ -66,6 +66,7 @@ from kubewire.status import (
     already_exists,
     conflict,
     generate_name_conflict,
+    method_not_supported,
     not_found,
 )
 from kubewire.storage.base import (
@@ -132,6 +133,11 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
     resourceVersion, and a decode and re-encode would give the same bytes back.
     """
     resource = route.resource
+    if resource.crd is not None and (resource.crd.get("metadata") or {}).get(
+            "deletionTimestamp"):  # customresource_handler.go serveResource
+        err = method_not_supported(resource.group, resource.plural, "create")
+        err.message = "create not allowed while custom resource definition is terminating"
+        raise err
     generated = not (obj.get("metadata") or {}).get("name")
     attempts = GENERATE_NAME_ATTEMPTS if generated else 1
     defaulted = apply_kind_defaults(resource, obj)  # kube defaults while decoding the body

@@ -32,6 +32,7 @@ from typing import Literal
 from kubewire.json_types import JSON
 from kubewire.quantity import parse_quantity
 from kubewire.resources import Resource
+from kubewire.server.apiextensions import crd_strategy
 from kubewire.server.patch.json_patch import json_equal
 from kubewire.server.writes.json_copy import copy_json
 from kubewire.status import (
@@ -150,6 +151,8 @@ def prepare_create(resource: Resource, obj: dict[str, JSON], ctx: CreateContext)
         meta["name"] = generate_name(str(meta["generateName"]), ctx.rng)
     traits = lifecycle_traits(resource)
     _status_on_create(traits, new, ctx.now)
+    if resource.id == crd_strategy.CRD_ID:
+        new["status"] = crd_strategy.status_on_create(new)
     if resource.generation != "none":
         meta["generation"] = 1
     if traits.namespace_rules:
@@ -270,7 +273,9 @@ def _apply_update_strategy(resource: Resource, old: dict[str, JSON], obj: dict[s
         return _status_endpoint_update(traits, old, obj)
     if subresource == "ephemeralcontainers":
         return _ephemeral_containers_update(old, obj)
-    if resource.has_status:
+    if resource.id == crd_strategy.CRD_ID:
+        obj["status"] = crd_strategy.status_on_update(old, obj)
+    elif resource.has_status:
         _copy_key(old, obj, "status")
     if traits.namespace_rules:
         if subresource == "":  # only /finalize may change spec.finalizers
@@ -464,6 +469,10 @@ def plan_delete(resource: Resource, obj: dict[str, JSON], opts: DeleteRequest,
                                "the {what} in record ({have}). The object might have been {how}")
     if why:  # rest/delete.go BeforeDelete names the kind, not the resource
         raise conflict(resource.group, resource.kind, meta.get("name", ""), why)
+    if resource.id == crd_strategy.CRD_ID and not meta.get("deletionTimestamp"):
+        # customresourcedefinition/etcd.go REST.Delete: mark, the cleanup controller finishes
+        marked = crd_strategy.mark_deleting(copy.deepcopy(obj), format_time(now))
+        return DeletePlan("mark", _with_ordered_meta(marked))
     return _plan_store_delete(traits, obj, opts, now)
 
 

@@ -9,6 +9,9 @@ Pure functions on JSON dicts (objects-and-clients.md §2.4), after kube's
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from kubewire.json_types import JSON
 from kubewire.selectors import SelectorError, format_label_selector
@@ -22,12 +25,45 @@ _PARENT_RESOURCE = "deployments"
 _INT32_MAX = 2**31 - 1
 
 
-def scale_from_deployment(deployment: dict[str, JSON]) -> dict[str, JSON]:
-    """The ``Scale`` a GET of ``deployments/<name>/scale`` answers.
+@dataclass(frozen=True, slots=True)
+class ScaleShape:
+    """Where a parent kind keeps what a Scale shows: a Deployment's replicas and its
+    ``spec.selector`` (a LabelSelector), or a custom resource's ``specReplicasPath``,
+    ``statusReplicasPath`` and ``labelSelectorPath`` (a selector string) from its CRD."""
+
+    spec_replicas: tuple[str, ...] = ("spec", "replicas")
+    status_replicas: tuple[str, ...] = ("status", "replicas")
+    selector_string: tuple[str, ...] | None = None  # None: the Deployment's spec.selector
+    group: str = _PARENT_GROUP
+    resource: str = _PARENT_RESOURCE
+
+
+DEPLOYMENT_SCALE = ScaleShape()
+
+
+def custom_scale_shape(group: str, plural: str, scale: Mapping[str, Any]) -> ScaleShape:
+    """A CRD version's ``subresources.scale`` (paths like ``.spec.replicas``)."""
+    def path(text: object) -> tuple[str, ...]:
+        return tuple(str(text or "").lstrip(".").split(".")) if text else ()
+
+    return ScaleShape(path(scale.get("specReplicasPath")), path(scale.get("statusReplicasPath")),
+                      path(scale.get("labelSelectorPath")), group, plural)
+
+
+def _at(obj: JSON, path: tuple[str, ...]) -> JSON:
+    for part in path:
+        obj = obj.get(part) if isinstance(obj, dict) else None
+    return obj
+
+
+def scale_from_deployment(deployment: dict[str, JSON],
+                          shape: ScaleShape = DEPLOYMENT_SCALE) -> dict[str, JSON]:
+    """The ``Scale`` a GET of ``<parent>/<name>/scale`` answers (kube's
+    ``scaleFromDeployment``, ``scaleFromCustomResource``).
 
     ``spec.replicas`` is omitted when 0 (``omitempty``), ``status.replicas`` always present,
-    ``status.selector`` is ``spec.selector`` as a selector string (omitted when empty).
-    Raises BadRequest (kube's text) when the stored selector cannot be converted.
+    ``status.selector`` is the selector as a string (omitted when empty).
+    Raises BadRequest (kube's text) when a Deployment's stored selector cannot be converted.
     """
     meta = _mapping(deployment.get("metadata"))
     scale_meta: dict[str, JSON] = {}
@@ -36,25 +72,32 @@ def scale_from_deployment(deployment: dict[str, JSON]) -> dict[str, JSON]:
             scale_meta[key] = meta[key]
     scale_meta["creationTimestamp"] = meta.get("creationTimestamp")
     spec: dict[str, JSON] = {}
-    replicas = _mapping(deployment.get("spec")).get("replicas")
-    if replicas:
+    replicas = _at(deployment, shape.spec_replicas) if shape.spec_replicas else None
+    if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas:
         spec["replicas"] = replicas
-    status: dict[str, JSON] = {"replicas": _mapping(deployment.get("status")).get("replicas") or 0}
-    selector = _selector_string(_mapping(deployment.get("spec")).get("selector"))
+    found = _at(deployment, shape.status_replicas) if shape.status_replicas else None
+    status_replicas = found if isinstance(found, int) and not isinstance(found, bool) else 0
+    status: dict[str, JSON] = {"replicas": status_replicas}
+    if shape.selector_string is None:
+        selector = _selector_string(_mapping(deployment.get("spec")).get("selector"))
+    else:
+        text = _at(deployment, shape.selector_string) if shape.selector_string else None
+        selector = text if isinstance(text, str) else ""
     if selector:
         status["selector"] = selector
     return {"kind": SCALE_KIND, "apiVersion": SCALE_API_VERSION, "metadata": scale_meta,
             "spec": spec, "status": status}
 
 
-def apply_scale(deployment: dict[str, JSON], scale: dict[str, JSON]) -> dict[str, JSON]:
-    """A copy of ``deployment`` with ``spec.replicas`` (and the resourceVersion) from ``scale``.
+def apply_scale(deployment: dict[str, JSON], scale: dict[str, JSON],
+                shape: ScaleShape = DEPLOYMENT_SCALE) -> dict[str, JSON]:
+    """A copy of the parent with its spec replicas (and the resourceVersion) from ``scale``.
 
     ``scale`` is the updated Scale (a PUT body, or a patch applied to ``scale_from_deployment``).
     Rules: ``spec.replicas`` must be an int32 (BadRequest otherwise) and ≥ 0 (422
     ``Scale.autoscaling "<n>" is invalid``); a missing value means 0; a non-empty
-    ``metadata.uid`` must equal the Deployment's (409 precondition failure); a non-empty
-    ``metadata.resourceVersion`` must equal the Deployment's (409 optimistic-lock Conflict). The
+    ``metadata.uid`` must equal the parent's (409 precondition failure); a non-empty
+    ``metadata.resourceVersion`` must equal the parent's (409 optimistic-lock Conflict). The
     returned object carries the Scale's resourceVersion (absent when the Scale had none), so the
     ordinary update path keeps enforcing optimistic concurrency.
     """
@@ -65,7 +108,7 @@ def apply_scale(deployment: dict[str, JSON], scale: dict[str, JSON]) -> dict[str
     errors = []
     if not scale_meta.get("name"):
         errors.append(required("metadata.name", "name or generateName is required"))
-    if not scale_meta.get("namespace"):
+    if not scale_meta.get("namespace") and shape is DEPLOYMENT_SCALE:
         errors.append(required("metadata.namespace"))
     if replicas < 0:
         errors.append(invalid("spec.replicas", replicas, "must be greater than or equal to 0"))
@@ -73,14 +116,20 @@ def apply_scale(deployment: dict[str, JSON], scale: dict[str, JSON]) -> dict[str
         raise invalid_object(_SCALE_GROUP, SCALE_KIND, name, errors)
     uid = scale_meta.get("uid")
     if uid and uid != meta.get("uid"):
-        raise conflict(_PARENT_GROUP, f"{_PARENT_RESOURCE}/scale", name,
+        raise conflict(shape.group, f"{shape.resource}/scale", name,
                        f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
                        f"{meta.get('uid') or ''}")
     resource_version = scale_meta.get("resourceVersion")
     if resource_version and resource_version != meta.get("resourceVersion"):
-        raise conflict(_PARENT_GROUP, _PARENT_RESOURCE, name)
+        raise conflict(shape.group, shape.resource, name)
     updated = copy.deepcopy(deployment)
-    updated.setdefault("spec", {})["replicas"] = replicas
+    target: dict[str, JSON] = updated
+    for part in shape.spec_replicas[:-1]:
+        child = target.get(part)
+        if not isinstance(child, dict):
+            child = target[part] = {}
+        target = child
+    target[shape.spec_replicas[-1]] = replicas
     updated_meta = updated.setdefault("metadata", {})
     if resource_version:
         updated_meta["resourceVersion"] = resource_version

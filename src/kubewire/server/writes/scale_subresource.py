@@ -26,11 +26,15 @@ from kubewire.server.request.routes import Route
 from kubewire.server.wire.encoding import decode_object, json_response, media_type, negotiate_json
 from kubewire.server.wire.http_messages import Request, Response
 from kubewire.server.writes.create_update import guaranteed_update
+from kubewire.server.writes.custom_resources import version_facts
 from kubewire.server.writes.lifecycle import ensure_namespace, metadata_of
 from kubewire.server.writes.scale import (
+    DEPLOYMENT_SCALE,
     SCALE_API_VERSION,
     SCALE_KIND,
+    ScaleShape,
     apply_scale,
+    custom_scale_shape,
     scale_from_deployment,
 )
 from kubewire.server.writes.validate import check_type_meta
@@ -46,12 +50,22 @@ async def serve_scale(ctx: ServerContext, request: Request, route: Route) -> Res
     """Answer one request on ``<parent>/<name>/scale``; the body is always a Scale."""
     negotiate_json(request.header("accept"))
     if request.method in ("GET", "HEAD"):
-        return json_response(200, scale_from_deployment(_current(ctx, route)))
+        return json_response(200, scale_from_deployment(_current(ctx, route),
+                                                        shape_of(route.resource)))
     if request.method == "PUT":
         return await _write(ctx, route, request, _put_body(request, route))
     if request.method == "PATCH":
         return await _write(ctx, route, request, _patched(request, route))
     raise MethodNotAllowed("the server does not allow this method on the requested resource", {})
+
+
+def shape_of(resource: Resource) -> ScaleShape:
+    """Where the parent keeps its replicas: a Deployment's fields, or its CRD's paths."""
+    if resource.crd is None:
+        return DEPLOYMENT_SCALE
+    scale = (version_facts(resource.crd, resource.version).get("subresources") or {}).get(
+        "scale") or {}
+    return custom_scale_shape(resource.group, resource.plural, scale)
 
 
 def _payload(resource: Resource) -> Resource:
@@ -109,14 +123,16 @@ async def _write(ctx: ServerContext, route: Route, request: Request,
                                         verb="update" if request.method == "PUT" else "patch")
     _current(ctx, route)  # 404 before anything else: subresources never create
 
+    shape = shape_of(route.resource)
+
     def mutate(parent: dict[str, JSON]) -> dict[str, JSON]:
-        scale = updated_scale(scale_from_deployment(parent))
+        scale = updated_scale(scale_from_deployment(parent, shape))
         _check_scale_identity(scale, route)
-        return apply_scale(parent, scale)
+        return apply_scale(parent, scale, shape)
 
     # The parent's own update (generation bump); managedFields name the scale subresource.
     stored, _ = await guaranteed_update(ctx, route, mutate, wopts)
-    return json_response(200, scale_from_deployment(stored))
+    return json_response(200, scale_from_deployment(stored, shape))
 
 
 def _check_scale_identity(scale: dict[str, JSON], route: Route) -> None:

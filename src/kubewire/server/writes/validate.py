@@ -27,7 +27,7 @@ from kubewire.server.patch.go_print import go_json, go_sprint
 from kubewire.server.request.options import WriteOptions
 from kubewire.server.wire.encoding import media_type
 from kubewire.server.wire.http_messages import Request
-from kubewire.server.writes import lifecycle
+from kubewire.server.writes import custom_resources, lifecycle
 from kubewire.server.writes.validation import meta as validation
 from kubewire.server.writes.validation.kinds import validate_kind
 from kubewire.server.writes.validation.pods.spec import validate_ephemeral_containers_update
@@ -113,6 +113,8 @@ def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
              subresource: str = "") -> tuple[dict[str, Any], list[str]]:
     """Validate a prepared object; returns it with unknown fields handled, and warnings.
     ``pods/ephemeralcontainers`` has a strategy of its own (``ValidateUpdate``)."""
+    if resource.crd is not None:
+        return _validate_custom(resource, obj, wopts, old)
     errors: list[FieldError] = list(validation.validate_object_meta(resource, obj))
     # one walk: type errors, and the unknown fields that matter only when there are none
     # Schema ``required`` binds custom resources only; kube decodes a built-in into its Go
@@ -151,6 +153,18 @@ def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
     else:  # stored as kube's Go structs encode them: times in UTC, Time in whole seconds,
         obj = encode_times(resource.api_version, resource.kind, obj)  # missing scalars as ""/0
         obj = schema_validate.go_zero_fields(resource.api_version, resource.kind, obj)
+    return obj, warnings
+
+
+def _validate_custom(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
+                     old: dict[str, Any] | None) -> tuple[dict[str, Any], list[str]]:
+    """A custom resource of a CRD: pruned and defaulted by its version's schema, then object
+    meta, the schema and the CEL rules, all errors in one 422 (``writes.custom_resources``)."""
+    warnings = custom_resources.decode(resource, obj, wopts.field_validation)
+    errors: list[FieldError] = list(validation.validate_object_meta(resource, obj))
+    errors.extend(custom_resources.validate(resource, obj, old))
+    if errors:
+        raise invalid_object(resource.group, resource.kind, _name_of(obj), errors)
     return obj, warnings
 
 

@@ -1,0 +1,156 @@
+"""What a write of a custom resource (a kind served from a CRD) goes through, in kube's order
+(crds.md §4.1-4.6; apiextensions-apiserver ``customresource_handler.go`` and
+``registry/customresource/strategy.go``, ``validator.go``).
+
+1. decode: unknown fields pruned against the version's structural schema (``fieldValidation``
+   Strict: 400; Warn, the default: a warning per field; Ignore: silent), non-nullable ``null``s
+   without a default dropped, then defaults applied;
+2. validate: the schema (types, formats, enums, bounds, list types), the scale subresource's
+   replicas, then the CEL rules, which a blocking schema error skips (``hasBlockingErr``).
+
+The schema of each served version is compiled once per CRD generation (``compiled``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from kubewire.json_types import JSON
+from kubewire.resources import Resource
+from kubewire.server.apiextensions import cel_rules, defaulting, pruning, schema_validation
+from kubewire.server.apiextensions.structural import Structural, parse
+from kubewire.status import BadRequest, FieldError
+
+# hasBlockingErr: a schema error of these types leaves the CEL rules unchecked.
+_BLOCKING = frozenset({"FieldValueRequired", "FieldValueNotSupported", "FieldValueTooLong",
+                       "FieldValueTooMany", "FieldValueTypeInvalid"})
+_UNCHECKED_RULES = FieldError(
+    "FieldValueInvalid", "<nil>", "null",
+    "some validation rules were not checked because the object was invalid; correct the "
+    "existing errors to complete validation")
+_MAX_INT32 = 2**31 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledVersion:
+    """One served version of a CRD, ready for writes: its structural schema (None when the
+    version has none, which v1 CRDs cannot have) and its CEL rules."""
+
+    schema: Structural | None
+    rules: cel_rules.CompiledRules | None
+    spec_replicas_path: str | None
+    status_replicas_path: str | None
+
+
+def version_facts(crd: Mapping[str, Any], version: str) -> Mapping[str, Any]:
+    """The ``spec.versions[]`` entry named ``version`` (with the top-level schema, subresources
+    and columns as fallbacks, as v1 still allows them to be read)."""
+    spec = crd.get("spec") or {}
+    for entry in spec.get("versions") or ():
+        if isinstance(entry, Mapping) and entry.get("name") == version:
+            return entry
+    return {}
+
+
+def compiled(resource: Resource) -> CompiledVersion:
+    """The compiled facts of ``resource``'s CRD version (cached per uid, generation, version)."""
+    assert resource.crd is not None
+    meta = resource.crd.get("metadata") or {}
+    return _compiled(str(meta.get("uid")), int(meta.get("generation") or 0), resource.version,
+                     _Frozen(resource.crd))
+
+
+class _Frozen:
+    """A CRD carried through ``lru_cache`` without taking part in its key."""
+
+    __slots__ = ("crd",)
+
+    def __init__(self, crd: Mapping[str, Any]) -> None:
+        self.crd = crd
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Frozen)
+
+
+@lru_cache(maxsize=256)
+def _compiled(uid: str, generation: int, version: str, frozen: _Frozen) -> CompiledVersion:
+    facts = version_facts(frozen.crd, version)
+    raw = (facts.get("schema") or {}).get("openAPIV3Schema")
+    schema = parse(raw) if isinstance(raw, Mapping) else None
+    rules = None
+    if isinstance(raw, Mapping):
+        rules, _ = cel_rules.compile_rules(raw, "")  # the CRD passed validation: no errors
+    scale = (facts.get("subresources") or {}).get("scale") or {}
+    return CompiledVersion(schema, rules, scale.get("specReplicasPath"),
+                           scale.get("statusReplicasPath"))
+
+
+def decode(resource: Resource, obj: dict[str, JSON], field_validation: str) -> list[str]:
+    """Step 1 on ``obj`` in place: prune, then default. Returns the unknown-field warnings;
+    raises kube's 400 for ``fieldValidation=Strict``."""
+    version = compiled(resource)
+    if version.schema is None:
+        return []
+    unknown = pruning.prune(version.schema, obj)
+    warnings: list[str] = []
+    if unknown:
+        texts = [f'unknown field "{path}"' for path in unknown]
+        if field_validation == "Strict":
+            raise BadRequest(f'{resource.kind} in version "{resource.version}" cannot be handled '
+                             f"as a {resource.kind}: strict decoding error: " + ", ".join(texts))
+        if field_validation != "Ignore":
+            warnings.extend(texts)
+    defaulting.apply_defaults(version.schema, obj)
+    return warnings
+
+
+def default(resource: Resource, obj: dict[str, JSON]) -> None:
+    """Defaults of ``resource``'s version applied to ``obj`` in place (kube also defaults a
+    custom resource read from storage)."""
+    version = compiled(resource)
+    if version.schema is not None:
+        defaulting.apply_defaults(version.schema, obj)
+
+
+def validate(resource: Resource, obj: Mapping[str, JSON],
+             old: Mapping[str, JSON] | None) -> list[FieldError]:
+    """Step 2: the schema's errors, the scale replicas', then the CEL rules' (or the note that
+    they were not checked)."""
+    version = compiled(resource)
+    errors: list[FieldError] = []
+    if version.schema is not None:
+        errors.extend(schema_validation.validate(version.schema, obj))
+    errors.extend(_scale_replicas_errors(version, obj))
+    if version.rules is not None:
+        if any(e.type in _BLOCKING for e in errors):
+            errors.append(_UNCHECKED_RULES)
+        else:
+            errors.extend(cel_rules.evaluate(version.rules, obj, old))
+    return errors
+
+
+def _scale_replicas_errors(version: CompiledVersion, obj: Mapping[str, JSON]) -> list[FieldError]:
+    """validator.go ``ValidateScaleSpec``/``ValidateScaleStatus``: the replicas at the scale
+    paths are int32s that are not negative (path printed as the CRD declares it)."""
+    errors: list[FieldError] = []
+    for path in (version.spec_replicas_path, version.status_replicas_path):
+        if not path:
+            continue
+        value: Any = obj
+        for part in path.lstrip(".").split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if isinstance(value, bool) or not isinstance(value, int):
+            continue  # absent, or the schema reports its type
+        if value < 0:
+            errors.append(FieldError("FieldValueInvalid", path, value,
+                                     "should be a non-negative integer"))
+        elif value > _MAX_INT32:
+            errors.append(FieldError("FieldValueInvalid", path, value,
+                                     f"should be less than or equal to {_MAX_INT32}"))
+    return errors
