@@ -6,17 +6,23 @@ from __future__ import annotations
 
 import base64
 import copy
+import datetime
 import glob
 from collections.abc import Mapping
 from typing import Any
 
 import pytest
 import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from kubewire.json_types import JSON
 from kubewire.server.apiextensions.crd_defaults import default_crd
 from kubewire.server.apiextensions.crd_strategy import prepare_for_create
 from kubewire.server.apiextensions.crd_validation import validate_crd, validate_crd_status
+from kubewire.server.apiextensions.webhook_config import ca_bundle_problem
 from kubewire.status import FieldError, aggregate_messages
 
 GATEWAY_CRDS = sorted(glob.glob("/work/shared/openapi/gateway-api-v1.2.1/standard/*.yaml"))
@@ -544,3 +550,37 @@ def test_full_invalid_message() -> None:
         'metadata.name: Invalid value: "widgets.example.com": must be '
         'spec.names.plural+"."+spec.group, spec.group: Invalid value: "example": should be a '
         "domain with at least one dot]")
+
+
+def _self_signed_pem() -> bytes:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "ca")])
+    now = datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(1).not_valid_before(now)
+            .not_valid_after(now + datetime.timedelta(days=1)).sign(key, hashes.SHA256()))
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def test_ca_bundle_texts() -> None:
+    pem = _self_signed_pem()
+    assert ca_bundle_problem(pem) is None
+    assert ca_bundle_problem(b"junk\n" + pem) is None  # pem.Decode skips to the first block
+    assert ca_bundle_problem(pem.replace(b"CERTIFICATE", b"PUBLIC KEY")) == (
+        "unable to load root certificates: no valid certificate authority data seen")
+    broken = b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"
+    assert ca_bundle_problem(broken) == (
+        "unable to load root certificates: failed to parse certificate: x509: malformed "
+        "certificate")
+    obj = crd(conversion=webhook(url="https://h", caBundle=base64.b64encode(pem).decode()))
+    assert errors(obj, established(obj)) == []
+
+
+def test_unparsable_webhook_urls() -> None:
+    assert errors(crd(conversion=webhook(url="://h"))) == [
+        'spec.conversion.webhookClientConfig.url: Required value: url must be a valid URL: parse '
+        '"://h": missing protocol scheme; desired format: https://host[/path]']
+    assert errors(crd(conversion=webhook(url="https://h:port/x"))) == [
+        'spec.conversion.webhookClientConfig.url: Required value: url must be a valid URL: parse '
+        '"https://h:port/x": invalid port ":port" after host; desired format: '
+        "https://host[/path]"]
