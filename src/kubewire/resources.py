@@ -70,9 +70,13 @@ class Resource:
     # metadata (fields without omitempty, and structs, which omitempty never drops), in struct
     # order: a built-in kind's BOOKMARK object is that zero value (watch-protocol.md §5.3).
     zero_fields: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
-    # The CustomResourceDefinition a custom kind is served from (its schema, printer columns,
-    # scale paths, selectable fields are read from it); None for a built-in kind.
-    crd: Mapping[str, Any] | None = None
+    # A custom resource's CustomResourceDefinition (the stored object, apiextensions.k8s.io/v1)
+    # the entry was built from: its schema, printer columns and scale paths for this version.
+    # None for built-in kinds.
+    crd: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    # The text of the ``Warning: 299`` header every request to this version gets (a CRD
+    # version marked ``deprecated``, crds.md §6.4); None when not deprecated.
+    deprecation_warning: str | None = None
 
     @property
     def crd_name(self) -> str:
@@ -90,6 +94,13 @@ class Resource:
 
     @property
     def list_kind(self) -> str:
+        """``<Kind>List``, or a custom resource's accepted ``listKind``."""
+        if self.crd is not None:
+            status = self.crd.get("status")
+            names = status.get("acceptedNames") if isinstance(status, dict) else None
+            accepted = names.get("listKind") if isinstance(names, dict) else None
+            if isinstance(accepted, str) and accepted:
+                return accepted
         return self.kind + "List"
 
     @property

@@ -210,8 +210,10 @@ _FIELD_ERROR_TEXT = {
     "InternalError": "Internal error",
     "FieldValueTypeInvalid": "Invalid value",
 }
+# ErrorBody prints no value for these; TooMany prints its count (``Too many: 9: must have at
+# most 8 items``: field.TooMany's BadValue is the actual quantity).
 _OMITS_VALUE = {"FieldValueRequired", "FieldValueForbidden", "FieldValueTooLong",
-                "FieldValueTooMany", "InternalError"}
+                "InternalError"}
 _NO_VALUE = object()
 
 

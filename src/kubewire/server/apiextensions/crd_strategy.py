@@ -1,104 +1,123 @@
-"""What a write does to a CRD beyond the generic rules (apiextensions-apiserver v1.32
-``pkg/registry/customresourcedefinition/strategy.go`` and ``etcd.go``; crds.md §2.1, §2.5).
+"""The CustomResourceDefinition strategy: what a write does to the object before validation.
 
-- create: status cleared to its Go zero value, ``storedVersions`` the storage version;
-- update of the main resource: status kept from the stored object, and the current storage
-  version appended to ``storedVersions`` when missing (never removed there);
-- the first DELETE: deletionTimestamp, the cleanup finalizer and ``Terminating=True
-  InstanceDeletionPending`` in one update, answered 200 with the object.
+Source: ``apiextensions-apiserver:pkg/registry/customresourcedefinition/strategy.go`` (crds.md
+§2.1). The generic write pipeline has already reset ``metadata.generation`` to the stored value
+on update (``rest.BeforeUpdate``) when these run.
+
+- create: status cleared, generation 1, ``storedVersions`` = [storage version];
+- update: status copied from the stored object, generation +1 iff the spec changed, the storage
+  version appended to ``storedVersions`` if missing (never removed);
+- ``/status`` update: spec reset to the stored spec; metadata is *not* reset (kube passes the new
+  object twice to ``ResetObjectMetaForStatus``), which is how a controller drops the cleanup
+  finalizer through ``/status``.
+
+A reset status is written in the v1 type's field order with its non-omitempty fields
+(``conditions``, ``acceptedNames.{plural,kind}``, ``storedVersions``) as Go encodes them.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
 from kubewire.json_types import JSON
+from kubewire.server.apiextensions import naming
+from kubewire.server.apiextensions.crd_internal import (
+    as_dict,
+    find_condition,
+    is_condition_true,
+    semantic_equal,
+    storage_version,
+)
 
-CRD_ID = "apiextensions.k8s.io/customresourcedefinitions"
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 
 
-def storage_version(crd: Mapping[str, Any]) -> str | None:
-    """The name of the version marked ``storage: true`` (validation ensures exactly one)."""
-    for version in (crd.get("spec") or {}).get("versions") or ():
-        if isinstance(version, Mapping) and version.get("storage") is True:
-            name = version.get("name")
-            return name if isinstance(name, str) else None
-    return None
+def _append_storage_version(crd: dict[str, JSON]) -> None:
+    version = storage_version(crd)
+    if version is None:
+        return
+    status = crd.setdefault("status", {})
+    stored = status.get("storedVersions")
+    if not isinstance(stored, list):
+        stored = []
+    if version not in stored:
+        status["storedVersions"] = [*stored, version]
 
 
-def status_on_create(crd: Mapping[str, Any]) -> dict[str, JSON]:
-    """``PrepareForCreate``: the status a new CRD is stored with (acceptedNames' ``plural`` and
-    ``kind`` have no omitempty, so the zero value shows them empty)."""
-    stored = storage_version(crd)
-    return {"acceptedNames": {"plural": "", "kind": ""},
-            "storedVersions": [stored] if stored is not None else []}
+def prepare_for_create(crd: dict[str, JSON]) -> None:
+    """``strategy.PrepareForCreate``, in place."""
+    crd["status"] = {"conditions": None, "acceptedNames": {"plural": "", "kind": ""},
+                     "storedVersions": None}
+    meta = crd.get("metadata")
+    if isinstance(meta, dict):
+        meta["generation"] = 1
+    _append_storage_version(crd)
+
+
+def prepare_for_update(crd: dict[str, JSON], old: Mapping[str, JSON]) -> None:
+    """``strategy.PrepareForUpdate``, in place (``crd``'s generation is the stored one)."""
+    if "status" in old:
+        crd["status"] = copy.deepcopy(old["status"])
+    else:
+        crd.pop("status", None)
+    if not semantic_equal(as_dict(crd.get("spec")), as_dict(old.get("spec"))):
+        meta, old_meta = crd.get("metadata"), as_dict(old.get("metadata"))
+        if isinstance(meta, dict):
+            generation = old_meta.get("generation")
+            meta["generation"] = (generation if isinstance(generation, int) else 0) + 1
+    _append_storage_version(crd)
+
+
+def prepare_for_status_update(crd: dict[str, JSON], old: Mapping[str, JSON]) -> None:
+    """``statusStrategy.PrepareForUpdate``, in place: the spec is the stored one."""
+    if "spec" in old:
+        crd["spec"] = copy.deepcopy(old["spec"])
+    else:
+        crd.pop("spec", None)
+
+
+# --- what the write path and the CRD controller ask (kubewire's wiring) ----------------------
+
+CRD_ID = "apiextensions.k8s.io/customresourcedefinitions"
 
 
 def status_on_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, JSON]:
-    """``PrepareForUpdate``: the stored status, with the new storage version appended to
-    ``storedVersions`` when it is not there yet."""
-    status = dict(old.get("status") or {})
-    stored = list(status.get("storedVersions") or [])
-    version = storage_version(new)
-    if version is not None and version not in stored:
-        stored.append(version)
-    status["storedVersions"] = stored
+    """``PrepareForUpdate``'s status: the stored one, the new storage version appended to
+    ``storedVersions`` when missing (the generic update path bumps generation)."""
+    merged: dict[str, JSON] = {"spec": new.get("spec"), "status": copy.deepcopy(
+        old.get("status") or {})}
+    _append_storage_version(merged)
+    status = merged["status"]
+    assert isinstance(status, dict)
     return status
 
 
 def set_condition(status: dict[str, JSON], condition: Mapping[str, JSON], now: str) -> None:
-    """``SetCRDCondition``: replace the condition of its type; ``lastTransitionTime`` moves only
-    when the status flips (or the condition is new)."""
-    conditions = [dict(c) for c in status.get("conditions") or () if isinstance(c, Mapping)]
-    for existing in conditions:
-        if existing.get("type") == condition["type"]:
-            flipped = existing.get("status") != condition["status"]
-            existing.update(condition)
-            if flipped or not existing.get("lastTransitionTime"):
-                existing["lastTransitionTime"] = now
-            break
-    else:
-        conditions.append({"type": condition["type"], "status": condition["status"],
-                           "lastTransitionTime": now, "reason": condition.get("reason", ""),
-                           "message": condition.get("message", "")})
-    status["conditions"] = [_ordered_condition(c) for c in conditions]
+    """``SetCRDCondition`` on ``status`` in place (``naming.set_condition``'s rules)."""
+    current = [c for c in status.get("conditions") or () if isinstance(c, dict)]
+    status["conditions"] = naming.set_condition(current, condition, now)
 
 
-def _ordered_condition(condition: Mapping[str, JSON]) -> dict[str, JSON]:
-    # the v1 struct's field order: type, status, lastTransitionTime, reason, message
-    # (the last three with omitempty)
-    out = {"type": condition.get("type", ""), "status": condition.get("status", "")}
-    for key in ("lastTransitionTime", "reason", "message"):
-        if condition.get(key):
-            out[key] = condition[key]
-    return out
+def condition(crd: Mapping[str, JSON], kind: str) -> Mapping[str, JSON] | None:
+    return find_condition(crd, kind)
 
 
-def condition(crd: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
-    for found in (crd.get("status") or {}).get("conditions") or ():
-        if isinstance(found, Mapping) and found.get("type") == kind:
-            return found
-    return None
-
-
-def is_true(crd: Mapping[str, Any], kind: str) -> bool:
-    found = condition(crd, kind)
-    return found is not None and found.get("status") == "True"
+def is_true(crd: Mapping[str, JSON], kind: str) -> bool:
+    return is_condition_true(crd, kind)
 
 
 def mark_deleting(crd: dict[str, Any], now: str) -> dict[str, Any]:
-    """``REST.Delete`` on a CRD not yet deleting: the object to store (``crd`` is a copy)."""
+    """``REST.Delete`` on a CRD not yet deleting (etcd.go): deletionTimestamp, the cleanup
+    finalizer and ``Terminating=True InstanceDeletionPending`` in one update (``crd`` is a
+    copy, changed and returned)."""
     meta = crd.setdefault("metadata", {})
     if not meta.get("deletionTimestamp"):
         meta["deletionTimestamp"] = now
     finalizers = list(meta.get("finalizers") or [])
     if CLEANUP_FINALIZER not in finalizers:
         meta["finalizers"] = [*finalizers, CLEANUP_FINALIZER]
-    status = crd.setdefault("status", {})
-    set_condition(status, {"type": "Terminating", "status": "True",
-                           "reason": "InstanceDeletionPending",
-                           "message": "CustomResourceDefinition marked for deletion; "
-                                      "CustomResource deletion will begin soon"}, now)
+    set_condition(crd.setdefault("status", {}), naming.terminating_condition(
+        "InstanceDeletionPending"), now)
     return crd

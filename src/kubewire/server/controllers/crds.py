@@ -50,10 +50,6 @@ CLEANUP_POLL_S = 1.0
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 
 
-def _builtin_plurals(registry: Registry) -> list[tuple[str, str]]:
-    return [(res.group, res.plural) for res in registry if res.crd is None]
-
-
 def serving_facts(crd: Mapping[str, Any]) -> tuple[Any, ...]:
     """What a CRD's serving state is built from: a change here rebuilds it (kube compares the
     spec, the accepted names and the uid)."""
@@ -145,17 +141,18 @@ class CustomResourceDefinitions:
         await self._serve(crd)
 
     async def _name_and_establish(self, crd: dict[str, Any]) -> dict[str, Any]:
+        """The naming controller's pass, then the establishing controller's (kube's two
+        controllers; kubewire is one apiserver, so establishing needs no delay)."""
         now = format_time(self.ctx.now())
-        names, names_condition = naming.accepted_names(
-            crd, self._others(crd), _builtin_plurals(self.ctx.registry))
+        # kube checks names against the other CRDs of the group only: a built-in kind's paths
+        # simply win over a CRD's (crds.md §2.3)
+        names, names_condition = naming.accepted_names(crd, self._others(crd))
         status = dict(crd.get("status") or {})
         status["acceptedNames"] = names
         status["conditions"] = naming.conditions_after_naming(crd, names_condition, now)
-        if names_condition.get("status") == "True" and not crd_strategy.is_true(
-                crd, "Established"):
-            crd_strategy.set_condition(status, {
-                "type": "Established", "status": "True", "reason": "InitialNamesAccepted",
-                "message": "the initial names have been accepted"}, now)
+        named = {**crd, "status": status}
+        if naming.establishing_needed(named):
+            status["conditions"] = naming.conditions_after_establishing(named, now)
         if status == crd.get("status"):
             return crd
         return await self._write_status(crd, status)
@@ -218,14 +215,11 @@ class CustomResourceDefinitions:
         served = [res for res in self.ctx.registry.custom()
                   if res.crd_name == meta["name"] and res.is_stored_version]
         if not crd_strategy.is_true(crd, "Established") or not served:
-            crd_strategy.set_condition(status, {
-                "type": "Terminating", "status": "False", "reason": "NeverEstablished",
-                "message": "resource was never established"}, now)
+            crd_strategy.set_condition(status, naming.terminating_condition(
+                "NeverEstablished"), now)
             await self._release(crd, status)
             return
-        progress = {"type": "Terminating", "status": "True",
-                    "reason": "InstanceDeletionInProgress",
-                    "message": "CustomResource deletion is in progress"}
+        progress = naming.terminating_condition("InstanceDeletionInProgress")
         if (crd_strategy.condition(crd, "Terminating") or {}).get("reason") != progress["reason"]:
             crd_strategy.set_condition(status, progress, now)
             crd = await self._write_status(crd, status)
@@ -246,9 +240,8 @@ class CustomResourceDefinitions:
         if remaining:  # custom resources with finalizers of their own: look again later
             self._look_again(meta["name"])
             return
-        crd_strategy.set_condition(status, {
-            "type": "Terminating", "status": "False", "reason": "InstanceDeletionCompleted",
-            "message": "removed all instances"}, now)
+        crd_strategy.set_condition(status, naming.terminating_condition(
+            "InstanceDeletionCompleted"), now)
         await self._release(crd, status)
 
     async def _release(self, crd: Mapping[str, Any], status: Mapping[str, Any]) -> None:

@@ -152,7 +152,7 @@ def prepare_create(resource: Resource, obj: dict[str, JSON], ctx: CreateContext)
     traits = lifecycle_traits(resource)
     _status_on_create(traits, new, ctx.now)
     if resource.id == crd_strategy.CRD_ID:
-        new["status"] = crd_strategy.status_on_create(new)
+        crd_strategy.prepare_for_create(new)
     if resource.generation != "none":
         meta["generation"] = 1
     if traits.namespace_rules:
