@@ -194,8 +194,8 @@ def test_legacy_group_list_in_kube_priority_order() -> None:
     assert doc["kind"] == "APIGroupList"
     assert doc["apiVersion"] == "v1"
     names = [g["name"] for g in doc["groups"]]
-    assert names == ["apps", "events.k8s.io", "networking.k8s.io", "apiextensions.k8s.io", "coordination.k8s.io",
-                     "discovery.k8s.io", "gateway.networking.k8s.io"]
+    assert names == ["apps", "events.k8s.io", "networking.k8s.io", "apiextensions.k8s.io",
+                     "coordination.k8s.io", "discovery.k8s.io", "gateway.networking.k8s.io"]
     assert doc["groups"][0] == {
         "name": "apps", "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
         "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}}
@@ -316,8 +316,8 @@ def aggregated_resources() -> dict[tuple[str, str], dict[str, Any]]:
     assert [item["metadata"] for item in core] == [{"creationTimestamp": None}]
     named = get_json("/apis", KUBECTL_ACCEPT)["items"]
     assert [item["metadata"]["name"] for item in named] == [
-        "apps", "events.k8s.io", "networking.k8s.io", "apiextensions.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
-        "gateway.networking.k8s.io"]
+        "apps", "events.k8s.io", "networking.k8s.io", "apiextensions.k8s.io",
+        "coordination.k8s.io", "discovery.k8s.io", "gateway.networking.k8s.io"]
     for item in core + named:
         group = item["metadata"].get("name", "")
         for version in item["versions"]:

@@ -29,7 +29,7 @@ import msgspec
 
 from kubewire.json_types import JSON
 from kubewire.resources import Registry, Resource
-from kubewire.server.apiextensions import crd_strategy
+from kubewire.server.apiextensions.crd_internal import storage_version
 
 DiscoveryFormat = Literal["v2", "v2beta1", "legacy"]
 """Which discovery document a request gets: aggregated v2, aggregated v2beta1, or legacy."""
@@ -160,7 +160,7 @@ def subresource_facts(name: str) -> SubresourceFacts:
 
 def _resource_hash(resource: Resource) -> str:
     if resource.crd is not None:  # every served version reports the storage version's hash
-        stored = crd_strategy.storage_version(resource.crd) or resource.version
+        stored = storage_version(resource.crd) or resource.version
         return storage_version_hash(resource.group, stored, resource.kind)
     group, version = _STORAGE_GROUP_VERSION.get(resource.id, (resource.group, resource.version))
     return storage_version_hash(group, version, resource.kind)
