@@ -155,6 +155,9 @@ class CustomResourceDefinitions:
             status["conditions"] = naming.conditions_after_establishing(named, now)
         if status == crd.get("status"):
             return crd
+        if crd_strategy.is_true({"status": status}, "Established"):
+            # served before a client can read Established (kubectl wait, then create)
+            await self._serve({**crd, "status": status})
         return await self._write_status(crd, status)
 
     async def _write_status(self, crd: Mapping[str, Any],

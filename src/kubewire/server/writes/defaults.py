@@ -31,6 +31,7 @@ from types import MappingProxyType
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.schema import validate as schema_validate
+from kubewire.server.apiextensions.crd_defaults import default_crd
 from kubewire.server.writes.json_copy import copy_json
 
 Defaulter = Callable[[dict[str, JSON]], None]
@@ -327,6 +328,7 @@ KIND_DEFAULTERS: Mapping[str, tuple[Defaulter, ...]] = MappingProxyType({
     "core/secrets": (default_secret,),
     "networking.k8s.io/networkpolicies": (default_network_policy,),
     "discovery.k8s.io/endpointslices": (default_endpoint_slice,),
+    "apiextensions.k8s.io/customresourcedefinitions": (default_crd,),
     # No visible defaults: ConfigMap's ``data: {}`` is dropped by omitempty; Ingress has none
     # (``pathType`` is required); ServiceAccount, Lease and both Events have no defaulter.
     "core/configmaps": (),

@@ -15,6 +15,7 @@ from typing import Any
 from kubewire.resources import Resource
 from kubewire.server.writes.validation.apps import validate_deployment
 from kubewire.server.writes.validation.config import validate_config_map, validate_secret
+from kubewire.server.writes.validation.crds import validate_custom_resource_definition
 from kubewire.server.writes.validation.discovery import validate_endpoint_slice
 from kubewire.server.writes.validation.events import validate_event
 from kubewire.server.writes.validation.lease import validate_lease
@@ -40,6 +41,7 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "networking.k8s.io/networkpolicies": validate_network_policy,
     "discovery.k8s.io/endpointslices": validate_endpoint_slice,
     "coordination.k8s.io/leases": validate_lease,
+    "apiextensions.k8s.io/customresourcedefinitions": validate_custom_resource_definition,
 })
 
 
