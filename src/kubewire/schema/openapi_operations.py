@@ -174,15 +174,20 @@ def group_version_words(group: str, version: str) -> tuple[str, str]:
     return infix, f"{valid_operation_id(trimmed, False)}_{valid_operation_id(version, False)}"
 
 
-def operation_id(name: str, infix: str) -> str:
-    """installer.go's operation name with the group-version spliced in after its verb.
-
-    ``name`` is a lower-case verb and capitalized words (``connectGet``, ``deleteCollection``,
-    ``Namespaced``, the kind): ``listNamespacedPod`` -> ``listCoreV1NamespacedPod``.
-    """
+def split_verb(name: str) -> tuple[str, str]:
+    """installer.go's operation name, a lower-case verb and capitalized words (``connectGet``,
+    ``deleteCollection``, ``Namespaced``, the kind), split after the verb:
+    ``deleteCollectionNamespacedPod`` -> (``delete``, ``CollectionNamespacedPod``)."""
     verb, rest = name[:1], name[1:]
     while rest[:1].islower():
         verb, rest = verb + rest[0], rest[1:]
+    return verb, rest
+
+
+def operation_id(name: str, infix: str) -> str:
+    """installer.go's operation name with the group-version spliced in after its verb
+    (``split_verb``): ``listNamespacedPod`` -> ``listCoreV1NamespacedPod``."""
+    verb, rest = split_verb(name)
     return verb + infix + valid_operation_id(rest, True)
 
 

@@ -61,6 +61,7 @@ from kubewire.schema.openapi_operations import (
     path_item,
     request_body,
 )
+from kubewire.server.apiextensions.openapi_docs import openapi_v3_paths_and_schemas
 from kubewire.status import NotFound
 
 OPENAPI_V3_PATH = "/openapi/v3"
@@ -242,15 +243,32 @@ def resource_paths(resource: Resource) -> dict[str, JSON]:
 # --- documents ---------------------------------------------------------------------------------
 
 def build_document(registry: Registry, group: str, version: str) -> dict[str, JSON]:
-    """The OpenAPI 3.0 document of one served group-version (not yet encoded)."""
+    """The OpenAPI 3.0 document of one served group-version (not yet encoded).
+
+    A resource served from a CustomResourceDefinition (``resource.crd``) has the paths and
+    schemas apiextensions-apiserver builds from it (``apiextensions.openapi_docs``); the
+    others, and the group-version's named types when it has any built-in kind, come from the
+    schema facts.
+    """
     paths: dict[str, JSON] = {}
+    crd_schemas: dict[str, JSON] = {}
+    built_in = False
     for resource in registry:
-        if (resource.group, resource.version) == (group, version):
+        if (resource.group, resource.version) != (group, version):
+            continue
+        crd = getattr(resource, "crd", None)  # set on entries a CRD serves
+        if crd is None:
+            built_in = True
             paths.update(resource_paths(resource))
+        else:
+            crd_paths, schemas = openapi_v3_paths_and_schemas(crd, resource.version)
+            paths.update(crd_paths)
+            crd_schemas.update(schemas)
     api_version = f"{group}/{version}" if group else version
-    seeds = [*named_types(api_version), *iter_refs(paths)]
+    seeds = [*(named_types(api_version) if built_in else ()), *iter_refs(paths)]
+    schemas = {**component_schemas([s for s in seeds if s not in crd_schemas]), **crd_schemas}
     return {"openapi": "3.0.0", "info": dict(OPENAPI_INFO), "paths": dict(sorted(paths.items())),
-            "components": {"schemas": component_schemas(seeds)}}
+            "components": {"schemas": dict(sorted(schemas.items()))}}
 
 
 def encode_document(document: Mapping[str, JSON]) -> OpenAPIDocument:

@@ -96,6 +96,7 @@ from kubewire.schema.swagger_operations import (
 from kubewire.schema.swagger_operations import (
     body as body_param,
 )
+from kubewire.server.apiextensions.openapi_docs import openapi_v2_paths_and_definitions
 from kubewire.server.discovery import openapi_v2_proto
 from kubewire.server.discovery.openapi import (
     STREAM_SUBRESOURCES,
@@ -254,17 +255,33 @@ def resource_paths(resource: Resource) -> dict[str, JSON]:
 
 
 def build_swagger(registry: Registry) -> dict[str, JSON]:
-    """The Swagger 2.0 document of every served resource (not yet encoded)."""
+    """The Swagger 2.0 document of every served resource (not yet encoded).
+
+    A resource served from a CustomResourceDefinition (``resource.crd``) adds the paths and
+    definitions apiextensions-apiserver builds from it (``apiextensions.openapi_docs``); the
+    others, and the named types of each group-version with a built-in kind, come from the
+    schema facts.
+    """
     paths: dict[str, JSON] = {}
-    seeds: list[str] = []
+    crd_definitions: dict[str, JSON] = {}
+    built_in: dict[tuple[str, str], None] = {}
     for resource in registry:
-        paths.update(resource_paths(resource))
-    for group, version in registry.group_versions():
+        crd = getattr(resource, "crd", None)  # set on entries a CRD serves
+        if crd is None:
+            built_in[resource.group, resource.version] = None
+            paths.update(resource_paths(resource))
+        else:
+            crd_paths, found = openapi_v2_paths_and_definitions(crd, resource.version)
+            paths.update(crd_paths)
+            crd_definitions.update(found)
+    seeds: list[str] = []
+    for group, version in built_in:
         seeds += named_types(f"{group}/{version}" if group else version)
     seeds += iter_refs(paths, REF_PREFIX)
+    named = definitions([s for s in seeds if s not in crd_definitions])
     return {"swagger": "2.0", "info": dict(OPENAPI_INFO), "paths": dict(sorted(paths.items())),
-            "definitions": definitions(seeds), "securityDefinitions": _SECURITY_DEFINITIONS,
-            "security": _SECURITY}
+            "definitions": dict(sorted({**named, **crd_definitions}.items())),
+            "securityDefinitions": _SECURITY_DEFINITIONS, "security": _SECURITY}
 
 
 # --- the encoded document ------------------------------------------------------------------------
