@@ -65,7 +65,6 @@ _OBJECT_META = v3.META + "ObjectMeta"
 _LIST_META = v3.META + "ListMeta"
 _SCALE = "io.k8s.api.autoscaling.v1.Scale"
 _GET_PARAMS = ("resourceVersion",)  # GetOptions
-_SUB_METHODS = ("get", "put", "patch")
 
 # JSONSchemaProps keys kube's Structural keeps (``ToKubeOpenAPI``); the rest are schemas.
 _SCALARS = frozenset({"description", "type", "title", "format", "pattern",

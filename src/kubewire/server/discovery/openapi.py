@@ -23,7 +23,8 @@ kube's options as path parameters (``STREAM_SUBRESOURCES``); ``binding``, ``evic
 
 ``/openapi/v2`` is ``openapi_v2``'s, answered before this module is asked.
 
-Documents carry no descriptions: no upstream prose is copied.
+Documents carry no descriptions of kube's: no upstream prose is copied (a group-version served
+from CRDs has their documents, ``build_document``, whose schemas keep the CRD's own).
 """
 
 from __future__ import annotations
