@@ -39,8 +39,8 @@ ROOMS: dict[str, frozenset[str]] = {
     "server.access": frozenset({"server.wire", "server.request", "server.context"}),
     "server.observe": frozenset({"server.wire", "server.request", "server.access",
                                  "server.context", "storage"}),
-    "server.discovery": frozenset({"server.apiextensions"}),
     "server.apiextensions": frozenset({"server.request"}),
+    "server.discovery": frozenset({"server.apiextensions"}),  # CRDs' OpenAPI documents
     "server.tables": frozenset({"server.wire", "server.request", "storage"}),
     "server.patch": frozenset({"server.wire", "server.request"}),
     "server.writes": frozenset({"server.wire", "server.request", "server.patch",

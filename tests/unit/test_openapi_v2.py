@@ -14,13 +14,13 @@ import pytest
 import yaml
 
 from kubewire.resources import REGISTRY
+from kubewire.schema.openapi_operations import valid_operation_id
 from kubewire.server.discovery.openapi_v2 import (
     PROTOBUF_MEDIA_TYPE,
     build_swagger,
     openapi_v2_response,
     parse_accept,
     swagger_for,
-    valid_operation_id,
 )
 from kubewire.server.discovery.openapi_v2_proto import varint, yaml_text
 from kubewire.server.request.routes import Route, parse_route

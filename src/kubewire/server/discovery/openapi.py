@@ -12,11 +12,10 @@ bytes, which is also its ETag (kube-openapi ``pkg/handler3/handler.go``). What c
   component schema whose ``x-kubernetes-group-version-kind`` list holds it
   (kubectl ``explain/v2/templates/plaintext.tmpl``).
 
-Operations are kube's (kube-apiserver v1.32 ``api/openapi-spec/v3``): ``operationId`` as
-installer.go names them with the group-version spliced in (``connectCoreV1GetNamespacedPodExec``,
-see ``valid_operation_id``), ``tags``, a ``401`` answer, ``x-kubernetes-action`` and the GVK;
-a query parameter every operation of a path lists sits on the path, as kube-openapi's
-``findCommonParameters`` puts it. The pod subresources kube answers with a string (``log``,
+Operations are kube's (kube-apiserver v1.32 ``api/openapi-spec/v3``), built with
+``kubewire.schema.openapi_operations`` (operationIds, tags, the ``401`` answer, GVKs, hoisted
+parameters: shared with the documents of custom resources). This module lays out a built-in
+kind's paths as installer.go does. The pod subresources kube answers with a string (``log``,
 and ``exec``/``attach``/``portforward``, whose GVK is the options kind, ``PodExecOptions``) list
 kube's options as path parameters (``STREAM_SUBRESOURCES``); ``binding``, ``eviction`` and
 ``serviceaccounts/token`` are creates of their own kinds, and create-only ``bindings`` has a
@@ -24,16 +23,16 @@ kube's options as path parameters (``STREAM_SUBRESOURCES``); ``binding``, ``evic
 
 ``/openapi/v2`` is ``openapi_v2``'s, answered before this module is asked.
 
-Documents carry no descriptions: no upstream prose is copied.
+Documents carry no descriptions of kube's: no upstream prose is copied (a group-version served
+from CRDs has their documents, ``build_document``, whose schemas keep the CRD's own).
 """
 
 from __future__ import annotations
 
 import hashlib
 import html
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from functools import cache
 from typing import NamedTuple
 from weakref import WeakKeyDictionary
 
@@ -41,50 +40,32 @@ import msgspec
 
 from kubewire.json_types import JSON
 from kubewire.resources import Registry, Resource
-from kubewire.schema import kind_info, kinds, named_type, named_types
+from kubewire.schema import kind_info, named_types
+from kubewire.schema.openapi_operations import (
+    DELETE_COLLECTION_PARAMS,
+    DELETE_OPTIONS,
+    DELETE_PARAMS,
+    LIST_PARAMS,
+    OPENAPI_INFO,
+    PATCH,
+    PATCH_PARAMS,
+    PATCH_TYPES,
+    SMP_TYPE,
+    STATUS,
+    WATCH_EVENT,
+    WRITE_PARAMS,
+    Operations,
+    component_schemas,
+    content,
+    gvk_extension,
+    iter_refs,
+    path_item,
+    request_body,
+)
+from kubewire.server.apiextensions.openapi_docs import openapi_v3_paths_and_schemas
 from kubewire.status import NotFound
 
 OPENAPI_V3_PATH = "/openapi/v3"
-OPENAPI_INFO = {"title": "Kubernetes", "version": "v1.32.0"}
-
-_REF_PREFIX = "#/components/schemas/"
-_META = "io.k8s.apimachinery.pkg.apis.meta.v1."
-_DELETE_OPTIONS, _STATUS, _WATCH_EVENT, _PATCH = (
-    _META + "DeleteOptions", _META + "Status", _META + "WatchEvent", _META + "Patch")
-
-# Compact node types of the schema facts that OpenAPI spells differently (upstream v3 documents).
-_INT, _NUMBER, _STRING = {"type": "integer"}, {"type": "number"}, {"type": "string"}
-_COMPACT_TYPES: Mapping[str, Mapping[str, JSON]] = {
-    "int-or-string": {"format": "int-or-string", "oneOf": [_INT, _STRING]},
-    "quantity": {"oneOf": [_STRING, _NUMBER]}, "any": {}}
-
-# Query parameters kube lists per action (kube-apiserver v1.32 api/openapi-spec/v3), limited to
-# the ones kubewire reads, and the options of the pod subresources kube proxies to a kubelet
-# (PodLogOptions, PodExecOptions, ...: all of them, as kube lists them). Types not listed here
-# are strings.
-PARAM_TYPES = {"allowWatchBookmarks": "boolean", "force": "boolean", "orphanDependents": "boolean",
-                "sendInitialEvents": "boolean", "watch": "boolean", "gracePeriodSeconds": "integer",
-                "limit": "integer", "timeoutSeconds": "integer",
-                "follow": "boolean", "insecureSkipTLSVerifyBackend": "boolean",
-                "previous": "boolean", "timestamps": "boolean", "stderr": "boolean",
-                "stdin": "boolean", "stdout": "boolean", "tty": "boolean",
-                "limitBytes": "integer", "sinceSeconds": "integer", "tailLines": "integer",
-                "ports": "integer"}
-LIST_PARAMS = ("allowWatchBookmarks", "continue", "fieldSelector", "labelSelector", "limit",
-                "resourceVersion", "resourceVersionMatch", "sendInitialEvents", "timeoutSeconds",
-                "watch")
-WRITE_PARAMS = ("dryRun", "fieldManager", "fieldValidation")
-PATCH_PARAMS = (*WRITE_PARAMS, "force")
-DELETE_PARAMS = ("dryRun", "gracePeriodSeconds", "orphanDependents", "propagationPolicy")
-DELETE_COLLECTION_PARAMS = tuple(sorted(
-    {*LIST_PARAMS, *DELETE_PARAMS} - {"allowWatchBookmarks", "watch"}))
-
-PATCH_TYPES = ("application/apply-patch+yaml", "application/json-patch+json",
-                "application/merge-patch+json")
-SMP_TYPE = "application/strategic-merge-patch+json"  # built-in kinds only, not CRDs
-_JSON_TYPES = ("application/json",)
-_STREAM_TYPES = ("application/json", "application/json;stream=watch")
-
 # Subresource -> (HTTP methods served, apiVersion and kind of its body when not the parent's).
 # kube serves scale as autoscaling/v1 Scale for every scalable kind; a POST is a create
 # (x-kubernetes-action ``post``) whose body and answer are the named kind.
@@ -126,7 +107,6 @@ STREAM_SUBRESOURCES: Mapping[str, StreamSubresource] = {
                                      ("*/*",)),
 }
 _ITEM_METHODS = ("get", "put", "patch", "delete")
-_STREAMING_ACTIONS = frozenset({"list", "watch", "watchlist"})  # answer a stream with ?watch
 # installer.go's verb per HTTP method of an item (or subresource) path
 _VERBS = {"get": "read", "put": "replace", "patch": "patch", "post": "create", "delete": "delete"}
 
@@ -149,208 +129,35 @@ class OpenAPIDocument(NamedTuple):
     hash: str
 
 
-# --- schemas -----------------------------------------------------------------------------------
-
-def schema_ref(type_name: str) -> dict[str, JSON]:
-    """``{"$ref": "#/components/schemas/<type_name>"}``."""
-    return {"$ref": _REF_PREFIX + type_name}
-
-
-def convert_schema(raw: Mapping[str, JSON]) -> dict[str, JSON]:
-    """A compact schema-facts node as an OpenAPI 3.0 schema.
-
-    ``ref`` becomes ``$ref``; a reference with facts beside it (defaults, patch and list
-    markers) is wrapped in ``allOf`` as upstream v3 documents do.
-    """
-    out: dict[str, JSON] = {}
-    for key, value in raw.items():
-        if key == "properties":
-            out[key] = {name: convert_schema(node) for name, node in value.items()}
-        elif key in ("items", "additionalProperties") and isinstance(value, Mapping):
-            out[key] = convert_schema(value)
-        elif key == "type" and value in _COMPACT_TYPES:
-            out.update(_COMPACT_TYPES[value])
-        elif key != "ref":
-            out[key] = value
-    ref = raw.get("ref")
-    if not ref:
-        return out
-    return {"allOf": [schema_ref(ref)], **out} if out else schema_ref(ref)
-
-
-def iter_refs(value: JSON, prefix: str = _REF_PREFIX) -> Iterator[str]:
-    """Every type name a ``$ref`` (starting ``prefix``) in ``value`` points at (depth first)."""
-    if isinstance(value, Mapping):
-        ref = value.get("$ref")
-        if isinstance(ref, str) and ref.startswith(prefix):
-            yield ref.removeprefix(prefix)
-    if isinstance(value, Mapping | list):
-        for item in value.values() if isinstance(value, Mapping) else value:
-            yield from iter_refs(item, prefix)
-
-
-@cache
-def kind_gvks() -> Mapping[str, list[tuple[str, str, str]]]:
-    """Type name -> the (group, version, kind) triples it is the schema of, sorted."""
-    out: dict[str, list[tuple[str, str, str]]] = {}
-    for info in sorted(kinds(), key=lambda i: (i.group, i.version, i.kind)):
-        out.setdefault(info.type_name, []).append((info.group, info.version, info.kind))
-    return out
-
-
-def gvk_extension(group: str, version: str, kind: str) -> dict[str, str]:
-    return {"group": group, "kind": kind, "version": version}
-
-
-def component_schemas(seeds: Sequence[str]) -> dict[str, JSON]:
-    """The named types ``seeds`` and everything they reference, by upstream name.
-
-    Kinds' schemas carry ``x-kubernetes-group-version-kind`` (a list, as upstream).
-    Raises KeyError for a name the schema facts lack.
-    """
-    return referenced_types(seeds, convert_schema, _REF_PREFIX)
-
-
-def referenced_types(seeds: Sequence[str], convert: Callable[[Mapping[str, JSON]], dict[str, JSON]],
-                     ref_prefix: str, *, sort_kinds: bool = False) -> dict[str, JSON]:
-    """The closure of ``seeds`` over ``$ref``s, each named type's facts ``convert``ed (v3's or
-    v2's spelling); kinds get ``x-kubernetes-group-version-kind`` (their keys re-sorted with
-    ``sort_kinds``, as v2 writes them). Raises KeyError for a name the facts lack."""
-    out: dict[str, JSON] = {}
-    pending = list(seeds)
-    while pending:
-        name = pending.pop()
-        if name in out:
-            continue
-        schema = convert(named_type(name).raw)
-        gvks = kind_gvks().get(name)
-        if gvks:
-            schema["x-kubernetes-group-version-kind"] = [gvk_extension(*g) for g in gvks]
-            if sort_kinds:
-                schema = dict(sorted(schema.items()))
-        out[name] = schema
-        pending.extend(ref for ref in iter_refs(schema, ref_prefix) if ref not in out)
-    return dict(sorted(out.items()))
-
-
-# --- operation ids -----------------------------------------------------------------------------
-
-def valid_operation_id(text: str, capitalize_first: bool) -> str:
-    """kube's ``ToValidOperationID``: letters and ``_`` kept (digits too, past the first
-    character); anything else dropped and the next kept letter upper-cased."""
-    out: list[str] = []
-    capitalize = capitalize_first
-    for index, char in enumerate(text):
-        if char.isalpha() or char == "_" or (index and char.isdigit()):
-            out.append(char.upper() if capitalize else char)
-            capitalize = False
-        else:
-            capitalize = True
-    return "".join(out)
-
-
-def group_version_words(group: str, version: str) -> tuple[str, str]:
-    """(``CoreV1``, ``core_v1``): the operationId infix and the tag of a group-version."""
-    trimmed = (group or "core").removesuffix(".k8s.io")
-    infix = valid_operation_id(trimmed, True) + valid_operation_id(version, True)
-    return infix, f"{valid_operation_id(trimmed, False)}_{valid_operation_id(version, False)}"
-
-
-def hoist_parameters(ops: Mapping[str, Mapping[str, JSON]],
-                     ) -> tuple[dict[str, dict[str, JSON]], list[JSON]]:
-    """kube-openapi ``findCommonParameters``: a parameter every operation of a path lists (but
-    a body) moves to the path; returns the operations without them, and those parameters."""
-    lists = [[p for p in op.get("parameters") or () if isinstance(p, Mapping)]
-             for op in ops.values()]
-    common = [p for p in (lists[0] if lists else ())
-              if p.get("in") != "body" and all(p in other for other in lists[1:])]
-    out: dict[str, dict[str, JSON]] = {}
-    for method, op in ops.items():
-        kept = [p for p in op.get("parameters") or () if p not in common]
-        out[method] = {k: v for k, v in op.items() if k != "parameters"}
-        if kept:
-            out[method]["parameters"] = kept
-    return out, common
-
-
 # --- paths -------------------------------------------------------------------------------------
 
-def _parameters(names: Sequence[str], path_params: Sequence[str] = ()) -> list[JSON]:
-    params: list[JSON] = [{"in": "path", "name": name, "required": True,
-                           "schema": {"type": "string", "uniqueItems": True}}
-                          for name in path_params]
-    params += [{"in": "query", "name": name,
-                "schema": {"type": PARAM_TYPES.get(name, "string"), "uniqueItems": True}}
-               for name in names]
-    return sorted(params, key=lambda param: str(param["name"]))
-
-
-def _content(media_types: Sequence[str], schema: Mapping[str, JSON]) -> dict[str, JSON]:
-    return {"content": {media: {"schema": dict(schema)} for media in media_types}}
-
-
-def _body(media_types: Sequence[str], type_name: str, *, required: bool = True) -> JSON:
-    return {**_content(media_types, schema_ref(type_name)),
-            **({"required": True} if required else {})}
-
-
 class _Target(NamedTuple):
-    """What the operations of one path act on: a kind's GVK and its schema, and how kube names
-    them (``infix`` ``CoreV1``, ``tag`` ``core_v1``, ``scope`` ``Namespaced`` or "")."""
+    """What the operations of one path act on: a kind, how kube names and marks its operations
+    (``ops``), its schema, and ``scope`` (``Namespaced`` or "")."""
 
     resource: Resource
-    gvk: dict[str, str]
+    ops: Operations
     type_name: str
-    infix: str
-    tag: str
     scope: str
-
-    def operation(self, name: str, action: str, params: Sequence[str],
-                  responses: Mapping[str, str], request: JSON = None) -> dict[str, JSON]:
-        """One operation; ``name`` is installer.go's (``listNamespacedPod``), to which the
-        group-version is added (``listCoreV1NamespacedPod``)."""
-        media = _STREAM_TYPES if action in _STREAMING_ACTIONS else _JSON_TYPES
-        answers = {code: _content(media, schema_ref(type_name))
-                   for code, type_name in responses.items()}
-        op = self.answer(name, action, answers)
-        if params:
-            op["parameters"] = _parameters(params)
-        if request:
-            op["requestBody"] = request
-        return op
-
-    def answer(self, name: str, action: str, responses: Mapping[str, JSON],
-               gvk: dict[str, str] | None = None) -> dict[str, JSON]:
-        """An operation without parameters or body: its id, answers (and 401), and GVK.
-
-        ``name`` is installer.go's, a lower-case verb and capitalized words (``connectGet``,
-        ``deleteCollection``, ``Namespaced``, the kind): the group-version goes after the verb.
-        """
-        verb, rest = name[:1], name[1:]
-        while rest[:1].islower():
-            verb, rest = verb + rest[0], rest[1:]
-        return {"operationId": verb + self.infix + valid_operation_id(rest, True),
-                "responses": {**responses, "401": {}}, "tags": [self.tag],
-                "x-kubernetes-action": action, "x-kubernetes-group-version-kind": gvk or self.gvk}
 
     def method(self, method: str, sub: str = "") -> dict[str, JSON]:
         """The ``get``/``put``/``patch``/``delete``/``post`` operation on this kind (or on its
         subresource ``sub``, whose body is this target's kind)."""
-        own = self.type_name
+        own, ops = self.type_name, self.ops
         name = _VERBS[method] + self.scope + self.resource.kind + sub.title()
         if method == "get":
-            return self.operation(name, "get", (), {"200": own})
+            return ops.operation(name, "get", (), {"200": own})
         if method == "delete":
-            body = own if self.resource.return_deleted_object else _STATUS
-            return self.operation(name, "delete", DELETE_PARAMS, {"200": body, "202": body},
-                                  _body(("*/*",), _DELETE_OPTIONS, required=False))
+            body = own if self.resource.return_deleted_object else STATUS
+            return ops.operation(name, "delete", DELETE_PARAMS, {"200": body, "202": body},
+                                 request_body(("*/*",), DELETE_OPTIONS, required=False))
         if method == "patch":
             media = (*PATCH_TYPES, *(() if self.resource.is_custom else (SMP_TYPE,)))
-            return self.operation(name, "patch", PATCH_PARAMS, {"200": own, "201": own},
-                                  _body(sorted(media), _PATCH))
+            return ops.operation(name, "patch", PATCH_PARAMS, {"200": own, "201": own},
+                                 request_body(sorted(media), PATCH))
         codes = ("200", "201", "202") if method == "post" else ("200", "201")
-        return self.operation(name, method, WRITE_PARAMS, dict.fromkeys(codes, own),
-                              _body(("*/*",), own))
+        return ops.operation(name, method, WRITE_PARAMS, dict.fromkeys(codes, own),
+                             request_body(("*/*",), own))
 
     def collection(self, list_type: str | None) -> dict[str, JSON]:
         """A collection path's ``post`` and, when the kind has a list, ``get`` (list) and
@@ -358,25 +165,28 @@ class _Target(NamedTuple):
         ops = {"post": self.method("post")}
         if list_type is not None:
             kind = self.scope + self.resource.kind
-            ops["get"] = self.operation("list" + kind, "list", LIST_PARAMS, {"200": list_type})
-            ops["delete"] = self.operation("deleteCollection" + kind, "deletecollection",
-                                           DELETE_COLLECTION_PARAMS, {"200": _STATUS},
-                                           _body(("*/*",), _DELETE_OPTIONS, required=False))
+            ops["get"] = self.ops.operation("list" + kind, "list", LIST_PARAMS,
+                                            {"200": list_type})
+            ops["delete"] = self.ops.operation(
+                "deleteCollection" + kind, "deletecollection", DELETE_COLLECTION_PARAMS,
+                {"200": STATUS}, request_body(("*/*",), DELETE_OPTIONS, required=False))
         return ops
 
     def watch(self, action: str, name: str) -> dict[str, JSON]:
-        return {"get": self.operation("watch" + name, action, LIST_PARAMS, {"200": _WATCH_EVENT})}
+        return {"get": self.ops.operation("watch" + name, action, LIST_PARAMS,
+                                          {"200": WATCH_EVENT})}
 
     def stream(self, sub: str, spec: StreamSubresource) -> dict[str, JSON]:
         """The operations of a subresource kube answers with a string (log, exec, ...)."""
-        gvk = (gvk_extension(self.gvk["group"], self.gvk["version"], spec.options_kind)
-               if spec.options_kind else None)
-        answers = {"200": _content(spec.produces, {"type": "string"})}
+        gvk = self.ops.gvk
+        options_gvk = (gvk_extension(gvk["group"], gvk["version"], spec.options_kind)
+                       if spec.options_kind else None)
+        answers = {"200": content(spec.produces, {"type": "string"})}
         ops: dict[str, JSON] = {}
         for method in spec.methods:
             verb = f"connect{method.title()}" if spec.action == "connect" else _VERBS[method]
             name = verb + self.scope + self.resource.kind + sub.title()
-            ops[method] = self.answer(name, spec.action, answers, gvk)
+            ops[method] = self.ops.answer(name, spec.action, answers, options_gvk)
         return ops
 
 
@@ -384,19 +194,9 @@ def _target(resource: Resource, api_version: str, kind: str, scope: str = "") ->
     info = kind_info(api_version, kind)
     if info is None:
         raise KeyError(f"no schema facts for {api_version} {kind}")
-    infix, tag = group_version_words(resource.group, resource.version)
-    return _Target(resource, gvk_extension(info.group, info.version, info.kind), info.type_name,
-                   infix, tag, scope)
-
-
-def _path_item(ops: Mapping[str, Mapping[str, JSON]], path_params: Sequence[str],
-               own: Sequence[str] = ("pretty",)) -> dict[str, JSON]:
-    """A path's operations and its parameters: ``path_params``, the query parameters ``own``
-    and those every operation lists (``hoist_parameters``)."""
-    kept, common = hoist_parameters(ops)
-    params = sorted([*_parameters(own, path_params), *common],
-                    key=lambda p: str(p["name"]) if isinstance(p, Mapping) else "")
-    return {**kept, "parameters": params}
+    gvk = gvk_extension(info.group, info.version, info.kind)
+    return _Target(resource, Operations.of(resource.group, resource.version, gvk),
+                   info.type_name, scope)
 
 
 def resource_paths(resource: Resource) -> dict[str, JSON]:
@@ -410,49 +210,66 @@ def resource_paths(resource: Resource) -> dict[str, JSON]:
     ns_params = ("namespace",) if resource.namespaced else ()
     coll = f"{base}/namespaces/{{namespace}}/{plural}" if ns_params else f"{base}/{plural}"
     if resource.create_only:  # a Creater alone (bindings): POST to the collection
-        return {coll: _path_item(own.collection(None), ns_params)}
+        return {coll: path_item(own.collection(None), ns_params)}
     list_type = _target(resource, resource.api_version, resource.list_kind).type_name
     everywhere = own._replace(scope="")
     item_params = (*ns_params, "name")
     kind = resource.kind
     watch = coll.replace(base, f"{base}/watch", 1)
     paths: dict[str, JSON] = {
-        coll: _path_item(own.collection(list_type), ns_params),
-        f"{coll}/{{name}}": _path_item({m: own.method(m) for m in _ITEM_METHODS}, item_params),
-        watch: _path_item(own.watch("watchlist", f"{scope}{kind}List"), ns_params),
-        f"{watch}/{{name}}": _path_item(own.watch("watch", scope + kind), item_params),
+        coll: path_item(own.collection(list_type), ns_params),
+        f"{coll}/{{name}}": path_item({m: own.method(m) for m in _ITEM_METHODS}, item_params),
+        watch: path_item(own.watch("watchlist", f"{scope}{kind}List"), ns_params),
+        f"{watch}/{{name}}": path_item(own.watch("watch", scope + kind), item_params),
     }
     if ns_params:  # the all-namespaces list and watch
-        every = everywhere.operation(f"list{kind}ForAllNamespaces", "list", LIST_PARAMS,
-                                     {"200": list_type})
-        paths[f"{base}/{plural}"] = _path_item({"get": every}, ())
-        paths[f"{base}/watch/{plural}"] = _path_item(
+        every = everywhere.ops.operation(f"list{kind}ForAllNamespaces", "list", LIST_PARAMS,
+                                         {"200": list_type})
+        paths[f"{base}/{plural}"] = path_item({"get": every}, ())
+        paths[f"{base}/watch/{plural}"] = path_item(
             everywhere.watch("watchlist", f"{kind}ListForAllNamespaces"), ())
     for sub in resource.subresources:
         path = f"{coll}/{{name}}/{sub}"
         stream = STREAM_SUBRESOURCES.get(sub)
         if stream is not None:
-            paths[path] = _path_item(own.stream(sub, stream), item_params, stream.params)
+            paths[path] = path_item(own.stream(sub, stream), item_params, stream.params)
             continue
         methods, body_kind = SUBRESOURCES.get(sub, ((), None))
         target = own if body_kind is None else _target(resource, *body_kind, scope)
         if methods:
-            paths[path] = _path_item({m: target.method(m, sub) for m in methods}, item_params)
+            paths[path] = path_item({m: target.method(m, sub) for m in methods}, item_params)
     return paths
 
 
 # --- documents ---------------------------------------------------------------------------------
 
 def build_document(registry: Registry, group: str, version: str) -> dict[str, JSON]:
-    """The OpenAPI 3.0 document of one served group-version (not yet encoded)."""
+    """The OpenAPI 3.0 document of one served group-version (not yet encoded).
+
+    A resource served from a CustomResourceDefinition (``resource.crd``) has the paths and
+    schemas apiextensions-apiserver builds from it (``apiextensions.openapi_docs``); the
+    others, and the group-version's named types when it has any built-in kind, come from the
+    schema facts.
+    """
     paths: dict[str, JSON] = {}
+    crd_schemas: dict[str, JSON] = {}
+    built_in = False
     for resource in registry:
-        if (resource.group, resource.version) == (group, version):
+        if (resource.group, resource.version) != (group, version):
+            continue
+        crd = getattr(resource, "crd", None)  # set on entries a CRD serves
+        if crd is None:
+            built_in = True
             paths.update(resource_paths(resource))
+        else:
+            crd_paths, schemas = openapi_v3_paths_and_schemas(crd, resource.version)
+            paths.update(crd_paths)
+            crd_schemas.update(schemas)
     api_version = f"{group}/{version}" if group else version
-    seeds = [*named_types(api_version), *iter_refs(paths)]
+    seeds = [*(named_types(api_version) if built_in else ()), *iter_refs(paths)]
+    schemas = {**component_schemas([s for s in seeds if s not in crd_schemas]), **crd_schemas}
     return {"openapi": "3.0.0", "info": dict(OPENAPI_INFO), "paths": dict(sorted(paths.items())),
-            "components": {"schemas": component_schemas(seeds)}}
+            "components": {"schemas": dict(sorted(schemas.items()))}}
 
 
 def encode_document(document: Mapping[str, JSON]) -> OpenAPIDocument:

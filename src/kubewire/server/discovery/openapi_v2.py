@@ -15,6 +15,8 @@ path lists, as kube-openapi's ``findCommonParameters``; per operation for the re
 rather than under kube's hashed ``#/parameters/`` names, and only those kubewire reads (the
 same lists as ``/openapi/v3``, which also describe the pod subresources and create-only
 ``bindings``). Media types are the ones kubewire answers with (JSON; text for a log).
+Operations, parameters, path items and definitions are built with
+``kubewire.schema.swagger_operations`` (shared with the documents of custom resources).
 Compact facts become Swagger 2.0: ``int-or-string`` is ``string``/``int-or-string``, a quantity
 ``string``, free-form JSON a schema with no type; keys Swagger 2.0 lacks are dropped, since
 gnostic refuses a document that has them, and so are defaults (kube's v2 has none). No
@@ -52,7 +54,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -65,27 +67,42 @@ import msgspec
 from kubewire.json_types import JSON
 from kubewire.resources import Registry, Resource
 from kubewire.schema import kind_info, named_types
-from kubewire.server.discovery import openapi_v2_proto
-from kubewire.server.discovery.openapi import (
+from kubewire.schema.openapi_operations import (
     DELETE_COLLECTION_PARAMS,
+    DELETE_OPTIONS,
     DELETE_PARAMS,
     LIST_PARAMS,
     OPENAPI_INFO,
-    PARAM_TYPES,
+    PATCH,
     PATCH_PARAMS,
     PATCH_TYPES,
     SMP_TYPE,
-    STREAM_SUBRESOURCES,
-    SUBRESOURCES,
+    STATUS,
+    WATCH_EVENT,
     WRITE_PARAMS,
-    OpenAPIResponse,
-    StreamSubresource,
     group_version_words,
     gvk_extension,
-    hoist_parameters,
     iter_refs,
-    referenced_types,
-    valid_operation_id,
+)
+from kubewire.schema.swagger_operations import (
+    REF_PREFIX,
+    Op,
+    definitions,
+    operation,
+    path_item,
+    path_param,
+    query,
+)
+from kubewire.schema.swagger_operations import (
+    body as body_param,
+)
+from kubewire.server.apiextensions.openapi_docs import openapi_v2_paths_and_definitions
+from kubewire.server.discovery import openapi_v2_proto
+from kubewire.server.discovery.openapi import (
+    STREAM_SUBRESOURCES,
+    SUBRESOURCES,
+    OpenAPIResponse,
+    StreamSubresource,
 )
 
 OPENAPI_V2_PATH = "/openapi/v2"
@@ -99,98 +116,13 @@ _ACCEPTED = (("application", "json", JSON_MEDIA_TYPE, False),
 GZIP_MIN_BYTES = 1400  # gziphandler.DefaultMinSize
 _MAX_ACCEPT_CLAUSES = 64  # bounds the insertion sort; later clauses are ignored
 
-_REF_PREFIX = "#/definitions/"
-_META = "io.k8s.apimachinery.pkg.apis.meta.v1."
-_DELETE_OPTIONS, _STATUS, _WATCH_EVENT, _PATCH = (
-    _META + "DeleteOptions", _META + "Status", _META + "WatchEvent", _META + "Patch")
-_STATUS_TEXTS = {"200": "OK", "201": "Created", "202": "Accepted", "401": "Unauthorized"}
-_JSON_TYPES = ["application/json"]
-_STREAM_TYPES = ["application/json", "application/json;stream=watch"]
 _SECURITY_DEFINITIONS: dict[str, JSON] = {"BearerToken": {
     "description": "Bearer Token authentication", "in": "header", "name": "authorization",
     "type": "apiKey"}}
 _SECURITY: list[JSON] = [{"BearerToken": []}]
 
-# Swagger 2.0 schema keys gnostic's compiler accepts (``NewSchema``), besides ``x-*``.
-_SCHEMA_KEYS = frozenset({
-    "$ref", "additionalProperties", "allOf", "default", "description", "discriminator", "enum",
-    "example", "exclusiveMaximum", "exclusiveMinimum", "externalDocs", "format", "items",
-    "maxItems", "maxLength", "maxProperties", "maximum", "minItems", "minLength",
-    "minProperties", "minimum", "multipleOf", "pattern", "properties", "readOnly", "required",
-    "title", "type", "uniqueItems", "xml"})
-_COMPACT_TYPES: Mapping[str, Mapping[str, JSON]] = {
-    "int-or-string": {"format": "int-or-string", "type": "string"},
-    "quantity": {"type": "string"}, "any": {}}
-
-
-# --- schemas -----------------------------------------------------------------------------------
-
-def convert_schema(raw: Mapping[str, JSON]) -> dict[str, JSON]:
-    """A compact schema-facts node as a Swagger 2.0 schema, keys sorted.
-
-    ``ref`` becomes ``$ref`` with the facts written beside it kept beside it, as upstream v2;
-    ``default`` is dropped (kube's v2 document carries no defaults, unlike v3).
-    """
-    out: dict[str, JSON] = {}
-    for key, value in raw.items():
-        if key == "properties" and isinstance(value, Mapping):
-            out[key] = {name: convert_schema(node) for name, node in sorted(value.items())}
-        elif key in ("items", "additionalProperties") and isinstance(value, Mapping):
-            out[key] = convert_schema(value)
-        elif key == "type" and isinstance(value, str) and value in _COMPACT_TYPES:
-            out.update(_COMPACT_TYPES[value])
-        elif key == "ref":
-            out["$ref"] = _REF_PREFIX + str(value)
-        elif key != "default" and (key in _SCHEMA_KEYS or key.startswith("x-")):
-            out[key] = value
-    return dict(sorted(out.items()))
-
-
-def definitions(seeds: Sequence[str]) -> dict[str, JSON]:
-    """The named types ``seeds`` and all they reference, sorted by name; kinds carry their GVKs.
-
-    Raises KeyError for a name the schema facts lack.
-    """
-    return referenced_types(seeds, convert_schema, _REF_PREFIX, sort_kinds=True)
-
 
 # --- paths -------------------------------------------------------------------------------------
-
-def _query(name: str) -> JSON:
-    return {"in": "query", "name": name, "type": PARAM_TYPES.get(name, "string"),
-            "uniqueItems": True}
-
-
-def _path_param(name: str) -> JSON:
-    return {"in": "path", "name": name, "required": True, "type": "string",
-            "uniqueItems": True}
-
-
-def _body(type_name: str, *, required: bool = True) -> JSON:
-    body: dict[str, JSON] = {"in": "body", "name": "body", "schema": {"$ref": _REF_PREFIX +
-                                                                       type_name}}
-    if required:
-        body["required"] = True
-    return dict(sorted(body.items()))
-
-
-def _sorted_params(params: Sequence[JSON]) -> list[JSON]:
-    return sorted(params, key=lambda p: str(p["name"]) if isinstance(p, Mapping) else "")
-
-
-class _Op(NamedTuple):
-    """An operation: ``name`` is installer.go's operation name less its ``verb``; a response
-    is the name of a definition, a schema, or None (no schema)."""
-
-    verb: str
-    name: str
-    action: str
-    params: Sequence[JSON]
-    responses: Mapping[str, str | dict[str, JSON] | None]
-    consumes: Sequence[str] = ("*/*",)
-    gvk: dict[str, str] | None = None
-    produces: Sequence[str] | None = None  # None: by action (JSON, or a watch stream too)
-
 
 @dataclass(frozen=True)
 class _Kind:
@@ -204,28 +136,9 @@ class _Kind:
     tag: str  # core_v1
     namespaced: str = field(default="")  # "Namespaced" on namespaced collection/item paths
 
-    def operation(self, spec: _Op) -> dict[str, JSON]:
+    def operation(self, spec: Op) -> dict[str, JSON]:
         """One operation of this kind."""
-        verb, name, action, params, responses, consumes, gvk, produces = spec
-        if produces is None:
-            produces = _STREAM_TYPES if action in ("list", "watch", "watchlist") else _JSON_TYPES
-        codes: dict[str, JSON] = {}
-        for code, schema in {**responses, "401": None}.items():
-            answer: dict[str, JSON] = {"description": _STATUS_TEXTS[code]}
-            if isinstance(schema, str):
-                answer["schema"] = {"$ref": _REF_PREFIX + schema}
-            elif schema is not None:
-                answer["schema"] = schema
-            codes[code] = answer
-        op: dict[str, JSON] = {
-            "consumes": list(consumes),
-            "operationId": verb + self.infix + valid_operation_id(name, True),
-            "produces": list(produces), "responses": codes, "schemes": ["https"],
-            "tags": [self.tag], "x-kubernetes-action": action,
-            "x-kubernetes-group-version-kind": gvk or self.gvk}
-        if params:
-            op["parameters"] = _sorted_params(params)
-        return dict(sorted(op.items()))
+        return operation(spec, self.gvk, self.infix, self.tag)
 
     def write(self, method: str, sub: str, body_type: str,
               gvk: dict[str, str] | None) -> dict[str, JSON]:
@@ -233,38 +146,38 @@ class _Kind:
         name = f"{self.namespaced}{self.resource.kind}{sub.title()}"
         if method == "patch":
             media = (*PATCH_TYPES, *(() if self.resource.is_custom else (SMP_TYPE,)))
-            params = [_body(_PATCH), *map(_query, PATCH_PARAMS)]
-            return self.operation(_Op("patch", name, "patch", params,
-                                      {"200": body_type, "201": body_type}, sorted(media), gvk))
+            params = [body_param(PATCH), *map(query, PATCH_PARAMS)]
+            return self.operation(Op("patch", name, "patch", params,
+                                     {"200": body_type, "201": body_type}, sorted(media), gvk))
         codes = ("200", "201", "202") if method == "post" else ("200", "201")
         verb = "create" if method == "post" else "replace"
-        params = [_body(body_type), *map(_query, WRITE_PARAMS)]
-        return self.operation(_Op(verb, name, method, params, dict.fromkeys(codes, body_type),
-                                  gvk=gvk))
+        params = [body_param(body_type), *map(query, WRITE_PARAMS)]
+        return self.operation(Op(verb, name, method, params, dict.fromkeys(codes, body_type),
+                                 gvk=gvk))
 
     def read(self, sub: str, body_type: str, gvk: dict[str, str] | None) -> dict[str, JSON]:
         name = f"{self.namespaced}{self.resource.kind}{sub.title()}"
-        return self.operation(_Op("read", name, "get", (), {"200": body_type}, gvk=gvk))
+        return self.operation(Op("read", name, "get", (), {"200": body_type}, gvk=gvk))
 
     def delete(self) -> dict[str, JSON]:
-        body = self.type_name if self.resource.return_deleted_object else _STATUS
-        params = [_body(_DELETE_OPTIONS, required=False), *map(_query, DELETE_PARAMS)]
-        return self.operation(_Op("delete", self.namespaced + self.resource.kind, "delete",
-                                  params, {"200": body, "202": body}))
+        answer = self.type_name if self.resource.return_deleted_object else STATUS
+        params = [body_param(DELETE_OPTIONS, required=False), *map(query, DELETE_PARAMS)]
+        return self.operation(Op("delete", self.namespaced + self.resource.kind, "delete",
+                                 params, {"200": answer, "202": answer}))
 
     def watch(self, action: str, name: str) -> dict[str, JSON]:
         """A watch path's only operation (its parameters are the path's)."""
-        return {"get": self.operation(_Op("watch", name, action, (), {"200": _WATCH_EVENT}))}
+        return {"get": self.operation(Op("watch", name, action, (), {"200": WATCH_EVENT}))}
 
     def collection(self) -> dict[str, JSON]:
         """``get`` (list), ``post`` and ``delete`` (deletecollection) of a collection path."""
         name = self.namespaced + self.resource.kind
-        params = [_body(_DELETE_OPTIONS, required=False), *map(_query, DELETE_COLLECTION_PARAMS)]
+        params = [body_param(DELETE_OPTIONS, required=False), *map(query, DELETE_COLLECTION_PARAMS)]
         return {
-            "delete": self.operation(_Op("delete", "collection" + name, "deletecollection",
-                                         params, {"200": _STATUS})),
-            "get": self.operation(_Op("list", name, "list", [*map(_query, LIST_PARAMS)],
-                                      {"200": self.list_type})),
+            "delete": self.operation(Op("delete", "collection" + name, "deletecollection",
+                                        params, {"200": STATUS})),
+            "get": self.operation(Op("list", name, "list", [*map(query, LIST_PARAMS)],
+                                     {"200": self.list_type})),
             "post": self.write("post", "", self.type_name, None),
         }
 
@@ -276,19 +189,10 @@ class _Kind:
         ops: dict[str, JSON] = {}
         for method in spec.methods:
             verb, prefix = ("connect", method.title()) if spec.action == "connect" else ("read", "")
-            ops[method] = self.operation(_Op(verb, prefix + name, spec.action, (),
-                                             {"200": {"type": "string"}}, gvk=gvk,
-                                             produces=spec.produces))
+            ops[method] = self.operation(Op(verb, prefix + name, spec.action, (),
+                                            {"200": {"type": "string"}}, gvk=gvk,
+                                            produces=spec.produces))
         return ops
-
-
-def _path_item(ops: Mapping[str, Mapping[str, JSON]], params: Sequence[JSON],
-               own: Sequence[str] = ("pretty",)) -> dict[str, JSON]:
-    """A path's operations and its parameters: ``params``, the query parameters ``own`` and
-    those every operation lists (``openapi.hoist_parameters``)."""
-    kept, common = hoist_parameters(ops)
-    path_params = _sorted_params([*params, *map(_query, own), *common])
-    return dict(sorted({**kept, "parameters": path_params}.items()))
 
 
 def resource_paths(resource: Resource) -> dict[str, JSON]:
@@ -307,36 +211,36 @@ def resource_paths(resource: Resource) -> dict[str, JSON]:
     scoped = _Kind(resource, gvk, own.type_name, list_type, infix, tag,
                    "Namespaced" if resource.namespaced else "")
     base, plural, kind = resource.base_path, resource.plural, resource.kind
-    ns = [_path_param("namespace")] if resource.namespaced else []
-    item = [_path_param("name"), *ns]
+    ns = [path_param("namespace")] if resource.namespaced else []
+    item = [path_param("name"), *ns]
     coll = f"{base}/namespaces/{{namespace}}/{plural}" if ns else f"{base}/{plural}"
     if resource.create_only:  # a Creater alone (bindings): POST to the collection
-        return {coll: _path_item({"post": scoped.write("post", "", own.type_name, None)}, ns)}
+        return {coll: path_item({"post": scoped.write("post", "", own.type_name, None)}, ns)}
     watch = coll.replace(base, f"{base}/watch", 1)
-    listing = [*map(_query, LIST_PARAMS)]
+    listing = [*map(query, LIST_PARAMS)]
     paths: dict[str, JSON] = {
-        coll: _path_item(scoped.collection(), ns),
-        f"{coll}/{{name}}": _path_item({"delete": scoped.delete(),
-                                        "get": scoped.read("", own.type_name, None),
-                                        "patch": scoped.write("patch", "", own.type_name, None),
-                                        "put": scoped.write("put", "", own.type_name, None)},
-                                       item),
-        watch: _path_item(scoped.watch("watchlist", f"{scoped.namespaced}{kind}List"),
-                          [*listing, *ns]),
-        f"{watch}/{{name}}": _path_item(scoped.watch("watch", scoped.namespaced + kind),
-                                        [*listing, *item]),
+        coll: path_item(scoped.collection(), ns),
+        f"{coll}/{{name}}": path_item({"delete": scoped.delete(),
+                                       "get": scoped.read("", own.type_name, None),
+                                       "patch": scoped.write("patch", "", own.type_name, None),
+                                       "put": scoped.write("put", "", own.type_name, None)},
+                                      item),
+        watch: path_item(scoped.watch("watchlist", f"{scoped.namespaced}{kind}List"),
+                         [*listing, *ns]),
+        f"{watch}/{{name}}": path_item(scoped.watch("watch", scoped.namespaced + kind),
+                                       [*listing, *item]),
     }
     if ns:  # the all-namespaces list and watch
-        every = everywhere.operation(_Op("list", f"{kind}ForAllNamespaces", "list", (),
-                                         {"200": list_type}))
-        paths[f"{base}/{plural}"] = _path_item({"get": every}, listing)
-        paths[f"{base}/watch/{plural}"] = _path_item(
+        every = everywhere.operation(Op("list", f"{kind}ForAllNamespaces", "list", (),
+                                        {"200": list_type}))
+        paths[f"{base}/{plural}"] = path_item({"get": every}, listing)
+        paths[f"{base}/watch/{plural}"] = path_item(
             everywhere.watch("watchlist", f"{kind}ListForAllNamespaces"), listing)
     for sub in resource.subresources:
         path = f"{coll}/{{name}}/{sub}"
         stream = STREAM_SUBRESOURCES.get(sub)
         if stream is not None:
-            paths[path] = _path_item(scoped.stream(sub, stream), item, stream.params)
+            paths[path] = path_item(scoped.stream(sub, stream), item, stream.params)
             continue
         methods, body_kind = SUBRESOURCES.get(sub, ((), None))
         info = kind_info(*body_kind) if body_kind else own
@@ -346,22 +250,38 @@ def resource_paths(resource: Resource) -> dict[str, JSON]:
         ops = {m: (scoped.read(sub, info.type_name, sub_gvk) if m == "get"
                    else scoped.write(m, sub, info.type_name, sub_gvk)) for m in methods}
         if ops:
-            paths[path] = _path_item(ops, item)
+            paths[path] = path_item(ops, item)
     return paths
 
 
 def build_swagger(registry: Registry) -> dict[str, JSON]:
-    """The Swagger 2.0 document of every served resource (not yet encoded)."""
+    """The Swagger 2.0 document of every served resource (not yet encoded).
+
+    A resource served from a CustomResourceDefinition (``resource.crd``) adds the paths and
+    definitions apiextensions-apiserver builds from it (``apiextensions.openapi_docs``); the
+    others, and the named types of each group-version with a built-in kind, come from the
+    schema facts.
+    """
     paths: dict[str, JSON] = {}
-    seeds: list[str] = []
+    crd_definitions: dict[str, JSON] = {}
+    built_in: dict[tuple[str, str], None] = {}
     for resource in registry:
-        paths.update(resource_paths(resource))
-    for group, version in registry.group_versions():
+        crd = getattr(resource, "crd", None)  # set on entries a CRD serves
+        if crd is None:
+            built_in[resource.group, resource.version] = None
+            paths.update(resource_paths(resource))
+        else:
+            crd_paths, found = openapi_v2_paths_and_definitions(crd, resource.version)
+            paths.update(crd_paths)
+            crd_definitions.update(found)
+    seeds: list[str] = []
+    for group, version in built_in:
         seeds += named_types(f"{group}/{version}" if group else version)
-    seeds += iter_refs(paths, _REF_PREFIX)
+    seeds += iter_refs(paths, REF_PREFIX)
+    named = definitions([s for s in seeds if s not in crd_definitions])
     return {"swagger": "2.0", "info": dict(OPENAPI_INFO), "paths": dict(sorted(paths.items())),
-            "definitions": definitions(seeds), "securityDefinitions": _SECURITY_DEFINITIONS,
-            "security": _SECURITY}
+            "definitions": dict(sorted({**named, **crd_definitions}.items())),
+            "securityDefinitions": _SECURITY_DEFINITIONS, "security": _SECURITY}
 
 
 # --- the encoded document ------------------------------------------------------------------------
