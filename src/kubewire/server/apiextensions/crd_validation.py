@@ -41,7 +41,7 @@ from kubewire.server.apiextensions.crd_internal import (
     schema_has,
     strings,
 )
-from kubewire.server.apiextensions.go_values import go_schema_props, go_versions
+from kubewire.server.apiextensions.go_literals import go_schema_props, go_versions
 from kubewire.server.apiextensions.webhook_config import (
     URLError,
     ca_bundle_problem,
