@@ -9,8 +9,9 @@ Any kind, built-in or custom, is data here (a ``ResourceInfo``), in one of three
 - ``Api(Widget, client=client, api_version=..., kind=...)``: a user's own msgspec Struct or
   dataclass (``API_VERSION``/``KIND`` class variables may stand for the keywords).
 
-A kind kubewire does not know is found in the server's discovery documents on first use
-(cached per client, ``Client.discovery``) unless ``plural`` and ``namespaced`` are given.
+A kind kube builds in is known from kubewire's registry; any other (custom resources, even
+those kubewire itself serves as such) is found in the server's discovery documents on first
+use (cached per client, ``Client.discovery``), unless ``plural`` and ``namespaced`` are given.
 Custom resources take no strategic merge patch (kube answers 415): their ``patch`` defaults
 to a JSON merge patch, and asking for a strategic one raises ``ValueError`` before sending.
 ``namespace`` defaults to the client's context namespace; ``None`` means all namespaces. Every
@@ -53,6 +54,7 @@ from kubewire.client.resource import (
     is_user_type,
     page_decoder,
     query,
+    registered,
     resource_info,
     status_decoder,
     with_type_fields,
@@ -63,7 +65,6 @@ from kubewire.client.watch import WatchSettings, WatchStream
 from kubewire.client.watch_state import WatchOptions, WatchState
 from kubewire.json_types import JSON
 from kubewire.models import KubeObject, ListMeta, Status, decode, encode
-from kubewire.resources import REGISTRY
 
 T = TypeVar("T")
 M = TypeVar("M", bound=KubeObject)
@@ -154,9 +155,11 @@ class Api(Generic[T]):
     # --- the kind --------------------------------------------------------------------------
 
     def _set_info(self, info: ResourceInfo) -> None:
-        if info.custom is None and REGISTRY.by_kind(info.api_version, info.kind) is None:
+        if info.custom is None:
+            res = registered(info.api_version, info.kind or None, info.plural)
+            custom = res.is_custom if res is not None else self._custom
             info = ResourceInfo(info.api_version, info.kind, info.plural, info.namespaced,
-                                self._custom)
+                                custom)
         self._info = info
         type_fields = getattr(self.codec, "type_fields", None)
         if isinstance(type_fields, dict) and info.kind:

@@ -15,7 +15,7 @@ import msgspec
 from kubewire.client.errors import ConfigError
 from kubewire.json_types import JSON
 from kubewire.models import KubeObject, ListMeta, Status, decode, encode
-from kubewire.resources import REGISTRY
+from kubewire.resources import REGISTRY, Resource
 
 T = TypeVar("T")
 M = TypeVar("M", bound=KubeObject)
@@ -72,20 +72,27 @@ class ResourceInfo:
 
 def resource_info(api_version: str, kind: str | None = None, plural: str | None = None,
                   namespaced: bool | None = None) -> ResourceInfo | None:
-    """Facts for a kind from the registry, or as given (kinds kubewire does not know: then
-    ``plural`` and ``namespaced`` are needed); None when discovery has to find them."""
+    """Facts for a kind: a kind kube builds in from kubewire's registry; any other (custom
+    resources, whose CRD a cluster may or may not have, even those kubewire serves as such)
+    as given, when ``plural`` and ``namespaced`` are; None when discovery has to find it."""
     if not api_version or api_version.count("/") > 1:
         raise ConfigError(f"invalid api_version {api_version!r}: 'v1' or 'group/version'")
     if not kind and not plural:
         raise ConfigError("a kind needs kind= or plural= besides api_version=")
-    group, _, version = api_version.rpartition("/")
-    res = (REGISTRY.by_kind(api_version, kind) if kind
-           else REGISTRY.lookup(group, version, plural or ""))
-    if res is not None:
-        return ResourceInfo(api_version, res.kind, res.plural, res.namespaced, res.is_custom)
+    res = registered(api_version, kind, plural)
+    if res is not None and not res.is_custom:
+        return ResourceInfo(api_version, res.kind, res.plural, res.namespaced, custom=False)
     if plural is None or namespaced is None:
         return None
-    return ResourceInfo(api_version, kind or "", plural, namespaced)
+    return ResourceInfo(api_version, kind or "", plural, namespaced,
+                        custom=True if res is not None else None)
+
+
+def registered(api_version: str, kind: str | None, plural: str | None) -> Resource | None:
+    """kubewire's registry entry of a kind (by kind, else by plural), if it has one."""
+    group, _, version = api_version.rpartition("/")
+    return (REGISTRY.by_kind(api_version, kind) if kind
+            else REGISTRY.lookup(group, version, plural or ""))
 
 
 def format_selector(selector: Selector | None) -> str | None:
