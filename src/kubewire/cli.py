@@ -1,6 +1,7 @@
 """``kubewire`` command line: ``kubewire serve`` starts a Kubernetes-compatible API server
 (``--detach``: in the background, returning once it is ready; ``kubewire stop`` stops it);
-``kubewire user`` issues credentials; ``kubewire repair`` restarts a damaged store.
+``kubewire user`` issues credentials; ``kubewire repair`` restarts a damaged store; ``kubewire
+models crd.yaml > models.py`` writes typed client models of custom resources.
 
 Whatever goes wrong for a user (a flag, a port in use, a data directory another server holds, a
 full disk, a store that lost revisions, a bad certificate) is said in one line, ``kubewire:
@@ -132,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_user_command(sub)
     _add_repair_command(sub)
     _add_stop_command(sub)
+    _add_models_command(sub)
     return parser
 
 
@@ -236,6 +238,37 @@ def _add_stop_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
                       help="the server's data directory (default ./data)")
     stop.add_argument("--timeout", type=duration(), default=30.0,
                       help="how long to wait for it to stop (default 30s)")
+
+
+def _add_models_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    models = sub.add_parser(
+        "models", help="write typed client models (msgspec) of the custom resources that "
+                       "CRD YAML files define", formatter_class=HelpFormatter,
+        description="Print a Python module with a model class for every served version of "
+                    "every CustomResourceDefinition in the files, for kubewire.client.Api.")
+    models.add_argument("files", nargs="+", metavar="FILE",
+                        help="YAML with one or more CRDs ('-': standard input)")
+    models.add_argument("-o", "--output", type=Path, default=None,
+                        help="write the module to this file (default: standard output)")
+
+
+def write_models(args: argparse.Namespace) -> int:
+    """``kubewire models``: CRD YAML in, a Python module out (client-only: no server code)."""
+    from kubewire.client.crd_models import CRDError, generate_from_yaml
+
+    try:
+        texts = [(name, sys.stdin.read() if name == "-" else Path(name).read_text())
+                 for name in args.files]
+        module = generate_from_yaml([("<stdin>" if name == "-" else Path(name).name, text)
+                                     for name, text in texts])
+        if args.output is None:
+            sys.stdout.write(module)
+        else:
+            args.output.write_text(module)
+    except (OSError, UnicodeDecodeError, CRDError) as exc:
+        print(f"kubewire: models: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def detach(args: argparse.Namespace, argv: Sequence[str]) -> int:
@@ -733,6 +766,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return repair(args)
         if args.command == "stop":
             return stop(args)
+        if args.command == "models":
+            return write_models(args)
         return issue_user(args)
     except ModuleNotFoundError as exc:  # a client-only install
         if (exc.name or "").split(".")[0] not in SERVER_EXTRA_MODULES:

@@ -14,7 +14,8 @@ INTENDED = {
     "ItemBackoff", "ObjectList", "PatchType", "QueueShutDown", "WorkQueue",
     "PropagationPolicy", "ServiceUnavailable", "StatusError", "Timeout", "TooManyRequests",
     "TransportError", "Unauthorized", "Watch", "WatchEvent", "WatchSettings", "create_client",
-    "in_cluster_config", "load_config", "load_kubeconfig",
+    "in_cluster_config", "load_config", "load_kubeconfig", "NoKindMatch", "Scale",
+    "UnsupportedMediaType",
 }
 CLIENT = Path(kubewire.client.__file__).parent
 FORBIDDEN_PREFIXES = ("kubewire.server", "kubewire.storage")

@@ -95,6 +95,14 @@ def test_the_command_line_without_the_server_extra(tmp_path: Path) -> None:
     assert (serve.returncode, serve.stderr) == (
         1, "kubewire: serve needs the server's dependencies (httptools is missing): "
            "pip install 'kubewire[server]'\n")
+    # ``kubewire models`` is the client's: it runs without them.
+    crd = tmp_path / "crd.yaml"
+    crd.write_text("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"
+                   "spec: {group: example.com, names: {kind: Widget, plural: widgets}, "
+                   "versions: [{name: v1, served: true, storage: true}]}\n")
+    models = _without_server(code, "models", str(crd))
+    assert models.returncode == 0, models.stderr
+    assert 'KIND: ClassVar[str] = "Widget"' in models.stdout
 
 
 def test_docs_link_nothing_outside_the_repository() -> None:

@@ -5,6 +5,10 @@
         async for event in pods.watch(allow_bookmarks=True):
             print(event.type, event.object.metadata.name)
 
+Custom resources: ``Api(dict, client=client, api_version="example.com/v1", kind="Widget")``
+(or a msgspec Struct / dataclass of your own, or models ``kubewire models crd.yaml``
+generates); see ``kubewire.client.api``.
+
 Models live in ``kubewire.models``; exceptions are listed in ``kubewire.client.errors``.
 """
 
@@ -25,6 +29,7 @@ from kubewire.client.errors import (
     Gone,
     InternalError,
     Invalid,
+    NoKindMatch,
     NotFound,
     ServiceUnavailable,
     StatusError,
@@ -32,11 +37,13 @@ from kubewire.client.errors import (
     TooManyRequests,
     TransportError,
     Unauthorized,
+    UnsupportedMediaType,
 )
 from kubewire.client.events import Bookmark, EventType, WatchEvent
 from kubewire.client.informers.informer import Informer, InformerEvent
 from kubewire.client.informers.workqueue import ItemBackoff, QueueShutDown, WorkQueue
 from kubewire.client.resource import PatchType, PropagationPolicy
+from kubewire.client.scale import Scale
 from kubewire.client.watch import WatchSettings
 
 __all__ = [
@@ -60,17 +67,20 @@ __all__ = [
     "InternalError",
     "Invalid",
     "ItemBackoff",
+    "NoKindMatch",
     "NotFound",
     "ObjectList",
     "PatchType",
     "PropagationPolicy",
     "QueueShutDown",
+    "Scale",
     "ServiceUnavailable",
     "StatusError",
     "Timeout",
     "TooManyRequests",
     "TransportError",
     "Unauthorized",
+    "UnsupportedMediaType",
     "Watch",
     "WatchEvent",
     "WatchSettings",

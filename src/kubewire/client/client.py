@@ -6,18 +6,21 @@ from pathlib import Path
 from types import TracebackType
 
 from kubewire.client.config import ClientConfig, load_config
+from kubewire.client.discovery import Discovery
 from kubewire.client.transport import Request, Transport
 
 
 class Client:
     """A connection to one API server. ``async with client:`` closes it on exit.
 
-    ``namespace`` is the context's namespace: the default of every ``Api`` built on it.
+    ``namespace`` is the context's namespace: the default of every ``Api`` built on it;
+    ``discovery`` caches where the kinds its ``Api``s found by discovery are served.
     """
 
     def __init__(self, config: ClientConfig) -> None:
         self.config = config
         self.transport = Transport(config)
+        self.discovery = Discovery(self.request)
 
     @property
     def namespace(self) -> str:

@@ -12,6 +12,7 @@ Failures that never reached an API answer are ``ClientError``::
      │    ├── Invalid, TooManyRequests, InternalError, ServiceUnavailable, Timeout, ...
      └── ClientError
           ├── ConfigError                   no usable kubeconfig / in-cluster configuration
+          │    └── NoKindMatch              discovery: the server does not serve that kind
           ├── CredentialError               an exec plugin or token file failed
           └── TransportError                connection refused, reset, TLS failure, timeout
 """
@@ -48,6 +49,10 @@ class ConfigError(ClientError):
     """The kubeconfig or in-cluster environment cannot be used."""
 
 
+class NoKindMatch(ConfigError):
+    """The server does not serve the kind an ``Api`` names (client-go's NoKindMatchError)."""
+
+
 class CredentialError(ClientError):
     """Credentials could not be obtained (exec plugin failed, token file unreadable)."""
 
@@ -59,6 +64,7 @@ class TransportError(ClientError):
 __all__ = [
     "AlreadyExists", "BadRequest", "ClientError", "ConfigError", "Conflict", "CredentialError",
     "Expired", "Forbidden", "Gone", "InternalError", "Invalid", "MethodNotAllowed",
-    "NotAcceptable", "NotFound", "RequestEntityTooLarge", "ServiceUnavailable", "StatusError",
-    "Timeout", "TooManyRequests", "TransportError", "Unauthorized", "UnsupportedMediaType",
+    "NoKindMatch", "NotAcceptable", "NotFound", "RequestEntityTooLarge", "ServiceUnavailable",
+    "StatusError", "Timeout", "TooManyRequests", "TransportError", "Unauthorized",
+    "UnsupportedMediaType",
 ]

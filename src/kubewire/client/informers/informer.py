@@ -203,7 +203,7 @@ class Informer(Generic[T]):
                     await self._watch(await self._list())
             except Gone:
                 self.relists += 1
-                log.info("informer %s: 410 Gone, listing again", self.api.info.plural)
+                log.info("informer %s: 410 Gone, listing again", self.api.resource_name)
             except (StatusError, TransportError) as err:
                 await self._recover(err)
 
@@ -213,13 +213,13 @@ class Informer(Generic[T]):
         if isinstance(err, StatusError) and self.use_streaming_list \
                 and not self._synced.is_set():
             log.info("informer %s: streaming list refused (%s): list+watch",
-                     self.api.info.plural, err)
+                     self.api.resource_name, err)
             self.use_streaming_list = False
             return
         if isinstance(err, StatusError) and err.code in FATAL_CODES:
             raise err
         delay = self._backoff.next_delay()
-        log.warning("informer %s: %s; retrying in %.1fs", self.api.info.plural, err, delay)
+        log.warning("informer %s: %s; retrying in %.1fs", self.api.resource_name, err, delay)
         await asyncio.sleep(delay)
 
     async def _list(self) -> str:
