@@ -54,7 +54,7 @@ def _child(path: str, name: str) -> str:
 
 
 def _walk(path: str, x: JSON, s: Structural | None, errors: list[FieldError]) -> None:
-    if s is None:
+    if s is None or not s.has_embedded:
         return
     if isinstance(x, dict):
         if s.embedded_resource:

@@ -25,7 +25,8 @@ def validate_list_types(schema: Structural, obj: Mapping[str, JSON],
                         path: str = "") -> list[FieldError]:
     """``ValidateListSetsAndMaps(<path or nil>, schema, obj)``."""
     errors: list[FieldError] = []
-    _object(path, schema, obj, errors)
+    if schema.has_list_checks:
+        _object(path, schema, obj, errors)
     return errors
 
 
@@ -46,6 +47,8 @@ def _object(path: str, s: Structural, obj: Mapping[str, JSON], errors: list[Fiel
 
 
 def _value(path: str, s: Structural, obj: JSON, errors: list[FieldError]) -> None:
+    if not s.has_list_checks:
+        return
     if isinstance(obj, list):
         _array(path, s, obj, errors)
     elif isinstance(obj, dict):

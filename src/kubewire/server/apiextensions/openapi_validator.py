@@ -208,13 +208,12 @@ def _number_errors(s: Structural, data: float | int, path: str, result: _Result)
 
 def validate_node(s: Structural, data: JSON, path: str, crd_form: bool) -> _Result:
     """``SchemaValidator.Validate`` of ``data`` at kube-openapi path ``path``."""
-    types = s.crd_types if crd_form else ((s.type,) if s.type else ())
-    fmt = s.crd_format if crd_form else s.format
+    types, fmt = _types_and_format(s, crd_form)
     result = _Result()
     if data is None:
         return _null_result(s, types, path, result)
     if types or fmt:
-        _type_result(types, fmt, data, path, result)
+        _type_result(s, data, path, crd_form, result)
     if s.any_of or s.one_of or s.all_of or s.not_ is not None:
         result.merge(_junctors(s, data, path, crd_form))
     else:
@@ -239,10 +238,20 @@ def validate_node(s: Structural, data: JSON, path: str, crd_form: bool) -> _Resu
     return result
 
 
-def _type_result(types: tuple[str, ...], fmt: str, data: JSON, path: str,
-                 result: _Result) -> None:
+def _types_and_format(s: Structural, crd_form: bool) -> tuple[tuple[str, ...], str]:
+    """The node's type list and format as kube-openapi sees them in either form."""
+    if crd_form:
+        return s.crd_types, s.crd_format
+    return ((s.type,) if s.type else ()), s.format
+
+
+def _type_result(s: Structural, data: JSON, path: str, crd_form: bool, result: _Result) -> None:
     """The type validator's part (a passing check counts one match more)."""
-    error = _check_type(types, fmt, data, path)
+    if crd_form and type(data) in s.crd_plain:
+        error = None
+    else:
+        types, fmt = _types_and_format(s, crd_form)
+        error = _check_type(types, fmt, data, path)
     if error is None:
         result.match += 1
     else:
@@ -439,8 +448,100 @@ def to_field_errors(result: _Result, prefix: str | None) -> list[FieldError]:
 def validate_value(schema: Structural, value: JSON, prefix: str | None = None,
                    crd_form: bool = True) -> list[FieldError]:
     """``ValidateCustomResource(prefix, value, <validator of schema>)``."""
-    result = validate_node(schema, value, "", crd_form)
-    return to_field_errors(result, prefix) if result.errors else []
+    if is_valid(schema, value, crd_form):
+        return []
+    return to_field_errors(validate_node(schema, value, "", crd_form), prefix)
 
 
-__all__ = ["NIL_PATH", "to_field_errors", "validate_node", "validate_value"]
+# --- the fast path -----------------------------------------------------------------------------
+# Whether ``validate_node`` would find no error, without building results: a node's result is
+# empty exactly when each of its checks passes (junctors compose the same way), so valid objects,
+# the common case, are walked once at this speed and only invalid ones get the full walk.
+
+def is_valid(s: Structural, data: JSON, crd_form: bool = True) -> bool:
+    """``not validate_node(s, data, ...).errors``."""
+    kind = type(data)
+    if data is None:
+        types = s.crd_types if crd_form else ((s.type,) if s.type else ())
+        return (not types or s.nullable or "null" in types) and s.enum is None
+    if not (crd_form and kind in s.crd_plain):
+        types = s.crd_types if crd_form else ((s.type,) if s.type else ())
+        fmt = s.crd_format if crd_form else s.format
+        if (types or fmt) and _check_type(types, fmt, data, "") is not None:
+            return False
+    if (s.any_of or s.one_of or s.all_of or s.not_ is not None) and \
+            not _junctors_valid(s, data, crd_form):
+        return False
+    if not _kind_valid(s, data, kind, crd_form):
+        return False
+    return s.enum is None or any(_enum_matches(data, v) for v in s.enum)
+
+
+def _kind_valid(s: Structural, data: JSON, kind: type, crd_form: bool) -> bool:
+    """The object, string, array or number checks for ``data``'s kind."""
+    if kind is dict:
+        return _object_valid(s, data, crd_form)
+    if kind is str:
+        return _string_valid(s, data, crd_form)
+    if kind is list:
+        return _array_valid(s, data, crd_form)
+    if (kind is int or kind is float) and (
+            s.multiple_of is not None or s.minimum is not None or s.maximum is not None):
+        probe = _Result()
+        _number_errors(s, data, "", probe)
+        return not probe.errors
+    return True
+
+
+def _junctors_valid(s: Structural, data: JSON, crd_form: bool) -> bool:
+    if s.any_of and not any(is_valid(b, data, crd_form) for b in s.any_of):
+        return False
+    if s.one_of and sum(is_valid(b, data, crd_form) for b in s.one_of) != 1:
+        return False
+    if s.all_of and not all(is_valid(b, data, crd_form) for b in s.all_of):
+        return False
+    return s.not_ is None or not is_valid(s.not_, data, crd_form)
+
+
+def _string_valid(s: Structural, data: str, crd_form: bool) -> bool:
+    if s.max_length is not None and len(data) > s.max_length:
+        return False
+    if s.min_length is not None and len(data) < s.min_length:
+        return False
+    if s.pattern_search is not None and s.pattern_search(data) is None:
+        return False
+    fmt = s.crd_format if crd_form else s.format
+    return not fmt or not (crd_form or formats.known(fmt)) or formats.check(fmt, data)
+
+
+def _array_valid(s: Structural, data: list[JSON], crd_form: bool) -> bool:
+    size = len(data)
+    if (s.min_items is not None and size < s.min_items) or (
+            s.max_items is not None and size > s.max_items):
+        return False
+    if s.unique_items and len({json_key(v) for v in data}) < size:
+        return False
+    items = s.items
+    return items is None or all(is_valid(items, v, crd_form) for v in data)
+
+
+def _object_valid(s: Structural, data: dict[str, JSON], crd_form: bool) -> bool:
+    size = len(data)
+    if (s.min_properties is not None and size < s.min_properties) or (
+            s.max_properties is not None and size > s.max_properties):
+        return False
+    props = s.properties
+    additional = s.additional_properties
+    ap_schema = additional if isinstance(additional, Structural) else None
+    for key, value in data.items():
+        prop = props.get(key)
+        if prop is not None:
+            if not is_valid(prop, value, crd_form):
+                return False
+        elif additional is False or (ap_schema is not None
+                                      and not is_valid(ap_schema, value, crd_form)):
+            return False
+    return all(key in data for key in s.required)
+
+
+__all__ = ["NIL_PATH", "is_valid", "to_field_errors", "validate_node", "validate_value"]

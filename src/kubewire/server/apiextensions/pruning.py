@@ -157,7 +157,7 @@ def coerce_embedded_meta(schema: Structural, obj: JSON) -> list[str]:
 
 
 def _coerce(x: JSON, s: Structural | None, path: str, out: list[str]) -> None:
-    if s is None:
+    if s is None or not s.has_embedded:
         return
     if isinstance(x, dict):
         if s.embedded_resource:

@@ -31,6 +31,9 @@ SUPPORTED_FORMATS = frozenset({
 })
 
 
+_PyType = type  # the class below has a field named ``type``
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Structural:
     """One schema node. ``raw`` is the node's JSON as given."""
@@ -75,6 +78,11 @@ class Structural:
     crd_types: tuple[str, ...] = ()
     crd_format: str = ""
     has_defaults: bool = False  # some node below (properties, items, additionalProperties) has one
+    # Python types of values that always pass the CRD-form type check (the fast path).
+    crd_plain: frozenset[_PyType] = frozenset()
+    # This node or one below is an embedded resource / a set or map list (walks skip the rest).
+    has_embedded: bool = False
+    has_list_checks: bool = False
 
     @property
     def additional_schema(self) -> Structural | None:
@@ -101,6 +109,21 @@ def _nodes(values: JSON) -> tuple[Structural, ...]:
     if not isinstance(values, list):
         return ()
     return tuple(parse(v) for v in values if isinstance(v, dict))
+
+
+_PLAIN = {"string": frozenset({str}), "object": frozenset({dict}), "array": frozenset({list}),
+          "boolean": frozenset({bool}), "integer": frozenset({int}),
+          "number": frozenset({int, float})}
+
+
+def _plain(types: tuple[str, ...], fmt: str) -> frozenset[type]:
+    """``typeValidator`` passes these exact Python types (no format check can fail them)."""
+    if fmt and types != ("string",):
+        return frozenset()
+    out: frozenset[type] = frozenset()
+    for name in types:
+        out |= _PLAIN.get(name, frozenset())
+    return out
 
 
 def _strings(values: JSON) -> tuple[str, ...]:
@@ -141,8 +164,11 @@ def parse(schema: Mapping[str, JSON]) -> Structural:
     map_type = schema.get("x-kubernetes-map-type")
     validations = schema.get("x-kubernetes-validations")
     has_default = "default" in schema and schema["default"] is not None
-    children = [*properties.values(), items,
-                additional if isinstance(additional, Structural) else None]
+    children = [c for c in (*properties.values(), items,
+                            additional if isinstance(additional, Structural) else None)
+                if c is not None]
+    crd_format = fmt if fmt.replace("-", "") in SUPPORTED_FORMATS else ""
+    embedded = schema.get("x-kubernetes-embedded-resource") is True
     return Structural(
         raw=schema,
         type=type_,
@@ -170,7 +196,7 @@ def parse(schema: Mapping[str, JSON]) -> Structural:
         has_default=has_default,
         default=schema.get("default") if has_default else None,
         preserve_unknown_fields=schema.get("x-kubernetes-preserve-unknown-fields") is True,
-        embedded_resource=schema.get("x-kubernetes-embedded-resource") is True,
+        embedded_resource=embedded,
         int_or_string=int_or_string,
         list_type=list_type if isinstance(list_type, str) else None,
         list_map_keys=_strings(schema.get("x-kubernetes-list-map-keys")),
@@ -182,8 +208,11 @@ def parse(schema: Mapping[str, JSON]) -> Structural:
         one_of=_nodes(schema.get("oneOf")),
         not_=parse(not_raw) if isinstance(not_raw, dict) else None,
         crd_types=crd_types,
-        crd_format=fmt if fmt.replace("-", "") in SUPPORTED_FORMATS else "",
-        has_defaults=any(c is not None and (c.has_default or c.has_defaults) for c in children),
+        crd_format=crd_format,
+        has_defaults=any(c.has_default or c.has_defaults for c in children),
+        crd_plain=_plain(crd_types, crd_format),
+        has_embedded=embedded or any(c.has_embedded for c in children),
+        has_list_checks=list_type in ("set", "map") or any(c.has_list_checks for c in children),
     )
 
 
