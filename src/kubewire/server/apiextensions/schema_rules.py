@@ -71,7 +71,13 @@ _ALLOWED_AT_ROOT = ("[Description Type Format Title Maximum ExclusiveMaximum Min
 def schema_errors(schema: Mapping[str, JSON], path: str, *, root: bool = True,
                   status_subresource: bool = False,
                   validation_rules: RuleChecker | None = None) -> list[FieldError]:
-    """Every CRD-time error of ``schema`` (see the module docstring), in kube's order."""
+    """Every CRD-time error of ``schema`` (see the module docstring), in kube's order.
+
+    ``status_subresource``: the version enables ``/status`` (root fields restricted).
+    ``root=False`` leaves out the rules only a resource's root schema has (``nullable``, the
+    status-subresource fields, ``default`` forbidden in top-level meta); the structural rules
+    always take ``schema`` as a root, as kube only ever checks whole ``openAPIV3Schema``s.
+    """
     errors: list[FieldError] = []
     if root and status_subresource:
         errors.extend(_status_root_errors(schema, path))
