@@ -329,6 +329,7 @@ class APIServer:
     async def _serve(self, request: Request, route: Route) -> Response | None:
         method = request.method
         ctx = self.ctx
+        _warn_if_deprecated(request, route)
         handler = _SUBRESOURCE_HANDLERS.get(route.subresource)
         if handler is None and route.resource.create_only:
             handler = serve_binding  # the core bindings collection: a Creater alone
@@ -371,6 +372,20 @@ def _logged(request: Request, verb: str, response: Response | None, code: int,
     if httplog.enabled():
         httplog.log_request(request, verb, response, code, started)
     return response
+
+
+def _warn_if_deprecated(request: Request, route: Route) -> None:
+    """A deprecated CRD version's ``Warning`` on every answer, errors and watches too. kube
+    adds it before serving (``customresource_handler.go`` ``ServeHTTP``), so it comes before
+    the request's own warnings."""
+    text = route.resource.deprecation_warning
+    if text is not None:
+        request.answer_headers = (*request.answer_headers, _warning_header(text))
+
+
+def _warning_header(text: str) -> tuple[str, str]:
+    """``Warning: 299 - "<text>"`` (kube's warning recorder; ``\\`` and ``"`` escaped)."""
+    return "Warning", '299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 SubresourceHandler = Callable[[ServerContext, Request, Route], Awaitable[Response]]

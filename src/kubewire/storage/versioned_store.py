@@ -17,7 +17,13 @@ from typing import Any
 
 import msgspec
 
-from kubewire.conversions import VersionKind, convert_object, needs_conversion, version_kind_of
+from kubewire.conversions import (
+    SchemaConversion,
+    VersionKind,
+    convert_object,
+    needs_conversion,
+    version_kind_of,
+)
 from kubewire.resources import Registry
 from kubewire.storage.base import Change, ChangeListener, Create, Op, Record, Store, Update
 
@@ -54,12 +60,33 @@ class VersionedStore:
         if isinstance(op, Create | Update):
             stored = self.registry.resource_for_key(op.key)
             served = version_kind_of(op.obj)
+            if stored is not None and served is not None and stored.conversion is not None:
+                return await self._write_custom(op, stored.conversion, stored.api_version,
+                                                served[0])
             if stored is not None and served is not None \
                     and needs_conversion(op.obj, stored.version_kind):
                 obj = convert_object(op.obj, stored.version_kind)
                 change = await self.store.write(replace(op, obj=obj))
                 return change_as(change, served)
         return await self.store.write(op)
+
+    async def _write_custom(self, op: Create | Update, conversion: SchemaConversion,
+                            storage_version: str, served: str) -> Change:
+        """A custom resource: stored as its CRD's codec encodes it (converted to the storage
+        version, pruned with its schema), answered as a read in the writer's version decodes
+        the stored bytes (kube's Create and Update answer what they decode from etcd). An
+        object in another version with a webhook strategy was converted by the caller."""
+        if served == storage_version:
+            return await self.store.write(op)
+        if conversion.webhook:
+            raise ValueError(f"{served} is converted to {storage_version} by the CRD's "
+                             "webhook before it is written")
+        obj = conversion.write(_decode(_encode(op.obj)), storage_version)  # the caller's kept
+        change = await self.store.write(replace(op, obj=obj))
+        prev = change.prev_value
+        return replace(change, value=_read_bytes(change.value, conversion, served),
+                       prev_value=None if prev is None else _read_bytes(prev, conversion, served),
+                       obj=None)
 
     async def get(self, key: str) -> Record | None:
         return await self.store.get(key)
@@ -87,3 +114,7 @@ def change_as(change: Change, target: VersionKind) -> Change:
 def _convert_bytes(value: bytes, target: VersionKind) -> bytes:
     obj = _decode(value)
     return _encode(convert_object(obj, target)) if needs_conversion(obj, target) else value
+
+
+def _read_bytes(value: bytes, conversion: SchemaConversion, api_version: str) -> bytes:
+    return _encode(conversion.read(_decode(value), api_version))
