@@ -14,6 +14,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -33,6 +34,7 @@ from kubewire.server.access.kubeconfig import Credentials, kubeconfig_text, serv
 from kubewire.server.context import DATABASE_NAME, ServerConfig, ServerContext
 from kubewire.server.controllers.crds import served_at_start
 from kubewire.server.controllers.manager import ControllerManager
+from kubewire.server.conversion.objects import convert_or_fail
 from kubewire.server.discovery.documents import discovery_response
 from kubewire.server.discovery.openapi import openapi_response
 from kubewire.server.discovery.openapi_v2 import openapi_v2_response
@@ -73,6 +75,7 @@ from kubewire.storage import deadlines
 from kubewire.storage.base import ValueTooLargeError
 from kubewire.storage.cache import WatchCaches
 from kubewire.storage.sqlite.store import SQLiteStore
+from kubewire.storage.versioned_store import VersionedStore
 
 if TYPE_CHECKING:
     from kubewire.server.observe.audit_log import Auditor
@@ -95,6 +98,8 @@ class APIServer:
         caches = WatchCaches(store, REGISTRY, ring_capacity=config.ring_capacity,
                              bookmark_interval_s=config.bookmark_interval_s)
         self.ctx = ServerContext(config=config, store=store, caches=caches)
+        assert isinstance(self.ctx.store, VersionedStore)
+        self.ctx.store.webhook = partial(convert_or_fail, self.ctx)  # CRD conversion webhooks
         self.health = ServerHealth(store)
         self.http = HTTPServer(self.handle, config.limits, head_check=self._check_head)
         self.tls = None if config.insecure_http else tls_files(config)

@@ -12,6 +12,7 @@ Every other call passes through unchanged.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
@@ -24,10 +25,12 @@ from kubewire.conversions import (
     needs_conversion,
     version_kind_of,
 )
-from kubewire.resources import Registry
+from kubewire.json_types import JSON
+from kubewire.resources import Registry, Resource
 from kubewire.storage.base import Change, ChangeListener, Create, Op, Record, Store, Update
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
+WebhookCall = Callable[[Resource, list[dict[str, JSON]], str], Awaitable[list[dict[str, JSON]]]]
 _encode = msgspec.json.Encoder().encode
 
 
@@ -37,6 +40,9 @@ class VersionedStore:
     def __init__(self, store: Store, registry: Registry) -> None:
         self.store = store
         self.registry = registry
+        # How a CRD's conversion webhook is called (the server's, ``server/conversion``):
+        # (stored entry, objects, apiVersion) -> the objects in that version. None: no calls.
+        self.webhook: WebhookCall | None = None
 
     @property
     def current_revision(self) -> int:
@@ -61,8 +67,7 @@ class VersionedStore:
             stored = self.registry.resource_for_key(op.key)
             served = version_kind_of(op.obj)
             if stored is not None and served is not None and stored.conversion is not None:
-                return await self._write_custom(op, stored.conversion, stored.api_version,
-                                                served[0])
+                return await self._write_custom(op, stored, stored.conversion, served[0])
             if stored is not None and served is not None \
                     and needs_conversion(op.obj, stored.version_kind):
                 obj = convert_object(op.obj, stored.version_kind)
@@ -70,23 +75,28 @@ class VersionedStore:
                 return change_as(change, served)
         return await self.store.write(op)
 
-    async def _write_custom(self, op: Create | Update, conversion: SchemaConversion,
-                            storage_version: str, served: str) -> Change:
+    async def _write_custom(self, op: Create | Update, stored: Resource,
+                            conversion: SchemaConversion, served: str) -> Change:
         """A custom resource: stored as its CRD's codec encodes it (converted to the storage
         version, pruned with its schema), answered as a read in the writer's version decodes
         the stored bytes (kube's Create and Update answer what they decode from etcd). An
-        object in another version with a webhook strategy was converted by the caller."""
+        object in another version with a webhook strategy is converted by ``webhook``."""
+        storage_version = stored.api_version
         if served == storage_version:
             return await self.store.write(op)
-        if conversion.webhook:
-            raise ValueError(f"{served} is converted to {storage_version} by the CRD's "
-                             "webhook before it is written")
-        obj = conversion.write(_decode(_encode(op.obj)), storage_version)  # the caller's kept
-        change = await self.store.write(replace(op, obj=obj))
+        obj = _decode(_encode(op.obj))  # the caller's object stays as it is
+        if conversion.webhook:  # called here, before the write is queued to the writer
+            if self.webhook is None or stored is None:
+                raise ValueError(f"no conversion webhook caller for {served}")
+            [obj] = await self.webhook(stored, [obj], storage_version)
+        change = await self.store.write(replace(op, obj=conversion.write(obj, storage_version)))
         prev = change.prev_value
-        return replace(change, value=_read_bytes(change.value, conversion, served),
-                       prev_value=None if prev is None else _read_bytes(prev, conversion, served),
-                       obj=None)
+        values = [change.value] if prev is None else [change.value, prev]
+        read = [conversion.read(_decode(value), served) for value in values]
+        if conversion.webhook and self.webhook is not None and stored is not None:
+            read = await self.webhook(stored, read, served)  # after the commit, as kube does
+        return replace(change, value=_encode(read[0]),
+                       prev_value=None if prev is None else _encode(read[1]), obj=None)
 
     async def get(self, key: str) -> Record | None:
         return await self.store.get(key)
@@ -114,7 +124,3 @@ def change_as(change: Change, target: VersionKind) -> Change:
 def _convert_bytes(value: bytes, target: VersionKind) -> bytes:
     obj = _decode(value)
     return _encode(convert_object(obj, target)) if needs_conversion(obj, target) else value
-
-
-def _read_bytes(value: bytes, conversion: SchemaConversion, api_version: str) -> bytes:
-    return _encode(conversion.read(_decode(value), api_version))

@@ -18,6 +18,7 @@ import msgspec
 from kubewire.conversions import as_go_encodes
 from kubewire.resources import Resource
 from kubewire.server.context import ServerContext
+from kubewire.server.conversion.objects import served_one
 from kubewire.server.patch import json_patch as patching
 from kubewire.server.patch.field_ownership import (
     APPLY_PATCH_MEDIA_TYPE,
@@ -285,7 +286,9 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Mutation,
     resource = route.resource
     key = resource.storage_key(route.namespace, route.name)
     for _ in range(UPDATE_RETRIES):
-        current = ctx.live(resource, route.namespace, route.name)
+        # a conversion webhook's version: the live object converted (before the write)
+        current = await served_one(ctx, resource, ctx.live(resource, route.namespace,
+                                                            route.name))
         old = _decode(current.value)
         new = mutate(_decode(current.value))
         asked = requested_managed_fields(new)  # before the steps below drop them
