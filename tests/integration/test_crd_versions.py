@@ -161,10 +161,16 @@ def test_storage_version_switch(server: ServerThread) -> None:
     # the conversion, and v1 prunes the shape
     assert get(server, f"{V1}/new")["spec"] == {}
     assert get(server, f"{V1}/old")["spec"] == {"color": "red", "size": 3}  # still v1 bytes
+    # an unchanged PUT of an object stored in v1 still rewrites it (kube compares the new v2
+    # encoding with the stored bytes): stored in v2 now, its size is gone
     old = get(server, f"{V1}/old")
-    old["metadata"]["labels"] = {"rewritten": "yes"}
-    ok(call(server, "PUT", f"{V1}/old", old), 200)
-    assert get(server, f"{V1}/old")["spec"] == {"color": "red"}  # stored in v2: size gone
+    rewritten = ok(call(server, "PUT", f"{V1}/old", old), 200)
+    assert rewritten["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]
+    assert get(server, f"{V1}/old")["spec"] == {"color": "red"}
+    # stored as it would be stored now: an unchanged PUT writes nothing
+    again = get(server, f"{V2}/new")
+    same = ok(call(server, "PUT", f"{V2}/new", again), 200)
+    assert same["metadata"]["resourceVersion"] == again["metadata"]["resourceVersion"]
     # the old storage version cannot be dropped from spec.versions while it is stored
     dropped = copy.deepcopy(get(server, f"{CRDS}/{CRD_NAME}"))
     dropped["spec"]["versions"] = [v for v in dropped["spec"]["versions"] if v["name"] != "v1"]

@@ -57,9 +57,11 @@ class CachedObject:
         self._resource = resource
         self._fields: dict[str, str] | None = None
         self._versions: dict[str, CachedObject] | None = None
-        # A custom resource stored in another version than ``value``'s: the stored bytes, which
-        # every other version is read from (kube's storage of each version decodes the stored
-        # bytes itself, so a field the storage version lacks still reaches a version with it).
+        # A custom resource whose stored bytes are not ``value`` (stored in another version, or
+        # defaulted on read): the stored bytes, which every other version is read from (kube's
+        # storage of each version decodes them itself, so a field the storage version lacks
+        # still reaches a version with it), and which tell an update that its object, though
+        # unchanged as read, is not stored as it would store it now.
         self.stored: bytes | None = None
 
     @property
@@ -78,10 +80,11 @@ class CachedObject:
         if conversion is not None:  # a custom resource: its CRD's storage codec
             stored_in = obj.get("apiVersion")
             obj = conversion.read(obj, resource.api_version)
-            cached = cls(key, revision, _encode(obj), obj, resource)
+            encoded = _encode(obj)
+            cached = cls(key, revision, encoded, obj, resource)
             source = obj.get("apiVersion")  # another one only when a webhook converts
             cached.api_version = source if isinstance(source, str) else resource.api_version
-            if stored_in != resource.api_version:
+            if stored_in != resource.api_version or encoded != value:
                 cached.stored = value
             return cached
         if needs_conversion(obj, resource.version_kind):

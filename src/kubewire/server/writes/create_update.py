@@ -78,6 +78,7 @@ from kubewire.storage.base import (
     RevisionMismatchError,
     Update,
 )
+from kubewire.storage.version_view import VersionView
 
 __all__ = ["create", "delete", "delete_collection", "ensure_initial_namespaces", "patch",
            "update"]
@@ -307,7 +308,7 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Mutation,
                                                           dry_run=wopts.dry_run)
         if wopts.dry_run:
             return prepared, warnings
-        if lifecycle.is_noop_update(old, prepared):
+        if lifecycle.is_noop_update(old, prepared) and not _stored_otherwise(ctx, resource, key):
             ctx.allocations.abandon(resource, prepared, kept=old)
             return old, warnings
         try:
@@ -326,6 +327,18 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Mutation,
             raise not_found(resource.group, resource.plural, route.name) from None
         return _decode(change.value), warnings
     raise conflict(resource.group, resource.plural, route.name)
+
+
+def _stored_otherwise(ctx: ServerContext, resource: Resource, key: str) -> bool:
+    """True for a custom resource whose stored bytes are not what a write of it would store
+    now (stored in an older storage version, or before a default was added): kube compares the
+    new encoding with the stored bytes, so an unchanged update still rewrites it (crds.md
+    §6.5)."""
+    if resource.conversion is None:
+        return False
+    cache = ctx.caches.for_resource(resource)
+    stored = (cache.cache if isinstance(cache, VersionView) else cache).get(key)
+    return stored is not None and stored.stored is not None
 
 
 async def pod_admission_facts(ctx: ServerContext, namespace: str,
