@@ -4,12 +4,18 @@ A registry entry with ``stored_as`` serves the objects of another entry (kube's 
 resources, e.g. core/v1 and events.k8s.io/v1 Events). ``CONVERTERS`` holds one pure function per
 (from, to) pair of (apiVersion, kind); ``convert_object`` is the single mechanism every layer
 (storage writes, the watch cache, historical lists) uses to move an object between versions.
+
+A custom resource's entries carry a ``SchemaConversion`` (``Resource.conversion``, built from its
+CRD in ``server/apiextensions/versions.py``): kube reads and writes custom resources through a
+codec that prunes and defaults with the versions' schemas around the CRD's converter, so those
+entries convert through it rather than through ``convert_object`` alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
+from typing import Protocol
 
 from kubewire import event_conversion as events
 from kubewire.json_types import JSON
@@ -23,6 +29,32 @@ CONVERTERS: Mapping[tuple[VersionKind, VersionKind], Converter] = MappingProxyTy
     ((events.EVENTS_API_VERSION, events.KIND), (events.CORE_API_VERSION, events.KIND)):
         events.events_v1_to_core_event,
 })
+
+
+class SchemaConversion(Protocol):
+    """A CRD's versions, as its storage codec converts between them (apiextensions-apiserver
+    ``crdConversionRESTOptionsGetter``: ``schemaCoercingDecoder``, ``unstructuredDefaulter``,
+    ``schemaCoercingConverter`` around the CRD's converter).
+
+    ``webhook`` is True when a conversion between two versions is a call to the CRD's
+    conversion webhook: then ``read`` and ``write`` never change an object's version (that
+    takes I/O, done by the server's handlers), they only coerce it in its own version.
+    """
+
+    @property
+    def webhook(self) -> bool: ...
+
+    def read(self, obj: dict[str, JSON], api_version: str) -> dict[str, JSON]:
+        """A stored object as a read in ``api_version`` sees it (without a webhook call)."""
+        ...
+
+    def write(self, obj: dict[str, JSON], api_version: str) -> dict[str, JSON]:
+        """A written object in the storage version ``api_version`` (without a webhook call)."""
+        ...
+
+    def converted(self, obj: dict[str, JSON], api_version: str) -> dict[str, JSON]:
+        """An object the webhook converted to ``api_version``, pruned with its schema."""
+        ...
 
 
 # Kinds whose written objects are re-encoded as Go would (struct order and zero fields), as

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+from kubewire.conversions import SchemaConversion
+
 NameRule = Literal["subdomain", "label", "dns1035", "path"]
 """How ``metadata.name`` is validated (objects-and-clients.md §1.7)."""
 
@@ -77,6 +79,9 @@ class Resource:
     # The text of the ``Warning: 299`` header every request to this version gets (a CRD
     # version marked ``deprecated``, crds.md §6.4); None when not deprecated.
     deprecation_warning: str | None = None
+    # How a custom resource's objects move between the CRD's versions (pruned and defaulted
+    # with the versions' schemas, converted by the CRD's strategy); None for built-in kinds.
+    conversion: SchemaConversion | None = field(default=None, compare=False, repr=False)
 
     @property
     def crd_name(self) -> str:

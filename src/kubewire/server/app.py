@@ -14,6 +14,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -33,6 +34,7 @@ from kubewire.server.access.kubeconfig import Credentials, kubeconfig_text, serv
 from kubewire.server.context import DATABASE_NAME, ServerConfig, ServerContext
 from kubewire.server.controllers.crds import served_at_start
 from kubewire.server.controllers.manager import ControllerManager
+from kubewire.server.conversion.objects import convert_or_fail
 from kubewire.server.discovery.documents import discovery_response
 from kubewire.server.discovery.openapi import openapi_response
 from kubewire.server.discovery.openapi_v2 import openapi_v2_response
@@ -73,6 +75,7 @@ from kubewire.storage import deadlines
 from kubewire.storage.base import ValueTooLargeError
 from kubewire.storage.cache import WatchCaches
 from kubewire.storage.sqlite.store import SQLiteStore
+from kubewire.storage.versioned_store import VersionedStore
 
 if TYPE_CHECKING:
     from kubewire.server.observe.audit_log import Auditor
@@ -95,6 +98,8 @@ class APIServer:
         caches = WatchCaches(store, REGISTRY, ring_capacity=config.ring_capacity,
                              bookmark_interval_s=config.bookmark_interval_s)
         self.ctx = ServerContext(config=config, store=store, caches=caches)
+        assert isinstance(self.ctx.store, VersionedStore)
+        self.ctx.store.webhook = partial(convert_or_fail, self.ctx)  # CRD conversion webhooks
         self.health = ServerHealth(store)
         self.http = HTTPServer(self.handle, config.limits, head_check=self._check_head)
         self.tls = None if config.insecure_http else tls_files(config)
@@ -329,6 +334,7 @@ class APIServer:
     async def _serve(self, request: Request, route: Route) -> Response | None:
         method = request.method
         ctx = self.ctx
+        _warn_if_deprecated(request, route)
         handler = _SUBRESOURCE_HANDLERS.get(route.subresource)
         if handler is None and route.resource.create_only:
             handler = serve_binding  # the core bindings collection: a Creater alone
@@ -371,6 +377,20 @@ def _logged(request: Request, verb: str, response: Response | None, code: int,
     if httplog.enabled():
         httplog.log_request(request, verb, response, code, started)
     return response
+
+
+def _warn_if_deprecated(request: Request, route: Route) -> None:
+    """A deprecated CRD version's ``Warning`` on every answer, errors and watches too. kube
+    adds it before serving (``customresource_handler.go`` ``ServeHTTP``), so it comes before
+    the request's own warnings."""
+    text = route.resource.deprecation_warning
+    if text is not None:
+        request.answer_headers = (*request.answer_headers, _warning_header(text))
+
+
+def _warning_header(text: str) -> tuple[str, str]:
+    """``Warning: 299 - "<text>"`` (kube's warning recorder; ``\\`` and ``"`` escaped)."""
+    return "Warning", '299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 SubresourceHandler = Callable[[ServerContext, Request, Route], Awaitable[Response]]

@@ -41,7 +41,7 @@ class CachedObject:
     """An object as the cache holds it: bytes for the wire, sets for filtering."""
 
     __slots__ = ("_fields", "_resource", "_versions", "api_version", "key", "labels", "name",
-                 "namespace", "revision", "value")
+                 "namespace", "revision", "stored", "value")
 
     def __init__(self, key: str, revision: int, value: bytes, obj: dict[str, Any],
                  resource: Resource) -> None:
@@ -57,6 +57,12 @@ class CachedObject:
         self._resource = resource
         self._fields: dict[str, str] | None = None
         self._versions: dict[str, CachedObject] | None = None
+        # A custom resource whose stored bytes are not ``value`` (stored in another version, or
+        # defaulted on read): the stored bytes, which every other version is read from (kube's
+        # storage of each version decodes them itself, so a field the storage version lacks
+        # still reaches a version with it), and which tell an update that its object, though
+        # unchanged as read, is not stored as it would store it now.
+        self.stored: bytes | None = None
 
     @property
     def fields(self) -> dict[str, str]:
@@ -70,6 +76,17 @@ class CachedObject:
     def decode(cls, key: str, revision: int, value: bytes, resource: Resource) -> CachedObject:
         """The stored ``value`` as ``resource`` serves it (converted when another version)."""
         obj = _decode(value)
+        conversion = resource.conversion
+        if conversion is not None:  # a custom resource: its CRD's storage codec
+            stored_in = obj.get("apiVersion")
+            obj = conversion.read(obj, resource.api_version)
+            encoded = _encode(obj)
+            cached = cls(key, revision, encoded, obj, resource)
+            source = obj.get("apiVersion")  # another one only when a webhook converts
+            cached.api_version = source if isinstance(source, str) else resource.api_version
+            if stored_in != resource.api_version or encoded != value:
+                cached.stored = value
+            return cached
         if needs_conversion(obj, resource.version_kind):
             obj = convert_object(obj, resource.version_kind)
             value = _encode(obj)
@@ -81,7 +98,10 @@ class CachedObject:
         """``decode``, unless the change came with its decoded object (``Change.obj``, the
         writer's in-process hint): then its sets are read from that object, which is not kept
         (the labels are copied), so the writer's object is never decoded a second time."""
-        if obj is None or needs_conversion(obj, resource.version_kind):
+        if obj is None or resource.conversion is not None \
+                or needs_conversion(obj, resource.version_kind):
+            # a custom resource is read through its CRD's codec (defaulted with the schema of
+            # the version it is stored in, which the writer's version may not have applied)
             return cls.decode(key, revision, value, resource)
         cached = cls(key, revision, value, obj, resource)
         if cached.labels:
@@ -97,7 +117,8 @@ class CachedObject:
             self._versions = {}
         converted = self._versions.get(resource.api_version)
         if converted is None:
-            converted = CachedObject.decode(self.key, self.revision, self.value, resource)
+            converted = CachedObject.decode(self.key, self.revision, self.stored or self.value,
+                                            resource)
             self._versions[resource.api_version] = converted
         return converted
 

@@ -7,7 +7,8 @@ strategy's facts (``apiextensions-apiserver:pkg/registry/customresource/strategy
 outside metadata, status/scale per version, selectable fields as field labels (label = the
 ``jsonPath`` without its leading dot, §3.5), deletes answered with a Status. Every version shares
 the storage version's objects: the entry of the storage version is the stored one, the others
-name it in ``stored_as``.
+name it in ``stored_as``. All of them share one ``CRDConversion`` (``versions.py``): how objects
+are read and written in each version.
 
 The deprecation warning text is ``customresource_handler.go`` ``defaultDeprecationWarning``
 (§6.4), with apimachinery's ``CompareKubeAwareVersionStrings`` (``pkg/version/helpers.go``).
@@ -28,6 +29,7 @@ from kubewire.server.apiextensions.crd_internal import (
     storage_version,
     strings,
 )
+from kubewire.server.apiextensions.versions import CRDConversion
 
 CRD_GROUP = "apiextensions.k8s.io"
 
@@ -131,6 +133,7 @@ def resources_for(crd: Mapping[str, JSON]) -> tuple[Resource, ...]:
     storage = storage_version(crd)
     stored_id = f"{group}/{plural}"
     frozen_crd = MappingProxyType(dict(crd))
+    conversion = CRDConversion(crd)
     entries: list[Resource] = []
     for version in map(as_dict, as_list(spec.get("versions"))):
         name = as_str(version.get("name"))
@@ -150,5 +153,6 @@ def resources_for(crd: Mapping[str, JSON]) -> tuple[Resource, ...]:
             allow_unconditional_update=False,
             stored_as="" if name == storage else stored_id,
             crd=frozen_crd,
-            deprecation_warning=deprecation_warning(version, crd)))
+            deprecation_warning=deprecation_warning(version, crd),
+            conversion=conversion))
     return tuple(entries)

@@ -4,5 +4,6 @@
 older revisions and continue tokens; ``watch`` opens watch streams (chunked HTTP or WebSocket)
 with bookmarks, initial events and selectors; ``pod_connect`` answers the pod subresources
 kube proxies to a kubelet (log, exec, attach, portforward). It may import the wire,
-``request``, ``tables``, ``context``, storage and the shared core.
+``request``, ``tables``, ``context``, ``conversion`` (webhook-converted CRD versions), storage
+and the shared core.
 """

@@ -10,6 +10,10 @@ stops after ``limit + 1`` matches; ``remainingItemCount`` (only without selector
 ``GetList``) is a count of the cache's sorted keys; a ``metadata.name`` selector is a key lookup,
 ``metadata.namespace`` a key range, and a label equality reads the cache's label index.
 
+A CRD version whose objects a conversion webhook converts gets the page's objects converted in
+one call (``server/conversion``) after the page is cut: selectors see the objects as the
+cache holds them, in the version they are stored in.
+
 A request that negotiated a Table (``kubectl get``) gets the same read rendered as a
 ``meta.k8s.io`` Table (objects-and-clients.md §5); only then are objects decoded.
 """
@@ -23,6 +27,7 @@ from typing import Protocol
 from kubewire.resources import Resource
 from kubewire.selectors.labels import LabelSelector, Operator
 from kubewire.server.context import ServerContext
+from kubewire.server.conversion.objects import served, served_one
 from kubewire.server.request.options import ListOptions, decode_continue, encode_continue
 from kubewire.server.request.routes import Route
 from kubewire.server.tables.bodies import list_table_body, object_table_body
@@ -74,6 +79,7 @@ async def serve_get(ctx: ServerContext, route: Route, resource_version: str,
     obj = cache.get(route.resource.storage_key(route.namespace, route.name))
     if obj is None:
         raise not_found(route.resource.group, route.resource.plural, route.name)
+    obj = await served_one(ctx, route.resource, obj)  # a conversion webhook's, if any
     if table is None:
         return object_response(200, obj.value)
     return object_response(200, object_table_body(route.resource, obj.value, table.resolve(),
@@ -108,6 +114,7 @@ async def serve_list(ctx: ServerContext, route: Route, opts: ListOptions,
         except CompactedError as exc:
             raise Expired(LIST_TOO_OLD) from exc
     items, more, remaining = _page(source, prefix, start, opts, namespace)
+    items = await served(ctx, resource, items)  # a conversion webhook's, if any
     token = "" if more is None else encode_continue(revision, more.key[len(prefix):] + "\x00")
     if table is not None:
         list_meta = {"resourceVersion": str(revision), "continue": token,

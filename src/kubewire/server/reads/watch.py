@@ -11,7 +11,9 @@ Contract (watch-protocol.md §2.2, §3, §5, §6):
 - errors found before streaming are ordinary Status responses; later ones are ERROR events;
 - a Table Accept (``kubectl get -w``) makes each ADDED/MODIFIED/DELETED object a one-row
   ``meta.k8s.io`` Table, column definitions on the first only (objects-and-clients.md §5.4);
-  order, once-only delivery and slow-consumer closing are the same as for JSON.
+  order, once-only delivery and slow-consumer closing are the same as for JSON;
+- a CRD version served through a conversion webhook converts each flush's objects on the way
+  out (``server/conversion/sink.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import sys
 from kubewire.selectors.fields import FieldSelector
 from kubewire.selectors.labels import LabelSelector
 from kubewire.server.context import ServerContext
+from kubewire.server.conversion.objects import needs_webhook
+from kubewire.server.conversion.sink import ConvertingSink
 from kubewire.server.request.options import ListOptions
 from kubewire.server.request.routes import Route
 from kubewire.server.tables.output import negotiate_output
@@ -87,4 +91,6 @@ async def serve_watch(ctx: ServerContext, request: Request, route: Route,
     sink: Sink = request.start_event_stream(WATCH_HEADERS)
     if table_request is not None:
         sink = TableSink(sink, route.resource, table_request, ctx.now)
+    if needs_webhook(route.resource):  # the objects, converted before any Table is made
+        sink = ConvertingSink(sink, ctx, route.resource)
     await cache.watch(sink, watch_filter(route, opts), start)

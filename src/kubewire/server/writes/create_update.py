@@ -18,6 +18,7 @@ import msgspec
 from kubewire.conversions import as_go_encodes
 from kubewire.resources import Resource
 from kubewire.server.context import ServerContext
+from kubewire.server.conversion.objects import served_one
 from kubewire.server.patch import json_patch as patching
 from kubewire.server.patch.field_ownership import (
     APPLY_PATCH_MEDIA_TYPE,
@@ -77,6 +78,7 @@ from kubewire.storage.base import (
     RevisionMismatchError,
     Update,
 )
+from kubewire.storage.version_view import VersionView
 
 __all__ = ["create", "delete", "delete_collection", "ensure_initial_namespaces", "patch",
            "update"]
@@ -285,7 +287,9 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Mutation,
     resource = route.resource
     key = resource.storage_key(route.namespace, route.name)
     for _ in range(UPDATE_RETRIES):
-        current = ctx.live(resource, route.namespace, route.name)
+        # a conversion webhook's version: the live object converted (before the write)
+        current = await served_one(ctx, resource, ctx.live(resource, route.namespace,
+                                                            route.name))
         old = _decode(current.value)
         new = mutate(_decode(current.value))
         asked = requested_managed_fields(new)  # before the steps below drop them
@@ -304,7 +308,7 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Mutation,
                                                           dry_run=wopts.dry_run)
         if wopts.dry_run:
             return prepared, warnings
-        if lifecycle.is_noop_update(old, prepared):
+        if lifecycle.is_noop_update(old, prepared) and not _stored_otherwise(ctx, resource, key):
             ctx.allocations.abandon(resource, prepared, kept=old)
             return old, warnings
         try:
@@ -323,6 +327,18 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Mutation,
             raise not_found(resource.group, resource.plural, route.name) from None
         return _decode(change.value), warnings
     raise conflict(resource.group, resource.plural, route.name)
+
+
+def _stored_otherwise(ctx: ServerContext, resource: Resource, key: str) -> bool:
+    """True for a custom resource whose stored bytes are not what a write of it would store
+    now (stored in an older storage version, or before a default was added): kube compares the
+    new encoding with the stored bytes, so an unchanged update still rewrites it (crds.md
+    §6.5)."""
+    if resource.conversion is None:
+        return False
+    cache = ctx.caches.for_resource(resource)
+    stored = (cache.cache if isinstance(cache, VersionView) else cache).get(key)
+    return stored is not None and stored.stored is not None
 
 
 async def pod_admission_facts(ctx: ServerContext, namespace: str,
