@@ -152,8 +152,8 @@ def _checked_root(api_version: str, kind: str, schema_required: bool) -> SchemaN
 
 # --- types, required, enums ------------------------------------------------------------------
 
-def _json_type(value: JSON) -> tuple[str, str]:
-    """kube-openapi's (type, format) for a decoded JSON value."""
+def json_type(value: JSON) -> tuple[str, str]:
+    """kube-openapi's (type, format) for a decoded JSON value (``schemaInfoForType``)."""
     if isinstance(value, bool):
         return "boolean", ""
     if isinstance(value, int):
@@ -188,7 +188,7 @@ def _check_type(node: SchemaNode, value: JSON, path: str) -> FieldError | None:
     declared = node.declared
     if not declared:
         return None
-    actual, fmt = _json_type(value)
+    actual, fmt = json_type(value)
     float_int = actual == "number" and float(value).is_integer() and "integer" in declared
     int_float = actual == "integer" and "number" in declared
     matches = actual in declared or float_int or int_float

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from kubewire.go_text import go_float, go_quote
 from kubewire.json_types import JSON
+from kubewire.schema.validate import json_type
 from kubewire.server.apiextensions import formats
 from kubewire.server.apiextensions.go_values import field_value, go_equal, json_key
 from kubewire.server.apiextensions.structural import Structural
@@ -75,21 +76,6 @@ class _Result:
         self.match += other.match
 
 
-def _json_type(value: JSON) -> tuple[str, str]:
-    """``typeValidator.schemaInfoForType`` for a decoded JSON value."""
-    if isinstance(value, bool):
-        return "boolean", ""
-    if isinstance(value, int):
-        return "integer", "int64"
-    if isinstance(value, float):
-        return "number", "float64"
-    if isinstance(value, str):
-        return "string", ""
-    if isinstance(value, list):
-        return "array", ""
-    return "object", ""
-
-
 def _is_json_integer(value: float) -> bool:
     """``swag.IsFloat64AJSONInteger``."""
     if not math.isfinite(value) or not -(2**53) + 1 <= value <= 2**53 - 1:
@@ -108,7 +94,7 @@ def _type_error(path: str, type_name: str, value: str) -> _Error:
 
 def _check_type(types: tuple[str, ...], fmt: str, data: JSON, path: str) -> _Error | None:
     """``typeValidator.Validate`` for a non-null value."""
-    sch_type, sch_format = _json_type(data)
+    sch_type, sch_format = json_type(data)
     float_int = sch_type == "number" and "integer" in types and _is_json_integer(data)
     int_float = sch_type == "integer" and "number" in types
     text_like = isinstance(data, str | list)
