@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import itertools
 import logging
 from collections.abc import Callable
 from typing import Protocol, TypeVar
@@ -65,6 +66,56 @@ class Sink(Protocol):
     def write_framed(self, framed: bytes) -> None: ...
 
     def close(self) -> None: ...
+
+
+class WrappingSink:
+    """A ``Sink`` over ``inner`` that rewrites what it sends (Tables, converted objects): flow
+    control, closing and the callbacks are ``inner``'s unless a subclass says otherwise. Its
+    ``framing`` is unique, so the cache never shares its payloads with other watchers."""
+
+    __slots__ = ("framing", "inner")
+    _ids = itertools.count(1)
+
+    def __init__(self, inner: Sink, tag: str) -> None:
+        self.inner = inner
+        self.framing = f"{inner.framing}+{tag}#{next(WrappingSink._ids)}"
+
+    @property
+    def closed(self) -> bool:
+        return self.inner.closed
+
+    @closed.setter
+    def closed(self, value: bool) -> None:
+        self.inner.closed = value
+
+    @property
+    def on_resume(self) -> Callable[[], None] | None:
+        return self.inner.on_resume
+
+    @on_resume.setter
+    def on_resume(self, callback: Callable[[], None] | None) -> None:
+        self.inner.on_resume = callback
+
+    @property
+    def on_close(self) -> Callable[[], None] | None:
+        return self.inner.on_close
+
+    @on_close.setter
+    def on_close(self, callback: Callable[[], None] | None) -> None:
+        self.inner.on_close = callback
+
+    @property
+    def is_paused(self) -> bool:
+        return self.inner.is_paused
+
+    def frame(self, lines: list[bytes]) -> bytes:
+        return self.inner.frame(lines)
+
+    def write_framed(self, framed: bytes) -> None:
+        self.inner.write_framed(framed)
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 class State(enum.Enum):

@@ -16,7 +16,6 @@ ERROR event carrying kube's 500 Status (the webhook's text).
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -28,24 +27,22 @@ from kubewire.server.context import ServerContext
 from kubewire.server.conversion.objects import convert_or_fail
 from kubewire.status import StatusError
 from kubewire.storage.cached import event_line
-from kubewire.storage.watcher import Sink
+from kubewire.storage.watcher import Sink, WrappingSink
 
 MAX_BACKLOG_BYTES = 1024 * 1024
 
-_sink_ids = itertools.count(1)
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 
 
-class ConvertingSink:
+class ConvertingSink(WrappingSink):
     """``Sink`` over ``inner`` whose events carry objects in ``resource``'s version."""
 
     __slots__ = ("_closing", "_ctx", "_queue", "_queued_bytes", "_resource", "_task",
-                 "_watcher_resume", "framing", "inner")
+                 "_watcher_resume")
 
     def __init__(self, inner: Sink, ctx: ServerContext, resource: Resource) -> None:
-        self.inner = inner
-        self.framing = f"{inner.framing}+convert#{next(_sink_ids)}"  # unique: never shared
+        super().__init__(inner, "convert")
         self._ctx = ctx
         self._resource = resource
         self._queue: deque[bytes] = deque()
@@ -70,14 +67,6 @@ class ConvertingSink:
     @on_resume.setter
     def on_resume(self, callback: Callable[[], None] | None) -> None:
         self._watcher_resume = callback
-
-    @property
-    def on_close(self) -> Callable[[], None] | None:
-        return self.inner.on_close
-
-    @on_close.setter
-    def on_close(self, callback: Callable[[], None] | None) -> None:
-        self.inner.on_close = callback
 
     @property
     def is_paused(self) -> bool:

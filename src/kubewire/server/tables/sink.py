@@ -9,65 +9,27 @@ Flow control, closing and callbacks are the wrapped stream's.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 from datetime import datetime
 
 from kubewire.resources import Resource
 from kubewire.server.tables.bodies import TableEventLines
 from kubewire.server.tables.output import TableRequest
-from kubewire.storage.watcher import Sink
-
-_sink_ids = itertools.count(1)
+from kubewire.storage.watcher import Sink, WrappingSink
 
 
-class TableSink:
+class TableSink(WrappingSink):
     """``Sink`` over ``inner`` whose data events carry one-row Tables."""
 
-    __slots__ = ("_lines", "_now", "framing", "inner")
+    __slots__ = ("_lines", "_now")
 
     def __init__(self, inner: Sink, resource: Resource, request: TableRequest,
                  now: Callable[[], datetime]) -> None:
-        self.inner = inner
-        self.framing = f"{inner.framing}+table#{next(_sink_ids)}"  # unique: never shared
+        super().__init__(inner, "table")
         self._lines = TableEventLines(resource, request)
         self._now = now
-
-    @property
-    def closed(self) -> bool:
-        return self.inner.closed
-
-    @closed.setter
-    def closed(self, value: bool) -> None:
-        self.inner.closed = value
-
-    @property
-    def on_resume(self) -> Callable[[], None] | None:
-        return self.inner.on_resume
-
-    @on_resume.setter
-    def on_resume(self, callback: Callable[[], None] | None) -> None:
-        self.inner.on_resume = callback
-
-    @property
-    def on_close(self) -> Callable[[], None] | None:
-        return self.inner.on_close
-
-    @on_close.setter
-    def on_close(self, callback: Callable[[], None] | None) -> None:
-        self.inner.on_close = callback
-
-    @property
-    def is_paused(self) -> bool:
-        return self.inner.is_paused
 
     def frame(self, lines: list[bytes]) -> bytes:
         """The inner framing of the rewritten lines. The cache writes each frame of this sink
         right after building it (its ``framing`` is unique), so the headers-once state holds."""
         return self.inner.frame(self._lines.rewrite(lines, self._now()))
-
-    def write_framed(self, framed: bytes) -> None:
-        self.inner.write_framed(framed)
-
-    def close(self) -> None:
-        self.inner.close()
