@@ -203,6 +203,32 @@ def test_01_minimal_handler_result_goes_to_status(
     assert f"Starting the watch-stream for kopfexamples.v1.kopf.dev {where}." in runner.output
 
 
+def test_01_minimal_follows_its_crd_deleted_and_recreated(
+        cluster: ServerThread, caplog: pytest.LogCaptureFixture) -> None:
+    """Deleting the CRD under a running operator deletes the object and ends kopf's watch of
+    the kind (kopf follows CRDs through their own watch and discovery); applying the CRD again
+    brings it back to kopf, which handles a new object as on a cluster, without a restart."""
+    watched = f"the watch-stream for kopfexamples.v1.kopf.dev in '{NS}'."
+    with running_example("01-minimal") as runner:
+        first = apply_obj(cluster)["metadata"]["uid"]
+        wait_for(lambda: get(cluster, ITEM).get("status"), STEP_TIMEOUT_S, "the first result")
+        kubectl.ok(cluster, "delete", "crd", "kopfexamples.kopf.dev", "--timeout=30s")
+        assert call(cluster, "GET", KEX).status == 404
+        logged(caplog, f"Stopping {watched}")
+        kubectl.ok(cluster, "apply", "-f", str(CRD_YAML))
+        kubectl.ok(cluster, "wait", "--for", "condition=established", "--timeout=30s",
+                   "crd/kopfexamples.kopf.dev")
+        second = apply_obj(cluster)["metadata"]["uid"]
+        handled = wait_for(lambda: get(cluster, ITEM).get("status"), STEP_TIMEOUT_S,
+                           "the second result")
+
+    assert first != second
+    assert handled == {"create_fn": {"message": "hello world"}}
+    assert runner.output.count(f"Starting {watched}") == 2
+    assert runner.output.count(f"Stopping {watched}") == 2  # the CRD's deletion, the end
+    assert runner.output.count("And here we are! Creating:") == 2
+
+
 def test_05_handlers_create_update_field_delete_resume(
         cluster: ServerThread, caplog: pytest.LogCaptureFixture) -> None:
     """Create, update, field and delete handlers: kopf's finalizer goes on before the create
