@@ -212,3 +212,31 @@ def test_custom_resources_survive_a_restart(server: ServerThread) -> None:
     stream = watch(server, WIDGETS, resourceVersion="0")
     assert types_and_names([stream.next_event(10)]) == [("ADDED", "w1")]
     stream.close()
+
+
+def test_a_crd_overlapping_a_built_in_kind_leaves_the_built_in_served(
+        server: ServerThread) -> None:
+    """An approved CRD in a k8s.io group may name a built-in resource: kube establishes it, its
+    built-in handlers keep answering the paths, and deleting the CRD deletes no built-in
+    object (Terminating=False OverlappingBuiltInResource)."""
+    overlapping = {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "leases.coordination.k8s.io",
+                     "annotations": {"api-approved.kubernetes.io": "unapproved, testing"}},
+        "spec": {"group": "coordination.k8s.io", "scope": "Namespaced",
+                 "names": {"plural": "leases", "singular": "lease", "kind": "Lease"},
+                 "versions": [{"name": "v1", "served": True, "storage": True,
+                               "schema": {"openAPIV3Schema": {
+                                   "type": "object",
+                                   "x-kubernetes-preserve-unknown-fields": True}}}]}}
+    leases = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+    create(server, leases, {"metadata": {"name": "l1"}, "spec": {"holderIdentity": "me"}})
+    install(server, overlapping)
+    assert get(server, f"{leases}/l1")["spec"]["holderIdentity"] == "me"
+    bad = call(server, "POST", leases, {"metadata": {"name": "l2"},
+                                        "spec": {"leaseDurationSeconds": "x"}})
+    assert bad.status == 400  # the built-in kind's Go decode, not the CRD's open schema
+    ok(call(server, "DELETE", f"{CRDS}/leases.coordination.k8s.io"), 200)
+    wait_for(lambda: call(server, "GET", f"{CRDS}/leases.coordination.k8s.io").status == 404,
+             10, "the CRD to go")
+    assert get(server, f"{leases}/l1")["spec"]["holderIdentity"] == "me"

@@ -66,6 +66,25 @@ def entries_for(crd: Mapping[str, Any]) -> tuple[Resource, ...]:
     return resources_for(crd)
 
 
+def servable(registry: Registry, crd_name: str,
+             entries: tuple[Resource, ...]) -> tuple[Resource, ...]:
+    """``entries`` but those whose path or storage another entry serves already: a CRD that
+    overlaps a built-in resource (an approved ``*.k8s.io`` group may define one) is established,
+    but kube-apiserver's built-in handlers answer its paths (crds.md §2.2
+    ``OverlappingBuiltInResource``), and its storage is the built-in kind's, never replaced."""
+    def taken(res: Resource) -> bool:
+        other = registry.lookup(res.group, res.version, res.plural)
+        if other is not None and other.crd_name != crd_name:
+            return True
+        stored = registry.by_id(res.id)
+        return stored is not None and stored.crd_name != crd_name
+
+    if not any(taken(res) for res in entries):
+        return entries
+    ids = {res.id for res in entries if taken(res)}
+    return tuple(res for res in entries if res.id not in ids)
+
+
 async def served_at_start(store: Store, registry: Registry) -> Registry:
     """The registry with every established CRD's kinds, read from the store before the caches
     load, so custom resources are served (and cached) from the first request after a restart."""
@@ -74,9 +93,10 @@ async def served_at_start(store: Store, registry: Registry) -> Registry:
     records, _ = await store.list(crd_kind.storage_prefix())
     for record in records:
         crd = _decode(record.value)
-        entries = entries_for(crd)
+        name = crd["metadata"]["name"]
+        entries = servable(registry, name, entries_for(crd))
         if entries:
-            registry = registry.with_custom(crd["metadata"]["name"], entries)
+            registry = registry.with_custom(name, entries)
     return registry
 
 
@@ -172,7 +192,7 @@ class CustomResourceDefinitions:
 
     async def _serve(self, crd: Mapping[str, Any]) -> None:
         name = crd["metadata"]["name"]
-        entries = entries_for(crd)
+        entries = servable(self.ctx.registry, name, entries_for(crd))
         if not entries:
             await self._unserve(name)
             return
@@ -217,9 +237,13 @@ class CustomResourceDefinitions:
         status = dict(crd.get("status") or {})
         served = [res for res in self.ctx.registry.custom()
                   if res.crd_name == meta["name"] and res.is_stored_version]
-        if not crd_strategy.is_true(crd, "Established") or not served:
-            crd_strategy.set_condition(status, naming.terminating_condition(
-                "NeverEstablished"), now)
+        builtins = [(res.group, res.plural) for res in self.ctx.registry if res.crd is None]
+        outcome = naming.finalizer_outcome(crd, builtins)
+        if outcome != "delete" or not served:
+            # never established, or its paths and storage are a built-in kind's: nothing of
+            # its own to delete
+            reason = outcome if outcome != "delete" else "OverlappingBuiltInResource"
+            crd_strategy.set_condition(status, naming.terminating_condition(reason), now)
             await self._release(crd, status)
             return
         progress = naming.terminating_condition("InstanceDeletionInProgress")
