@@ -7,7 +7,7 @@ path. Facts come from kube-apiserver v1.32 (see the shared reference docs, secti
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
@@ -74,6 +74,11 @@ class Resource:
     # the entry was built from: its schema, printer columns and scale paths for this version.
     # None for built-in kinds.
     crd: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    # What kube's decoder does to each object read from storage, given the decoded stored
+    # object: a defaulted copy when defaulting changes it, else None (a custom resource's
+    # storage-version schema with defaults, crds.md §4.3 (b)). None when nothing applies.
+    storage_defaults: Callable[[dict[str, Any]], dict[str, Any] | None] | None = field(
+        default=None, compare=False, repr=False)
     # The text of the ``Warning: 299`` header every request to this version gets (a CRD
     # version marked ``deprecated``, crds.md §6.4); None when not deprecated.
     deprecation_warning: str | None = None

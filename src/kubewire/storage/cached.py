@@ -68,8 +68,14 @@ class CachedObject:
 
     @classmethod
     def decode(cls, key: str, revision: int, value: bytes, resource: Resource) -> CachedObject:
-        """The stored ``value`` as ``resource`` serves it (converted when another version)."""
+        """The stored ``value`` as ``resource`` serves it (converted when another version;
+        defaulted as kube defaults what it reads from storage, ``Resource.storage_defaults``)."""
         obj = _decode(value)
+        if resource.storage_defaults is not None and resource.is_stored_version:
+            defaulted = resource.storage_defaults(obj)
+            if defaulted is not None:
+                obj = defaulted
+                value = _encode(obj)
         if needs_conversion(obj, resource.version_kind):
             obj = convert_object(obj, resource.version_kind)
             value = _encode(obj)
@@ -80,7 +86,8 @@ class CachedObject:
                   resource: Resource) -> CachedObject:
         """``decode``, unless the change came with its decoded object (``Change.obj``, the
         writer's in-process hint): then its sets are read from that object, which is not kept
-        (the labels are copied), so the writer's object is never decoded a second time."""
+        (the labels are copied), so the writer's object is never decoded a second time. (The
+        writer defaulted that object with the CRD's current schema: no read defaults again.)"""
         if obj is None or needs_conversion(obj, resource.version_kind):
             return cls.decode(key, revision, value, resource)
         cached = cls(key, revision, value, obj, resource)

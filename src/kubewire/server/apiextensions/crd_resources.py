@@ -9,6 +9,11 @@ outside metadata, status/scale per version, selectable fields as field labels (l
 the storage version's objects: the entry of the storage version is the stored one, the others
 name it in ``stored_as``.
 
+Objects read from storage are defaulted with the storage version's schema
+(``Resource.storage_defaults``; kube's ``schemaCoercingDecoder``, crds.md §4.3 (b)), so a
+default added to the CRD later shows on reads of old objects, whose stored bytes stay as they
+are until their next write.
+
 The deprecation warning text is ``customresource_handler.go`` ``defaultDeprecationWarning``
 (§6.4), with apimachinery's ``CompareKubeAwareVersionStrings`` (``pkg/version/helpers.go``).
 """
@@ -16,8 +21,9 @@ The deprecation warning text is ``customresource_handler.go`` ``defaultDeprecati
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
+from typing import Any
 
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
@@ -28,6 +34,9 @@ from kubewire.server.apiextensions.crd_internal import (
     storage_version,
     strings,
 )
+from kubewire.server.apiextensions.defaulting import apply_defaults
+from kubewire.server.apiextensions.go_values import deep_copy, go_equal
+from kubewire.server.apiextensions.structural import Structural, parse
 
 CRD_GROUP = "apiextensions.k8s.io"
 
@@ -131,6 +140,7 @@ def resources_for(crd: Mapping[str, JSON]) -> tuple[Resource, ...]:
     storage = storage_version(crd)
     stored_id = f"{group}/{plural}"
     frozen_crd = MappingProxyType(dict(crd))
+    read_defaults = storage_defaulter(crd, storage)
     entries: list[Resource] = []
     for version in map(as_dict, as_list(spec.get("versions"))):
         name = as_str(version.get("name"))
@@ -150,5 +160,31 @@ def resources_for(crd: Mapping[str, JSON]) -> tuple[Resource, ...]:
             allow_unconditional_update=False,
             stored_as="" if name == storage else stored_id,
             crd=frozen_crd,
+            storage_defaults=read_defaults,
             deprecation_warning=deprecation_warning(version, crd)))
     return tuple(entries)
+
+
+StorageDefaults = Callable[[dict[str, Any]], dict[str, Any] | None]
+
+
+def storage_defaulter(crd: Mapping[str, JSON], storage: str | None) -> StorageDefaults | None:
+    """The read-time defaulting of ``crd``'s objects: the storage version's schema defaults
+    (None when that schema has none, the common case: reads then cost nothing)."""
+    for version in map(as_dict, as_list(as_dict(crd.get("spec")).get("versions"))):
+        if as_str(version.get("name")) == storage:
+            raw = as_dict(version.get("schema")).get("openAPIV3Schema")
+            if not isinstance(raw, dict):
+                return None
+            schema = parse(raw)
+            return _defaulter(schema) if schema.has_defaults else None
+    return None
+
+
+def _defaulter(schema: Structural) -> StorageDefaults:
+    def defaulted(obj: dict[str, Any]) -> dict[str, Any] | None:
+        out = deep_copy(obj)
+        assert isinstance(out, dict)
+        apply_defaults(schema, out)
+        return None if go_equal(out, obj) else out
+    return defaulted
