@@ -482,3 +482,23 @@ def test_kubectl_with_a_disk_cache_sees_a_crd_added_later(server: ServerThread,
                f"--cache-dir={cache}")
     gone = kubectl.run(server, "get", "gadgets", f"--cache-dir={cache}")
     assert gone.returncode != 0  # (the cache still maps the name: NotFound, as from kube)
+
+
+def test_aggregated_discovery_revalidates_with_its_etag(server: ServerThread) -> None:
+    """``aggregated/etag.go``: ETag, ``Vary: Accept``, ``Cache-Control: public``; 304 for the
+    same ETag; a new CRD gives a new ETag, so a caching client sees it at once."""
+    accept = {"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"}
+    first = call(server, "GET", "/apis", headers=accept)
+    assert first.status == 200
+    etag = first.headers["etag"]
+    assert etag.startswith('"') and len(etag) == 130
+    assert first.headers["cache-control"] == "public" and first.headers["vary"] == "Accept"
+    same = call(server, "GET", "/apis", headers={**accept, "If-None-Match": etag})
+    assert same.status == 304 and same.body == b""
+    legacy = call(server, "GET", "/apis")
+    assert "etag" not in legacy.headers
+    assert legacy.headers["cache-control"] == "no-cache, private"
+    install(server)
+    after = call(server, "GET", "/apis", headers={**accept, "If-None-Match": etag})
+    assert after.status == 200 and after.headers["etag"] != etag
+    assert "example.com" in [g["metadata"]["name"] for g in after.json["items"]]
