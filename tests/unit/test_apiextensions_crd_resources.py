@@ -19,6 +19,7 @@ from kubewire.server.apiextensions.crd_resources import (
     compare_kube_aware_versions,
     default_deprecation_warning,
     resources_for,
+    storage_defaulter,
 )
 from kubewire.server.apiextensions.crd_strategy import prepare_for_create
 from kubewire.server.apiextensions.naming import accepted_names
@@ -146,3 +147,22 @@ def test_the_crd_kind_itself() -> None:
         "apiextensions.k8s.io/v1", "customresourcedefinitions", False, ("crd", "crds"),
         ("api-extensions",))
     assert CRD_RESOURCE.list_kind == "CustomResourceDefinitionList"
+
+
+def test_reads_are_defaulted_with_the_storage_versions_schema() -> None:
+    """crds.md §4.3 (b): a default of the storage version fills objects read from storage;
+    a schema without defaults costs reads nothing."""
+    def crd(schema: dict[str, object]) -> dict[str, object]:
+        return {"spec": {"versions": [
+            {"name": "v1", "storage": False, "schema": {"openAPIV3Schema": {"type": "object"}}},
+            {"name": "v2", "storage": True, "schema": {"openAPIV3Schema": schema}}]}}
+
+    with_default = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "color": {"type": "string", "default": "teal"}}}}}
+    defaulter = storage_defaulter(crd(with_default), "v2")
+    assert defaulter is not None
+    stored = {"spec": {}}
+    assert defaulter(stored) == {"spec": {"color": "teal"}}
+    assert stored == {"spec": {}}  # a copy
+    assert defaulter({"spec": {"color": "red"}}) is None  # nothing to change
+    assert storage_defaulter(crd({"type": "object"}), "v2") is None

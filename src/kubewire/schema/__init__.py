@@ -61,11 +61,14 @@ class TypeNode:
     ``raw`` as read-only.
     """
 
-    __slots__ = ("_items", "_props", "_raw", "_values", "name")
+    __slots__ = ("_items", "_props", "_raw", "_values", "name", "walk_facts")
 
     def __init__(self, raw: Mapping[str, JSON], name: str = "") -> None:
         self._raw = raw
         self.name = name  # set on named types only
+        # What server-side apply's walks derived from this node, kept on it so it goes with
+        # the node (a custom resource's nodes are rebuilt when its CRD changes).
+        self.walk_facts: object = None
         self._props: Mapping[str, TypeNode] | None = None
         self._items: TypeNode | None = None
         self._values: TypeNode | None = None

@@ -35,7 +35,7 @@ from kubewire.server.context import DATABASE_NAME, ServerConfig, ServerContext
 from kubewire.server.controllers.crds import served_at_start
 from kubewire.server.controllers.manager import ControllerManager
 from kubewire.server.conversion.objects import convert_or_fail
-from kubewire.server.discovery.documents import discovery_response
+from kubewire.server.discovery.documents import discovery_answer
 from kubewire.server.discovery.openapi import openapi_response
 from kubewire.server.discovery.openapi_v2 import openapi_v2_response
 from kubewire.server.observe import httplog
@@ -320,11 +320,10 @@ class APIServer:
         """Discovery and OpenAPI documents: precomputed bytes, shared by every request."""
         registry = self.ctx.registry
         host, port = self.address
-        found = discovery_response(registry, request.path, request.header("accept"),
-                                   f"{host}:{port}")
+        found = discovery_answer(registry, request.path, request.header("accept"),
+                                 f"{host}:{port}", request.header("if-none-match"))
         if found is not None:
-            status, body, content_type = found
-            return Response(status, body, content_type)
+            return Response(found.status, found.body, found.content_type, list(found.headers))
         answer = (openapi_v2_response(registry, request.path, request.headers)
                   or openapi_response(registry, request.path, request.query, request.headers))
         if answer is not None:

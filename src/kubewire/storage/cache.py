@@ -613,10 +613,9 @@ class WatchCaches:
         """Start caching a stored kind the server begins to serve while it runs (a custom
         resource whose CRD was established): its objects are read from the store, and the
         changes committed during that read are applied after it, so none is lost or doubled.
-        ``resource`` replaces the entry of a kind cached already (same id), whose watchers are
-        closed first (``remove_kind``)."""
-        if resource.id in self._caches:
-            self.remove_kind(resource.id)
+        ``resource`` replaces the entry of a kind cached already (same id) once the new cache
+        is loaded, so requests meanwhile are served by the old one; its watchers are closed at
+        the swap (``remove_kind``)."""
         self._loading[resource.id] = []
         try:
             records, revision = await self.store.list(resource.storage_prefix())
@@ -628,6 +627,7 @@ class WatchCaches:
         for change in self._loading.pop(resource.id):
             if change.revision > revision:
                 cache.apply(change)
+        self.remove_kind(resource.id)
         self._caches[resource.id] = cache
 
     def refresh_kinds(self, entries: Sequence[Resource]) -> None:
@@ -678,7 +678,7 @@ class WatchCaches:
             group, plural = change.key.split("/", 2)[:2]
             kind_id = f"{group}/{plural}"
             cache = self._caches.get(kind_id)
-            if cache is None and self._loading:
+            if self._loading:  # a cache being loaded (perhaps to replace ``cache``)
                 loading = self._loading.get(kind_id)
                 if loading is not None:
                     loading.append(change)

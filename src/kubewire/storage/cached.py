@@ -74,7 +74,9 @@ class CachedObject:
 
     @classmethod
     def decode(cls, key: str, revision: int, value: bytes, resource: Resource) -> CachedObject:
-        """The stored ``value`` as ``resource`` serves it (converted when another version)."""
+        """The stored ``value`` as ``resource`` serves it (converted when another version;
+        a custom resource through its CRD's storage codec, ``Resource.conversion``, which
+        defaults it as kube defaults what it reads from storage)."""
         obj = _decode(value)
         conversion = resource.conversion
         if conversion is not None:  # a custom resource: its CRD's storage codec

@@ -24,6 +24,8 @@ from kubewire.json_types import JSON
 from kubewire.server.apiextensions import cel_ast, cel_cost, cel_env
 from kubewire.server.apiextensions.cel_env import DeclType
 from kubewire.server.apiextensions.cel_field_path import valid_field_path
+from kubewire.server.apiextensions.ratcheting import unchanged
+from kubewire.server.apiextensions.structural import Structural
 from kubewire.status import FieldError, forbidden, invalid, not_supported, required
 
 SUPPORTED_REASONS = ("FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid",
@@ -459,31 +461,51 @@ def _run(program: cel.Expression, data: Mapping[str, Any]) -> tuple[Any, str | N
     return value.value(), None
 
 
-class _Evaluation:
-    def __init__(self) -> None:
-        self.errors: list[FieldError] = []
+# Ratcheting: the nearest node with a correlated old value (its schema, value, old value),
+# whose being unchanged turns a failing non-transition rule at or below it into a warning.
+_Correlated = tuple[Structural | None, JSON, JSON]
 
-    def node(self, node: RuleNode | None, path: str, obj: JSON, old: JSON) -> None:
+
+class _Evaluation:
+    def __init__(self, schema: Structural | None = None) -> None:
+        self.errors: list[FieldError] = []
+        self.warnings: list[str] = []
+        self.ratchet = schema is not None  # the schema walks beside the rules when ratcheting
+        self.correlated: _Correlated | None = None
+
+    def node(self, node: RuleNode | None, path: str, obj: JSON, old: JSON,
+             s: Structural | None = None) -> None:
         """``Validator.validate``: this node's rules, then its items or fields."""
         if node is None or obj is None:
             return
+        outer = self.correlated
+        if self.ratchet and old is not None:
+            self.correlated = (s, obj, old)
         self.expressions(node, path, obj, old)
         if isinstance(obj, list) and node.items is not None:
+            items = s.items if s is not None else None
             for i, item in enumerate(obj):
-                self.node(node.items, f"{path}[{i}]", item, _correlated_item(node, item, old))
+                self.node(node.items, f"{path}[{i}]", item, _correlated_item(node, item, old),
+                          items)
         elif isinstance(obj, Mapping):
-            self.fields(node, path, obj, old if isinstance(old, Mapping) else {})
+            self.fields(node, path, obj, old if isinstance(old, Mapping) else {}, s)
+        self.correlated = outer
 
     def fields(self, node: RuleNode, path: str, obj: Mapping[str, JSON],
-               old: Mapping[str, JSON]) -> None:
+               old: Mapping[str, JSON], s: Structural | None = None) -> None:
         """``validateMap``: map values, then declared properties (old ones by key)."""
         if node.additional is not None:
+            values = s.additional_schema if s is not None else None
             for key, value in obj.items():
-                self.node(node.additional, f"{path}[{key}]", value, old.get(key))
+                self.node(node.additional, f"{path}[{key}]", value, old.get(key), values)
         for key, value in obj.items():
             sub = node.properties.get(key)
             if sub is not None:
-                self.node(sub, _child(path, key), value, old.get(key))
+                # ratchetingOptions.key: the root's apiVersion and kind never ratchet
+                old_value = None if self.ratchet and not path and key in ("apiVersion", "kind") \
+                    else old.get(key)
+                self.node(sub, _child(path, key), value, old_value,
+                          s.properties.get(key) if s is not None else None)
 
     def expressions(self, node: RuleNode, path: str, obj: JSON, old: JSON) -> None:
         """``validateExpressions``."""
@@ -519,7 +541,12 @@ class _Evaluation:
         detail = _message_or_default(rule)
         if rule.message_program is not None:
             detail = self.message(rule, message_data) or detail
-        self.errors.append(_for_reason(at, type_name, detail, rule.reason))
+        failed = _for_reason(at, type_name, detail, rule.reason)
+        if self.ratchet and not rule.uses_old_self and self.correlated is not None and \
+                unchanged(*self.correlated):
+            self.warnings.append(str(failed))  # shouldRatchetError: warning.AddWarning
+        else:
+            self.errors.append(failed)
 
     def message(self, rule: CompiledRule, data: Mapping[str, Any]) -> str | None:
         """``evalMessageExpression``: the message, or None to fall back to the static one."""
@@ -560,5 +587,15 @@ def evaluate(rules: CompiledRules, obj: Mapping[str, JSON],
     return evaluation.errors
 
 
+def evaluate_update(rules: CompiledRules, schema: Structural, obj: Mapping[str, JSON],
+                    old: Mapping[str, JSON]) -> tuple[list[FieldError], list[str]]:
+    """``evaluate`` of an update with ratcheting (``cel.WithRatcheting``): a failing rule
+    without ``oldSelf`` at a node equal to its correlated old value (or below the nearest such
+    node) is a warning, not an error. Returns the errors and the warnings' texts."""
+    evaluation = _Evaluation(schema)
+    evaluation.node(rules.root, "", obj, old, schema)
+    return evaluation.errors, evaluation.warnings
+
+
 __all__ = ["SUPPORTED_REASONS", "CompiledRule", "CompiledRules", "RuleNode", "compile_rules",
-           "evaluate", "runtime_error_text"]
+           "evaluate", "evaluate_update", "runtime_error_text"]

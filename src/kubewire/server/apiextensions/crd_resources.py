@@ -10,6 +10,11 @@ the storage version's objects: the entry of the storage version is the stored on
 name it in ``stored_as``. All of them share one ``CRDConversion`` (``versions.py``): how objects
 are read and written in each version.
 
+Objects read from storage are defaulted with the storage version's schema (the
+``CRDConversion``'s read; kube's ``schemaCoercingDecoder``, crds.md §4.3 (b)), so a default
+added to the CRD later shows on reads of old objects, whose stored bytes stay as they are until
+their next write.
+
 The deprecation warning text is ``customresource_handler.go`` ``defaultDeprecationWarning``
 (§6.4), with apimachinery's ``CompareKubeAwareVersionStrings`` (``pkg/version/helpers.go``).
 """
@@ -156,3 +161,4 @@ def resources_for(crd: Mapping[str, JSON]) -> tuple[Resource, ...]:
             deprecation_warning=deprecation_warning(version, crd),
             conversion=conversion))
     return tuple(entries)
+

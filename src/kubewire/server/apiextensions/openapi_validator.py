@@ -36,10 +36,12 @@ from kubewire.json_types import JSON
 from kubewire.schema.validate import json_type
 from kubewire.server.apiextensions import formats
 from kubewire.server.apiextensions.go_values import field_value, go_equal, json_key
+from kubewire.server.apiextensions.ratcheting import ABSENT, old_field, old_item, unchanged
 from kubewire.server.apiextensions.structural import Structural
 from kubewire.status import FieldError
 
 NIL_PATH = "<nil>"  # how apimachinery prints a nil *field.Path
+_TYPE_META = frozenset({"apiVersion", "kind"})
 
 # errors.go codes kubeOpenAPIResultToFieldErrors tells apart; COMPOSITE marks the plain
 # errors.New ones (junctors), which it reports at the prefix with an empty value.
@@ -192,8 +194,21 @@ def _number_errors(s: Structural, data: float | int, path: str, result: _Result)
 
 # --- the walk ----------------------------------------------------------------------------------
 
-def validate_node(s: Structural, data: JSON, path: str, crd_form: bool) -> _Result:
-    """``SchemaValidator.Validate`` of ``data`` at kube-openapi path ``path``."""
+def validate_node(s: Structural, data: JSON, path: str, crd_form: bool,
+                  old: JSON = ABSENT) -> _Result:
+    """``SchemaValidator.Validate`` of ``data`` at kube-openapi path ``path``.
+
+    ``old``: the correlated old value on an update with ratcheting (``ratchetingValueValidator``):
+    a node equal to it reports no error, and its fields and map-list items are validated
+    against their own old values. Junctor branches are validated without ratcheting.
+    """
+    result = _node_result(s, data, path, crd_form, old)
+    if result.errors and old is not ABSENT and unchanged(s, data, old):
+        return _Result()  # kube keeps them as warnings, which nobody reads
+    return result
+
+
+def _node_result(s: Structural, data: JSON, path: str, crd_form: bool, old: JSON) -> _Result:
     types, fmt = _types_and_format(s, crd_form)
     result = _Result()
     if data is None:
@@ -212,13 +227,13 @@ def validate_node(s: Structural, data: JSON, path: str, crd_form: bool) -> _Resu
             _number_errors(s, data, path, result)
         result.match += 2
     elif isinstance(data, list):
-        _array_errors(s, data, path, crd_form, result)
+        result.merge(_array_errors(s, data, path, crd_form, old))
         result.match += 2
     if s.enum is not None and not any(_enum_matches(data, v) for v in s.enum):
         result.add(_enum_error(path, data, s.enum))
     result.match += 1
     if isinstance(data, dict):
-        _object_errors(s, data, path, crd_form, result)
+        result.merge(_object_errors(s, data, path, crd_form, old))
         result.match += 1
     result.match += 1
     return result
@@ -280,10 +295,12 @@ def _length_and_pattern(s: Structural, data: str, path: str, result: _Result) ->
 
 
 def _array_errors(s: Structural, data: list[JSON], path: str, crd_form: bool,
-                  result: _Result) -> None:
+                  old: JSON) -> _Result:
+    result = _Result()
     if s.items is not None:
         for i, item in enumerate(data):
-            result.merge(validate_node(s.items, item, f"{path}[{i}]", crd_form))
+            old_value = ABSENT if old is ABSENT else old_item(s, old, item)
+            result.merge(validate_node(s.items, item, f"{path}[{i}]", crd_form, old_value))
     size = len(data)
     if s.min_items is not None and size < s.min_items:
         result.add(_Error(OTHER, path, size,
@@ -294,10 +311,12 @@ def _array_errors(s: Structural, data: list[JSON], path: str, crd_form: bool,
                           valid=s.max_items))
     if s.unique_items and len({json_key(v) for v in data}) < size:
         result.add(_Error(OTHER, path, None, f"{path} in body shouldn't contain duplicates"))
+    return result
 
 
 def _object_errors(s: Structural, data: dict[str, JSON], path: str, crd_form: bool,
-                   result: _Result) -> None:
+                   old: JSON) -> _Result:
+    result = _Result()
     size = len(data)
     if s.min_properties is not None and size < s.min_properties:
         result.add(_Error(OTHER, path, size,
@@ -306,14 +325,16 @@ def _object_errors(s: Structural, data: dict[str, JSON], path: str, crd_form: bo
         result.add(_Error(TOO_MANY_PROPS, path, size,
                           f"{path} in body should have at most {s.max_properties} properties",
                           valid=s.max_properties))
-    _fields(s, data, path, crd_form, result)
+    result.merge(_fields(s, data, path, crd_form, old))
     for key in s.required:
         if key not in data:
             result.add(_Error(REQUIRED, f"{path}.{key}", None, f"{path}.{key} in body is required"))
+    return result
 
 
 def _fields(s: Structural, data: dict[str, JSON], path: str, crd_form: bool,
-            result: _Result) -> None:
+            old: JSON) -> _Result:
+    result = _Result()
     props = s.properties
     additional = s.additional_properties
     if additional is False:
@@ -325,10 +346,14 @@ def _fields(s: Structural, data: dict[str, JSON], path: str, crd_form: bool,
     ap_schema = additional if isinstance(additional, Structural) else None
     for key, value in data.items():
         prop = props.get(key)
+        # SubPropertyValidator: the root's apiVersion and kind never ratchet
+        old_value = ABSENT if old is ABSENT or (not path and key in _TYPE_META) \
+            else old_field(s, old, key)
         if prop is not None:
-            result.merge(validate_node(prop, value, prefix + key, crd_form))
+            result.merge(validate_node(prop, value, prefix + key, crd_form, old_value))
         elif ap_schema is not None:
-            result.merge(validate_node(ap_schema, value, f"{path}.{key}", crd_form))
+            result.merge(validate_node(ap_schema, value, f"{path}.{key}", crd_form, old_value))
+    return result
 
 
 def _composite(message: str) -> _Error:
@@ -439,6 +464,15 @@ def validate_value(schema: Structural, value: JSON, prefix: str | None = None,
     return to_field_errors(validate_node(schema, value, "", crd_form), prefix)
 
 
+def validate_update(schema: Structural, value: JSON, old: JSON,
+                    prefix: str | None = None) -> list[FieldError]:
+    """``ValidateCustomResourceUpdate`` with ratcheting: what ``validate_value`` says, less
+    the errors of nodes equal to their correlated ``old`` values."""
+    if is_valid(schema, value, True):
+        return []
+    return to_field_errors(validate_node(schema, value, "", True, old), prefix)
+
+
 # --- the fast path -----------------------------------------------------------------------------
 # Whether ``validate_node`` would find no error, without building results: a node's result is
 # empty exactly when each of its checks passes (junctors compose the same way), so valid objects,
@@ -530,4 +564,5 @@ def _object_valid(s: Structural, data: dict[str, JSON], crd_form: bool) -> bool:
     return all(key in data for key in s.required)
 
 
-__all__ = ["NIL_PATH", "is_valid", "to_field_errors", "validate_node", "validate_value"]
+__all__ = ["NIL_PATH", "is_valid", "to_field_errors", "validate_node", "validate_update",
+           "validate_value"]

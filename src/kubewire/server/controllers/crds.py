@@ -201,9 +201,7 @@ class CustomResourceDefinitions:
         old_ids = {res.id for res in self.ctx.registry.custom() if res.crd_name == name}
         registry = self.ctx.registry.with_custom(name, entries)
         new_ids = {res.id for res in entries if res.is_stored_version}
-        if rebuild:
-            for kind_id in old_ids:
-                self.ctx.caches.remove_kind(kind_id)
+        if rebuild:  # each new cache replaces the old one once loaded (no request misses it)
             for res in entries:
                 if res.is_stored_version:
                     await self.ctx.caches.add_kind(res)

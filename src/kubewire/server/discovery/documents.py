@@ -12,6 +12,12 @@ Guarantees:
   order for ``is_custom`` kinds, exactly as kube-apiserver lists them.
 - Only verbs kubewire serves are listed (no ``proxy``, ``exec``, ``log``, ...).
 - Bodies end with ``\\n`` like Go's ``json.Encoder`` in kube's serializer.
+- Aggregated documents carry kube's cache headers (``aggregated/etag.go``
+  ``ServeHTTPWithETag``): ``ETag`` (the quoted upper-case hex SHA-512 of the document),
+  ``Vary: Accept``, ``Cache-Control: public``, and a 304 without body when ``If-None-Match``
+  is exactly that ETag; so a client caching discovery (kubectl's disk cache) revalidates and
+  sees a CRD added or removed at once. Legacy documents have none (kube's default
+  ``Cache-Control: no-cache, private`` applies).
 """
 
 from __future__ import annotations
@@ -117,6 +123,7 @@ class DiscoveryDocuments:
     groups: Mapping[str, bytes]
     resource_lists: Mapping[tuple[str, str], bytes]
     aggregated: Mapping[tuple[DiscoveryFormat, bool], bytes]
+    aggregated_etags: Mapping[tuple[DiscoveryFormat, bool], str]  # quoted, as sent
 
 
 _TERMINATING_CUSTOM_VERBS = ("delete", "deletecollection", "get", "list", "watch")
@@ -344,7 +351,10 @@ def discovery_documents(registry: Registry) -> DiscoveryDocuments:
                                              **_api_group(registry, g)}) for g in named}),
         resource_lists=MappingProxyType({gv: _encode(_resource_list(registry, *gv))
                                          for gv in registry.group_versions()}),
-        aggregated=MappingProxyType(aggregated))
+        aggregated=MappingProxyType(aggregated),
+        aggregated_etags=MappingProxyType({
+            key: f'"{hashlib.sha512(body).hexdigest().upper()}"'
+            for key, body in aggregated.items()}))
 
 
 @lru_cache(maxsize=_CACHED_ADDRESSES)
@@ -441,6 +451,37 @@ def discovery_response(registry: Registry, path: str, accept: str,
     if len(rest) == 1:
         return _found(docs.groups.get(rest[0]))
     return _found(docs.resource_lists.get((rest[0], rest[1])))
+
+
+@dataclass(frozen=True, slots=True)
+class DiscoveryAnswer:
+    """A discovery answer with its headers (``discovery_answer``)."""
+
+    status: int
+    body: bytes
+    content_type: str
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+def discovery_answer(registry: Registry, path: str, accept: str, server_address: str,
+                     if_none_match: str = "") -> DiscoveryAnswer | None:
+    """``discovery_response`` with kube's headers: an aggregated ``/api`` or ``/apis``
+    document carries its ETag (and ``Vary``, ``Cache-Control: public``), and is 304 without a
+    body when ``if_none_match`` is exactly that ETag (kube compares the header as a string)."""
+    found = discovery_response(registry, path, accept, server_address)
+    if found is None:
+        return None
+    status, body, content_type = found
+    if content_type not in AGGREGATED_CONTENT_TYPES.values():
+        return DiscoveryAnswer(status, body, content_type)
+    docs = discovery_documents(registry)
+    fmt = negotiate_discovery(accept)
+    is_core = path.rstrip("/") == "/api"
+    etag = docs.aggregated_etags[(fmt, is_core)]
+    headers = (("Etag", etag), ("Vary", "Accept"), ("Cache-Control", "public"))
+    if if_none_match == etag:
+        return DiscoveryAnswer(304, b"", "", headers)
+    return DiscoveryAnswer(status, body, content_type, headers)
 
 
 def _root(registry: Registry, docs: DiscoveryDocuments, is_core: bool, accept: str,

@@ -12,11 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import lru_cache
+from typing import Any
 
 from kubewire.go_text import go_utf8_of_latin1
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.schema import TypeNode, type_for
+from kubewire.schema.crd_types import crd_type
 from kubewire.server.patch.apply import ApplyRequest
 from kubewire.server.patch.apply_request import ServerSideApply, decode_apply_body
 from kubewire.server.patch.field_paths import (
@@ -117,11 +120,45 @@ def parse_apply(query: Query, body: bytes, route: Route,
 
 
 def resource_schema(resource: Resource) -> TypeNode | None:
-    """The kind's root schema, or None when kubewire has none (fields are then deduced)."""
+    """The kind's root schema, or None when kubewire has none (fields are then deduced).
+
+    A custom resource's comes from its CRD version's schema, as kube builds its apply type
+    converter (``schema.crd_types``): the list and map types decide merges and ownership.
+    """
+    crd = resource.crd
+    if crd is not None:
+        meta = crd.get("metadata") or {}
+        return _crd_schema(str(meta.get("uid")), int(meta.get("generation") or 0),
+                           resource.version, _Carried(crd))
     try:
         return type_for(resource.api_version, resource.kind)
     except KeyError:
         return None
+
+
+class _Carried:
+    """A CRD carried through ``lru_cache`` without taking part in its key."""
+
+    __slots__ = ("crd",)
+
+    def __init__(self, crd: Any) -> None:
+        self.crd = crd
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Carried)
+
+
+# One root per CRD version and generation: an update of the CRD builds the next one.
+@lru_cache(maxsize=256)
+def _crd_schema(uid: str, generation: int, version: str, carried: _Carried) -> TypeNode | None:
+    for entry in (carried.crd.get("spec") or {}).get("versions") or ():
+        if isinstance(entry, dict) and entry.get("name") == version:
+            schema = (entry.get("schema") or {}).get("openAPIV3Schema")
+            return crd_type(schema) if isinstance(schema, dict) else None
+    return None
 
 
 def track_write(facts: WriteFacts, old: dict[str, JSON] | None, new: dict[str, JSON],

@@ -19,7 +19,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, cast
 
 import msgspec
 
@@ -65,15 +65,12 @@ class _NodeFacts:
     is_numeric: bool  # an integer or number scalar
 
 
-# One entry per schema node ever walked: bounded by the size of the served schemas.
-_FACTS: dict[TypeNode, _NodeFacts] = {}
-
-
 def _facts(node: TypeNode) -> _NodeFacts:
-    facts = _FACTS.get(node)
+    """The node's facts, read once and kept on the node (``TypeNode.walk_facts``)."""
+    facts = node.walk_facts
     if facts is None:
-        facts = _FACTS[node] = _read_facts(node)
-    return facts
+        facts = node.walk_facts = _read_facts(node)
+    return cast(_NodeFacts, facts)
 
 
 def _read_facts(node: TypeNode) -> _NodeFacts:
@@ -364,7 +361,7 @@ def added_tree(new: dict[str, JSON], node: TypeNode | None, *, is_custom: bool) 
 
 
 # Per struct node: its declared fields that compare counts as always present (required or
-# structs), read once; bounded by the served schemas like _FACTS.
+# structs), read once; asked of built-in kinds only, so bounded by their schemas.
 _ALWAYS_PRESENT: dict[TypeNode, frozenset[str]] = {}
 
 

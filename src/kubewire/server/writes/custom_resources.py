@@ -5,8 +5,14 @@
 1. decode: unknown fields pruned against the version's structural schema (``fieldValidation``
    Strict: 400; Warn, the default: a warning per field; Ignore: silent), non-nullable ``null``s
    without a default dropped, then defaults applied;
-2. validate: the schema (types, formats, enums, bounds, list types), the scale subresource's
-   replicas, then the CEL rules, which a blocking schema error skips (``hasBlockingErr``).
+2. validate: the schema (types, formats, enums, bounds), the scale subresource's replicas,
+   embedded resources, list types, then the CEL rules, which a blocking schema error skips
+   (``hasBlockingErr``). An update ratchets (``CRDValidationRatcheting``, on in 1.32): schema
+   errors on values unchanged from the old object are dropped, failing CEL rules on them
+   become warnings, and list types are checked only when the old object passed them
+   (``strategy.go`` ``ValidateUpdate``). A ``/status`` write checks ``status`` alone against
+   its schema, the status replicas, list types as an update does, and CEL without ratcheting
+   (``status_strategy.go`` ``ValidateUpdate``, ``validator.go`` ``ValidateStatusUpdate``).
 
 The schema of each served version is compiled once per CRD generation (``compiled``).
 """
@@ -20,7 +26,10 @@ from typing import Any
 
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
-from kubewire.server.apiextensions import cel_rules, defaulting, pruning, schema_validation
+from kubewire.server.apiextensions import cel_rules, defaulting, pruning
+from kubewire.server.apiextensions.embedded import validate_embedded
+from kubewire.server.apiextensions.list_types import validate_list_types
+from kubewire.server.apiextensions.openapi_validator import validate_update, validate_value
 from kubewire.server.apiextensions.structural import Structural, parse
 from kubewire.status import BadRequest, FieldError
 
@@ -118,28 +127,58 @@ def default(resource: Resource, obj: dict[str, JSON]) -> None:
         defaulting.apply_defaults(version.schema, obj)
 
 
-def validate(resource: Resource, obj: Mapping[str, JSON],
-             old: Mapping[str, JSON] | None) -> list[FieldError]:
-    """Step 2: the schema's errors, the scale replicas', then the CEL rules' (or the note that
-    they were not checked)."""
+def validate(resource: Resource, obj: Mapping[str, JSON], old: Mapping[str, JSON] | None,
+             subresource: str = "") -> tuple[list[FieldError], list[str]]:
+    """Step 2: the schema's errors, the scale replicas', embedded resources', list types',
+    then the CEL rules' (or the note that they were not checked); and the warnings of rules
+    that ratcheted."""
     version = compiled(resource)
+    schema = version.schema
+    status_only = subresource == "status" and old is not None
     errors: list[FieldError] = []
-    if version.schema is not None:
-        errors.extend(schema_validation.validate(version.schema, obj))
-    errors.extend(_scale_replicas_errors(version, obj))
+    if schema is not None:
+        errors.extend(_schema_errors(schema, obj, old, status_only=status_only))
+    errors.extend(_scale_replicas_errors(version, obj, spec=not status_only))
+    if schema is not None:
+        if not status_only:
+            errors.extend(validate_embedded(schema, obj))
+        # on update, only when the old object passed them
+        if old is None or not validate_list_types(schema, old):
+            errors.extend(validate_list_types(schema, obj))
+    warnings: list[str] = []
     if version.rules is not None:
         if any(e.type in _BLOCKING for e in errors):
             errors.append(_UNCHECKED_RULES)
+        elif old is not None and schema is not None and not status_only:
+            rule_errors, warnings = cel_rules.evaluate_update(version.rules, schema, obj, old)
+            errors.extend(rule_errors)
         else:
             errors.extend(cel_rules.evaluate(version.rules, obj, old))
-    return errors
+    return errors, warnings
 
 
-def _scale_replicas_errors(version: CompiledVersion, obj: Mapping[str, JSON]) -> list[FieldError]:
+def _schema_errors(schema: Structural, obj: Mapping[str, JSON], old: Mapping[str, JSON] | None,
+                   *, status_only: bool) -> list[FieldError]:
+    """The OpenAPI schema's errors: of the whole object (an update's ratcheted), or of
+    ``status`` alone with a validator rooted at its schema (kube-openapi's text then names the
+    field without the ``status.`` prefix)."""
+    if status_only:
+        status_schema = schema.properties.get("status")
+        if "status" not in obj or status_schema is None:
+            return []
+        return validate_value(status_schema, obj["status"], "status")
+    if old is not None:
+        return validate_update(schema, obj, old)
+    return validate_value(schema, obj)
+
+
+def _scale_replicas_errors(version: CompiledVersion, obj: Mapping[str, JSON], *,
+                           spec: bool = True) -> list[FieldError]:
     """validator.go ``ValidateScaleSpec``/``ValidateScaleStatus``: the replicas at the scale
-    paths are int32s that are not negative (path printed as the CRD declares it)."""
+    paths are int32s that are not negative (path printed as the CRD declares it); a status
+    write checks the status path only."""
     errors: list[FieldError] = []
-    for path in (version.spec_replicas_path, version.status_replicas_path):
+    for path in (version.spec_replicas_path if spec else None, version.status_replicas_path):
         if not path:
             continue
         value: Any = obj

@@ -15,7 +15,14 @@ from typing import Any
 
 from kubewire.json_types import JSON
 from kubewire.selectors import SelectorError, format_label_selector
-from kubewire.status import BadRequest, conflict, invalid, invalid_object, required
+from kubewire.status import (
+    BadRequest,
+    FieldError,
+    conflict,
+    invalid,
+    invalid_object,
+    required,
+)
 
 SCALE_API_VERSION = "autoscaling/v1"
 SCALE_KIND = "Scale"
@@ -23,6 +30,9 @@ _SCALE_GROUP = "autoscaling"
 _PARENT_GROUP = "apps"
 _PARENT_RESOURCE = "deployments"
 _INT32_MAX = 2**31 - 1
+# etcd.go invalidSpecReplicas: the Scale an update of a custom resource without spec replicas
+# starts from carries this, so an update that leaves it is told the field cannot be empty.
+_UNSET_REPLICAS = -2147483648
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,13 +99,27 @@ def scale_from_deployment(deployment: dict[str, JSON],
             "spec": spec, "status": status}
 
 
+def scale_for_update(parent: dict[str, JSON], shape: ScaleShape = DEPLOYMENT_SCALE,
+                     ) -> dict[str, JSON]:
+    """The Scale an update applies to: ``scale_from_deployment``, with kube's marker for a
+    custom resource that has no spec replicas (``scaleUpdatedObjectInfo.UpdatedObject``)."""
+    scale = scale_from_deployment(parent, shape)
+    if shape is not DEPLOYMENT_SCALE and _at(parent, shape.spec_replicas) is None:
+        spec = scale["spec"]
+        assert isinstance(spec, dict)
+        spec["replicas"] = _UNSET_REPLICAS
+    return scale
+
+
 def apply_scale(deployment: dict[str, JSON], scale: dict[str, JSON],
                 shape: ScaleShape = DEPLOYMENT_SCALE) -> dict[str, JSON]:
     """A copy of the parent with its spec replicas (and the resourceVersion) from ``scale``.
 
     ``scale`` is the updated Scale (a PUT body, or a patch applied to ``scale_from_deployment``).
-    Rules: ``spec.replicas`` must be an int32 (BadRequest otherwise) and ≥ 0 (422
-    ``Scale.autoscaling "<n>" is invalid``); a missing value means 0; a non-empty
+    Rules: ``spec.replicas`` must be an int32 (BadRequest otherwise) and, for a Deployment,
+    ≥ 0 (422 ``Scale.autoscaling "<n>" is invalid``: a custom resource's Scale is not validated,
+    its new replicas go through the CR's own validation, crds.md §5.2); a missing value means
+    0 (for a custom resource that had none, 400 ``cannot be empty``); a non-empty
     ``metadata.uid`` must equal the parent's (409 precondition failure); a non-empty
     ``metadata.resourceVersion`` must equal the parent's (409 optimistic-lock Conflict). The
     returned object carries the Scale's resourceVersion (absent when the Scale had none), so the
@@ -105,13 +129,11 @@ def apply_scale(deployment: dict[str, JSON], scale: dict[str, JSON],
     name = str(meta.get("name") or "")
     scale_meta = _mapping(scale.get("metadata"))
     replicas = _replicas_of(scale)
-    errors = []
-    if not scale_meta.get("name"):
-        errors.append(required("metadata.name", "name or generateName is required"))
-    if not scale_meta.get("namespace") and shape is DEPLOYMENT_SCALE:
-        errors.append(required("metadata.namespace"))
-    if replicas < 0:
-        errors.append(invalid("spec.replicas", replicas, "must be greater than or equal to 0"))
+    custom = shape is not DEPLOYMENT_SCALE
+    if custom and replicas == _UNSET_REPLICAS:
+        path = "." + ".".join(shape.spec_replicas)
+        raise BadRequest(f'the spec replicas field "{path}" cannot be empty')
+    errors = [] if custom else _validate_scale(scale_meta, replicas)
     if errors:
         raise invalid_object(_SCALE_GROUP, SCALE_KIND, name, errors)
     uid = scale_meta.get("uid")
@@ -136,6 +158,18 @@ def apply_scale(deployment: dict[str, JSON], scale: dict[str, JSON],
     else:
         updated_meta.pop("resourceVersion", None)
     return updated
+
+
+def _validate_scale(scale_meta: dict[str, JSON], replicas: int) -> list[FieldError]:
+    """autoscaling validation ``ValidateScale`` (a Deployment's Scale)."""
+    errors = []
+    if not scale_meta.get("name"):
+        errors.append(required("metadata.name", "name or generateName is required"))
+    if not scale_meta.get("namespace"):
+        errors.append(required("metadata.namespace"))
+    if replicas < 0:
+        errors.append(invalid("spec.replicas", replicas, "must be greater than or equal to 0"))
+    return errors
 
 
 def _replicas_of(scale: dict[str, JSON]) -> int:

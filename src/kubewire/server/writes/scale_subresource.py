@@ -35,6 +35,7 @@ from kubewire.server.writes.scale import (
     ScaleShape,
     apply_scale,
     custom_scale_shape,
+    scale_for_update,
     scale_from_deployment,
 )
 from kubewire.server.writes.validate import check_type_meta
@@ -111,6 +112,14 @@ def _patch_function(payload: Resource, content_type: str) -> PatchFunction:
         return patching.apply_json_patch
     if kind == "application/merge-patch+json":
         return patching.apply_merge_patch
+    if payload.crd is not None:
+        # customresource_handler.go serveScale: PatchResource with the CR patch types, so a
+        # strategic merge patch gets handlers/patch.go's 415. (kube also takes an apply patch
+        # of the Scale here; kubewire does not yet, and answers it the same way.)
+        raise UnsupportedMediaType(
+            "the body of the request was in an unknown format - accepted media types include: "
+            "application/json-patch+json, application/merge-patch+json, "
+            "application/apply-patch+yaml")
     if kind == "application/strategic-merge-patch+json":
         return lambda doc, body: apply_strategic_merge_patch(doc, body, payload)
     # go-restful matches the PATCH route by Consumes: no route gives its generic 415.
@@ -126,7 +135,7 @@ async def _write(ctx: ServerContext, route: Route, request: Request,
     shape = shape_of(route.resource)
 
     def mutate(parent: dict[str, JSON]) -> dict[str, JSON]:
-        scale = updated_scale(scale_from_deployment(parent, shape))
+        scale = updated_scale(scale_for_update(parent, shape))
         _check_scale_identity(scale, route)
         return apply_scale(parent, scale, shape)
 

@@ -114,7 +114,7 @@ def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
     """Validate a prepared object; returns it with unknown fields handled, and warnings.
     ``pods/ephemeralcontainers`` has a strategy of its own (``ValidateUpdate``)."""
     if resource.crd is not None:
-        return _validate_custom(resource, obj, wopts, old)
+        return _validate_custom(resource, obj, wopts, old, subresource)
     errors: list[FieldError] = list(validation.validate_object_meta(resource, obj))
     # one walk: type errors, and the unknown fields that matter only when there are none
     # Schema ``required`` binds custom resources only; kube decodes a built-in into its Go
@@ -157,15 +157,18 @@ def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
 
 
 def _validate_custom(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
-                     old: dict[str, Any] | None) -> tuple[dict[str, Any], list[str]]:
+                     old: dict[str, Any] | None,
+                     subresource: str) -> tuple[dict[str, Any], list[str]]:
     """A custom resource of a CRD: pruned and defaulted by its version's schema, then object
-    meta, the schema and the CEL rules, all errors in one 422 (``writes.custom_resources``)."""
+    meta, the schema and the CEL rules, all errors in one 422 (``writes.custom_resources``;
+    ``subresource`` "status": the status endpoint's checks)."""
     warnings = custom_resources.decode(resource, obj, wopts.field_validation)
     errors: list[FieldError] = list(validation.validate_object_meta(resource, obj))
-    errors.extend(custom_resources.validate(resource, obj, old))
+    schema_errors, ratcheted = custom_resources.validate(resource, obj, old, subresource)
+    errors.extend(schema_errors)
     if errors:
         raise invalid_object(resource.group, resource.kind, _name_of(obj), errors)
-    return obj, warnings
+    return obj, warnings + ratcheted
 
 
 def validate_admitted(resource: Resource, obj: dict[str, Any]) -> dict[str, Any]:
