@@ -19,7 +19,6 @@ from kubewire.server.apiextensions.crd_resources import (
     compare_kube_aware_versions,
     default_deprecation_warning,
     resources_for,
-    storage_defaulter,
 )
 from kubewire.server.apiextensions.crd_strategy import prepare_for_create
 from kubewire.server.apiextensions.naming import accepted_names
@@ -150,19 +149,19 @@ def test_the_crd_kind_itself() -> None:
 
 
 def test_reads_are_defaulted_with_the_storage_versions_schema() -> None:
-    """crds.md §4.3 (b): a default of the storage version fills objects read from storage;
-    a schema without defaults costs reads nothing."""
-    def crd(schema: dict[str, object]) -> dict[str, object]:
-        return {"spec": {"versions": [
-            {"name": "v1", "storage": False, "schema": {"openAPIV3Schema": {"type": "object"}}},
-            {"name": "v2", "storage": True, "schema": {"openAPIV3Schema": schema}}]}}
-
+    """crds.md §4.3 (b): a default of the storage version fills objects read from storage, in
+    the entries' shared conversion (the CRD's storage codec)."""
     with_default = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
         "color": {"type": "string", "default": "teal"}}}}}
-    defaulter = storage_defaulter(crd(with_default), "v2")
-    assert defaulter is not None
-    stored = {"spec": {}}
-    assert defaulter(stored) == {"spec": {"color": "teal"}}
-    assert stored == {"spec": {}}  # a copy
-    assert defaulter({"spec": {"color": "red"}}) is None  # nothing to change
-    assert storage_defaulter(crd({"type": "object"}), "v2") is None
+    crd = widget_crd(
+        {"name": "v1", "served": True, "storage": False,
+         "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+             "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}},
+        {"name": "v2", "served": True, "storage": True,
+         "schema": {"openAPIV3Schema": with_default}})
+    conversion = resources_for(crd)[0].conversion
+    assert conversion is not None
+    stored = {"apiVersion": "example.com/v2", "kind": "Widget", "spec": {}}
+    assert conversion.read(stored, "example.com/v2")["spec"] == {"color": "teal"}
+    red = {"apiVersion": "example.com/v2", "kind": "Widget", "spec": {"color": "red"}}
+    assert conversion.read(red, "example.com/v2")["spec"] == {"color": "red"}
