@@ -17,6 +17,7 @@ from kubewire.go_text import go_utf8_of_latin1
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.schema import TypeNode, type_for
+from kubewire.schema.crd_types import crd_type
 from kubewire.server.patch.apply import ApplyRequest
 from kubewire.server.patch.apply_request import ServerSideApply, decode_apply_body
 from kubewire.server.patch.field_paths import (
@@ -117,7 +118,10 @@ def parse_apply(query: Query, body: bytes, route: Route,
 
 
 def resource_schema(resource: Resource) -> TypeNode | None:
-    """The kind's root schema, or None when kubewire has none (fields are then deduced)."""
+    """The kind's root schema (a custom resource's from its CRD version), or None when
+    kubewire has none (fields are then deduced)."""
+    if resource.crd is not None:
+        return crd_type(resource.crd, resource.version)
     try:
         return type_for(resource.api_version, resource.kind)
     except KeyError:
