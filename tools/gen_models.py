@@ -4,7 +4,7 @@ Inputs are only ``kubewire.schema`` (the compact facts in ``src/kubewire/schema/
 the kind registry ``kubewire.resources.REGISTRY``: every served kind, plus the meta types a
 client needs (ObjectMeta, ListMeta, Status, WatchEvent, DeleteOptions), plus every named type
 they reach. One module per API package (``core_v1.py``, ``apps_v1.py``, ``meta_v1.py``, ...);
-inline object schemas (Gateway API CRDs) become classes named after their owner and field.
+inline object schemas (should a kind have any) become classes named after their owner and field.
 
 Usage: ``python tools/gen_models.py [OUT_DIR]`` (default ``src/kubewire/models``).
 """

@@ -1,11 +1,12 @@
 """Generate ``src/kubewire/schema/*.json``: compact schema facts from ../shared/openapi.
 
 Inputs (data only, never needed at run time): the Kubernetes v1.32 OpenAPI v3 documents per
-group-version, the v2 ``swagger.json`` for types the v3 copies lack (coordination.k8s.io Lease,
-discovery types such as APIGroupList) and the Gateway API v1.2.1 CRDs.
+group-version and the v2 ``swagger.json`` for types the v3 copies lack (coordination.k8s.io
+Lease, discovery types such as APIGroupList). Kinds served from CustomResourceDefinitions (the
+pre-installed Gateway API ones too) have no facts here: their CRD's schema is theirs.
 
-Output: one file per group-version (``core_v1.json``, ``apps_v1.json``,
-``gateway.networking.k8s.io_v1.json``; apimachinery types in ``meta_v1.json``) holding the kinds
+Output: one file per group-version (``core_v1.json``, ``apps_v1.json``; apimachinery types in
+``meta_v1.json``) holding the kinds
 and the named types they reach, plus ``index.json`` mapping apiVersions and type-name packages to
 files. Only facts are kept (types, formats, required lists, enums, defaults, constraints, the
 ``x-kubernetes-*`` merge/list/map markers); descriptions and CEL rules are dropped. Builtin files
@@ -25,8 +26,6 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
@@ -51,7 +50,6 @@ EXTRA_KINDS: tuple[tuple[str, str, str], ...] = (
     ("autoscaling", "v1", "Scale"),
     ("policy", "v1", "Eviction"),  # the bodies of pods/eviction and serviceaccounts/token
     ("authentication.k8s.io", "v1", "TokenRequest"),
-    ("gateway.networking.k8s.io", "v1", "GatewayClass"),
 )
 # apimachinery kinds every group-version shares (served as ``v1`` kinds).
 META_KINDS = ("Status", "DeleteOptions", "WatchEvent", "APIResourceList", "APIGroupList",
@@ -91,12 +89,12 @@ def _ref_of(schema: Node) -> str:
     return str(match.group(1))
 
 
-def _base_type(schema: Node, is_crd: bool) -> str:
+def _base_type(schema: Node) -> str:
     """The compact ``type``: JSON types plus ``int-or-string``, ``quantity`` and ``any``."""
     one_of = [s.get("type") for s in schema.get("oneOf", ())]
     if schema.get("x-kubernetes-int-or-string") or schema.get("format") == "int-or-string":
         return "int-or-string"
-    if not is_crd and one_of == ["string", "number"]:
+    if one_of == ["string", "number"]:
         return "quantity"
     declared = schema.get("type")
     if declared:
@@ -106,34 +104,34 @@ def _base_type(schema: Node, is_crd: bool) -> str:
     return "any"
 
 
-def convert(schema: Node, is_crd: bool) -> Node:
+def convert(schema: Node) -> Node:
     """One upstream schema node -> our compact node (recursing into inline sub-schemas)."""
     out: Node = {}
     ref = _ref_of(schema)
     if ref:
         out["ref"] = ref
     else:
-        out["type"] = _base_type(schema, is_crd)
+        out["type"] = _base_type(schema)
     for key in _COPIED:
         if key in schema:
             out[key] = schema[key]
     if out.get("type") == "int-or-string":
         out.pop("format", None)
-    if "default" in schema and (is_crd or schema["default"] not in _ZERO_DEFAULTS):
+    if "default" in schema and schema["default"] not in _ZERO_DEFAULTS:
         out["default"] = schema["default"]
     if "properties" in schema:
-        out["properties"] = {k: convert(v, is_crd) for k, v in schema["properties"].items()}
+        out["properties"] = {k: convert(v) for k, v in schema["properties"].items()}
     if schema.get("required"):
         out["required"] = list(schema["required"])
     if "items" in schema:
-        out["items"] = convert(schema["items"], is_crd)
+        out["items"] = convert(schema["items"])
     extra = schema.get("additionalProperties")
     if isinstance(extra, dict):
-        out["additionalProperties"] = convert(extra, is_crd)
+        out["additionalProperties"] = convert(extra)
     elif extra is True:
         out["additionalProperties"] = {"type": "any"}
     # Builtin objects without a declared shape (RawExtension, FieldsV1) hold arbitrary JSON.
-    if (not is_crd and out.get("type") == "object" and "properties" not in out
+    if (out.get("type") == "object" and "properties" not in out
             and "additionalProperties" not in out):
         out["x-kubernetes-preserve-unknown-fields"] = True
     return out
@@ -198,39 +196,6 @@ def builtin_stem(type_name: str) -> str:
     return f"{_API_GROUPS[parts[3]] or 'core'}_{parts[4]}"
 
 
-# --- CRDs ------------------------------------------------------------------------------------
-
-def crd_type_name(group: str, version: str, kind: str) -> str:
-    """kube-apiserver's OpenAPI name for a CR kind: reversed group, version, kind."""
-    return ".".join([*reversed(group.split(".")), version, kind])
-
-
-def load_crds(directory: Path) -> dict[tuple[str, str, str], tuple[Node, bool]]:
-    """(group, version, kind) -> (openAPIV3Schema, is_namespaced) for every served version."""
-    out: dict[tuple[str, str, str], tuple[Node, bool]] = {}
-    for path in sorted(directory.glob("*.yaml")):
-        crd = yaml.safe_load(path.read_text())
-        spec = crd["spec"]
-        for version in spec["versions"]:
-            key = (spec["group"], version["name"], spec["names"]["kind"])
-            out[key] = (version["schema"]["openAPIV3Schema"], spec["scope"] == "Namespaced")
-    return out
-
-
-def crd_types(group: str, version: str, kind: str, schema: Node) -> dict[str, Node]:
-    """The CR kind's compact node (metadata as ObjectMeta, as kube publishes it) and its List."""
-    name = crd_type_name(group, version, kind)
-    node = convert(schema, is_crd=True)
-    node["properties"]["metadata"] = {"ref": _META_V1 + "ObjectMeta"}
-    list_node: Node = {"type": "object", "required": ["items"], "properties": {
-        "apiVersion": {"type": "string"},
-        "items": {"type": "array", "items": {"ref": name}},
-        "kind": {"type": "string"},
-        "metadata": {"ref": _META_V1 + "ListMeta"},
-    }}
-    return {name: node, name + "List": list_node}
-
-
 # --- assembly --------------------------------------------------------------------------------
 
 class Output:
@@ -274,20 +239,9 @@ def _kind_list() -> list[tuple[str, str, str]]:
 def build(shared: Path) -> dict[str, Node]:
     """Assemble every output document (stem -> document), including ``index``."""
     builtins = Builtins(shared / "openapi" / "k8s-v1.32")
-    crds = load_crds(shared / "openapi" / "gateway-api-v1.2.1" / "standard")
     out = Output()
     pending: list[str] = [_META_V1 + t for t in META_TYPES]
     for gvk in _kind_list():
-        if gvk in crds:
-            schema, namespaced = crds[gvk]
-            stem = f"{gvk[0]}_{gvk[1]}"
-            for name, node in crd_types(*gvk, schema).items():
-                out.add_type(stem, name, node)
-                pending.extend(refs_in(node))
-            list_gvk = (gvk[0], gvk[1], gvk[2] + "List")
-            out.add_kind(stem, gvk, crd_type_name(*gvk), namespaced)
-            out.add_kind(stem, list_gvk, crd_type_name(*list_gvk), None)
-            continue
         for this in (gvk, (gvk[0], gvk[1], gvk[2] + "List")):
             found = builtins.by_gvk.get(this)
             if found is None and this is gvk:
@@ -311,7 +265,7 @@ def _add_closure(out: Output, builtins: Builtins, pending: list[str]) -> None:
         if name in seen:
             continue
         seen.add(name)
-        node = convert(builtins.definitions[name], is_crd=False)
+        node = convert(builtins.definitions[name])
         out.add_type(builtin_stem(name), name, node)
         _add_go_types(out, name, node)
         pending.extend(refs_in(node))

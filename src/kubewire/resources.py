@@ -200,8 +200,6 @@ _CORE_EVENT_FIELDS = MappingProxyType({
     "type": "type",
 })
 
-_GATEWAY_GROUP = "gateway.networking.k8s.io"
-
 # Go zero values (see Resource.zero_fields), from the v1.32 types' json tags.
 _POD_SPEC_ZERO = {"containers": None}
 _ZERO_META = {"creationTimestamp": None}
@@ -294,13 +292,6 @@ RESOURCES: tuple[Resource, ...] = (
              "customresourcedefinitions", "customresourcedefinition", namespaced=False,
              short_names=("crd", "crds"), categories=("api-extensions",),
              subresources=("status",), field_label_style="default", generation="spec"),
-    Resource(_GATEWAY_GROUP, "v1", "Gateway", "gateways", "gateway", namespaced=True,
-             short_names=("gtw",), categories=("gateway-api",), subresources=("status",),
-             field_label_style="crd", generation="non_metadata", is_custom=True,
-             allow_unconditional_update=False),
-    Resource(_GATEWAY_GROUP, "v1", "HTTPRoute", "httproutes", "httproute", namespaced=True,
-             categories=("gateway-api",), subresources=("status",), field_label_style="crd",
-             generation="non_metadata", is_custom=True, allow_unconditional_update=False),
 )
 
 

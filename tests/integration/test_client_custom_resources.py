@@ -2,9 +2,9 @@
 ``apiVersion``/``kind`` that finds the kind in discovery, with plain dicts, a user's own
 msgspec Struct and dataclass types, and models ``kubewire models`` generates from the CRD.
 
-The server does not serve CRDs yet; Gateway and HTTPRoute (``gateway.networking.k8s.io/v1``)
-are served with custom-resource semantics (no strategic merge, the status subresource), and
-the client treats them as it treats any custom resource: found by discovery, not known.
+Gateway and HTTPRoute (``gateway.networking.k8s.io/v1``) are served from the Gateway API CRDs
+every kubewire server pre-installs, and the client treats them as it treats any custom
+resource: found by discovery, not known.
 """
 
 from __future__ import annotations
@@ -109,14 +109,15 @@ async def test_dict_api_finds_the_kind_in_discovery_once_per_client(client: Clie
     with pytest.raises(RuntimeError, match="discovery"):
         _ = gateways.info
     assert (await gateways.list()).items == []
-    assert gateways.info == ResourceInfo(GROUP_VERSION, "Gateway", "gateways", True, True)
+    # found, but not known to be custom: kubewire's client knows only its built-in kinds
+    assert gateways.info == ResourceInfo(GROUP_VERSION, "Gateway", "gateways", True, None)
     await routes.list()
     assert routes.info.plural == "httproutes"
     assert fetched == ["/apis/gateway.networking.k8s.io/v1"]  # one document, cached
     # Known up front (plural and namespaced given): no discovery.
     given = Api(dict, client=client, api_version=GROUP_VERSION, kind="Gateway",
                 plural="gateways", namespaced=True)
-    assert given.info.custom is True and given.info.plural == "gateways"
+    assert given.info.custom is None and given.info.plural == "gateways"
     # Built-in kinds are known without asking.
     assert Api(dict, client=client, api_version="v1", kind="ConfigMap").info.custom is False
     assert fetched == ["/apis/gateway.networking.k8s.io/v1"]
@@ -169,8 +170,11 @@ async def test_dict_api_every_verb(client: Client) -> None:
                                    type=PatchType.APPLY, field_manager="tests", force=True)
     assert applied["metadata"]["annotations"] == {"by": "me"}
     assert any(m["manager"] == "tests" for m in applied["metadata"]["managedFields"])
-    with pytest.raises(ValueError, match=r"strategic merge patch is not supported for custom "
-                                         r"resources \(gateways.gateway.networking.k8s.io\)"):
+    # a strategic merge patch is sent (the client cannot tell the kind is custom) and kube's
+    # 415 is explained (test_a_strategic_merge_refused_by_the_server_is_explained)
+    with pytest.raises(UnsupportedMediaType, match=r"strategic merge patch is not supported "
+                                                   r"for custom resources \(gateways.gateway."
+                                                   r"networking.k8s.io\)"):
         await gateways.patch("a", {"spec": {"gatewayClassName": "x"}},
                              type=PatchType.STRATEGIC)
     assert (await gateways.get("a"))["spec"]["gatewayClassName"] == "other"
@@ -211,7 +215,6 @@ async def test_a_strategic_merge_refused_by_the_server_is_explained(client: Clie
     sent the strategic merge patch, and kube's 415 says what it means."""
     gateways = Api(dict, client=client, api_version=GROUP_VERSION, kind="Gateway")
     await gateways.create(gateway("a"))
-    gateways._info = dataclasses.replace(gateways.info, custom=None)  # unknown to kubewire
     with pytest.raises(UnsupportedMediaType) as err:
         await gateways.patch("a", {"metadata": {"labels": {"x": "1"}}},
                              type=PatchType.STRATEGIC)

@@ -191,14 +191,6 @@ def test_freed_names_can_be_taken() -> None:
         "reason": "NoConflicts", "message": "no conflicts found"}
 
 
-def test_builtin_plurals_are_claimed() -> None:
-    gateway = crd(plural="gateways", kind="Gateway", group="gateway.networking.k8s.io")
-    _, cond = accepted_names(gateway, [], [("gateway.networking.k8s.io", "gateways")])
-    assert (cond["reason"], cond["message"]) == ("PluralConflict", '"gateways" is already in use')
-    _, cond = accepted_names(gateway, [], [("example.com", "gateways")])
-    assert cond["status"] == "True"
-
-
 def test_last_transition_time_moves_only_with_status() -> None:
     obj = accept(crd())
     _, cond = accepted_names(obj, [])

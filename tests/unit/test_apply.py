@@ -14,7 +14,12 @@ from kubewire.resources import REGISTRY
 from kubewire.schema import TypeNode, type_for
 from kubewire.server.patch.apply import ApplyRequest, apply_config, merge
 from kubewire.server.patch.apply_request import ServerSideApply, decode_apply_body
-from kubewire.server.patch.field_ownership import WriteFacts, default_field_manager, track_write
+from kubewire.server.patch.field_ownership import (
+    WriteFacts,
+    default_field_manager,
+    resource_schema,
+    track_write,
+)
 from kubewire.server.patch.field_paths import (
     FieldSetError,
     compare,
@@ -35,6 +40,7 @@ from kubewire.server.patch.managed_fields import (
 from kubewire.server.request.routes import Route
 from kubewire.server.request.write_options import WriteOptions
 from kubewire.status import BadRequest, Conflict
+from tests.gateway_api import gateway_resource
 
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z"
 
@@ -310,7 +316,7 @@ def test_custom_kinds_keep_lists_without_a_list_type_atomic() -> None:
     route = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
              "metadata": {"name": "r"},
              "spec": {"hostnames": ["a.example"], "parentRefs": [{"name": "gw"}]}}
-    schema = type_for("gateway.networking.k8s.io/v1", "HTTPRoute")
+    schema = resource_schema(gateway_resource("httproutes"))  # from the CRD's schema
     obj = apply_config(None, route, schema, ApplyRequest(
         manager="m", api_version="gateway.networking.k8s.io/v1", kind="HTTPRoute", now=T0,
         is_custom=True, has_status=True))

@@ -13,6 +13,7 @@ import pytest
 from kubewire.client.events import decode_bookmark
 from kubewire.resources import REGISTRY, Resource
 from kubewire.storage.cached import bookmark_line
+from tests.gateway_api import gateway_registry, gateway_resource
 
 
 def _resource(resource_id: str) -> Resource:
@@ -30,7 +31,7 @@ def test_pod_bookmark_is_what_kube_apiserver_sends() -> None:
 
 
 def test_custom_kind_bookmark_carries_only_what_is_set() -> None:
-    line = json.loads(bookmark_line(_resource("gateway.networking.k8s.io/gateways"), 12746))
+    line = json.loads(bookmark_line(gateway_resource("gateways"), 12746))
     assert line["object"] == {"kind": "Gateway", "apiVersion": "gateway.networking.k8s.io/v1",
                               "metadata": {"resourceVersion": "12746"}}
 
@@ -42,7 +43,8 @@ def test_initial_events_end_annotations_follow_the_zero_metadata() -> None:
     assert meta["annotations"]["k8s.io/initial-events-end"] == "true"
 
 
-@pytest.mark.parametrize("resource", list(REGISTRY), ids=lambda r: f"{r.api_version}/{r.kind}")
+@pytest.mark.parametrize("resource", list(gateway_registry()),
+                         ids=lambda r: f"{r.api_version}/{r.kind}")
 def test_every_bookmark_is_a_resume_point_for_clients(resource: Resource) -> None:
     """Whatever the shell, the object names the kind and carries the revision, and the
     client's Bookmark decoder reads it."""

@@ -26,10 +26,11 @@ def test_built_in_kinds_are_known_and_custom_ones_are_discovered() -> None:
         "apps/v1", "Deployment", "deployments", True, custom=False)
     assert resource_info("v1", plural="nodes") == ResourceInfo("v1", "Node", "nodes", False,
                                                                custom=False)
-    # kubewire serves Gateway as a custom resource; a cluster may not have its CRD.
+    # kubewire serves Gateway from a pre-installed CRD; a cluster may not have it, and the
+    # client knows it no better than any custom kind.
     assert resource_info("gateway.networking.k8s.io/v1", "Gateway") is None
     assert resource_info("gateway.networking.k8s.io/v1", "Gateway", "gateways", True) == \
-        ResourceInfo("gateway.networking.k8s.io/v1", "Gateway", "gateways", True, custom=True)
+        ResourceInfo("gateway.networking.k8s.io/v1", "Gateway", "gateways", True, custom=None)
     assert resource_info("example.com/v1", "Widget") is None
     assert resource_info("example.com/v1", plural="widgets", namespaced=False) == \
         ResourceInfo("example.com/v1", "", "widgets", False, custom=None)

@@ -2,10 +2,9 @@
 apiextensions-apiserver v1.32's builder.go builds them, and their place in ``/openapi/v3`` and
 ``/openapi/v2`` (server/discovery).
 
-The Gateway API CRDs are compared with what kubewire serves today for Gateway and HTTPRoute
-(built from schema facts of the same CRDs): the same operationIds, actions, GVKs and path
-parameters, the same schemas, and the differences kube's CRD builder makes spelled out. A
-hand-written CRD covers status and scale, cluster scope and every schema rewrite.
+The Gateway API CRDs a server pre-installs are served through it (their documents are the
+builder's, with kube's operation names). A hand-written CRD covers status and scale, cluster
+scope and every schema rewrite.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from kubewire.server.apiextensions.openapi_docs import (
 )
 from kubewire.server.discovery.openapi import build_document, openapi_response
 from kubewire.server.discovery.openapi_v2 import build_swagger, swagger_for
+from tests.gateway_api import gateway_registry
 from tests.gnostic_wire import Doc
 
 GROUP = "gateway.networking.k8s.io"
@@ -42,25 +42,10 @@ LIST_PARAMS = ["allowWatchBookmarks", "continue", "fieldSelector", "labelSelecto
                "resourceVersion", "resourceVersionMatch", "sendInitialEvents",
                "timeoutSeconds", "watch"]
 METHODS = ("get", "put", "post", "patch", "delete")
-TODAY_V3 = build_document(REGISTRY, GROUP, "v1")
-TODAY_V2 = build_swagger(REGISTRY)
 
 
 def _crd(kind: str) -> dict[str, Any]:
     return next(c for c in gateway_crds() if c["spec"]["names"]["kind"] == kind)  # type: ignore
-
-
-def _without_prose(node: Any) -> Any:
-    """``node`` less what the schema facts of today do not hold: descriptions, CEL rules,
-    the selectable fields extension, and the junctors (``oneOf``...) of value validation."""
-    if isinstance(node, Mapping):
-        return {k: _without_prose(v) for k, v in node.items()
-                if not (k == "description" and isinstance(v, str))
-                and k not in ("x-kubernetes-validations", "x-kubernetes-selectable-fields",
-                              "oneOf", "anyOf", "allOf", "not")}
-    if isinstance(node, list):
-        return [_without_prose(item) for item in node]
-    return node
 
 
 def _ops(item: Mapping[str, Any]) -> dict[str, Any]:
@@ -71,103 +56,41 @@ def _names(params: list[Any] | None) -> list[str]:
     return [p["name"] for p in params or ()]
 
 
-def _v3_answer(op: Mapping[str, Any]) -> dict[str, Any]:
-    """code -> (media types, the type answered)."""
-    out: dict[str, Any] = {}
-    for code, answer in op["responses"].items():
-        media = answer.get("content", {})
-        refs = {m["schema"]["$ref"].removeprefix(V3_REF) for m in media.values()}
-        out[code] = (sorted(media), *refs)
-    return out
+# --- the Gateway API, as the pre-installed CRDs serve it ----------------------------------------
 
-
-# --- the Gateway API, against what kubewire serves today ---------------------------------------
-
-@pytest.mark.parametrize("kind", ["Gateway", "HTTPRoute"])
-def test_v3_paths_are_todays_as_the_crd_builder_lays_them_out(kind: str) -> None:
-    paths, _ = openapi_v3_paths_and_schemas(_crd(kind), "v1")
-    plural = kind.lower() + "s"
-    today = {p: item for p, item in TODAY_V3["paths"].items() if p.endswith(
-        (f"/{plural}", f"/{plural}/{{name}}", f"/{plural}/{{name}}/status"))}
-    # kube publishes no /watch/ paths for custom resources: a watch is ?watch=true on a list
-    assert sorted(paths) == sorted(p for p in today if "/watch/" not in p)
-    for path, item in paths.items():
-        was = today[path]
-        assert _names(item["parameters"]) == _names(was["parameters"]), path
-        assert sorted(_ops(item)) == sorted(_ops(was)), path
-        for method, op in _ops(item).items():
-            old = was[method]
-            for key in ("operationId", "tags", "x-kubernetes-action",
-                        "x-kubernetes-group-version-kind"):
-                assert op[key] == old[key], (path, method, key)
-            answers = _v3_answer(op)
-            assert {c: a[1:] for c, a in answers.items()} == {
-                c: a[1:] for c, a in _v3_answer(old).items() if (method, c) != ("patch", "201")}
-            assert all(a[0] == (CR_MEDIA if c != "401" else []) for c, a in answers.items())
-            body = op.get("requestBody")
-            if method == "patch":
-                assert sorted(body["content"]) == PATCH_MEDIA
-            elif method in ("put", "post") or (method == "delete" and "{name}" in path):
-                assert sorted(body["content"]) == CR_MEDIA
-                assert body["content"]["application/json"] == old["requestBody"]["content"]["*/*"]
-                assert body.get("required") == old["requestBody"].get("required")
-            else:  # get, and deletecollection (ListOptions only, no body)
-                assert body is None
-            params, old_params = _names(op.get("parameters")), _names(old.get("parameters"))
-            if method == "get" and "{name}" in path:
-                assert (params, old_params) == (["resourceVersion"], [])  # GetOptions
-            elif method == "delete" and "{name}" not in path:
-                assert params == LIST_PARAMS
-            else:
-                assert params == old_params
-
-
-@pytest.mark.parametrize("kind", ["Gateway", "HTTPRoute"])
-def test_v2_paths_are_todays_as_the_crd_builder_lays_them_out(kind: str) -> None:
-    paths, _ = openapi_v2_paths_and_definitions(_crd(kind), "v1")
-    v3_paths, _ = openapi_v3_paths_and_schemas(_crd(kind), "v1")
-    assert sorted(paths) == sorted(v3_paths)
-    for path, item in paths.items():
-        was = TODAY_V2["paths"][path]
-        assert item["parameters"] == was["parameters"], path
-        for method, op in _ops(item).items():
-            old = was[method]
-            for key in ("operationId", "tags", "schemes", "x-kubernetes-action",
-                        "x-kubernetes-group-version-kind"):
-                assert op[key] == old[key], (path, method, key)
-            assert op["produces"] == CR_MEDIA
-            assert op["consumes"] == (PATCH_MEDIA if method == "patch" else CR_MEDIA)
-            expected = dict(old["responses"])
-            if method == "patch":
-                del expected["201"]
-            assert op["responses"] == expected, (path, method)
-            body = [p for p in op.get("parameters", ()) if p["in"] == "body"]
-            old_body = [p for p in old.get("parameters", ()) if p["in"] == "body"]
-            deletecollection = method == "delete" and "{name}" not in path
-            assert body == ([] if deletecollection else old_body), (path, method)
-
-
-@pytest.mark.parametrize("kind", ["Gateway", "HTTPRoute"])
-def test_the_schemas_are_todays_with_the_crds_prose_and_rules(kind: str) -> None:
-    name = f"io.k8s.networking.gateway.v1.{kind}"
-    list_name = name + "List"
-    _, schemas = openapi_v3_paths_and_schemas(_crd(kind), "v1")
-    _, defs = openapi_v2_paths_and_definitions(_crd(kind), "v1")
-    today_v3, today_v2 = TODAY_V3["components"]["schemas"], TODAY_V2["definitions"]
-    for own in (name, list_name):
-        assert _without_prose(schemas[own]) == today_v3[own]
-        assert _without_prose(defs[own]) == today_v2[own]
-        assert schemas[own]["x-kubernetes-selectable-fields"] == []  # none in these CRDs
-    # what the schema facts dropped and kube publishes: the CRD's own prose and CEL rules ...
-    spec = schemas[name]["properties"]["spec"]
+def test_the_gateway_api_documents_are_the_crds() -> None:
+    """A started server serves ``gateway.networking.k8s.io`` from its pre-installed CRDs: the
+    group-version's documents are the CRD builder's, with kube's operation names."""
+    registry = gateway_registry()
+    v3_paths: dict[str, Any] = {}
+    v3_schemas: dict[str, Any] = {}
+    for crd in gateway_crds():
+        if any(v["name"] == "v1" for v in crd["spec"]["versions"]):  # type: ignore[index]
+            paths, schemas = openapi_v3_paths_and_schemas(crd, "v1")
+            v3_paths.update(paths)
+            v3_schemas.update(schemas)
+    served = build_document(registry, GROUP, "v1")
+    assert served["paths"] == v3_paths and served["components"]["schemas"] == v3_schemas
+    ops = {(path, method): op["operationId"] for path, item in served["paths"].items()
+           for method, op in _ops(item).items()}
+    assert ops[(f"{BASE}/namespaces/{{namespace}}/gateways", "get")] == \
+        "listGatewayNetworkingV1NamespacedGateway"
+    assert ops[(f"{BASE}/namespaces/{{namespace}}/httproutes/{{name}}/status", "patch")] == \
+        "patchGatewayNetworkingV1NamespacedHTTPRouteStatus"
+    assert ops[(f"{BASE}/gatewayclasses/{{name}}", "put")] == \
+        "replaceGatewayNetworkingV1GatewayClass"
+    assert ops[(f"{BASE}/grpcroutes", "get")] == \
+        "listGatewayNetworkingV1GRPCRouteForAllNamespaces"
+    swagger = build_swagger(registry)
+    for crd in gateway_crds():
+        for version in crd["spec"]["versions"]:  # type: ignore[index]
+            if version["served"]:
+                paths, defs = openapi_v2_paths_and_definitions(crd, version["name"])
+                assert {p: swagger["paths"][p] for p in paths} == paths
+                assert {d: swagger["definitions"][d] for d in defs} == defs
+    spec = v3_schemas["io.k8s.networking.gateway.v1.Gateway"]["properties"]["spec"]
     assert spec["description"].startswith("Spec defines the desired state of")
-    assert "x-kubernetes-validations" in json.dumps(spec)
-    assert "x-kubernetes-validations" in json.dumps(defs[name])
-    # ... and the meta types are the ones built-in documents carry
-    for other in set(schemas) - {name, list_name}:
-        assert schemas[other] == today_v3[other], other
-    for other in set(defs) - {name, list_name}:
-        assert defs[other] == today_v2[other], other
+    assert "x-kubernetes-validations" in json.dumps(spec)  # the CRD's own rules, published
 
 
 def test_junctors_are_v3_only() -> None:

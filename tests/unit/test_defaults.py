@@ -9,6 +9,7 @@ import pytest
 
 from kubewire.resources import REGISTRY, Resource
 from kubewire.server.writes.defaults import KIND_DEFAULTERS, apply_kind_defaults, image_tag
+from tests.gateway_api import gateway_resource
 
 
 def _res(resource_id: str) -> Resource:
@@ -26,7 +27,7 @@ CONFIGMAP = _res("core/configmaps")
 NETPOL = _res("networking.k8s.io/networkpolicies")
 SLICE = _res("discovery.k8s.io/endpointslices")
 INGRESS = _res("networking.k8s.io/ingresses")
-GATEWAY = _res("gateway.networking.k8s.io/gateways")
+GATEWAY = gateway_resource("gateways")  # served from its pre-installed CRD
 
 
 def pod(spec: dict[str, Any]) -> dict[str, Any]:

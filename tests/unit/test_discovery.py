@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubewire.resources import REGISTRY, RESOURCES, Registry, Resource
+from kubewire.resources import REGISTRY, Registry, Resource
+from kubewire.server.apiextensions.crd_internal import storage_version
 from kubewire.server.discovery.documents import (
     AGGREGATED_CONTENT_TYPES,
     discovery_documents,
@@ -17,6 +18,10 @@ from kubewire.server.discovery.documents import (
     negotiate_discovery,
     storage_version_hash,
 )
+from tests.gateway_api import gateway_registry
+
+# What a started server serves: the built-in kinds and the pre-installed Gateway API CRDs'.
+SERVED = gateway_registry()
 
 ADDRESS = "127.0.0.1:6443"
 V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
@@ -56,11 +61,22 @@ EXPECTED: dict[tuple[str, str], tuple[str, bool, list[str], list[str], list[str]
     ("apiextensions.k8s.io", "customresourcedefinitions"): (
         "CustomResourceDefinition", False, STD, ["crd", "crds"], ["api-extensions"],
         {"status": STATUS}),
+    # the Gateway API v1.2.1 standard channel's CRDs, as a cluster with them installed
+    ("gateway.networking.k8s.io", "gatewayclasses"): ("GatewayClass", False, CRD_VERBS, ["gc"],
+                                                      ["gateway-api"], {"status": STATUS}),
     ("gateway.networking.k8s.io", "gateways"): ("Gateway", True, CRD_VERBS, ["gtw"],
                                                 ["gateway-api"], {"status": STATUS}),
+    ("gateway.networking.k8s.io", "grpcroutes"): ("GRPCRoute", True, CRD_VERBS, [],
+                                                  ["gateway-api"], {"status": STATUS}),
     ("gateway.networking.k8s.io", "httproutes"): ("HTTPRoute", True, CRD_VERBS, [],
                                                   ["gateway-api"], {"status": STATUS}),
+    ("gateway.networking.k8s.io", "referencegrants"): ("ReferenceGrant", True, CRD_VERBS,
+                                                       ["refgrant"], ["gateway-api"], {}),
 }
+# The served versions of a group served from CRDs, in kube's order (upstream's CRDs serve
+# GRPCRoute at v1 only and ReferenceGrant at v1beta1 only).
+GATEWAY_GROUP = "gateway.networking.k8s.io"
+GATEWAY_VERSIONS = ["v1", "v1beta1"]
 
 # Subresources whose kind is not the parent's: (group, version, kind), "" for the parent's
 # group-version (kube 1.32 /api/v1 and /apis/apps/v1).
@@ -84,7 +100,7 @@ KUBE_HASHES = {
 }
 
 
-def get(path: str, accept: str = "", registry: Registry = REGISTRY) -> tuple[int, bytes, str]:
+def get(path: str, accept: str = "", registry: Registry = SERVED) -> tuple[int, bytes, str]:
     result = discovery_response(registry, path, accept, ADDRESS)
     assert result is not None, path
     return result
@@ -250,26 +266,27 @@ def test_group_resource_list_shape() -> None:
         ]}
 
 
-def legacy_entries() -> dict[tuple[str, str], dict[str, Any]]:
-    entries: dict[tuple[str, str], dict[str, Any]] = {}
-    for group, version in REGISTRY.group_versions():
+def legacy_entries() -> dict[tuple[str, str, str], dict[str, Any]]:
+    """(group, version, name) -> the APIResource entry of every served group-version."""
+    entries: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for group, version in SERVED.group_versions():
         path = f"/apis/{group}/{version}" if group else f"/api/{version}"
         doc = get_json(path, "application/json, */*")
         assert doc["groupVersion"] == (f"{group}/{version}" if group else version)
         names = [r["name"] for r in doc["resources"]]
         assert names == sorted(names)
         for entry in doc["resources"]:
-            entries[(group, entry["name"])] = entry
+            entries[(group, version, entry["name"])] = entry
     return entries
 
 
 def test_every_registry_kind_in_legacy_resource_lists() -> None:
     entries = legacy_entries()
-    assert {key for key in entries if "/" not in key[1]} == {(r.group, r.plural)
-                                                              for r in REGISTRY}
-    for res in REGISTRY:
+    assert {key for key in entries if "/" not in key[2]} == {(r.group, r.version, r.plural)
+                                                              for r in SERVED}
+    for res in SERVED:
         kind, namespaced, verbs, short, categories, subs = EXPECTED[(res.group, res.plural)]
-        entry = entries[(res.group, res.plural)]
+        entry = entries[(res.group, res.version, res.plural)]
         assert entry["kind"] == kind
         assert entry["singularName"] == res.singular
         assert entry["namespaced"] is namespaced
@@ -280,13 +297,15 @@ def test_every_registry_kind_in_legacy_resource_lists() -> None:
         if res.create_only:  # kube's bindings: nothing stored, no hash
             assert "storageVersionHash" not in entry
         else:
+            # a CRD's every served version reports its storage version's hash
+            stored = storage_version(res.crd) if res.crd is not None else res.version
             assert entry["storageVersionHash"] == storage_version_hash(
-                "" if res.id == "events.k8s.io/events" else res.group, res.version, kind)
-        found_subs = {k[1].split("/")[1] for k in entries
-                      if k[0] == res.group and k[1].startswith(res.plural + "/")}
+                "" if res.id == "events.k8s.io/events" else res.group, stored, kind)
+        found_subs = {k[2].split("/")[1] for k in entries
+                      if k[:2] == (res.group, res.version) and k[2].startswith(res.plural + "/")}
         assert found_subs == set(subs)
         for sub, sub_verbs in subs.items():
-            sub_entry = entries[(res.group, f"{res.plural}/{sub}")]
+            sub_entry = entries[(res.group, res.version, f"{res.plural}/{sub}")]
             assert sub_entry["verbs"] == sub_verbs
             assert sub_entry["singularName"] == ""
             assert sub_entry["namespaced"] is namespaced
@@ -299,8 +318,8 @@ def test_every_registry_kind_in_legacy_resource_lists() -> None:
 
 def test_storage_version_hashes_match_kube() -> None:
     entries = legacy_entries()
-    for key, expected in KUBE_HASHES.items():
-        assert entries[key]["storageVersionHash"] == expected, key
+    for (group, plural), expected in KUBE_HASHES.items():
+        assert entries[(group, "v1", plural)]["storageVersionHash"] == expected, plural
 
 
 def test_storage_version_hash_algorithm() -> None:
@@ -310,8 +329,9 @@ def test_storage_version_hash_algorithm() -> None:
 
 # --- aggregated -------------------------------------------------------------------------------
 
-def aggregated_resources() -> dict[tuple[str, str], dict[str, Any]]:
-    out: dict[tuple[str, str], dict[str, Any]] = {}
+def aggregated_resources() -> dict[tuple[str, str, str], dict[str, Any]]:
+    """(group, version, resource) -> the aggregated discovery entry."""
+    out: dict[tuple[str, str, str], dict[str, Any]] = {}
     core = get_json("/api", KUBECTL_ACCEPT)["items"]
     assert [item["metadata"] for item in core] == [{"creationTimestamp": None}]
     named = get_json("/apis", KUBECTL_ACCEPT)["items"]
@@ -322,18 +342,20 @@ def aggregated_resources() -> dict[tuple[str, str], dict[str, Any]]:
         group = item["metadata"].get("name", "")
         for version in item["versions"]:
             assert version["freshness"] == "Current"
-            assert (group, version["version"]) in REGISTRY.group_versions()
+            assert (group, version["version"]) in SERVED.group_versions()
             for res in version["resources"]:
-                out[(group, res["resource"])] = res
+                out[(group, version["version"], res["resource"])] = res
+    gateway = next(item for item in named if item["metadata"]["name"] == GATEWAY_GROUP)
+    assert [v["version"] for v in gateway["versions"]] == GATEWAY_VERSIONS
     return out
 
 
 def test_every_registry_kind_in_aggregated_discovery() -> None:
     resources = aggregated_resources()
-    assert set(resources) == {(r.group, r.plural) for r in REGISTRY}
-    for res in REGISTRY:
+    assert set(resources) == {(r.group, r.version, r.plural) for r in SERVED}
+    for res in SERVED:
         kind, namespaced, verbs, short, categories, subs = EXPECTED[(res.group, res.plural)]
-        entry = resources[(res.group, res.plural)]
+        entry = resources[(res.group, res.version, res.plural)]
         own_gv = (res.group, res.version) if res.is_custom else ("", "")
         assert entry["responseKind"] == {"group": own_gv[0], "version": own_gv[1], "kind": kind}
         assert entry["scope"] == ("Namespaced" if namespaced else "Cluster")
@@ -374,9 +396,9 @@ def test_aggregated_item_shape() -> None:
 def test_aggregated_and_legacy_agree() -> None:
     aggregated = aggregated_resources()
     legacy = legacy_entries()
-    for (group, name), entry in legacy.items():
+    for (group, version, name), entry in legacy.items():
         plural, _, sub = name.partition("/")
-        parent = aggregated[(group, plural)]
+        parent = aggregated[(group, version, plural)]
         if not sub:
             assert entry["verbs"] == parent["verbs"]
             continue
@@ -389,7 +411,7 @@ def test_aggregated_and_legacy_agree() -> None:
 def all_paths() -> list[tuple[str, str]]:
     paths = [("/api", ""), ("/apis", ""), ("/api", KUBECTL_ACCEPT), ("/apis", KUBECTL_ACCEPT),
              ("/api", KUBECTL_128_ACCEPT), ("/apis", KUBECTL_128_ACCEPT)]
-    for group, version in REGISTRY.group_versions():
+    for group, version in SERVED.group_versions():
         if group:
             paths += [(f"/apis/{group}", ""), (f"/apis/{group}/{version}", "")]
         else:
@@ -407,14 +429,14 @@ def test_bodies_are_json_ending_in_newline() -> None:
 def test_bodies_are_encoded_once_and_shared() -> None:
     for path, accept in all_paths():
         assert get(path, accept)[1] is get(path + "/", accept)[1], path
-    assert discovery_documents(REGISTRY) is discovery_documents(REGISTRY)
+    assert discovery_documents(SERVED) is discovery_documents(SERVED)
 
 
 def test_output_is_deterministic_across_registries_and_entry_order() -> None:
-    reordered = Registry(tuple(reversed(RESOURCES)))
+    reordered = Registry(tuple(reversed(list(SERVED))))
     for path, accept in all_paths():
-        first = get(path, accept, REGISTRY)
-        assert get(path, accept, Registry()) == first, path
+        first = get(path, accept, SERVED)
+        assert get(path, accept, Registry(tuple(SERVED))) == first, path
         assert get(path, accept, reordered) == first, path
 
 

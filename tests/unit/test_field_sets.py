@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from kubewire.resources import REGISTRY, Resource
+from kubewire.resources import Resource
 from kubewire.selectors.field_sets import field_set
 from kubewire.selectors.fields import (
     convert_field_selector,
     parse_field_selector,
 )
+from tests.gateway_api import gateway_registry
 
 
 def resource(plural: str) -> Resource:
-    found = next((r for r in REGISTRY if r.plural == plural), None)
+    found = next((r for r in gateway_registry() if r.plural == plural), None)
     assert found is not None
     return found
 

@@ -30,6 +30,7 @@ from kubewire.server.writes.lifecycle import (
 )
 from kubewire.status import StatusError
 from kubewire.times import format_time, parse_time
+from tests.gateway_api import gateway_resource
 
 NOW = datetime(2024, 12, 11, 9, 15, 2, 500_000, tzinfo=UTC)
 NOW_TEXT = "2024-12-11T09:15:02Z"
@@ -44,7 +45,8 @@ def _res(plural: str) -> Resource:
 
 PODS, NAMESPACES, NODES, SERVICES = (_res(p) for p in ("pods", "namespaces", "nodes", "services"))
 DEPLOYMENTS, INGRESSES, NETPOLS = (_res(p) for p in ("deployments", "ingresses", "networkpolicies"))
-SLICES, GATEWAYS = _res("endpointslices"), _res("gateways")
+SLICES = _res("endpointslices")
+GATEWAYS = gateway_resource("gateways")  # a custom resource: served from its CRD
 
 
 def _create(resource: Resource, obj: dict[str, Any], namespace: str = "demo") -> dict[str, Any]:

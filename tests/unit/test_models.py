@@ -56,7 +56,8 @@ def test_every_served_kind_has_a_model_with_its_api_facts() -> None:
     assert model_for("v1", "Nope") is None
 
 
-@pytest.mark.parametrize("kind", ALL_KINDS, ids=lambda k: k.kind)
+@pytest.mark.parametrize("kind", [k for k in ALL_KINDS if not k.is_custom],
+                         ids=lambda k: k.kind)  # custom kinds have no model: clients use dicts
 def test_sample_objects_round_trip_through_models(kind: object) -> None:
     sample = kind.obj("x", labels={"app": "web"})  # type: ignore[attr-defined]
     cls = model_for(sample["apiVersion"], sample["kind"])

@@ -19,6 +19,7 @@ from kubewire.server.discovery.openapi import (
     openapi_response,
 )
 from kubewire.server.request.routes import Route, parse_route
+from tests.gateway_api import gateway_registry
 
 DOCS = documents_for(REGISTRY)
 # kinds with objects: a create-only kind (bindings) has a POST alone, no list, get or patch
@@ -153,8 +154,6 @@ def test_explain_finds_the_kind_schema(resource: Any) -> None:
     ("api/v1", "io.k8s.api.core.v1.Pod", gvk("", "v1", "Pod")),
     ("apis/apps/v1", "io.k8s.api.apps.v1.Deployment", gvk("apps", "v1", "Deployment")),
     ("apis/apps/v1", "io.k8s.api.autoscaling.v1.Scale", gvk("autoscaling", "v1", "Scale")),
-    ("apis/gateway.networking.k8s.io/v1", "io.k8s.networking.gateway.v1.Gateway",
-     gvk("gateway.networking.k8s.io", "v1", "Gateway")),
     ("apis/apps/v1", "io.k8s.apimachinery.pkg.apis.meta.v1.Status", gvk("", "v1", "Status")),
 ])
 def test_kind_schemas_carry_their_gvk(gv_path: str, name: str, kind_gvk: dict[str, str]) -> None:
@@ -164,7 +163,7 @@ def test_kind_schemas_carry_their_gvk(gv_path: str, name: str, kind_gvk: dict[st
 
 
 def test_meta_and_referenced_types_keep_upstream_names() -> None:
-    schemas = document("apis/gateway.networking.k8s.io/v1")["components"]["schemas"]
+    schemas = document("apis/apps/v1")["components"]["schemas"]
     meta = schemas["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"]
     assert meta["properties"]["creationTimestamp"] == {
         "$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.Time"}
@@ -208,7 +207,11 @@ def test_collection_item_and_subresource_operations() -> None:
 
 def test_custom_kinds_do_not_offer_strategic_merge_patch() -> None:
     gateway = "/apis/gateway.networking.k8s.io/v1/namespaces/{namespace}/gateways/{name}"
-    media = document("apis/gateway.networking.k8s.io/v1")["paths"][gateway]["patch"]
+    served = build_document(gateway_registry(), "gateway.networking.k8s.io", "v1")
+    schema = served["components"]["schemas"]["io.k8s.networking.gateway.v1.Gateway"]
+    assert schema["x-kubernetes-group-version-kind"] == [
+        gvk("gateway.networking.k8s.io", "v1", "Gateway")]
+    media = served["paths"][gateway]["patch"]
     assert "application/strategic-merge-patch+json" not in media["requestBody"]["content"]
     pod = document("api/v1")["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"]
     assert "application/strategic-merge-patch+json" in pod["requestBody"]["content"]

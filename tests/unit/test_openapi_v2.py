@@ -24,6 +24,7 @@ from kubewire.server.discovery.openapi_v2 import (
 )
 from kubewire.server.discovery.openapi_v2_proto import varint, yaml_text
 from kubewire.server.request.routes import Route, parse_route
+from tests.gateway_api import gateway_registry
 from tests.gnostic_wire import Doc, fields, one, text
 
 SWAGGER = swagger_for(REGISTRY)
@@ -107,8 +108,6 @@ KUBE_OPERATIONS = [
      "watchNetworkingV1IngressListForAllNamespaces", "watchlist"),
     ("/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices", "get",
      "listDiscoveryV1NamespacedEndpointSlice", "list"),
-    ("/apis/gateway.networking.k8s.io/v1/namespaces/{namespace}/httproutes/{name}", "get",
-     "readGatewayNetworkingV1NamespacedHTTPRoute", "get"),
 ]
 
 
@@ -127,7 +126,11 @@ def test_tags_and_gvks() -> None:
     assert scale["tags"] == ["apps_v1"]
     assert scale["x-kubernetes-group-version-kind"] == {
         "group": "autoscaling", "kind": "Scale", "version": "v1"}
-    route = paths["/apis/gateway.networking.k8s.io/v1/namespaces/{namespace}/httproutes"]["get"]
+    # the Gateway API kinds, as their pre-installed CRDs document them
+    served = swagger_for(gateway_registry())
+    gateway_paths = json.loads(served.json.plain)["paths"]
+    route = gateway_paths[
+        "/apis/gateway.networking.k8s.io/v1/namespaces/{namespace}/httproutes"]["get"]
     assert route["tags"] == ["gatewayNetworking_v1"]
     assert route["x-kubernetes-group-version-kind"] == {
         "group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "version": "v1"}
@@ -168,7 +171,17 @@ def test_definitions_keep_upstream_names_gvks_and_merge_facts() -> None:
     assert defs["io.k8s.apimachinery.pkg.util.intstr.IntOrString"] == {
         "format": "int-or-string", "type": "string"}
     assert defs["io.k8s.apimachinery.pkg.api.resource.Quantity"] == {"type": "string"}
-    assert "io.k8s.networking.gateway.v1.Gateway" in defs
+    assert "io.k8s.networking.gateway.v1.Gateway" not in defs  # served from a CRD, if at all
+
+
+def test_the_gateway_api_crds_operations_are_named_as_kube_names_them() -> None:
+    served = json.loads(swagger_for(gateway_registry()).json.plain)
+    item = served["paths"]["/apis/gateway.networking.k8s.io/v1/namespaces/{namespace}/"
+                           "httproutes/{name}"]
+    assert (item["get"]["operationId"], item["get"]["x-kubernetes-action"]) == (
+        "readGatewayNetworkingV1NamespacedHTTPRoute", "get")
+    assert "io.k8s.networking.gateway.v1.Gateway" in served["definitions"]
+    assert "io.k8s.networking.gateway.v1beta1.ReferenceGrant" in served["definitions"]
 
 
 def test_schemas_are_swagger_2_that_gnostic_and_kubectl_accept() -> None:

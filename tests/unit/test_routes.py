@@ -6,10 +6,11 @@ import pytest
 
 from kubewire.resources import REGISTRY
 from kubewire.server.request.routes import GroupVersionPath, Route, parse_route
+from tests.gateway_api import gateway_registry
 
 
 def route(path: str) -> Route:
-    result = parse_route(REGISTRY, path)
+    result = parse_route(gateway_registry(), path)  # a started server's kinds
     assert isinstance(result, Route), result
     return result
 

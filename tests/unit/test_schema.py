@@ -22,7 +22,6 @@ from kubewire.schema.validate import (
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared"
 SCHEMA_DIR = REPO / "src" / "kubewire" / "schema"
-GW = "gateway.networking.k8s.io/v1"
 
 
 def _messages(api_version: str, kind: str, obj: dict[str, Any]) -> list[str]:
@@ -150,16 +149,6 @@ def test_special_types() -> None:
     assert labels is not None and labels.values is not None and labels.values.type == "string"
 
 
-def test_crd_facts_keep_defaults_and_enums() -> None:
-    kind = schema.field_type(GW, "HTTPRoute", ["spec", "parentRefs", "kind"])
-    assert kind is not None and kind.default == "Gateway"
-    from_ = schema.field_type(GW, "Gateway", ["spec", "listeners", "allowedRoutes",
-                                             "namespaces", "from"])
-    assert from_ is not None and from_.enum == ("All", "Selector", "Same")
-    listeners = schema.patch_meta(GW, "Gateway", ["spec", "listeners"])
-    assert (listeners.list_type, listeners.list_map_keys) == ("map", ("name",))
-
-
 # --- validate_types -----------------------------------------------------------------------------
 
 def test_wrong_types_use_the_structural_schema_wording() -> None:
@@ -227,19 +216,6 @@ def test_required_fields() -> None:
         "spec.ports[0].port: Required value"]
 
 
-def test_gateway_types_enums_and_required() -> None:
-    gw = {"spec": {"listeners": [{"name": "l", "port": "80", "protocol": "HTTP",
-                                  "allowedRoutes": {"namespaces": {"from": "Bogus"}}}]}}
-    assert _messages(GW, "Gateway", gw) == [
-        'spec.listeners[0].port: Invalid value: "string": spec.listeners[0].port in body must '
-        'be of type integer: "string"',
-        'spec.listeners[0].allowedRoutes.namespaces.from: Unsupported value: "Bogus": '
-        'supported values: "All", "Selector", "Same"',
-        "spec.gatewayClassName: Required value",
-    ]
-    assert _messages(GW, "Gateway", {}) == ["spec: Required value"]
-
-
 def test_unknown_fields_are_not_type_errors() -> None:
     assert _messages("v1", "Pod", {"spec": {"containers": [{"name": "c"}], "foo": 1}}) == []
 
@@ -264,8 +240,6 @@ def test_unknown_fields_skip_free_form_and_maps() -> None:
     assert unknown_fields("v1", "WatchEvent", event) == []
     cm = {"data": {"whatever": "x"}, "binaryData": {"k": "eA=="}}
     assert unknown_fields("v1", "ConfigMap", cm) == []
-    gw = {"spec": {"infrastructure": {"labels": {"free": "x"}}, "nope": 1}}
-    assert unknown_fields(GW, "Gateway", gw) == ["spec.nope"]
 
 
 def test_prune_returns_a_copy_without_unknown_fields() -> None:
@@ -279,48 +253,6 @@ def test_prune_returns_a_copy_without_unknown_fields() -> None:
 
 
 # --- defaults -----------------------------------------------------------------------------------
-
-def test_httproute_defaults() -> None:
-    route: dict[str, Any] = {"apiVersion": GW, "kind": "HTTPRoute", "metadata": {"name": "r"},
-             "spec": {"parentRefs": [{"name": "gw"}],
-                      "rules": [{"backendRefs": [{"name": "svc", "port": 80}]}]}}
-    out = apply_defaults(GW, "HTTPRoute", route)
-    assert out["spec"]["parentRefs"] == [
-        {"name": "gw", "group": "gateway.networking.k8s.io", "kind": "Gateway"}]
-    assert out["spec"]["rules"] == [{
-        "backendRefs": [{"name": "svc", "port": 80, "group": "", "kind": "Service",
-                         "weight": 1}],
-        "matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
-    }]
-    assert route["spec"]["parentRefs"] == [{"name": "gw"}]  # input untouched
-
-
-def test_httproute_rules_default_when_missing() -> None:
-    out = apply_defaults(GW, "HTTPRoute", {"spec": {}})
-    assert out["spec"]["rules"] == [{"matches": [{"path": {"type": "PathPrefix",
-                                                           "value": "/"}}]}]
-    # Defaults apply to present objects only: no spec, nothing to default in it.
-    assert "spec" not in apply_defaults(GW, "HTTPRoute", {"metadata": {"name": "r"}})
-
-
-def test_gateway_defaults() -> None:
-    gw = {"spec": {"gatewayClassName": "c", "addresses": [{"value": "10.0.0.1"}],
-                   "listeners": [{"name": "l", "port": 80, "protocol": "HTTP"}]}}
-    out = apply_defaults(GW, "Gateway", gw)
-    assert out["spec"]["addresses"] == [{"value": "10.0.0.1", "type": "IPAddress"}]
-    assert out["spec"]["listeners"][0]["allowedRoutes"] == {"namespaces": {"from": "Same"}}
-    conditions = out["status"]["conditions"]
-    assert [c["type"] for c in conditions] == ["Accepted", "Programmed"]
-    assert conditions[0] == {"type": "Accepted", "status": "Unknown", "reason": "Pending",
-                             "message": "Waiting for controller",
-                             "lastTransitionTime": "1970-01-01T00:00:00Z"}
-
-
-def test_explicit_values_and_non_nullable_nulls() -> None:
-    route = {"spec": {"parentRefs": [{"name": "gw", "kind": "Service", "group": None}]}}
-    ref = apply_defaults(GW, "HTTPRoute", route)["spec"]["parentRefs"][0]
-    assert ref == {"name": "gw", "kind": "Service", "group": "gateway.networking.k8s.io"}
-
 
 def test_builtin_marker_defaults() -> None:
     pod = {"spec": {"containers": [{"name": "c", "ports": [{"containerPort": 80}]}]}}

@@ -26,6 +26,7 @@ from kubewire.server.tables.output import (
 )
 from kubewire.server.wire.encoding import negotiate_json
 from kubewire.status import BadRequest, NotAcceptable
+from tests.gateway_api import gateway_registry
 
 NOW = datetime(2025, 3, 10, 12, 0, 0, tzinfo=UTC)
 KUBECTL_ACCEPT = ("application/json;as=Table;v=v1;g=meta.k8s.io,"
@@ -37,7 +38,7 @@ def ago(seconds: float) -> str:
 
 
 def res(resource_id: str) -> Resource:
-    resource = REGISTRY.by_id(resource_id)
+    resource = gateway_registry().by_id(resource_id)  # Gateway API kinds: from their CRDs
     assert resource is not None
     return resource
 

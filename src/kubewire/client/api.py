@@ -157,7 +157,7 @@ class Api(Generic[T]):
     def _set_info(self, info: ResourceInfo) -> None:
         if info.custom is None:
             res = registered(info.api_version, info.kind or None, info.plural)
-            custom = res.is_custom if res is not None else self._custom
+            custom = False if res is not None else self._custom
             info = ResourceInfo(info.api_version, info.kind, info.plural, info.namespaced,
                                 custom)
         self._info = info

@@ -73,19 +73,19 @@ class ResourceInfo:
 def resource_info(api_version: str, kind: str | None = None, plural: str | None = None,
                   namespaced: bool | None = None) -> ResourceInfo | None:
     """Facts for a kind: a kind kube builds in from kubewire's registry; any other (custom
-    resources, whose CRD a cluster may or may not have, even those kubewire serves as such)
-    as given, when ``plural`` and ``namespaced`` are; None when discovery has to find it."""
+    resources, whose CRD a cluster may or may not have, such as the Gateway API kinds kubewire
+    pre-installs) as given, when ``plural`` and ``namespaced`` are; None when discovery has to
+    find it."""
     if not api_version or api_version.count("/") > 1:
         raise ConfigError(f"invalid api_version {api_version!r}: 'v1' or 'group/version'")
     if not kind and not plural:
         raise ConfigError("a kind needs kind= or plural= besides api_version=")
     res = registered(api_version, kind, plural)
-    if res is not None and not res.is_custom:
+    if res is not None:
         return ResourceInfo(api_version, res.kind, res.plural, res.namespaced, custom=False)
     if plural is None or namespaced is None:
         return None
-    return ResourceInfo(api_version, kind or "", plural, namespaced,
-                        custom=True if res is not None else None)
+    return ResourceInfo(api_version, kind or "", plural, namespaced, custom=None)
 
 
 def registered(api_version: str, kind: str | None, plural: str | None) -> Resource | None:

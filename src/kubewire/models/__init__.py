@@ -27,7 +27,6 @@ from kubewire.models.core_v1 import (
 from kubewire.models.core_v1 import Event as CoreV1Event
 from kubewire.models.discovery_k8s_io_v1 import EndpointSlice
 from kubewire.models.events_k8s_io_v1 import Event as EventsK8sIoV1Event
-from kubewire.models.gateway_networking_k8s_io_v1 import Gateway, HTTPRoute
 from kubewire.models.meta_v1 import DeleteOptions, ListMeta, ObjectMeta, Status, WatchEvent
 from kubewire.models.networking_k8s_io_v1 import Ingress, NetworkPolicy
 
@@ -39,8 +38,6 @@ KINDS: tuple[type[KubeObject], ...] = (
     Deployment,
     EndpointSlice,
     EventsK8sIoV1Event,
-    Gateway,
-    HTTPRoute,
     Ingress,
     Lease,
     Namespace,
@@ -72,8 +69,6 @@ __all__ = [
     "Deployment",
     "EndpointSlice",
     "EventsK8sIoV1Event",
-    "Gateway",
-    "HTTPRoute",
     "Ingress",
     "IntOrString",
     "KubeObject",

@@ -11,9 +11,7 @@ kinds (kind, listKind), from the *accepted* names of every CRD of the group, the
 included (kube's lister holds it too). A requested name equal to the CRD's own accepted one is
 never a conflict; a conflicting field keeps its accepted value, the others take the request.
 
-kubewire addition: ``builtin_plurals`` are the (group, plural) pairs kubewire serves itself (its
-built-in Gateway API kinds); they count as claimed plurals of their group. kube has no such rule
-(its built-in handlers would simply shadow the CRD's paths), so pass none to behave as kube.
+Built-in kinds claim nothing here: kube's built-in handlers simply shadow a CRD's paths.
 """
 
 from __future__ import annotations
@@ -37,8 +35,8 @@ from kubewire.server.apiextensions.webhook_config import validate_ca_bundle
 _NAME_KEYS = ("plural", "singular", "shortNames", "kind", "listKind", "categories")
 
 
-def _claimed(crd: Mapping[str, JSON], others: Iterable[Mapping[str, JSON]],
-             builtin_plurals: Iterable[tuple[str, str]]) -> tuple[set[str], set[str]]:
+def _claimed(crd: Mapping[str, JSON],
+             others: Iterable[Mapping[str, JSON]]) -> tuple[set[str], set[str]]:
     """``getAcceptedNamesForGroup``: (resource names, kind names) claimed in the CRD's group."""
     group = as_str(as_dict(crd.get("spec")).get("group"))
     name = as_str(as_dict(crd.get("metadata")).get("name"))
@@ -55,7 +53,6 @@ def _claimed(crd: Mapping[str, JSON], others: Iterable[Mapping[str, JSON]],
         resources.update(strings(accepted.get("shortNames")))
         kinds.add(as_str(accepted.get("kind")))
         kinds.add(as_str(accepted.get("listKind")))
-    resources.update(plural for g, plural in builtin_plurals if g == group)
     return resources, kinds
 
 
@@ -67,12 +64,11 @@ def _conflict(requested: str, accepted: str, used: set[str]) -> str | None:
 
 
 def accepted_names(crd: Mapping[str, JSON], others: Iterable[Mapping[str, JSON]],
-                   builtin_plurals: Iterable[tuple[str, str]] = (),
                    ) -> tuple[dict[str, JSON], dict[str, JSON]]:
     """The naming controller's decision: (new ``status.acceptedNames``, the ``NamesAccepted``
     condition as ``{type, status, reason, message}``). ``others`` are the other stored CRDs (an
     entry named like ``crd`` is skipped: ``crd`` itself is the current version)."""
-    resources, kinds = _claimed(crd, others, builtin_plurals)
+    resources, kinds = _claimed(crd, others)
     requested = as_dict(as_dict(crd.get("spec")).get("names"))
     accepted = as_dict(as_dict(crd.get("status")).get("acceptedNames"))
     names: dict[str, JSON] = {k: accepted[k] for k in _NAME_KEYS if k in accepted}

@@ -2,19 +2,23 @@
 kube-apiserver's own bootstrap controller).
 
 ``deletion`` (namespace contents, graceful pods), ``namespace_defaults`` (the ``default``
-ServiceAccount and ``kube-root-ca.crt`` in every namespace) and ``bootstrap`` (the
-``default/kubernetes`` Service and EndpointSlice, once the server listens).
+ServiceAccount and ``kube-root-ca.crt`` in every namespace), ``crds`` (naming, establishing,
+serving and cleanup of CustomResourceDefinitions), ``preinstalled_crds`` (the Gateway API CRDs
+created at start when absent) and ``bootstrap`` (the ``default/kubernetes`` Service and
+EndpointSlice, once the server listens).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from kubewire.server.context import ServerContext
 from kubewire.server.controllers.bootstrap import KubernetesService
 from kubewire.server.controllers.crds import CustomResourceDefinitions
 from kubewire.server.controllers.deletion import Controllers
 from kubewire.server.controllers.namespace_defaults import NamespaceDefaults
+from kubewire.server.controllers.preinstalled_crds import PreinstalledCRDs
 
 SETTLE_TIMEOUT_S = 10.0
 SETTLE_POLL_S = 0.005
@@ -29,12 +33,16 @@ class ControllerManager:
         self.namespace_defaults = NamespaceDefaults(ctx, root_ca)
         self.kubernetes_service = KubernetesService(ctx)
         self.crds = CustomResourceDefinitions(ctx)
+        self.preinstalled = PreinstalledCRDs(ctx)
+        self._installing: asyncio.Task[None] | None = None
         self._serving = False
 
     def start(self) -> None:
         self.deletion.start()
         self.namespace_defaults.start()
-        self.crds.start()
+        self.crds.start()  # listens to the feed before the pre-installed CRDs are written
+        self._installing = asyncio.get_running_loop().create_task(
+            self.preinstalled.install(), name="preinstalled-crds")
 
     def serving(self, host: str, port: int) -> None:
         self.kubernetes_service.start(host, port)
@@ -42,14 +50,16 @@ class ControllerManager:
 
     @property
     def idle(self) -> bool:
-        """No namespace or kubernetes-Service work pending (tests wait for it)."""
+        """No namespace, kubernetes-Service or CRD work pending, and the pre-installed CRDs
+        established and served (tests wait for it)."""
         return (self.namespace_defaults.queue.idle and self.kubernetes_service.queue.idle
-                and self.crds.queue.idle)
+                and self.crds.queue.idle and self.preinstalled.served)
 
     async def settled(self, timeout_s: float = SETTLE_TIMEOUT_S) -> None:
         """Wait (at most ``timeout_s``) until the start-up work is written: a server whose
-        ``start()`` returned has its ``kubernetes`` Service and every namespace's defaults, so
-        its first clients see a store that holds still, as a cluster's does once up."""
+        ``start()`` returned has its ``kubernetes`` Service, every namespace's defaults and the
+        pre-installed CRDs served, so its first clients see a store that holds still, as a
+        cluster's does once up."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         while not self.idle and loop.time() < deadline:
@@ -58,6 +68,10 @@ class ControllerManager:
     async def stop(self) -> None:
         if self._serving:
             await self.kubernetes_service.stop()
+        if self._installing is not None:
+            self._installing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._installing
         await self.crds.stop()
         await self.namespace_defaults.stop()
         await self.deletion.stop()

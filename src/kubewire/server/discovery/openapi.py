@@ -152,7 +152,7 @@ class _Target(NamedTuple):
             return ops.operation(name, "delete", DELETE_PARAMS, {"200": body, "202": body},
                                  request_body(("*/*",), DELETE_OPTIONS, required=False))
         if method == "patch":
-            media = (*PATCH_TYPES, *(() if self.resource.is_custom else (SMP_TYPE,)))
+            media = (*PATCH_TYPES, SMP_TYPE)  # built-in kinds (a CRD's: openapi_docs)
             return ops.operation(name, "patch", PATCH_PARAMS, {"200": own, "201": own},
                                  request_body(sorted(media), PATCH))
         codes = ("200", "201", "202") if method == "post" else ("200", "201")

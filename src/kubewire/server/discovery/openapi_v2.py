@@ -145,7 +145,7 @@ class _Kind:
         """``put``, ``patch`` or ``post`` of the kind (or its subresource ``sub``)."""
         name = f"{self.namespaced}{self.resource.kind}{sub.title()}"
         if method == "patch":
-            media = (*PATCH_TYPES, *(() if self.resource.is_custom else (SMP_TYPE,)))
+            media = (*PATCH_TYPES, SMP_TYPE)  # built-in kinds (a CRD's: openapi_docs)
             params = [body_param(PATCH), *map(query, PATCH_PARAMS)]
             return self.operation(Op("patch", name, "patch", params,
                                      {"200": body_type, "201": body_type}, sorted(media), gvk))

@@ -6,9 +6,10 @@ means the whole object); a path starting with ``.`` is a CRD ``additionalPrinter
 JSONPath evaluated with kube's custom-resource rules (formatter ``crd``). Descriptions stay
 empty: kube fills them with API prose that clients never show.
 
-Sources: ``kubernetes/kubernetes:pkg/printers/internalversion/printers.go`` (``AddHandlers``),
-the Gateway API v1.2.1 CRDs (objects-and-clients.md §5.3). Kinds without an entry get kube's
-defaults: built-ins ``Name`` + ``Created At``, custom kinds ``Name`` + ``Age``.
+Source: ``kubernetes/kubernetes:pkg/printers/internalversion/printers.go`` (``AddHandlers``).
+A kind served from a CRD gets its version's ``additionalPrinterColumns`` (``printer_for``), or
+kube's default for custom kinds, ``Name`` + ``Age``; other kinds without an entry get
+``Name`` + ``Created At``.
 """
 
 from __future__ import annotations
@@ -163,14 +164,6 @@ PRINTERS: Mapping[str, PrinterSpec] = MappingProxyType({
     )),
     # apiextensions-apiserver serves CRDs with the default table (no printer handlers)
     "apiextensions.k8s.io/customresourcedefinitions": PrinterSpec((NAME, CREATED_AT)),
-    "gateway.networking.k8s.io/gateways": PrinterSpec((
-        NAME, crd_column("Class", ".spec.gatewayClassName", "string"),
-        crd_column("Address", ".status.addresses[*].value", "string"),
-        crd_column("Programmed", '.status.conditions[?(@.type=="Programmed")].status', "string"),
-        CRD_AGE,
-    )),
-    "gateway.networking.k8s.io/httproutes": PrinterSpec((
-        NAME, crd_column("Hostnames", ".spec.hostnames", "string"), CRD_AGE)),
 })
 """Printer specs by ``Resource.id``; every served kind has one."""
 

@@ -8,10 +8,11 @@ Two layers, in this order (objects-and-clients.md §3):
 
 1. the OpenAPI ``default`` values of the kind's schema (``schema.validate.apply_defaults``:
    ``ContainerPort.protocol``, ``ServicePort.protocol``, the rbd/iscsi/azureDisk/scaleIO volume
-   fields; every default of a custom resource's structural schema). Custom resources get theirs
-   here too, as apiextensions does while decoding, before the strategy compares old and new:
-   defaulting after ``PrepareForUpdate`` made a re-applied Gateway or HTTPRoute look changed
-   (its ``generation`` bumped and the no-op update was written);
+   fields). A custom resource gets every default of its CRD version's structural schema here
+   (``custom_resources.default``), as apiextensions does while decoding (and server-side apply's
+   field manager after merging), before the strategy compares old and new: defaulting after
+   ``PrepareForUpdate`` made a re-applied Gateway or HTTPRoute look changed (its ``generation``
+   bumped and the no-op update was written);
 2. the hand-written defaulters (``SetDefaults_*`` in ``pkg/apis/<group>/v1/defaults.go`` and the
    generated ``zz_generated.defaults.go`` walk), a table keyed by ``Resource.id``. Shared pieces
    (pod spec, container, probe, volume) serve Pod and Deployment's pod template alike.
@@ -32,6 +33,7 @@ from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.schema import validate as schema_validate
 from kubewire.server.apiextensions.crd_defaults import default_crd
+from kubewire.server.writes import custom_resources
 from kubewire.server.writes.json_copy import copy_json
 
 Defaulter = Callable[[dict[str, JSON]], None]
@@ -350,6 +352,9 @@ def apply_kind_defaults(resource: Resource, obj: Mapping[str, JSON], *,
     Idempotent. Never raises for malformed bodies: fields of the wrong JSON type are skipped.
     """
     out: dict[str, JSON] = obj if owned and type(obj) is dict else copy_json(dict(obj))
+    if resource.crd is not None:
+        custom_resources.default(resource, out)
+        return out
     with contextlib.suppress(KeyError):  # a kind without a generated schema
         out = schema_validate.apply_defaults(resource.api_version, resource.kind, out)
     for defaulter in KIND_DEFAULTERS.get(resource.id, ()):

@@ -116,15 +116,15 @@ def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
     if resource.crd is not None:
         return _validate_custom(resource, obj, wopts, old, subresource)
     errors: list[FieldError] = list(validation.validate_object_meta(resource, obj))
-    # one walk: type errors, and the unknown fields that matter only when there are none
-    # Schema ``required`` binds custom resources only; kube decodes a built-in into its Go
-    # struct and only the kind's validation (``validate_kind``) requires anything.
+    # one walk: type errors, and the unknown fields that matter only when there are none.
+    # Schema ``required`` does not bind: kube decodes a built-in into its Go struct and only the
+    # kind's validation (``validate_kind``) requires anything.
     type_errors: list[FieldError] = []
     unknown: list[str] = []
-    if resource.is_custom or not checks_cleanly(resource.api_version, resource.kind, obj):
+    if not checks_cleanly(resource.api_version, resource.kind, obj):
         # the walk, for what the typed decode could not rule out
         type_errors, unknown = schema_validate.check_object(
-            resource.api_version, resource.kind, obj, schema_required=resource.is_custom)
+            resource.api_version, resource.kind, obj, schema_required=False)
     errors.extend(type_errors)
     if subresource == "ephemeralcontainers" and old is not None:
         kind_errors = validate_ephemeral_containers_update(obj, old)
@@ -145,14 +145,10 @@ def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
         if wopts.field_validation != "Ignore":
             warnings.extend(texts)
         obj = schema_validate.prune_unknown_fields(resource.api_version, resource.kind, obj)
-    if resource.is_custom:
-        # Defaulted once more after the strategy: kube also defaults a custom resource when it
-        # reads it from storage, so the status the strategy dropped on create comes back
-        # defaulted (Gateway's "Waiting for controller" conditions). Idempotent.
-        obj = schema_validate.apply_defaults(resource.api_version, resource.kind, obj)
-    else:  # stored as kube's Go structs encode them: times in UTC, Time in whole seconds,
-        obj = encode_times(resource.api_version, resource.kind, obj)  # missing scalars as ""/0
-        obj = schema_validate.go_zero_fields(resource.api_version, resource.kind, obj)
+    # stored as kube's Go structs encode them: times in UTC, Time in whole seconds, missing
+    # scalars as ""/0
+    obj = encode_times(resource.api_version, resource.kind, obj)
+    obj = schema_validate.go_zero_fields(resource.api_version, resource.kind, obj)
     return obj, warnings
 
 
