@@ -14,11 +14,13 @@ from tests.integration.wire import call
 from tests.reliability.proc import writer_pid
 
 HOOK = "poststarthook/start-system-namespaces-controller"
+CRDS_HOOK = "poststarthook/crd-informer-synced"  # before the namespaces hook, as kube lists
 # What kube-apiserver v1.32 lists, less the checks of parts kubewire does not have.
 CHECKS = {
-    "healthz": ["ping", "log", "etcd", HOOK],
-    "livez": ["ping", "log", "etcd", HOOK],
-    "readyz": ["ping", "log", "etcd", "etcd-readiness", "informer-sync", HOOK, "shutdown"],
+    "healthz": ["ping", "log", "etcd", CRDS_HOOK, HOOK],
+    "livez": ["ping", "log", "etcd", CRDS_HOOK, HOOK],
+    "readyz": ["ping", "log", "etcd", "etcd-readiness", "informer-sync", CRDS_HOOK, HOOK,
+               "shutdown"],
 }
 STORE_CHECKS = ("etcd", "etcd-readiness")
 

@@ -16,7 +16,7 @@ import pytest
 
 from tests.reliability.proc import ServerProcess, call, run_cli, writer_pid
 
-MOUNT_BYTES = 4 * 1024 * 1024
+MOUNT_BYTES = 16 * 1024 * 1024  # two servers, each storing the Gateway API CRDs at its start
 
 
 @pytest.fixture

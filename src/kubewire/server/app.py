@@ -132,6 +132,7 @@ class APIServer:
         self._write_admin_kubeconfig()
         self.controllers.serving(*self.address)
         await self.controllers.settled()
+        self.health.crds_served = True
         self.ready = True
         return self.address
 

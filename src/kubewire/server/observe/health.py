@@ -4,8 +4,10 @@ their results.
 
 - Each endpoint runs its checks in kube's order (``ENDPOINT_CHECKS``): ``ping``, ``log``,
   ``etcd`` (kubewire's store: its writer answers a ping), then readyz's ``etcd-readiness`` and
-  ``informer-sync`` (the watch caches are filled), the post-start hook kubewire has
-  (``poststarthook/start-system-namespaces-controller``: the initial namespaces exist), and
+  ``informer-sync`` (the watch caches are filled), the post-start hooks kubewire has
+  (``poststarthook/crd-informer-synced``: the established CRDs, the pre-installed ones
+  included, are served; ``poststarthook/start-system-namespaces-controller``: the initial
+  namespaces exist), and
   readyz's ``shutdown`` (fails once the server is stopping).
 - ``?exclude=NAME`` (repeatable) skips a check (``[+]NAME excluded: ok``); names that match no
   check are reported in a ``warn:`` line, sorted and quoted as Go's ``%q``.
@@ -40,12 +42,16 @@ NOT_FOUND_TEXT = b"404 page not found\n"
 PING, LOG, ETCD, ETCD_READINESS = "ping", "log", "etcd", "etcd-readiness"
 INFORMER_SYNC, SHUTDOWN = "informer-sync", "shutdown"
 NAMESPACES_HOOK = "poststarthook/start-system-namespaces-controller"
+# apiextensions-apiserver's hook: every established CRD is served (kubewire: also its
+# pre-installed CRDs, which the server writes at start)
+CRDS_HOOK = "poststarthook/crd-informer-synced"
 
-_LIVE = (PING, LOG, ETCD, NAMESPACES_HOOK)
+_LIVE = (PING, LOG, ETCD, CRDS_HOOK, NAMESPACES_HOOK)
 ENDPOINT_CHECKS: Mapping[str, tuple[str, ...]] = {
     HEALTHZ: _LIVE,
     LIVEZ: _LIVE,
-    READYZ: (PING, LOG, ETCD, ETCD_READINESS, INFORMER_SYNC, NAMESPACES_HOOK, SHUTDOWN),
+    READYZ: (PING, LOG, ETCD, ETCD_READINESS, INFORMER_SYNC, CRDS_HOOK, NAMESPACES_HOOK,
+             SHUTDOWN),
 }
 
 # A check's outcome: None when it passed, else why it failed.
@@ -173,10 +179,12 @@ class ServerHealth:
         self.timeout_s = timeout_s
         self.caches_synced = False
         self.namespaces_made = False
+        self.crds_served = False
         self.stopping = False
         self.checks: dict[str, Check] = {
             PING: _passes, LOG: _passes, ETCD: self._store, ETCD_READINESS: self._store,
-            INFORMER_SYNC: self._informers, NAMESPACES_HOOK: self._namespaces,
+            INFORMER_SYNC: self._informers, CRDS_HOOK: self._crds,
+            NAMESPACES_HOOK: self._namespaces,
             SHUTDOWN: self._shutdown}
 
     async def answer(self, path: str, query: Mapping[str, Sequence[str]]) -> HealthAnswer | None:
@@ -189,6 +197,9 @@ class ServerHealth:
 
     async def _informers(self) -> Outcome:
         return None if self.caches_synced else "the watch caches are not filled yet"
+
+    async def _crds(self) -> Outcome:
+        return None if self.crds_served else "not finished"
 
     async def _namespaces(self) -> Outcome:
         return None if self.namespaces_made else "not finished"
