@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 from kubewire.server.context import ServerConfig
+from tests.integration.custom_kinds import serve
 from tests.integration.harness import ServerThread
+from tests.integration.kinds import Kind
 
 
 @pytest.fixture
@@ -38,3 +40,11 @@ def make_server(tmp_path: Path) -> Iterator[Callable[..., ServerThread]]:
 @pytest.fixture
 def server(make_server: Callable[..., ServerThread]) -> ServerThread:
     return make_server()
+
+
+@pytest.fixture
+def kind(request: pytest.FixtureRequest, server: ServerThread) -> Kind:
+    """The kind of an indirectly parametrized test, served on ``server`` (a run-time custom
+    kind's CRD is installed first): ``@pytest.mark.parametrize("kind", [...], indirect=True)``."""
+    wanted: Kind = request.param
+    return serve(server, wanted)

@@ -1,6 +1,10 @@
 """Durability on the wire: a restart keeps objects and revisions; a watch resumes from any
 revision the change log still holds, even far outside the in-memory window (watch-protocol.md
 §2.2, §7.1: kubewire backs its per-kind ring with the durable log).
+
+The watch scenarios run on Pods and on a custom resource of a CRD installed through the API at
+the start of the test (``custom_kinds.py``): the CRD, its objects and their history must all
+come back after a restart.
 """
 
 from __future__ import annotations
@@ -10,8 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
+from tests.integration.custom_kinds import GIZMO, serve
 from tests.integration.harness import ServerThread
-from tests.integration.kinds import NS, POD, SERVICE
+from tests.integration.kinds import NS, POD, SERVICE, Kind, kind_id
 from tests.integration.wire import (
     Session,
     call,
@@ -26,6 +33,7 @@ from tests.integration.wire import (
 
 PODS = POD.collection()
 Labels = dict[str, str]
+KINDS = pytest.mark.parametrize("kind", [POD, GIZMO], ids=kind_id, indirect=True)
 
 
 def test_objects_and_revisions_survive_a_restart(server: ServerThread) -> None:
@@ -48,18 +56,21 @@ def test_objects_and_revisions_survive_a_restart(server: ServerThread) -> None:
     assert rv_of(fresh) == before_rv + 1  # the revision counter carries on
 
 
-def test_watch_from_before_a_restart_gets_every_later_change_once(server: ServerThread) -> None:
-    start = int(list_rv(server, PODS))
+@KINDS
+def test_watch_from_before_a_restart_gets_every_later_change_once(server: ServerThread,
+                                                                  kind: Kind) -> None:
+    objects = kind.collection()
+    start = int(list_rv(server, objects))
     written: list[tuple[str, str, int]] = []
 
     def write(name: str) -> None:
-        reply = call(server, "PATCH", POD.item(name), {"metadata": {"labels": {"n": name}}})
+        reply = call(server, "PATCH", kind.item(name), {"metadata": {"labels": {"n": name}}})
         if reply.status == 404:
-            written.append(("ADDED", name, rv_of(create(server, PODS, POD.obj(name)))))
+            written.append(("ADDED", name, rv_of(create(server, objects, kind.obj(name)))))
         else:
             written.append(("MODIFIED", name, rv_of(ok(reply, 200))))
 
-    with watch(server, PODS, resourceVersion=start) as open_during_stop:
+    with watch(server, objects, resourceVersion=start) as open_during_stop:
         for name in ("a", "b", "a"):
             write(name)
         seen = open_during_stop.events(3)
@@ -68,11 +79,11 @@ def test_watch_from_before_a_restart_gets_every_later_change_once(server: Server
 
     for name in ("c", "b", "d"):
         write(name)
-    with watch(server, PODS, resourceVersion=start) as resumed, \
-            watch(server, PODS, resourceVersion=rv_of(seen[-1])) as continued:
+    with watch(server, objects, resourceVersion=start) as resumed, \
+            watch(server, objects, resourceVersion=rv_of(seen[-1])) as continued:
         everything = resumed.events(len(written))
         rest = continued.events(len(written) - 3)
-        sentinel = create(server, PODS, POD.obj("sentinel"))
+        sentinel = create(server, objects, kind.obj("sentinel"))
         assert rv_of(resumed.next_event()) == rv_of(sentinel)
         assert rv_of(continued.next_event()) == rv_of(sentinel)
     triples = [(e["type"], name_of(e), rv_of(e)) for e in everything]
@@ -96,8 +107,9 @@ class Change:
     new: Labels | None
 
 
-def _write_history(server: ServerThread) -> list[Change]:
-    """~100 pod changes: creates, relabels, annotation updates and deletes, all recorded."""
+def _write_history(server: ServerThread, kind: Kind) -> list[Change]:
+    """~100 changes: creates, relabels, annotation updates and deletes, all recorded."""
+    objects = kind.collection()
     rng = random.Random(7)
     names = [f"p{i}" for i in range(10)]
     live: dict[str, Labels] = {}
@@ -110,23 +122,24 @@ def _write_history(server: ServerThread) -> list[Change]:
             color = rng.choice(["red", "blue"])
             if name not in live:
                 labels = {"color": color}
-                reply = session.call("POST", PODS, POD.obj(name, labels=labels))
+                reply = session.call("POST", objects, kind.obj(name, labels=labels))
                 log.append(Change(rv_of(ok(reply, 201)), "ADDED", name, None, labels))
                 live[name] = labels
                 continue
             old = live[name]
             roll = rng.random()
             if roll < 0.15:
-                ok(session.call("DELETE", POD.item(name)), 200)
-                log.append(Change(None, "MODIFIED", name, old, old))
+                ok(session.call("DELETE", kind.item(name)), 200)
+                if kind is POD:  # graceful: the deletion mark first
+                    log.append(Change(None, "MODIFIED", name, old, old))
                 # The only writer: the list RV now is the revision of the removal.
-                gone = int(ok(session.call("GET", PODS), 200)["metadata"]["resourceVersion"])
+                gone = int(ok(session.call("GET", objects), 200)["metadata"]["resourceVersion"])
                 log.append(Change(gone, "DELETED", name, old, None))
                 del live[name]
             else:
                 new = {"color": color} if roll < 0.6 else dict(old)
                 body = {"metadata": {"labels": new, "annotations": {"step": str(step)}}}
-                reply = session.call("PATCH", POD.item(name), body)
+                reply = session.call("PATCH", kind.item(name), body)
                 log.append(Change(rv_of(ok(reply, 200)), "MODIFIED", name, old, new))
                 live[name] = new
     return log
@@ -160,10 +173,13 @@ def assert_delivered(events: list[dict[str, Any]], expected: Expected) -> None:
     assert revisions == sorted(set(revisions))
 
 
+@pytest.mark.parametrize("kind", [POD, GIZMO], ids=kind_id)
 def test_resume_from_ten_windows_back_misses_nothing(
-        make_server: Callable[..., ServerThread]) -> None:
+        make_server: Callable[..., ServerThread], kind: Kind) -> None:
     server = make_server(ring_capacity=RING)
-    log = _write_history(server)
+    serve(server, kind)
+    objects = kind.collection()
+    log = _write_history(server, kind)
     known = [c.revision for c in log if c.revision is not None]
     assert known == sorted(set(known))
     start = len(log) - (10 * RING + 5)  # 85 changes back: ten windows and more
@@ -176,11 +192,11 @@ def test_resume_from_ten_windows_back_misses_nothing(
     assert len(expected_all) >= 10 * RING
     assert {t for t, _, _ in expected_red} == {"ADDED", "MODIFIED", "DELETED"}
 
-    with watch(server, PODS, resourceVersion=start_rv) as everything, \
-            watch(server, PODS, resourceVersion=start_rv, labelSelector="color=red") as red:
+    with watch(server, objects, resourceVersion=start_rv) as everything, \
+            watch(server, objects, resourceVersion=start_rv, labelSelector="color=red") as red:
         got_all = everything.events(len(expected_all))
         got_red = red.events(len(expected_red))
-        sentinel = create(server, PODS, POD.obj("sentinel", labels={"color": "red"}))
+        sentinel = create(server, objects, kind.obj("sentinel", labels={"color": "red"}))
         assert rv_of(everything.next_event()) == rv_of(sentinel)  # nothing twice, nothing extra
         assert rv_of(red.next_event()) == rv_of(sentinel)
 
@@ -191,17 +207,20 @@ def test_resume_from_ten_windows_back_misses_nothing(
         assert event["object"]["metadata"]["namespace"] == NS
 
 
+@pytest.mark.parametrize("kind", [POD, GIZMO], ids=kind_id)
 def test_resume_after_restart_from_outside_the_ring(
-        make_server: Callable[..., ServerThread]) -> None:
+        make_server: Callable[..., ServerThread], kind: Kind) -> None:
     server = make_server(ring_capacity=RING)
-    log = _write_history(server)
+    serve(server, kind)
+    objects = kind.collection()
+    log = _write_history(server, kind)
     start = len(log) // 4
     while log[start].revision is None:
         start -= 1
     server.restart()  # the ring starts empty: everything comes from the durable log
     expected = _expected(log, start, lambda labels: True)
-    with watch(server, PODS, resourceVersion=log[start].revision) as stream:
+    with watch(server, objects, resourceVersion=log[start].revision) as stream:
         got = stream.events(len(expected))
-        sentinel = create(server, PODS, POD.obj("sentinel"))
+        sentinel = create(server, objects, kind.obj("sentinel"))
         assert rv_of(stream.next_event()) == rv_of(sentinel)
     assert_delivered(got, expected)

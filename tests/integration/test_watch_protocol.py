@@ -3,6 +3,9 @@
 Absence is proven with a *sentinel*: a later write the watch is known to match. Events arrive
 in revision order (§2.4), so what came before the sentinel's event is all there is. A bounded
 ``expect_no_event`` is used only where nothing can serve as a sentinel (idle bookmarks).
+
+Scenarios that hold for any kind run on Pods and on a custom resource of a CRD installed through
+the API at the start of the test (``KINDS``: the ``kind`` fixture, ``custom_kinds.py``).
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ from typing import Any
 import pytest
 
 from kubewire.storage.base import Retention
+from tests.integration.custom_kinds import GIZMO, serve
 from tests.integration.harness import ServerThread
-from tests.integration.kinds import DEPLOYMENT, GATEWAY, NAMESPACE, NS, POD, SERVICE, Kind
+from tests.integration.kinds import DEPLOYMENT, GATEWAY, NAMESPACE, NS, POD, SERVICE, Kind, kind_id
 from tests.integration.wire import (
     Session,
     WatchStream,
@@ -35,14 +39,33 @@ from tests.integration.wire import (
 )
 
 PODS = POD.collection()
-BLUEPRINT_PODLIST = ("eyJraW5kIjoiUG9kTGlzdCIsImFwaVZlcnNpb24iOiJ2MSIsIm1ldGFkYXRhIjp7fSwi"
-                     "aXRlbXMiOm51bGx9Cg==")  # {"kind":"PodList",...,"items":null}\n (§6.2)
+KINDS = pytest.mark.parametrize("kind", [POD, GIZMO], ids=kind_id, indirect=True)
+# The initial-events-end bookmark's list blueprint (§6.2): the empty versioned list, encoded. A
+# built-in list is a typed struct (items null); a custom resource's is an UnstructuredList,
+# encoded by unstructuredJSONScheme: a map (sorted keys) of apiVersion and kind set by the
+# CRD store's NewListFunc, plus "items": [] (apimachinery unstructured/helpers.go doEncode).
+BLUEPRINT = {
+    "Pod": ("eyJraW5kIjoiUG9kTGlzdCIsImFwaVZlcnNpb24iOiJ2MSIsIm1ldGFkYXRhIjp7fSwi"
+            "aXRlbXMiOm51bGx9Cg=="),  # {"kind":"PodList",...,"items":null}\n
+    "Gizmo": ("eyJhcGlWZXJzaW9uIjoidGVzdHMua3ViZXdpcmUuaW8vdjEiLCJpdGVtcyI6W10sImtp"
+              "bmQiOiJHaXptb0xpc3QifQo="),  # {"apiVersion":...,"items":[],"kind":"GizmoList"}\n
+}
 
 
 def pod(server: ServerThread, name: str, namespace: str = NS, **spec: Any) -> dict[str, Any]:
     obj = POD.obj(name)
     obj["spec"].update(spec)
     return create(server, POD.collection(namespace), obj)
+
+
+def make(server: ServerThread, kind: Kind, name: str, namespace: str = NS,
+         labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return create(server, kind.collection(namespace), kind.obj(name, labels=labels))
+
+
+def deletion(kind: Kind, name: str) -> list[tuple[str, str]]:
+    """The events one DELETE produces: a Pod is graceful (its deletion mark, then DELETED)."""
+    return [("MODIFIED", name), ("DELETED", name)] if kind is POD else [("DELETED", name)]
 
 
 def patch(server: ServerThread, path: str, body: Any) -> dict[str, Any]:
@@ -96,23 +119,25 @@ def test_accept_stream_watch_is_answered_as_plain_json(server: ServerThread) -> 
 
 # --- §2.2 where a watch starts ------------------------------------------------------------------
 
-def _key_order_fixture(server: ServerThread) -> dict[str, int]:
-    """Pods whose last-write revisions are not in key order; returns name -> revision."""
+def _key_order_fixture(server: ServerThread, kind: Kind) -> dict[str, int]:
+    """Objects whose last-write revisions are not in key order; returns name -> revision."""
     for name in ("charlie", "alpha", "bravo"):
-        pod(server, name)
-    patch(server, POD.item("alpha"), {"metadata": {"labels": {"touched": "yes"}}})
+        make(server, kind, name)
+    patch(server, kind.item("alpha"), {"metadata": {"labels": {"touched": "yes"}}})
     return {item["metadata"]["name"]: int(item["metadata"]["resourceVersion"])
-            for item in get(server, PODS)["items"]}
+            for item in get(server, kind.collection())["items"]}
 
 
+@KINDS
 @pytest.mark.parametrize("rv", [None, "0"], ids=["rv-unset", "rv-0"])
 def test_legacy_start_replays_objects_in_key_order_then_initial_end_bookmark(
-        server: ServerThread, rv: str | None) -> None:
-    revisions = _key_order_fixture(server)
-    snapshot = int(list_rv(server, PODS))
-    with watch(server, PODS, resourceVersion=rv, allowWatchBookmarks="true") as stream:
+        server: ServerThread, kind: Kind, rv: str | None) -> None:
+    revisions = _key_order_fixture(server, kind)
+    snapshot = int(list_rv(server, kind.collection()))
+    with watch(server, kind.collection(), resourceVersion=rv,
+               allowWatchBookmarks="true") as stream:
         initial = stream.events(4)
-        later = pod(server, "delta")
+        later = make(server, kind, "delta")
         after = stream.next_event()
     assert types_and_names(initial[:3]) == [("ADDED", "alpha"), ("ADDED", "bravo"),
                                             ("ADDED", "charlie")]
@@ -120,53 +145,59 @@ def test_legacy_start_replays_objects_in_key_order_then_initial_end_bookmark(
     assert [rv_of(e) for e in initial[:3]] != sorted(rv_of(e) for e in initial[:3])
     bookmark = initial[3]
     assert is_initial_end(bookmark), bookmark
-    assert bookmark["object"]["kind"] == "Pod"
-    assert bookmark["object"]["apiVersion"] == "v1"
+    assert bookmark["object"]["kind"] == kind.kind
+    assert bookmark["object"]["apiVersion"] == kind.api_version
     assert rv_of(bookmark) == snapshot
     assert types_and_names([after]) == [("ADDED", "delta")]
     assert rv_of(after) == rv_of(later) > snapshot
 
 
+@KINDS
 @pytest.mark.parametrize("rv", [None, "0"], ids=["rv-unset", "rv-0"])
-def test_legacy_start_without_bookmarks_sends_no_end_marker(server: ServerThread,
+def test_legacy_start_without_bookmarks_sends_no_end_marker(server: ServerThread, kind: Kind,
                                                             rv: str | None) -> None:
-    _key_order_fixture(server)
-    with watch(server, PODS, resourceVersion=rv) as stream:
-        pod(server, "sentinel")
+    _key_order_fixture(server, kind)
+    with watch(server, kind.collection(), resourceVersion=rv) as stream:
+        make(server, kind, "sentinel")
         events = until_name(stream, "sentinel")
     assert types_and_names(events) == [("ADDED", "alpha"), ("ADDED", "bravo"),
                                        ("ADDED", "charlie"), ("ADDED", "sentinel")]
 
 
-def test_all_namespaces_replay_is_in_namespace_then_name_order(server: ServerThread) -> None:
+@KINDS
+def test_all_namespaces_replay_is_in_namespace_then_name_order(server: ServerThread,
+                                                               kind: Kind) -> None:
     namespace(server, "aaa")
     namespace(server, "zzz")
-    pod(server, "b", "zzz")
-    pod(server, "z", "aaa")
-    pod(server, "a", NS)
-    pod(server, "a", "aaa")
-    with watch(server, POD.collection(None), resourceVersion="0") as stream:
+    make(server, kind, "b", "zzz")
+    make(server, kind, "z", "aaa")
+    make(server, kind, "a", NS)
+    make(server, kind, "a", "aaa")
+    with watch(server, kind.collection(None), resourceVersion="0") as stream:
         events = stream.events(4)
     assert [(e["object"]["metadata"]["namespace"], name_of(e)) for e in events] == [
         ("aaa", "a"), ("aaa", "z"), (NS, "a"), ("zzz", "b")]
 
 
-def test_watch_from_a_list_rv_replays_nothing(server: ServerThread) -> None:
-    _key_order_fixture(server)
-    rv = list_rv(server, PODS)
-    with watch(server, PODS, resourceVersion=rv, allowWatchBookmarks="true") as stream:
-        patch(server, POD.item("bravo"), {"metadata": {"labels": {"x": "y"}}})
+@KINDS
+def test_watch_from_a_list_rv_replays_nothing(server: ServerThread, kind: Kind) -> None:
+    _key_order_fixture(server, kind)
+    rv = list_rv(server, kind.collection())
+    with watch(server, kind.collection(), resourceVersion=rv,
+               allowWatchBookmarks="true") as stream:
+        patch(server, kind.item("bravo"), {"metadata": {"labels": {"x": "y"}}})
         event = stream.next_event()
     assert types_and_names([event]) == [("MODIFIED", "bravo")]
 
 
-def test_send_initial_events_streaming_list(server: ServerThread) -> None:
-    revisions = _key_order_fixture(server)
-    snapshot = int(list_rv(server, PODS))
-    with watch(server, PODS, sendInitialEvents="true", resourceVersionMatch="NotOlderThan",
-               allowWatchBookmarks="true") as stream:
+@KINDS
+def test_send_initial_events_streaming_list(server: ServerThread, kind: Kind) -> None:
+    revisions = _key_order_fixture(server, kind)
+    snapshot = int(list_rv(server, kind.collection()))
+    with watch(server, kind.collection(), sendInitialEvents="true",
+               resourceVersionMatch="NotOlderThan", allowWatchBookmarks="true") as stream:
         initial = stream.events(4)
-        pod(server, "after")
+        make(server, kind, "after")
         after = stream.next_event()
     assert types_and_names(initial[:3]) == [("ADDED", "alpha"), ("ADDED", "bravo"),
                                             ("ADDED", "charlie")]
@@ -175,19 +206,22 @@ def test_send_initial_events_streaming_list(server: ServerThread) -> None:
     assert is_initial_end(end)
     assert rv_of(end) == snapshot
     annotations = end["object"]["metadata"]["annotations"]
-    assert annotations["kubernetes.io/initial-events-list-blueprint"] == BLUEPRINT_PODLIST
+    assert annotations["kubernetes.io/initial-events-list-blueprint"] == BLUEPRINT[kind.kind]
     assert types_and_names([after]) == [("ADDED", "after")]
     assert rv_of(after) > snapshot
 
 
-def test_send_initial_events_from_an_rv_replays_state_not_history(server: ServerThread) -> None:
-    pod(server, "one")
-    rv = list_rv(server, PODS)
-    patch(server, POD.item("one"), {"metadata": {"labels": {"v": "2"}}})
-    pod(server, "two")
-    current = int(list_rv(server, PODS))
-    with watch(server, PODS, sendInitialEvents="true", resourceVersionMatch="NotOlderThan",
-               resourceVersion=rv, allowWatchBookmarks="true") as stream:
+@KINDS
+def test_send_initial_events_from_an_rv_replays_state_not_history(server: ServerThread,
+                                                                  kind: Kind) -> None:
+    make(server, kind, "one")
+    rv = list_rv(server, kind.collection())
+    patch(server, kind.item("one"), {"metadata": {"labels": {"v": "2"}}})
+    make(server, kind, "two")
+    current = int(list_rv(server, kind.collection()))
+    with watch(server, kind.collection(), sendInitialEvents="true",
+               resourceVersionMatch="NotOlderThan", resourceVersion=rv,
+               allowWatchBookmarks="true") as stream:
         events = stream.events(3)
     assert types_and_names(events[:2]) == [("ADDED", "one"), ("ADDED", "two")]
     assert events[0]["object"]["metadata"]["labels"] == {"v": "2"}
@@ -195,41 +229,48 @@ def test_send_initial_events_from_an_rv_replays_state_not_history(server: Server
     assert int(rv) <= rv_of(events[2]) <= current
 
 
+@KINDS
 def test_send_initial_events_on_an_empty_collection_is_just_the_bookmark(
-        server: ServerThread) -> None:
-    snapshot = int(list_rv(server, PODS))
-    with watch(server, PODS, sendInitialEvents="true", resourceVersionMatch="NotOlderThan",
-               allowWatchBookmarks="true") as stream:
+        server: ServerThread, kind: Kind) -> None:
+    snapshot = int(list_rv(server, kind.collection()))
+    with watch(server, kind.collection(), sendInitialEvents="true",
+               resourceVersionMatch="NotOlderThan", allowWatchBookmarks="true") as stream:
         event = stream.next_event()
     assert is_initial_end(event)
     assert rv_of(event) == snapshot
 
 
-def test_send_initial_events_without_bookmarks_has_no_end_marker(server: ServerThread) -> None:
-    pod(server, "one")
-    with watch(server, PODS, sendInitialEvents="true",
+@KINDS
+def test_send_initial_events_without_bookmarks_has_no_end_marker(server: ServerThread,
+                                                                 kind: Kind) -> None:
+    make(server, kind, "one")
+    with watch(server, kind.collection(), sendInitialEvents="true",
                resourceVersionMatch="NotOlderThan") as stream:
-        pod(server, "sentinel")
+        make(server, kind, "sentinel")
         events = until_name(stream, "sentinel")
     assert types_and_names(events) == [("ADDED", "one"), ("ADDED", "sentinel")]
 
 
-def test_send_initial_events_false_starts_at_the_current_revision(server: ServerThread) -> None:
-    pod(server, "existing")
-    with watch(server, PODS, sendInitialEvents="false", resourceVersionMatch="NotOlderThan",
-               allowWatchBookmarks="true") as stream:
-        pod(server, "sentinel")
+@KINDS
+def test_send_initial_events_false_starts_at_the_current_revision(server: ServerThread,
+                                                                  kind: Kind) -> None:
+    make(server, kind, "existing")
+    with watch(server, kind.collection(), sendInitialEvents="false",
+               resourceVersionMatch="NotOlderThan", allowWatchBookmarks="true") as stream:
+        make(server, kind, "sentinel")
         events = until_name(stream, "sentinel")
     assert types_and_names(events) == [("ADDED", "sentinel")]
 
 
-def test_resource_version_in_the_future_waits_then_delivers(server: ServerThread) -> None:
-    current = int(list_rv(server, PODS))
-    with watch(server, PODS, resourceVersion=current + 2) as stream:
+@KINDS
+def test_resource_version_in_the_future_waits_then_delivers(server: ServerThread,
+                                                            kind: Kind) -> None:
+    current = int(list_rv(server, kind.collection()))
+    with watch(server, kind.collection(), resourceVersion=current + 2) as stream:
         assert stream.status == 200
-        first = pod(server, "p1")
-        second = pod(server, "p2")
-        third = pod(server, "p3")
+        first = make(server, kind, "p1")
+        second = make(server, kind, "p2")
+        third = make(server, kind, "p3")
         event = stream.next_event()
     assert [rv_of(first), rv_of(second)] == [current + 1, current + 2]
     assert types_and_names([event]) == [("ADDED", "p3")]  # strictly after the requested RV
@@ -242,23 +283,26 @@ BOOKMARK_INTERVAL_S = 0.1
 IDLE_S = 10 * BOOKMARK_INTERVAL_S  # many intervals: long enough to show that none come
 
 
+@pytest.mark.parametrize("kind", [POD, GIZMO], ids=kind_id)
 def test_periodic_bookmarks_only_when_the_revision_advanced(
-        make_server: Callable[..., ServerThread]) -> None:
+        make_server: Callable[..., ServerThread], kind: Kind) -> None:
     server = make_server(bookmark_interval_s=BOOKMARK_INTERVAL_S)
-    start = int(list_rv(server, PODS))
-    with watch(server, PODS, resourceVersion=start, allowWatchBookmarks="true") as stream:
+    serve(server, kind)
+    start = int(list_rv(server, kind.collection()))
+    with watch(server, kind.collection(), resourceVersion=start,
+               allowWatchBookmarks="true") as stream:
         stream.expect_no_event(within=IDLE_S)  # idle, nothing newer than the start: none
 
         elsewhere = create(server, SERVICE.collection(), SERVICE.obj("elsewhere"))
         first = stream.next_event()
         assert is_bookmark(first), first
         assert not is_initial_end(first)
-        assert first["object"]["kind"] == "Pod"
-        assert first["object"]["apiVersion"] == "v1"
+        assert first["object"]["kind"] == kind.kind
+        assert first["object"]["apiVersion"] == kind.api_version
         assert start < rv_of(first) <= rv_of(elsewhere)
         stream.expect_no_event(within=IDLE_S)  # no duplicate bookmark at the same revision
 
-        mine = pod(server, "mine")
+        mine = make(server, kind, "mine")
         added = stream.next_event()
         assert types_and_names([added]) == [("ADDED", "mine")]
         assert rv_of(added) == rv_of(mine) > rv_of(first)
@@ -270,13 +314,15 @@ def test_periodic_bookmarks_only_when_the_revision_advanced(
         stream.expect_no_event(within=IDLE_S)
 
 
-def test_no_bookmarks_unless_asked(make_server: Callable[..., ServerThread]) -> None:
+@pytest.mark.parametrize("kind", [POD, GIZMO], ids=kind_id)
+def test_no_bookmarks_unless_asked(make_server: Callable[..., ServerThread], kind: Kind) -> None:
     server = make_server(bookmark_interval_s=BOOKMARK_INTERVAL_S)
-    start = list_rv(server, PODS)
-    with watch(server, PODS, resourceVersion=start) as stream:
+    serve(server, kind)
+    start = list_rv(server, kind.collection())
+    with watch(server, kind.collection(), resourceVersion=start) as stream:
         create(server, SERVICE.collection(), SERVICE.obj("elsewhere"))
         stream.expect_no_event(within=IDLE_S)
-        pod(server, "sentinel")
+        make(server, kind, "sentinel")
         events = until_name(stream, "sentinel")
     assert types_and_names(events) == [("ADDED", "sentinel")]
 
@@ -297,9 +343,11 @@ def test_bookmarks_on_a_custom_kind_are_shells_of_that_kind(
 
 # --- §3.4 stream end ----------------------------------------------------------------------------
 
-def test_timeout_seconds_ends_the_stream_cleanly_without_error(server: ServerThread) -> None:
-    pod(server, "present")
-    with watch(server, PODS, resourceVersion="0", timeoutSeconds=1) as stream:
+@KINDS
+def test_timeout_seconds_ends_the_stream_cleanly_without_error(server: ServerThread,
+                                                               kind: Kind) -> None:
+    make(server, kind, "present")
+    with watch(server, kind.collection(), resourceVersion="0", timeoutSeconds=1) as stream:
         assert stream.ended(timeout=15)
         assert stream.ended_cleanly
         events = stream.remaining()
@@ -308,7 +356,8 @@ def test_timeout_seconds_ends_the_stream_cleanly_without_error(server: ServerThr
 
 # --- §5.2 DELETED -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kind", [SERVICE, DEPLOYMENT, GATEWAY], ids=lambda k: k.kind)
+@pytest.mark.parametrize("kind", [SERVICE, DEPLOYMENT, GATEWAY, GIZMO], ids=kind_id,
+                         indirect=True)
 def test_deleted_carries_the_last_state_at_the_delete_revision(server: ServerThread,
                                                                kind: Kind) -> None:
     create(server, kind.collection(), kind.obj("gone"))
@@ -340,17 +389,19 @@ def test_deleted_pod_carries_its_deletion_mark(server: ServerThread) -> None:
 
 # --- §9 selectors -------------------------------------------------------------------------------
 
-def test_metadata_name_field_selector_watches_one_object(server: ServerThread) -> None:
-    with watch(server, PODS, fieldSelector="metadata.name=target") as stream:
-        pod(server, "before")
-        pod(server, "target")
-        pod(server, "after")
-        patch(server, POD.item("after"), {"metadata": {"labels": {"a": "b"}}})
-        patch(server, POD.item("target"), {"metadata": {"labels": {"a": "b"}}})
-        ok(call(server, "DELETE", POD.item("target")), 200)
+@KINDS
+def test_metadata_name_field_selector_watches_one_object(server: ServerThread,
+                                                         kind: Kind) -> None:
+    with watch(server, kind.collection(), fieldSelector="metadata.name=target") as stream:
+        make(server, kind, "before")
+        make(server, kind, "target")
+        make(server, kind, "after")
+        patch(server, kind.item("after"), {"metadata": {"labels": {"a": "b"}}})
+        patch(server, kind.item("target"), {"metadata": {"labels": {"a": "b"}}})
+        ok(call(server, "DELETE", kind.item("target")), 200)
         events = stream.events_until(lambda e: e["type"] == "DELETED")
     assert types_and_names(events) == [("ADDED", "target"), ("MODIFIED", "target"),
-                                       ("MODIFIED", "target"), ("DELETED", "target")]
+                                       *deletion(kind, "target")]
 
 
 def test_spec_node_name_field_selector(server: ServerThread) -> None:
@@ -397,38 +448,41 @@ def test_metadata_namespace_field_selector_on_an_all_namespaces_watch(
     ("tier in (web,db)", ["web", "db"]),
     ("tier notin (web)", ["db", "none"]),
 ], ids=["eq", "neq-includes-missing", "exists", "not-exists", "in", "notin-includes-missing"])
-def test_label_selectors_on_watch(server: ServerThread, selector: str,
+@KINDS
+def test_label_selectors_on_watch(server: ServerThread, kind: Kind, selector: str,
                                   expected: list[str]) -> None:
-    with watch(server, PODS, labelSelector=selector) as stream:
-        create(server, PODS, POD.obj("web", labels={"tier": "web"}))
-        create(server, PODS, POD.obj("db", labels={"tier": "db"}))
-        create(server, PODS, POD.obj("none"))
+    with watch(server, kind.collection(), labelSelector=selector) as stream:
+        make(server, kind, "web", labels={"tier": "web"})
+        make(server, kind, "db", labels={"tier": "db"})
+        make(server, kind, "none")
         # The sentinel is labelled to match this selector.
-        sentinel = POD.obj("sentinel", labels={"tier": "web"} if "web" in expected else
-                           {"tier": "db"} if "db" in expected else None)
-        create(server, PODS, sentinel)
+        make(server, kind, "sentinel", labels={"tier": "web"} if "web" in expected else
+             {"tier": "db"} if "db" in expected else None)
         events = until_name(stream, "sentinel")
     assert [name_of(e) for e in events] == [*expected, "sentinel"]
 
 
 # --- §1.1 legacy paths and namespaces that do not exist ------------------------------------------
 
-def test_legacy_watch_collection_path(server: ServerThread) -> None:
-    rv = list_rv(server, PODS)
-    with watch(server, f"/api/v1/watch/namespaces/{NS}/pods", resourceVersion=rv) as stream:
+@KINDS
+def test_legacy_watch_collection_path(server: ServerThread, kind: Kind) -> None:
+    rv = list_rv(server, kind.collection())
+    with watch(server, f"{kind.base}/watch/namespaces/{NS}/{kind.plural}",
+               resourceVersion=rv) as stream:
         assert stream.status == 200
-        pod(server, "legacy")
+        make(server, kind, "legacy")
         event = stream.next_event()
     assert types_and_names([event]) == [("ADDED", "legacy")]
 
 
-def test_legacy_watch_item_path(server: ServerThread) -> None:
-    with watch(server, f"/api/v1/watch/namespaces/{NS}/pods/one") as stream:
+@KINDS
+def test_legacy_watch_item_path(server: ServerThread, kind: Kind) -> None:
+    with watch(server, f"{kind.base}/watch/namespaces/{NS}/{kind.plural}/one") as stream:
         assert stream.status == 200
-        pod(server, "other")
-        pod(server, "one")
-        pod(server, "another")
-        patch(server, POD.item("one"), {"metadata": {"labels": {"a": "b"}}})
+        make(server, kind, "other")
+        make(server, kind, "one")
+        make(server, kind, "another")
+        patch(server, kind.item("one"), {"metadata": {"labels": {"a": "b"}}})
         events = stream.events(2)
     assert types_and_names(events) == [("ADDED", "one"), ("MODIFIED", "one")]
 
@@ -454,12 +508,13 @@ def test_legacy_item_path_with_a_different_name_selector_is_400(server: ServerTh
         "reason": "BadRequest", "code": 400}
 
 
-def test_watch_in_a_namespace_that_does_not_exist(server: ServerThread) -> None:
-    with watch(server, POD.collection("nope")) as stream:
+@KINDS
+def test_watch_in_a_namespace_that_does_not_exist(server: ServerThread, kind: Kind) -> None:
+    with watch(server, kind.collection("nope")) as stream:
         assert stream.status == 200
-        pod(server, "elsewhere")
+        make(server, kind, "elsewhere")
         namespace(server, "nope")
-        pod(server, "inside", "nope")
+        make(server, kind, "inside", "nope")
         event = stream.next_event()
     assert types_and_names([event]) == [("ADDED", "inside")]
     assert event["object"]["metadata"]["namespace"] == "nope"
@@ -469,8 +524,9 @@ def test_watch_in_a_namespace_that_does_not_exist(server: ServerThread) -> None:
 
 def test_every_watcher_sees_its_changes_once_in_revision_order(server: ServerThread) -> None:
     namespace(server, "other")
+    serve(server, GIZMO)
     start = list_rv(server, PODS)
-    kinds = [POD, SERVICE, DEPLOYMENT, GATEWAY]
+    kinds = [POD, SERVICE, DEPLOYMENT, GATEWAY, GIZMO]
     written: dict[str, list[int]] = {k.kind: [] for k in kinds}
     all_pods: list[int] = []
     streams = {k.kind: watch(server, k.collection(), resourceVersion=start) for k in kinds}
@@ -509,11 +565,13 @@ def test_every_watcher_sees_its_changes_once_in_revision_order(server: ServerThr
 TOO_OLD = re.compile(r"too old resource version: (\d+) \((\d+)\)")
 
 
+@pytest.mark.parametrize("kind", [POD, GIZMO], ids=kind_id)
 def test_watch_below_the_compaction_horizon_gets_one_410_error_event(
-        make_server: Callable[..., ServerThread]) -> None:
+        make_server: Callable[..., ServerThread], kind: Kind) -> None:
     server = make_server(ring_capacity=8, retention=Retention(max_changes=10, max_age_s=None))
-    pod(server, "busy")
-    early = int(list_rv(server, PODS))
+    serve(server, kind)
+    make(server, kind, "busy")
+    early = int(list_rv(server, kind.collection()))
     writes = 0
 
     def expired() -> dict[str, Any] | None:
@@ -521,16 +579,16 @@ def test_watch_below_the_compaction_horizon_gets_one_410_error_event(
         with Session(server) as session:  # compaction is triggered by writing
             for _ in range(100):
                 writes += 1
-                ok(session.call("PATCH", POD.item("busy"),
+                ok(session.call("PATCH", kind.item("busy"),
                                 {"metadata": {"annotations": {"n": str(writes)}}}))
-        with watch(server, PODS, resourceVersion=early) as probe:
+        with watch(server, kind.collection(), resourceVersion=early) as probe:
             first = probe.next_event()
         return first if first["type"] == "ERROR" else None
 
     wait_for(expired, timeout=60, what="the change log to be compacted past the watch RV")
-    current = int(list_rv(server, PODS))
+    current = int(list_rv(server, kind.collection()))
     for params in ({}, {"allowWatchBookmarks": "true"}, {"labelSelector": "a=b"}):
-        with watch(server, PODS, resourceVersion=early, **params) as stream:
+        with watch(server, kind.collection(), resourceVersion=early, **params) as stream:
             assert stream.status == 200
             error = stream.next_event()
             assert stream.ended(timeout=10)

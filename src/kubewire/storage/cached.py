@@ -243,9 +243,19 @@ def bookmark_line(resource: Resource, revision: int, *, initial_events_end: bool
 
 
 def list_blueprint(resource: Resource) -> str:
-    """Base64 of the empty versioned list (kube 1.32's initial-events-end annotation)."""
-    empty = b'{"kind":"%b","apiVersion":"%b","metadata":{},"items":null}\n' % (
-        resource.list_kind.encode(), resource.api_version.encode())
+    """Base64 of the empty versioned list (kube 1.32's initial-events-end annotation).
+
+    A built-in list is a typed struct (``items`` null). A custom resource's is the
+    UnstructuredList of the CRD store's NewListFunc (apiVersion and kind only), which
+    unstructuredJSONScheme encodes as a map with sorted keys and ``"items": []``
+    (apimachinery ``unstructured/helpers.go`` doEncode).
+    """
+    if resource.is_custom:
+        empty = b'{"apiVersion":"%b","items":[],"kind":"%b"}\n' % (
+            resource.api_version.encode(), resource.list_kind.encode())
+    else:
+        empty = b'{"kind":"%b","apiVersion":"%b","metadata":{},"items":null}\n' % (
+            resource.list_kind.encode(), resource.api_version.encode())
     return base64.b64encode(empty).decode()
 
 

@@ -76,6 +76,8 @@ class _Estimator:
             return len(node.args)
         if node.kind == "struct":
             return len(node.entries)
+        if node.kind == "comprehension":  # cel-go records its range's size as its own
+            return self.size(node.iter_range, scope)
         if node.kind == "call":
             derived = self._call_size(node, scope)
             if derived is not None:
@@ -121,12 +123,30 @@ class _Estimator:
         return 0  # literals
 
     def _comprehension(self, node: Expr, scope: Scope) -> int:
-        elem = element_type(self.types.type_of(node.iter_range, scope))
+        elem = self._iter_var_type(node.iter_range, scope)
         total = self.cost(node.iter_range, scope) + self.cost(node.accu_init, scope)
         inner = {**scope, node.iter_var: elem, node.accu_var: None}
         loop = self.cost(node.loop_condition, inner) + self.cost(node.loop_step, inner)
         total += self.cost(node.result, {**scope, node.accu_var: None})
         return _sat(total + _sat(self.size(node.iter_range, scope) * loop))
+
+    def _iter_var_type(self, iter_range: Expr | None, scope: Scope) -> DeclType | None:
+        """What a comprehension's variable is sized as.
+
+        cel-go's coster gives the variable the path of its range plus ``@items``/``@keys``,
+        and kube's ``sizeEstimator`` resolves a path from the rule's root after cutting its
+        first element (always taken to be ``self``). A range that is not a path (a call such
+        as ``?:`` or ``split``, a literal, another comprehension) has the empty path, so the
+        variable's path is just ``["@items"]``: kube then sizes it as the root itself (an
+        object's ``MaxElements`` is 0). Istio's ServiceEntry depends on it:
+        ``(has(self.addresses) ? self.addresses : []).exists(k, k.contains("/"))``.
+        """
+        if iter_range is not None and (iter_range.kind in ("list", "struct", "comprehension",
+                                                             "const")
+                                       or (iter_range.kind == "call"
+                                           and iter_range.name != "_[_]")):
+            return self.types.self_type
+        return element_type(self.types.type_of(iter_range, scope))
 
     def _call(self, node: Expr, scope: Scope) -> int:
         arg_costs = [self.cost(a, scope) for a in node.args]

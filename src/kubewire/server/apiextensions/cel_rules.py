@@ -451,9 +451,11 @@ def _for_reason(path: str, type_name: str, detail: str, reason: str | None) -> F
     return invalid(_path(path), type_name, detail)
 
 
-def _run(program: cel.Expression, data: Mapping[str, Any]) -> tuple[Any, str | None]:
+def _run(program: cel.Expression, data: Mapping[str, Any] | cel.Activation
+         ) -> tuple[Any, str | None]:
     try:
-        value = program.eval(data=data)
+        value = (program.eval(activation=data) if isinstance(data, cel.Activation)
+                 else program.eval(data=data))
     except RuntimeError as exc:
         return None, runtime_error_text(str(exc))
     if value.type() == cel.Type.ERROR:
@@ -513,17 +515,21 @@ class _Evaluation:
             return
         self_value = cel_env.to_cel(obj, node.decl)
         old_value = cel_env.to_cel(old, node.decl) if old is not None else None
+        bound: dict[bool, cel.Activation] = {}  # one per environment, shared by its rules
         for rule in node.rules:
             if rule.error:
                 self.errors.append(invalid(_path(path), node.schema_type,
                                            f"rule compile error: {rule.error}"))
             elif rule.program is not None and (
                     old is not None or not rule.uses_old_self or rule.optional_old_self):
-                self.run(rule, node.schema_type, path, cel_env.activation(
-                    self_value, old_value, old is not None, rule.optional_old_self),
-                    {cel_env.SELF: self_value, cel_env.OLD_SELF: old_value})
+                optional = rule.optional_old_self
+                if optional not in bound:
+                    bound[optional] = cel_env.bound_activation(node.decl, optional, (
+                        cel_env.activation(self_value, old_value, old is not None, optional)))
+                self.run(rule, node.schema_type, path, bound[optional],
+                         {cel_env.SELF: self_value, cel_env.OLD_SELF: old_value})
 
-    def run(self, rule: CompiledRule, type_name: str, path: str, data: Mapping[str, Any],
+    def run(self, rule: CompiledRule, type_name: str, path: str, data: cel.Activation,
             message_data: Mapping[str, Any]) -> None:
         assert rule.program is not None
         value, error = _run(rule.program, data)

@@ -95,6 +95,8 @@ def _compiled(uid: str, generation: int, version: str, frozen: _Frozen) -> Compi
     rules = None
     if isinstance(raw, Mapping):
         rules, _ = cel_rules.compile_rules(raw, "")  # the CRD passed validation: no errors
+        if rules.root is None:  # cel.NewValidator is nil without rules: nothing is "unchecked"
+            rules = None
     scale = (facts.get("subresources") or {}).get("scale") or {}
     return CompiledVersion(schema, rules, scale.get("specReplicasPath"),
                            scale.get("statusReplicasPath"))
