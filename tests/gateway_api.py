@@ -9,11 +9,11 @@ from functools import cache
 from typing import Any
 
 from kubewire.resources import REGISTRY, Registry, Resource
-from kubewire.server.apiextensions.crd_defaults import default_crd
-from kubewire.server.apiextensions.crd_resources import resources_for
-from kubewire.server.apiextensions.crd_strategy import prepare_for_create
-from kubewire.server.apiextensions.gateway_crds import gateway_crds
-from kubewire.server.apiextensions.naming import (
+from kubewire.server.apiextensions.crd.crd_defaults import default_crd
+from kubewire.server.apiextensions.crd.crd_resources import resources_for
+from kubewire.server.apiextensions.crd.crd_strategy import prepare_for_create
+from kubewire.server.apiextensions.crd.gateway_crds import gateway_crds
+from kubewire.server.apiextensions.crd.naming import (
     accepted_names,
     conditions_after_establishing,
     conditions_after_naming,

@@ -1,4 +1,4 @@
-"""Generate ``src/kubewire/server/apiextensions/data/gateway_api_v1_2_1.json``: the Gateway API
+"""Generate ``src/kubewire/server/apiextensions/crd/data/gateway_api_v1_2_1.json``: the Gateway API
 v1.2.1 standard channel's CustomResourceDefinitions, as JSON objects.
 
 Inputs (data only, never read at run time): the ``config/crd/standard/*.yaml`` files of
@@ -35,7 +35,7 @@ TAG = "v1.2.1"
 CHANNEL = "standard"
 UPSTREAM_DIR = f"config/crd/{CHANNEL}"
 SHARED_DIR = f"openapi/gateway-api-{TAG}/{CHANNEL}"
-OUT = REPO / "src/kubewire/server/apiextensions/data/gateway_api_v1_2_1.json"
+OUT = REPO / "src/kubewire/server/apiextensions/crd/data/gateway_api_v1_2_1.json"
 # The standard channel's install at v1.2.1 (config/crd/standard/kustomization.yaml).
 EXPECTED = ("gatewayclasses", "gateways", "grpcroutes", "httproutes", "referencegrants")
 

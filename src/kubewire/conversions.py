@@ -6,7 +6,7 @@ resources, e.g. core/v1 and events.k8s.io/v1 Events). ``CONVERTERS`` holds one p
 (storage writes, the watch cache, historical lists) uses to move an object between versions.
 
 A custom resource's entries carry a ``SchemaConversion`` (``Resource.conversion``, built from its
-CRD in ``server/apiextensions/versions.py``): kube reads and writes custom resources through a
+CRD in ``server/apiextensions/crd/versions.py``): kube reads and writes custom resources through a
 codec that prunes and defaults with the versions' schemas around the CRD's converter, so those
 entries convert through it rather than through ``convert_object`` alone.
 """

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubewire.server.apiextensions.gateway_crds import gateway_crds
+from kubewire.server.apiextensions.crd.gateway_crds import gateway_crds
 from tests.integration import kubectl
 from tests.integration.harness import ServerThread
 from tests.integration.kubectl import needs_kubectl

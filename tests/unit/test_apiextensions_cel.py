@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from kubewire.server.apiextensions import cel_rules
-from kubewire.server.apiextensions.cel_cost import cost_error_message
-from kubewire.server.apiextensions.cel_env import escape
+from kubewire.server.apiextensions.validation_rules import cel_rules
+from kubewire.server.apiextensions.validation_rules.cel_cost import cost_error_message
+from kubewire.server.apiextensions.validation_rules.cel_env import escape
 
 ROOT = "spec.versions[0].schema.openAPIV3Schema"
 SPEC = f"{ROOT}.properties[spec]"

@@ -9,7 +9,7 @@ ServiceEntry CRD (1.30) relies on it and is accepted by kube-apiserver.
 
 from __future__ import annotations
 
-from kubewire.server.apiextensions import cel_rules
+from kubewire.server.apiextensions.validation_rules import cel_rules
 
 ROOT = "spec.versions[0].schema.openAPIV3Schema"
 UNBOUNDED_ADDRESSES = {"type": "array", "maxItems": 256, "items": {"type": "string"}}

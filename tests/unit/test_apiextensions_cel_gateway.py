@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubewire.server.apiextensions import cel_rules
+from kubewire.server.apiextensions.validation_rules import cel_rules
 
 GATEWAY_API = Path("/work/shared/openapi/gateway-api-v1.2.1/standard")
 pytestmark = pytest.mark.skipif(not GATEWAY_API.is_dir(), reason="Gateway API CRDs not present")

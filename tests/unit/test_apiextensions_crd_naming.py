@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from kubewire.server.apiextensions.crd_defaults import default_crd
-from kubewire.server.apiextensions.crd_strategy import (
+from kubewire.server.apiextensions.crd.crd_defaults import default_crd
+from kubewire.server.apiextensions.crd.crd_strategy import (
     prepare_for_create,
     prepare_for_status_update,
     prepare_for_update,
 )
-from kubewire.server.apiextensions.naming import (
+from kubewire.server.apiextensions.crd.naming import (
     accepted_names,
     conditions_after_establishing,
     conditions_after_naming,

@@ -13,15 +13,15 @@ import yaml
 
 from kubewire.resources import Registry
 from kubewire.selectors.field_sets import field_set, selectable_field_labels
-from kubewire.server.apiextensions.crd_defaults import default_crd
-from kubewire.server.apiextensions.crd_resources import (
+from kubewire.server.apiextensions.crd.crd_defaults import default_crd
+from kubewire.server.apiextensions.crd.crd_resources import (
     CRD_RESOURCE,
     compare_kube_aware_versions,
     default_deprecation_warning,
     resources_for,
 )
-from kubewire.server.apiextensions.crd_strategy import prepare_for_create
-from kubewire.server.apiextensions.naming import accepted_names
+from kubewire.server.apiextensions.crd.crd_strategy import prepare_for_create
+from kubewire.server.apiextensions.crd.naming import accepted_names
 
 GATEWAY_CRDS = sorted(glob.glob("/work/shared/openapi/gateway-api-v1.2.1/standard/*.yaml"))
 

@@ -19,10 +19,10 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from kubewire.json_types import JSON
-from kubewire.server.apiextensions.crd_defaults import default_crd
-from kubewire.server.apiextensions.crd_strategy import prepare_for_create
-from kubewire.server.apiextensions.crd_validation import validate_crd, validate_crd_status
-from kubewire.server.apiextensions.webhook_config import ca_bundle_problem
+from kubewire.server.apiextensions.crd.crd_defaults import default_crd
+from kubewire.server.apiextensions.crd.crd_strategy import prepare_for_create
+from kubewire.server.apiextensions.crd.crd_validation import validate_crd, validate_crd_status
+from kubewire.server.apiextensions.crd.webhook_config import ca_bundle_problem
 from kubewire.status import FieldError, aggregate_messages
 
 GATEWAY_CRDS = sorted(glob.glob("/work/shared/openapi/gateway-api-v1.2.1/standard/*.yaml"))

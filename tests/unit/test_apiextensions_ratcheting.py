@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubewire.server.apiextensions import cel_rules
-from kubewire.server.apiextensions.openapi_validator import validate_update, validate_value
-from kubewire.server.apiextensions.ratcheting import ABSENT, old_item, unchanged
-from kubewire.server.apiextensions.structural import parse
+from kubewire.server.apiextensions.schemas.openapi_validator import validate_update, validate_value
+from kubewire.server.apiextensions.schemas.ratcheting import ABSENT, old_item, unchanged
+from kubewire.server.apiextensions.schemas.structural import parse
+from kubewire.server.apiextensions.validation_rules import cel_rules
 
 RAW: dict[str, Any] = {
     "type": "object",

@@ -12,8 +12,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubewire.server.apiextensions.openapi_validator import is_valid, validate_node
-from kubewire.server.apiextensions.structural import Structural, parse
+from kubewire.server.apiextensions.schemas.openapi_validator import is_valid, validate_node
+from kubewire.server.apiextensions.schemas.structural import Structural, parse
 
 _SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-20, 20),
                      st.floats(-20, 20, allow_nan=False), st.sampled_from(

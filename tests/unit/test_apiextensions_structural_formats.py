@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubewire.server.apiextensions import formats
-from kubewire.server.apiextensions.structural import SUPPORTED_FORMATS
+from kubewire.server.apiextensions.schemas import formats
+from kubewire.server.apiextensions.schemas.structural import SUPPORTED_FORMATS
 
 CASES = [
     ("date", "2024-02-29", True), ("date", "2023-02-29", False), ("date", "2024-1-02", False),

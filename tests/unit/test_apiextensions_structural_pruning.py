@@ -11,9 +11,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kubewire.server.apiextensions.defaulting import apply_defaults
-from kubewire.server.apiextensions.pruning import prune, prune_unknown
-from kubewire.server.apiextensions.structural import parse
+from kubewire.server.apiextensions.schemas.defaulting import apply_defaults
+from kubewire.server.apiextensions.schemas.pruning import prune, prune_unknown
+from kubewire.server.apiextensions.schemas.structural import parse
 
 SCHEMA: dict[str, Any] = {"type": "object", "properties": {
     "spec": {"type": "object", "properties": {

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubewire.json_types import JSON
-from kubewire.server.apiextensions.schema_rules import schema_errors
+from kubewire.server.apiextensions.schemas.schema_rules import schema_errors
 from kubewire.status import FieldError, invalid
 
 P = "spec.validation.openAPIV3Schema"

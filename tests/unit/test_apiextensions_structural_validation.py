@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubewire.server.apiextensions.schema_validation import (
+from kubewire.server.apiextensions.schemas.schema_validation import (
     validate,
     validate_schema,
     validate_status,
 )
-from kubewire.server.apiextensions.structural import parse
+from kubewire.server.apiextensions.schemas.structural import parse
 from kubewire.status import FieldError
 
 

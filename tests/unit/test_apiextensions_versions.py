@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubewire.server.apiextensions.conversion_review import (
+from kubewire.server.apiextensions.crd.conversion_review import (
     ConversionFailure,
     checked_object,
     converted_objects,
@@ -15,7 +15,7 @@ from kubewire.server.apiextensions.conversion_review import (
     review_request,
     review_version,
 )
-from kubewire.server.apiextensions.versions import CRDConversion
+from kubewire.server.apiextensions.crd.versions import CRDConversion
 
 
 def _crd(strategy: str = "None") -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""OpenAPI v3 and v2 documents built from a CRD (server/apiextensions/openapi_docs.py), as
+"""OpenAPI v3 and v2 documents built from a CRD (server/apiextensions/crd/openapi_docs.py), as
 apiextensions-apiserver v1.32's builder.go builds them, and their place in ``/openapi/v3`` and
 ``/openapi/v2`` (server/discovery).
 
@@ -20,8 +20,8 @@ import pytest
 from kubewire.resources import REGISTRY, Registry, Resource
 from kubewire.schema.openapi_operations import component_schemas
 from kubewire.schema.swagger_operations import definitions
-from kubewire.server.apiextensions.gateway_crds import gateway_crds
-from kubewire.server.apiextensions.openapi_docs import (
+from kubewire.server.apiextensions.crd.gateway_crds import gateway_crds
+from kubewire.server.apiextensions.crd.openapi_docs import (
     openapi_v2_paths_and_definitions,
     openapi_v3_paths_and_schemas,
 )

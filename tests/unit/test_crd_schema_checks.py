@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from kubewire.server.apiextensions import cel_rules
-from kubewire.server.apiextensions.gateway_crds import gateway_crds
+from kubewire.server.apiextensions.crd.gateway_crds import gateway_crds
+from kubewire.server.apiextensions.validation_rules import cel_rules
 from kubewire.server.writes.validation import crds
 
 PATH = "spec.versions[0].schema.openAPIV3Schema"

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kubewire.resources import REGISTRY, Registry, Resource
-from kubewire.server.apiextensions.crd_internal import storage_version
+from kubewire.server.apiextensions.crd.crd_internal import storage_version
 from kubewire.server.discovery.documents import (
     AGGREGATED_CONTENT_TYPES,
     discovery_documents,

@@ -28,8 +28,8 @@ from typing import Any
 import msgspec
 
 from kubewire.resources import Registry, Resource
-from kubewire.server.apiextensions import crd_strategy, naming
-from kubewire.server.apiextensions.crd_resources import resources_for
+from kubewire.server.apiextensions.crd import crd_strategy, naming
+from kubewire.server.apiextensions.crd.crd_resources import resources_for
 from kubewire.server.context import ServerContext
 from kubewire.server.controllers.work_queue import WorkQueue
 from kubewire.server.request.options import DeleteOptions, WriteOptions

@@ -24,8 +24,8 @@ from typing import Any
 
 import msgspec
 
-from kubewire.server.apiextensions import crd_strategy
-from kubewire.server.apiextensions.gateway_crds import gateway_crds
+from kubewire.server.apiextensions.crd import crd_strategy
+from kubewire.server.apiextensions.crd.gateway_crds import gateway_crds
 from kubewire.server.context import ServerContext
 from kubewire.server.request.options import WriteOptions
 from kubewire.server.request.routes import Route

@@ -1,7 +1,7 @@
 """Objects of a webhook-converted CRD version, converted in the request's task.
 
 ``served`` takes what a read found in the watch cache (objects still in the version they are
-stored in, ``apiextensions/versions.py``) and converts those not in the request's version, in
+stored in, ``apiextensions/crd/versions.py``) and converts those not in the request's version, in
 one review per ``webhook.MAX_BATCH`` objects; ``convert_or_fail`` is the same for decoded
 objects (the versioned store's writes). A failed conversion is kube's plain error: 500 with the
 webhook's text and no reason (crds.md §6.3).
@@ -16,7 +16,7 @@ import msgspec
 
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
-from kubewire.server.apiextensions.conversion_review import ConversionFailure
+from kubewire.server.apiextensions.crd.conversion_review import ConversionFailure
 from kubewire.server.context import ServerContext
 from kubewire.server.conversion import webhook
 from kubewire.status import StatusError

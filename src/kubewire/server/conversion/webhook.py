@@ -37,7 +37,7 @@ import msgspec
 from kubewire.go_text import decode_go_json, go_json_error
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
-from kubewire.server.apiextensions.conversion_review import (
+from kubewire.server.apiextensions.crd.conversion_review import (
     ConversionFailure,
     checked_object,
     converted_objects,

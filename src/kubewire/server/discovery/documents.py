@@ -35,7 +35,7 @@ import msgspec
 
 from kubewire.json_types import JSON
 from kubewire.resources import Registry, Resource
-from kubewire.server.apiextensions.crd_internal import storage_version
+from kubewire.server.apiextensions.crd.crd_internal import storage_version
 
 DiscoveryFormat = Literal["v2", "v2beta1", "legacy"]
 """Which discovery document a request gets: aggregated v2, aggregated v2beta1, or legacy."""

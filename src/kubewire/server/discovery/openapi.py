@@ -62,7 +62,7 @@ from kubewire.schema.openapi_operations import (
     path_item,
     request_body,
 )
-from kubewire.server.apiextensions.openapi_docs import openapi_v3_paths_and_schemas
+from kubewire.server.apiextensions.crd.openapi_docs import openapi_v3_paths_and_schemas
 from kubewire.status import NotFound
 
 OPENAPI_V3_PATH = "/openapi/v3"

@@ -96,7 +96,7 @@ from kubewire.schema.swagger_operations import (
 from kubewire.schema.swagger_operations import (
     body as body_param,
 )
-from kubewire.server.apiextensions.openapi_docs import openapi_v2_paths_and_definitions
+from kubewire.server.apiextensions.crd.openapi_docs import openapi_v2_paths_and_definitions
 from kubewire.server.discovery import openapi_v2_proto
 from kubewire.server.discovery.openapi import (
     STREAM_SUBRESOURCES,

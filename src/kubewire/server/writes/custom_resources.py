@@ -26,11 +26,12 @@ from typing import Any
 
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
-from kubewire.server.apiextensions import cel_rules, defaulting, pruning
-from kubewire.server.apiextensions.embedded import validate_embedded
-from kubewire.server.apiextensions.list_types import validate_list_types
-from kubewire.server.apiextensions.openapi_validator import validate_update, validate_value
-from kubewire.server.apiextensions.structural import Structural, parse
+from kubewire.server.apiextensions.schemas import defaulting, pruning
+from kubewire.server.apiextensions.schemas.embedded import validate_embedded
+from kubewire.server.apiextensions.schemas.list_types import validate_list_types
+from kubewire.server.apiextensions.schemas.openapi_validator import validate_update, validate_value
+from kubewire.server.apiextensions.schemas.structural import Structural, parse
+from kubewire.server.apiextensions.validation_rules import cel_rules
 from kubewire.status import BadRequest, FieldError
 
 # hasBlockingErr: a schema error of these types leaves the CEL rules unchecked.

@@ -32,7 +32,7 @@ from types import MappingProxyType
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.schema import validate as schema_validate
-from kubewire.server.apiextensions.crd_defaults import default_crd
+from kubewire.server.apiextensions.crd.crd_defaults import default_crd
 from kubewire.server.writes import custom_resources
 from kubewire.server.writes.json_copy import copy_json
 

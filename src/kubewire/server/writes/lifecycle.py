@@ -32,7 +32,7 @@ from typing import Literal
 from kubewire.json_types import JSON
 from kubewire.quantity import parse_quantity
 from kubewire.resources import Resource
-from kubewire.server.apiextensions import crd_strategy
+from kubewire.server.apiextensions.crd import crd_strategy
 from kubewire.server.patch.json_patch import json_equal
 from kubewire.server.writes.json_copy import copy_json
 from kubewire.status import (

@@ -30,8 +30,9 @@ import msgspec
 
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
-from kubewire.server.apiextensions import cel_rules, schema_rules
-from kubewire.server.apiextensions.crd_validation import validate_crd
+from kubewire.server.apiextensions.crd.crd_validation import validate_crd
+from kubewire.server.apiextensions.schemas import schema_rules
+from kubewire.server.apiextensions.validation_rules import cel_rules
 from kubewire.status import FieldError, forbidden
 
 SCHEMA_CHECKS_KEPT = 64

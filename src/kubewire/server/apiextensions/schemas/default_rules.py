@@ -21,11 +21,11 @@ on defaults are the CEL module's.
 from __future__ import annotations
 
 from kubewire.json_types import JSON
-from kubewire.server.apiextensions.embedded import decode_error, validate_embedded
-from kubewire.server.apiextensions.go_values import deep_copy, field_value, go_equal
-from kubewire.server.apiextensions.openapi_validator import validate_value
-from kubewire.server.apiextensions.pruning import prune_unknown
-from kubewire.server.apiextensions.structural import Structural
+from kubewire.server.apiextensions.schemas.embedded import decode_error, validate_embedded
+from kubewire.server.apiextensions.schemas.go_values import deep_copy, field_value, go_equal
+from kubewire.server.apiextensions.schemas.openapi_validator import validate_value
+from kubewire.server.apiextensions.schemas.pruning import prune_unknown
+from kubewire.server.apiextensions.schemas.structural import Structural
 from kubewire.status import FieldError, invalid
 
 _META = frozenset({"apiVersion", "kind", "metadata"})

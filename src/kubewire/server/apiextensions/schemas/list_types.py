@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kubewire.json_types import JSON
-from kubewire.server.apiextensions.go_values import field_value, json_key, scalar_key
-from kubewire.server.apiextensions.structural import Structural
+from kubewire.server.apiextensions.schemas.go_values import field_value, json_key, scalar_key
+from kubewire.server.apiextensions.schemas.structural import Structural
 from kubewire.status import FieldError, invalid
 
 

@@ -21,11 +21,11 @@ from cel_expr_python import cel
 
 from kubewire.go_text import GoLiteral, go_quote
 from kubewire.json_types import JSON
-from kubewire.server.apiextensions import cel_ast, cel_cost, cel_env
-from kubewire.server.apiextensions.cel_env import DeclType
-from kubewire.server.apiextensions.cel_field_path import valid_field_path
-from kubewire.server.apiextensions.ratcheting import unchanged
-from kubewire.server.apiextensions.structural import Structural
+from kubewire.server.apiextensions.schemas.ratcheting import unchanged
+from kubewire.server.apiextensions.schemas.structural import Structural
+from kubewire.server.apiextensions.validation_rules import cel_ast, cel_cost, cel_env
+from kubewire.server.apiextensions.validation_rules.cel_env import DeclType
+from kubewire.server.apiextensions.validation_rules.cel_field_path import valid_field_path
 from kubewire.status import FieldError, forbidden, invalid, not_supported, required
 
 SUPPORTED_REASONS = ("FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid",

@@ -23,7 +23,7 @@ BUNDLE_VERSION = "v1.2.1"
 
 @cache
 def _data() -> bytes:
-    return resources.files(__package__ or "kubewire.server.apiextensions").joinpath(
+    return resources.files(__package__ or "kubewire.server.apiextensions.crd").joinpath(
         DATA_FILE).read_bytes()
 
 

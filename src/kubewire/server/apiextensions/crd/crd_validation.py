@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from kubewire.go_text import GoLiteral, go_string_slice
 from kubewire.json_types import JSON
 from kubewire.names import is_dns1035_label, is_dns1123_subdomain
-from kubewire.server.apiextensions.crd_internal import (
+from kubewire.server.apiextensions.crd.crd_internal import (
     ESTABLISHED,
     InternalSpec,
     InternalVersion,
@@ -41,8 +41,8 @@ from kubewire.server.apiextensions.crd_internal import (
     schema_has,
     strings,
 )
-from kubewire.server.apiextensions.go_literals import go_schema_props, go_versions
-from kubewire.server.apiextensions.webhook_config import (
+from kubewire.server.apiextensions.crd.go_literals import go_schema_props, go_versions
+from kubewire.server.apiextensions.crd.webhook_config import (
     URLError,
     ca_bundle_problem,
     parse_go_url,

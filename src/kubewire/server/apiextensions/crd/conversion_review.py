@@ -20,7 +20,7 @@ from typing import Any
 from kubewire.go_text import go_quote
 from kubewire.json_types import JSON
 from kubewire.names import is_qualified_name, is_valid_label_value
-from kubewire.server.apiextensions.crd_internal import as_dict, as_list, as_str
+from kubewire.server.apiextensions.crd.crd_internal import as_dict, as_list, as_str
 
 REVIEW_GROUP_VERSION = "apiextensions.k8s.io/v1"
 REVIEW_VERSIONS = ("v1beta1", "v1")  # what kube can send, in conversionReviewVersions' order

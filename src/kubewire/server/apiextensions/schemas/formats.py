@@ -19,7 +19,7 @@ from collections.abc import Callable
 from datetime import date
 
 from kubewire.go_text import parse_go_duration
-from kubewire.server.apiextensions.regexes import compile_pattern
+from kubewire.server.apiextensions.schemas.regexes import compile_pattern
 
 _HOSTNAME = (r"^([a-zA-Z0-9\p{S}\p{L}]((-?[a-zA-Z0-9\p{S}\p{L}]{0,62})?)|([a-zA-Z0-9\p{S}\p{L}]"
              r"(([a-zA-Z0-9-\p{S}\p{L}]{0,61}[a-zA-Z0-9\p{S}\p{L}])?)(\.)){1,}([a-zA-Z\p{L}])"

@@ -34,10 +34,10 @@ from dataclasses import dataclass
 from kubewire.go_text import go_float, go_quote
 from kubewire.json_types import JSON
 from kubewire.schema.validate import json_type
-from kubewire.server.apiextensions import formats
-from kubewire.server.apiextensions.go_values import field_value, go_equal, json_key
-from kubewire.server.apiextensions.ratcheting import ABSENT, old_field, old_item, unchanged
-from kubewire.server.apiextensions.structural import Structural
+from kubewire.server.apiextensions.schemas import formats
+from kubewire.server.apiextensions.schemas.go_values import field_value, go_equal, json_key
+from kubewire.server.apiextensions.schemas.ratcheting import ABSENT, old_field, old_item, unchanged
+from kubewire.server.apiextensions.schemas.structural import Structural
 from kubewire.status import FieldError
 
 NIL_PATH = "<nil>"  # how apimachinery prints a nil *field.Path

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from kubewire.json_types import JSON
-from kubewire.server.apiextensions.crd_internal import (
+from kubewire.server.apiextensions.crd.crd_internal import (
     ESTABLISHED,
     NAMES_ACCEPTED,
     TERMINATING,
@@ -30,7 +30,7 @@ from kubewire.server.apiextensions.crd_internal import (
     is_condition_true,
     strings,
 )
-from kubewire.server.apiextensions.webhook_config import validate_ca_bundle
+from kubewire.server.apiextensions.crd.webhook_config import validate_ca_bundle
 
 _NAME_KEYS = ("plural", "singular", "shortNames", "kind", "listKind", "categories")
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from kubewire.go_text import GoLiteral, go_quote
 from kubewire.json_types import JSON
-from kubewire.server.apiextensions.crd_internal import InternalVersion, as_dict, as_str
+from kubewire.server.apiextensions.crd.crd_internal import InternalVersion, as_dict, as_str
 
 GO_POINTER_ADDRESS = "0xc000000000"
 _PKG = "apiextensions."

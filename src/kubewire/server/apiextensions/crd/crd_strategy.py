@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubewire.json_types import JSON
-from kubewire.server.apiextensions import naming
-from kubewire.server.apiextensions.crd_internal import (
+from kubewire.server.apiextensions.crd import naming
+from kubewire.server.apiextensions.crd.crd_internal import (
     as_dict,
     find_condition,
     is_condition_true,

@@ -30,9 +30,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubewire.json_types import JSON
-from kubewire.server.apiextensions import defaulting, pruning
-from kubewire.server.apiextensions.crd_internal import as_dict, as_list, as_str
-from kubewire.server.apiextensions.structural import Structural, parse
+from kubewire.server.apiextensions.crd.crd_internal import as_dict, as_list, as_str
+from kubewire.server.apiextensions.schemas import defaulting, pruning
+from kubewire.server.apiextensions.schemas.structural import Structural, parse
 
 
 class CRDConversion:

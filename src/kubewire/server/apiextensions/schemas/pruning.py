@@ -25,7 +25,7 @@
 from __future__ import annotations
 
 from kubewire.json_types import JSON
-from kubewire.server.apiextensions.structural import Structural
+from kubewire.server.apiextensions.schemas.structural import Structural
 
 _META_FIELDS = frozenset({"apiVersion", "kind", "metadata"})
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kubewire.json_types import JSON
-from kubewire.server.apiextensions.embedded import validate_embedded
-from kubewire.server.apiextensions.list_types import validate_list_types
-from kubewire.server.apiextensions.openapi_validator import NIL_PATH, validate_value
-from kubewire.server.apiextensions.structural import Structural
+from kubewire.server.apiextensions.schemas.embedded import validate_embedded
+from kubewire.server.apiextensions.schemas.list_types import validate_list_types
+from kubewire.server.apiextensions.schemas.openapi_validator import NIL_PATH, validate_value
+from kubewire.server.apiextensions.schemas.structural import Structural
 from kubewire.status import FieldError
 
 

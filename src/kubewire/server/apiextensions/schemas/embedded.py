@@ -24,8 +24,8 @@ from kubewire.names import (
     is_qualified_name,
     is_valid_label_value,
 )
-from kubewire.server.apiextensions.go_values import field_value
-from kubewire.server.apiextensions.structural import Structural
+from kubewire.server.apiextensions.schemas.go_values import field_value
+from kubewire.server.apiextensions.schemas.structural import Structural
 from kubewire.status import FieldError, invalid, required
 
 TOTAL_ANNOTATION_SIZE_MAX_BYTES = 256 * 1024  # apimachinery objectmeta.go TotalAnnotationSizeLimitB

@@ -27,14 +27,14 @@ from types import MappingProxyType
 
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
-from kubewire.server.apiextensions.crd_internal import (
+from kubewire.server.apiextensions.crd.crd_internal import (
     as_dict,
     as_list,
     as_str,
     storage_version,
     strings,
 )
-from kubewire.server.apiextensions.versions import CRDConversion
+from kubewire.server.apiextensions.crd.versions import CRDConversion
 
 CRD_GROUP = "apiextensions.k8s.io"
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kubewire.json_types import JSON
-from kubewire.server.apiextensions.regexes import Matcher, compile_pattern
+from kubewire.server.apiextensions.schemas.regexes import Matcher, compile_pattern
 
 # AE:pkg/apiserver/validation/formats.go supportedFormats (names without "-").
 SUPPORTED_FORMATS = frozenset({

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kubewire.json_types import JSON
-from kubewire.server.apiextensions.regexes import pattern_error
+from kubewire.server.apiextensions.schemas.regexes import pattern_error
 from kubewire.status import FieldError, forbidden, invalid, required
 
 _ROOT, _ITEM, _FIELD = range(3)

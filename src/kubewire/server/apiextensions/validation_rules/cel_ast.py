@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from kubewire.server.apiextensions.cel_env import OLD_SELF, SELF, DeclType
+from kubewire.server.apiextensions.validation_rules.cel_env import OLD_SELF, SELF, DeclType
 
 
 @dataclass

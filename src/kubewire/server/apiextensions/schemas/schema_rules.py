@@ -32,9 +32,9 @@ from collections.abc import Callable, Mapping
 
 from kubewire.go_text import GoLiteral, go_string_slice
 from kubewire.json_types import JSON
-from kubewire.server.apiextensions.default_rules import default_errors
-from kubewire.server.apiextensions.structural import parse
-from kubewire.server.apiextensions.structural_rules import (
+from kubewire.server.apiextensions.schemas.default_rules import default_errors
+from kubewire.server.apiextensions.schemas.structural import parse
+from kubewire.server.apiextensions.schemas.structural_rules import (
     conversion_error,
     key,
     structural_errors,

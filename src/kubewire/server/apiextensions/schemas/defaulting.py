@@ -13,8 +13,8 @@ a default). Subtrees without any default are not walked (``Structural.has_defaul
 from __future__ import annotations
 
 from kubewire.json_types import JSON
-from kubewire.server.apiextensions.go_values import deep_copy
-from kubewire.server.apiextensions.structural import Structural
+from kubewire.server.apiextensions.schemas.go_values import deep_copy
+from kubewire.server.apiextensions.schemas.structural import Structural
 
 
 def apply_defaults(schema: Structural, obj: dict[str, JSON]) -> None:

@@ -24,7 +24,7 @@ from cryptography import x509
 from kubewire.go_text import go_quote
 from kubewire.json_types import JSON
 from kubewire.names import is_dns1123_subdomain
-from kubewire.server.apiextensions.go_literals import go_bytes
+from kubewire.server.apiextensions.crd.go_literals import go_bytes
 from kubewire.status import FieldError, invalid, required
 
 _FORM = "; desired format: https://host[/path]"

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kubewire.json_types import JSON
-from kubewire.server.apiextensions.go_values import go_equal
-from kubewire.server.apiextensions.structural import Structural
+from kubewire.server.apiextensions.schemas.go_values import go_equal
+from kubewire.server.apiextensions.schemas.structural import Structural
 
 ABSENT: JSON = object()  # no correlated old value
 """The old value of a node that does not correlate (a new field, a list item outside a map

@@ -21,8 +21,13 @@ from __future__ import annotations
 
 import math
 
-from kubewire.server.apiextensions.cel_ast import Checked, Expr, TypeResolver, element_type
-from kubewire.server.apiextensions.cel_env import DeclType
+from kubewire.server.apiextensions.validation_rules.cel_ast import (
+    Checked,
+    Expr,
+    TypeResolver,
+    element_type,
+)
+from kubewire.server.apiextensions.validation_rules.cel_env import DeclType
 
 UINT64_MAX = 2**64 - 1
 STRING_TRAVERSAL_FACTOR = 0.1
