@@ -20,7 +20,10 @@ Only cel-expr-python type-checks (so a rule kube rejects at CRD time is rejected
 cel-go's ``ERROR: <input>:l:c: ...`` issue format), ships the strings extension at kube's version
 2 (no ``reverse``) and optional types, and evaluates fast enough to run per list item. What it
 lacks is added here: kube's lists, regex, sets, and the ``isURL``/``isIP``/``isCIDR``/
-``isQuantity`` predicates as Python functions. Its Python API has no object types except
+``isQuantity`` predicates as Python functions, and (``cel_objects``) kube's ``url``, ``ip``,
+``cidr`` and ``quantity`` types as protobuf messages. kube's ``format`` library is missing: its
+functions return optionals, which no Python function can return to cel-expr-python 0.1.3
+("Unimplemented type: 13"). Its Python API has no object types except
 protobuf messages, so a schema object is declared ``map(string, dyn)`` and ``cel_ast`` checks
 field names against the schema the way cel-go's checker would. cel-cpp's checker has no
 cross-type numeric ordering (``1 < 1.5``), which kube enables since 1.28: such rules fail to
