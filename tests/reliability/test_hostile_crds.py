@@ -5,7 +5,8 @@ The bounds: the request body (3 MiB, kube's), the stored object (1.5 MiB, etcd's
 (kubewire's decoder limit), CEL's parser limits (100,000 code points, nesting), the static cost
 estimate (kube's 10M per rule), and kubewire's own compile budget per CRD
 (``server.writes.validation.crds``: at most 1000 rules and 64 KiB of rule text; kube has no such
-bound, but it does not compile on the one loop every client shares). Each case asserts the
+bound, but it does not compile on the one loop every client shares), and kubewire's bound on a
+CRD's schema nodes (30,000; validating one costs ~40 us on the loop). Each case asserts the
 answer, how long it took, and that ``/readyz`` kept answering while it was computed. (A rule
 over CEL's 100,000 code points is over the 64 KiB budget first.)
 """
@@ -20,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from kubewire.server.writes.validation.crds import MAX_RULE_TEXT, MAX_RULES
+from kubewire.server.writes.validation.crds import MAX_RULE_TEXT, MAX_RULES, MAX_SCHEMA_NODES
 from tests.integration.harness import ServerThread
 from tests.integration.wire import Reply, call
 
@@ -139,12 +140,37 @@ def test_a_schema_nested_past_the_decoders_limit_is_refused_at_decode(
 
 
 def test_a_crd_over_the_stored_object_limit_is_refused(server: ServerThread) -> None:
-    """~1.7 MB of plain properties: valid, but larger than etcd's 1.5 MiB object limit. Not
-    probed for stalls: validating a schema costs ~50 us per node on the loop, so this one holds
-    it for 2-4 s (a known gap, reported; the bound here is the size limit)."""
-    properties = {f"p{i}": {"type": "string", "maxLength": 10} for i in range(40_000)}
+    """~1.7 MB in 20,000 properties with long descriptions: within the node bound, valid, but
+    larger than etcd's 1.5 MiB object limit."""
+    properties = {f"p{i}": {"type": "string", "description": "d" * 50} for i in range(20_000)}
     body = crd("wide", {"type": "object", "properties": properties})
-    text = message(call(server, "POST", CRDS, body), 413)
+    text = message(hostile_post(server, body), 413)
     assert text.startswith("Request entity too large: the object is "), text
     assert text.endswith(" bytes, the limit is 1572864"), text
     assert call(server, "GET", "/apis/hostile.example.com/v1").status == 404
+
+
+NODES_ERROR = (f"spec: Forbidden: the CustomResourceDefinition's spec holds more than "
+               f"{MAX_SCHEMA_NODES} objects (schema nodes), more than kubewire validates for "
+               "one CustomResourceDefinition")
+
+
+def test_a_schema_of_more_nodes_than_the_bound_is_refused_without_validating(
+        server: ServerThread) -> None:
+    """~2.6 MB of empty schemas: 200,000 nodes, ~8 s of validation on the loop unbounded."""
+    properties = {f"{i:x}": {} for i in range(200_000)}
+    text = message(hostile_post(server, crd("nodes", {"type": "object",
+                                                        "properties": properties})), 422)
+    assert text.endswith(NODES_ERROR), text[-500:]
+    one_over = {f"p{i}": {"type": "string"} for i in range(MAX_SCHEMA_NODES)}
+    text = message(call(server, "POST", CRDS, crd("nodes", {"type": "object",
+                                                             "properties": one_over})), 422)
+    assert text.endswith(NODES_ERROR), text[-500:]
+
+
+def test_a_schema_at_the_node_bound_is_accepted(server: ServerThread) -> None:
+    # the spec's own objects count too: names, the version, its schema wrappers, the objects
+    # above the properties, and the defaulted conversion (9 here)
+    properties = {f"p{i}": {"type": "string"} for i in range(MAX_SCHEMA_NODES - 9)}
+    reply = hostile_post(server, crd("atbound", {"type": "object", "properties": properties}))
+    assert reply.status == 201, reply.body[:500]

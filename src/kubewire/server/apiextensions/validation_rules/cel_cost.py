@@ -28,6 +28,12 @@ from kubewire.server.apiextensions.validation_rules.cel_ast import (
     element_type,
 )
 from kubewire.server.apiextensions.validation_rules.cel_env import DeclType
+from kubewire.server.apiextensions.validation_rules.cel_objects import (
+    CIDR_TYPE_NAME,
+    IP_TYPE_NAME,
+    OBJECT_RESULTS,
+    QUANTITY_TYPE_NAME,
+)
 
 UINT64_MAX = 2**64 - 1
 STRING_TRAVERSAL_FACTOR = 0.1
@@ -54,7 +60,20 @@ _SCALAR_RESULTS = frozenset({
     "contains", "@not_strictly_false", "isSorted", "indexOf", "lastIndexOf", "isURL", "isIP",
     "isCIDR", "isQuantity", "hasValue", "sets.contains", "sets.equivalent", "sets.intersects",
     "getFullYear", "getMonth", "getDayOfYear", "getDayOfMonth", "getDate", "getDayOfWeek",
-    "getHours", "getMinutes", "getSeconds", "getMilliseconds"})
+    "getHours", "getMinutes", "getSeconds", "getMilliseconds", "family", "isUnspecified",
+    "isLoopback", "isLinkLocalMulticast", "isLinkLocalUnicast", "isGlobalUnicast",
+    "ip.isCanonical", "containsIP", "containsCIDR", "prefixLength", "sign", "isGreaterThan",
+    "isLessThan", "compareTo", "asApproximateFloat", "asInteger", "isInteger"})
+# kube's ``library/cost.go``: calls of constant cost (ip/cidr/url/quantity member functions;
+# ``ip``, ``cidr``, ``quantity`` and ``ip.isCanonical`` called as global functions fall through
+# kube's ``target != nil`` tests to cel-go's default, also 1).
+_UNIT_COST = frozenset({
+    "masked", "prefixLength", "family", "isUnspecified", "isLoopback", "isLinkLocalMulticast",
+    "isLinkLocalUnicast", "isGlobalUnicast", "sign", "asInteger", "isInteger",
+    "asApproximateFloat", "isGreaterThan", "isLessThan", "compareTo", "add", "sub",
+    "getScheme", "getHostname", "getHost", "getPort", "getEscapedPath", "getQuery"})
+# ``_==_`` on these types costs 1 (``cost.go``: IP and CIDR are opaque, Quantity listed).
+_UNIT_EQUALITY = frozenset({IP_TYPE_NAME, CIDR_TYPE_NAME, QUANTITY_TYPE_NAME})
 # Calls whose result is at most as large as their receiver (kube's ``ResultSize``).
 _SAME_SIZE_RESULTS = frozenset({"lowerAscii", "upperAscii", "substring", "trim", "split",
                                 "find", "findAll"})
@@ -101,11 +120,21 @@ class _Estimator:
             return self.size(node.operand, scope)
         if name == "_?_:_" and len(args) == 3:
             return max(self.size(args[1], scope), self.size(args[2], scope))
-        if name == "dyn" and args:
+        if name in ("dyn", "url") and len(args) == 1 and node.operand is None:
             return self.size(args[0], scope)
         if name in _ARITHMETIC and args and all(self.size(a, scope) == 1 for a in args):
             return 1
+        if name == "_+_" and len(args) == 2 and self._sequence(args[0], scope):
+            # cel-go's string, bytes and list concatenation: the sizes add up
+            return _sat(self.size(args[0], scope) + self.size(args[1], scope))
         return None
+
+    def _sequence(self, node: Expr, scope: Scope) -> bool:
+        """A string, bytes or list operand (a literal, or a schema path of that type)."""
+        if node.kind == "list" or (node.kind == "const" and isinstance(node.const, str | bytes)):
+            return True
+        decl = self.types.type_of(node, scope)
+        return decl is not None and decl.kind in ("string", "bytes", "list")
 
     def cost(self, node: Expr | None, scope: Scope) -> int:
         if node is None:
@@ -168,7 +197,7 @@ class _Estimator:
 
     def _traversal(self, node: Expr, scope: Scope) -> int:
         """kube's library functions: a walk over the receiver (lists 1, strings 0.1 per item)."""
-        if node.name not in _TRAVERSING or node.operand is None:
+        if node.name in _UNIT_COST or node.name not in _TRAVERSING or node.operand is None:
             return 1
         receiver = self.size(node.operand, scope)
         receiver_type = self.types.type_of(node.operand, scope)
@@ -217,8 +246,27 @@ class _Estimator:
     def compare(self, node: Expr, scope: Scope) -> int | None:
         if len(node.args) != 2:
             return None
+        if node.name == "_==_" and _object_type(node.args[0]) in _UNIT_EQUALITY and (
+                _object_type(node.args[0]) == _object_type(node.args[1])):
+            return 1
         smallest = min(self.size(node.args[0], scope), self.size(node.args[1], scope))
         return _factor(smallest, STRING_TRAVERSAL_FACTOR)
+
+    def url(self, node: Expr, scope: Scope) -> int | None:
+        if node.operand is not None or len(node.args) != 1:
+            return None
+        return _factor(self.size(node.args[0], scope), STRING_TRAVERSAL_FACTOR)
+
+    def contains_ip(self, node: Expr, scope: Scope) -> int | None:
+        """``containsIP``: two addresses of 4..16 bytes compared, plus parsing a string."""
+        if node.operand is None or len(node.args) != 1:
+            return None
+        cost = _factor(16 + 16, STRING_TRAVERSAL_FACTOR)
+        if node.name == "containsCIDR":
+            cost += _factor(16, STRING_TRAVERSAL_FACTOR) + 1
+        if _object_type(node.args[0]) is None:  # the string overload
+            cost += _factor(self.size(node.args[0], scope), STRING_TRAVERSAL_FACTOR)
+        return _sat(cost)
 
     def set_operation(self, node: Expr, scope: Scope) -> int | None:
         if len(node.args) != 2:
@@ -227,6 +275,19 @@ class _Estimator:
 
 
 Scope = dict[str, DeclType | None]
+
+
+def _object_type(node: Expr) -> str | None:
+    """The kube object type (``net.IP``, ...) a call returns, read from its name and shape."""
+    if node.kind != "call":
+        return None
+    if node.name == "ip":
+        return IP_TYPE_NAME if (node.operand is None) == (len(node.args) == 1) else None
+    if node.name in ("add", "sub", "masked"):
+        return OBJECT_RESULTS[node.name] if node.operand is not None else None
+    if node.name in OBJECT_RESULTS:
+        return OBJECT_RESULTS[node.name] if node.operand is None else None
+    return None
 
 
 def _receiver_and_arg(node: Expr) -> tuple[Expr | None, Expr | None]:
@@ -245,7 +306,8 @@ _CALL_COSTS = {
     "_==_": _Estimator.compare, "_!=_": _Estimator.compare, "_<_": _Estimator.compare,
     "_<=_": _Estimator.compare, "_>_": _Estimator.compare, "_>=_": _Estimator.compare,
     "sets.contains": _Estimator.set_operation, "sets.equivalent": _Estimator.set_operation,
-    "sets.intersects": _Estimator.set_operation,
+    "sets.intersects": _Estimator.set_operation, "url": _Estimator.url,
+    "containsIP": _Estimator.contains_ip, "containsCIDR": _Estimator.contains_ip,
 }
 
 

@@ -20,7 +20,10 @@ Only cel-expr-python type-checks (so a rule kube rejects at CRD time is rejected
 cel-go's ``ERROR: <input>:l:c: ...`` issue format), ships the strings extension at kube's version
 2 (no ``reverse``) and optional types, and evaluates fast enough to run per list item. What it
 lacks is added here: kube's lists, regex, sets, and the ``isURL``/``isIP``/``isCIDR``/
-``isQuantity`` predicates as Python functions. Its Python API has no object types except
+``isQuantity`` predicates as Python functions, and (``cel_objects``) kube's ``url``, ``ip``,
+``cidr`` and ``quantity`` types as protobuf messages. kube's ``format`` library is missing: its
+functions return optionals, which no Python function can return to cel-expr-python 0.1.3
+("Unimplemented type: 13"). Its Python API has no object types except
 protobuf messages, so a schema object is declared ``map(string, dyn)`` and ``cel_ast`` checks
 field names against the schema the way cel-go's checker would. cel-cpp's checker has no
 cross-type numeric ordering (``1 < 1.5``), which kube enables since 1.28: such rules fail to
@@ -33,13 +36,11 @@ give ``oldSelf`` its optional value (cel-cpp's Python API cannot declare an opti
 from __future__ import annotations
 
 import base64
-import ipaddress
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
@@ -47,6 +48,7 @@ from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 from kubewire.go_text import parse_go_duration
 from kubewire.json_types import JSON
 from kubewire.quantity import quantity_error
+from kubewire.server.apiextensions.validation_rules import cel_objects
 
 MAX_REQUEST_SIZE_BYTES = 3 * 1024 * 1024  # celconfig.MaxRequestSizeBytes
 MAX_DURATION_SIZE_JSON = 32
@@ -361,41 +363,6 @@ def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
     return found if limit < 0 else found[:limit]
 
 
-def _is_url(text: str) -> bool:
-    """``isURL``: Go's ``url.ParseRequestURI`` succeeds (an absolute URI or an absolute path)."""
-    if not text or any(c in text for c in " \t\n\x7f") or any(ord(c) < 0x20 for c in text):
-        return False
-    try:
-        parts = urlsplit(text)
-    except ValueError:
-        return False
-    if parts.scheme:
-        return True
-    return text.startswith("/")
-
-
-def _is_ip(text: str) -> bool:
-    """``isIP``: a v4 or v6 address, no zone, no IPv4-mapped IPv6 (``netip.ParseAddr`` rules)."""
-    if "%" in text:
-        return False
-    try:
-        addr = ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return not (isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None)
-
-
-def _is_cidr(text: str) -> bool:
-    address, sep, _ = text.partition("/")
-    if not sep or not _is_ip(address):
-        return False
-    try:
-        ipaddress.ip_network(text, strict=False)
-    except ValueError:
-        return False
-    return True
-
-
 def _library() -> cel.CelExtension:
     t = cel.Type
     dyn_list = t.List(t.DYN)
@@ -437,9 +404,11 @@ def _library() -> cel.CelExtension:
         cel.FunctionDecl("sets.intersects", [glob(
             "sets.intersects", t.BOOL, [dyn_list, dyn_list],
             lambda a, b: any(x in a for x in b), "list_sets_intersects_list")]),
-        cel.FunctionDecl("isURL", [glob("isURL", t.BOOL, [t.STRING], _is_url, "is_url_string")]),
-        cel.FunctionDecl("isIP", [glob("isIP", t.BOOL, [t.STRING], _is_ip, "is_ip")]),
-        cel.FunctionDecl("isCIDR", [glob("isCIDR", t.BOOL, [t.STRING], _is_cidr, "is_cidr")]),
+        cel.FunctionDecl("isURL", [glob("isURL", t.BOOL, [t.STRING], cel_objects.is_url,
+                                        "is_url_string")]),
+        cel.FunctionDecl("isIP", [glob("isIP", t.BOOL, [t.STRING], cel_objects.is_ip, "is_ip")]),
+        cel.FunctionDecl("isCIDR", [glob("isCIDR", t.BOOL, [t.STRING], cel_objects.is_cidr,
+                                          "is_cidr")]),
         cel.FunctionDecl("isQuantity", [glob(
             "isQuantity", t.BOOL, [t.STRING], lambda s: quantity_error(s) is None,
             "is_quantity_string")]),
@@ -469,7 +438,8 @@ _ENVS: dict[tuple[str, str], cel.Env] = {}
 
 
 def _base_extensions() -> list[cel.CelExtensionBase]:
-    return [ext_strings.ExtStrings(2), ext_optional.ExtOptional(), _library()]
+    return [ext_strings.ExtStrings(2), ext_optional.ExtOptional(), _library(),
+            cel_objects.library()]
 
 
 def rule_env(self_type: DeclType, optional_old_self: bool = False) -> cel.Env:
@@ -484,7 +454,8 @@ def rule_env(self_type: DeclType, optional_old_self: bool = False) -> cel.Env:
     if env is None:
         declared = cel_type(self_type)
         old_type = cel.Type.DYN if optional_old_self else declared
-        env = cel.NewEnv(variables={SELF: declared, OLD_SELF: old_type},
+        env = cel.NewEnv(descriptor_pool=cel_objects.POOL,
+                         variables={SELF: declared, OLD_SELF: old_type},
                          extensions=_base_extensions())
         _ENVS[key] = env
     return env
@@ -496,7 +467,8 @@ def wrapper_env(self_type: DeclType) -> cel.Env:
     env = _ENVS.get(key)
     if env is None:
         declared = cel_type(self_type)
-        env = cel.NewEnv(variables={SELF: declared, _OLD_VALUE: declared,
+        env = cel.NewEnv(descriptor_pool=cel_objects.POOL,
+                         variables={SELF: declared, _OLD_VALUE: declared,
                                     _HAS_OLD: cel.Type.BOOL},
                          extensions=[*_base_extensions(), ext_bindings.ExtBindings()])
         _ENVS[key] = env
