@@ -181,7 +181,9 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
             return encode_json(prepared), warnings
         key = resource.storage_key(namespace, name)
         try:
-            change = await ctx.store.write(Create(key, prepared))
+            # a custom resource is as its codec reads it: ``validate`` pruned and defaulted it
+            # with its version's schema, and only its metadata has changed since
+            change = await ctx.store.write(Create(key, prepared, coerced=resource.conversion))
         except KeyExistsError:
             # Only a write known not to commit gives back what it reserved; a cancelled one
             # may still commit, so its reservation stays (a restart rebuilds the state).
