@@ -240,3 +240,23 @@ def test_a_crd_overlapping_a_built_in_kind_leaves_the_built_in_served(
     wait_for(lambda: call(server, "GET", f"{CRDS}/leases.coordination.k8s.io").status == 404,
              10, "the CRD to go")
     assert get(server, f"{leases}/l1")["spec"]["holderIdentity"] == "me"
+
+
+def test_crd_status_writes_are_validated_by_the_status_strategy_only(
+        server: ServerThread) -> None:
+    """§2.1: a CRD's ``/status`` update runs ``ValidateUpdateCustomResourceDefinitionStatus``,
+    which checks only ``status.acceptedNames``; storedVersions is checked on main-resource
+    writes (``ValidateCustomResourceDefinitionStoredVersions``), not here."""
+    crd = install(server)
+    odd = {**crd, "status": {**crd["status"], "storedVersions": ["v1", "v9"]}}
+    written = ok(call(server, "PUT", f"{CRDS}/{CRD_NAME}/status", odd), 200)
+    assert written["status"]["storedVersions"] == ["v1", "v9"]
+    main = call(server, "PUT", f"{CRDS}/{CRD_NAME}", written)
+    assert main.status == 422
+    assert 'status.storedVersions[1]: Invalid value: "v9": must appear in spec.versions' in \
+        main.status_object()["message"]
+    names = {**written["status"]["acceptedNames"], "kind": "not a kind"}
+    bad = call(server, "PUT", f"{CRDS}/{CRD_NAME}/status",
+               {**written, "status": {**written["status"], "acceptedNames": names}})
+    assert bad.status == 422
+    assert "status.acceptedNames.kind" in bad.status_object()["message"]

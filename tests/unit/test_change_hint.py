@@ -90,17 +90,21 @@ async def test_labels_are_not_shared_with_the_writer(store: SQLiteStore) -> None
     await caches.stop()
 
 
+def _change(key: str, revision: int, value: bytes, obj: dict[str, Any] | None) -> Change:
+    return Change(revision, ChangeType.ADDED, key, value, None, 0.0, obj)
+
+
 def test_a_change_without_the_hint_is_decoded() -> None:
     value = msgspec.json.encode(pod("a", app="x"))
-    from_bytes = CachedObject.of_change("k", 5, value, None, PODS)
-    from_hint = CachedObject.of_change("k", 5, value, msgspec.json.decode(value), PODS)
+    from_bytes = CachedObject.of_change(_change("k", 5, value, None), PODS)
+    from_hint = CachedObject.of_change(_change("k", 5, value, msgspec.json.decode(value)), PODS)
     assert sets(from_bytes) == sets(from_hint)
 
 
 def test_ring_slices_equal_event_by_event_reads() -> None:
     from kubewire.storage.cached import CachedEvent, HistoryRing
 
-    obj = CachedObject.of_change("k", 1, b"{}", {}, PODS)
+    obj = CachedObject.of_change(_change("k", 1, b"{}", {}), PODS)
     ring = HistoryRing(5, 0)
     for revision in range(1, 14):
         ring.append(CachedEvent(revision, ChangeType.ADDED, obj, None))

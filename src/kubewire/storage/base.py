@@ -69,12 +69,20 @@ class Change:
     prev_value: bytes | None
     timestamp: float  # wall-clock seconds of the commit (for age-based retention)
     obj: JSONObject | None = field(default=None, compare=False, repr=False)
+    # the write's ``coerced`` when ``obj`` is its object (another in-process hint)
+    coerced: object | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
 class Create:
+    """``coerced``: an in-process hint for the watch cache, the storage codec of a custom
+    resource (its ``Resource.conversion``) when ``obj`` is already as that codec reads it back
+    (pruned and defaulted with the schema of its version, the stored one); a store that keeps
+    ``obj`` as its change's hint passes it on (``Change.coerced``), others may drop it."""
+
     key: str
     obj: JSONObject
+    coerced: object | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +92,7 @@ class Update:
     key: str
     obj: JSONObject
     expected_revision: int | None = None
+    coerced: object | None = field(default=None, compare=False, repr=False)  # as Create's
 
 
 @dataclass(frozen=True, slots=True)

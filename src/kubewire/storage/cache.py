@@ -151,8 +151,7 @@ class WatchCache:
         key = change.key
         prev = self.objects.get(key)
         # The writer's decoded object when the change carries it, else a decode of the value.
-        obj = CachedObject.of_change(key, change.revision, change.value, change.obj,
-                                     self.resource)
+        obj = CachedObject.of_change(change, self.resource)
         if change.type == ChangeType.DELETED:
             if self.objects.pop(key, None) is not None:
                 keys = self._sorted_keys()

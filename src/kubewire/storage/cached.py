@@ -26,7 +26,7 @@ import msgspec
 from kubewire.conversions import convert_object, needs_conversion
 from kubewire.resources import Resource
 from kubewire.selectors import FieldSelector, LabelSelector, field_set
-from kubewire.storage.base import ChangeType
+from kubewire.storage.base import Change, ChangeType
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 _encode = msgspec.json.Encoder().encode
@@ -95,11 +95,23 @@ class CachedObject:
         return cls(key, revision, value, obj, resource)
 
     @classmethod
-    def of_change(cls, key: str, revision: int, value: bytes, obj: dict[str, Any] | None,
-                  resource: Resource) -> CachedObject:
+    def of_change(cls, change: Change, resource: Resource) -> CachedObject:
         """``decode``, unless the change came with its decoded object (``Change.obj``, the
         writer's in-process hint): then its sets are read from that object, which is not kept
-        (the labels are copied), so the writer's object is never decoded a second time."""
+        (the labels are copied), so the writer's object is never decoded a second time.
+
+        A custom resource's object is read through its CRD's codec, unless the writer says it
+        is already as this codec reads it (``coerced`` is ``resource.conversion``, and the
+        object is in ``resource``'s version): the read would give it back unchanged, its bytes
+        ``value`` included."""
+        key, revision, value, obj = change.key, change.revision, change.value, change.obj
+        coerced = change.coerced
+        if obj is not None and coerced is not None and coerced is resource.conversion \
+                and obj.get("apiVersion") == resource.api_version:
+            cached = cls(key, revision, value, obj, resource)
+            if cached.labels:
+                cached.labels = dict(cached.labels)
+            return cached
         if obj is None or resource.conversion is not None \
                 or needs_conversion(obj, resource.version_kind):
             # a custom resource is read through its CRD's codec (defaulted with the schema of

@@ -71,7 +71,7 @@ class VersionedStore:
             if stored is not None and served is not None \
                     and needs_conversion(op.obj, stored.version_kind):
                 obj = convert_object(op.obj, stored.version_kind)
-                change = await self.store.write(replace(op, obj=obj))
+                change = await self.store.write(replace(op, obj=obj, coerced=None))
                 return change_as(change, served)
         return await self.store.write(op)
 
@@ -89,7 +89,9 @@ class VersionedStore:
             if self.webhook is None or stored is None:
                 raise ValueError(f"no conversion webhook caller for {served}")
             [obj] = await self.webhook(stored, [obj], storage_version)
-        change = await self.store.write(replace(op, obj=conversion.write(obj, storage_version)))
+        # converted, and not defaulted with the storage version's schema: not as it reads back
+        change = await self.store.write(replace(op, obj=conversion.write(obj, storage_version),
+                                                coerced=None))
         prev = change.prev_value
         values = [change.value] if prev is None else [change.value, prev]
         read = [conversion.read(_decode(value), served) for value in values]

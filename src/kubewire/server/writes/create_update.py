@@ -125,6 +125,16 @@ def _created(stored: bytes, warnings: list[str]) -> Response:
     return object_response(201, stored, _warning_headers(warnings))
 
 
+def _decoded_body(resource: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a create's body with the defaults kube applies while decoding it. A custom
+    resource is pruned and defaulted by ``validate`` (``custom_resources.decode``, as kube's
+    codec does, pruning first); nothing before that reads its schema's fields (its create
+    strategy sets metadata and drops ``status``), so it is not defaulted twice."""
+    if resource.crd is not None:
+        return copy_json(obj)
+    return apply_kind_defaults(resource, obj)  # kube defaults while decoding the body
+
+
 async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
                         wopts: WriteOptions, *, allocate: bool = True,
                         ) -> tuple[bytes, list[str]]:
@@ -142,12 +152,12 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
         raise err
     generated = not (obj.get("metadata") or {}).get("name")
     attempts = GENERATE_NAME_ATTEMPTS if generated else 1
-    defaulted = apply_kind_defaults(resource, obj)  # kube defaults while decoding the body
+    defaulted = _decoded_body(resource, obj)
     is_pod = resource.id == POD_RESOURCE_ID and not route.subresource
     facts = await pod_admission_facts(ctx, route.namespace, defaulted) if is_pod else None
     for attempt in range(attempts):
         if attempt:  # the steps below change this attempt's copy in place (admission)
-            defaulted = apply_kind_defaults(resource, obj)
+            defaulted = _decoded_body(resource, obj)
         ctx_create = lifecycle.CreateContext(namespace=route.namespace, now=ctx.now(),
                                              rng=ctx.rng)
         prepared = lifecycle.prepare_create(resource, defaulted, ctx_create)
@@ -171,7 +181,9 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
             return encode_json(prepared), warnings
         key = resource.storage_key(namespace, name)
         try:
-            change = await ctx.store.write(Create(key, prepared))
+            # a custom resource is as its codec reads it: ``validate`` pruned and defaulted it
+            # with its version's schema, and only its metadata has changed since
+            change = await ctx.store.write(Create(key, prepared, coerced=resource.conversion))
         except KeyExistsError:
             # Only a write known not to commit gives back what it reserved; a cancelled one
             # may still commit, so its reservation stays (a restart rebuilds the state).

@@ -129,7 +129,7 @@ def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
     if subresource == "ephemeralcontainers" and old is not None:
         kind_errors = validate_ephemeral_containers_update(obj, old)
     else:
-        kind_errors = validate_kind(resource, obj, old)
+        kind_errors = validate_kind(resource, obj, old, subresource=subresource)
     # what the meta or type checks said is not repeated; the kind's own list is kept whole, as
     # kube's causes are (errors.NewInvalid: one cause per field error, repeats included)
     earlier = list(errors)

@@ -34,7 +34,15 @@ from typing import Any
 
 import msgspec
 
-from kubewire.storage.base import Change, ChangeType, Create, JSONObject, Retention, StorageError
+from kubewire.storage.base import (
+    Change,
+    ChangeType,
+    Create,
+    Delete,
+    JSONObject,
+    Retention,
+    StorageError,
+)
 from kubewire.storage.sqlite import writer_child
 from kubewire.storage.sqlite.schema import Durability
 from kubewire.storage.sqlite.writer import (
@@ -92,6 +100,7 @@ class ProcessWriter:
         self._ready: asyncio.Future[None] = loop.create_future()
         # id -> (future, the write's private object or None)
         self._pending: dict[int, tuple[asyncio.Future[Any], JSONObject | None]] = {}
+        self._coerced: dict[int, object] = {}  # ident -> its op's ``coerced`` hint
         self._next_id = 0
         self._outgoing = bytearray()
         self._is_stopping = False
@@ -135,6 +144,9 @@ class ProcessWriter:
         op = request.op
         obj = request.obj
         self._pending[ident] = (request.future, obj)
+        coerced = None if isinstance(op, Delete) else op.coerced
+        if coerced is not None and obj is not None:
+            self._coerced[ident] = coerced
         expected = None if isinstance(op, Create) else op.expected_revision
         self._queue(frame([WRITE, ident, OP_KINDS[type(op)], op.key, expected,
                            None if obj is None else _json.encode(obj)]))
@@ -164,8 +176,15 @@ class ProcessWriter:
         # a write's private copy is its change's hint, stamped as the child stamped its JSON
         hints = {value: obj for (_, obj), tag, value in answered
                  if tag == CHANGE and obj is not None}
+        coerced: dict[int, object] = {}  # change row -> its write's ``coerced`` hint
+        if self._coerced:
+            for ident, tag, value in results:
+                codec = self._coerced.pop(ident, None)
+                if codec is not None and tag == CHANGE and value in hints:
+                    coerced[value] = codec
         changes = [Change(revision=r[0], type=ChangeType(r[1]), key=r[2], value=r[3],
-                          prev_value=r[4], timestamp=r[5], obj=_stamped(hints.get(i), r[0]))
+                          prev_value=r[4], timestamp=r[5], obj=_stamped(hints.get(i), r[0]),
+                          coerced=coerced.get(i))
                    for i, r in enumerate(rows)]
         outcomes: list[Outcome] = [
             (future, changes[value] if tag == CHANGE
@@ -187,6 +206,7 @@ class ProcessWriter:
         if not self._ready.done():
             self._ready.set_exception(StorageError("the SQLite writer process did not start"))
         pending, self._pending = self._pending, {}
+        self._coerced.clear()
         self._deliver((), [(future, error) for future, _ in pending.values()])
         if self._input is not None:
             self._input.close()

@@ -48,7 +48,8 @@ def _default_map(x: dict[str, JSON], s: Structural) -> None:
     for k, v in x.items():
         prop = props.get(k)
         if prop is not None:
-            _default(v, prop)
+            if prop.has_defaults and isinstance(v, dict | list):  # else nothing to default
+                _default(v, prop)
         elif s.additional_properties is not None:
             if additional is not None and _non_nullable_null(v, additional):
                 x[k] = v = deep_copy(additional.default)

@@ -32,83 +32,122 @@ _META_FIELDS = frozenset({"apiVersion", "kind", "metadata"})
 
 def prune(schema: Structural, obj: dict[str, JSON]) -> list[str]:
     """Steps 1-3 above on ``obj`` (a whole custom resource), in place; the unknown-field paths
-    kube reports: the pruned ones sorted, then those of embedded resources' metadata."""
-    paths = prune_unknown(schema, obj)
-    prune_nulls(schema, obj)
-    return paths + coerce_embedded_meta(schema, obj)
+    kube reports: the pruned ones sorted, then those of embedded resources' metadata.
+
+    Steps 1 and 2 are one walk: a key step 1 keeps is the only kind step 2 looks at, and
+    each step's verdict on a key depends on the key's schema alone, so pruning each kept null
+    where step 1 meets it is what the second walk did."""
+    walk = _Walk(nulls=True)
+    _prune(obj, schema, "", walk, True)
+    walk.out.sort()
+    return walk.out + coerce_embedded_meta(schema, obj)
 
 
 def prune_unknown(schema: Structural | None, obj: JSON, *, root: bool = True) -> list[str]:
     """Step 1 (``PruneWithOptions``); ``root``: ``obj`` is a resource (its meta is kept)."""
-    out: list[str] = []
-    _prune(obj, schema, "", out, root)
-    out.sort()
-    return out
+    walk = _Walk(nulls=False)
+    _prune(obj, schema, "", walk, root)
+    walk.out.sort()
+    return walk.out
+
+
+class _Walk:
+    """What one pruning walk carries: the unknown paths found, and whether step 2 runs."""
+
+    __slots__ = ("nulls", "out")
+
+    def __init__(self, *, nulls: bool) -> None:
+        self.nulls = nulls
+        self.out: list[str] = []
 
 
 def _child(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _prune(x: JSON, s: Structural | None, path: str, out: list[str], embedded: bool) -> None:
+def _prune(x: JSON, s: Structural | None, path: str, walk: _Walk, embedded: bool) -> None:
+    """Step 1 on ``x`` at ``path`` (and step 2 too when ``walk.nulls``)."""
     if s is not None and s.preserve_unknown_fields:
-        _skip_prune(x, s, path, out, embedded)
+        _skip_prune(x, s, path, walk, embedded)
         return
     if isinstance(x, dict):
         if s is None:
-            out.extend(_child(path, k) for k in x)
+            walk.out.extend(_child(path, k) for k in x)
             x.clear()
         else:
-            _prune_map(x, s, path, out, embedded or s.embedded_resource)
+            _prune_map(x, s, path, walk, embedded or s.embedded_resource)
     elif isinstance(x, list):
         items = s.items if s is not None else None
         for i, v in enumerate(x):
-            _prune(v, items, f"{path}[{i}]", out, False)
+            if isinstance(v, dict | list):
+                _prune(v, items, f"{path}[{i}]", walk, False)
 
 
-def _prune_map(x: dict[str, JSON], s: Structural, path: str, out: list[str],
-               embedded: bool) -> None:
+def _null_pruned(x: dict[str, JSON], k: str, sub: Structural | None) -> bool:
+    """Step 2 for the kept key ``k`` of ``x``, whose schema is ``sub``: dropped when null and
+    ``sub`` neither nullable nor defaulted."""
+    if x[k] is None and sub is not None and not sub.nullable and not sub.has_default:
+        del x[k]
+        return True
+    return False
+
+
+def _prune_map(x: dict[str, JSON], s: Structural, path: str, walk: _Walk, embedded: bool) -> None:
     props, additional = s.properties, s.additional_properties
     for k in list(x):
         if embedded and k in _META_FIELDS:
+            if walk.nulls and not _null_pruned(x, k, _field_schema(k, s)):
+                prune_nulls(_field_schema(k, s), x[k])
             continue
         prop = props.get(k)
-        if prop is not None:
-            _prune(x[k], prop, _child(path, k), out, False)
-        elif additional is not None:
-            _prune(x[k], s.additional_schema, _child(path, k), out, False)
-        else:
+        if prop is None and additional is not None:
+            prop = s.additional_schema
+        elif prop is None:
             if k not in _META_FIELDS or path:
-                out.append(_child(path, k))
+                walk.out.append(_child(path, k))
             del x[k]
+            continue
+        if walk.nulls and _null_pruned(x, k, prop):
+            continue
+        v = x[k]
+        if isinstance(v, dict | list):  # a scalar has nothing to prune
+            _prune(v, prop, _child(path, k), walk, False)
 
 
-def _skip_prune(x: JSON, s: Structural, path: str, out: list[str], embedded: bool) -> None:
+def _skip_prune(x: JSON, s: Structural, path: str, walk: _Walk, embedded: bool) -> None:
     if isinstance(x, dict):
         embedded = embedded or s.embedded_resource
         props, additional = s.properties, s.additional_properties
-        for k, v in x.items():
+        for k in list(x):
             if embedded and k in _META_FIELDS:
+                if walk.nulls and not _null_pruned(x, k, _field_schema(k, s)):
+                    prune_nulls(_field_schema(k, s), x[k])
                 continue
             prop = props.get(k)
-            if prop is not None:
-                _prune(v, prop, _child(path, k), out, False)
-            elif additional is not None:
-                _prune(v, s.additional_schema, _child(path, k), out, False)
+            if prop is None and additional is not None:
+                prop = s.additional_schema
+            elif prop is None:  # kept unknown: no schema, so no null pruning under it
+                continue
+            if walk.nulls and _null_pruned(x, k, prop):
+                continue
+            _prune(x[k], prop, _child(path, k), walk, False)
     elif isinstance(x, list) and s.items is not None:
         for i, v in enumerate(x):
-            _skip_prune(v, s.items, f"{path}[{i}]", out, False)
+            _skip_prune(v, s.items, f"{path}[{i}]", walk, False)
 
 
-def _field_schema(key: str, s: Structural | None) -> Structural | None:
-    if s is None:
-        return None
+def _field_schema(key: str, s: Structural) -> Structural | None:
     prop = s.properties.get(key)
     return prop if prop is not None else s.additional_schema
 
 
 def prune_nulls(schema: Structural | None, x: JSON) -> None:
-    """Step 2 (``PruneNonNullableNullsWithoutDefaults``), in place."""
+    """Step 2 (``PruneNonNullableNullsWithoutDefaults``), in place. Nothing under a node
+    without a schema is pruned (a key is dropped only where its schema says so), so such a
+    node (the root's ``metadata`` with its managedFields, preserved unknown fields) is not
+    walked."""
+    if schema is None:
+        return
     if isinstance(x, dict):
         for k in list(x):
             sub = _field_schema(k, schema)
@@ -119,7 +158,7 @@ def prune_nulls(schema: Structural | None, x: JSON) -> None:
             else:
                 prune_nulls(sub, v)
     elif isinstance(x, list):
-        items = schema.items if schema is not None else None
+        items = schema.items
         for v in x:
             prune_nulls(items, v)
 

@@ -41,7 +41,7 @@ import msgspec
 
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
-from kubewire.server.apiextensions.crd.crd_validation import validate_crd
+from kubewire.server.apiextensions.crd.crd_validation import validate_crd, validate_crd_status
 from kubewire.server.apiextensions.schemas import schema_rules
 from kubewire.server.apiextensions.validation_rules import cel_rules
 from kubewire.status import FieldError, forbidden
@@ -137,3 +137,13 @@ def validate_custom_resource_definition(resource: Resource, obj: Mapping[str, An
     if rules > MAX_RULES or text > MAX_RULE_TEXT:
         return validate_crd(obj, old, schema_check=_over_budget)
     return validate_crd(obj, old, schema_check=check_schema)
+
+
+def validate_custom_resource_definition_status(resource: Resource, obj: Mapping[str, Any],
+                                               old: Mapping[str, Any] | None) -> list[FieldError]:
+    """A ``/status`` update: ``ValidateUpdateCustomResourceDefinitionStatus`` checks only
+    ``status.acceptedNames`` (the spec is the stored one; no schema is compiled or checked,
+    nor ``storedVersions``)."""
+    del resource
+    assert old is not None  # STATUS_VALIDATORS run for updates only
+    return validate_crd_status(obj, old)

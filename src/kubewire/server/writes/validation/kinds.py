@@ -15,7 +15,10 @@ from typing import Any
 from kubewire.resources import Resource
 from kubewire.server.writes.validation.apps import validate_deployment
 from kubewire.server.writes.validation.config import validate_config_map, validate_secret
-from kubewire.server.writes.validation.crds import validate_custom_resource_definition
+from kubewire.server.writes.validation.crds import (
+    validate_custom_resource_definition,
+    validate_custom_resource_definition_status,
+)
 from kubewire.server.writes.validation.discovery import validate_endpoint_slice
 from kubewire.server.writes.validation.events import validate_event
 from kubewire.server.writes.validation.lease import validate_lease
@@ -45,8 +48,21 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
 })
 
 
+# The ``/status`` subresource's own ``ValidateUpdate`` where a kind's status strategy has one
+# narrower than the main resource's (the status write keeps the stored spec).
+STATUS_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
+    "apiextensions.k8s.io/customresourcedefinitions": validate_custom_resource_definition_status,
+})
+
+
 def validate_kind(resource: Resource, obj: Mapping[str, Any],
-                  old: Mapping[str, Any] | None = None) -> list[FieldError]:
-    """The kind's own errors for a create (``old`` None) or an update; [] for other kinds."""
-    validator = KIND_VALIDATORS.get(resource.id)
+                  old: Mapping[str, Any] | None = None, *,
+                  subresource: str = "") -> list[FieldError]:
+    """The kind's own errors for a create (``old`` None) or an update (of ``subresource``, ""
+    for the main resource); [] for other kinds."""
+    validator = None
+    if subresource == "status" and old is not None:
+        validator = STATUS_VALIDATORS.get(resource.id)
+    if validator is None:
+        validator = KIND_VALIDATORS.get(resource.id)
     return [] if validator is None else validator(resource, obj, old)
