@@ -92,7 +92,10 @@ def _null_pruned(x: dict[str, JSON], k: str, sub: Structural | None) -> bool:
     return False
 
 
-def _prune_map(x: dict[str, JSON], s: Structural, path: str, walk: _Walk, embedded: bool) -> None:
+def _prune_map(x: dict[str, JSON], s: Structural, path: str, walk: _Walk, embedded: bool,  # noqa: PLR0913
+               *, keep_unknown: bool = False) -> None:
+    """One object's keys: unknown ones dropped (or, under preserve-unknown-fields, kept and
+    not walked: no schema, so no null pruning under them), known ones walked."""
     props, additional = s.properties, s.additional_properties
     for k in list(x):
         if embedded and k in _META_FIELDS:
@@ -103,6 +106,8 @@ def _prune_map(x: dict[str, JSON], s: Structural, path: str, walk: _Walk, embedd
         if prop is None and additional is not None:
             prop = s.additional_schema
         elif prop is None:
+            if keep_unknown:
+                continue
             if k not in _META_FIELDS or path:
                 walk.out.append(_child(path, k))
             del x[k]
@@ -116,21 +121,7 @@ def _prune_map(x: dict[str, JSON], s: Structural, path: str, walk: _Walk, embedd
 
 def _skip_prune(x: JSON, s: Structural, path: str, walk: _Walk, embedded: bool) -> None:
     if isinstance(x, dict):
-        embedded = embedded or s.embedded_resource
-        props, additional = s.properties, s.additional_properties
-        for k in list(x):
-            if embedded and k in _META_FIELDS:
-                if walk.nulls and not _null_pruned(x, k, _field_schema(k, s)):
-                    prune_nulls(_field_schema(k, s), x[k])
-                continue
-            prop = props.get(k)
-            if prop is None and additional is not None:
-                prop = s.additional_schema
-            elif prop is None:  # kept unknown: no schema, so no null pruning under it
-                continue
-            if walk.nulls and _null_pruned(x, k, prop):
-                continue
-            _prune(x[k], prop, _child(path, k), walk, False)
+        _prune_map(x, s, path, walk, embedded or s.embedded_resource, keep_unknown=True)
     elif isinstance(x, list) and s.items is not None:
         for i, v in enumerate(x):
             _skip_prune(v, s.items, f"{path}[{i}]", walk, False)
