@@ -1,4 +1,4 @@
-"""server.apiextensions.naming, crd_defaults, crd_strategy: the CRD controllers' decisions,
+"""server.apiextensions.crd.naming, crd_defaults, crd_strategy: the CRD controllers' decisions,
 the v1 defaults and the strategy (crds.md §1.1, §2.1-2.5, §9 items 8, 9)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""server.apiextensions.crd_resources: the registry entries a CRD serves (crds.md §3.1, §3.5,
+"""server.apiextensions.crd.crd_resources: the registry entries a CRD serves (crds.md §3.1, §3.5,
 §6.4) and their use by the shared registry and field selectors."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""server.apiextensions.crd_validation: a CRD's create/update/status validation, kube's paths and
-texts (apiextensions-apiserver v0.32 validation.go; crds.md §1.2-1.4, §1.10-1.14, §9 items 1-3, 7,
-10, 34)."""
+"""server.apiextensions.crd.crd_validation: a CRD's create/update/status validation, kube's paths
+and texts (apiextensions-apiserver v0.32 validation.go; crds.md §1.2-1.4, §1.10-1.14, §9 items
+1-3, 7, 10, 34)."""
 
 from __future__ import annotations
 

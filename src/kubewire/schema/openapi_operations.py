@@ -1,7 +1,7 @@
 """kube's OpenAPI 3.0 shapes, shared by the documents of built-in kinds and of custom resources.
 
 Pure. ``server.discovery.openapi`` lays out a built-in kind's paths as installer.go does, and
-``server.apiextensions.openapi_docs`` a custom resource's as apiextensions-apiserver's
+``server.apiextensions.crd.openapi_docs`` a custom resource's as apiextensions-apiserver's
 ``builder.go`` does; both build their operations, path items and component schemas here, so an
 operation looks the same whoever serves it:
 

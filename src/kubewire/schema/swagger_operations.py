@@ -1,7 +1,7 @@
 """kube's Swagger 2.0 (``/openapi/v2``) shapes, shared by built-in kinds and custom resources.
 
 Pure. ``server.discovery.openapi_v2`` lays out a built-in kind's paths as installer.go does and
-``server.apiextensions.openapi_docs`` a custom resource's as apiextensions-apiserver's
+``server.apiextensions.crd.openapi_docs`` a custom resource's as apiextensions-apiserver's
 ``builder.go`` does; both build their operations, parameters, path items and definitions here.
 An operation has ``consumes``, ``produces``, ``schemes`` (``https``), responses with their
 status texts (Swagger 2.0 requires them) and a ``401``, ``operationId`` and ``tags`` as the

@@ -1,6 +1,6 @@
 """The CustomResourceDefinitions a kubewire server comes with: the Gateway API v1.2.1 standard
 channel (GatewayClass, Gateway, GRPCRoute, HTTPRoute, ReferenceGrant; the package data of
-``server.apiextensions.gateway_crds``), as a cluster with that channel installed has them.
+``server.apiextensions.crd.gateway_crds``), as a cluster with that channel installed has them.
 
 They are ordinary CRDs. At start, each one the store does not hold is created through the
 ordinary create path as ``kube-apiserver`` (the upstream object as ``kubectl apply -f`` sends

@@ -5,6 +5,6 @@ registry.
 documents and ``openapi_v2`` the Swagger 2.0 one (JSON, or gnostic protobuf through
 ``openapi_v2_proto``), built from the schema facts. Kinds added at run time (custom resources)
 show up here because they are registry entries; the OpenAPI of one served from a CRD is built
-from the CRD by ``server.apiextensions.openapi_docs``. It imports the shared core
+from the CRD by ``server.apiextensions.crd.openapi_docs``. It imports the shared core
 (``resources``, ``schema``) and ``server.apiextensions``.
 """

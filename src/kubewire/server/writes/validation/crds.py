@@ -1,6 +1,6 @@
 """The CustomResourceDefinition kind's own validation: apiextensions-apiserver's
 ``ValidateCustomResourceDefinition`` and ``ValidateCustomResourceDefinitionUpdate``
-(``server.apiextensions.crd_validation``), with each schema checked by the structural-schema
+(``server.apiextensions.crd.crd_validation``), with each schema checked by the structural-schema
 rules and compiled for its CEL rules (``schema_rules``, ``cel_rules``).
 
 A schema's check is a pure function of the schema and its path, and the costliest part of a
