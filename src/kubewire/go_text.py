@@ -56,6 +56,24 @@ def go_json_kind(value: Any) -> str:
     return "object" if isinstance(value, dict) else "string"
 
 
+def go_type_name(value: Any) -> str:
+    """Go's ``%T`` of a decoded unstructured JSON value (integers are ``int64``, as
+    apimachinery's unstructured decoding makes them; ``null`` is ``<nil>``)."""
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int64"
+    if isinstance(value, float):
+        return "float64"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "[]interface {}"
+    return "map[string]interface {}"
+
+
 def go_float(value: float) -> str:
     """``%v`` of a float64 (strconv ``'g'``, shortest): ``%e`` form below 1e-4 or from 1e6."""
     if value != value or value in (float("inf"), float("-inf")):

@@ -23,6 +23,7 @@ from typing import Literal, cast
 
 import msgspec
 
+from kubewire.go_text import go_type_name
 from kubewire.json_types import JSON
 from kubewire.schema import TypeNode
 
@@ -99,17 +100,6 @@ def node_kind(node: TypeNode | None, value: JSON) -> NodeKind:
     # Deduced types (CR fields without schema): maps are granular, lists atomic.
     return "map" if isinstance(value, dict) else "atomic" if isinstance(value, list) \
         else "scalar"
-
-
-def _go_type(value: JSON) -> str:
-    """``%T`` of a decoded JSON value in Go."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, dict):
-        return "map[string]interface {}"
-    if isinstance(value, list):
-        return "[]interface {}"
-    return "string"
 
 
 def _list_kind(node: TypeNode) -> NodeKind:
@@ -200,7 +190,7 @@ class _FieldSetWalk:
         if node is not None and value is not None and _facts(node).is_numeric and (
                 isinstance(value, bool) or not isinstance(value, int | float)):
             self.errors.append(f"{path_text(path)}: expected numeric (int or float), got "
-                               f"{_go_type(value)}")
+                               f"{go_type_name(value)}")
         elif isinstance(value, dict) and kind in ("struct", "map"):
             self._visit_map(value, node, path)
         elif isinstance(value, list) and node is not None and kind in ("map-list", "set-list"):

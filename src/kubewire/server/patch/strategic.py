@@ -40,7 +40,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-from kubewire.go_text import go_float, go_json_kind
+from kubewire.go_text import go_float, go_json_kind, go_type_name
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.schema import TypeNode, type_for
@@ -125,10 +125,7 @@ def _bad_arg_type(expected: str, actual: JSON) -> StatusError:
 
 def _go_type(value: JSON) -> str:
     """``reflect.TypeOf`` of a decoded JSON value, printed with ``%s``."""
-    if value is None:
-        return "%!s(<nil>)"
-    names = {dict: _MAP_TYPE, list: _LIST_TYPE, str: "string", bool: "bool", int: "int64"}
-    return names.get(type(value), "float64")
+    return "%!s(<nil>)" if value is None else go_type_name(value)
 
 
 def _go_fmt(value: JSON, verb: str = "v") -> str:

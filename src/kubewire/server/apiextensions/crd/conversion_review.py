@@ -17,10 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubewire.go_text import go_quote
+from kubewire.go_text import go_quote, go_type_name
 from kubewire.json_types import JSON
 from kubewire.names import is_qualified_name, is_valid_label_value
 from kubewire.server.apiextensions.crd.crd_internal import as_dict, as_list, as_str
+from kubewire.server.apiextensions.schemas.go_values import deep_copy
 
 REVIEW_GROUP_VERSION = "apiextensions.k8s.io/v1"
 REVIEW_VERSIONS = ("v1beta1", "v1")  # what kube can send, in conversionReviewVersions' order
@@ -138,21 +139,21 @@ def _restore_meta(original: Mapping[str, JSON], converted: dict[str, JSON]) -> d
     if "metadata" not in converted:
         raise ConversionFailure("missing metadata in converted object")
     if not isinstance(answered, dict):
-        raise ConversionFailure(f"invalid metadata of type {_go_type(answered)} in converted "
+        raise ConversionFailure(f"invalid metadata of type {go_type_name(answered)} in converted "
                                 "object")
-    meta = _deep_copy(as_dict(original.get("metadata")))
+    meta = deep_copy(as_dict(original.get("metadata")))
     for key in ("labels", "annotations"):
         value = answered.get(key)
         if value is None:
             meta.pop(key, None)
             continue
         if not isinstance(value, dict):
-            raise ConversionFailure(f"invalid metadata.{key} of type {_go_type(value)} in "
+            raise ConversionFailure(f"invalid metadata.{key} of type {go_type_name(value)} in "
                                     "converted object")
         for name, item in value.items():
             if not isinstance(item, str):
                 raise ConversionFailure(f"metadata.{key}[{name}] must be a string, but is "
-                                        f"{_go_type(item)} in converted object")
+                                        f"{go_type_name(item)} in converted object")
         if value != meta.get(key) and key == "labels":
             _check_labels(value)
         meta[key] = dict(value)
@@ -175,23 +176,3 @@ def _check_labels(labels: Mapping[str, JSON]) -> None:
         raise ConversionFailure(errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]")
 
 
-def _go_type(value: JSON) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "int64" if isinstance(value, int) else "float64"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "[]interface {}"
-    if isinstance(value, dict):
-        return "map[string]interface {}"
-    return "<nil>"
-
-
-def _deep_copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _deep_copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_deep_copy(v) for v in value]
-    return value
