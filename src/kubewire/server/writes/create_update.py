@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from kubewire.conversions import as_go_encodes
+from kubewire.json_copy import copy_json
 from kubewire.resources import Resource
 from kubewire.server.context import ServerContext
 from kubewire.server.conversion.objects import served_one
@@ -52,7 +53,6 @@ from kubewire.server.writes.admission import (
 )
 from kubewire.server.writes.defaults import apply_kind_defaults
 from kubewire.server.writes.deletes import delete, delete_collection
-from kubewire.server.writes.json_copy import copy_json
 from kubewire.server.writes.validate import (
     check_namespace_usable,
     check_type_meta,

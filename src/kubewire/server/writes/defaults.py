@@ -29,12 +29,12 @@ import re
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
+from kubewire.json_copy import copy_json
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.schema import validate as schema_validate
 from kubewire.server.apiextensions.crd.crd_defaults import default_crd
 from kubewire.server.writes import custom_resources
-from kubewire.server.writes.json_copy import copy_json
 
 Defaulter = Callable[[dict[str, JSON]], None]
 """Fills defaults into one object in place (it always gets a private copy)."""

@@ -29,12 +29,12 @@ from fractions import Fraction
 from types import MappingProxyType
 from typing import Literal
 
+from kubewire.json_copy import copy_json
 from kubewire.json_types import JSON
 from kubewire.quantity import parse_quantity
 from kubewire.resources import Resource
 from kubewire.server.apiextensions.crd import crd_strategy
 from kubewire.server.patch.json_patch import json_equal
-from kubewire.server.writes.json_copy import copy_json
 from kubewire.status import (
     BadRequest,
     FieldError,

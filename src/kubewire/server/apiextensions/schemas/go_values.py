@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 from kubewire.go_text import GoLiteral, go_float, go_quote
+from kubewire.json_copy import copy_json
 from kubewire.json_types import JSON
 
 
@@ -96,12 +97,8 @@ def json_key(value: JSON) -> str:
 
 
 def deep_copy(value: JSON) -> JSON:
-    """``runtime.DeepCopyJSONValue``."""
-    if isinstance(value, dict):
-        return {k: deep_copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [deep_copy(v) for v in value]
-    return value
+    """``runtime.DeepCopyJSONValue`` (``kubewire.json_copy``'s copy)."""
+    return copy_json(value)
 
 
 __all__ = ["deep_copy", "field_value", "go_equal", "json_key", "scalar_key", "sharp_v"]
