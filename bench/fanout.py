@@ -25,7 +25,7 @@ from bench import report
 from bench.servers import ServerProcess, kubewire_serve_argv, reference_argv
 from bench.stats import row, summary
 from bench.wire import EVENT_BYTES, create_namespace, pod_manifest, pods_path, request
-from bench.worker import Worker, gather_results
+from bench.worker import Worker, gather_results, open_watches
 
 NAME = "fanout"
 TARGET_RATIO = 0.85  # issue 6: fan-out at W=1000, ratio to the raw limit
@@ -68,13 +68,7 @@ class Rig:
         self.rounds = 0
 
     def open_watches(self, port: int, path: str, watchers: int) -> None:
-        shares = [watchers // len(self.readers) + (i < watchers % len(self.readers))
-                  for i in range(len(self.readers))]
-        active = [(r, n) for r, n in zip(self.readers, shares, strict=True) if n]
-        for reader, n in active:
-            reader.send("open", port=port, path=path, count=n, timeout_s=60.0)
-        gather_results([r for r, _ in active], 90.0)
-        self.active = [r for r, _ in active]
+        self.active = open_watches(self.readers, port, path, watchers)
 
     def round(self, side: str, watchers: int) -> dict[str, Any]:
         self.rounds += 1

@@ -46,7 +46,7 @@ from bench.wire import (
     pods_path,
     request,
 )
-from bench.worker import Worker, gather_results
+from bench.worker import Worker, gather_results, open_watches
 
 NAME = "patch_fanout"
 TARGET_IDEAL = 0.9  # issue 15: PATCH-driven fan-out at W=1000, ratio to the ideal server
@@ -137,13 +137,7 @@ class Rig:
         self.load = stack.enter_context(Worker("bench.load:LoadGenerator"))
 
     def open_watches(self, port: int, path: str, watchers: int) -> None:
-        shares = [watchers // len(self.readers) + (i < watchers % len(self.readers))
-                  for i in range(len(self.readers))]
-        active = [(r, n) for r, n in zip(self.readers, shares, strict=True) if n]
-        for reader, n in active:
-            reader.send("open", port=port, path=path, count=n, timeout_s=60.0)
-        gather_results([r for r, _ in active], 90.0)
-        self.active = [r for r, _ in active]
+        self.active = open_watches(self.readers, port, path, watchers)
 
     def round(self, side: str, watchers: int) -> dict[str, Any]:
         n = self.opts.events_per_watcher(watchers)

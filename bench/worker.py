@@ -123,3 +123,15 @@ class Worker:
 def gather_results(workers: list[Worker], timeout_s: float) -> list[Any]:
     """Results of calls started on several workers with ``send``, in order."""
     return [w.result(timeout_s) for w in workers]
+
+
+def open_watches(readers: list[Worker], port: int, path: str, watchers: int) -> list[Worker]:
+    """Open ``watchers`` watch streams on ``path``, shared out among the reader workers; the
+    readers that hold some (the ones to start and read from)."""
+    shares = [watchers // len(readers) + (i < watchers % len(readers))
+              for i in range(len(readers))]
+    active = [(r, n) for r, n in zip(readers, shares, strict=True) if n]
+    for reader, n in active:
+        reader.send("open", port=port, path=path, count=n, timeout_s=60.0)
+    gather_results([r for r, _ in active], 90.0)
+    return [r for r, _ in active]
