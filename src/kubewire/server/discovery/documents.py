@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cmp_to_key, lru_cache
 from types import MappingProxyType
 from typing import Literal
 
@@ -36,6 +35,7 @@ import msgspec
 from kubewire.json_types import JSON
 from kubewire.resources import Registry, Resource
 from kubewire.server.apiextensions.crd.crd_internal import storage_version
+from kubewire.server.apiextensions.crd.crd_resources import compare_kube_aware_versions
 
 DiscoveryFormat = Literal["v2", "v2beta1", "legacy"]
 """Which discovery document a request gets: aggregated v2, aggregated v2beta1, or legacy."""
@@ -189,22 +189,8 @@ def _versions_of(registry: Registry, group: str) -> list[str]:
     is the preferred one."""
     versions = [v for g, v in registry.group_versions() if g == group]
     if any(r.group == group and r.crd is not None for r in registry):
-        versions.sort(key=version_priority)
+        versions.sort(key=cmp_to_key(compare_kube_aware_versions), reverse=True)
     return versions
-
-
-_KUBE_VERSION = re.compile(r"v(\d+)(?:(alpha|beta)(\d+))?")
-
-
-def version_priority(version: str) -> tuple[int, int, int, str]:
-    """apimachinery ``version.CompareKubeAwareVersionStrings`` as a sort key (ascending):
-    GA before beta before alpha, higher numbers first, non-kube names last by name."""
-    found = _KUBE_VERSION.fullmatch(version)
-    if found is None:
-        return (3, 0, 0, version)
-    major, stage, minor = found.groups()
-    rank = {None: 0, "beta": 1, "alpha": 2}[stage]
-    return (rank, -int(major), -int(minor or 0), "")
 
 
 def _kinds_in(registry: Registry, group: str, version: str) -> list[Resource]:
