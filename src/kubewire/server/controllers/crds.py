@@ -29,6 +29,7 @@ import msgspec
 
 from kubewire.resources import Registry, Resource
 from kubewire.server.apiextensions.crd import crd_strategy, naming
+from kubewire.server.apiextensions.crd.crd_internal import find_condition, is_condition_true
 from kubewire.server.apiextensions.crd.crd_resources import resources_for
 from kubewire.server.context import ServerContext
 from kubewire.server.controllers.work_queue import WorkQueue
@@ -61,7 +62,7 @@ def serving_facts(crd: Mapping[str, Any]) -> tuple[Any, ...]:
 
 def entries_for(crd: Mapping[str, Any]) -> tuple[Resource, ...]:
     """The entries an established CRD serves; none before it is established."""
-    if not crd_strategy.is_true(crd, "Established"):
+    if not is_condition_true(crd, "Established"):
         return ()
     return resources_for(crd)
 
@@ -175,7 +176,7 @@ class CustomResourceDefinitions:
             status["conditions"] = naming.conditions_after_establishing(named, now)
         if status == crd.get("status"):
             return crd
-        if crd_strategy.is_true({"status": status}, "Established"):
+        if is_condition_true({"status": status}, "Established"):
             # served before a client can read Established (kubectl wait, then create)
             await self._serve({**crd, "status": status})
         return await self._write_status(crd, status)
@@ -245,7 +246,7 @@ class CustomResourceDefinitions:
             await self._release(crd, status)
             return
         progress = naming.terminating_condition("InstanceDeletionInProgress")
-        if (crd_strategy.condition(crd, "Terminating") or {}).get("reason") != progress["reason"]:
+        if (find_condition(crd, "Terminating") or {}).get("reason") != progress["reason"]:
             crd_strategy.set_condition(status, progress, now)
             crd = await self._write_status(crd, status)
             status = dict(crd.get("status") or {})

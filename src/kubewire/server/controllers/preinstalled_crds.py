@@ -25,6 +25,7 @@ from typing import Any
 import msgspec
 
 from kubewire.server.apiextensions.crd import crd_strategy
+from kubewire.server.apiextensions.crd.crd_internal import find_condition, is_condition_true
 from kubewire.server.apiextensions.crd.gateway_crds import gateway_crds
 from kubewire.server.context import ServerContext
 from kubewire.server.request.options import WriteOptions
@@ -90,9 +91,9 @@ class PreinstalledCRDs:
             if found is None:
                 continue
             crd = _decode(found.value)
-            names = crd_strategy.condition(crd, "NamesAccepted") or {}
+            names = find_condition(crd, "NamesAccepted") or {}
             if names.get("status") == "False":
                 continue
-            if name not in serving or not crd_strategy.is_true(crd, "Established"):
+            if name not in serving or not is_condition_true(crd, "Established"):
                 return False
         return True

@@ -25,8 +25,6 @@ from kubewire.json_types import JSON
 from kubewire.server.apiextensions.crd import naming
 from kubewire.server.apiextensions.crd.crd_internal import (
     as_dict,
-    find_condition,
-    is_condition_true,
     semantic_equal,
     storage_version,
 )
@@ -98,14 +96,6 @@ def set_condition(status: dict[str, JSON], condition: Mapping[str, JSON], now: s
     """``SetCRDCondition`` on ``status`` in place (``naming.set_condition``'s rules)."""
     current = [c for c in status.get("conditions") or () if isinstance(c, dict)]
     status["conditions"] = naming.set_condition(current, condition, now)
-
-
-def condition(crd: Mapping[str, JSON], kind: str) -> Mapping[str, JSON] | None:
-    return find_condition(crd, kind)
-
-
-def is_true(crd: Mapping[str, JSON], kind: str) -> bool:
-    return is_condition_true(crd, kind)
 
 
 def mark_deleting(crd: dict[str, Any], now: str) -> dict[str, Any]:
