@@ -29,7 +29,8 @@ from kubewire.resources import Resource
 from kubewire.server.apiextensions.schemas import defaulting, pruning
 from kubewire.server.apiextensions.schemas.embedded import validate_embedded
 from kubewire.server.apiextensions.schemas.list_types import validate_list_types
-from kubewire.server.apiextensions.schemas.openapi_validator import validate_update, validate_value
+from kubewire.server.apiextensions.schemas.openapi_validator import validate_update
+from kubewire.server.apiextensions.schemas.schema_validation import validate_schema, validate_status
 from kubewire.server.apiextensions.schemas.structural import Structural, parse
 from kubewire.server.apiextensions.validation_rules import cel_rules
 from kubewire.status import BadRequest, FieldError
@@ -166,13 +167,10 @@ def _schema_errors(schema: Structural, obj: Mapping[str, JSON], old: Mapping[str
     ``status`` alone with a validator rooted at its schema (kube-openapi's text then names the
     field without the ``status.`` prefix)."""
     if status_only:
-        status_schema = schema.properties.get("status")
-        if "status" not in obj or status_schema is None:
-            return []
-        return validate_value(status_schema, obj["status"], "status")
+        return validate_status(schema, obj)
     if old is not None:
         return validate_update(schema, obj, old)
-    return validate_value(schema, obj)
+    return validate_schema(schema, obj)
 
 
 def _scale_replicas_errors(version: CompiledVersion, obj: Mapping[str, JSON], *,
