@@ -25,7 +25,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = "kubewire"
-WINGS = ("kubewire.server", "kubewire.storage", "kubewire.client")
+WINGS = ("kubewire.server", "kubewire.storage", "kubewire.client", "kubewire.testing")
 SHARED = frozenset({"core", "selectors", "schema", "models"})
 # Each wing room and the rooms it may import besides itself and SHARED (docs/architecture.md
 # draws the same table). A request meets the server's rooms roughly in this order.
@@ -55,6 +55,13 @@ ROOMS: dict[str, frozenset[str]] = {
                                      "server.apiextensions",
                                      "storage"}),
     "server.daemon": frozenset(),  # the server as a process: its lock, --detach, stop
+    # /kubewire/...: faults, the request record, reset, snapshots (for tests and operators)
+    "server.admin": frozenset({"server.wire", "server.request", "server.access",
+                               "server.observe", "server.context", "storage"}),
+    # the testing toolkit stands on top: the public Server, the pytest plugin, traces
+    "testing": frozenset({"server.app", "server.wire", "server.request", "server.access",
+                          "server.observe", "server.context", "server.admin",
+                          "server.controllers", "server.daemon", "storage", "client"}),
 }
 # Where decisions live: no module here may reach I/O. Packages or single modules.
 PURE = ("kubewire.selectors", "kubewire.schema", "kubewire.models", "kubewire.server.request",
@@ -164,7 +171,8 @@ def room_of(module: str) -> str:
         return "entry"
     if parts[1:2] == ["server"]:
         return "server." + parts[2] if len(parts) > 2 else "server.app"
-    if len(parts) > 1 and parts[1] in ("storage", "client", "selectors", "schema", "models"):
+    if len(parts) > 1 and parts[1] in ("storage", "client", "selectors", "schema", "models",
+                                       "testing"):
         return parts[1]
     return "core"
 

@@ -31,6 +31,7 @@ from kubewire.server.access.chain import (
     tls_files,
 )
 from kubewire.server.access.kubeconfig import Credentials, kubeconfig_text, server_url
+from kubewire.server.admin import endpoints as admin
 from kubewire.server.context import DATABASE_NAME, ServerConfig, ServerContext
 from kubewire.server.controllers.crds import served_at_start
 from kubewire.server.controllers.manager import ControllerManager
@@ -273,7 +274,7 @@ class APIServer:
         if info.route is not None:
             info.verb = resource_verb(request, info.route)
         with self.observer.admit(request, info):
-            return await self._dispatch(request, route)
+            return await self._dispatch(request, route, info.user)
 
     async def _public(self, request: Request) -> Response:
         """Health and version: open to anyone."""
@@ -299,10 +300,12 @@ class APIServer:
         return self.access.admit(request, info.route, requestor, info.audit)
 
     async def _dispatch(self, request: Request, route: Route | GroupVersionPath | None,
-                        ) -> Response | None:
+                        user: UserInfo | None) -> Response | None:
         path = request.path
         if path.rstrip("/") == "/metrics" and request.method in ("GET", "HEAD"):
             return Response(200, self.observer.metrics.render(), METRICS_CONTENT_TYPE)
+        if route is None and admin.is_admin_path(path):
+            return await admin.serve(self, request, user)
         if route is None:
             health = await self._health(request)  # a single check: /livez/ping, /readyz/etcd
             if health is not None:

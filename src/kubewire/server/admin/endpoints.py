@@ -1,0 +1,69 @@
+"""Route ``/kubewire/<name>`` to its handler, for admins only.
+
+Bodies are JSON in and out. A handler gets the running server's ``AdminTarget`` (what the admin
+API may act on) and the request; it answers a ``Response`` or raises a ``StatusError``, which the
+server turns into kube's ``Status`` as for any request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+import msgspec
+
+from kubewire.server.access.authn import UserInfo
+from kubewire.server.context import ServerContext
+from kubewire.server.wire.http_messages import Request, Response
+from kubewire.status import BadRequest, Forbidden, NotFound
+
+PREFIX = "/kubewire/"
+ADMIN_GROUP = "system:masters"
+JSON = "application/json"
+
+
+class AdminTarget(Protocol):
+    """What an admin endpoint may act on: the server's context (store, caches, registry)."""
+
+    @property
+    def ctx(self) -> ServerContext: ...
+
+
+Handler = Callable[[AdminTarget, Request], Awaitable[Response]]
+
+# ``/kubewire/<name>`` -> its handler; each room that owns an endpoint adds its line here.
+HANDLERS: dict[str, Handler] = {}
+
+
+def is_admin_path(path: str) -> bool:
+    return path.startswith(PREFIX)
+
+
+async def serve(target: AdminTarget, request: Request, user: UserInfo | None) -> Response:
+    """The endpoint's answer; 403 unless ``user`` is an admin, kube's 404 for an unknown name."""
+    path = request.path
+    if user is not None and ADMIN_GROUP not in user.groups:
+        raise Forbidden(f'forbidden: User "{user.name}" cannot {request.method.lower()} path '
+                        f'"{path}"', {})
+    name = path[len(PREFIX):].strip("/").split("/", 1)[0]
+    handler = HANDLERS.get(name)
+    if handler is None:
+        raise NotFound("the server could not find the requested resource", {})
+    return await handler(target, request)
+
+
+def json_body(request: Request) -> dict[str, Any]:
+    """The request's JSON object body ({} when empty); 400 for anything else."""
+    if not request.body:
+        return {}
+    try:
+        value = msgspec.json.decode(request.body)
+    except msgspec.DecodeError as err:
+        raise BadRequest(f"the request body is not JSON: {err}", {}) from err
+    if not isinstance(value, dict):
+        raise BadRequest("the request body must be a JSON object", {})
+    return value
+
+
+def json_response(value: object, status: int = 200) -> Response:
+    return Response(status, msgspec.json.encode(value), JSON)
