@@ -3,7 +3,9 @@
 kubewire (``kubewire serve --insecure-http --durability normal``: the store's fsync is the
 write path's concern, not fan-out's) gets its events from a writer process creating Pods with
 64 connections; the raw server (``bench.raw_server``) publishes the same number of
-pre-serialized lines of the same size as fast as the readers take them. The same reader
+pre-serialized lines as fast as the readers take them, each the size of kubewire's ADDED line for
+the same Pod (measured at the start of the run: the stored Pod gains kube's defaults, the
+service-account volume and managedFields, so it is larger than the manifest). The same reader
 processes hold the W watches for both. Delivered events/s = W x N / (last watcher complete -
 go); server CPU per delivered event from ``/proc/<pid>/stat``, writes included for kubewire.
 
@@ -24,7 +26,7 @@ import msgspec
 from bench import report
 from bench.servers import ServerProcess, kubewire_serve_argv, reference_argv
 from bench.stats import row, summary
-from bench.wire import EVENT_BYTES, create_namespace, pod_manifest, pods_path, request
+from bench.wire import create_namespace, pod_manifest, pods_path, request
 from bench.worker import Worker, gather_results, open_watches
 
 NAME = "fanout"
@@ -65,7 +67,19 @@ class Rig:
                         for _ in range(opts.reader_processes)]
         self.load = stack.enter_context(Worker("bench.load:LoadGenerator"))
         self.body = msgspec.json.encode(pod_manifest("x", generate_name="fan-"))
+        self.line_bytes = self.measure_line()
         self.rounds = 0
+
+    def measure_line(self) -> int:
+        """The bytes of kubewire's ADDED line for one of the round's Pods: the created object
+        as answered (the watch event carries the same encoding) in the event's envelope."""
+        port = self.kubewire.port
+        create_namespace(port, "fan-probe")
+        body = self.body.replace(b'"namespace":"x"', b'"namespace":"fan-probe"')
+        status, answer = request(port, "POST", pods_path("fan-probe"), msgspec.json.decode(body))
+        if status != 201:
+            raise RuntimeError(f"probe create: {status} {answer[:300]!r}")
+        return len(b'{"type":"ADDED","object":') + len(answer.rstrip(b"\n")) + len(b"}\n")
 
     def open_watches(self, port: int, path: str, watchers: int) -> None:
         self.active = open_watches(self.readers, port, path, watchers)
@@ -92,7 +106,8 @@ class Rig:
             self.load.send("closed_loop", path=pods_path(namespace), body=body, max_requests=n,
                            duration_s=timeout)
         else:
-            request(server.port, "POST", f"/go?n={n}&batch={self.opts.writers}&size={EVENT_BYTES}")
+            request(server.port, "POST",
+                    f"/go?n={n}&batch={self.opts.writers}&size={self.line_bytes}")
         counts = gather_results(self.active, timeout + 30)
         cpu = server.cpu_seconds() - cpu_before
         creates_per_s = float("nan")
@@ -162,7 +177,8 @@ def result(opts: FanoutOptions, samples: dict[int, dict[str, list[dict[str, Any]
             "command": "python -m bench.fanout", "repeats": opts.repeats, "rows": rows,
             "notes": ["kubewire runs with --insecure-http --durability normal; its events come "
                       f"from {opts.writers} concurrent creates, so its CPU includes the writes.",
-                      "The raw server publishes pre-serialized lines with no storage: the limit.",
+                      "The raw server publishes pre-serialized lines with no storage, each the "
+                      "size of kubewire's event for the same Pod: the limit.",
                       "Events per send = events / chunks received by the readers."]}
 
 
