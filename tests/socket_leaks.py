@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -17,9 +18,11 @@ import pytest
 # started is the server's, and still fails the test: the server's connections are bounded and
 # closed by the server, and the hostile-client tests count them.
 _SOCKET_LEAK = re.compile(r"unclosed <socket\.socket .*laddr=\('[^']*', (\d+)\)")
+_REMOTE_PORT = re.compile(r"raddr=\('[^']*', (\d+)\)")
 _TRANSPORT_LEAK = re.compile(r"unclosed transport <_Selector\w*Transport")
-SERVER_PORTS: set[int] = set()
-"""Listening ports of the servers tests started in this process (tests/integration/harness)."""
+SERVER_PORTS: dict[int, str] = {}
+"""Listening ports of the servers tests started in this process (tests/integration/harness),
+each with the test that started it, so a leaked client socket names the test it came from."""
 _client_leaks: list[str] = []
 
 
@@ -33,6 +36,18 @@ def _client_side_leak(unraisable: Any) -> bool:
     return _TRANSPORT_LEAK.search(text) is not None
 
 
+def _described(text: str) -> str:
+    """The leak's text, with the test whose server the socket was connected to, if known."""
+    remote = _REMOTE_PORT.search(text)
+    started_by = SERVER_PORTS.get(int(remote.group(1))) if remote is not None else None
+    return f"{text} (to the server of {started_by})" if started_by else text
+
+
+def register_server(port: int) -> None:
+    """Note a test server's listening port and the test that started it."""
+    SERVER_PORTS[port] = os.environ.get("PYTEST_CURRENT_TEST", "").split(" (")[0]
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     """Wrap the unraisable hook pytest installed, so client-side leaks are noted, not raised."""
@@ -40,7 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     def hook(unraisable: Any) -> None:
         if _client_side_leak(unraisable):
-            _client_leaks.append(str(unraisable.exc_value))
+            _client_leaks.append(_described(str(unraisable.exc_value)))
             return
         inner(unraisable)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from kubewire.server.app import APIServer
 from kubewire.server.context import ServerConfig
-from tests.socket_leaks import SERVER_PORTS
+from tests.socket_leaks import register_server
 
 
 class ServerThread:
@@ -59,7 +59,7 @@ class ServerThread:
         self.server = APIServer(self.config)
         _, port = await self.server.start()  # also writes DIR/kubeconfig
         self.port = port
-        SERVER_PORTS.add(port)
+        register_server(port)
         self.url = self.server.url
         # Later starts on the same data dir reuse the port, as a restarted server would.
         self.config = replace(self.config, port=port)
