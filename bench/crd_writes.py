@@ -24,15 +24,14 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from bench import report
-from bench.request_cpu import loop_cpu_seconds
-from bench.servers import ServerProcess, kubewire_serve_argv, process_cpu_seconds
+from bench.request_cpu import LoadOptions, in_turn, timed_round
+from bench.servers import ServerProcess, kubewire_serve_argv
 from bench.stats import row, summary
 from bench.wire import create_namespace, request
 from bench.worker import Worker
@@ -44,17 +43,9 @@ TARGET = 0.7  # issue 16: CR creates/s relative to built-in creates on the same 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
-@dataclass
-class CRDWritesOptions:
-    clients: int = 16
-    repeats: int = 5
-    duration_s: float = 2.0
-    warm_up_s: float = 0.5
-    max_requests: int = 200_000
-
-
+CRDWritesOptions = LoadOptions  # request_cpu's: C connections, timed rounds after a warm-up
 default_options = CRDWritesOptions
-SMOKE = CRDWritesOptions(clients=2, repeats=1, duration_s=0.3, warm_up_s=0.1)
+SMOKE = CRDWritesOptions.smoke()
 
 RULES = [
     {"rule": "self.minReplicas <= self.maxReplicas",
@@ -166,22 +157,11 @@ def install(server: ServerProcess) -> None:
 
 def measure(server: ServerProcess, load: Worker, side: str, body: bytes,
             opts: CRDWritesOptions) -> dict[str, float]:
-    load.call("connect", 30.0, port=server.port, count=opts.clients)
-
     def go(duration_s: float) -> dict[str, Any]:
         return load.call("closed_loop", duration_s + 60, path=SIDES[side], body=body,
                          max_requests=opts.max_requests, duration_s=duration_s)
 
-    go(opts.warm_up_s)
-    loop0, process0 = loop_cpu_seconds(server.pid), process_cpu_seconds(server.pid)
-    done = go(opts.duration_s)
-    loop1, process1 = loop_cpu_seconds(server.pid), process_cpu_seconds(server.pid)
-    load.call("close", 10.0)
-    if set(done["statuses"]) != {201}:
-        raise RuntimeError(f"{side} creates: answers {done['statuses']}")
-    n = done["completed"]
-    return {"rate": n / done["elapsed"], "loop_cpu_us": 1e6 * (loop1 - loop0) / n,
-            "process_cpu_us": 1e6 * (process1 - process0) / n}
+    return timed_round(server, load, opts, go, (f"{side} creates", 201))
 
 
 def run(opts: CRDWritesOptions) -> dict[str, Any]:
@@ -193,9 +173,8 @@ def run(opts: CRDWritesOptions) -> dict[str, Any]:
             ServerProcess("kubewire", kubewire_serve_argv(data_dir / "kw"))).wait_ready()
         install(server)
         load = stack.enter_context(Worker("bench.load:LoadGenerator"))
-        sides = list(SIDES)
         for rep in range(opts.repeats):
-            for side in (sides if rep % 2 == 0 else sides[::-1]):
+            for side in in_turn(list(SIDES), rep):
                 samples[side].append(measure(server, load, side, payloads[side], opts))
     return result(opts, samples, {side: len(b) for side, b in payloads.items()})
 

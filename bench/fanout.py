@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,19 +98,16 @@ class Rig:
         else:
             self.open_watches(server.port, "/pods?watch=1", watchers)
         timeout = self.opts.round_timeout_s
-        for reader in self.active:
-            reader.send("count", expected=n, timeout_s=timeout)
-        time.sleep(0.05)  # the readers' loops are running before the first event
-        cpu_before = server.cpu_seconds()
-        go = time.monotonic()
-        if side == "kubewire":
-            self.load.send("closed_loop", path=pods_path(namespace), body=body, max_requests=n,
-                           duration_s=timeout)
-        else:
-            request(server.port, "POST",
-                    f"/go?n={n}&batch={self.opts.writers}&size={self.line_bytes}")
-        counts = gather_results(self.active, timeout + 30)
-        cpu = server.cpu_seconds() - cpu_before
+
+        def start() -> None:
+            if side == "kubewire":
+                self.load.send("closed_loop", path=pods_path(namespace), body=body,
+                               max_requests=n, duration_s=timeout)
+            else:
+                request(server.port, "POST",
+                        f"/go?n={n}&batch={self.opts.writers}&size={self.line_bytes}")
+
+        counted = counted_round(self.active, server, (watchers, n), timeout, start)
         creates_per_s = float("nan")
         if side == "kubewire":
             written = self.load.result(timeout + 30)
@@ -117,12 +115,30 @@ class Rig:
                 raise RuntimeError(f"writer completed {written} of {n}")
             creates_per_s = written["completed"] / written["elapsed"]
             self.load.call("close", 10.0)
-        for reader in self.active:
-            reader.call("close", 30.0)
-        chunks = sum(c["chunks"] for c in counts)
-        return {**measure(counts, go, watchers, n, cpu), "creates_per_s": creates_per_s,
-                "events_per_send": sum(c["events"] for c in counts) / chunks if chunks
-                else float("nan")}
+        return {**counted, "creates_per_s": creates_per_s}
+
+
+def counted_round(readers: list[Worker], server: ServerProcess, size: tuple[int, int],
+                  timeout_s: float, start: Callable[[], None]) -> dict[str, Any]:
+    """One fan-out round once the watches are open (``size``: watchers, events each): the
+    readers count ``n`` events each, ``start()`` sets the writes going, and the server's CPU is
+    read around it; the readers' watches are closed after. ``measure``'s figures and the
+    events per send (per chunk the readers received)."""
+    watchers, n = size
+    for reader in readers:
+        reader.send("count", expected=n, timeout_s=timeout_s)
+    time.sleep(0.05)  # the readers' loops are running before the first event
+    cpu_before = server.cpu_seconds()
+    go = time.monotonic()
+    start()
+    counts = gather_results(readers, timeout_s + 30)
+    cpu = server.cpu_seconds() - cpu_before
+    for reader in readers:
+        reader.call("close", 30.0)
+    chunks = sum(c["chunks"] for c in counts)
+    return {**measure(counts, go, watchers, n, cpu),
+            "events_per_send": sum(c["events"] for c in counts) / chunks if chunks
+            else float("nan")}
 
 
 def measure(counts: list[dict[str, Any]], go: float, watchers: int, n: int,

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from bench.wire import merge_patch_request, post_request
+from bench.wire import USER_AGENT, merge_patch_request, post_request
 
 
 class ClientConnection(asyncio.Protocol):
@@ -82,12 +82,13 @@ class LoadGenerator:
         request = post_request(path, body)
         return await self._closed(lambda _conn, _seq: request, max_requests, duration_s)
 
-    async def patch_loop(self, paths: list[str], max_requests: int,
-                         duration_s: float) -> dict[str, Any]:
+    async def patch_loop(self, paths: list[str], max_requests: int, duration_s: float,
+                         user_agent: str = USER_AGENT) -> dict[str, Any]:
         """Each connection merge-PATCHes its own object (connection i: ``paths[i % len]``) back
-        to back until either bound is reached, each PATCH setting a value never sent before."""
+        to back until either bound is reached, each PATCH setting a value never sent before;
+        ``user_agent`` names the PATCHes' field manager."""
         return await self._closed(
-            lambda conn, seq: merge_patch_request(paths[conn % len(paths)], seq),
+            lambda conn, seq: merge_patch_request(paths[conn % len(paths)], seq, user_agent),
             max_requests, duration_s)
 
     async def _closed(self, make: Callable[[int, int], bytes], max_requests: int,

@@ -28,13 +28,12 @@ import contextlib
 import http.client
 import json
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench import report
-from bench.fanout import measure
+from bench.fanout import counted_round
 from bench.servers import ServerProcess, kubewire_serve_argv, reference_argv
 from bench.stats import row, summary
 from bench.wire import (
@@ -46,7 +45,7 @@ from bench.wire import (
     pods_path,
     request,
 )
-from bench.worker import Worker, gather_results, open_watches
+from bench.worker import Worker, open_watches
 
 NAME = "patch_fanout"
 TARGET_IDEAL = 0.9  # issue 15: PATCH-driven fan-out at W=1000, ratio to the ideal server
@@ -151,18 +150,16 @@ class Rig:
             if side == "kubewire":
                 path += f"&resourceVersion={current_revision(server.port)}"
             self.open_watches(server.port, path, watchers)
-        for reader in self.active:
-            reader.send("count", expected=n, timeout_s=timeout)
-        time.sleep(0.05)  # the readers' loops are running before the first event
-        cpu_before = server.cpu_seconds()
-        go = time.monotonic()
-        if side == "raw":
-            request(server.port, "POST",
-                    f"/go?n={n}&batch={self.opts.writers}&size={len(self.line)}")
-        else:
-            self.load.send("patch_loop", paths=self.paths, max_requests=n, duration_s=timeout)
-        counts = gather_results(self.active, timeout + 30)
-        cpu = server.cpu_seconds() - cpu_before
+
+        def start() -> None:
+            if side == "raw":
+                request(server.port, "POST",
+                        f"/go?n={n}&batch={self.opts.writers}&size={len(self.line)}")
+            else:
+                self.load.send("patch_loop", paths=self.paths, max_requests=n,
+                               duration_s=timeout)
+
+        counted = counted_round(self.active, server, (watchers, n), timeout, start)
         patches_per_s = float("nan")
         if side != "raw":
             written = self.load.result(timeout + 30)
@@ -170,12 +167,7 @@ class Rig:
                 raise RuntimeError(f"{side}: writer answers {written['statuses']}, {n} asked")
             patches_per_s = written["completed"] / written["elapsed"]
             self.load.call("close", 10.0)
-        for reader in self.active:
-            reader.call("close", 30.0)
-        events = sum(c["events"] for c in counts)
-        chunks = sum(c["chunks"] for c in counts)
-        return {**measure(counts, go, watchers, n, cpu), "patches_per_s": patches_per_s,
-                "events_per_send": events / chunks if chunks else float("nan")}
+        return {**counted, "patches_per_s": patches_per_s}
 
 
 def run(opts: PatchFanoutOptions) -> dict[str, Any]:

@@ -40,18 +40,20 @@ def pods_path(namespace: str) -> str:
 
 
 def post_request(path: str, body: bytes, *, method: str = "POST",
-                 content_type: str = "application/json") -> bytes:
+                 content_type: str = "application/json", user_agent: str = USER_AGENT) -> bytes:
     """A keep-alive HTTP/1.1 POST (or ``method``) of JSON ``body``."""
-    return (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: {USER_AGENT}\r\n"
+    return (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: {user_agent}\r\n"
             f"Content-Type: {content_type}\r\nAccept: application/json\r\n"
             f"Content-Length: {len(body)}\r\n\r\n").encode() + body
 
 
-def merge_patch_request(path: str, seq: int) -> bytes:
+def merge_patch_request(path: str, seq: int, user_agent: str = USER_AGENT) -> bytes:
     """A merge PATCH that changes one annotation to ``seq`` (a new value each time, so every
-    PATCH is a real change: a PATCH that changes nothing writes nothing and sends no event)."""
+    PATCH is a real change: a PATCH that changes nothing writes nothing and sends no event).
+    The server names the PATCH's field manager after ``user_agent``'s product (before "/")."""
     body = b'{"metadata":{"annotations":{"bench/seq":"%d"}}}' % seq
-    return post_request(path, body, method="PATCH", content_type=MERGE_PATCH)
+    return post_request(path, body, method="PATCH", content_type=MERGE_PATCH,
+                        user_agent=user_agent)
 
 
 def get_request(path: str) -> bytes:
