@@ -476,8 +476,8 @@ def tune_gc() -> None:
     generations are unchanged).
 
     Measured with ``bench.patch_cpu`` (since merged into ``bench.request_cpu``; 16 writers, loop
-    CPU per request, medians of 5 interleaved
-    repetitions, all trees with the same code otherwise): no tuning 536 µs per merge PATCH and
+    CPU per request, medians of 5 interleaved repetitions, all trees with the same code
+    otherwise): no tuning 536 µs per merge PATCH and
     414 µs per create; ``freeze`` alone 522 / 413; with a young threshold of 2,000: 500 / 382;
     10,000: 483 / 388; 50,000: 470 / 374. 10,000 takes most of the gain (PATCH 0.91x untuned,
     create 0.97x) while a young collection stays short. RSS is unchanged (``bench.store_memory
