@@ -8,12 +8,12 @@
   Not the process's first server: that one also pays work kept for the process (the Gateway
   CRDs' schema checks and CEL compile), measured apart in a fresh interpreter per repetition,
   with the import of ``kubewire.server.app`` (paid once per process, not per server).
+- Reset: ``APIServer.reset()`` on the in-memory store after what a test leaves behind (a
+  namespace of ``RESET_OBJECTS`` ConfigMaps, made through the client), against starting a
+  fresh in-memory server (what a reset saves a test).
 - Fixtures: ``--tests`` tests (100), each with a fresh namespace made and deleted through the
   kubewire client (``Api(Namespace).create`` / ``.delete``) on one started server: the
   fixtures' total, in-memory store against SQLite.
-
-The reset row (``APIServer.reset()``) is not measured here yet: that method is not on this
-branch.
 
     python -m bench.toolkit [--smoke] [--repeats 7]
 """
@@ -37,6 +37,8 @@ from bench.stats import row, summary
 NAME = "toolkit"
 READY_TARGET_S = 0.050  # issue 17: a fresh in-memory server in process to ready
 FIXTURES_TARGET_S = 3.0  # issue 17: 100 tests with a fresh namespace each
+RESET_TARGET_S = 0.005  # issue 17: reset between tests
+RESET_OBJECTS = 10
 Storage = Literal["memory", "sqlite"]
 READYZ = b"GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
 # What a fresh interpreter runs for the first-server and import rows: prints one JSON line.
@@ -127,6 +129,33 @@ async def fixtures(storage: Storage, tests: int, prefix: str) -> float:
             await server.stop()
 
 
+async def one_reset(objects: int) -> float:
+    """Seconds ``reset()`` takes after a test made a namespace of ``objects`` ConfigMaps."""
+    from kubewire.client import Api, NotFound, create_client
+    from kubewire.models import ConfigMap, Namespace, ObjectMeta
+
+    with tempfile.TemporaryDirectory(prefix="kw-toolkit-") as d:
+        server, _ = await ready_server("memory", Path(d))
+        try:
+            async with await create_client(Path(d) / "kubeconfig") as client:
+                namespaces = Api(Namespace, client=client)
+                await namespaces.create(Namespace(metadata=ObjectMeta(name="left")))
+                maps = Api(ConfigMap, client=client, namespace="left")
+                for i in range(objects):
+                    await maps.create(ConfigMap(metadata=ObjectMeta(name=f"m{i}"),
+                                                data={"k": "v"}))
+                started = time.perf_counter()
+                await server.reset()
+                seconds = time.perf_counter() - started
+                try:
+                    await namespaces.get("left")
+                except NotFound:
+                    return seconds
+                raise RuntimeError("the namespace is still there after reset()")
+        finally:
+            await server.stop()
+
+
 async def one_start(storage: Storage) -> tuple[float, float]:
     """Seconds to ready, and this process's CPU seconds meanwhile (the whole of the in-memory
     server's work; the SQLite store's writer process is not counted)."""
@@ -152,7 +181,7 @@ def first_server(storage: Storage, module: str) -> dict[str, float]:
 async def measure(opts: ToolkitOptions) -> dict[str, list[float]]:
     got: dict[str, list[float]] = {k: [] for k in (
         "memory", "sqlite", "cpu_memory", "cpu_sqlite", "first_memory", "first_sqlite",
-        "import_app", "import_http", "fixtures_memory", "fixtures_sqlite")}
+        "import_app", "import_http", "fixtures_memory", "fixtures_sqlite", "reset")}
     await one_start("memory")  # this process's first server: its one-time work is done here
     for rep in range(opts.repeats):
         sides: tuple[Storage, Storage] = (("memory", "sqlite") if rep % 2 == 0
@@ -161,6 +190,7 @@ async def measure(opts: ToolkitOptions) -> dict[str, list[float]]:
             seconds, cpu = await one_start(side)
             got[side].append(seconds)
             got[f"cpu_{side}"].append(cpu)
+        got["reset"].append(await one_reset(RESET_OBJECTS))
         for side in sides:
             found = await asyncio.to_thread(first_server, side,
                                             APP_MODULE if side == "memory" else HTTP_MODULE)
@@ -187,6 +217,10 @@ def run(opts: ToolkitOptions) -> dict[str, Any]:
                 "ms", ms["memory"], ms["sqlite"], target=f"<= {READY_TARGET_S * 1000:g} ms",
                 met=ready <= READY_TARGET_S,
                 cpu_ms={"memory": summary(ms["cpu_memory"]), "sqlite": summary(ms["cpu_sqlite"])}),
+            row(f"reset() after a test's namespace of {RESET_OBJECTS} ConfigMaps (memory "
+                "store; ref: a fresh in-memory server)", "ms", ms["reset"], ms["memory"],
+                target=f"<= {RESET_TARGET_S * 1000:g} ms",
+                met=summary(got["reset"])["median"] <= RESET_TARGET_S),
             row("the first server of a fresh process (memory store) to /readyz 200", "ms",
                 ms["first_memory"], ms["first_sqlite"]),
             row("import kubewire.server.app (once per process; ref: wire.http)", "ms",
@@ -204,8 +238,6 @@ def run(opts: ToolkitOptions) -> dict[str, Any]:
             "second row's, measured in a fresh interpreter each repetition). cpu_ms is this "
             "process's CPU time meanwhile: on a shared machine the wall time of a start that "
             "is all CPU (the memory store's) is that plus the time others held the cores.",
-            "The reset row (APIServer.reset(), target <= 5 ms) is left to the lead: reset is "
-            "not on this branch.",
             "Published start-up times of the alternatives, for the fixture row's context "
             "(quoted, not measured here):", *PUBLISHED],
     }
