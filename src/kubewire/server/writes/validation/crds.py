@@ -135,6 +135,8 @@ def validate_custom_resource_definition(resource: Resource, obj: Mapping[str, An
     if old is not None:
         return _validate_crd(obj, old)
     key = _create_key(obj)
+    if key is None:
+        return _validate_crd(obj, None)
     found = _created.get(key)
     if found is not None:
         with contextlib.suppress(KeyError):
@@ -145,7 +147,7 @@ def validate_custom_resource_definition(resource: Resource, obj: Mapping[str, An
     return errors
 
 
-def _create_key(obj: Mapping[str, Any]) -> bytes:
+def _create_key(obj: Mapping[str, Any]) -> bytes | None:
     """What ``validate_crd`` reads of a CRD being created, hashed: the name rule and the API
     approval annotation read metadata's name, generateName and annotations; the rest reads spec
     and status (uid, timestamps and the like differ per server and are not read)."""
@@ -153,7 +155,11 @@ def _create_key(obj: Mapping[str, Any]) -> bytes:
     meta = meta if isinstance(meta, dict) else {}
     read = [meta.get("name"), meta.get("generateName"), meta.get("annotations"),
             obj.get("spec"), obj.get("status")]
-    return hashlib.sha256(msgspec.json.encode(read)).digest()
+    try:
+        encoded = msgspec.json.encode(read)
+    except (TypeError, ValueError):  # not plain JSON (never from a request): not kept
+        return None
+    return hashlib.sha256(encoded).digest()
 
 
 def _remember(kept: OrderedDict[Any, tuple[FieldError, ...]], key: Any,
