@@ -22,7 +22,8 @@ PLOT_PNG = "fanout.png"
 # The suite, in run and render order. A benchmark whose module is not there (``list_paging``
 # until it lands) is skipped by ``python -m bench`` and absent from RESULTS.md.
 ORDER = ("fanout", "patch_fanout", "idle_memory", "store_memory", "write_path", "request_cpu",
-         "latency", "startup", "client_decode", "initial_sync", "list_paging", "crd_writes")
+         "latency", "startup", "client_decode", "initial_sync", "list_paging", "crd_writes",
+         "toolkit")
 PACKAGES = ("kubewire", "msgspec", "httptools", "uvloop", "aiohttp", "matplotlib")
 
 

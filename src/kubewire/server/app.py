@@ -32,6 +32,7 @@ from kubewire.server.access.chain import (
 )
 from kubewire.server.access.kubeconfig import Credentials, kubeconfig_text, server_url
 from kubewire.server.admin import endpoints as admin
+from kubewire.server.admin.reset import Baseline, ResetReport, reset_to_baseline
 from kubewire.server.context import DATABASE_NAME, ServerConfig, ServerContext
 from kubewire.server.controllers.crds import served_at_start
 from kubewire.server.controllers.manager import ControllerManager
@@ -75,6 +76,7 @@ from kubewire.status import (
 from kubewire.storage import deadlines
 from kubewire.storage.base import ValueTooLargeError
 from kubewire.storage.cache import WatchCaches
+from kubewire.storage.memory import MemoryStore
 from kubewire.storage.sqlite.store import SQLiteStore
 from kubewire.storage.versioned_store import VersionedStore
 
@@ -92,8 +94,7 @@ class APIServer:
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
         config.data_dir.mkdir(parents=True, exist_ok=True)
-        store = SQLiteStore(config.data_dir / DATABASE_NAME, durability=config.durability,
-                            retention=config.retention, writer_process=True)
+        store = _open_store(config)
         store.on_commit = self._observe_commit
         store.max_value_bytes = config.limits.max_object_bytes
         caches = WatchCaches(store, REGISTRY, ring_capacity=config.ring_capacity,
@@ -112,6 +113,7 @@ class APIServer:
         self.address: tuple[str, int] = (config.host, config.port)
         self.url = ""
         self.ready = False
+        self._baseline: Baseline | None = None
 
     def _observe_commit(self, seconds: float) -> None:
         """Each commit's duration (on the loop, as the writer process reports it): one histogram
@@ -133,9 +135,19 @@ class APIServer:
         self._write_admin_kubeconfig()
         self.controllers.serving(*self.address)
         await self.controllers.settled()
+        self._baseline = await Baseline.capture(self.ctx.store)  # what ``reset`` goes back to
         self.health.crds_served = True
         self.ready = True
         return self.address
+
+    async def reset(self) -> ResetReport:
+        """Back to the state right after ``start()``, resourceVersions still growing: what was
+        created since is deleted, what was changed or deleted is put back
+        (``server/admin/reset``)."""
+        if self._baseline is None:
+            raise RuntimeError("reset() before start()")
+        return await reset_to_baseline(self.ctx.store, self.ctx.caches, self._baseline,
+                                       self.controllers)
 
     def _write_admin_kubeconfig(self) -> None:
         path = self.config.data_dir / "kubeconfig"
@@ -402,6 +414,15 @@ _SUBRESOURCE_HANDLERS: dict[str, SubresourceHandler] = {
     "scale": serve_scale, "binding": serve_binding, "eviction": serve_eviction,
     "token": serve_token_request,
     **dict.fromkeys(CONNECT_SUBRESOURCES, serve_connect)}
+
+
+def _open_store(config: ServerConfig) -> SQLiteStore | MemoryStore:
+    """The store ``config.storage`` names: the SQLite file in the data dir (its writer in a
+    process of its own), or memory (no file: everything is gone when the server stops)."""
+    if config.storage == "memory":
+        return MemoryStore(retention=config.retention)
+    return SQLiteStore(config.data_dir / DATABASE_NAME, durability=config.durability,
+                       retention=config.retention, writer_process=True)
 
 
 def _auditor(config: ServerConfig) -> Auditor | None:

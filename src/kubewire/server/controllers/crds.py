@@ -51,6 +51,42 @@ CLEANUP_POLL_S = 1.0
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 
 
+class _NamingMeta(msgspec.Struct):
+    name: Any = None
+
+
+class _NamingSpec(msgspec.Struct):
+    group: Any = None
+
+
+class _NamingStatus(msgspec.Struct):
+    acceptedNames: Any = None  # the JSON field's name
+
+
+class _NamingView(msgspec.Struct):
+    """What the naming controller reads of the other CRDs: decoding only these fields skips
+    their schemas, which a full decode of every CRD of the group on each sync spent most of a
+    server's start-up on (five Gateway API CRDs, ~20 ms)."""
+
+    metadata: _NamingMeta = msgspec.field(default_factory=_NamingMeta)
+    spec: _NamingSpec = msgspec.field(default_factory=_NamingSpec)
+    status: _NamingStatus = msgspec.field(default_factory=_NamingStatus)
+
+
+_decode_naming = msgspec.json.Decoder(_NamingView).decode
+
+
+def naming_view(value: bytes) -> dict[str, Any]:
+    """A stored CRD's ``metadata.name``, ``spec.group`` and ``status.acceptedNames`` (all that
+    ``naming`` reads of the others), as JSON; the whole object if it has an unexpected shape."""
+    try:
+        view = _decode_naming(value)
+    except msgspec.ValidationError:  # a field of another JSON type: read it as a dict does
+        return _decode(value)
+    return {"metadata": {"name": view.metadata.name}, "spec": {"group": view.spec.group},
+            "status": {"acceptedNames": view.status.acceptedNames}}
+
+
 def serving_facts(crd: Mapping[str, Any]) -> tuple[Any, ...]:
     """What a CRD's serving state is built from: a change here rebuilds it (kube compares the
     spec, the accepted names and the uid)."""
@@ -144,7 +180,7 @@ class CustomResourceDefinitions:
         out = []
         for obj in self.ctx.caches.for_resource(self.kind).scan(self.kind.storage_prefix()):
             if obj.name != name:
-                other = _decode(obj.value)
+                other = naming_view(obj.value)
                 if (other.get("spec") or {}).get("group") == group:
                     out.append(other)
         return out

@@ -21,7 +21,9 @@ from kubewire.server.controllers.namespace_defaults import NamespaceDefaults
 from kubewire.server.controllers.preinstalled_crds import PreinstalledCRDs
 
 SETTLE_TIMEOUT_S = 10.0
-SETTLE_POLL_S = 0.005
+# ``settled`` wakes when a queue runs dry or the pre-installing ends; it looks again at least
+# this often in case the last change came by another way (a cache's, say)
+SETTLE_POLL_S = 0.05
 
 
 class ControllerManager:
@@ -36,6 +38,10 @@ class ControllerManager:
         self.preinstalled = PreinstalledCRDs(ctx)
         self._installing: asyncio.Task[None] | None = None
         self._serving = False
+        self._changed = asyncio.Event()
+        for queue in (self.namespace_defaults.queue, self.kubernetes_service.queue,
+                      self.crds.queue):
+            queue.on_idle = self._changed.set
 
     def start(self) -> None:
         self.deletion.start()
@@ -43,6 +49,7 @@ class ControllerManager:
         self.crds.start()  # listens to the feed before the pre-installed CRDs are written
         self._installing = asyncio.get_running_loop().create_task(
             self.preinstalled.install(), name="preinstalled-crds")
+        self._installing.add_done_callback(lambda _: self._changed.set())
 
     def serving(self, host: str, port: int) -> None:
         self.kubernetes_service.start(host, port)
@@ -63,7 +70,19 @@ class ControllerManager:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         while not self.idle and loop.time() < deadline:
-            await asyncio.sleep(SETTLE_POLL_S)
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(),
+                                       min(SETTLE_POLL_S, max(0.0, deadline - loop.time())))
+
+    async def drop_pending(self) -> None:
+        """Before a reset: forget the namespace and pod deletions in progress (their timers
+        must not fire on a later object of the same name)."""
+        await self.deletion.stop()
+
+    def resume_pending(self) -> None:
+        """After a reset: take on the marked namespaces and pods the store holds again."""
+        self.deletion.find_marked()
 
     async def stop(self) -> None:
         if self._serving:

@@ -30,6 +30,8 @@ class WorkQueue:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._retries: set[asyncio.TimerHandle] = set()
+        # called each time the queue runs dry (``ControllerManager.settled`` waits on it)
+        self.on_idle: Callable[[], None] | None = None
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
@@ -75,6 +77,8 @@ class WorkQueue:
                     self._retry(key)
                 finally:
                     self._busy = False
+            if self.on_idle is not None:
+                self.on_idle()
 
     def _retry(self, key: str) -> None:
         loop = asyncio.get_running_loop()

@@ -305,11 +305,13 @@ def _ephemeral_containers_update(old: dict[str, JSON], obj: dict[str, JSON]) -> 
 
 def _status_endpoint_update(traits: LifecycleTraits, old: dict[str, JSON],
                             obj: dict[str, JSON]) -> dict[str, JSON]:
-    result = copy.deepcopy({k: v for k, v in old.items() if k not in ("metadata", "status")})
+    # copy_json, not deepcopy: a stored object is JSON, and deepcopy of a CRD's schemas took
+    # several ms of each CRD controller status write
+    result = copy_json({k: v for k, v in old.items() if k not in ("metadata", "status")})
     meta, old_meta = obj["metadata"], _mapping(old.get("metadata"))
     if traits.status_keeps_all_metadata:  # customresource/status_strategy.go
         body_version = meta.get("resourceVersion")
-        meta = {k: copy.deepcopy(v) for k, v in old_meta.items() if k != "managedFields"}
+        meta = {k: copy_json(v) for k, v in old_meta.items() if k != "managedFields"}
         _set_or_pop(meta, "resourceVersion", body_version)
     for name in traits.status_keeps_metadata:
         _copy_key(old_meta, meta, name)

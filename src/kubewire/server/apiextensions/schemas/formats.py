@@ -62,9 +62,19 @@ _URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 def _rx(pattern: str) -> Callable[[str], bool]:
-    search = compile_pattern(pattern)[0]
-    assert search is not None
-    return lambda value: search(value) is not None
+    """A matcher for ``pattern``, compiled at its first use: compiling the hostname and UUID
+    patterns (RE2, Unicode classes) was most of this module's import, which every process
+    running a server pays, though few schemas use these formats."""
+    compiled: list[Callable[[str], object]] = []
+
+    def matches(value: str) -> bool:
+        if not compiled:
+            search = compile_pattern(pattern)[0]
+            assert search is not None
+            compiled.append(search)  # two threads may both compile: either result serves
+        return compiled[0](value) is not None
+
+    return matches
 
 
 _HOSTNAME_MATCHES = _rx(_HOSTNAME)

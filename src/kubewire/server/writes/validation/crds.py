@@ -7,7 +7,11 @@ A schema's check is a pure function of the schema and its path, and the costlies
 CRD write (every CEL rule compiled and costed: ~20 ms for Gateway's). Its answers are kept for
 the last ``SCHEMA_CHECKS_KEPT`` schemas, keyed by the SHA-256 of their JSON, so a CRD's
 ``/status`` writes and the pre-installed Gateway API CRDs of each server started in one process
-check a schema once.
+check a schema once. A create's whole answer (``validate_crd`` with its size bounds: the
+internal form's comparisons of every version, ~5 ms for Gateway's HTTPRoute) is kept the same
+way for the last ``CREATE_CHECKS_KEPT`` CRDs, keyed by the SHA-256 of what it reads (the name,
+generateName, annotations, spec and status), so each further server of a process validates the
+pre-installed CRDs at the cost of hashing them.
 
 One bound here is kubewire's, not kube's: how much CEL one CRD may ask the server to compile.
 kube compiles any number of rules (each is bounded only by cel-go's 100,000 code points and the
@@ -47,6 +51,7 @@ from kubewire.server.apiextensions.validation_rules import cel_rules
 from kubewire.status import FieldError, forbidden
 
 SCHEMA_CHECKS_KEPT = 64
+CREATE_CHECKS_KEPT = 16
 MAX_RULES = 1000  # x-kubernetes-validations rules in one CRD, all versions together
 MAX_RULE_TEXT = 64 * 1024  # characters of rule and messageExpression in one CRD
 MAX_SCHEMA_NODES = 30_000  # JSON objects in one CRD's spec (its schemas, all versions together;
@@ -55,6 +60,8 @@ MAX_SCHEMA_NODES = 30_000  # JSON objects in one CRD's spec (its schemas, all ve
 # threads of one process (the tests) share it: each step is one OrderedDict call (atomic), and
 # one that finds the entry gone by another thread's eviction is simply skipped.
 _checked: OrderedDict[tuple[bytes, str], tuple[FieldError, ...]] = OrderedDict()
+# SHA-256 of what a create's validation reads -> its errors (the same sharing rules)
+_created: OrderedDict[bytes, tuple[FieldError, ...]] = OrderedDict()
 
 
 def cel_size(value: Any) -> tuple[int, int]:
@@ -106,12 +113,7 @@ def check_schema(schema: Mapping[str, JSON], path: str) -> list[FieldError]:
     errors = schema_rules.schema_errors(schema, path)
     if not errors:
         _, errors = cel_rules.compile_rules(schema, path)
-    _checked[key] = tuple(errors)
-    while len(_checked) > SCHEMA_CHECKS_KEPT:
-        try:
-            _checked.popitem(last=False)
-        except KeyError:
-            break
+    _remember(_checked, key, tuple(errors), SCHEMA_CHECKS_KEPT)
     return errors
 
 
@@ -129,6 +131,48 @@ def _over_budget(schema: Mapping[str, JSON], path: str) -> list[FieldError]:
 
 def validate_custom_resource_definition(resource: Resource, obj: Mapping[str, Any],
                                         old: Mapping[str, Any] | None) -> list[FieldError]:
+    del resource
+    if old is not None:
+        return _validate_crd(obj, old)
+    key = _create_key(obj)
+    if key is None:
+        return _validate_crd(obj, None)
+    found = _created.get(key)
+    if found is not None:
+        with contextlib.suppress(KeyError):
+            _created.move_to_end(key)
+        return list(found)
+    errors = _validate_crd(obj, None)
+    _remember(_created, key, tuple(errors), CREATE_CHECKS_KEPT)
+    return errors
+
+
+def _create_key(obj: Mapping[str, Any]) -> bytes | None:
+    """What ``validate_crd`` reads of a CRD being created, hashed: the name rule and the API
+    approval annotation read metadata's name, generateName and annotations; the rest reads spec
+    and status (uid, timestamps and the like differ per server and are not read)."""
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    read = [meta.get("name"), meta.get("generateName"), meta.get("annotations"),
+            obj.get("spec"), obj.get("status")]
+    try:
+        encoded = msgspec.json.encode(read)
+    except (TypeError, ValueError):  # not plain JSON (never from a request): not kept
+        return None
+    return hashlib.sha256(encoded).digest()
+
+
+def _remember(kept: OrderedDict[Any, tuple[FieldError, ...]], key: Any,
+              errors: tuple[FieldError, ...], bound: int) -> None:
+    kept[key] = errors
+    while len(kept) > bound:
+        try:
+            kept.popitem(last=False)
+        except KeyError:
+            break
+
+
+def _validate_crd(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
     if count_nodes(obj.get("spec"), MAX_SCHEMA_NODES) > MAX_SCHEMA_NODES:
         return [forbidden("spec", (
             f"the CustomResourceDefinition's spec holds more than {MAX_SCHEMA_NODES} objects "
