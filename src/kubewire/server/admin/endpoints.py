@@ -14,6 +14,7 @@ import msgspec
 
 from kubewire.server.access.authn import UserInfo
 from kubewire.server.context import ServerContext
+from kubewire.server.faults.endpoint import serve_clock, serve_faults
 from kubewire.server.wire.http_messages import Request, Response
 from kubewire.status import BadRequest, Forbidden, NotFound
 
@@ -32,7 +33,10 @@ class AdminTarget(Protocol):
 Handler = Callable[[AdminTarget, Request], Awaitable[Response]]
 
 # ``/kubewire/<name>`` -> its handler; each room that owns an endpoint adds its line here.
-HANDLERS: dict[str, Handler] = {}
+HANDLERS: dict[str, Handler] = {
+    "faults": serve_faults,  # server/faults
+    "clock": serve_clock,  # server/faults: the manual clock
+}
 
 
 def is_admin_path(path: str) -> bool:
