@@ -269,7 +269,8 @@ def _scope_flags(parser: argparse.ArgumentParser, names: Sequence[str]) -> None:
              "resource": "the resource's plural, e.g. pods (default: any)",
              "group": "the API group, '' for the core group (default: any)",
              "namespace": "only in this namespace (default: any)",
-             "label_selector": "only watches that asked with this label selector"}
+             "label_selector": "only watches that asked with this label selector "
+                               "(default: any)"}
     for name in names:
         parser.add_argument("--" + name.replace("_", "-"), default=None, help=helps[name])
 
@@ -288,7 +289,7 @@ def _add_fault_command(sub: argparse._SubParsersAction[argparse.ArgumentParser])
                        help="the server's data directory: its admin kubeconfig is used "
                             "(default ./data)")
     fault.add_argument("--kubeconfig", type=Path, default=None,
-                       help="an admin's kubeconfig instead of DIR/kubeconfig")
+                       help="an admin's kubeconfig (default: DIR/kubeconfig)")
     faults = fault.add_subparsers(dest="fault_command", metavar="FAULT", required=True)
     faults.add_parser("list", help="the active faults")
     clear = faults.add_parser("clear", help="clear one fault, or all")
@@ -301,14 +302,18 @@ def _add_fault_command(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     stall.add_argument("--seconds", type=float, default=None,
                        help="end the stall after this long (default: when cleared)")
     bookmarks = faults.add_parser("bookmarks", help="suppress or delay watch bookmarks")
-    bookmarks.add_argument("--mode", choices=("suppress", "delay"), default="suppress")
-    bookmarks.add_argument("--seconds", type=float, default=None, help="with delay: how late")
+    bookmarks.add_argument("--mode", choices=("suppress", "delay"), default="suppress",
+                           help="leave periodic bookmarks out, or send them late (default "
+                                "suppress)")
+    bookmarks.add_argument("--seconds", type=float, default=None,
+                           help="with delay: how late (no default: required then)")
     bookmarks.add_argument("--initial-events-end", action="store_true",
                            help="with suppress: leave out watch-lists' initial-events-end "
-                                "bookmark too")
+                                "bookmark too (default: keep it)")
     _scope_flags(bookmarks, _WATCH_SCOPE)
     error = faults.add_parser("error", help="answer matching requests with an error Status")
-    error.add_argument("--code", type=int, required=True, help="429, 500, 503 or 504")
+    error.add_argument("--code", type=int, required=True,
+                       help="429, 500, 503 or 504 (no default: required)")
     error.add_argument("--retry-after", type=int, default=None,
                        help="with 429: the Retry-After seconds (default 1)")
     _scope_flags(error, _REQUEST_SCOPE)
@@ -317,14 +322,15 @@ def _add_fault_command(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     _scope_flags(reset, _REQUEST_SCOPE)
     _rate_flags(reset)
     latency = faults.add_parser("latency", help="delay matching requests")
-    latency.add_argument("--seconds", type=float, required=True)
+    latency.add_argument("--seconds", type=float, required=True,
+                         help="how long each waits (no default: required)")
     _scope_flags(latency, _REQUEST_SCOPE)
     _rate_flags(latency)
     faults.add_parser("fail-store", help="writes answer 500 and /readyz fails")
     faults.add_parser("recover-store", help="clear store failures")
     faults.add_parser("clock", help="the server's clock")
     advance = faults.add_parser("advance-clock", help="move a manual clock forward")
-    advance.add_argument("seconds", type=float)
+    advance.add_argument("seconds", type=float, help="how far to move it")
 
 
 _FAULT_TYPES = {"drop-watches": "dropWatches", "expire-history": "expireHistory",
