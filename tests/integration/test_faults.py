@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any
 
+import aiohttp
 import kubernetes
 import pytest
 
@@ -244,6 +245,49 @@ def test_suppressed_initial_events_end_and_bookmarks(
     assert kinds(watch_lines(server, watch_list))[:2] == ["ADDED", "END"]
 
 
+async def test_a_dropped_websocket_watch_gets_a_close_frame(server: ServerThread) -> None:
+    url = server.url.replace("http", "ws", 1) + "/api/v1/namespaces/default/configmaps?watch=1"
+    async with aiohttp.ClientSession() as session, session.ws_connect(url) as ws:
+        await wait_until(lambda: on_loop(server, lambda f: f.drop_watches()) == 1,
+                         "the watch to be registered")
+        msg = await asyncio.wait_for(ws.receive(), 10)
+        assert msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
+        assert ws.close_code == 1000
+
+
+def test_delayed_bookmarks_come_late(make_server: Callable[..., ServerThread]) -> None:
+    server = make_server(bookmark_interval_s=0.2)
+    base = "/api/v1/namespaces/default/configmaps"
+
+    def first_bookmark_after() -> float:
+        since = call(server, "GET", base).json["metadata"]["resourceVersion"]
+        path = f"{base}?watch=1&allowWatchBookmarks=true&resourceVersion={since}&timeoutSeconds=4"
+        # another kind's write moves the store's revision past the watch's: bookmarks are due
+        writer = threading.Timer(0.1, lambda: call(server, "POST",
+                                                    "/api/v1/namespaces/default/secrets",
+                                                    {"metadata": {"generateName": "s-"}}))
+        host, port = host_port(server)
+        conn = http.client.HTTPConnection(host, port, timeout=10)
+        started = time.monotonic()
+        writer.start()
+        try:
+            conn.request("GET", path)
+            resp = conn.getresponse()
+            while line := resp.readline():
+                if line.strip() and json.loads(line)["type"] == "BOOKMARK":
+                    return time.monotonic() - started
+            return float("inf")
+        finally:
+            writer.join()
+            conn.close()
+
+    assert first_bookmark_after() < 1.0
+    on_loop(server, lambda f: f.delay_bookmarks(1.0, resource="configmaps"))
+    late = first_bookmark_after()
+    assert 1.0 <= late < 2.0, late  # bookmarks stop 2 s before the watch's end
+    assert injected(server, "bookmarks-delay") >= 1
+
+
 # --- requests -----------------------------------------------------------------------------------
 
 @needs_kubectl
@@ -361,6 +405,22 @@ def test_advancing_the_manual_clock_finishes_a_graceful_pod_deletion(
     deadline = time.monotonic() + 10
     while call(server, "GET", f"{base}/p").status != 404:
         assert time.monotonic() < deadline, "the pod was not removed"
+        time.sleep(0.02)
+
+
+def test_namespace_deletion_waits_on_the_manual_clock(
+        make_server: Callable[..., ServerThread]) -> None:
+    server = make_server(manual_clock=True)
+    assert call(server, "POST", "/api/v1/namespaces", {"metadata": {"name": "gone"}}).status \
+        == 201
+    assert call(server, "DELETE", "/api/v1/namespaces/gone").status == 200
+    time.sleep(0.3)
+    assert call(server, "GET", "/api/v1/namespaces/gone").json["status"]["phase"] == \
+        "Terminating"  # the controller's delay (1 s) has not passed on this clock
+    assert call(server, "POST", "/kubewire/clock", {"advanceSeconds": 1}).json["fired"] == 1
+    deadline = time.monotonic() + 10
+    while call(server, "GET", "/api/v1/namespaces/gone").status != 404:
+        assert time.monotonic() < deadline, "the namespace was not removed"
         time.sleep(0.02)
 
 
