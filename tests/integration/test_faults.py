@@ -178,6 +178,38 @@ async def test_a_stalled_stream_holds_events_until_cleared(server: ServerThread,
     assert injected(server, "stall") == 1
 
 
+def test_a_watch_opened_during_a_stall_gets_its_snapshot_on_release(
+        server: ServerThread) -> None:
+    base = "/api/v1/namespaces/default/configmaps"
+    assert call(server, "POST", base, {"metadata": {"name": "one"}}).status == 201
+    stall = on_loop(server, lambda f: f.stall_streams(resource="configmaps"))
+    received: list[dict[str, Any]] = []
+    host, port = host_port(server)
+    conn = http.client.HTTPConnection(host, port, timeout=10)
+    conn.request("GET", f"{base}?watch=1&sendInitialEvents=true&allowWatchBookmarks=true"
+                        "&resourceVersionMatch=NotOlderThan&timeoutSeconds=3")
+    resp = conn.getresponse()
+    assert resp.status == 200  # the head is out; the events are held
+
+    def read() -> None:
+        while line := resp.readline():
+            if line.strip():
+                received.append(json.loads(line))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        time.sleep(0.3)
+        assert received == []
+        on_loop(server, lambda f: f.clear(stall))
+    finally:
+        reader.join(10)
+        conn.close()
+    assert [e["type"] for e in received[:2]] == ["ADDED", "BOOKMARK"]
+    assert received[1]["object"]["metadata"]["annotations"][
+        "k8s.io/initial-events-end"] == "true"
+
+
 async def test_the_client_watchdog_fires_on_a_stalled_stream(server: ServerThread,
                                                              client: Client) -> None:
     maps = Api(ConfigMap, client=client)

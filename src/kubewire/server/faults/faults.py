@@ -67,6 +67,13 @@ class StalledSink(WrappingSink):
     def is_paused(self) -> bool:
         return True
 
+    def set_write_high_water(self, value: int | None) -> None:
+        """The watcher's hold on a snapshot walk reaches the real stream (storage/watcher.py
+        ``_hold_unsent``), so ending it while stalled restores the connection's mark."""
+        setter = getattr(self.inner, "set_write_high_water", None)
+        if setter is not None:
+            setter(value)
+
     def write_framed(self, framed: bytes) -> None:
         self.held_bytes += len(framed)
         if self.held_bytes > MAX_HELD_BYTES:
