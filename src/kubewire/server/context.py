@@ -7,8 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
+from kubewire.clock import Clock, ManualClock, RealClock
 from kubewire.resources import REGISTRY, Registry, Resource
 from kubewire.server.allocation.rules import DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR
 from kubewire.server.allocation.state import AllocationState
@@ -67,6 +68,9 @@ class ServerConfig:
     # kubeadm's default; kube-apiserver's own built-in default is 10.0.0.0/24
     service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR
     service_node_port_range: tuple[int, int] = DEFAULT_NODE_PORT_RANGE
+    # A clock that stands still until advanced (``ctx.clock.advance``, ``/kubewire/clock``):
+    # ``ctx.now()`` and the deletion timers run on it (kubewire/clock.py)
+    manual_clock: bool = False
 
 
 def utc_now() -> datetime:
@@ -81,9 +85,16 @@ class ServerContext:
     registry: Registry = REGISTRY
     rng: random.Random = field(default_factory=random.Random)
     now: Callable[[], datetime] = utc_now
+    clock: Clock = field(default_factory=RealClock)
+    # the running server's ``Faults`` (server/faults), set by ``APIServer``; None elsewhere
+    faults: Any = None
     _allocations: AllocationState = field(init=False)
 
     def __post_init__(self) -> None:
+        if self.config.manual_clock and not self.clock.manual:
+            self.clock = ManualClock()
+        if self.now is utc_now:  # one clock: ``now()`` reads the one timers run on
+            self.now = self.clock.now
         # Writes in any served version of a kind are stored in its stored version.
         self.store = VersionedStore(self.store, self.registry)
         # Built here so a bad range fails at start; bound to the store on first use.

@@ -15,6 +15,7 @@ import msgspec
 from kubewire.server.access.authn import UserInfo
 from kubewire.server.admin import reset
 from kubewire.server.context import ServerContext
+from kubewire.server.faults.endpoint import serve_clock, serve_faults
 from kubewire.server.wire.http_messages import Request, Response
 from kubewire.status import BadRequest, Forbidden, NotFound
 
@@ -35,6 +36,8 @@ Handler = Callable[[AdminTarget, Request], Awaitable[Response]]
 # ``/kubewire/<name>`` -> its handler; each room that owns an endpoint adds its line here.
 HANDLERS: dict[str, Handler] = {
     "reset": reset.serve,  # POST: back to the state right after start
+    "faults": serve_faults,  # server/faults
+    "clock": serve_clock,  # server/faults: the manual clock
 }
 
 
