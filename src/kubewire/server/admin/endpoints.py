@@ -13,6 +13,7 @@ from typing import Any, Protocol
 import msgspec
 
 from kubewire.server.access.authn import UserInfo
+from kubewire.server.admin import imports, snapshot
 from kubewire.server.context import ServerContext
 from kubewire.server.wire.http_messages import Request, Response
 from kubewire.status import BadRequest, Forbidden, NotFound
@@ -32,7 +33,10 @@ class AdminTarget(Protocol):
 Handler = Callable[[AdminTarget, Request], Awaitable[Response]]
 
 # ``/kubewire/<name>`` -> its handler; each room that owns an endpoint adds its line here.
-HANDLERS: dict[str, Handler] = {}
+HANDLERS: dict[str, Handler] = {
+    "import": imports.handle,  # objects written as given (replay, snapshot load)
+    "snapshot": snapshot.handle,  # every stored object (snapshot save)
+}
 
 
 def is_admin_path(path: str) -> bool:
