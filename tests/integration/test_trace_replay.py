@@ -24,6 +24,7 @@ import pytest
 
 from kubewire.client import create_client
 from kubewire.server.access.users import UserRequest, user_kubeconfig
+from kubewire.storage.base import Retention
 from kubewire.testing import snapshot
 from kubewire.testing.record import Recorder, RecordOptions, choose, served_kinds
 from kubewire.testing.replay import replay
@@ -36,7 +37,7 @@ from kubewire.testing.trace import (
 )
 from tests.integration.custom_kinds import GIZMO, serve
 from tests.integration.harness import ServerThread
-from tests.integration.wire import WatchStream, call, create, get, ok
+from tests.integration.wire import Session, WatchStream, call, create, get, ok
 
 KUBEWIRE = (sys.executable, "-m", "kubewire.cli")
 PREFIX = "t-"
@@ -395,3 +396,46 @@ def test_a_non_admin_gets_403(make_server: Callable[..., ServerThread], tmp_path
                            "--kubeconfig", str(path)], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 1 and done.stderr.startswith("kubewire: snapshot load:")
+
+
+def test_a_compacted_watch_lists_again_and_records_what_changed(
+        make_server: Callable[..., ServerThread]) -> None:
+    """410 while recording: the kind is listed again and the difference becomes events (a
+    vanished object's DELETED carries its name)."""
+    server = make_server(ring_capacity=8, retention=Retention(max_changes=10, max_age_s=None))
+    for name in ("keep", "change", "vanish"):
+        create(server, CM, {"metadata": {"name": name}})
+
+    async def main() -> list[tuple[str, str]]:
+        async with await create_client(kubeconfig(server)) as client:
+            specs = choose(await served_kinds(client), ["configmaps"])
+            recorder = Recorder(client, specs, io.BytesIO(), RecordOptions(["default"]))
+            follow = await recorder._initial(specs[0], "default")
+            ok(call(server, "PATCH", f"{CM}/change", {"data": {"k": "v"}}, MERGE))
+            ok(call(server, "DELETE", f"{CM}/vanish"))
+            create(server, CM, {"metadata": {"name": "new"}})
+            with Session(server) as session:  # the log compacts every 1,000 changes
+                for round_ in range(60):
+                    for i in range(20):
+                        name = f"churn-{round_}-{i}"
+                        ok(session.call("POST", CM, {"metadata": {"name": name}}))
+                        ok(session.call("DELETE", f"{CM}/{name}"))
+                    if round_ < 24:
+                        continue
+                    probe = call(server, "GET", CM, params={
+                        "watch": "1", "timeoutSeconds": "1",
+                        "resourceVersion": follow.revision})
+                    if probe.status == 410 or b'"code":410' in probe.body:
+                        break
+                else:
+                    pytest.fail("the change log was never compacted past the list's revision")
+            task = asyncio.create_task(recorder._watch(follow))
+            got = []
+            while len(got) < 3:
+                event = await asyncio.wait_for(recorder.queue.get(), 10)
+                got.append((event.type, event.object["metadata"]["name"]))
+            task.cancel()
+            return got
+
+    assert sorted(asyncio.run(main())) == [("ADDED", "new"), ("DELETED", "vanish"),
+                                           ("MODIFIED", "change")]
