@@ -316,6 +316,7 @@ def trace_command(args: argparse.Namespace) -> int:
 
 async def _record(client: Client, args: argparse.Namespace) -> int:
     from kubewire.testing.record import (
+        DISCOVER_EVERY_S,
         Recorder,
         RecordError,
         RecordOptions,
@@ -336,7 +337,9 @@ async def _record(client: Client, args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         out = (sys.stdout.buffer if args.out is None
                else stack.enter_context(args.out.open("wb")))
-        recorder = Recorder(client, kinds, out, RecordOptions(namespaces, redaction))
+        options = RecordOptions(namespaces, redaction, discover_every_s=(
+            DISCOVER_EVERY_S if args.kinds is None else None))  # every kind: new ones too
+        recorder = Recorder(client, kinds, out, options)
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, recorder.stop)

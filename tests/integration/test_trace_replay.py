@@ -107,8 +107,9 @@ def script(server: ServerThread) -> list[tuple[str, str, str]]:
     return out
 
 
-def record(server: ServerThread, run: Callable[[], Any], kinds: list[str] = KINDS,
-           redaction: Redaction = NO_REDACTION, settle_s: float = 0.6) -> tuple[bytes, Any]:
+def record(server: ServerThread, run: Callable[[], Any], kinds: list[str] | None = KINDS,
+           redaction: Redaction = NO_REDACTION, settle_s: float = 0.6,
+           discover_every_s: float | None = None) -> tuple[bytes, Any]:
     """Record ``kinds`` of ``server``'s default namespace while ``run`` runs; the trace and
     what ``run`` returned."""
     out = io.BytesIO()
@@ -116,7 +117,8 @@ def record(server: ServerThread, run: Callable[[], Any], kinds: list[str] = KIND
     async def main() -> Any:
         async with await create_client(kubeconfig(server)) as client:
             specs = choose(await served_kinds(client), kinds)
-            recorder = Recorder(client, specs, out, RecordOptions(["default"], redaction))
+            recorder = Recorder(client, specs, out, RecordOptions(
+                ["default"], redaction, discover_every_s=discover_every_s))
             task = asyncio.create_task(recorder.run())
             await recorder.ready.wait()
             result = await asyncio.to_thread(run)
@@ -193,6 +195,29 @@ def test_replay_gives_identical_state_and_event_order(
         assert got == mine, kind
         watch.close()
     assert [e[1:] for e in sorted(seen)] == expected  # and the same order across kinds
+
+
+def test_a_crd_created_while_recording_every_kind_is_followed_and_replays_first(
+        make_server: Callable[..., ServerThread]) -> None:
+    source, target = make_server(), make_server()
+
+    def install_and_use() -> None:
+        serve(source, GIZMO)
+        time.sleep(0.5)  # the recorder's discovery finds the new kind
+        create(source, GIZMOS, {"apiVersion": GIZMO.api_version, "kind": "Gizmo",
+                                "metadata": {"name": "t-late"}, "spec": {"size": 5}})
+
+    trace, _ = record(source, install_and_use, kinds=None, discover_every_s=0.1)
+    events = events_after_initial(trace)
+    crd = events.index(("ADDED", "CustomResourceDefinition", "gizmos.tests.kubewire.io"))
+    assert events.index(("ADDED", "Gizmo", "t-late")) > crd
+    assert all(kind != "Gizmo" for _, kind, _ in events[:crd])
+    result = replay_into(target, trace)
+    assert result.imported >= len(events)
+    late_a, late_b = get(source, f"{GIZMOS}/t-late"), get(target, f"{GIZMOS}/t-late")
+    late_a["metadata"].pop("resourceVersion")
+    late_b["metadata"].pop("resourceVersion")
+    assert late_b == late_a
 
 
 def test_replayed_objects_keep_uid_timestamps_generation_and_status(

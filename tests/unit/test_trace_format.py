@@ -60,7 +60,7 @@ def test_a_trace_reads_back_what_was_written() -> None:
 ])
 def test_bad_traces_say_which_line(text: bytes, message: str) -> None:
     with pytest.raises(TraceError, match=message):
-        head, events = read_trace(io.BytesIO(text))
+        _, events = read_trace(io.BytesIO(text))
         list(events)
 
 

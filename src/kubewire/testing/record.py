@@ -9,8 +9,11 @@ defines a kind before its objects. Then one watch per list, from the list's reso
 feeds a queue; the events leave through ``trace.Reorder`` (one global order by resourceVersion
 when they are numbers) straight to the file. A watch whose revision is compacted (410) lists
 again and writes what changed meanwhile as events (a vanished object's DELETED carries only its
-name). Memory is bounded: the queue has a cap (the watches wait on a full one), the reorder
-window holds a fraction of a second, and per object only its resourceVersion is kept.
+name). Recording every kind, discovery is asked again every ``DISCOVER_EVERY_S`` and a kind
+served since (a CRD created meanwhile) is followed from then on, its first list written as
+ADDED events after the CRD's own. Memory is bounded: the queue has a cap (the watches wait on
+a full one), the reorder window holds a fraction of a second, and per object only its
+resourceVersion is kept.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import IO, Any
 
@@ -39,6 +42,7 @@ from kubewire.times import format_time
 
 QUEUE_CAP = 10_000
 FLUSH_EVERY_S = 0.05
+DISCOVER_EVERY_S = 2.0
 FIRST = ("customresourcedefinitions.apiextensions.k8s.io", "namespaces")
 _decode = msgspec.json.Decoder(Any).decode
 
@@ -126,6 +130,8 @@ class RecordOptions:
     redaction: Redaction = NO_REDACTION
     window_s: float = 0.25
     wall: Callable[[], datetime] = _utc_now
+    # recording every kind: look for newly served kinds this often (None: never)
+    discover_every_s: float | None = None
 
 
 DEFAULT_OPTIONS = RecordOptions()
@@ -165,6 +171,7 @@ class Recorder:
         self.redaction = options.redaction
         self.reorder = Reorder(options.window_s)
         self.wall = options.wall
+        self.discover_every_s = options.discover_every_s
         self.queue: asyncio.Queue[TraceEvent] = asyncio.Queue(QUEUE_CAP)
         self.stopped = asyncio.Event()
         self.ready = asyncio.Event()
@@ -182,10 +189,11 @@ class Recorder:
                               self.namespaces, format_time(self.wall()), self.redaction).line())
         self._start = time.monotonic()
         follows = [await self._initial(spec, ns) for spec in self.kinds
-                   for ns in ([None] if not spec.namespaced or self.namespaces is None
-                              else self.namespaces)]
+                   for ns in self._namespaces_of(spec)]
         self.out.flush()
         tasks = [asyncio.create_task(self._watch(follow)) for follow in follows]
+        if self.discover_every_s is not None:
+            tasks.append(asyncio.create_task(self._discover(self.discover_every_s, tasks)))
         self.ready.set()
         try:
             await self._write_until(duration_s, tasks)
@@ -201,7 +209,15 @@ class Recorder:
             self.out.flush()
         return self.events
 
-    async def _initial(self, spec: KindSpec, namespace: str | None) -> _Follow:
+    def _namespaces_of(self, spec: KindSpec) -> list[str | None]:
+        if not spec.namespaced or self.namespaces is None:
+            return [None]
+        return list(self.namespaces)
+
+    async def _initial(self, spec: KindSpec, namespace: str | None, *,
+                       as_events: bool = False) -> _Follow:
+        """List the kind; its objects go to the file as the initial state, or (a kind served
+        since the start) to the queue as ADDED events."""
         api = Api(dict, client=self.client, namespace=namespace, api_version=spec.api_version,
                   plural=spec.plural, namespaced=spec.namespaced, kind=spec.kind)
         follow = _Follow(spec, namespace, api, known={})
@@ -212,9 +228,27 @@ class Recorder:
                 obj = _typed(item, spec)
                 rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
                 follow.known[_ident(obj)] = rv
-                self.out.write(TraceEvent("ADDED", redact(obj, self.redaction), rv,
-                                          initial=True).line())
+                if as_events:
+                    await self._put("ADDED", obj, rv)
+                else:
+                    self.out.write(TraceEvent("ADDED", redact(obj, self.redaction), rv,
+                                              initial=True).line())
         return follow
+
+    async def _discover(self, every_s: float, tasks: list[asyncio.Task[None]]) -> None:
+        """Recording every kind: follow the kinds served since the start too (a CRD's,
+        created while recording), from their first list on, as events."""
+        names = {spec.name for spec in self.kinds}
+        while True:
+            await asyncio.sleep(every_s)
+            for spec in await served_kinds(self.client):
+                if spec.name in names:
+                    continue
+                names.add(spec.name)
+                self.kinds.append(spec)
+                for ns in self._namespaces_of(spec):
+                    follow = await self._initial(spec, ns, as_events=True)
+                    tasks.append(asyncio.create_task(self._watch(follow)))
 
     async def _watch(self, follow: _Follow) -> None:
         while True:
@@ -293,6 +327,9 @@ async def record(client: Client, out: IO[bytes], kinds: Sequence[str] | None = N
                  options: RecordOptions = DEFAULT_OPTIONS, duration_s: float | None = None,
                  ) -> int:
     """Record ``kinds`` (names as ``--kinds`` takes them; None: every served kind) into
-    ``out`` for ``duration_s`` (None: until cancelled). Returns the events written."""
+    ``out`` for ``duration_s`` (None: until cancelled). Returns the events written.
+    Recording every kind, kinds served later are followed too."""
     specs = choose(await served_kinds(client), kinds)
+    if kinds is None and options.discover_every_s is None:
+        options = replace(options, discover_every_s=DISCOVER_EVERY_S)
     return await Recorder(client, specs, out, options).run(duration_s)
