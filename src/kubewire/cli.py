@@ -1,7 +1,8 @@
 """``kubewire`` command line: ``kubewire serve`` starts a Kubernetes-compatible API server
 (``--detach``: in the background, returning once it is ready; ``kubewire stop`` stops it);
 ``kubewire user`` issues credentials; ``kubewire repair`` restarts a damaged store; ``kubewire
-models crd.yaml > models.py`` writes typed client models of custom resources.
+models crd.yaml > models.py`` writes typed client models of custom resources; ``kubewire
+record`` / ``replay`` / ``snapshot save|load`` write and play traces (``kubewire.testing``).
 
 Whatever goes wrong for a user (a flag, a port in use, a data directory another server holds, a
 full disk, a store that lost revisions, a bad certificate) is said in one line, ``kubewire:
@@ -253,8 +254,8 @@ def _add_trace_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
                         help="replace the values of Secrets' data and stringData")
     record.add_argument("--redact-annotations", nargs="?", const="*", default=None,
                         metavar="KEYS",
-                        help="replace annotation values: all of them, or only these "
-                             "comma-separated keys")
+                        help="replace annotation values: all of them (no KEYS), or only "
+                             "these comma-separated keys (default: none)")
     record.add_argument("--out", "-o", type=Path, default=None,
                         help="the trace file (default: standard output)")
     replay = sub.add_parser(
