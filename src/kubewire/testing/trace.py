@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import heapq
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -211,7 +212,10 @@ class Reorder:
     written (never lost), after it. Holds at most what arrives within one window."""
 
     window_s: float = 0.25
-    _heap: list[tuple[int, int, float, TraceEvent]] = field(default_factory=list)
+    _heap: list[tuple[int, int, TraceEvent]] = field(default_factory=list)
+    # (sequence, arrival) in arrival order; sequences already written are in ``_gone``
+    _arrivals: deque[tuple[int, float]] = field(default_factory=deque)
+    _gone: set[int] = field(default_factory=set)
     _seq: int = 0
     _numeric: bool = True
 
@@ -219,28 +223,39 @@ class Reorder:
         number = revision_number(event.resource_version)
         if number is None and self._numeric:  # from now on arrival order, for all waiting
             self._numeric = False
-            self._heap = [(0, seq, at, ev) for _, seq, at, ev in self._heap]
+            self._heap = [(0, seq, ev) for _, seq, ev in self._heap]
             heapq.heapify(self._heap)
         self._seq += 1
         order = number if self._numeric and number is not None else 0
-        heapq.heappush(self._heap, (order, self._seq, now, event))
+        heapq.heappush(self._heap, (order, self._seq, event))
+        self._arrivals.append((self._seq, now))
 
     def ready(self, now: float) -> list[TraceEvent]:
-        """Events whose window has passed, in order (with every event ahead of them)."""
+        """Events whose window has passed, in order, each with every waiting event of a lower
+        revision ahead of it."""
         out: list[TraceEvent] = []
-        if not self._numeric:  # arrival order: the heap is ordered by sequence
-            while self._heap and now - self._heap[0][2] >= self.window_s:
-                out.append(heapq.heappop(self._heap)[3])
-            return out
-        oldest = min((entry[2] for entry in self._heap), default=now)
-        while self._heap and now - oldest >= self.window_s:
-            out.append(heapq.heappop(self._heap)[3])
-            oldest = min((entry[2] for entry in self._heap), default=now)
+        while self._arrivals:
+            seq, at = self._arrivals[0]
+            if seq in self._gone:  # written ahead of its window
+                self._gone.discard(seq)
+                self._arrivals.popleft()
+                continue
+            if now - at < self.window_s:
+                break
+            while True:  # up to and including the expired event
+                _, popped, event = heapq.heappop(self._heap)
+                out.append(event)
+                if popped == seq:
+                    self._arrivals.popleft()
+                    break
+                self._gone.add(popped)
         return out
 
     def drain(self) -> list[TraceEvent]:
-        out = [entry[3] for entry in sorted(self._heap)]
+        out = [entry[2] for entry in sorted(self._heap)]
         self._heap.clear()
+        self._arrivals.clear()
+        self._gone.clear()
         return out
 
     def __len__(self) -> int:
