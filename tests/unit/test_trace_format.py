@@ -130,13 +130,17 @@ def test_a_crd_earlier_in_the_body_makes_its_kind_importable() -> None:
            "metadata": {"name": "widgets.example.com"},
            "spec": {"group": "example.com", "scope": "Cluster",
                     "names": {"kind": "Widget", "plural": "widgets"},
-                    "versions": [{"name": "v1"}]}}
+                    "versions": [{"name": "v1"}, {"name": "v2", "served": False}]}}
     widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
     body = [{"type": "ADDED", "object": crd}, {"type": "ADDED", "object": widget}]
     check(parse_body(json.dumps(body).encode()), REGISTRY, [])
     with pytest.raises(BadRequest, match="event 0: this server does not serve Widget"):
         check(parse_body(json.dumps(body[::-1]).encode()), REGISTRY, [])
     check(parse_body(json.dumps(body[1:]).encode()), REGISTRY, [crd])  # stored already
+    unserved = {**widget, "apiVersion": "example.com/v2"}
+    with pytest.raises(BadRequest, match=r"does not serve Widget of example\.com/v2"):
+        check(parse_body(json.dumps([{"type": "ADDED", "object": unserved}]).encode()),
+              REGISTRY, [crd])
     namespaced = {**widget, "metadata": {"name": "w", "namespace": "default"}}
     with pytest.raises(BadRequest, match="cluster-scoped"):
         check(parse_body(json.dumps([{"type": "ADDED", "object": namespaced}]).encode()),

@@ -135,7 +135,8 @@ def _segment_ok(text: str) -> bool:
 
 
 def custom_kinds(crd: Mapping[str, Any]) -> list[CustomKind]:
-    """The kinds a CRD object defines, one per served version."""
+    """The kinds a CRD object defines, one per served version (a version that is not served
+    never will be: its objects are refused at once rather than awaited)."""
     spec = crd.get("spec")
     if not isinstance(spec, dict):
         return []
@@ -146,7 +147,8 @@ def custom_kinds(crd: Mapping[str, Any]) -> list[CustomKind]:
     namespaced = spec.get("scope") != "Cluster"
     versions = spec.get("versions") if isinstance(spec.get("versions"), list) else []
     return [CustomKind(f"{group}/{v['name']}", kind, namespaced)
-            for v in versions or () if isinstance(v, dict) and isinstance(v.get("name"), str)]
+            for v in versions or () if isinstance(v, dict) and isinstance(v.get("name"), str)
+            and v.get("served", True) is not False]
 
 
 def check(events: list[ImportEvent], registry: Registry,
