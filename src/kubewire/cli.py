@@ -290,7 +290,7 @@ def replay_speed(text: str) -> float | None:
 
 def trace_command(args: argparse.Namespace) -> int:
     """``kubewire record``, ``replay``, ``snapshot save|load``: one line on failure."""
-    from kubewire.client import ClientError, ConfigError, StatusError, create_client
+    from kubewire.client import ClientError, ConfigError, NotFound, StatusError, create_client
     from kubewire.testing.trace import TraceError
 
     kubeconfig = args.kubeconfig
@@ -311,7 +311,9 @@ def trace_command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     except (ConfigError, StatusError, ClientError, TraceError, OSError, ValueError) as exc:
-        print(f"kubewire: {name}: {exc}", file=sys.stderr)
+        hint = (" (is it a kubewire server? this needs its /kubewire/ admin API)"
+                if isinstance(exc, NotFound) and args.command != "record" else "")
+        print(f"kubewire: {name}: {exc}{hint}", file=sys.stderr)
         return 1
 
 

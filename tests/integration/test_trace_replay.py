@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import http.server
 import io
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -464,3 +466,43 @@ def test_a_compacted_watch_lists_again_and_records_what_changed(
 
     assert sorted(asyncio.run(main())) == [("ADDED", "new"), ("DELETED", "vanish"),
                                            ("MODIFIED", "change")]
+
+
+def test_replay_into_a_server_without_the_admin_api_says_so(tmp_path: Path) -> None:
+    """A cluster that is not kubewire answers 404 for /kubewire/import: one line saying why."""
+    class NotKubewire(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                               "message": "the server could not find the requested resource",
+                               "reason": "NotFound", "code": 404}).encode()
+            self.send_response(404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotKubewire)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        config = tmp_path / "kubeconfig"
+        url = f"http://127.0.0.1:{httpd.server_port}"
+        config.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "c",
+            "clusters": [{"name": "c", "cluster": {"server": url}}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+            "users": [{"name": "u", "user": {}}]}))
+        trace = tmp_path / "trace.jsonl"
+        trace.write_bytes(b'{"kubewireTrace": 1}\n' + json.dumps(
+            {"type": "ADDED", "object": _cm("a")}).encode() + b"\n")
+        done = subprocess.run([*KUBEWIRE, "replay", str(trace), "--kubeconfig", str(config)],
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert done.returncode == 1
+    assert done.stderr.startswith("kubewire: replay: the server could not find")
+    assert "is it a kubewire server?" in done.stderr and done.stderr.count("\n") == 1

@@ -8,6 +8,12 @@ takes them, in batches (at most ``BATCH_EVENTS`` events or ``BATCH_BYTES`` a req
 (``recorded`` is 1.0) sends each watch event when its recorded offset, divided by the factor,
 has passed since the replay started (the initial state goes at once). The trace is read line
 by line, never whole.
+
+The target's own controllers still run on what is written: a replayed namespace gets the
+target's ``default`` ServiceAccount and ``kube-root-ca.crt`` (the trace's own then replace
+them: MODIFIED where the source saw ADDED), a CRD written without status is established by the
+target, a pod or namespace written with a deletionTimestamp is finished by it. The state after
+the replay is the trace's; such objects may show extra events on the target's watches.
 """
 
 from __future__ import annotations
