@@ -14,6 +14,7 @@ import base64
 import http.server
 import io
 import json
+import signal
 import subprocess
 import sys
 import threading
@@ -506,3 +507,20 @@ def test_replay_into_a_server_without_the_admin_api_says_so(tmp_path: Path) -> N
     assert done.returncode == 1
     assert done.stderr.startswith("kubewire: replay: the server could not find")
     assert "is it a kubewire server?" in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_record_to_stdout_until_ctrl_c(server: ServerThread) -> None:
+    recording = subprocess.Popen(
+        [*KUBEWIRE, "record", "--kubeconfig", str(kubeconfig(server)), "--kinds", "configmaps"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert recording.stderr is not None
+    assert recording.stderr.readline().startswith(b"kubewire: recording 1 kinds (Ctrl-C")
+    create(server, CM, {"metadata": {"name": "t-late"}})
+    time.sleep(1.0)  # the event reaches the recorder (Ctrl-C writes what it holds)
+    recording.send_signal(signal.SIGINT)
+    out, err = recording.communicate(timeout=30)
+    assert recording.returncode == 0, err
+    head, events = read_trace(io.BytesIO(out))
+    assert head["source"] == "record" and head["namespaces"] is None
+    assert [(e.type, e.object["metadata"]["name"]) for e in events if not e.initial] == [
+        ("ADDED", "t-late")]
