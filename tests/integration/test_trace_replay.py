@@ -524,3 +524,17 @@ def test_record_to_stdout_until_ctrl_c(server: ServerThread) -> None:
     assert head["source"] == "record" and head["namespaces"] is None
     assert [(e.type, e.object["metadata"]["name"]) for e in events if not e.initial] == [
         ("ADDED", "t-late")]
+
+
+def test_snapshot_is_get_only(server: ServerThread) -> None:
+    reply = call(server, "POST", "/kubewire/snapshot", {})
+    assert reply.status == 405 and reply.status_object()["reason"] == "MethodNotAllowed"
+    lines = call(server, "GET", "/kubewire/snapshot").body.splitlines()
+    head = json.loads(lines[0])
+    assert head["kind"] == "Snapshot" and head["objects"] == len(lines) - 1
+    assert head["revision"] == int(get(server, CM)["metadata"]["resourceVersion"])
+    kinds = [json.loads(line)["kind"] for line in lines[1:]]
+    crds = [i for i, k in enumerate(kinds) if k == "CustomResourceDefinition"]
+    assert crds == list(range(len(crds)))  # the preinstalled Gateway API CRDs lead
+    assert kinds.index("Namespace") < min(i for i, k in enumerate(kinds) if k != "Namespace"
+                                          and k != "CustomResourceDefinition")

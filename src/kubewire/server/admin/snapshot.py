@@ -54,7 +54,7 @@ def snapshot_lines(ctx: ServerContext) -> list[bytes]:
 
 
 async def handle(target: HasContext, request: Request) -> Response:
-    if request.method not in ("GET", "HEAD"):
+    if request.method != "GET":
         raise MethodNotAllowed(f"the server does not allow this method on the requested "
                                f"resource: {request.method} /kubewire/snapshot (GET only)", {})
     return Response(200, b"".join(snapshot_lines(target.ctx)), "application/json")
