@@ -1,7 +1,8 @@
 """``kubewire`` command line: ``kubewire serve`` starts a Kubernetes-compatible API server
 (``--detach``: in the background, returning once it is ready; ``kubewire stop`` stops it);
 ``kubewire user`` issues credentials; ``kubewire repair`` restarts a damaged store; ``kubewire
-models crd.yaml > models.py`` writes typed client models of custom resources.
+models crd.yaml > models.py`` writes typed client models of custom resources; ``kubewire
+record`` / ``replay`` / ``snapshot save|load`` write and play traces (``kubewire.testing``).
 
 Whatever goes wrong for a user (a flag, a port in use, a data directory another server holds, a
 full disk, a store that lost revisions, a bad certificate) is said in one line, ``kubewire:
@@ -40,6 +41,7 @@ from kubewire.storage.cache import DEFAULT_RING_CAPACITY
 from kubewire.storage.sqlite.revision_record import RevisionLostError
 
 if TYPE_CHECKING:
+    from kubewire.client import Client
     from kubewire.server.context import ServerConfig
 
 # The modules of the ``[server]`` extra: a client-only install has none of them, and the server
@@ -142,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_stop_command(sub)
     _add_models_command(sub)
     _add_fault_command(sub)
+    _add_trace_commands(sub)
     return parser
 
 
@@ -221,6 +224,175 @@ def _add_repair_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]
                         help="the data directory whose store to repair (default ./data)")
     repair.add_argument("--accept-data-loss", action="store_true",
                         help="do it (default: only report what the store holds)")
+
+
+# --- kubewire record, replay, snapshot (kubewire/testing: record, replay, snapshot) ----------
+
+def _add_server_flags(command: argparse.ArgumentParser, *, data_dir: bool) -> None:
+    command.add_argument("--kubeconfig", type=Path, default=None,
+                         help="the cluster's kubeconfig (default: "
+                              + ("DIR/kubeconfig of --data-dir" if data_dir
+                                 else "$KUBECONFIG, else ~/.kube/config") + ")")
+    command.add_argument("--context", default=None,
+                         help="the kubeconfig's context (default: its current one)")
+    if data_dir:
+        command.add_argument("--data-dir", type=Path, default=Path("./data"),
+                             help="a kubewire server's data directory, for its kubeconfig "
+                                  "(default ./data)")
+
+
+def _add_trace_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    record = sub.add_parser(
+        "record", help="list and watch kinds of any cluster into a trace (JSON lines)",
+        formatter_class=HelpFormatter,
+        description="Write a trace: a header, every object the lists hold, then every watch "
+                    "event, until --duration or Ctrl-C. 'kubewire replay' plays it into a "
+                    "kubewire server.")
+    _add_server_flags(record, data_dir=False)
+    record.add_argument("--kinds", default=None,
+                        help="comma-separated plural.group names: pods,configmaps,"
+                             "deployments.apps,widgets.example.com (default: every kind that "
+                             "can be listed and watched)")
+    record.add_argument("--namespaces", default=None,
+                        help="comma-separated namespaces of namespaced kinds (default: all)")
+    record.add_argument("--duration", type=duration(), default=None,
+                        help="stop after this long, a Go duration or seconds (default: at "
+                             "Ctrl-C)")
+    record.add_argument("--redact-secrets", action="store_true",
+                        help="replace the values of Secrets' data and stringData")
+    record.add_argument("--redact-annotations", nargs="?", const="*", default=None,
+                        metavar="KEYS",
+                        help="replace annotation values: all of them (no KEYS), or only "
+                             "these comma-separated keys (default: none)")
+    record.add_argument("--out", "-o", type=Path, default=None,
+                        help="the trace file (default: standard output)")
+    replay = sub.add_parser(
+        "replay", help="play a trace into a kubewire server (objects as recorded)",
+        formatter_class=HelpFormatter,
+        description="Write a trace's objects and events, in order, into a kubewire server "
+                    "through its /kubewire/import admin endpoint: uid, timestamps, "
+                    "generation, managedFields and status as recorded.")
+    replay.add_argument("trace", type=Path, metavar="TRACE", help="the trace file ('-': stdin)")
+    _add_server_flags(replay, data_dir=True)
+    replay.add_argument("--speed", type=replay_speed, default=None,
+                        help="fast (as fast as the server takes it), recorded (the recorded "
+                             "pace) or a factor of it such as 2.0 (default: fast)")
+    snapshot = sub.add_parser("snapshot", help="save or load a kubewire server's whole state",
+                              formatter_class=HelpFormatter)
+    snapshot_sub = snapshot.add_subparsers(dest="action", metavar="ACTION", required=True)
+    for action, text in (("save", "write every stored object to FILE"),
+                         ("load", "write FILE's objects into the server")):
+        one = snapshot_sub.add_parser(action, help=text, formatter_class=HelpFormatter)
+        one.add_argument("file", type=Path, metavar="FILE", help="the snapshot file")
+        _add_server_flags(one, data_dir=True)
+
+
+def replay_speed(text: str) -> float | None:
+    from kubewire.testing.trace import parse_speed
+
+    try:
+        return parse_speed(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def trace_command(args: argparse.Namespace) -> int:
+    """``kubewire record``, ``replay``, ``snapshot save|load``: one line on failure."""
+    from kubewire.client import ClientError, ConfigError, NotFound, StatusError, create_client
+    from kubewire.testing.trace import TraceError
+
+    kubeconfig = args.kubeconfig
+    if kubeconfig is None and getattr(args, "data_dir", None) is not None:
+        kubeconfig = args.data_dir / "kubeconfig"
+    name = args.command if args.command != "snapshot" else f"snapshot {args.action}"
+
+    async def run() -> int:
+        async with await create_client(kubeconfig, context=args.context) as client:
+            if args.command == "record":
+                return await _record(client, args)
+            if args.command == "replay":
+                return await _replay(client, args)
+            return await _snapshot(client, args)
+
+    try:
+        return asyncio.run(run())
+    except KeyboardInterrupt:
+        return 130
+    except (ConfigError, StatusError, ClientError, TraceError, OSError, ValueError) as exc:
+        hint = (" (is it a kubewire server? this needs its /kubewire/ admin API)"
+                if isinstance(exc, NotFound) and args.command != "record" else "")
+        print(f"kubewire: {name}: {exc}{hint}", file=sys.stderr)
+        return 1
+
+
+async def _record(client: Client, args: argparse.Namespace) -> int:
+    from kubewire.testing.record import (
+        DISCOVER_EVERY_S,
+        Recorder,
+        RecordError,
+        RecordOptions,
+        choose,
+        parse_kinds,
+        served_kinds,
+    )
+    from kubewire.testing.trace import Redaction, parse_annotation_keys
+
+    redaction = Redaction(args.redact_secrets, None if args.redact_annotations is None
+                          else parse_annotation_keys(args.redact_annotations))
+    namespaces = None if args.namespaces is None else parse_kinds(args.namespaces)
+    try:
+        kinds = choose(await served_kinds(client),
+                       None if args.kinds is None else parse_kinds(args.kinds))
+    except RecordError as exc:
+        raise ValueError(str(exc)) from None
+    with contextlib.ExitStack() as stack:
+        out = (sys.stdout.buffer if args.out is None
+               else stack.enter_context(args.out.open("wb")))
+        options = RecordOptions(namespaces, redaction, discover_every_s=(
+            DISCOVER_EVERY_S if args.kinds is None else None))  # every kind: new ones too
+        recorder = Recorder(client, kinds, out, options)
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, recorder.stop)
+        run = asyncio.create_task(recorder.run(args.duration))
+        ready = asyncio.create_task(recorder.ready.wait())
+        await asyncio.wait((run, ready), return_when=asyncio.FIRST_COMPLETED)
+        if ready.done():  # the initial state is written and the watches run
+            print(f"kubewire: recording {len(kinds)} kinds"
+                  + (" (Ctrl-C to stop)" if args.duration is None else ""),
+                  file=sys.stderr, flush=True)
+        ready.cancel()
+        events = await run
+    print(f"kubewire: recorded {len(kinds)} kinds, {events} events"
+          + (f" into {args.out}" if args.out else ""), file=sys.stderr)
+    return 0
+
+
+async def _replay(client: Client, args: argparse.Namespace) -> int:
+    from kubewire.testing.replay import replay
+
+    with contextlib.ExitStack() as stack:
+        lines = (sys.stdin.buffer if str(args.trace) == "-"
+                 else stack.enter_context(args.trace.open("rb")))
+        result = await replay(client, lines, args.speed)
+    print(f"kubewire: replayed {result.events} events ({result.imported} writes, "
+          f"{result.skipped} skipped) in {result.seconds:.2f}s", file=sys.stderr)
+    return 0
+
+
+async def _snapshot(client: Client, args: argparse.Namespace) -> int:
+    from kubewire.testing import snapshot
+
+    if args.action == "save":
+        with args.file.open("wb") as out:
+            count = await snapshot.save(client, out)
+        print(f"kubewire: saved {count} objects to {args.file}", file=sys.stderr)
+        return 0
+    with args.file.open("rb") as lines:
+        result = await snapshot.load(client, lines)
+    print(f"kubewire: loaded {result.events} objects ({result.imported} writes)",
+          file=sys.stderr)
+    return 0
 
 
 # --- kubewire serve --detach, kubewire stop (server/daemon/background.py) ----------------------
@@ -902,6 +1074,12 @@ def _run_locked(args: argparse.Namespace) -> int:
     return 0
 
 
+# Each subcommand but ``serve`` (which also reads its argv) and ``user`` (the default).
+_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "repair": repair, "stop": stop, "models": write_models, "fault": run_fault,
+    "record": trace_command, "replay": trace_command, "snapshot": trace_command}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
@@ -916,15 +1094,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return run_server(args, argv)
-        if args.command == "repair":
-            return repair(args)
-        if args.command == "stop":
-            return stop(args)
-        if args.command == "models":
-            return write_models(args)
-        if args.command == "fault":
-            return run_fault(args)
-        return issue_user(args)
+        run: Callable[[argparse.Namespace], int] = _COMMANDS.get(args.command, issue_user)
+        return run(args)
     except ModuleNotFoundError as exc:  # a client-only install
         if (exc.name or "").split(".")[0] not in SERVER_EXTRA_MODULES:
             raise

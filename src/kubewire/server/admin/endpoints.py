@@ -13,7 +13,7 @@ from typing import Any, Protocol
 import msgspec
 
 from kubewire.server.access.authn import UserInfo
-from kubewire.server.admin import reset
+from kubewire.server.admin import imports, reset, snapshot
 from kubewire.server.context import ServerContext
 from kubewire.server.faults.endpoint import serve_clock, serve_faults
 from kubewire.server.wire.http_messages import Request, Response
@@ -38,6 +38,8 @@ HANDLERS: dict[str, Handler] = {
     "reset": reset.serve,  # POST: back to the state right after start
     "faults": serve_faults,  # server/faults
     "clock": serve_clock,  # server/faults: the manual clock
+    "import": imports.handle,  # objects written as given (replay, snapshot load)
+    "snapshot": snapshot.handle,  # every stored object (snapshot save)
 }
 
 
