@@ -502,3 +502,31 @@ def test_core_v1_event_series_is_not_checked(shared: ServerThread) -> None:
     reply = call(shared, "POST", "/api/v1/namespaces/default/events", body)
     assert reply.status == 201, reply.body
     assert reply.json["series"]["count"] == 1
+
+
+def test_secret_string_data_is_stored_in_data(shared: ServerThread) -> None:
+    """kube decodes a v1 Secret into its internal form, which has no ``stringData``: each value
+    overwrites ``data``'s under its key, base64-encoded, on create, update, patch and apply."""
+    path = "/api/v1/namespaces/default/secrets"
+    manifest = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sd"},
+                "data": {"kept": "YQ==", "over": "eA=="},
+                "stringData": {"over": "written", "new": "ünï"}}
+    created = call(shared, "POST", path, manifest)
+    assert created.status == 201, created.body
+    assert "stringData" not in created.json
+    assert created.json["data"] == {"kept": "YQ==", "over": "d3JpdHRlbg==", "new": "w7xuw68="}
+    assert call(shared, "GET", f"{path}/sd").json["data"] == created.json["data"]
+    patched = call(shared, "PATCH", f"{path}/sd", {"stringData": {"kept": "b"}})
+    assert patched.status == 200, patched.body
+    assert "stringData" not in patched.json and patched.json["data"]["kept"] == "Yg=="
+    applied = kubectl.ok(shared, "apply", "-o", "json", "-f", "-", stdin=json.dumps({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "sd-applied", "namespace": "default"},
+        "stringData": {"password": "s3cret"}}))
+    assert json.loads(applied)["data"] == {"password": "czNjcmV0"}
+    assert "stringData" not in json.loads(applied)
+    again = kubectl.run(shared, "apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "sd-applied", "namespace": "default"},
+        "stringData": {"password": "s3cret"}}))
+    assert again.returncode == 0, again.stderr

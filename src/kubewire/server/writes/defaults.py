@@ -24,6 +24,7 @@ metadata (``lifecycle``), ClusterIPs, IP families and node ports (``allocation``
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import re
 from collections.abc import Callable, Mapping
@@ -297,8 +298,24 @@ def default_node(node: dict[str, JSON]) -> None:
 
 
 def default_secret(secret: dict[str, JSON]) -> None:
-    """SetDefaults_Secret: ``type: Opaque``."""
+    """SetDefaults_Secret: ``type: Opaque``; and what decoding a v1 Secret does to it
+    (``Convert_v1_Secret_To_core_Secret``): each ``stringData`` value overwrites ``data``'s
+    under its key, base64-encoded, and ``stringData`` is gone (the stored Secret has no such
+    field). Values of the wrong JSON type are left for the decode checks."""
     _set_if_zero(secret, "type", "Opaque")
+    string_data = secret.get("stringData")
+    if not isinstance(string_data, dict):
+        return
+    if string_data:
+        data = secret.get("data")
+        if data is None:
+            data = secret["data"] = {}
+        if isinstance(data, dict):
+            for key, value in string_data.items():
+                if isinstance(value, str):
+                    data[key] = base64.b64encode(value.encode()).decode()
+    if all(isinstance(value, str) for value in string_data.values()):
+        del secret["stringData"]
 
 
 def default_network_policy(policy: dict[str, JSON]) -> None:
