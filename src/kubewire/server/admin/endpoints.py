@@ -14,6 +14,8 @@ import msgspec
 
 from kubewire.server.access.authn import UserInfo
 from kubewire.server.context import ServerContext
+from kubewire.server.observe import request_record
+from kubewire.server.observe.request_record import RequestRecord
 from kubewire.server.wire.http_messages import Request, Response
 from kubewire.status import BadRequest, Forbidden, NotFound
 
@@ -28,11 +30,22 @@ class AdminTarget(Protocol):
     @property
     def ctx(self) -> ServerContext: ...
 
+    @property
+    def requests(self) -> RequestRecord: ...
+
 
 Handler = Callable[[AdminTarget, Request], Awaitable[Response]]
 
+
+
+async def _requests(target: AdminTarget, request: Request) -> Response:
+    return request_record.answer(target.requests, request.method, request.query)
+
+
 # ``/kubewire/<name>`` -> its handler; each room that owns an endpoint adds its line here.
-HANDLERS: dict[str, Handler] = {}
+HANDLERS: dict[str, Handler] = {
+    "requests": _requests,  # observe/request_record: GET (filters in the query), DELETE
+}
 
 
 def is_admin_path(path: str) -> bool:
