@@ -115,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "seconds; 0 = unbounded (default 7d)")
     serve.add_argument("--durability", choices=("full", "normal"), default="full",
                        help="full: fsync each commit group; normal: survive process crashes")
+    serve.add_argument("--storage", choices=("sqlite", "memory"), default="sqlite",
+                       help="sqlite: the database in --data-dir (default); memory: no database "
+                            "file, the state is lost when the server stops (for tests)")
     serve.add_argument("--pod-grace-cap", type=duration(zero=True), default=None,
                        help="finish graceful pod deletions after at most this long, a Go "
                             "duration or seconds (default: the pod's own grace period)")
@@ -413,6 +416,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
                     max_watches_per_user=args.max_watches_per_user)
     return ServerConfig(data_dir=args.data_dir, host=args.host, port=args.port,
                         retention=retention, limits=limits, durability=args.durability,
+                        storage=args.storage,
                         pod_grace_cap_s=args.pod_grace_cap,
                         service_cluster_ip_range=args.service_cluster_ip_range,
                         insecure_http=args.insecure_http, tls_cert_file=args.tls_cert_file,

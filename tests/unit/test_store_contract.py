@@ -1,7 +1,8 @@
 """The ``Store`` contract, run against every backend through the protocol only.
 
 Backends are the params of the ``backend`` fixture (SQLite with its writer in a thread or in a
-process of its own; etcd joins the same list).
+process of its own, and the in-memory store, whose "location" is one ``MemoryData`` that a store
+opened again finds; etcd joins the same list).
 Each test is named after the guarantee it checks.
 """
 
@@ -34,6 +35,7 @@ from kubewire.storage.base import (
     Store,
     Update,
 )
+from kubewire.storage.memory import MemoryData, MemoryStore
 from kubewire.storage.sqlite.store import SQLiteStore
 
 KEEP_ALL = Retention(max_changes=None, max_age_s=None)
@@ -56,6 +58,7 @@ class Backend:
     name: str
     path: Path
     opened: list[Store] = field(default_factory=list)
+    memory: MemoryData = field(default_factory=MemoryData)  # the memory backend's "file"
 
     async def open(self, retention: Retention = KEEP_ALL,
                    clock: Callable[[], float] = time.time) -> Store:
@@ -68,6 +71,8 @@ class Backend:
                 pytest.skip("a writer process keeps its own clock")
             store = SQLiteStore(self.path / "store.db", durability="normal",
                                 retention=retention, writer_process=True)
+        elif self.name == "memory":
+            store = MemoryStore(retention=retention, clock=clock, data=self.memory)
         else:
             raise AssertionError(f"unknown backend {self.name}")
         await store.open()
@@ -75,7 +80,7 @@ class Backend:
         return store
 
 
-@pytest.fixture(params=["sqlite", "sqlite-process"])
+@pytest.fixture(params=["sqlite", "sqlite-process", "memory"])
 async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
     b = Backend(request.param, tmp_path)
     yield b

@@ -76,6 +76,7 @@ from kubewire.status import (
 from kubewire.storage import deadlines
 from kubewire.storage.base import ValueTooLargeError
 from kubewire.storage.cache import WatchCaches
+from kubewire.storage.memory import MemoryStore
 from kubewire.storage.sqlite.store import SQLiteStore
 from kubewire.storage.versioned_store import VersionedStore
 
@@ -93,8 +94,7 @@ class APIServer:
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
         config.data_dir.mkdir(parents=True, exist_ok=True)
-        store = SQLiteStore(config.data_dir / DATABASE_NAME, durability=config.durability,
-                            retention=config.retention, writer_process=True)
+        store = _open_store(config)
         store.on_commit = self._observe_commit
         store.max_value_bytes = config.limits.max_object_bytes
         caches = WatchCaches(store, REGISTRY, ring_capacity=config.ring_capacity,
@@ -409,6 +409,15 @@ _SUBRESOURCE_HANDLERS: dict[str, SubresourceHandler] = {
     "scale": serve_scale, "binding": serve_binding, "eviction": serve_eviction,
     "token": serve_token_request,
     **dict.fromkeys(CONNECT_SUBRESOURCES, serve_connect)}
+
+
+def _open_store(config: ServerConfig) -> SQLiteStore | MemoryStore:
+    """The store ``config.storage`` names: the SQLite file in the data dir (its writer in a
+    process of its own), or memory (no file: everything is gone when the server stops)."""
+    if config.storage == "memory":
+        return MemoryStore(retention=config.retention)
+    return SQLiteStore(config.data_dir / DATABASE_NAME, durability=config.durability,
+                       retention=config.retention, writer_process=True)
 
 
 def _auditor(config: ServerConfig) -> Auditor | None:

@@ -38,6 +38,9 @@ class ServerConfig:
     min_request_timeout_s: float = MIN_REQUEST_TIMEOUT_S
     retention: Retention = field(default_factory=Retention)
     durability: Literal["full", "normal"] = "full"
+    # "sqlite": DATA_DIR/kubewire.db; "memory": no database file, nothing kept after a stop
+    # (the data dir still holds the kubeconfig and the PKI)
+    storage: Literal["sqlite", "memory"] = "sqlite"
     limits: Limits = field(default_factory=Limits)
     pod_grace_cap_s: float | None = None  # finish graceful pod deletions sooner (tests)
     # how long the namespace controller leaves a Terminating namespace before emptying it
