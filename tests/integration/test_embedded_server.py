@@ -186,3 +186,13 @@ def test_a_failed_start_leaves_no_thread_or_directory(tmp_path: Path) -> None:
     with pytest.raises(ValueError), kubewire.Server(crds=[{"kind": "CustomResourceDefinition"}]):
         pass
     assert not server_threads()
+
+
+@pytest.mark.parametrize("storage", ["memory", "sqlite"])
+def test_both_stores(storage: str, tmp_path: Path) -> None:
+    with kubewire.Server(storage=storage, data_dir=tmp_path) as server:  # type: ignore[arg-type]
+        server.apply_sync({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n"}})
+        assert server.wait_for_sync("namespaces", "n")
+    assert (tmp_path / "kubewire.db").exists() == (storage == "sqlite")
+    with pytest.raises(ValueError, match="storage"):
+        kubewire.Server(storage="etcd")  # type: ignore[arg-type]

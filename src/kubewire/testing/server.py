@@ -30,7 +30,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import yaml
 
@@ -53,7 +53,8 @@ START_TIMEOUT_S = 30.0
 class Server:
     """A kubewire server for the length of a ``with`` or ``async with`` block.
 
-    - ``storage``: ``"sqlite"`` (a database file in the data directory).
+    - ``storage``: ``"memory"`` (the default: no file, nothing kept after the block) or
+      ``"sqlite"`` (a database file in the data directory, and its writer process).
     - ``data_dir``: where the store, certificates and ``kubeconfig`` go; a temporary directory,
       removed at exit, when not given.
     - ``tls``: HTTPS with certificates made in the data directory, the kubeconfig holding the
@@ -72,12 +73,13 @@ class Server:
     """
 
     def __init__(  # noqa: PLR0913 (keyword-only options)
-                 self, *, storage: str = "sqlite", data_dir: str | Path | None = None,
+                 self, *, storage: Literal["memory", "sqlite"] = "memory",
+                 data_dir: str | Path | None = None,
                  tls: bool | None = None, users: Mapping[str, Sequence[str]] | None = None,
                  crds: Iterable[Manifest] = (), host: str = "127.0.0.1", port: int = 0,
                  **config: Any) -> None:
-        if storage != "sqlite":
-            raise ValueError(f"storage must be 'sqlite', not {storage!r}")
+        if storage not in ("memory", "sqlite"):
+            raise ValueError(f"storage must be 'memory' or 'sqlite', not {storage!r}")
         names = {f.name for f in dataclasses.fields(ServerConfig)}
         unknown = set(config) - names
         if unknown:
@@ -86,7 +88,8 @@ class Server:
         self._data_dir = Path(data_dir) if data_dir is not None else None
         if tls is None:  # kubectl sends no token over plain HTTP
             tls = bool(users)
-        self._options = dict(config, host=host, port=port, insecure_http=not tls)
+        self._options = dict(config, storage=storage, host=host, port=port,
+                             insecure_http=not tls)
         self._users = {name: tuple(groups) for name, groups in (users or {}).items()}
         self._tokens: dict[str, str] = {}
         self._crds = list(crds)
