@@ -121,6 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--pod-grace-cap", type=duration(zero=True), default=None,
                        help="finish graceful pod deletions after at most this long, a Go "
                             "duration or seconds (default: the pod's own grace period)")
+    serve.add_argument("--manual-clock", action="store_true",
+                       help="a clock that stands still until 'kubewire fault advance-clock' "
+                            "(or POST /kubewire/clock) moves it: graceful pod deletions and "
+                            "namespace deletion wait on it (default: real time)")
     serve.add_argument("--namespace-deletion-delay", type=duration(zero=True), default=None,
                        help="how long a deleted namespace stays Terminating before the namespace "
                             "controller empties it, a Go duration or seconds; 0: at once "
@@ -137,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_repair_command(sub)
     _add_stop_command(sub)
     _add_models_command(sub)
+    _add_fault_command(sub)
     return parser
 
 
@@ -253,6 +258,149 @@ def _add_models_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]
                         help="YAML with one or more CRDs ('-': standard input)")
     models.add_argument("-o", "--output", type=Path, default=None,
                         help="write the module to this file (default: standard output)")
+
+
+# --- kubewire fault ... (server/faults: the /kubewire/faults and /kubewire/clock endpoints) ---
+
+_WATCH_SCOPE = ("resource", "group", "namespace", "label_selector")
+_REQUEST_SCOPE = ("verb", "resource", "group", "namespace")
+
+
+def _scope_flags(parser: argparse.ArgumentParser, names: Sequence[str]) -> None:
+    helps = {"verb": "kube's verb: get, list, watch, create, update, patch, delete, "
+                     "deletecollection (default: any)",
+             "resource": "the resource's plural, e.g. pods (default: any)",
+             "group": "the API group, '' for the core group (default: any)",
+             "namespace": "only in this namespace (default: any)",
+             "label_selector": "only watches that asked with this label selector "
+                               "(default: any)"}
+    for name in names:
+        parser.add_argument("--" + name.replace("_", "-"), default=None, help=helps[name])
+
+
+def _rate_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--rate", type=float, default=None,
+                        help="the share of matching requests it acts on, 0..1 (default 1)")
+    parser.add_argument("--count", type=int, default=None,
+                        help="end the fault after this many injections (default: never)")
+
+
+def _add_fault_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    fault = sub.add_parser("fault", help="inject faults into a running server (and move its "
+                                         "manual clock)", formatter_class=HelpFormatter)
+    fault.add_argument("--data-dir", type=Path, default=Path("./data"),
+                       help="the server's data directory: its admin kubeconfig is used "
+                            "(default ./data)")
+    fault.add_argument("--kubeconfig", type=Path, default=None,
+                       help="an admin's kubeconfig (default: DIR/kubeconfig)")
+    faults = fault.add_subparsers(dest="fault_command", metavar="FAULT", required=True)
+    faults.add_parser("list", help="the active faults")
+    clear = faults.add_parser("clear", help="clear one fault, or all")
+    clear.add_argument("id", nargs="?", default=None, help="the fault's id (default: all)")
+    drop = faults.add_parser("drop-watches", help="end matching watch streams now")
+    _scope_flags(drop, _WATCH_SCOPE)
+    faults.add_parser("expire-history", help="resumes from older revisions get 410 Gone")
+    stall = faults.add_parser("stall", help="matching watch streams get nothing for a while")
+    _scope_flags(stall, _WATCH_SCOPE)
+    stall.add_argument("--seconds", type=float, default=None,
+                       help="end the stall after this long (default: when cleared)")
+    bookmarks = faults.add_parser("bookmarks", help="suppress or delay watch bookmarks")
+    bookmarks.add_argument("--mode", choices=("suppress", "delay"), default="suppress",
+                           help="leave periodic bookmarks out, or send them late (default "
+                                "suppress)")
+    bookmarks.add_argument("--seconds", type=float, default=None,
+                           help="with delay: how late (no default: required then)")
+    bookmarks.add_argument("--initial-events-end", action="store_true",
+                           help="with suppress: leave out watch-lists' initial-events-end "
+                                "bookmark too (default: keep it)")
+    _scope_flags(bookmarks, _WATCH_SCOPE)
+    error = faults.add_parser("error", help="answer matching requests with an error Status")
+    error.add_argument("--code", type=int, required=True,
+                       help="429, 500, 503 or 504 (no default: required)")
+    error.add_argument("--retry-after", type=int, default=None,
+                       help="with 429: the Retry-After seconds (default 1)")
+    _scope_flags(error, _REQUEST_SCOPE)
+    _rate_flags(error)
+    reset = faults.add_parser("reset", help="abort matching requests' connections")
+    _scope_flags(reset, _REQUEST_SCOPE)
+    _rate_flags(reset)
+    latency = faults.add_parser("latency", help="delay matching requests")
+    latency.add_argument("--seconds", type=float, required=True,
+                         help="how long each waits (no default: required)")
+    _scope_flags(latency, _REQUEST_SCOPE)
+    _rate_flags(latency)
+    faults.add_parser("fail-store", help="writes answer 500 and /readyz fails")
+    faults.add_parser("recover-store", help="clear store failures")
+    faults.add_parser("clock", help="the server's clock")
+    advance = faults.add_parser("advance-clock", help="move a manual clock forward")
+    advance.add_argument("seconds", type=float, help="how far to move it")
+
+
+_FAULT_TYPES = {"drop-watches": "dropWatches", "expire-history": "expireHistory",
+                "stall": "stall", "bookmarks": "bookmarks", "error": "error",
+                "reset": "reset", "latency": "latency", "fail-store": "storeFailure"}
+_SPEC_KEYS = {"label_selector": "labelSelector", "initial_events_end": "initialEventsEnd",
+              "retry_after": "retryAfterSeconds"}
+_SPEC_FIELDS = ("verb", "resource", "group", "namespace", "label_selector", "seconds", "mode",
+                "code", "rate", "count", "retry_after", "initial_events_end")
+
+
+def fault_spec(args: argparse.Namespace) -> dict[str, object]:
+    """The JSON spec a ``kubewire fault`` command posts (flags not given are left out)."""
+    spec: dict[str, object] = {"type": _FAULT_TYPES[args.fault_command]}
+    for name in _SPEC_FIELDS:
+        value = getattr(args, name, None)
+        if value is not None and value is not False:
+            spec[_SPEC_KEYS.get(name, name)] = value
+    return spec
+
+
+def run_fault(args: argparse.Namespace) -> int:
+    """``kubewire fault ...``: one call to the server's admin API; its JSON answer on stdout,
+    or one line on stderr."""
+    import asyncio
+
+    from kubewire.client.errors import ClientError
+    from kubewire.status import StatusError
+
+    kubeconfig = args.kubeconfig or args.data_dir / "kubeconfig"
+    try:
+        answer = asyncio.run(_fault_call(kubeconfig, args))
+    except (StatusError, ClientError, OSError) as exc:
+        print(f"kubewire: {exc}", file=sys.stderr)
+        return 1
+    print(answer.decode() if isinstance(answer, bytes) else answer)
+    return 0
+
+
+async def _fault_call(kubeconfig: Path, args: argparse.Namespace) -> bytes:
+    import json
+
+    from kubewire.client.client import create_client
+    from kubewire.client.transport import Request
+
+    command = args.fault_command
+    async with await create_client(kubeconfig) as client:
+        if command == "list":
+            return await client.request(Request("GET", "/kubewire/faults"))
+        if command == "clear":
+            path = "/kubewire/faults" + (f"/{args.id}" if args.id else "")
+            return await client.request(Request("DELETE", path))
+        if command == "clock":
+            return await client.request(Request("GET", "/kubewire/clock"))
+        if command == "advance-clock":
+            body = json.dumps({"advanceSeconds": args.seconds}).encode()
+            return await client.request(Request("POST", "/kubewire/clock", body=body))
+        if command == "recover-store":
+            listed = json.loads(await client.request(Request("GET", "/kubewire/faults")))
+            cleared = 0
+            for item in listed["items"]:
+                if item["type"] == "storeFailure":
+                    await client.request(Request("DELETE", f"/kubewire/faults/{item['id']}"))
+                    cleared += 1
+            return json.dumps({"cleared": cleared}).encode()
+        body = json.dumps(fault_spec(args)).encode()
+        return await client.request(Request("POST", "/kubewire/faults", body=body))
 
 
 def write_models(args: argparse.Namespace) -> int:
@@ -418,6 +566,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
                         retention=retention, limits=limits, durability=args.durability,
                         storage=args.storage,
                         pod_grace_cap_s=args.pod_grace_cap,
+                        manual_clock=args.manual_clock,
                         service_cluster_ip_range=args.service_cluster_ip_range,
                         insecure_http=args.insecure_http, tls_cert_file=args.tls_cert_file,
                         tls_key_file=args.tls_private_key_file, tls_sans=tuple(args.tls_san),
@@ -772,6 +921,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return stop(args)
         if args.command == "models":
             return write_models(args)
+        if args.command == "fault":
+            return run_fault(args)
         return issue_user(args)
     except ModuleNotFoundError as exc:  # a client-only install
         if (exc.name or "").split(".")[0] not in SERVER_EXTRA_MODULES:

@@ -196,3 +196,16 @@ def test_both_stores(storage: str, tmp_path: Path) -> None:
     assert (tmp_path / "kubewire.db").exists() == (storage == "sqlite")
     with pytest.raises(ValueError, match="storage"):
         kubewire.Server(storage="etcd")  # type: ignore[arg-type]
+
+
+def test_faults_run_on_the_server_loop_and_show_in_the_record() -> None:
+    with kubewire.Server() as server:
+        fault_id = server.faults.inject_error(503, count=1, verb="list", resource="configmaps")
+        url = server.url + "/api/v1/namespaces/default/configmaps"
+        assert httpx.get(url).status_code == 503
+        assert httpx.get(url).status_code == 200
+        first, second = server.requests(verb="list", resource="configmaps")
+        assert (first.code, first.fault) == (503, "error-503")
+        assert (second.code, second.fault) == (200, None)
+        assert isinstance(fault_id, str)
+        assert server.faults.list_faults() == []  # used up

@@ -56,6 +56,9 @@ class Recorder:
     def start_websocket(self, headers: list[tuple[str, str]]) -> Any:
         raise AssertionError("no streams in parser tests")
 
+    def abort(self) -> None:
+        raise AssertionError("no aborts in parser tests")
+
 
 def parser(limits: Limits | None = None, head_check: Any = None,
            clock: float = 7.5) -> tuple[RequestParser, Recorder]:

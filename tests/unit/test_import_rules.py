@@ -55,13 +55,18 @@ ROOMS: dict[str, frozenset[str]] = {
                                      "server.apiextensions",
                                      "storage"}),
     "server.daemon": frozenset(),  # the server as a process: its lock, --detach, stop
+    # faults on demand (requests, watch streams, the store) and the clock's admin endpoint
+    "server.faults": frozenset({"server.wire", "server.request", "server.observe",
+                                "server.context", "storage"}),
     # /kubewire/...: faults, the request record, reset, snapshots (for tests and operators)
     "server.admin": frozenset({"server.wire", "server.request", "server.access",
-                               "server.observe", "server.context", "storage"}),
+                               "server.observe", "server.context", "server.faults",
+                               "storage"}),
     # the testing toolkit stands on top: the public Server, the pytest plugin, traces
     "testing": frozenset({"server.app", "server.wire", "server.request", "server.access",
                           "server.observe", "server.context", "server.admin",
-                          "server.controllers", "server.daemon", "storage", "client"}),
+                          "server.faults", "server.controllers", "server.daemon", "storage",
+                          "client"}),
 }
 # Where decisions live: no module here may reach I/O. Packages or single modules.
 PURE = ("kubewire.selectors", "kubewire.schema", "kubewire.models", "kubewire.server.request",
@@ -72,7 +77,8 @@ PURE = ("kubewire.selectors", "kubewire.schema", "kubewire.models", "kubewire.se
         "kubewire.server.wire.http_messages", "kubewire.server.wire.http_parse",
         "kubewire.server.wire.encoding", "kubewire.server.wire.websocket",
         "kubewire.server.tables.output", "kubewire.server.controllers.namespace_conditions",
-        "kubewire.server.writes.admission", "kubewire.server.apiextensions")
+        "kubewire.server.writes.admission", "kubewire.server.apiextensions",
+        "kubewire.server.faults.rules")
 # (httptools is a parser, not I/O: the sans-I/O ``http_parse`` drives it.)
 IO_LIBRARIES = frozenset({"asyncio", "socket", "ssl", "sqlite3", "uvloop", "threading",
                           "subprocess", "multiprocessing", "selectors"})

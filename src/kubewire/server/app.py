@@ -39,6 +39,7 @@ from kubewire.server.conversion.objects import convert_or_fail
 from kubewire.server.discovery.documents import discovery_answer
 from kubewire.server.discovery.openapi import openapi_response
 from kubewire.server.discovery.openapi_v2 import openapi_v2_response
+from kubewire.server.faults.faults import Faults
 from kubewire.server.observe import httplog
 from kubewire.server.observe.health import ServerHealth
 from kubewire.server.observe.httplog import assign_audit_id
@@ -111,6 +112,8 @@ class APIServer:
         self.observer = Observer(self.ctx, config)
         store.on_request = self.observer.store_request
         self.requests = RequestRecord(config.request_record_capacity)  # one entry per request
+        self.faults = Faults(self.ctx, self.health, self.observer.metrics.registry)
+        self.ctx.faults = self.faults
         self.address: tuple[str, int] = (config.host, config.port)
         self.url = ""
         self.ready = False
@@ -177,7 +180,7 @@ class APIServer:
             info.audit.finish(request, response, info.error, info.code or 200)
         if self.auditor is not None:
             self.auditor.flush()  # the request's events are in the log before its answer
-        return _logged(request, verb, response, info.code or 200, started)
+        return _logged(request, verb, response, info.code or 200, started, fault=info.fault)
 
     def _check_head(self, request: Request) -> Response | None:
         """A request with a body, on its head: the 401 it would get after its body, now, so
@@ -280,6 +283,8 @@ class APIServer:
             return await self._public(request)
         if info.route is not None:
             info.verb = resource_verb(request, info.route)
+            if self.faults.request_faults and await self.faults.before_request(request, info):
+                return None  # its connection was reset
         with self.observer.admit(request, info):
             return await self._dispatch(request, route, info.user)
 
@@ -378,14 +383,14 @@ class APIServer:
         return await reads.serve_list(self.ctx, route, opts, table)
 
 
-def _logged(request: Request, verb: str, response: Response | None, code: int,
-            started: float) -> Response | None:
+def _logged(request: Request, verb: str, response: Response | None, code: int,  # noqa: PLR0913
+            started: float, *, fault: str = "") -> Response | None:
     """The answer with the request's ``Audit-Id``, and the request's httplog line (now, or
     when its stream ends)."""
     if response is not None:
         response.headers = [*request.answer_headers, *response.headers]
     if httplog.enabled():
-        httplog.log_request(request, verb, response, code, started)
+        httplog.log_request(request, verb, response, code, started, fault=fault)
     return response
 
 

@@ -7,8 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
+from kubewire.clock import Clock, ManualClock, RealClock
 from kubewire.resources import REGISTRY, Registry, Resource
 from kubewire.server.allocation.rules import DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR
 from kubewire.server.allocation.state import AllocationState
@@ -70,6 +71,9 @@ class ServerConfig:
     # The request record's ring (observe/request_record): the newest entries kept; 0 records
     # nothing.
     request_record_capacity: int = 10_000
+    # A clock that stands still until advanced (``ctx.clock.advance``, ``/kubewire/clock``):
+    # ``ctx.now()`` and the deletion timers run on it (kubewire/clock.py)
+    manual_clock: bool = False
 
 
 def utc_now() -> datetime:
@@ -84,9 +88,16 @@ class ServerContext:
     registry: Registry = REGISTRY
     rng: random.Random = field(default_factory=random.Random)
     now: Callable[[], datetime] = utc_now
+    clock: Clock = field(default_factory=RealClock)
+    # the running server's ``Faults`` (server/faults), set by ``APIServer``; None elsewhere
+    faults: Any = None
     _allocations: AllocationState = field(init=False)
 
     def __post_init__(self) -> None:
+        if self.config.manual_clock and not self.clock.manual:
+            self.clock = ManualClock()
+        if self.now is utc_now:  # one clock: ``now()`` reads the one timers run on
+            self.now = self.clock.now
         # Writes in any served version of a kind are stored in its stored version.
         self.store = VersionedStore(self.store, self.registry)
         # Built here so a bad range fails at start; bound to the store on first use.

@@ -34,6 +34,11 @@ Guarantees:
 - Bookmarks carry the store's global revision (progress of the whole store), about once per
   ``bookmark_interval_s`` per watcher that asked, only when it advanced; the ticker flushes
   first, so a bookmark never passes an event its watcher was not written yet.
+- Fault hooks (server/faults): ``WatchCaches.on_watch`` sees each new watcher before it
+  starts, ``bookmark_gate`` may hold a periodic bookmark back, ``expired_below`` answers 410 to
+  a resume from an older revision, and ``WatchCache.hold`` takes a live watcher off the live
+  index (a stalled stream). All are None or 0 unless a fault is active: the dispatch path does
+  not look at them.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ import bisect
 import contextlib
 import logging
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import msgspec
@@ -316,6 +321,14 @@ class WatchCache:
         else:
             self._live_all.discard(watcher)
 
+    def hold(self, watcher: Watcher) -> None:
+        """A live watcher leaves the live index, its cursor after what it was written (its
+        sink now says it is paused: a stalled stream); a pump resumes it."""
+        if watcher.state is State.LIVE:
+            self._detach_live(watcher)
+            watcher.fall_behind(self.ring.seq_after(max(watcher.progress_rev,
+                                                        self.ring.floor_rev)))
+
     def detach(self, watcher: Watcher) -> None:
         self._detach_live(watcher)
         self._future.discard(watcher)
@@ -431,8 +444,11 @@ class WatchCache:
         return targets
 
     def bookmark(self, now: float, revision: int, interval_s: float) -> None:
+        gate = self.caches.bookmark_gate
         for watcher in list(self.watchers):
             if watcher.bookmarks and watcher.state is State.LIVE and now >= watcher.next_bookmark:
+                if gate is not None and not gate(self, watcher, now):
+                    continue  # a fault holds it back (it stays due)
                 # kube: next at min(now + 60 s, deadline - 2 s) (cache_watcher.go nextBookmarkTime)
                 watcher.next_bookmark = min(now + interval_s, watcher.deadline - 2.0)
                 if watcher.next_bookmark <= now:
@@ -444,6 +460,8 @@ class WatchCache:
         """Register a watcher according to ``start``; errors become an in-stream ERROR event."""
         watcher = Watcher(self, sink, watch_filter, start.revision, start.bookmarks)
         self.watchers.add(watcher)
+        if self.caches.on_watch is not None:
+            self.caches.on_watch(self, watcher)
         now = time.monotonic()
         if start.timeout_s is not None:
             watcher.set_deadline(now, start.timeout_s)
@@ -455,6 +473,8 @@ class WatchCache:
         return watcher
 
     async def _begin(self, watcher: Watcher, start: WatchStart) -> None:
+        if start.revision < self.caches.expired_below and not start.initial_events:
+            raise too_old_resource_version(start.revision, self.caches.expired_below)
         if start.initial_events:
             if start.revision > self.caches.revision:
                 await self.caches.wait_for_revision(start.revision)
@@ -584,6 +604,10 @@ class WatchCaches:
         self._loading: dict[str, list[Change]] = {}
         self._flush_handle: asyncio.Handle | None = None
         self._next_flush_at = 0.0  # time.monotonic() before which no paced flush starts
+        # Fault hooks (server/faults; see the module docstring): unset unless a fault is on.
+        self.on_watch: Callable[[WatchCache, Watcher], None] | None = None
+        self.bookmark_gate: Callable[[WatchCache, Watcher, float], bool] | None = None
+        self.expired_below = 0  # a watch resuming from a revision below this gets 410
 
     async def start(self) -> None:
         """Load every kind's objects, subscribe to the store, start the bookmark ticker."""
@@ -654,6 +678,10 @@ class WatchCaches:
                        if view.cache is not cache}
         for watcher in list(cache.watchers):
             watcher.close()
+
+    def kinds(self) -> list[WatchCache]:
+        """Every stored kind's cache."""
+        return list(self._caches.values())
 
     def for_resource(self, resource: Resource) -> WatchCache | VersionView:
         """The kind's cache; for another version of a stored kind, a view converting to it."""

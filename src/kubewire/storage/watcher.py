@@ -155,7 +155,7 @@ class Watcher:
 
     __slots__ = ("_initial_end_rev", "_resumed", "_timer", "_walk_after", "_walk_prefix",
                  "bookmarks", "cache", "cursor", "deadline", "filter", "key", "next_bookmark",
-                 "progress_rev", "sink", "start_rev", "state")
+                 "progress_rev", "sink", "skip_initial_end", "start_rev", "state")
 
     def __init__(self, cache: WatchSource, sink: Sink, watch_filter: WatchFilter,
                  start_rev: int, bookmarks: bool) -> None:
@@ -173,6 +173,7 @@ class Watcher:
         self._walk_prefix = ""  # the snapshot walk's key prefix ...
         self._walk_after = ""  # ... and the last key it visited ("" before the first)
         self._initial_end_rev: int | None = None
+        self.skip_initial_end = False  # a fault suppresses the initial-events-end bookmark
         self._timer: Deadline | None = None
         self._resumed: asyncio.Event | None = None
         sink.on_resume = self._on_resume
@@ -223,7 +224,7 @@ class Watcher:
         else:
             self.cache.end_walk(self)
             self._hold_unsent(False)
-            if self._initial_end_rev is not None:
+            if self._initial_end_rev is not None and not self.skip_initial_end:
                 line = bookmark_line(self.filter.version or self.cache.resource,
                                      self._initial_end_rev, initial_events_end=True)
                 self.sink.write_framed(self.sink.frame([line]))

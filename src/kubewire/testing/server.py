@@ -30,7 +30,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 import yaml
 
@@ -39,6 +39,7 @@ from kubewire.json_types import JSON
 from kubewire.server.access.kubeconfig import Credentials, kubeconfig_text
 from kubewire.server.app import APIServer
 from kubewire.server.context import ServerConfig
+from kubewire.server.faults.faults import Faults
 from kubewire.server.observe.request_record import RequestEntry
 from kubewire.testing.waiting import Condition, Wanted, wait_for_object
 
@@ -285,6 +286,31 @@ class Server:
     def clear_requests(self) -> None:
         self._running()[0].requests.clear()
 
+    # -- faults -------------------------------------------------------------------------------
+    @property
+    def faults(self) -> Faults:
+        """The server's faults on demand (``server/faults``: ``drop_watches``,
+        ``expire_history``, ``stall_streams``, ``inject_error``, ``fail_store``, ...). Each
+        call runs on the server's loop, so a ``with`` server's faults are safe to call from
+        the test's thread."""
+        server, _ = self._running()
+        return cast(Faults, _OnServerLoop(server.faults, self._call_now))
+
+    def _call_now(self, fn: Callable[[], T]) -> T:
+        """``fn()`` on the server's loop: at once when already there, else by its thread."""
+        _, loop = self._running()
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            return fn()
+
+        async def call() -> T:
+            return fn()
+
+        return asyncio.run_coroutine_threadsafe(call(), loop).result()
+
     # -- objects ------------------------------------------------------------------------------
     async def wait_for(  # noqa: PLR0913
                        self, resource: str, name: str, *, namespace: str = "",
@@ -363,6 +389,24 @@ class Server:
                     CRD_RESOURCE, doc["metadata"]["name"], condition=("Established", "True"),
                     timeout=START_TIMEOUT_S))
         return applied
+
+
+class _OnServerLoop:
+    """Forwards method calls on ``target`` to the server's loop (``call``)."""
+
+    def __init__(self, target: object, call: Callable[[Callable[[], Any]], Any]) -> None:
+        self._target = target
+        self._call = call
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._target, name)
+        if not callable(value):
+            return value
+
+        def forwarded(*args: Any, **kwargs: Any) -> Any:
+            return self._call(lambda: value(*args, **kwargs))
+
+        return forwarded
 
 
 async def _apply_one(client: Client, doc: dict[str, Any]) -> JSON:

@@ -14,6 +14,7 @@ import msgspec
 
 from kubewire.server.access.authn import UserInfo
 from kubewire.server.context import ServerContext
+from kubewire.server.faults.endpoint import serve_clock, serve_faults
 from kubewire.server.observe import request_record
 from kubewire.server.observe.request_record import RequestRecord
 from kubewire.server.wire.http_messages import Request, Response
@@ -37,7 +38,6 @@ class AdminTarget(Protocol):
 Handler = Callable[[AdminTarget, Request], Awaitable[Response]]
 
 
-
 async def _requests(target: AdminTarget, request: Request) -> Response:
     return request_record.answer(target.requests, request.method, request.query)
 
@@ -45,6 +45,8 @@ async def _requests(target: AdminTarget, request: Request) -> Response:
 # ``/kubewire/<name>`` -> its handler; each room that owns an endpoint adds its line here.
 HANDLERS: dict[str, Handler] = {
     "requests": _requests,  # observe/request_record: GET (filters in the query), DELETE
+    "faults": serve_faults,  # server/faults
+    "clock": serve_clock,  # server/faults: the manual clock
 }
 
 

@@ -14,6 +14,8 @@
   delete would (§1.11).
 
 Both resume after a restart from what the store holds (marked objects are found on start).
+Their waits (the namespace deletion delay, a pod's grace period) run on ``ctx.clock``: with a
+manual clock, ``advance`` ends them.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 
 import msgspec
 
+from kubewire.clock import Timer
 from kubewire.resources import Resource
 from kubewire.server.context import ServerContext
 from kubewire.server.controllers.namespace_conditions import ContentTotals, updated_conditions
@@ -51,7 +54,7 @@ class Controllers:
     def __init__(self, ctx: ServerContext) -> None:
         self.ctx = ctx
         self._tasks: set[asyncio.Task[None]] = set()
-        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._timers: dict[str, Timer] = {}  # on ``ctx.clock``: a manual clock fires them
         self._namespaces: dict[str, asyncio.Event] = {}
         found = (ctx.registry.lookup("", "v1", plural) for plural in ("namespaces", "pods"))
         self._watched = tuple(resource for resource in found if resource is not None)
@@ -114,7 +117,7 @@ class Controllers:
         try:
             delay = self.ctx.config.namespace_deletion_delay_s
             if delay > 0:
-                await asyncio.sleep(delay)
+                await self.ctx.clock.sleep(delay)
             while True:
                 totals = await self._delete_contents(name)
                 if not await self._record_conditions(name, totals):
@@ -217,9 +220,8 @@ class Controllers:
         old = self._timers.pop(key, None)
         if old is not None:
             old.cancel()
-        loop = asyncio.get_running_loop()
         uid = meta.get("uid")
-        self._timers[key] = loop.call_later(
+        self._timers[key] = self.ctx.clock.call_later(
             max(delay, 0.0), lambda: self._spawn(self._finish_pod(resource, key, uid)))
 
     async def _finish_pod(self, resource: Resource, key: str, uid: str | None) -> None:

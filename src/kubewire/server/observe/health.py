@@ -181,6 +181,7 @@ class ServerHealth:
         self.namespaces_made = False
         self.crds_served = False
         self.stopping = False
+        self.store_fault: str | None = None  # set while a store failure is injected (faults)
         self.checks: dict[str, Check] = {
             PING: _passes, LOG: _passes, ETCD: self._store, ETCD_READINESS: self._store,
             INFORMER_SYNC: self._informers, CRDS_HOOK: self._crds,
@@ -191,6 +192,8 @@ class ServerHealth:
         return await answer(path, query, self.checks)
 
     async def _store(self) -> Outcome:
+        if self.store_fault is not None:
+            return self.store_fault
         if await self.store.ping(self.timeout_s):
             return None
         return f"the store's writer did not answer within {self.timeout_s:g}s"

@@ -9,6 +9,8 @@
   the server began to serve it; ``audit-ID`` the request's audit ID (truncated to 64 characters, as
   ``GetAuditIDTruncated``); ``srcIP`` the peer's ``host:port``; ``resp`` the status, or
   ``hijacked=true`` for a connection upgraded to a WebSocket.
+- A request a fault was injected into (server/faults) ends with kubewire's own
+  ``fault="error-503"`` (the faults' names, comma-separated); kube has no such key.
 - A watch is logged when it ends (kube logs when its handler returns), its latency the watch's
   whole life.
 - kube writes this at klog verbosity 3; kubewire at INFO on the ``kubewire.httplog`` logger, so
@@ -83,10 +85,13 @@ class Entry(NamedTuple):
     audit_id: str
     src: str
     status: int | None
+    fault: str = ""
 
     def line(self) -> str:
         """klog's ``"HTTP" key="value" ...`` text, each value quoted as Go's ``%q``."""
         ended = "hijacked=true" if self.status is None else f"resp={self.status}"
+        if self.fault:
+            ended += f" fault={go_quote(self.fault)}"
         verb, uri, user_agent, src = self.verb, self.uri, self.user_agent, self.src
         audit_id = self.audit_id[:MAX_AUDIT_ID_LOGGED]
         latency = go_duration(self.seconds)  # printable, no quote or backslash: quoted as is
@@ -104,8 +109,8 @@ def enabled() -> bool:
     return log.isEnabledFor(logging.INFO)
 
 
-def log_request(request: Request, verb: str, response: Response | None, code: int,
-                started: float) -> None:
+def log_request(request: Request, verb: str, response: Response | None,  # noqa: PLR0913
+                code: int, started: float, *, fault: str = "") -> None:
     """Log ``request`` now, or when its stream ends (``started``: ``time.perf_counter()`` when
     it began). Call only when ``enabled()``."""
     stream = request.stream
@@ -116,14 +121,14 @@ def log_request(request: Request, verb: str, response: Response | None, code: in
         def closed() -> None:
             if previous is not None:
                 previous()
-            _write(request, verb, None if hijacked else code, started)
+            _write(request, verb, None if hijacked else code, started, fault)
 
         stream.on_close = closed
         return
     if response is None and isinstance(stream, WebSocketStream):
-        _write(request, verb, None, started)
+        _write(request, verb, None, started, fault)
         return
-    _write(request, verb, response.status if response is not None else code, started)
+    _write(request, verb, response.status if response is not None else code, started, fault)
 
 
 AUDIT_ID_HEADER = "Audit-Id"  # Go's canonical form of kube's "Audit-ID"
@@ -144,10 +149,12 @@ def audit_id(request: Request) -> str:
 _SOURCE_FILE = __file__
 
 
-def _write(request: Request, verb: str, status: int | None, started: float) -> None:
+def _write(request: Request, verb: str, status: int | None, started: float,
+           fault: str = "") -> None:
     text = Entry(verb, request_uri(request.path, request.raw_query),
                  time.perf_counter() - started, request.header("user-agent"),
-                 audit_id(request), source_address(request.extra("peername")), status).line()
+                 audit_id(request), source_address(request.extra("peername")), status,
+                 fault).line()
     # ``log.info(text)`` less its ``findCaller`` (a walk up the stack for each line, a fifth of
     # the line's cost): the record goes to the same handlers, filters and format
     log.handle(log.makeRecord(log.name, logging.INFO, _SOURCE_FILE, 0, text, (), None,

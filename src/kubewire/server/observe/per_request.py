@@ -56,6 +56,7 @@ class RequestInfo:
     code: int = 0
     error: StatusError | None = None  # the Status answered, if the request failed with one
     audit: AuditRecord | None = None  # set only when the request is audited
+    fault: str = ""  # the faults injected into it (server/faults), comma-separated
 
 
 class TooManyInFlight(Exception):

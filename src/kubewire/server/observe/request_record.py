@@ -4,9 +4,10 @@ Tests assert on it ("patched once, never deleted") instead of sleeping and re-re
 each entry holds when, who, kube's verb (``get``, ``list``, ``watch``, ``create``, ``update``,
 ``patch``, ``delete``, ``deletecollection``; the lower-case HTTP method for a non-resource
 path), the API group, version, resource, subresource, namespace and name, the SHA-256 of the
-request body (hex; "" without a body), the response code, and the fault injected into the
-request, if any (None). The ring keeps the newest ``capacity`` entries (10,000 by default), so
-a long-running server holds a bounded amount. Pure data: ``RequestRecord.add`` is called by the
+request body (hex; "" without a body), the response code, and the faults injected into the
+request (``server/faults``' labels, comma-separated; None without). The ring keeps the
+newest ``capacity`` entries (10,000 by default), so a long-running server holds a bounded
+amount. Pure data: ``RequestRecord.add`` is called by the
 server once a request is answered; ``select`` filters; ``answer`` serves the admin endpoint
 ``/kubewire/requests`` (GET with the same filters as query parameters; DELETE clears).
 """
@@ -48,7 +49,7 @@ class RequestEntry:
     path: str
     body_sha256: str  # "" when the request had no body
     code: int
-    fault: str | None = None
+    fault: str | None = None  # the faults injected into it (server/faults), comma-separated
 
 
 def body_digest(body: bytes) -> str:
@@ -125,9 +126,9 @@ def entry_of(request: Request, info: RequestInfo, code: int) -> RequestEntry:
     route = info.route
     if route is None:
         return RequestEntry(time.time(), user, request.method.lower(), "", "", "", "", "", "",
-                            request.path, body_digest(request.body), code)
+                            request.path, body_digest(request.body), code, info.fault or None)
     resource = route.resource
     verb = info.verb or resource_verb(request, route)  # refused before its verb was noted
     return RequestEntry(time.time(), user, verb, resource.group, resource.version,
                         resource.plural, route.subresource, route.namespace, route.name,
-                        request.path, body_digest(request.body), code)
+                        request.path, body_digest(request.body), code, info.fault or None)

@@ -118,6 +118,8 @@ class RequestChannel(Protocol):
 
     def start_websocket(self, headers: list[tuple[str, str]]) -> WebSocketStream: ...
 
+    def abort(self) -> None: ...
+
 
 class Request:
     """One parsed request. ``query`` keeps blank values and repeated keys, as Go does.
@@ -174,6 +176,10 @@ class Request:
     def extra(self, name: str) -> Any:
         """Transport facts: ``peername``, ``peercert``, ``ssl_object``..."""
         return self._channel.transport_extra(name)
+
+    def abort_connection(self) -> None:
+        """Drop the connection at once, unanswered (a TCP reset; faults on demand)."""
+        self._channel.abort()
 
     def start_stream(self, status: int = 200,
                      headers: list[tuple[str, str]] | None = None) -> ChunkedStream:
