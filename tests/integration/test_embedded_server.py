@@ -209,3 +209,19 @@ def test_faults_run_on_the_server_loop_and_show_in_the_record() -> None:
         assert (second.code, second.fault) == (200, None)
         assert isinstance(fault_id, str)
         assert server.faults.list_faults() == []  # used up
+
+
+async def test_reset_returns_to_the_state_after_start() -> None:
+    async with kubewire.Server() as server:
+        await server.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n"}})
+        before = await server.wait_for("namespaces", "n")
+        assert before is not None
+        server.faults.inject_error(500, resource="configmaps")
+        await server.reset()
+        assert server.requests() == []
+        assert server.faults.list_faults() == []
+        await server.wait_for("namespaces", "n", deleted=True, timeout=5)
+        after = (await server.apply({"apiVersion": "v1", "kind": "Namespace",
+                                     "metadata": {"name": "n"}}))[0]
+        revision = after["metadata"]["resourceVersion"]  # type: ignore[index,call-overload]
+        assert int(revision) > int(before["metadata"]["resourceVersion"])

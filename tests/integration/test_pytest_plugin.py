@@ -166,6 +166,31 @@ def test_the_scope_is_configurable(pytester: pytest.Pytester,
     assert len({url for _, url in urls(out)}) == 1
 
 
+RESET_TESTS = '''
+import httpx
+
+def test_first(kubewire_server):
+    kubewire_server.apply_sync({"apiVersion": "v1", "kind": "ConfigMap",
+                                "metadata": {"name": "left", "namespace": "default"}})
+    kubewire_server.faults.inject_error(503, resource="namespaces")
+
+def test_second(kubewire_server):
+    url = kubewire_server.url + "/api/v1/namespaces/default/configmaps/left"
+    assert httpx.get(url).status_code == EXPECTED
+    assert httpx.get(kubewire_server.url + "/api/v1/namespaces").status_code == (
+        200 if EXPECTED == 404 else 503)
+    assert [e.name for e in kubewire_server.requests(resource="configmaps")] == ["left"]
+'''
+
+
+@pytest.mark.parametrize(("reset", "expected"), [("true", 404), ("false", 200)])
+def test_each_test_starts_from_a_reset_server(pytester: pytest.Pytester, reset: str,
+                                              expected: int) -> None:
+    pytester.makeini(f"[pytest]\nkubewire_reset = {reset}\n")
+    pytester.makepyfile(test_reset=RESET_TESTS.replace("EXPECTED", str(expected)))
+    run(pytester).assert_outcomes(passed=2)
+
+
 def test_the_plugin_is_the_pytest11_entry_point() -> None:
     project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
     entry = project["project"]["entry-points"]["pytest11"]["kubewire"]

@@ -32,6 +32,7 @@ from kubewire.server.access.chain import (
 )
 from kubewire.server.access.kubeconfig import Credentials, kubeconfig_text, server_url
 from kubewire.server.admin import endpoints as admin
+from kubewire.server.admin.reset import Baseline, ResetReport, reset_to_baseline
 from kubewire.server.context import DATABASE_NAME, ServerConfig, ServerContext
 from kubewire.server.controllers.crds import served_at_start
 from kubewire.server.controllers.manager import ControllerManager
@@ -117,6 +118,7 @@ class APIServer:
         self.address: tuple[str, int] = (config.host, config.port)
         self.url = ""
         self.ready = False
+        self._baseline: Baseline | None = None
 
     def _observe_commit(self, seconds: float) -> None:
         """Each commit's duration (on the loop, as the writer process reports it): one histogram
@@ -138,9 +140,19 @@ class APIServer:
         self._write_admin_kubeconfig()
         self.controllers.serving(*self.address)
         await self.controllers.settled()
+        self._baseline = await Baseline.capture(self.ctx.store)  # what ``reset`` goes back to
         self.health.crds_served = True
         self.ready = True
         return self.address
+
+    async def reset(self) -> ResetReport:
+        """Back to the state right after ``start()``, resourceVersions still growing: what was
+        created since is deleted, what was changed or deleted is put back
+        (``server/admin/reset``)."""
+        if self._baseline is None:
+            raise RuntimeError("reset() before start()")
+        return await reset_to_baseline(self.ctx.store, self.ctx.caches, self._baseline,
+                                       self.controllers)
 
     def _write_admin_kubeconfig(self) -> None:
         path = self.config.data_dir / "kubeconfig"

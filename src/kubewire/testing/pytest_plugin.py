@@ -5,8 +5,10 @@ Fixtures:
 
 - ``kubewire_server``: a ``kubewire.Server`` on a thread of its own, one per session (and so one
   per pytest-xdist worker); ``--kubewire-scope`` or the ini option ``kubewire_scope`` choose
-  another scope. Before each test that uses it, its request record is cleared and, where the
-  server can (``APIServer.reset``) and ``kubewire_reset`` is true, its state emptied.
+  another scope. Before each test that uses it, the server is reset (``Server.reset``: the
+  objects, faults and request record of earlier tests are gone, resourceVersions keep
+  growing), or, with the ini option ``kubewire_reset = false`` (state shared by the tests of a
+  module, say), only its request record is cleared.
 - ``kubewire_kubeconfig``: the path of a kubeconfig for the server (the same path for the whole
   session), with ``KUBECONFIG`` set to it for the test, so the ``kubernetes`` package,
   kubernetes_asyncio, lightkube, kr8s and kopf's ``KopfRunner`` find the server unchanged.
@@ -79,10 +81,10 @@ def _kubewire_per_test(request: pytest.FixtureRequest) -> None:
     if marker is None and "kubewire_server" not in request.fixturenames:
         return
     server: Server = request.getfixturevalue("kubewire_server")
-    server.clear_requests()
-    reset = getattr(server.server, "reset", None)
-    if reset is not None and request.config.getini("kubewire_reset"):
-        server.call_sync(reset)
+    if request.config.getini("kubewire_reset"):
+        server.reset_sync()  # no objects, faults or records of earlier tests
+    else:
+        server.clear_requests()
     if marker is not None:
         base = Path(str(request.node.path)).parent
         for crd in marker.kwargs.get("crds", ()):

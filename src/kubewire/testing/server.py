@@ -22,12 +22,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
-import inspect
 import secrets
 import shutil
 import tempfile
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypeVar, cast
@@ -286,6 +285,18 @@ class Server:
     def clear_requests(self) -> None:
         self._running()[0].requests.clear()
 
+    # -- between tests ------------------------------------------------------------------------
+    async def reset(self) -> None:
+        """Back to the state right after start (resourceVersions keep growing: clients'
+        caches see the deletions), with no faults and an empty request record."""
+        server, _ = self._running()
+        await self._on_server_loop(lambda: _reset(server))
+
+    def reset_sync(self) -> None:
+        """``reset`` from synchronous code (a ``with`` server)."""
+        server, _ = self._running()
+        self._sync(lambda: _reset(server))
+
     # -- faults -------------------------------------------------------------------------------
     @property
     def faults(self) -> Faults:
@@ -363,17 +374,6 @@ class Server:
                   namespace=namespace)
         await api.delete(name)
 
-    def call_sync(self, fn: Callable[[], T | Awaitable[T]]) -> T:
-        """Run ``fn`` on the server's loop (white-box access to ``server``, the APIServer);
-        awaited when it returns an awaitable."""
-        async def run() -> T:
-            result = fn()
-            if inspect.isawaitable(result):
-                return await result
-            return result
-
-        return self._sync(run)
-
     async def install_crd(self, crd: Manifest) -> None:
         """Apply CustomResourceDefinitions and return once each is established (served)."""
         await self.apply(crd)
@@ -389,6 +389,12 @@ class Server:
                     CRD_RESOURCE, doc["metadata"]["name"], condition=("Established", "True"),
                     timeout=START_TIMEOUT_S))
         return applied
+
+
+async def _reset(server: APIServer) -> None:
+    server.faults.clear()
+    await server.reset()
+    server.requests.clear()
 
 
 class _OnServerLoop:

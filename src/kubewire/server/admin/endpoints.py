@@ -13,6 +13,7 @@ from typing import Any, Protocol
 import msgspec
 
 from kubewire.server.access.authn import UserInfo
+from kubewire.server.admin import reset
 from kubewire.server.context import ServerContext
 from kubewire.server.faults.endpoint import serve_clock, serve_faults
 from kubewire.server.observe import request_record
@@ -47,6 +48,7 @@ HANDLERS: dict[str, Handler] = {
     "requests": _requests,  # observe/request_record: GET (filters in the query), DELETE
     "faults": serve_faults,  # server/faults
     "clock": serve_clock,  # server/faults: the manual clock
+    "reset": reset.serve,  # POST: back to the state right after start
 }
 
 

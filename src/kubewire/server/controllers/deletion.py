@@ -61,16 +61,27 @@ class Controllers:
 
     def start(self) -> None:
         self.ctx.store.subscribe(self._on_changes)
-        for resource in self.ctx.registry.stored():
+        self.find_marked()
+
+    def find_marked(self) -> None:
+        """Take on every marked namespace and pod the caches hold (on start, and after a
+        reset)."""
+        for resource in self._watched:  # the kinds ``on_marked`` finishes
             cache = self.ctx.caches.for_resource(resource)
             for obj in cache.scan(resource.storage_prefix()):
+                if b'"deletionTimestamp"' not in obj.value:
+                    continue  # not marked: no need to decode it
                 decoded = _decode(obj.value)
                 if (decoded.get("metadata") or {}).get("deletionTimestamp"):
                     self.on_marked(resource, decoded)
 
     async def stop(self) -> None:
+        """Cancel every pending namespace emptying and graceful pod timer (also what a reset
+        does before it changes the store: their objects go, or come back unmarked, and a later
+        object of the same name must not be emptied or removed by them)."""
         for timer in self._timers.values():
             timer.cancel()
+        self._timers.clear()
         for task in list(self._tasks):
             task.cancel()
         for task in list(self._tasks):

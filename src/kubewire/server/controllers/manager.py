@@ -65,6 +65,15 @@ class ControllerManager:
         while not self.idle and loop.time() < deadline:
             await asyncio.sleep(SETTLE_POLL_S)
 
+    async def drop_pending(self) -> None:
+        """Before a reset: forget the namespace and pod deletions in progress (their timers
+        must not fire on a later object of the same name)."""
+        await self.deletion.stop()
+
+    def resume_pending(self) -> None:
+        """After a reset: take on the marked namespaces and pods the store holds again."""
+        self.deletion.find_marked()
+
     async def stop(self) -> None:
         if self._serving:
             await self.kubernetes_service.stop()

@@ -52,6 +52,9 @@ class PreinstalledCRDs:
         self.kind = crd_kind
         self.created: list[str] = []  # the names this start created
         self.done = False
+        # name -> the revision at which that CRD was last seen established and served: the
+        # check (polled while settling) decodes a CRD, hundreds of KB, only when it changed
+        self._served_at: dict[str, int] = {}
 
     async def install(self) -> None:
         """Create each pre-installed CRD the store does not hold (a failure is logged: the
@@ -90,10 +93,13 @@ class PreinstalledCRDs:
             found = cache.get(self.kind.storage_key("", name))
             if found is None:
                 continue
+            if name in serving and self._served_at.get(name) == found.revision:
+                continue
             crd = _decode(found.value)
             names = find_condition(crd, "NamesAccepted") or {}
             if names.get("status") == "False":
                 continue
             if name not in serving or not is_condition_true(crd, "Established"):
                 return False
+            self._served_at[name] = found.revision
         return True

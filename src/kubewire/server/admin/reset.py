@@ -1,0 +1,214 @@
+"""Reset: the server back to the state it had right after start, for the next test.
+
+``Baseline.capture`` records every stored key with the revision it was last written at, once
+the server is ready. ``reset_to_baseline`` then compares the store with it, key by key: a key
+the baseline lacks is deleted (watchers see DELETED; finalizers and grace periods are not
+waited for: this is a reset, not a delete request), and a baseline key that is gone or was
+written since is put back with its baseline content. Every write takes a new revision, so
+resourceVersions keep growing and are never reused. The baseline learns the revisions of what
+it put back, so the next reset skips what no test touched since.
+
+Order: the deleted keys' namespaces go first (so the namespace controller does not make a
+``default`` ServiceAccount again in a namespace about to go), CustomResourceDefinitions last
+(their custom resources' watchers get DELETED for each before the kind stops being served);
+restored namespaces and CRDs come before the rest.
+
+The controllers take part: pending namespace and pod deletions are dropped before the store
+changes and taken on again from what it holds after, and the reset waits for the controllers to
+be idle (a deleted CRD's kinds unserved, a restored one served again), then compares again; what
+a controller wrote meanwhile is undone in another round. Requests running during a reset may
+leave their writes behind: reset between tests, not during one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import msgspec
+
+from kubewire.server.wire.http_messages import Request, Response
+from kubewire.status import MethodNotAllowed, NotFound, internal_error
+from kubewire.storage.base import (
+    Create,
+    Delete,
+    KeyExistsError,
+    KeyNotFoundError,
+    Record,
+    Store,
+    Update,
+)
+from kubewire.storage.cache import WatchCaches
+
+_decode = msgspec.json.Decoder(dict[str, Any]).decode
+
+NAMESPACE_PREFIX = "core/namespaces/"
+CRD_PREFIX = "apiextensions.k8s.io/customresourcedefinitions/"
+# Compare-and-repair rounds before a reset gives up (controllers writing back what it removed).
+MAX_ROUNDS = 5
+SETTLE_TIMEOUT_S = 10.0
+# Controllers usually finish within a few loop turns: spin this many before sleeping.
+SETTLE_SPINS = 200
+SETTLE_POLL_S = 0.001
+
+
+class ControllerWork(Protocol):
+    """What a reset needs of the in-server controllers (``ControllerManager``)."""
+
+    @property
+    def idle(self) -> bool: ...
+
+    async def drop_pending(self) -> None: ...
+
+    def resume_pending(self) -> None: ...
+
+
+@runtime_checkable
+class Resettable(Protocol):
+    """A server the admin endpoint can reset (``APIServer``)."""
+
+    async def reset(self) -> ResetReport: ...
+
+
+@dataclass(slots=True)
+class ResetReport:
+    """What one reset did: keys deleted and put back, the store's revision after, rounds."""
+
+    deleted: int = 0
+    restored: int = 0
+    revision: int = 0
+    rounds: int = 0
+
+    def as_json(self) -> dict[str, int]:
+        return {"deleted": self.deleted, "restored": self.restored,
+                "revision": self.revision, "rounds": self.rounds}
+
+
+@dataclass(slots=True)
+class Baseline:
+    """The store's state right after start: key -> its record then (or since put back)."""
+
+    records: dict[str, Record]
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @classmethod
+    async def capture(cls, store: Store) -> Baseline:
+        records, _ = await store.list("")
+        return cls({record.key: record for record in records})
+
+    def differences(self, current: builtins.list[Record],
+                    ) -> tuple[builtins.list[str], builtins.list[str]]:
+        """(keys to delete, keys to put back), each in the order to write them."""
+        records = self.records
+        seen: set[str] = set()
+        extra: builtins.list[str] = []
+        changed: builtins.list[str] = []
+        for record in current:
+            key = record.key
+            wanted = records.get(key)
+            if wanted is None:
+                extra.append(key)
+                continue
+            seen.add(key)
+            if wanted.revision != record.revision:
+                changed.append(key)
+        changed += [key for key in records if key not in seen]
+        return (sorted(extra, key=_delete_rank),
+                sorted(changed, key=_restore_rank))
+
+
+def _delete_rank(key: str) -> tuple[int, str]:
+    if key.startswith(NAMESPACE_PREFIX):
+        return (0, key)
+    return (2 if key.startswith(CRD_PREFIX) else 1, key)
+
+
+def _restore_rank(key: str) -> tuple[int, str]:
+    if key.startswith(NAMESPACE_PREFIX):
+        return (0, key)
+    return (1 if key.startswith(CRD_PREFIX) else 2, key)
+
+
+async def reset_to_baseline(store: Store, caches: WatchCaches, baseline: Baseline,
+                            controllers: ControllerWork) -> ResetReport:
+    """Bring ``store`` back to ``baseline`` (see the module docstring); ``caches`` are the
+    watch caches the store feeds."""
+    async with baseline.lock:
+        report = ResetReport()
+        await controllers.drop_pending()
+        try:
+            while True:
+                current, _ = await store.list("")
+                extra, changed = baseline.differences(current)
+                if not extra and not changed:
+                    break
+                if report.rounds == MAX_ROUNDS:
+                    raise internal_error(
+                        f"reset did not settle after {MAX_ROUNDS} rounds: {len(extra)} objects "
+                        f"to delete and {len(changed)} to put back remain (a controller keeps "
+                        "writing them)")
+                report.rounds += 1
+                by_key = {record.key: record for record in current}
+                flushed = False
+                for key in extra:
+                    if not flushed and key.startswith(CRD_PREFIX):
+                        caches.flush()  # the custom resources' DELETED reach their watchers
+                        flushed = True  # before their kinds stop being served
+                    report.deleted += await _delete(store, key)
+                for key in changed:
+                    await _restore(store, baseline, key, by_key.get(key))
+                    report.restored += 1
+                await _settle(controllers)
+        finally:
+            controllers.resume_pending()
+        report.revision = store.current_revision
+        return report
+
+
+async def _delete(store: Store, key: str) -> int:
+    try:
+        await store.write(Delete(key))
+    except KeyNotFoundError:
+        return 0  # gone meanwhile (a controller finished it)
+    return 1
+
+
+async def _restore(store: Store, baseline: Baseline, key: str, current: Record | None) -> None:
+    """Write the baseline content of ``key`` again and remember the revision it got."""
+    obj = _decode(baseline.records[key].value)
+    if current is None:
+        try:
+            change = await store.write(Create(key, obj))
+        except KeyExistsError:  # made again meanwhile (a controller): replace it
+            change = await store.write(Update(key, obj))
+    else:
+        try:
+            change = await store.write(Update(key, obj))
+        except KeyNotFoundError:
+            change = await store.write(Create(key, obj))
+    baseline.records[key] = Record(key, change.revision, change.value)
+
+
+async def _settle(controllers: ControllerWork) -> None:
+    """Wait until the controllers are idle: a few loop turns usually, then short sleeps."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + SETTLE_TIMEOUT_S
+    spins = 0
+    while not controllers.idle and loop.time() < deadline:
+        await asyncio.sleep(0 if spins < SETTLE_SPINS else SETTLE_POLL_S)
+        spins += 1
+
+
+async def serve(target: object, request: Request) -> Response:
+    """``POST /kubewire/reset``: reset the server; answers the ``ResetReport`` as JSON.
+
+    ``target`` is the endpoints' ``AdminTarget`` (not named here: ``endpoints`` imports this
+    module); it is reset when it is ``Resettable``."""
+    if request.method != "POST":
+        raise MethodNotAllowed(f"{request.method} is not allowed on /kubewire/reset: POST it", {})
+    if not isinstance(target, Resettable):
+        raise NotFound("this server cannot be reset", {})
+    report = await target.reset()
+    return Response(200, msgspec.json.encode(report.as_json()), "application/json")
