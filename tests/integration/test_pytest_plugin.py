@@ -166,6 +166,52 @@ def test_the_scope_is_configurable(pytester: pytest.Pytester,
     assert len({url for _, url in urls(out)}) == 1
 
 
+KOPF_OPERATOR = '''
+import kopf
+
+@kopf.on.create("example.com", "v1", "gadgets")
+def made(spec, patch, **_):
+    patch.status["seen"] = spec.get("size")
+'''
+
+KOPF_TESTS = '''
+import pytest
+from kopf.testing import KopfRunner
+
+def gadget(name, namespace, size):
+    return {"apiVersion": "example.com/v1", "kind": "Gadget", "spec": {"size": size},
+            "metadata": {"name": name, "namespace": namespace}}
+
+def seen(size):
+    return lambda obj: (obj.get("status") or {}).get("seen") == size
+
+@pytest.mark.kubewire(crds=["crd.yaml"])
+def test_kopf_runner_finds_the_server(kubewire_kubeconfig, kubewire_namespace, kubewire_server):
+    args = ["run", "--standalone", "-n", kubewire_namespace, "gadget_operator.py"]
+    with KopfRunner(args, timeout=60) as runner:
+        kubewire_server.apply_sync(gadget("one", kubewire_namespace, 1))
+        kubewire_server.wait_for_sync("gadgets.example.com", "one", namespace=kubewire_namespace,
+                                      condition=seen(1), timeout=30)
+        assert kubewire_server.faults.drop_watches(resource="gadgets") >= 1
+        kubewire_server.apply_sync(gadget("two", kubewire_namespace, 2))
+        kubewire_server.wait_for_sync("gadgets.example.com", "two", namespace=kubewire_namespace,
+                                      condition=seen(2), timeout=30)
+    assert runner.exception is None, runner.output
+    assert len(kubewire_server.requests(verb="watch", resource="gadgets")) >= 2
+    patched = kubewire_server.requests(verb="patch", resource="gadgets", code=200)
+    assert {e.name for e in patched} >= {"one", "two"}
+    assert kubewire_server.requests(verb="delete", resource="gadgets") == []
+'''
+
+
+def test_kopf_runner_with_the_plugin(pytester: pytest.Pytester) -> None:
+    """kopf's own test runner, unchanged, finds the server by KUBECONFIG; the operator keeps
+    working after its watch is dropped, and the record shows what it did."""
+    pytester.makefile(".yaml", crd=CRD)
+    pytester.makepyfile(gadget_operator=KOPF_OPERATOR, test_kopf=KOPF_TESTS)
+    run(pytester).assert_outcomes(passed=1)
+
+
 RESET_TESTS = '''
 import httpx
 
