@@ -27,3 +27,12 @@ def test_an_unknown_attribute_is_an_attribute_error() -> None:
         assert "Nothing" in str(err)
     else:
         raise AssertionError("no AttributeError")
+
+
+def test_the_pytest_plugin_imports_no_server_until_a_test_asks() -> None:
+    """pytest loads the plugin (entry point) in every run of a project with kubewire
+    installed, where the server's extra may be missing."""
+    code = ("import sys, kubewire.testing.pytest_plugin; assert not any(m.startswith(("
+            "'kubewire.server', 'kubewire.storage', 'kubewire.client')) for m in sys.modules),"
+            " sorted(m for m in sys.modules if m.startswith('kubewire'))")
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -19,7 +19,8 @@ Fixtures:
   test's file, or dicts) installed and established before the test.
 
 The server runs on its own thread and loop, so sync tests, pytest-asyncio and anyio tests all
-use the same fixtures.
+use the same fixtures. The server is imported when a test first asks for it: every pytest run
+of a project with kubewire installed loads this module, client-only installs included.
 """
 
 from __future__ import annotations
@@ -31,12 +32,13 @@ import secrets
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from kubewire.client import Client, NotFound
-from kubewire.testing.server import Server
+if TYPE_CHECKING:
+    from kubewire.client import Client
+    from kubewire.testing.server import Server
 
 SCOPES = ("session", "package", "module", "class", "function")
 FIXTURES = ("kubewire_server", "kubewire_kubeconfig", "kubewire_namespace", "kubewire_client")
@@ -70,6 +72,8 @@ def server_scope(fixture_name: str, config: pytest.Config) -> Any:
 
 @pytest.fixture(scope=server_scope)
 def kubewire_server() -> Iterator[Server]:
+    from kubewire.testing.server import Server
+
     with Server() as server:
         yield server
 
@@ -120,6 +124,8 @@ def kubewire_namespace(kubewire_server: Server, request: pytest.FixtureRequest) 
     kubewire_server.apply_sync({"apiVersion": "v1", "kind": "Namespace",
                                 "metadata": {"name": name}})
     yield name
+    from kubewire.client import NotFound
+
     with contextlib.suppress(NotFound):  # the test deleted it
         kubewire_server.delete_sync("v1", "Namespace", name)
 
