@@ -1,5 +1,6 @@
-"""The kubewire pytest plugin (the ``pytest11`` entry point ``kubewire``: installed with the
-package; ``-p kubewire.testing.pytest_plugin`` loads it by hand).
+"""The kubewire pytest plugin: the ``pytest11`` entry point ``kubewire``, so installing the
+package is enough (where entry points are off, ``PYTEST_DISABLE_PLUGIN_AUTOLOAD``, load it with
+``-p kubewire.testing.pytest_plugin``; not both ways, or pytest registers it twice).
 
 Fixtures:
 

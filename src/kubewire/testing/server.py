@@ -9,9 +9,9 @@
 Either way the server listens on a random loopback port (``url``) and ``kubeconfig`` is a file
 any client reads unchanged (kubectl, ``kubernetes``, kubernetes_asyncio, lightkube, kr8s,
 kopf). Leaving the block stops it and removes the data directory it made (one given as
-``data_dir`` stays). The request record (``requests``), ``wait_for`` and ``apply`` work in both
-modes: the coroutines run on the server's loop, wherever they are awaited from; ``*_sync``
-twins serve synchronous code (not on the server's own loop).
+``data_dir`` stays). The request record (``requests``), ``wait_for``, ``apply``, ``delete``,
+``reset`` and ``faults`` work in both modes: the coroutines run on the server's loop, wherever
+they are awaited from; ``*_sync`` twins serve synchronous code (not on the server's own loop).
 
 Why a thread for ``with``: blocking clients (kubectl in a subprocess, the ``kubernetes``
 package) and the test itself then run while the server answers.
