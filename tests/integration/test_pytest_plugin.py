@@ -73,6 +73,11 @@ def test_lightkube_finds_the_server_through_kubeconfig(kubewire_kubeconfig, kube
     assert client.get(Namespace, kubewire_namespace).metadata.name == kubewire_namespace
     client.close()
 
+def test_kr8s_finds_the_server_through_kubeconfig(kubewire_kubeconfig, kubewire_namespace):
+    import kr8s
+    found = kr8s.get("namespaces", kubewire_namespace)
+    assert [ns.name for ns in found] == [kubewire_namespace]
+
 def test_no_server_without_its_fixtures():
     assert "KUBECONFIG" not in os.environ
 '''
@@ -91,7 +96,7 @@ def test_sync_tests_share_one_server_with_fresh_namespaces(pytester: pytest.Pyte
     pytester.makefile(".yaml", crd=CRD)
     pytester.makepyfile(test_sync=SYNC_TESTS)
     result = run(pytester, "-v")
-    result.assert_outcomes(passed=5)
+    result.assert_outcomes(passed=6)
 
 
 ASYNC_TESTS = '''
