@@ -46,6 +46,7 @@ from kubewire.server.observe.health import ServerHealth
 from kubewire.server.observe.httplog import assign_audit_id
 from kubewire.server.observe.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from kubewire.server.observe.per_request import Observer, RequestInfo, TooManyInFlight
+from kubewire.server.observe.request_record import RequestRecord, entry_of
 from kubewire.server.reads import get_list as reads
 from kubewire.server.reads.pod_connect import CONNECT_SUBRESOURCES, serve_connect
 from kubewire.server.reads.watch import serve_watch
@@ -111,6 +112,7 @@ class APIServer:
         self.auditor = _auditor(config)  # None unless auditing: no cost per request then
         self.observer = Observer(self.ctx, config)
         store.on_request = self.observer.store_request
+        self.requests = RequestRecord(config.request_record_capacity)  # one entry per request
         self.faults = Faults(self.ctx, self.health, self.observer.metrics.registry)
         self.ctx.faults = self.faults
         self.address: tuple[str, int] = (config.host, config.port)
@@ -183,6 +185,9 @@ class APIServer:
         info = RequestInfo()
         response = await self._answer_in_time(request, info)
         verb = self.observer.finished(request, info, response, time.perf_counter() - started)
+        if self.requests.capacity:
+            self.requests.add(entry_of(request, info, response.status if response is not None
+                                       else info.code or 200))
         if info.audit is not None:
             info.audit.finish(request, response, info.error, info.code or 200)
         if self.auditor is not None:
@@ -199,7 +204,9 @@ class APIServer:
             started = time.perf_counter()
             assign_audit_id(request)
             response = status_response(err)
-            verb = self.observer.finished(request, RequestInfo(code=err.code), response, 0.0)
+            info = RequestInfo(code=err.code)
+            verb = self.observer.finished(request, info, response, 0.0)
+            self.requests.add(entry_of(request, info, err.code))
             return _logged(request, verb, response, err.code, started)
         return None
 

@@ -68,6 +68,9 @@ class ServerConfig:
     # kubeadm's default; kube-apiserver's own built-in default is 10.0.0.0/24
     service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR
     service_node_port_range: tuple[int, int] = DEFAULT_NODE_PORT_RANGE
+    # The request record's ring (observe/request_record): the newest entries kept; 0 records
+    # nothing.
+    request_record_capacity: int = 10_000
     # A clock that stands still until advanced (``ctx.clock.advance``, ``/kubewire/clock``):
     # ``ctx.now()`` and the deletion timers run on it (kubewire/clock.py)
     manual_clock: bool = False

@@ -16,6 +16,8 @@ from kubewire.server.access.authn import UserInfo
 from kubewire.server.admin import imports, reset, snapshot
 from kubewire.server.context import ServerContext
 from kubewire.server.faults.endpoint import serve_clock, serve_faults
+from kubewire.server.observe import request_record
+from kubewire.server.observe.request_record import RequestRecord
 from kubewire.server.wire.http_messages import Request, Response
 from kubewire.status import BadRequest, Forbidden, NotFound
 
@@ -30,8 +32,16 @@ class AdminTarget(Protocol):
     @property
     def ctx(self) -> ServerContext: ...
 
+    @property
+    def requests(self) -> RequestRecord: ...
+
 
 Handler = Callable[[AdminTarget, Request], Awaitable[Response]]
+
+
+async def _requests(target: AdminTarget, request: Request) -> Response:
+    return request_record.answer(target.requests, request.method, request.query)
+
 
 # ``/kubewire/<name>`` -> its handler; each room that owns an endpoint adds its line here.
 HANDLERS: dict[str, Handler] = {
@@ -40,6 +50,7 @@ HANDLERS: dict[str, Handler] = {
     "clock": serve_clock,  # server/faults: the manual clock
     "import": imports.handle,  # objects written as given (replay, snapshot load)
     "snapshot": snapshot.handle,  # every stored object (snapshot save)
+    "requests": _requests,  # observe/request_record: GET (filters in the query), DELETE
 }
 
 

@@ -4,7 +4,9 @@
 ``metrics`` renders them in the Prometheus text format, with ``runtime_metrics`` (process and
 Python); ``health`` answers ``/healthz``, ``/livez``, ``/readyz``; ``httplog`` logs each request
 and gives it its ``Audit-Id``; ``audit`` decides audit levels from a kube audit policy,
-``audit_log`` writes kube's audit events and ``log_rotation`` decides when its file rotates.
+``audit_log`` writes kube's audit events and ``log_rotation`` decides when its file rotates;
+``request_record`` keeps the newest requests (who, verb, resource, body digest, code, fault)
+for tests and ``/kubewire/requests``.
 It may import the wire, ``request``, ``access``, ``context``, storage (for cache sizes) and the
 shared core.
 """
