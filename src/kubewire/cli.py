@@ -127,6 +127,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a clock that stands still until 'kubewire fault advance-clock' "
                             "(or POST /kubewire/clock) moves it: graceful pod deletions and "
                             "namespace deletion wait on it (default: real time)")
+    serve.add_argument("--controllers", type=controller_list, default=("*",),
+                       help="kube-controller-manager's list: '*' turns on the controllers on by "
+                            "default, 'name' one more, '-name' one off (e.g. '*,-namespace'; "
+                            "'' none). kubewire runs namespace, serviceaccount, "
+                            "root-ca-cert-publisher and pod-termination-controller (graceful pod "
+                            "deletions end with their grace period); any name kube knows is "
+                            "accepted (default *)")
     serve.add_argument("--namespace-deletion-delay", type=duration(zero=True), default=None,
                        help="how long a deleted namespace stays Terminating before the namespace "
                             "controller empties it, a Go duration or seconds; 0: at once "
@@ -715,6 +722,18 @@ def duration(*, zero: bool = False, days: bool = False) -> Callable[[str], float
 go_duration = duration()  # kube-apiserver's duration flags (``--request-timeout``)
 
 
+def controller_list(text: str) -> tuple[str, ...]:
+    """``--controllers``: comma-separated, checked as kube-controller-manager checks it."""
+    from kubewire.server.controllers.selection import parse_controllers
+
+    entries = tuple(part.strip() for part in text.split(",") if part.strip())
+    try:
+        parse_controllers(entries)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return entries
+
+
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
     from kubewire.server.context import ServerConfig
     from kubewire.server.wire.http_messages import Limits
@@ -739,6 +758,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
                         storage=args.storage,
                         pod_grace_cap_s=args.pod_grace_cap,
                         manual_clock=args.manual_clock,
+                        controllers=args.controllers,
                         service_cluster_ip_range=args.service_cluster_ip_range,
                         insecure_http=args.insecure_http, tls_cert_file=args.tls_cert_file,
                         tls_key_file=args.tls_private_key_file, tls_sans=tuple(args.tls_san),

@@ -77,6 +77,7 @@ PURE = ("kubewire.selectors", "kubewire.schema", "kubewire.models", "kubewire.se
         "kubewire.server.wire.http_messages", "kubewire.server.wire.http_parse",
         "kubewire.server.wire.encoding", "kubewire.server.wire.websocket",
         "kubewire.server.tables.output", "kubewire.server.controllers.namespace_conditions",
+        "kubewire.server.controllers.selection",
         "kubewire.server.writes.admission", "kubewire.server.apiextensions",
         "kubewire.server.faults.rules")
 # (httptools is a parser, not I/O: the sans-I/O ``http_parse`` drives it.)

@@ -74,6 +74,10 @@ class ServerConfig:
     # A clock that stands still until advanced (``ctx.clock.advance``, ``/kubewire/clock``):
     # ``ctx.now()`` and the deletion timers run on it (kubewire/clock.py)
     manual_clock: bool = False
+    # kube-controller-manager's --controllers list ("*", "name", "-name"; controllers/selection):
+    # which of kubewire's controllers run. The API server's own (CRDs, the ``kubernetes``
+    # Service) always do.
+    controllers: tuple[str, ...] = ("*",)
 
 
 def utc_now() -> datetime:

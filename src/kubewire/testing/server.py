@@ -68,8 +68,12 @@ class Server:
       authenticated may do everything).
     - ``crds``: CustomResourceDefinitions (YAML/JSON files or dicts) installed and established
       before the block starts.
+    - ``controllers``: which of kubewire's controllers run, as kube-controller-manager's
+      ``--controllers`` list (a ``ServerConfig`` field): ``("*",)`` by default;
+      ``("*", "-namespace")`` leaves deleted namespaces Terminating; ``()`` runs none (an
+      envtest-like server: nothing but the API server's own work writes).
     - any other ``ServerConfig`` field by keyword: ``Server(ring_capacity=64,
-      request_record_capacity=100)``.
+      request_record_capacity=100, manual_clock=True)``.
     """
 
     def __init__(  # noqa: PLR0913 (keyword-only options)

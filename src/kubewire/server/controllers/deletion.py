@@ -51,8 +51,11 @@ CONTROLLER_MANAGER = WriteOptions(field_manager="kube-controller-manager")
 class Controllers:
     """Owns the namespace and pod-termination tasks; ``stop()`` cancels them all."""
 
-    def __init__(self, ctx: ServerContext) -> None:
+    def __init__(self, ctx: ServerContext, *, namespaces: bool = True, pods: bool = True,
+                 ) -> None:
         self.ctx = ctx
+        # which halves run (``--controllers``: namespace-controller, pod-termination-controller)
+        self.namespaces, self.pods = namespaces, pods
         self._tasks: set[asyncio.Task[None]] = set()
         self._timers: dict[str, Timer] = {}  # on ``ctx.clock``: a manual clock fires them
         self._namespaces: dict[str, asyncio.Event] = {}
@@ -92,8 +95,9 @@ class Controllers:
         """A delete marked ``obj``; make sure someone finishes it."""
         meta = obj.get("metadata") or {}
         if resource.id == "core/namespaces":
-            self._watch_namespace(meta.get("name", ""))
-        elif resource.id == "core/pods" and not meta.get("finalizers"):
+            if self.namespaces:
+                self._watch_namespace(meta.get("name", ""))
+        elif resource.id == "core/pods" and not meta.get("finalizers") and self.pods:
             self._schedule_pod(resource, obj)
 
     def _find_marked(self, changes: Sequence[Change]) -> None:

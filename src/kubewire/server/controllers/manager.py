@@ -5,7 +5,9 @@ kube-apiserver's own bootstrap controller).
 ServiceAccount and ``kube-root-ca.crt`` in every namespace), ``crds`` (naming, establishing,
 serving and cleanup of CustomResourceDefinitions), ``preinstalled_crds`` (the Gateway API CRDs
 created at start when absent) and ``bootstrap`` (the ``default/kubernetes`` Service and
-EndpointSlice, once the server listens).
+EndpointSlice, once the server listens). ``ServerConfig.controllers`` (kube-controller-manager's
+``--controllers``, read by ``selection``) switches the first two off or on, part by part; the
+API server's own (``crds``, ``bootstrap``, the pre-installed CRDs) always run.
 """
 
 from __future__ import annotations
@@ -19,6 +21,13 @@ from kubewire.server.controllers.crds import CustomResourceDefinitions
 from kubewire.server.controllers.deletion import Controllers
 from kubewire.server.controllers.namespace_defaults import NamespaceDefaults
 from kubewire.server.controllers.preinstalled_crds import PreinstalledCRDs
+from kubewire.server.controllers.selection import (
+    NAMESPACE,
+    POD_TERMINATION,
+    ROOT_CA_PUBLISHER,
+    SERVICE_ACCOUNT,
+    parse_controllers,
+)
 
 SETTLE_TIMEOUT_S = 10.0
 # ``settled`` wakes when a queue runs dry or the pre-installing ends; it looks again at least
@@ -31,8 +40,12 @@ class ControllerManager:
     ``await settled()``; ``await stop()`` before the caches stop."""
 
     def __init__(self, ctx: ServerContext, root_ca: bytes | None) -> None:
-        self.deletion = Controllers(ctx)
-        self.namespace_defaults = NamespaceDefaults(ctx, root_ca)
+        chosen = parse_controllers(ctx.config.controllers)  # ValueError: an unknown name
+        self.deletion = Controllers(ctx, namespaces=chosen.enabled(NAMESPACE),
+                                    pods=chosen.enabled(POD_TERMINATION))
+        self.namespace_defaults = NamespaceDefaults(
+            ctx, root_ca if chosen.enabled(ROOT_CA_PUBLISHER) else None,
+            make_accounts=chosen.enabled(SERVICE_ACCOUNT))
         self.kubernetes_service = KubernetesService(ctx)
         self.crds = CustomResourceDefinitions(ctx)
         self.preinstalled = PreinstalledCRDs(ctx)

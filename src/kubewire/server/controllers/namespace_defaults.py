@@ -47,9 +47,14 @@ def root_ca_data(ca_pem: str) -> dict[str, str]:
 class NamespaceDefaults:
     """The ``default`` ServiceAccount and the ``kube-root-ca.crt`` ConfigMap of each namespace."""
 
-    def __init__(self, ctx: ServerContext, root_ca: bytes | None) -> None:
+    def __init__(self, ctx: ServerContext, root_ca: bytes | None, *,
+                 make_accounts: bool = True) -> None:
+        """``root_ca`` None: no ``kube-root-ca.crt`` (no CA, or root-ca-certificate-publisher
+        off); ``make_accounts`` False: no ``default`` ServiceAccount (serviceaccount-controller
+        off)."""
         self.ctx = ctx
         self.root_ca = root_ca.decode() if root_ca is not None else None
+        self.make_accounts = make_accounts
         registry = ctx.registry
         namespaces = registry.lookup("", "v1", "namespaces")
         accounts = registry.lookup("", "v1", "serviceaccounts")
@@ -78,7 +83,7 @@ class NamespaceDefaults:
                 if change.type != ChangeType.DELETED:
                     self.queue.mark(key[len(namespace_prefix):])
                 continue
-            if key.startswith(account_prefix):
+            if key.startswith(account_prefix) and self.make_accounts:
                 namespace, _, name = key[len(account_prefix):].partition("/")
                 if change.type == ChangeType.DELETED and name == DEFAULT_SERVICE_ACCOUNT:
                     self.queue.mark(namespace)
@@ -95,7 +100,8 @@ class NamespaceDefaults:
         ns = _decode(found.value)
         if (ns.get("status") or {}).get("phase") != "Active":
             return  # a terminating namespace gets nothing new (the creates would be refused)
-        await self._ensure_account(namespace)
+        if self.make_accounts:
+            await self._ensure_account(namespace)
         if self.root_ca is not None:
             await self._ensure_root_ca(namespace)
 
