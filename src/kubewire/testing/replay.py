@@ -9,11 +9,13 @@ takes them, in batches (at most ``BATCH_EVENTS`` events or ``BATCH_BYTES`` a req
 has passed since the replay started (the initial state goes at once). The trace is read line
 by line, never whole.
 
-The target's own controllers still run on what is written: a replayed namespace gets the
-target's ``default`` ServiceAccount and ``kube-root-ca.crt`` (the trace's own then replace
-them: MODIFIED where the source saw ADDED), a CRD written without status is established by the
-target, a pod or namespace written with a deletionTimestamp is finished by it. The state after
-the replay is the trace's; such objects may show extra events on the target's watches.
+The target's own controllers run on what is written unless it was started without them
+(``kubewire serve --controllers ''``, ``kubewire.Server(controllers=())``): a replayed namespace
+then gets the target's ``default`` ServiceAccount and ``kube-root-ca.crt`` (the trace's own
+then replace them: MODIFIED where the source saw ADDED), and a pod or namespace written with a
+deletionTimestamp is finished by it. The API server's own work always runs: a CRD written
+without status is established by the target. The state after the replay is the trace's; such
+objects may show extra events on the target's watches.
 """
 
 from __future__ import annotations
