@@ -5,9 +5,11 @@
   connection (by then it listens, its caches are synced, its kubeconfig is written, the initial
   namespaces, the ``kubernetes`` Service and the pre-installed Gateway API CRDs are made and
   served). The in-memory store against the SQLite store, interleaved, a fresh data dir each.
-  Not the process's first server: that one also pays work kept for the process (the Gateway
-  CRDs' schema checks and CEL compile), measured apart in a fresh interpreter per repetition,
-  with the import of ``kubewire.server.app`` (paid once per process, not per server).
+  Not the process's first server: that one also pays work kept for the process (built-in
+  kinds' schemas compiled at their first write), measured apart in a fresh interpreter per
+  repetition, with the import of ``kubewire.server.app`` (paid once per process, not per
+  server). Issue 17's target (<= 50 ms) applies to both rows: a test suite's first server is
+  the one its users feel.
 - Reset: ``APIServer.reset()`` on the in-memory store after what a test leaves behind (a
   namespace of ``RESET_OBJECTS`` ConfigMaps, made through the client), against starting a
   fresh in-memory server (what a reset saves a test).
@@ -222,7 +224,9 @@ def run(opts: ToolkitOptions) -> dict[str, Any]:
                 target=f"<= {RESET_TARGET_S * 1000:g} ms",
                 met=summary(got["reset"])["median"] <= RESET_TARGET_S),
             row("the first server of a fresh process (memory store) to /readyz 200", "ms",
-                ms["first_memory"], ms["first_sqlite"]),
+                ms["first_memory"], ms["first_sqlite"],
+                target=f"<= {READY_TARGET_S * 1000:g} ms",
+                met=summary(got["first_memory"])["median"] <= READY_TARGET_S),
             row("import kubewire.server.app (once per process; ref: wire.http)", "ms",
                 ms["import_app"], ms["import_http"]),
             row(f"{opts.tests} tests' fixtures, a fresh namespace each (create + delete, "

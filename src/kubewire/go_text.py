@@ -13,6 +13,7 @@ import codecs
 import re
 from collections.abc import Sequence
 from decimal import Decimal
+from functools import cache
 from typing import Any
 
 import msgspec
@@ -262,12 +263,15 @@ def _nested(value: bytes, levels: int) -> bytes:
     return value
 
 
-_FLAT = _nested(_SCALAR, 3)
 # Atomic groups and possessive repeats: an element never matches two ways, and without them the
 # engine keeps a backtrack point per element (7 times slower on a 3 MB array).
-_VALUE = re.compile(_FLAT)
-_ELEMENT_RUN = re.compile(rb"(?>" + _WS + rb"," + _WS + _FLAT + rb")*+")
-_MEMBER_RUN = re.compile(rb"(?>" + _WS + rb"," + _WS + _KEY + _FLAT + rb")*+")
+@cache
+def _flat_runs() -> tuple[re.Pattern[bytes], re.Pattern[bytes], re.Pattern[bytes]]:
+    """The value, element-run and member-run patterns, compiled at the first error worded: their
+    compile takes ~60 ms, which every import of the server paid while few processes word one."""
+    flat = _nested(_SCALAR, 3)
+    return (re.compile(flat), re.compile(rb"(?>" + _WS + rb"," + _WS + flat + rb")*+"),
+            re.compile(rb"(?>" + _WS + rb"," + _WS + _KEY + flat + rb")*+"))
 
 
 def go_json_error(body: bytes, exc: msgspec.DecodeError | None = None) -> str:
@@ -333,7 +337,7 @@ class _GoScanner:
 
     def _value(self) -> None:
         char = self._next_structural()
-        end = _run_end(_VALUE, self.data, self.pos)
+        end = _run_end(_flat_runs()[0], self.data, self.pos)
         if end > self.pos:  # a well-formed value up to three levels deep: nothing to say
             self.pos = end
             return
@@ -365,7 +369,7 @@ class _GoScanner:
             if self._next_structural() != ord(":"):
                 self._fail(self.data[self.pos], "after object key")
             self.pos += 1
-            if self._member_or_element(_MEMBER_RUN, ord("}"), "after object key:value pair"):
+            if self._member_or_element(_flat_runs()[2], ord("}"), "after object key:value pair"):
                 return
             char = self._next_structural()
 
@@ -373,7 +377,7 @@ class _GoScanner:
         if self._next_structural() == ord("]"):
             self.pos += 1
             return
-        while not self._member_or_element(_ELEMENT_RUN, ord("]"), "after array element"):
+        while not self._member_or_element(_flat_runs()[1], ord("]"), "after array element"):
             pass
 
     def _member_or_element(self, run: re.Pattern[bytes], close: int, context: str) -> bool:

@@ -11,6 +11,7 @@ to answer, so a stalled writer turns them red until it answers again.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -472,3 +473,12 @@ def version_info() -> dict[str, str]:
 # kube's routes/version.go answers with responsewriters.WriteRawJSON: json.MarshalIndent with
 # two spaces and no final newline (not the API serializer), and never gzipped.
 VERSION_BODY = msgspec.json.format(msgspec.json.encode(version_info()), indent=2)
+
+# What the import made (the server's modules: functions, classes, tables, compiled patterns, and
+# the libraries under them) lives as long as the process. Frozen (``gc.freeze``), it is left out
+# of the collector's passes: the full pass that came during a process's first server start
+# walked all of it (~50,000 objects, ~15 ms of a ~55 ms start); later passes walk only what was
+# made since. Nothing frozen is freed by the collector, so garbage cycles made before this line
+# (few, by the import machinery) stay; objects made afterwards are collected as ever.
+gc.freeze()
+

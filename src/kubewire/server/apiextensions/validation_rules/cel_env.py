@@ -454,7 +454,7 @@ def rule_env(self_type: DeclType, optional_old_self: bool = False) -> cel.Env:
     if env is None:
         declared = cel_type(self_type)
         old_type = cel.Type.DYN if optional_old_self else declared
-        env = cel.NewEnv(descriptor_pool=cel_objects.POOL,
+        env = cel.NewEnv(descriptor_pool=cel_objects.pool(),
                          variables={SELF: declared, OLD_SELF: old_type},
                          extensions=_base_extensions())
         _ENVS[key] = env
@@ -467,7 +467,7 @@ def wrapper_env(self_type: DeclType) -> cel.Env:
     env = _ENVS.get(key)
     if env is None:
         declared = cel_type(self_type)
-        env = cel.NewEnv(descriptor_pool=cel_objects.POOL,
+        env = cel.NewEnv(descriptor_pool=cel_objects.pool(),
                          variables={SELF: declared, _OLD_VALUE: declared,
                                     _HAS_OLD: cel.Type.BOOL},
                          extensions=[*_base_extensions(), ext_bindings.ExtBindings()])

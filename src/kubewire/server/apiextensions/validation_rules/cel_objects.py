@@ -25,34 +25,63 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cel_expr_python import cel
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from kubewire.go_text import go_quote
 from kubewire.quantity import parse_quantity, quantity_error
 from kubewire.server.apiextensions.validation_rules import go_url
+
+if TYPE_CHECKING:
+    from google.protobuf import descriptor_pool
 
 URL_TYPE_NAME = "kubernetes.URL"
 IP_TYPE_NAME = "net.IP"
 CIDR_TYPE_NAME = "net.CIDR"
 QUANTITY_TYPE_NAME = "kubernetes.Quantity"
 
-_STRING = descriptor_pb2.FieldDescriptorProto.TYPE_STRING
-_BOOL = descriptor_pb2.FieldDescriptorProto.TYPE_BOOL
 _URL_FIELDS = ("scheme", "opaque", "user", "host", "path", "raw_path", "force_query",
                "raw_query", "fragment")
 
 
-def _pool() -> descriptor_pool.DescriptorPool:
+@dataclass(frozen=True)
+class _Messages:
+    """The descriptor pool and the four message classes made from it."""
+
+    pool: descriptor_pool.DescriptorPool
+    url: Any
+    ip: Any
+    cidr: Any
+    quantity: Any
+
+
+_BUILT: dict[None, _Messages] = {}  # the one built, under the key None
+
+
+def _messages() -> _Messages:
+    """Built at the first CEL environment or value that needs them, not at import: the protobuf
+    runtime costs ~20 ms to import, and a server that never compiles a rule never needs it.
+    One per process: servers in threads share it (an environment and the messages its functions
+    return must come from one pool), so of two built at once the first stored is kept
+    (``setdefault`` is atomic) and the other dropped."""
+    found = _BUILT.get(None)
+    return found if found is not None else _BUILT.setdefault(None, _build())
+
+
+def _build() -> _Messages:
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    string, boolean = (descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
+                       descriptor_pb2.FieldDescriptorProto.TYPE_BOOL)
     pool = descriptor_pool.DescriptorPool()
     files: dict[str, list[tuple[str, list[tuple[str, int]]]]] = {
-        "kubernetes": [("URL", [(f, _BOOL if f == "force_query" else _STRING)
+        "kubernetes": [("URL", [(f, boolean if f == "force_query" else string)
                                 for f in _URL_FIELDS]),
-                       ("Quantity", [("value", _STRING)])],
-        "net": [("IP", [("addr", _STRING)]), ("CIDR", [("prefix", _STRING)])],
+                       ("Quantity", [("value", string)])],
+        "net": [("IP", [("addr", string)]), ("CIDR", [("prefix", string)])],
     }
     for package, messages in files.items():
         proto = descriptor_pb2.FileDescriptorProto(
@@ -63,14 +92,18 @@ def _pool() -> descriptor_pool.DescriptorPool:
                 message.field.add(name=field_name, number=number, type=field_type,
                                   label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
         pool.Add(proto)
-    return pool
+
+    def made(name: str) -> Any:
+        return message_factory.GetMessageClass(pool.FindMessageTypeByName(name))
+
+    return _Messages(pool, made(URL_TYPE_NAME), made(IP_TYPE_NAME), made(CIDR_TYPE_NAME),
+                     made(QUANTITY_TYPE_NAME))
 
 
-POOL = _pool()
-_URL = message_factory.GetMessageClass(POOL.FindMessageTypeByName(URL_TYPE_NAME))
-_IP = message_factory.GetMessageClass(POOL.FindMessageTypeByName(IP_TYPE_NAME))
-_CIDR = message_factory.GetMessageClass(POOL.FindMessageTypeByName(CIDR_TYPE_NAME))
-_QUANTITY = message_factory.GetMessageClass(POOL.FindMessageTypeByName(QUANTITY_TYPE_NAME))
+def pool() -> descriptor_pool.DescriptorPool:
+    """The private descriptor pool declaring the four types (a CEL environment is built with
+    it)."""
+    return _messages().pool
 
 
 # --- URL (urls.go) --------------------------------------------------------------------------
@@ -81,7 +114,7 @@ def _string_to_url(text: str) -> Any:
         parsed = go_url.parse(text)
     except go_url.URLError as err:
         raise ValueError(f"URL parse error during conversion from string: {err}") from None
-    return _URL(**{name: getattr(parsed, name) for name in _URL_FIELDS})
+    return _messages().url(**{name: getattr(parsed, name) for name in _URL_FIELDS})
 
 
 def _go_url(message: Any) -> go_url.GoURL:
@@ -169,11 +202,11 @@ def _prefix(message: Any) -> tuple[Address, int]:
 
 
 def _ip_message(addr: Address) -> Any:
-    return _IP(addr=str(addr))
+    return _messages().ip(addr=str(addr))
 
 
 def _cidr_message(addr: Address, bits: int) -> Any:
-    return _CIDR(prefix=f"{addr}/{bits}")
+    return _messages().cidr(prefix=f"{addr}/{bits}")
 
 
 def _masked(addr: Address, bits: int) -> Address:
@@ -267,7 +300,7 @@ def _round_nano(value: Fraction) -> Fraction:
 
 
 def _quantity_message(value: Fraction) -> Any:
-    return _QUANTITY(value=f"{value.numerator}/{value.denominator}")
+    return _messages().quantity(value=f"{value.numerator}/{value.denominator}")
 
 
 def _quantity_value(message: Any) -> Fraction:
@@ -414,5 +447,5 @@ OBJECT_RESULTS = {"url": URL_TYPE_NAME, "cidr": CIDR_TYPE_NAME, "masked": CIDR_T
                   "quantity": QUANTITY_TYPE_NAME, "add": QUANTITY_TYPE_NAME,
                   "sub": QUANTITY_TYPE_NAME, "ip": IP_TYPE_NAME}
 
-__all__ = ["CIDR_TYPE_NAME", "IP_TYPE_NAME", "OBJECT_RESULTS", "POOL", "QUANTITY_TYPE_NAME",
-           "URL_TYPE_NAME", "is_cidr", "is_ip", "is_url", "library"]
+__all__ = ["CIDR_TYPE_NAME", "IP_TYPE_NAME", "OBJECT_RESULTS", "QUANTITY_TYPE_NAME",
+           "URL_TYPE_NAME", "is_cidr", "is_ip", "is_url", "library", "pool"]

@@ -11,7 +11,14 @@ check a schema once. A create's whole answer (``validate_crd`` with its size bou
 internal form's comparisons of every version, ~5 ms for Gateway's HTTPRoute) is kept the same
 way for the last ``CREATE_CHECKS_KEPT`` CRDs, keyed by the SHA-256 of what it reads (the name,
 generateName, annotations, spec and status), so each further server of a process validates the
-pre-installed CRDs at the cost of hashing them.
+pre-installed CRDs at the cost of hashing them. The first server of a process pays the same:
+the keys of the package-data CRDs' creates (the pre-installed Gateway API bundle) are proven
+valid once, at build time, by ``tools/gen_known_valid_crds.py`` (it runs the full validation
+and lists the key of each that has no errors, in ``known_valid_crds``), so a create whose key
+is listed is answered "valid" without compiling its ~120 CEL rules (~80 ms, most of a first
+server's start). Only the same bytes hit: any other CRD, or one of these changed in anything
+validation reads, is validated in full. A user's CRD is never listed, so its rules are
+compiled and costed at its create, as kube does.
 
 One bound here is kubewire's, not kube's: how much CEL one CRD may ask the server to compile.
 kube compiles any number of rules (each is bounded only by cel-go's 100,000 code points and the
@@ -48,6 +55,7 @@ from kubewire.resources import Resource
 from kubewire.server.apiextensions.crd.crd_validation import validate_crd, validate_crd_status
 from kubewire.server.apiextensions.schemas import schema_rules
 from kubewire.server.apiextensions.validation_rules import cel_rules
+from kubewire.server.writes.validation.known_valid_crds import KNOWN_VALID_CREATES
 from kubewire.status import FieldError, forbidden
 
 SCHEMA_CHECKS_KEPT = 64
@@ -137,6 +145,8 @@ def validate_custom_resource_definition(resource: Resource, obj: Mapping[str, An
     key = _create_key(obj)
     if key is None:
         return _validate_crd(obj, None)
+    if key in KNOWN_VALID_CREATES:
+        return []
     found = _created.get(key)
     if found is not None:
         with contextlib.suppress(KeyError):
