@@ -4,6 +4,8 @@ directory, with the kubewire plugin loaded and nothing from this project's ``tes
 
 from __future__ import annotations
 
+import re
+import shlex
 import shutil
 from pathlib import Path
 
@@ -38,3 +40,48 @@ def test_the_example_passes(pytester: pytest.Pytester, module: str) -> None:
 
 def test_every_example_module_runs() -> None:
     assert {path.name for path in EXAMPLES.glob("test_*.py")} == set(MODULES)
+
+
+# --- the guide stays true to the code -----------------------------------------------------------
+
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "testing.md"
+
+
+def test_the_guide_names_only_methods_that_exist() -> None:
+    from kubewire.server.faults.faults import Faults
+    from kubewire.testing.server import Server
+
+    text = GUIDE.read_text()
+    fault_calls = set(re.findall(r"\bfaults\.([a-z_]+)\(", text))
+    assert fault_calls >= {"drop_watches", "expire_history", "stall_streams", "inject_error",
+                           "fail_store", "recover_store", "clear"}
+    assert [name for name in sorted(fault_calls) if not hasattr(Faults, name)] == []
+    server_calls = set(re.findall(r"\bserver\.([a-z_]+)", text)) - {"faults"}
+    known = set(dir(Server)) | set(vars(Server()))  # methods, properties, attributes
+    assert sorted(server_calls - known) == []
+    fixtures = set(re.findall(r"`(kubewire_[a-z_]+)`", text))
+    from kubewire.testing import pytest_plugin
+
+    assert fixtures - {"kubewire_scope", "kubewire_reset"} == set(pytest_plugin.FIXTURES)
+
+
+def test_the_guide_s_commands_parse() -> None:
+    from kubewire.cli import build_parser
+
+    parser = build_parser()
+    commands = re.findall(r"^(kubewire (?:fault|record|replay|snapshot) [^#\n]*?)\s*(?:#.*)?$",
+                          GUIDE.read_text(), re.MULTILINE)
+    assert len(commands) >= 15
+    for command in commands:
+        args = shlex.split(command.replace("\\", "").replace("[ID]", ""))[1:]
+        parser.parse_args(args)  # exits (fails the test) on an unknown command or flag
+
+
+def test_the_guide_s_figures_are_bench_results() -> None:
+    results = (Path(__file__).resolve().parents[2] / "bench" / "RESULTS.md").read_text()
+    section = GUIDE.read_text().split("## How fast")[1].split("\n## ")[0]
+    figures = re.findall(r"\| (\d[\d.]* (?:ms|s)) \|", section)
+    assert len(figures) == 4
+    toolkit_rows = [line for line in results.splitlines()
+                    if line.startswith("| Testing toolkit (issue 17)")]
+    assert all(any(f"| {figure} |" in row for row in toolkit_rows) for figure in figures)
