@@ -32,7 +32,6 @@ from kubewire.client import (
     WatchSettings,
     WorkQueue,
 )
-from kubewire.json_types import JSON
 
 WIDGETS = "widgets.example.com"
 WATCHDOG_S = 1.0  # the controller's watch gives up on a connection silent this long
@@ -65,7 +64,7 @@ class WidgetController:
         self.informer.add_handlers(on_add=self.enqueue,
                                    on_update=lambda old, new: self.enqueue(new))
 
-    async def enqueue(self, widget: dict[str, JSON]) -> None:
+    async def enqueue(self, widget: dict[str, Any]) -> None:
         await self.queue.add(self.informer.key_of(widget))
 
     async def work(self) -> None:

@@ -27,7 +27,6 @@ from kubewire.client import (
     StatusError,
     WorkQueue,
 )
-from kubewire.json_types import JSON
 from kubewire.models import ConfigMap, ObjectMeta
 from kubewire.models.meta_v1 import OwnerReference
 
@@ -44,7 +43,7 @@ class WidgetController:
         self.informer.add_handlers(on_add=self.enqueue,
                                    on_update=lambda old, new: self.enqueue(new))
 
-    async def enqueue(self, widget: dict[str, JSON]) -> None:
+    async def enqueue(self, widget: dict[str, Any]) -> None:
         await self.queue.add(self.informer.key_of(widget))
 
     async def work(self) -> None:
