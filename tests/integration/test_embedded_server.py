@@ -225,3 +225,21 @@ async def test_reset_returns_to_the_state_after_start() -> None:
                                      "metadata": {"name": "n"}}))[0]
         revision = after["metadata"]["resourceVersion"]  # type: ignore[index,call-overload]
         assert int(revision) > int(before["metadata"]["resourceVersion"])
+
+
+def test_advance_clock_moves_a_manual_clock_and_finishes_a_graceful_deletion() -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+           "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "nginx"}]}}
+    with kubewire.Server(manual_clock=True) as server:
+        server.apply_sync(pod)
+        server.delete_sync("v1", "Pod", "p", namespace="default")  # 30 s of grace, on a node
+        assert server.advance_clock(29) == 0
+        held = server.wait_for_sync("pods", "p", namespace="default", timeout=1)
+        assert held is not None and held["metadata"]["deletionTimestamp"]
+        assert server.advance_clock(1) == 1
+        assert server.wait_for_sync("pods", "p", namespace="default", deleted=True,
+                                    timeout=5) is None
+        with pytest.raises(ValueError, match="seconds must be in"):
+            server.advance_clock(-1)
+    with kubewire.Server() as server, pytest.raises(ValueError, match="real time"):
+        server.advance_clock(1)

@@ -34,6 +34,7 @@ from typing import Any, Literal, TypeVar, cast
 import yaml
 
 from kubewire.client import Api, Client, PatchType, load_config
+from kubewire.clock import ManualClock
 from kubewire.json_types import JSON
 from kubewire.server.access.kubeconfig import Credentials, kubeconfig_text
 from kubewire.server.app import APIServer
@@ -325,6 +326,17 @@ class Server:
             return fn()
 
         return asyncio.run_coroutine_threadsafe(call(), loop).result()
+
+    def advance_clock(self, seconds: float) -> int:
+        """Move a manual clock (``Server(manual_clock=True)``) ``seconds`` forward, firing the
+        timers that fall due (graceful deletions, namespace finalization, timed stalls), as
+        ``POST /kubewire/clock`` does; how many fired. ValueError on a real-time clock."""
+        server, _ = self._running()
+        clock = server.ctx.clock
+        if not isinstance(clock, ManualClock):
+            raise ValueError("the server's clock is real time: start it with "
+                             "Server(manual_clock=True) to advance it")
+        return self._call_now(lambda: clock.advance(seconds))
 
     # -- objects ------------------------------------------------------------------------------
     async def wait_for(  # noqa: PLR0913
