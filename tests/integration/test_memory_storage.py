@@ -15,6 +15,9 @@ from kubewire.server.context import DATABASE_NAME
 from kubewire.storage.memory import MemoryStore
 from tests.integration import kubectl
 from tests.integration.harness import ServerThread
+from tests.integration.test_crds import CRD_NAME, CRDS, WIDGETS, install, widget
+from tests.integration.wire import call, create, list_rv, ok, types_and_names
+from tests.integration.wire import watch as watch_stream
 
 CONFIG_MAP = """apiVersion: v1
 kind: ConfigMap
@@ -80,3 +83,19 @@ def test_serve_storage_flag_selects_the_store(tmp_path: Any) -> None:
     memory = config_from_args(parser.parse_args(["serve", "--data-dir", str(tmp_path),
                                                  "--storage", "memory"]))
     assert (default.storage, memory.storage) == ("sqlite", "memory")
+
+
+def test_deleting_a_crd_on_memory_storage_sends_each_deleted_before_the_stream_ends(
+        make_server: Callable[..., ServerThread]) -> None:
+    """The CRD's cleanup deletes its resources and then the CRD without waiting on a writer:
+    the watchers still get each DELETED before their kind's streams end."""
+    server = make_server(storage="memory")
+    install(server)
+    create(server, WIDGETS, widget("w1"))
+    create(server, WIDGETS, widget("w2"))
+    stream = watch_stream(server, WIDGETS, resourceVersion=list_rv(server, WIDGETS))
+    ok(call(server, "DELETE", f"{CRDS}/{CRD_NAME}"), 200)
+    assert stream.ended(10)
+    assert sorted(types_and_names(stream.remaining())) == [("DELETED", "w1"),
+                                                           ("DELETED", "w2")]
+    stream.close()

@@ -152,8 +152,7 @@ class APIServer:
         (``server/admin/reset``)."""
         if self._baseline is None:
             raise RuntimeError("reset() before start()")
-        return await reset_to_baseline(self.ctx.store, self.ctx.caches, self._baseline,
-                                       self.controllers)
+        return await reset_to_baseline(self.ctx.store, self._baseline, self.controllers)
 
     def _write_admin_kubeconfig(self) -> None:
         path = self.config.data_dir / "kubeconfig"

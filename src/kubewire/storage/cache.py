@@ -673,7 +673,11 @@ class WatchCaches:
         cache = self._caches.pop(resource_id, None)
         if cache is None:
             return
-        self._dirty.pop(resource_id, None)
+        if self._dirty.pop(resource_id, None) is not None:
+            # what was committed before the kind went reaches its watchers first (a CRD's
+            # cleanup deletes its resources, then the CRD: watchers see each DELETED, even
+            # when no flush ran in between, as with a store that writes without waiting)
+            self._flush_cache(cache)
         self._views = {path: view for path, view in self._views.items()
                        if view.cache is not cache}
         for watcher in list(cache.watchers):

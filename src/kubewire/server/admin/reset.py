@@ -40,7 +40,6 @@ from kubewire.storage.base import (
     Store,
     Update,
 )
-from kubewire.storage.cache import WatchCaches
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 
@@ -131,10 +130,9 @@ def _restore_rank(key: str) -> tuple[int, str]:
     return (1 if key.startswith(CRD_PREFIX) else 2, key)
 
 
-async def reset_to_baseline(store: Store, caches: WatchCaches, baseline: Baseline,
+async def reset_to_baseline(store: Store, baseline: Baseline,
                             controllers: ControllerWork) -> ResetReport:
-    """Bring ``store`` back to ``baseline`` (see the module docstring); ``caches`` are the
-    watch caches the store feeds."""
+    """Bring ``store`` back to ``baseline`` (see the module docstring)."""
     async with baseline.lock:
         report = ResetReport()
         await controllers.drop_pending()
@@ -151,11 +149,7 @@ async def reset_to_baseline(store: Store, caches: WatchCaches, baseline: Baselin
                         "writing them)")
                 report.rounds += 1
                 by_key = {record.key: record for record in current}
-                flushed = False
                 for key in extra:
-                    if not flushed and key.startswith(CRD_PREFIX):
-                        caches.flush()  # the custom resources' DELETED reach their watchers
-                        flushed = True  # before their kinds stop being served
                     report.deleted += await _delete(store, key)
                 for key in changed:
                     await _restore(store, baseline, key, by_key.get(key))
