@@ -141,7 +141,9 @@ class APIServer:
         self._write_admin_kubeconfig()
         self.controllers.serving(*self.address)
         await self.controllers.settled()
-        self._baseline = await Baseline.capture(self.ctx.store)  # what ``reset`` goes back to
+        # what ``reset`` goes back to (read now from memory, or later from the SQLite history)
+        self._baseline = await Baseline.capture(self.ctx.store,
+                                                eager=self.config.storage == "memory")
         self.health.crds_served = True
         self.ready = True
         return self.address

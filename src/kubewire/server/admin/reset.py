@@ -1,7 +1,8 @@
 """Reset: the server back to the state it had right after start, for the next test.
 
-``Baseline.capture`` records every stored key with the revision it was last written at, once
-the server is ready. ``reset_to_baseline`` then compares the store with it, key by key: a key
+``Baseline`` is every stored key with the revision it was last written at once the server is
+ready (read then on the memory store, from the history at that revision by the first reset on
+SQLite). ``reset_to_baseline`` then compares the store with it, key by key: a key
 the baseline lacks is deleted (watchers see DELETED; finalizers and grace periods are not
 waited for: this is a reset, not a delete request), and a baseline key that is gone or was
 written since is put back with its baseline content. Every write takes a new revision, so
@@ -30,8 +31,9 @@ from typing import Any, Protocol, runtime_checkable
 import msgspec
 
 from kubewire.server.wire.http_messages import Request, Response
-from kubewire.status import MethodNotAllowed, NotFound, internal_error
+from kubewire.status import Conflict, MethodNotAllowed, NotFound, internal_error
 from kubewire.storage.base import (
+    CompactedError,
     Create,
     Delete,
     KeyExistsError,
@@ -87,20 +89,43 @@ class ResetReport:
 
 @dataclass(slots=True)
 class Baseline:
-    """The store's state right after start: key -> its record then (or since put back)."""
+    """The store's state right after start: key -> its record then (or since put back).
 
-    records: dict[str, Record]
+    ``capture`` either reads it at once (``eager``: for the memory store, whose records share
+    the bytes it holds, so this costs a dict) or only notes the revision, and the first reset
+    reads the state at that revision from the store's history (a SQLite server that never
+    resets holds no copy of its database); that fails once the history since the start is
+    compacted (``--history-max-changes``, ``--history-max-age``).
+    """
+
+    revision: int
+    records: dict[str, Record] | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @classmethod
-    async def capture(cls, store: Store) -> Baseline:
-        records, _ = await store.list("")
-        return cls({record.key: record for record in records})
+    async def capture(cls, store: Store, *, eager: bool) -> Baseline:
+        if not eager:
+            return cls(store.current_revision)
+        records, revision = await store.list("")
+        return cls(revision, {record.key: record for record in records})
 
-    def differences(self, current: builtins.list[Record],
+    async def read(self, store: Store) -> dict[str, Record]:
+        """The baseline's records, read from the store's history the first time."""
+        if self.records is None:
+            try:
+                records, _ = await store.list("", revision=self.revision)
+            except CompactedError as err:
+                raise Conflict(
+                    f"the store's history since the start (revision {self.revision}) is "
+                    f"compacted (now after revision {err.compacted}): the state to go back to "
+                    "is gone; keep more history, or use the memory store", {}) from err
+            self.records = {record.key: record for record in records}
+        return self.records
+
+    @staticmethod
+    def differences(records: dict[str, Record], current: builtins.list[Record],
                     ) -> tuple[builtins.list[str], builtins.list[str]]:
         """(keys to delete, keys to put back), each in the order to write them."""
-        records = self.records
         seen: set[str] = set()
         extra: builtins.list[str] = []
         changed: builtins.list[str] = []
@@ -135,11 +160,12 @@ async def reset_to_baseline(store: Store, baseline: Baseline,
     """Bring ``store`` back to ``baseline`` (see the module docstring)."""
     async with baseline.lock:
         report = ResetReport()
+        records = await baseline.read(store)
         await controllers.drop_pending()
         try:
             while True:
                 current, _ = await store.list("")
-                extra, changed = baseline.differences(current)
+                extra, changed = baseline.differences(records, current)
                 if not extra and not changed:
                     break
                 if report.rounds == MAX_ROUNDS:
@@ -171,7 +197,8 @@ async def _delete(store: Store, key: str) -> int:
 
 async def _restore(store: Store, baseline: Baseline, key: str, current: Record | None) -> None:
     """Write the baseline content of ``key`` again and remember the revision it got."""
-    obj = _decode(baseline.records[key].value)
+    records = await baseline.read(store)
+    obj = _decode(records[key].value)
     if current is None:
         try:
             change = await store.write(Create(key, obj))
@@ -182,7 +209,7 @@ async def _restore(store: Store, baseline: Baseline, key: str, current: Record |
             change = await store.write(Update(key, obj))
         except KeyNotFoundError:
             change = await store.write(Create(key, obj))
-    baseline.records[key] = Record(key, change.revision, change.value)
+    records[key] = Record(key, change.revision, change.value)
 
 
 async def _settle(controllers: ControllerWork) -> None:
