@@ -666,18 +666,20 @@ class WatchCaches:
             self._views = {path: view for path, view in self._views.items()
                            if view.cache is not cache}
 
-    def remove_kind(self, resource_id: str) -> None:
+    def remove_kind(self, resource_id: str, *, only: object | None = None) -> None:
         """Stop caching a kind no longer served (its CRD was deleted, or its serving state is
         rebuilt after a spec change): its watch streams end, as kube-apiserver's do when it
-        destroys a custom resource's storage (the response just finishes, no ERROR event)."""
-        cache = self._caches.pop(resource_id, None)
-        if cache is None:
+        destroys a custom resource's storage (the response just finishes, no ERROR event).
+        With ``only``, nothing happens unless that is the kind's cache still."""
+        if resource_id not in self._caches or (
+                only is not None and self._caches[resource_id] is not only):
             return
-        if self._dirty.pop(resource_id, None) is not None:
-            # what was committed before the kind went reaches its watchers first (a CRD's
-            # cleanup deletes its resources, then the CRD: watchers see each DELETED, even
-            # when no flush ran in between, as with a store that writes without waiting)
-            self._flush_cache(cache)
+        # Everything committed before the kind went reaches every watcher first, as if the
+        # paced flush had run: a CRD's cleanup deletes its resources, then the CRD, and their
+        # watchers see each DELETED, and the CRD's watchers its DELETED, before these streams
+        # end (with a store that writes without waiting, no flush may have run in between).
+        self.flush()
+        cache = self._caches.pop(resource_id)
         self._views = {path: view for path, view in self._views.items()
                        if view.cache is not cache}
         for watcher in list(cache.watchers):

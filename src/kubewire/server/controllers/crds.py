@@ -47,6 +47,11 @@ APIEXTENSIONS = WriteOptions(field_manager="kube-apiserver")
 # How often the finalizer looks again while custom resources wait for their own finalizers
 # (kube polls every 5 s for a minute, then retries the whole sync).
 CLEANUP_POLL_S = 1.0
+# A deleted CRD's kinds stop being served at once, but their open watch streams end this much
+# later: kube's ``tearDown`` gives in-flight requests a second before it destroys the storage
+# (crds.md §3.4), so a client hears of the CRD's deletion on its CRD watch before its custom
+# resources' stream ends (kopf stops that watch itself, rather than resuming it into a 404).
+TEARDOWN_DELAY_S = 1.0
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 
@@ -149,6 +154,7 @@ class CustomResourceDefinitions:
         # CRD name -> the facts its served entries were built from (see ``serving_facts``)
         self._serving: dict[str, tuple[Any, ...]] = {}
         self._cleanups: dict[str, asyncio.TimerHandle] = {}
+        self._teardowns: set[asyncio.TimerHandle] = set()  # unserved kinds' streams to end
 
     def start(self) -> None:
         self.ctx.store.subscribe(self._on_changes)
@@ -160,7 +166,7 @@ class CustomResourceDefinitions:
             self.queue.mark(obj.name)
 
     async def stop(self) -> None:
-        for handle in self._cleanups.values():
+        for handle in (*self._cleanups.values(), *self._teardowns):
             handle.cancel()
         await self.queue.stop()
 
@@ -256,12 +262,22 @@ class CustomResourceDefinitions:
             return
         self.ctx.serve(self.ctx.registry.with_custom(name, ()))
         for res in served:
-            if res.is_stored_version:
-                self.ctx.caches.remove_kind(res.id)
+            if res.is_stored_version:  # its open streams end a moment later, as kube's do
+                self._tear_down_later(res.id, self.ctx.caches.for_resource(res))
         group = served[0].group
         for obj in self.ctx.caches.for_resource(self.kind).scan(self.kind.storage_prefix()):
             if (_decode(obj.value).get("spec") or {}).get("group") == group:
                 self.queue.mark(obj.name)  # its names are free now
+
+    def _tear_down_later(self, kind_id: str, cache: object) -> None:
+        """End a kind's watch streams once unserved for ``TEARDOWN_DELAY_S``, unless a CRD
+        serving it again has replaced its cache meanwhile (``add_kind`` closed those)."""
+        def tear_down() -> None:
+            self._teardowns.discard(handle)
+            self.ctx.caches.remove_kind(kind_id, only=cache)
+
+        handle = asyncio.get_running_loop().call_later(TEARDOWN_DELAY_S, tear_down)
+        self._teardowns.add(handle)
 
     async def _clean_up(self, crd: dict[str, Any]) -> None:
         """crd_finalizer.go ``sync``: delete the custom resources, then release the CRD."""
