@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from kubernetes import client, watch
@@ -153,3 +154,14 @@ def test_request_store_and_watch_metrics_move_with_client_traffic(
     assert len(sizes) == 1 and sizes[0].value > 0
     assert len(sizes[0].labels["storage_cluster_id"]) == 16
     assert value(samples, "apiserver_storage_objects", resource="configmaps") == 3
+
+
+def test_a_memory_store_reports_the_bytes_it_holds(make_server: Any) -> None:
+    """No database file to measure: ``apiserver_storage_size_bytes`` is what the store holds."""
+    server = make_server(storage="memory")
+    before = value(scrape(server)[1], "apiserver_storage_size_bytes")
+    assert before > 0  # the start-up objects
+    assert call(server, "POST", "/api/v1/namespaces/default/configmaps", {
+        "metadata": {"name": "big"}, "data": {"k": "x" * 10_000}}).status == 201
+    after = value(scrape(server)[1], "apiserver_storage_size_bytes")
+    assert after >= before + 2 * 10_000  # the object and its change

@@ -59,3 +59,22 @@ async def test_callers_object_is_not_modified_and_data_outlives_the_store() -> N
     await again.open()
     assert (await again.get("core/pods/a/p")) == (await again.list(""))[0][0]
     assert again.current_revision == 1
+
+
+async def test_size_counts_the_objects_and_the_history_they_keep() -> None:
+    from kubewire.storage.base import Delete, Retention
+
+    store = MemoryStore(retention=Retention(max_changes=None, max_age_s=None))
+    await store.open()
+    assert store.size_bytes == 0
+    created = await store.write(Create("core/configmaps/a/x", {"data": {"k": "v" * 100}}))
+    assert store.size_bytes == 2 * len(created.value)  # the object and its ADDED change
+    updated = await store.write(Update("core/configmaps/a/x", {"data": {"k": "w" * 300}}))
+    history = len(created.value) + len(updated.value) + len(created.value)
+    assert store.size_bytes == len(updated.value) + history
+    deleted = await store.write(Delete("core/configmaps/a/x"))
+    history += len(deleted.value) + len(updated.value)
+    assert store.size_bytes == history  # nothing current, the history stays
+    store._retention = Retention(max_changes=1, max_age_s=None)
+    await store.compact()
+    assert store.size_bytes == len(deleted.value) + len(updated.value)  # only the newest change

@@ -113,6 +113,8 @@ class APIServer:
         self.auditor = _auditor(config)  # None unless auditing: no cost per request then
         self.observer = Observer(self.ctx, config)
         store.on_request = self.observer.store_request
+        if isinstance(store, MemoryStore):  # no file to measure: the bytes it holds
+            self.observer.storage_size_of = lambda: store.size_bytes
         self.requests = RequestRecord(config.request_record_capacity)  # one entry per request
         self.faults = Faults(self.ctx, self.health, self.observer.metrics.registry)
         self.ctx.faults = self.faults

@@ -62,9 +62,13 @@ class MemoryData:
     the value it replaced (0 for ADDED).
     """
 
-    __slots__ = ("changes", "compacted", "keys", "objects", "prev_revisions", "revision")
+    __slots__ = ("changes", "compacted", "keys", "objects", "prev_revisions", "revision",
+                 "value_bytes")
 
     def __init__(self) -> None:
+        # bytes of the current values and of the retained changes' values and previous values
+        # (what ``MemoryStore.size_bytes`` reports as the store's size)
+        self.value_bytes = 0
         self.objects: dict[str, tuple[int, bytes]] = {}
         self.keys: list[str] = []  # the keys of ``objects``, sorted (code point order)
         self.changes: list[Change] = []
@@ -222,8 +226,11 @@ class MemoryStore:
         if change.type == ChangeType.DELETED:
             del data.objects[key]
             del data.keys[bisect_left(data.keys, key)]
+            data.value_bytes -= len(change.prev_value or b"")
         else:
             data.objects[key] = (revision, value)
+            data.value_bytes += len(value) - (len(found[1]) if found is not None else 0)
+        data.value_bytes += _change_bytes(change)
         data.changes.append(change)
         data.prev_revisions.append(prev_revision)
         data.revision = revision
@@ -322,6 +329,12 @@ class MemoryStore:
             tail = [change for change in tail if change.key.startswith(prefix)]
         return tail[:limit] if limit > 0 else tail
 
+    @property
+    def size_bytes(self) -> int:
+        """What the store holds, in encoded bytes: current objects and retained history (the
+        memory store's ``apiserver_storage_size_bytes``; a SQLite store's is its file's)."""
+        return self.data.value_bytes
+
     async def compact(self) -> int:
         """Drop changes outside the retention policy now; return the new compacted revision."""
         self._require_open()
@@ -346,7 +359,12 @@ class MemoryStore:
             horizon = max(horizon, min(upper, young))
         if horizon > data.compacted:
             drop = horizon - data.compacted
+            data.value_bytes -= sum(_change_bytes(change) for change in data.changes[:drop])
             del data.changes[:drop]
             del data.prev_revisions[:drop]
             data.compacted = horizon
         return data.compacted
+
+
+def _change_bytes(change: Change) -> int:
+    return len(change.value) + len(change.prev_value or b"")

@@ -16,7 +16,7 @@ import contextlib
 import hashlib
 import os
 from collections import Counter as Tally
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -78,6 +78,8 @@ class Observer:
         self.storage_cluster_id = hashlib.sha256(
             str(self.database.absolute()).encode()).hexdigest()[:16]
         self._store_types: dict[str, str] = {}  # storage id -> kube's resource label
+        # the store's size in bytes where it has no file (the memory store's ``size_bytes``)
+        self.storage_size_of: Callable[[], int] | None = None
         self.metrics = ServerMetrics(LiveSources(
             watchers=self._watchers, objects=self._objects, inflight=self._inflight,
             events_sent=self._events_sent, terminated=self._terminated,
@@ -223,6 +225,8 @@ class Observer:
         return [(labels, float(n)) for labels, n in self.longrunning.items()]
 
     def _storage_size(self) -> Iterable[Sample]:
+        if self.storage_size_of is not None:
+            return [((self.storage_cluster_id,), float(self.storage_size_of()))]
         size = 0
         for suffix in ("", "-wal"):
             with contextlib.suppress(OSError):
