@@ -260,11 +260,7 @@ class Server:
 
     def _sync(self, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
         _, loop = self._running()
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
+        if _running_loop() is loop:
             raise RuntimeError("a *_sync method called on the server's own loop: await the "
                                "coroutine instead")
         return asyncio.run_coroutine_threadsafe(make(), loop).result()
@@ -315,11 +311,7 @@ class Server:
     def _call_now(self, fn: Callable[[], T]) -> T:
         """``fn()`` on the server's loop: at once when already there, else by its thread."""
         _, loop = self._running()
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
+        if _running_loop() is loop:
             return fn()
 
         async def call() -> T:
@@ -429,6 +421,14 @@ class _OnServerLoop:
             return self._call(lambda: value(*args, **kwargs))
 
         return forwarded
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running in this thread, if any."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 async def _apply_one(client: Client, doc: dict[str, Any]) -> JSON:
