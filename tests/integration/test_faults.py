@@ -143,6 +143,8 @@ def test_expired_history_answers_410_from_the_ring_and_from_the_log(
     for rv in (early, recent):  # both resumable before the fault
         events = watch_lines(server, f"{base}?watch=1&resourceVersion={rv}&timeoutSeconds=1")
         assert events and events[0]["type"] == "ADDED"
+    paged = call(server, "GET", base, params={"limit": 5}).json["metadata"]["continue"]
+    assert call(server, "POST", base, {"metadata": {"name": "after-page"}}).status == 201
     on_loop(server, lambda f: f.expire_history())
     now = call(server, "GET", base).json["metadata"]["resourceVersion"]
     for rv in (early, recent):
@@ -151,6 +153,15 @@ def test_expired_history_answers_410_from_the_ring_and_from_the_log(
         status = events[0]["object"]
         assert (status["code"], status["reason"]) == (410, "Expired")
         assert status["message"].startswith(f"too old resource version: {rv} (")
+    # lists read at an expired revision get kube's 410s too: an exact one, and a continue
+    exact = call(server, "GET", base, params={"limit": 5, "resourceVersion": recent,
+                                              "resourceVersionMatch": "Exact"})
+    assert exact.status == 410 and exact.json["reason"] == "Expired"
+    page = call(server, "GET", base, params={"limit": 5, "continue": paged})
+    assert page.status == 410
+    assert page.json["message"].startswith("The provided continue parameter is too old")
+    assert call(server, "GET", base, params={
+        "limit": 5, "resourceVersion": now, "resourceVersionMatch": "Exact"}).status == 200
     # from now on resumes work: the relist's revision is not expired
     assert call(server, "POST", base, {"metadata": {"name": "later"}}).status == 201
     events = watch_lines(server, f"{base}?watch=1&resourceVersion={now}&timeoutSeconds=1")

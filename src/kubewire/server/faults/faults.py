@@ -12,7 +12,9 @@ module keeps the active set and applies it:
   does a slow client, and a release pumps it from there: nothing is lost while the ring holds
   what it missed (if the ring overwrites its cursor the watcher is closed and its client
   resumes, as for any slow client); bookmarks are held back by the cache's ``bookmark_gate``;
-  an expired history sets the cache's ``expired_below``;
+  an expired history sets the caches' ``expired_below``, which watches and lists read (a
+  list at an older exact revision, or with an older continue token, gets 410 as after a
+  compaction);
 - the store: a store failure answers writes 500 and turns the ``etcd`` health checks red.
 
 Every injection is counted in ``kubewire_faults_injected_total{fault}`` and, for a request,
@@ -103,7 +105,8 @@ class Faults:
         return int(self.add(_spec("dropWatches", scope))["dropped"])
 
     def expire_history(self) -> str:
-        """A watch resuming from a revision older than the current one gets 410 Gone."""
+        """A watch resuming from a revision older than the current one gets 410 Gone, and so
+        does a list at such a revision (``resourceVersionMatch=Exact`` or a continue token)."""
         return self._add_id({"type": "expireHistory"})
 
     def stall_streams(self, seconds: float | None = None, **scope: Unpack[WatchScope]) -> str:

@@ -160,10 +160,13 @@ async def _objects_at(ctx: ServerContext, resource: Resource, prefix: str, revis
                       start: str) -> tuple[ListSource, int]:
     """Objects under ``prefix`` from ``start`` as of ``revision`` (0 or -1: current).
 
-    Raises CompactedError when ``revision`` is older than the change log retains.
+    Raises CompactedError when ``revision`` is older than the change log retains, or than an
+    expired history (``faults.expire_history``) lets it be read.
     """
     cache = ctx.caches.for_resource(resource)
     current = ctx.caches.revision
+    if 0 < revision < ctx.caches.expired_below:  # an expired history (a fault): as compacted
+        raise CompactedError(revision, ctx.caches.expired_below)
     if revision <= 0 or (cache.last_change_rev <= revision <= current):
         # Nothing of this kind changed since ``revision``: the current state is that state.
         return cache, (revision if revision > 0 else current)
