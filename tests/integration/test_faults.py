@@ -382,6 +382,11 @@ def test_a_reset_aborts_the_connection_unanswered(server: ServerThread) -> None:
     conn.close()
     assert call(server, "GET", "/api/v1/namespaces/default/configmaps").status == 200
     assert injected(server, "reset") == 1
+    # recorded as unanswered (code 0), then the next list as answered
+    assert server.server is not None
+    lists = server.call(lambda: server.server.requests.select(  # type: ignore[union-attr]
+        verb="list", resource="configmaps"))
+    assert [(e.code, e.fault) for e in lists] == [(0, "reset"), (200, None)]
 
 
 def test_rates_latency_and_the_request_log(server: ServerThread,

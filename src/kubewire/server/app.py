@@ -189,14 +189,14 @@ class APIServer:
         info = RequestInfo()
         response = await self._answer_in_time(request, info)
         verb = self.observer.finished(request, info, response, time.perf_counter() - started)
+        code = info.answered_code(response)
         if self.requests.capacity:
-            self.requests.add(entry_of(request, info, response.status if response is not None
-                                       else info.code or 200))
+            self.requests.add(entry_of(request, info, code))
         if info.audit is not None:
-            info.audit.finish(request, response, info.error, info.code or 200)
+            info.audit.finish(request, response, info.error, code)
         if self.auditor is not None:
             self.auditor.flush()  # the request's events are in the log before its answer
-        return _logged(request, verb, response, info.code or 200, started, fault=info.fault)
+        return _logged(request, verb, response, code, started, fault=info.fault)
 
     def _check_head(self, request: Request) -> Response | None:
         """A request with a body, on its head: the 401 it would get after its body, now, so

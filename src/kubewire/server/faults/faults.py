@@ -240,6 +240,7 @@ class Faults:
         self._mark(info, answer)
         if answer.type == "reset":
             request.abort_connection()
+            info.aborted = True  # recorded and logged with code 0: no answer was sent
             return True
         if answer.type == "storeFailure":
             raise store_failure_status()

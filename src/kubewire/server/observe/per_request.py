@@ -57,6 +57,14 @@ class RequestInfo:
     error: StatusError | None = None  # the Status answered, if the request failed with one
     audit: AuditRecord | None = None  # set only when the request is audited
     fault: str = ""  # the faults injected into it (server/faults), comma-separated
+    aborted: bool = False  # its connection was aborted with no answer (a fault): code 0
+
+    def answered_code(self, response: Response | None) -> int:
+        """The code the request was answered with: the response's, a streamed answer's
+        (``code``, 200 unless set), or 0 when no answer was sent (``aborted``)."""
+        if self.aborted:
+            return 0
+        return response.status if response is not None else (self.code or 200)
 
 
 class TooManyInFlight(Exception):
@@ -142,7 +150,7 @@ class Observer:
     def finished(self, request: Request, info: RequestInfo, response: Response | None,
                  seconds: float) -> str:
         """Count and time a served request; its verb as kube reports it (``LIST``, ...)."""
-        code = response.status if response is not None else (info.code or 200)
+        code = info.answered_code(response)
         route = info.route
         if route is None:
             labels = (request.method.upper(), "", "", "", "", "", "apiserver")
