@@ -138,6 +138,13 @@ def test_conditions_name_what_remains_and_its_finalizers(
     assert late.status == 403
     assert late.json["message"] == ('pods "late" is forbidden: unable to create new content in '
                                       "namespace held because it is being terminated")
+    # admission runs before the name is generated and before validation: a generateName
+    # create is named by its prefix, and an invalid object gets the same 403
+    generated = {"metadata": {"generateName": "gen-"}, "data": {"bad key!": "x"}}
+    refused = call(server, "POST", CONFIG_MAP.collection("held"), generated)
+    assert (refused.status, refused.json["message"]) == (
+        403, 'configmaps "gen-" is forbidden: unable to create new content in namespace held '
+        "because it is being terminated")
     for kind, name in ((SERVICE, "s"), (CONFIG_MAP, "c")):
         ok(call(server, "PATCH", kind.item(name, "held"),
                 [{"op": "remove", "path": "/metadata/finalizers"}]), 200)
@@ -159,3 +166,15 @@ def test_finalize_subresource_removes_the_namespace(
                    dict(kept, spec={"finalizers": []})), 200)
     assert done["metadata"]["name"] == "manual"
     assert call(server, "GET", NAMESPACE.item("manual")).status == 404
+
+
+def test_a_create_in_a_missing_namespace_is_404_before_any_validation(
+        make_server: Callable[..., ServerThread]) -> None:
+    """kube's create handler runs mutating admission (NamespaceLifecycle first) before it
+    validates: an invalid object in a namespace that does not exist gets the namespace's 404."""
+    server = make_server()
+    invalid = {"metadata": {"name": "Not_A_Name"}, "data": {"bad key!": "x"}}
+    missing = call(server, "POST", CONFIG_MAP.collection("nope"), invalid)
+    assert (missing.status, missing.json["message"]) == (404, 'namespaces "nope" not found')
+    present = call(server, "POST", CONFIG_MAP.collection("default"), invalid)
+    assert present.status == 422  # where the namespace exists, validation speaks

@@ -161,15 +161,19 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
         ctx_create = lifecycle.CreateContext(namespace=route.namespace, now=ctx.now(),
                                              rng=ctx.rng)
         prepared = lifecycle.prepare_create(resource, defaulted, ctx_create)
+        name = prepared["metadata"]["name"]
+        namespace = prepared["metadata"].get("namespace", "")
+        if resource.namespaced:
+            # NamespaceLifecycle, the first mutating admission plugin: kube admits before it
+            # validates (handlers/create.go), so a missing or terminating namespace is the
+            # answer whatever else is wrong; its 403 names the object as admission sees it,
+            # before a name is generated
+            check_namespace_usable(ctx, resource, namespace, _admission_name(obj))
         prepared, warnings = validate(resource, prepared, wopts)
         prepared = as_go_encodes(prepared)
         # managedFields first, as kube's create handler does before mutating admission: the
         # fields admission adds belong to no manager
         prepared = track_write(WriteFacts(route, wopts, ctx_create.now), None, obj, prepared)
-        name = prepared["metadata"]["name"]
-        namespace = prepared["metadata"].get("namespace", "")
-        if resource.namespaced:
-            check_namespace_usable(ctx, resource, namespace, name)
         if facts is not None:
             # admission's pod is validated again, as kube validates what admission left
             prepared = validate_admitted(resource, admit_pod_create(prepared, namespace, facts,
@@ -193,6 +197,19 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
             raise already_exists(resource.group, resource.plural, name) from None
         return change.value, warnings
     raise generate_name_conflict(resource.group, resource.plural, name)
+
+
+def _admission_name(obj: dict[str, Any]) -> str:
+    """The name admission errors give an object being created (admission/errors.go
+    ``extractResourceName``): its name, else its generateName, else "Unknown"."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return "Unknown"
+    for field in ("name", "generateName"):
+        value = meta.get(field)
+        if isinstance(value, str) and value:
+            return value
+    return "Unknown"
 
 
 async def update(ctx: ServerContext, request: Request, route: Route) -> Response:
