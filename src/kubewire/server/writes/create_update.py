@@ -169,13 +169,14 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
             # answer whatever else is wrong; its 403 names the object as admission sees it,
             # before a name is generated
             check_namespace_usable(ctx, resource, namespace, _admission_name(obj))
-        prepared, warnings = validate(resource, prepared, wopts)
+        # a pod's own rules run once, on what admission makes of it (validate_admitted)
+        prepared, warnings = validate(resource, prepared, wopts, kind_rules=facts is None)
         prepared = as_go_encodes(prepared)
         # managedFields first, as kube's create handler does before mutating admission: the
         # fields admission adds belong to no manager
         prepared = track_write(WriteFacts(route, wopts, ctx_create.now), None, obj, prepared)
         if facts is not None:
-            # admission's pod is validated again, as kube validates what admission left
+            # the pod's rules, on what admission left (kube validates after admitting)
             prepared = validate_admitted(resource, admit_pod_create(prepared, namespace, facts,
                                                                     owned=True))
         if allocate:

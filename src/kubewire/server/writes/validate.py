@@ -108,11 +108,17 @@ def _name_of(body: dict[str, Any]) -> str:
     return name if isinstance(name, str) else ""
 
 
-def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
-             old: dict[str, Any] | None = None, *,
-             subresource: str = "") -> tuple[dict[str, Any], list[str]]:
+def validate(  # noqa: PLR0913 (two keyword-only switches)
+        resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
+        old: dict[str, Any] | None = None, *, subresource: str = "",
+        kind_rules: bool = True) -> tuple[dict[str, Any], list[str]]:
     """Validate a prepared object; returns it with unknown fields handled, and warnings.
-    ``pods/ephemeralcontainers`` has a strategy of its own (``ValidateUpdate``)."""
+    ``pods/ephemeralcontainers`` has a strategy of its own (``ValidateUpdate``).
+
+    ``kind_rules`` False: the kind's own rules are left to ``validate_admitted``, which runs
+    them on what admission makes of the object (a pod create: kube validates once, after
+    mutating admission), unless the meta or type checks fail here, when they join this 422 as
+    they always have."""
     if resource.crd is not None:
         return _validate_custom(resource, obj, wopts, old, subresource)
     errors: list[FieldError] = list(validation.validate_object_meta(resource, obj))
@@ -128,8 +134,10 @@ def validate(resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
     errors.extend(type_errors)
     if subresource == "ephemeralcontainers" and old is not None:
         kind_errors = validate_ephemeral_containers_update(obj, old)
-    else:
+    elif kind_rules or errors:
         kind_errors = validate_kind(resource, obj, old, subresource=subresource)
+    else:
+        kind_errors = []  # ``validate_admitted`` runs them after admission
     # what the meta or type checks said is not repeated; the kind's own list is kept whole, as
     # kube's causes are (errors.NewInvalid: one cause per field error, repeats included)
     earlier = list(errors)
@@ -168,9 +176,9 @@ def _validate_custom(resource: Resource, obj: dict[str, Any], wopts: WriteOption
 
 
 def validate_admitted(resource: Resource, obj: dict[str, Any]) -> dict[str, Any]:
-    """``validate`` again for what pod admission made of an object ``validate`` passed, which is
-    all that pass could still say: the kind's rules (admission adds volumes, mounts,
-    tolerations and more) and Go's zero values in the spec. Admission changes only the spec,
+    """What ``validate`` (with ``kind_rules=False``) left for after pod admission: the kind's
+    rules, run once, on what admission made of the object (it adds volumes, mounts,
+    tolerations and more), and Go's zero values in the spec. Admission changes only the spec,
     with fields of the right JSON types that the schema knows, none of them a time, and no
     metadata: the meta and schema type checks (and unknown fields, and so warnings), the
     times (``encode_times`` gives its own output back) and the zero values elsewhere are as
