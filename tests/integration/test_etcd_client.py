@@ -174,6 +174,18 @@ async def test_requested_progress_notification(client: EtcdClient, prefix: bytes
         await watch.request_progress()  # answered with watch id -1 and fanned out to us
         response = await next_response(watch, 2)  # faster than the 1 s periodic ones
     assert response.progress and response.revision == moved
+    assert response.watch_id == -1  # etcd 3.4/3.5 answer the whole stream
+
+
+async def test_a_watch_ends_with_an_error_when_its_member_stops() -> None:
+    with etcd_cluster(1) as cluster:
+        async with (EtcdClient(EtcdConfig(cluster.endpoints, timeout=2)) as c,
+                    c.watch(b"/registry/", prefix_end(b"/registry/")) as watch):
+            cluster.members[0].stop()
+            start = time.monotonic()
+            with pytest.raises(EtcdUnavailable):
+                await next_response(watch, 10)
+            assert time.monotonic() - start < 5
 
 
 async def test_lease_expiry_is_a_delete_event(client: EtcdClient, prefix: bytes) -> None:
@@ -267,6 +279,18 @@ async def test_three_members_survive_losing_one() -> None:
             assert status.member_id not in (0, first) and status.leader not in (0, first)
             cluster.restart(cluster.members[0])
             assert (await c.range(b"/registry/ha/", prefix_end(b"/registry/ha/"))).count == 2
+            # Without quorum, writes and linearizable reads fail within the deadline (never
+            # hang); a serializable read still answers from the member's own copy.
+            cluster.members[1].stop()
+            cluster.members[2].stop()
+            start = time.monotonic()
+            with pytest.raises(EtcdUnavailable):
+                await c.create(b"/registry/ha/k3", b"x")
+            with pytest.raises(EtcdUnavailable):
+                await c.range(b"/registry/ha/k", timeout=1)
+            assert time.monotonic() - start < 9
+            alone = await c.range(b"/registry/ha/k", serializable=True)
+            assert alone.kvs[0].value == b"v2"
 
 
 def test_fixture_processes_are_stopped() -> None:

@@ -3,6 +3,8 @@ endpoint parsing into one gRPC target, and the generated stubs matching etcd's w
 
 from __future__ import annotations
 
+import grpc
+import grpc.aio
 import pytest
 
 from kubewire.storage.etcd import client
@@ -54,3 +56,20 @@ def test_the_stubs_speak_etcds_wire_names() -> None:
     assert compare.WhichOneof("target_union") == "mod_revision"
     assert compare.SerializeToString().endswith(b"\x30\x00")  # field 6, varint 0
     assert client.PROGRESS_WATCH_ID == -1
+
+
+@pytest.mark.parametrize(("code", "details", "kind"), [
+    (grpc.StatusCode.UNAVAILABLE, "connection refused", client.EtcdUnavailable),
+    (grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded", client.EtcdUnavailable),
+    (grpc.StatusCode.UNKNOWN, "context deadline exceeded", client.EtcdUnavailable),
+    (grpc.StatusCode.UNAVAILABLE, "etcdserver: no leader", client.EtcdUnavailable),
+    (grpc.StatusCode.OUT_OF_RANGE, "etcdserver: mvcc: required revision has been compacted",
+     client.CompactedError),
+    (grpc.StatusCode.OUT_OF_RANGE, "etcdserver: mvcc: required revision is a future revision",
+     client.FutureRevisionError),
+    (grpc.StatusCode.INVALID_ARGUMENT, "etcdserver: request is too large", client.EtcdError),
+])
+def test_grpc_errors_are_classified(code: grpc.StatusCode, details: str, kind: type) -> None:
+    error = client.classify(grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(),
+                                                 details))
+    assert type(error) is kind and error.details == details

@@ -52,7 +52,9 @@ class EtcdError(Exception):
 
 
 class EtcdUnavailable(EtcdError):
-    """No member answered in time (``UNAVAILABLE``, ``DEADLINE_EXCEEDED``)."""
+    """No member answered in time (``UNAVAILABLE``, ``DEADLINE_EXCEEDED``, or etcd's own
+    timeout and leader errors). A write that fails so may or may not have been applied: re-read
+    and let its ``mod_revision`` compare decide, never repeat it blindly."""
 
 
 class CompactedError(EtcdError):
@@ -67,8 +69,17 @@ class FutureRevisionError(EtcdError):
     """The revision asked for is newer than the store's."""
 
 
-def _error(exc: grpc.aio.AioRpcError) -> EtcdError:
+# etcd's texts (gRPC code UNKNOWN or UNAVAILABLE) for "no answer now": no quorum, no leader, or
+# the caller's deadline reaching the member (etcd returns its context's error).
+_UNAVAILABLE_TEXTS = ("context deadline exceeded", "etcdserver: request timed out",
+                      "etcdserver: no leader", "etcdserver: leader changed")
+
+
+def classify(exc: grpc.aio.AioRpcError) -> EtcdError:
+    """The ``EtcdError`` for a failed gRPC call, by etcd's text first, then the status code."""
     code, details = exc.code(), exc.details() or ""
+    if any(text in details for text in _UNAVAILABLE_TEXTS):
+        return EtcdUnavailable(code, details)
     if "required revision has been compacted" in details:
         return CompactedError(details)
     if "required revision is a future revision" in details:
@@ -258,7 +269,7 @@ class EtcdClient:
             return await method(request, timeout=timeout or self.config.timeout,
                                 wait_for_ready=True)
         except grpc.aio.AioRpcError as exc:
-            raise _error(exc) from None
+            raise classify(exc) from None
 
     # -- KV ---------------------------------------------------------------------------------
 
@@ -358,6 +369,7 @@ class WatchResponse:
     revision: int  # the header revision
     events: Sequence[Any] = field(default_factory=list)  # kv_pb2.Event, with prev_kv if asked
     progress: bool = False  # periodic or requested progress notification
+    watch_id: int = 0  # this watch's id, or -1 for a reply to ``request_progress``
 
 
 class Watch:
@@ -384,7 +396,7 @@ class Watch:
             raise EtcdUnavailable(grpc.StatusCode.DEADLINE_EXCEEDED,
                                   "etcd watch was not created in time") from None
         except grpc.aio.AioRpcError as exc:
-            raise _error(exc) from None
+            raise classify(exc) from None
         if response is grpc.aio.EOF:
             raise EtcdUnavailable(grpc.StatusCode.UNAVAILABLE, "etcd closed the watch stream")
         self._check_canceled(response)
@@ -422,7 +434,7 @@ class Watch:
             await self._call.write(rpc_pb2.WatchRequest(
                 progress_request=rpc_pb2.WatchProgressRequest()))
         except grpc.aio.AioRpcError as exc:
-            raise _error(exc) from None
+            raise classify(exc) from None
 
     def __aiter__(self) -> Watch:
         return self
@@ -434,13 +446,15 @@ class Watch:
             try:
                 response = await self._call.read()
             except grpc.aio.AioRpcError as exc:
-                raise _error(exc) from None
+                raise classify(exc) from None
             if response is grpc.aio.EOF:
                 raise EtcdUnavailable(grpc.StatusCode.UNAVAILABLE, "etcd closed the watch stream")
             self._check_canceled(response)
             if response.watch_id not in (self.watch_id, PROGRESS_WATCH_ID):
                 continue  # not ours (cannot happen on a one-watcher stream)
             if response.events:
-                return WatchResponse(response.header.revision, list(response.events))
+                return WatchResponse(response.header.revision, response.events,
+                                     watch_id=response.watch_id)
             if not response.created:
-                return WatchResponse(response.header.revision, progress=True)
+                return WatchResponse(response.header.revision, progress=True,
+                                     watch_id=response.watch_id)
