@@ -41,10 +41,12 @@ unit: setup
 	$(BIN)/pytest -q tests/unit
 
 integration: setup
+	tools/ensure-etcd
 	$(BIN)/pytest -q tests/integration
 
 test: setup lint
 	tools/ensure-kubectl
+	tools/ensure-etcd
 	$(BIN)/pytest -q
 
 # Long forms of the reliability runs (crash safety, slow consumers, concurrency, hostile clients,
