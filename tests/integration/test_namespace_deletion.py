@@ -178,3 +178,9 @@ def test_a_create_in_a_missing_namespace_is_404_before_any_validation(
     assert (missing.status, missing.json["message"]) == (404, 'namespaces "nope" not found')
     present = call(server, "POST", CONFIG_MAP.collection("default"), invalid)
     assert present.status == 422  # where the namespace exists, validation speaks
+    # an object with no name at all: the same order, and never a 500
+    nameless = {"metadata": {}, "data": {"k": "v"}}
+    assert call(server, "POST", CONFIG_MAP.collection("nope"), nameless).status == 404
+    unnamed = call(server, "POST", CONFIG_MAP.collection("default"), nameless)
+    assert unnamed.status == 422
+    assert "name or generateName is required" in unnamed.json["message"]

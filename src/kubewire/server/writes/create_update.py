@@ -161,7 +161,6 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
         ctx_create = lifecycle.CreateContext(namespace=route.namespace, now=ctx.now(),
                                              rng=ctx.rng)
         prepared = lifecycle.prepare_create(resource, defaulted, ctx_create)
-        name = prepared["metadata"]["name"]
         namespace = prepared["metadata"].get("namespace", "")
         if resource.namespaced:
             # NamespaceLifecycle, the first mutating admission plugin: kube admits before it
@@ -175,6 +174,7 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
         # managedFields first, as kube's create handler does before mutating admission: the
         # fields admission adds belong to no manager
         prepared = track_write(WriteFacts(route, wopts, ctx_create.now), None, obj, prepared)
+        name = prepared["metadata"]["name"]  # validate required one
         if facts is not None:
             # the pod's rules, on what admission left (kube validates after admitting)
             prepared = validate_admitted(resource, admit_pod_create(prepared, namespace, facts,
