@@ -49,17 +49,12 @@ NAMESPACE_PREFIX = "core/namespaces/"
 CRD_PREFIX = "apiextensions.k8s.io/customresourcedefinitions/"
 # Compare-and-repair rounds before a reset gives up (controllers writing back what it removed).
 MAX_ROUNDS = 5
-SETTLE_TIMEOUT_S = 10.0
-# Controllers usually finish within a few loop turns: spin this many before sleeping.
-SETTLE_SPINS = 200
-SETTLE_POLL_S = 0.001
 
 
 class ControllerWork(Protocol):
     """What a reset needs of the in-server controllers (``ControllerManager``)."""
 
-    @property
-    def idle(self) -> bool: ...
+    async def settled(self) -> None: ...
 
     async def drop_pending(self) -> None: ...
 
@@ -180,7 +175,7 @@ async def reset_to_baseline(store: Store, baseline: Baseline,
                 for key in changed:
                     await _restore(store, baseline, key, by_key.get(key))
                     report.restored += 1
-                await _settle(controllers)
+                await controllers.settled()
         finally:
             controllers.resume_pending()
         report.revision = store.current_revision
@@ -210,16 +205,6 @@ async def _restore(store: Store, baseline: Baseline, key: str, current: Record |
         except KeyNotFoundError:
             change = await store.write(Create(key, obj))
     records[key] = Record(key, change.revision, change.value)
-
-
-async def _settle(controllers: ControllerWork) -> None:
-    """Wait until the controllers are idle: a few loop turns usually, then short sleeps."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + SETTLE_TIMEOUT_S
-    spins = 0
-    while not controllers.idle and loop.time() < deadline:
-        await asyncio.sleep(0 if spins < SETTLE_SPINS else SETTLE_POLL_S)
-        spins += 1
 
 
 async def serve(target: object, request: Request) -> Response:
