@@ -27,10 +27,7 @@ def find_resource(registry: Registry, name: str) -> Resource | None:
     """``pods`` -> core pods; ``deployments.apps``, ``widgets.example.com``: plural.group.
     None when the server serves no such kind (yet: a CRD not established)."""
     plural, _, group = name.partition(".")
-    for resource in registry.stored():
-        if resource.plural == plural and resource.group == group and resource.is_stored_version:
-            return resource
-    return None
+    return registry.by_id(f"{group or 'core'}/{plural}")  # the stored version's entry
 
 
 def current(ctx: ServerContext, resource_name: str, namespace: str,
