@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from kubewire.clock import Clock, ManualClock, RealClock
 from kubewire.resources import REGISTRY, Registry, Resource
@@ -129,3 +129,9 @@ class ServerContext:
         self._allocations.bind(self.store, self.caches, self.registry)
         return self._allocations
 
+
+class HasContext(Protocol):
+    """A running server as the admin endpoints see it (``APIServer``): its context."""
+
+    @property
+    def ctx(self) -> ServerContext: ...

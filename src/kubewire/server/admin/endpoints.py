@@ -14,7 +14,7 @@ import msgspec
 
 from kubewire.server.access.authn import UserInfo
 from kubewire.server.admin import imports, reset, snapshot
-from kubewire.server.context import ServerContext
+from kubewire.server.context import HasContext
 from kubewire.server.faults.endpoint import serve_clock, serve_faults
 from kubewire.server.observe import request_record
 from kubewire.server.observe.request_record import RequestRecord
@@ -26,11 +26,9 @@ ADMIN_GROUP = "system:masters"
 JSON = "application/json"
 
 
-class AdminTarget(Protocol):
-    """What an admin endpoint may act on: the server's context (store, caches, registry)."""
-
-    @property
-    def ctx(self) -> ServerContext: ...
+class AdminTarget(HasContext, Protocol):
+    """What an admin endpoint may act on: the server's context (store, caches, registry) and
+    its request record."""
 
     @property
     def requests(self) -> RequestRecord: ...

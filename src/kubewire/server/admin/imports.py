@@ -22,12 +22,12 @@ import asyncio
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
 
 from kubewire.resources import Registry, Resource
-from kubewire.server.context import ServerContext
+from kubewire.server.context import HasContext, ServerContext
 from kubewire.server.wire.http_messages import Request, Response
 from kubewire.status import (
     BadRequest,
@@ -54,11 +54,6 @@ CRD_KIND = "CustomResourceDefinition"
 
 _decode = msgspec.json.Decoder(Any).decode
 _decode_obj = msgspec.json.Decoder(dict[str, Any]).decode
-
-
-class HasContext(Protocol):
-    @property
-    def ctx(self) -> ServerContext: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,22 +12,15 @@ answer is one copy of them.
 
 from __future__ import annotations
 
-from typing import Protocol
-
 import msgspec
 
 from kubewire.resources import Resource
-from kubewire.server.context import ServerContext
+from kubewire.server.context import HasContext, ServerContext
 from kubewire.server.wire.http_messages import Request, Response
 from kubewire.status import MethodNotAllowed
 
 FIRST = ("apiextensions.k8s.io/customresourcedefinitions", "core/namespaces")
 _encode = msgspec.json.Encoder().encode
-
-
-class HasContext(Protocol):
-    @property
-    def ctx(self) -> ServerContext: ...
 
 
 def order(resource: Resource) -> tuple[int, str]:

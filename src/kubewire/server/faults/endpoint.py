@@ -15,12 +15,12 @@ Only admins get here (``server/admin/endpoints`` checks).
 from __future__ import annotations
 
 import math
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
 
 from kubewire.clock import MAX_ADVANCE_S, ManualClock
-from kubewire.server.context import ServerContext
+from kubewire.server.context import HasContext
 from kubewire.server.faults.faults import Faults
 from kubewire.server.wire.http_messages import Request, Response
 from kubewire.status import BadRequest, MethodNotAllowed, NotFound
@@ -28,12 +28,7 @@ from kubewire.status import BadRequest, MethodNotAllowed, NotFound
 JSON = "application/json"
 
 
-class Target(Protocol):
-    @property
-    def ctx(self) -> ServerContext: ...
-
-
-async def serve_faults(target: Target, request: Request) -> Response:
+async def serve_faults(target: HasContext, request: Request) -> Response:
     faults = target.ctx.faults
     assert isinstance(faults, Faults)
     rest = request.path.rstrip("/").split("/")[3:]  # "", "kubewire", "faults", [id]
@@ -58,7 +53,7 @@ async def serve_faults(target: Target, request: Request) -> Response:
                            {})
 
 
-async def serve_clock(target: Target, request: Request) -> Response:
+async def serve_clock(target: HasContext, request: Request) -> Response:
     clock = target.ctx.clock
     if request.method == "POST":
         body = _body(request)
