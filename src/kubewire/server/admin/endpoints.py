@@ -8,9 +8,7 @@ server turns into kube's ``Status`` as for any request.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
-
-import msgspec
+from typing import Protocol
 
 from kubewire.server.access.authn import UserInfo
 from kubewire.server.admin import imports, reset, snapshot
@@ -19,11 +17,10 @@ from kubewire.server.faults.endpoint import serve_clock, serve_faults
 from kubewire.server.observe import request_record
 from kubewire.server.observe.request_record import RequestRecord
 from kubewire.server.wire.http_messages import Request, Response
-from kubewire.status import BadRequest, Forbidden, NotFound
+from kubewire.status import Forbidden, NotFound
 
 PREFIX = "/kubewire/"
 ADMIN_GROUP = "system:masters"
-JSON = "application/json"
 
 
 class AdminTarget(HasContext, Protocol):
@@ -67,20 +64,3 @@ async def serve(target: AdminTarget, request: Request, user: UserInfo | None) ->
     if handler is None:
         raise NotFound("the server could not find the requested resource", {})
     return await handler(target, request)
-
-
-def json_body(request: Request) -> dict[str, Any]:
-    """The request's JSON object body ({} when empty); 400 for anything else."""
-    if not request.body:
-        return {}
-    try:
-        value = msgspec.json.decode(request.body)
-    except msgspec.DecodeError as err:
-        raise BadRequest(f"the request body is not JSON: {err}", {}) from err
-    if not isinstance(value, dict):
-        raise BadRequest("the request body must be a JSON object", {})
-    return value
-
-
-def json_response(value: object, status: int = 200) -> Response:
-    return Response(status, msgspec.json.encode(value), JSON)

@@ -28,7 +28,7 @@ import msgspec
 
 from kubewire.resources import Registry, Resource
 from kubewire.server.context import HasContext, ServerContext
-from kubewire.server.wire.http_messages import Request, Response
+from kubewire.server.wire.http_messages import Request, Response, json_response
 from kubewire.status import (
     BadRequest,
     InternalError,
@@ -202,7 +202,7 @@ async def handle(target: HasContext, request: Request) -> Response:
                                 "imported)", {}) from err
     body = {"kind": "ImportResult", "imported": imported, "skipped": skipped,
             "revision": ctx.store.current_revision}
-    return Response(200, msgspec.json.encode(body), "application/json")
+    return json_response(body)
 
 
 def _stored_crds(ctx: ServerContext) -> list[dict[str, Any]]:

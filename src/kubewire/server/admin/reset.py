@@ -30,7 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
-from kubewire.server.wire.http_messages import Request, Response
+from kubewire.server.wire.http_messages import Request, Response, json_response
 from kubewire.status import Conflict, MethodNotAllowed, NotFound, internal_error
 from kubewire.storage.base import (
     CompactedError,
@@ -217,4 +217,4 @@ async def serve(target: object, request: Request) -> Response:
     if not isinstance(target, Resettable):
         raise NotFound("this server cannot be reset", {})
     report = await target.reset()
-    return Response(200, msgspec.json.encode(report.as_json()), "application/json")
+    return json_response(report.as_json())

@@ -17,15 +17,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import msgspec
-
 from kubewire.clock import MAX_ADVANCE_S, ManualClock
 from kubewire.server.context import HasContext
 from kubewire.server.faults.faults import Faults
-from kubewire.server.wire.http_messages import Request, Response
+from kubewire.server.wire.http_messages import Request, Response, json_object_body, json_response
 from kubewire.status import BadRequest, MethodNotAllowed, NotFound
-
-JSON = "application/json"
 
 
 async def serve_faults(target: HasContext, request: Request) -> Response:
@@ -36,10 +32,10 @@ async def serve_faults(target: HasContext, request: Request) -> Response:
     if len(rest) > 1:
         raise NotFound("the server could not find the requested resource", {})
     if method == "GET" and not rest:
-        return _json({"kind": "FaultList", "items": faults.list_faults()})
+        return json_response({"kind": "FaultList", "items": faults.list_faults()})
     if method == "POST" and not rest:
-        done = faults.add(_body(request))
-        return _json(done, 200 if done.get("type") == "dropWatches" else 201)
+        done = faults.add(json_object_body(request))
+        return json_response(done, 200 if done.get("type") == "dropWatches" else 201)
     if method == "DELETE":
         if rest:
             cleared = faults.clear(rest[0])
@@ -48,7 +44,7 @@ async def serve_faults(target: HasContext, request: Request) -> Response:
                                                                  "kind": "faults"})
         else:
             cleared = faults.clear()
-        return _json({"cleared": cleared})
+        return json_response({"cleared": cleared})
     raise MethodNotAllowed("the server does not allow this method on the requested resource",
                            {})
 
@@ -56,7 +52,7 @@ async def serve_faults(target: HasContext, request: Request) -> Response:
 async def serve_clock(target: HasContext, request: Request) -> Response:
     clock = target.ctx.clock
     if request.method == "POST":
-        body = _body(request)
+        body = json_object_body(request)
         unknown = sorted(set(body) - {"advanceSeconds"})
         if unknown:
             raise BadRequest(f"unknown field(s): {', '.join(unknown)}", {})
@@ -68,9 +64,9 @@ async def serve_clock(target: HasContext, request: Request) -> Response:
             raise BadRequest("the server's clock is real time: start it with a manual clock "
                              "(kubewire serve --manual-clock) to advance it", {})
         fired = clock.advance(float(seconds))
-        return _json({**_clock_json(clock), "fired": fired})
+        return json_response({**_clock_json(clock), "fired": fired})
     if request.method in ("GET", "HEAD"):
-        return _json(_clock_json(clock))
+        return json_response(_clock_json(clock))
     raise MethodNotAllowed("the server does not allow this method on the requested resource",
                            {})
 
@@ -80,17 +76,3 @@ def _clock_json(clock: Any) -> dict[str, Any]:
     if isinstance(clock, ManualClock):
         found["pendingTimers"] = clock.pending
     return found
-
-
-def _body(request: Request) -> dict[str, Any]:
-    try:
-        value = msgspec.json.decode(request.body or b"{}")
-    except msgspec.DecodeError as err:
-        raise BadRequest(f"the request body is not JSON: {err}", {}) from err
-    if not isinstance(value, dict):
-        raise BadRequest("the request body must be a JSON object", {})
-    return value
-
-
-def _json(value: object, status: int = 200) -> Response:
-    return Response(status, msgspec.json.encode(value), JSON)

@@ -20,11 +20,9 @@ from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 
-import msgspec
-
 from kubewire.server.access.chain import resource_verb
 from kubewire.server.observe.per_request import RequestInfo
-from kubewire.server.wire.http_messages import Request, Response
+from kubewire.server.wire.http_messages import Request, Response, json_response
 from kubewire.status import BadRequest, MethodNotAllowed
 
 DEFAULT_CAPACITY = 10_000
@@ -117,7 +115,7 @@ def answer(record: RequestRecord, method: str, query: Mapping[str, list[str]]) -
         raise MethodNotAllowed(f"{method} is not allowed on /kubewire/requests: GET or DELETE",
                                {})
     items = [asdict(entry) for entry in record.select(**filters_from_query(query))]
-    return Response(200, msgspec.json.encode({"items": items}), "application/json")
+    return json_response({"items": items})
 
 
 def entry_of(request: Request, info: RequestInfo, code: int) -> RequestEntry:

@@ -39,7 +39,7 @@ from kubewire.server.wire.http_input import (
 )
 from kubewire.server.wire.streams import Connection, EventStream
 from kubewire.server.wire.websocket import handshake, is_websocket_request
-from kubewire.status import RequestEntityTooLarge, StatusError
+from kubewire.status import BadRequest, RequestEntityTooLarge, StatusError
 
 if TYPE_CHECKING:
     from kubewire.server.wire.websocket import WebSocketStream
@@ -338,6 +338,25 @@ def request_timeout_answer() -> bytes:
     """kube's timeout filter, for a body that did not arrive in time; the connection closes."""
     return render_response(Response(504, REQUEST_TIMEOUT_BODY, REQUEST_TIMEOUT_CONTENT_TYPE),
                            closing=True)
+
+
+def json_response(value: object, status: int = 200) -> Response:
+    """A JSON answer of ``value`` (kubewire's own ``/kubewire/`` endpoints)."""
+    return Response(status, msgspec.json.encode(value), "application/json")
+
+
+def json_object_body(request: Request) -> dict[str, Any]:
+    """A request's JSON object body ({} when empty); 400 for anything else (kubewire's own
+    ``/kubewire/`` endpoints)."""
+    if not request.body:
+        return {}
+    try:
+        value = msgspec.json.decode(request.body)
+    except msgspec.DecodeError as err:
+        raise BadRequest(f"the request body is not JSON: {err}", {}) from err
+    if not isinstance(value, dict):
+        raise BadRequest("the request body must be a JSON object", {})
+    return value
 
 
 def internal_error() -> Response:
