@@ -24,6 +24,7 @@ import json
 from collections.abc import Mapping
 from functools import cache
 
+from kubewire.json_copy import copy_json
 from kubewire.json_types import JSON
 from kubewire.schema import TypeNode, type_for
 from kubewire.status import FieldError, not_supported, required
@@ -368,17 +369,9 @@ def unknown_fields(api_version: str, kind: str, obj: Mapping[str, JSON]) -> list
     return out
 
 
-def _copy_json(value: JSON) -> JSON:
-    if isinstance(value, dict):
-        return {k: _copy_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy_json(v) for v in value]
-    return value
-
-
 def _pruned(node: SchemaNode, value: JSON) -> JSON:
     if node.is_open:
-        return _copy_json(value)
+        return copy_json(value)
     if isinstance(value, dict):
         out = {}
         for key, child in value.items():
@@ -388,7 +381,7 @@ def _pruned(node: SchemaNode, value: JSON) -> JSON:
         return out
     if isinstance(value, list) and node.items is not None:
         return [_pruned(node.items, v) for v in value]
-    return _copy_json(value)
+    return copy_json(value)
 
 
 def prune_unknown_fields(api_version: str, kind: str, obj: Mapping[str, JSON]) -> JSON:
@@ -410,17 +403,17 @@ def _defaulted(node: SchemaNode, value: JSON) -> JSON:
         out = dict(value)
         for key, prop in node.props.items():
             if prop.has_default and (key not in out or _is_null_to_default(prop, out[key])):
-                out[key] = _copy_json(prop.default)
+                out[key] = copy_json(prop.default)
         for key, child in out.items():
             sub = node.props.get(key) or node.values
             if sub is not None:
                 if key not in node.props and _is_null_to_default(sub, child):
-                    child = _copy_json(sub.default)
+                    child = copy_json(sub.default)
                 out[key] = _defaulted(sub, child)
         return out
     if isinstance(value, list) and node.items is not None:
         items = node.items
-        return [_defaulted(items, _copy_json(items.default)
+        return [_defaulted(items, copy_json(items.default)
                            if _is_null_to_default(items, v) else v) for v in value]
     return value
 
