@@ -76,7 +76,7 @@ def admit_pod_create(pod: dict[str, Any], namespace: str, facts: PodFacts, *,
         return pod
     admitted = pod if owned else copy.deepcopy(pod)
     spec = admitted.setdefault("spec", {})
-    name = _name_for_errors(admitted)
+    name = admission_name(admitted)
     account = service_account_name(admitted)
     spec["serviceAccountName"] = account
     spec["serviceAccount"] = account
@@ -117,10 +117,18 @@ def _is_mirror_pod(pod: Mapping[str, Any]) -> bool:
     return "kubernetes.io/config.mirror" in annotations
 
 
-def _name_for_errors(pod: Mapping[str, Any]) -> str:
-    # admission.NewForbidden names the object; its name is not generated yet at admission
-    meta = pod.get("metadata") or {}
-    return str(meta.get("name") or meta.get("generateName") or "Unknown")
+def admission_name(obj: Mapping[str, Any]) -> str:
+    """The name admission errors give an object being created (admission/errors.go
+    ``extractResourceName``: its name is not generated yet at admission): its name, else its
+    generateName, else "Unknown"."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return "Unknown"
+    for field in ("name", "generateName"):
+        value = meta.get(field)
+        if isinstance(value, str) and value:
+            return value
+    return "Unknown"
 
 
 def _forbidden(name: str, why: str) -> Forbidden:

@@ -47,6 +47,7 @@ from kubewire.server.writes import lifecycle
 from kubewire.server.writes.admission import (
     DEFAULT_SERVICE_ACCOUNT,
     PodFacts,
+    admission_name,
     admit_pod_create,
     admit_pod_update,
     service_account_name,
@@ -167,7 +168,7 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
             # validates (handlers/create.go), so a missing or terminating namespace is the
             # answer whatever else is wrong; its 403 names the object as admission sees it,
             # before a name is generated
-            check_namespace_usable(ctx, resource, namespace, _admission_name(obj))
+            check_namespace_usable(ctx, resource, namespace, admission_name(obj))
         # a pod's own rules run once, on what admission makes of it (validate_admitted)
         prepared, warnings = validate(resource, prepared, wopts, kind_rules=facts is None)
         prepared = as_go_encodes(prepared)
@@ -198,19 +199,6 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
             raise already_exists(resource.group, resource.plural, name) from None
         return change.value, warnings
     raise generate_name_conflict(resource.group, resource.plural, name)
-
-
-def _admission_name(obj: dict[str, Any]) -> str:
-    """The name admission errors give an object being created (admission/errors.go
-    ``extractResourceName``): its name, else its generateName, else "Unknown"."""
-    meta = obj.get("metadata")
-    if not isinstance(meta, dict):
-        return "Unknown"
-    for field in ("name", "generateName"):
-        value = meta.get(field)
-        if isinstance(value, str) and value:
-            return value
-    return "Unknown"
 
 
 async def update(ctx: ServerContext, request: Request, route: Route) -> Response:
