@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -38,3 +39,13 @@ async def test_stopped_server_is_transport_error(server: ServerThread) -> None:
         server.stop()
         with pytest.raises(TransportError):
             await client.request(Request("GET", "/api/v1/namespaces"))
+
+
+async def test_the_transport_names_the_loop_its_connections_belong_to(
+        server: ServerThread) -> None:
+    client = await create_client(server.kubeconfig)
+    assert client.transport.loop is None  # nothing opened yet
+    await client.transport.request(Request("GET", "/version"))
+    assert client.transport.loop is asyncio.get_running_loop()
+    await client.close()
+    assert client.transport.loop is None

@@ -8,6 +8,7 @@ an exec plugin whose token was revoked), as client-go's exec authenticator does.
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
@@ -47,6 +48,7 @@ class Transport:
                  request_timeout_s: float = REQUEST_TIMEOUT_S) -> None:
         self.config = config
         self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the session's
         self._ssl: ssl.SSLContext | bool = False
         self._pair: tuple[bytes | None, bytes | None] = (None, None)
         self._connect_timeout_s = connect_timeout_s
@@ -68,7 +70,14 @@ class Transport:
             self._session = aiohttp.ClientSession(
                 connector=connector, headers={"User-Agent": USER_AGENT},
                 timeout=aiohttp.ClientTimeout(total=None, connect=self._connect_timeout_s))
+            self._loop = asyncio.get_running_loop()
         return self._session
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop its open connections belong to (``close()`` must run there), or
+        None while it has none."""
+        return self._loop if self._session is not None else None
 
     async def close(self) -> None:
         if self._session is not None:

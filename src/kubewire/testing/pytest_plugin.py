@@ -193,9 +193,8 @@ async def _start(agen: AsyncIterator[None]) -> None:
 
 def close_client(client: Client) -> None:
     """Close ``client`` now if its loop is still open (a loop of a wider scope)."""
-    session = getattr(client.transport, "_session", None)
-    loop = getattr(session, "_loop", None)
-    if not isinstance(loop, asyncio.AbstractEventLoop) or loop.is_closed():
+    loop = client.transport.loop
+    if loop is None or loop.is_closed():
         return
     if loop.is_running():  # another thread's loop: ask it
         asyncio.run_coroutine_threadsafe(client.close(), loop).result(10)
