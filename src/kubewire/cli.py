@@ -27,7 +27,7 @@ import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, cast
+from typing import TYPE_CHECKING, Literal, NoReturn, cast
 
 import kubewire
 from kubewire.go_text import parse_go_duration
@@ -120,6 +120,26 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--storage", choices=("sqlite", "memory"), default="sqlite",
                        help="sqlite: the database in --data-dir (default); memory: no database "
                             "file, the state is lost when the server stops (for tests)")
+    serve.add_argument("--storage-backend", choices=("etcd3",), type=storage_backend,
+                       default=None,
+                       help="etcd3: keep everything in the etcd cluster at --etcd-servers, "
+                            "as kube-apiserver does (any number of kubewire servers may share "
+                            "it) (default: unset, --storage decides)")
+    serve.add_argument("--etcd-servers", type=etcd_servers, default=(),
+                       help="etcd endpoints, comma-separated (scheme://ip:port); implies "
+                            "--storage-backend etcd3 (default: none)")
+    serve.add_argument("--etcd-prefix", default="/registry",
+                       help="the prefix of every key kubewire keeps in etcd")
+    serve.add_argument("--etcd-cafile", type=Path, default=None,
+                       help="CA bundle that verifies etcd's serving certificates (default: "
+                            "plain gRPC unless one of the three is given)")
+    serve.add_argument("--etcd-certfile", type=Path, default=None,
+                       help="client certificate kubewire presents to etcd (default: none)")
+    serve.add_argument("--etcd-keyfile", type=Path, default=None,
+                       help="key of --etcd-certfile (default: none)")
+    serve.add_argument("--etcd-compaction-interval", type=duration(), default=300.0,
+                       help="how often a server tries to compact etcd to what the history "
+                            "flags no longer keep; replicas take turns (default 5m0s)")
     serve.add_argument("--pod-grace-cap", type=duration(zero=True), default=None,
                        help="finish graceful pod deletions after at most this long, a Go "
                             "duration or seconds (default: the pod's own grace period)")
@@ -722,6 +742,22 @@ def duration(*, zero: bool = False, days: bool = False) -> Callable[[str], float
 go_duration = duration()  # kube-apiserver's duration flags (``--request-timeout``)
 
 
+def storage_backend(text: str) -> str:
+    """``--storage-backend``: kube-apiserver's values and its message for the retired one."""
+    if text == "etcd2":
+        raise argparse.ArgumentTypeError("etcd2 is no longer a supported storage backend")
+    return text
+
+
+def etcd_servers(text: str) -> tuple[str, ...]:
+    """``--etcd-servers``: a comma list of URLs (``http://127.0.0.1:2379``)."""
+    servers = tuple(part.strip() for part in text.split(",") if part.strip())
+    for server in servers:
+        if not re.fullmatch(r"(https?://)?[^/\s]+:\d+/?", server):
+            raise argparse.ArgumentTypeError(f"not an etcd endpoint (scheme://ip:port): {server}")
+    return servers
+
+
 def controller_list(text: str) -> tuple[str, ...]:
     """``--controllers``: comma-separated, checked as kube-controller-manager checks it."""
     from kubewire.server.controllers.selection import parse_controllers
@@ -749,13 +785,18 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         extra["namespace_deletion_delay_s"] = args.namespace_deletion_delay
     retention = Retention(max_changes=args.history_max_changes or None,
                           max_age_s=args.history_max_age or None)
+    storage: Literal["sqlite", "memory", "etcd"] = (
+        "etcd" if args.storage_backend or args.etcd_servers else args.storage)
     limits = Limits(request_timeout_s=args.request_timeout,
                     max_requests_inflight=args.max_requests_inflight,
                     max_mutating_requests_inflight=args.max_mutating_requests_inflight,
                     max_watches_per_user=args.max_watches_per_user)
     return ServerConfig(data_dir=args.data_dir, host=args.host, port=args.port,
                         retention=retention, limits=limits, durability=args.durability,
-                        storage=args.storage,
+                        storage=storage, etcd_servers=args.etcd_servers,
+                        etcd_prefix=args.etcd_prefix, etcd_cafile=args.etcd_cafile,
+                        etcd_certfile=args.etcd_certfile, etcd_keyfile=args.etcd_keyfile,
+                        etcd_compaction_interval_s=args.etcd_compaction_interval,
                         pod_grace_cap_s=args.pod_grace_cap,
                         manual_clock=args.manual_clock,
                         controllers=args.controllers,
@@ -1061,6 +1102,9 @@ def run_server(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return 1
     if problem := host_problem(args.host, args.port):
         print(f"kubewire: cannot start: {problem}", file=sys.stderr)
+        return 1
+    if args.storage_backend and not args.etcd_servers:
+        print("kubewire: cannot start: --etcd-servers must be specified", file=sys.stderr)
         return 1
     try:  # one server per data directory, for this process's life (server/daemon/lock.py)
         lock = DataDirLock.acquire(args.data_dir, "serve")

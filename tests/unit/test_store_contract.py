@@ -1,20 +1,25 @@
 """The ``Store`` contract, run against every backend through the protocol only.
 
-Backends are the params of the ``backend`` fixture (SQLite with its writer in a thread or in a
-process of its own, and the in-memory store, whose "location" is one ``MemoryData`` that a store
-opened again finds; etcd joins the same list).
+Backends are the params of the ``backend`` fixture: SQLite with its writer in a thread or in a
+process of its own; the in-memory store, whose "location" is one ``MemoryData`` that a store
+opened again finds; etcd, one real member and a real three-member cluster (one per module, each
+test under a prefix of its own, so a store opened again on the prefix finds its data).
+Revisions are counted from ``backend.base``, the revision the first store of a test opened at:
+0 for the embedded stores, etcd's revision for etcd (its revisions are shared by every key).
 Each test is named after the guarantee it checks.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -35,8 +40,11 @@ from kubewire.storage.base import (
     Store,
     Update,
 )
+from kubewire.storage.etcd.client import EtcdConfig
+from kubewire.storage.etcd.store import EtcdStore
 from kubewire.storage.memory import MemoryData, MemoryStore
 from kubewire.storage.sqlite.store import SQLiteStore
+from tests.etcd_cluster import ETCD, Cluster, etcd_cluster
 
 KEEP_ALL = Retention(max_changes=None, max_age_s=None)
 
@@ -59,6 +67,13 @@ class Backend:
     path: Path
     opened: list[Store] = field(default_factory=list)
     memory: MemoryData = field(default_factory=MemoryData)  # the memory backend's "file"
+    etcd: Cluster | None = None
+    base: int | None = None  # the revision the first store opened at
+
+    @property
+    def keeps_timestamps(self) -> bool:
+        """etcd keeps no commit times: a store opened again stamps history with its own."""
+        return self.etcd is None
 
     async def open(self, retention: Retention = KEEP_ALL,
                    clock: Callable[[], float] = time.time) -> Store:
@@ -73,16 +88,41 @@ class Backend:
                                 retention=retention, writer_process=True)
         elif self.name == "memory":
             store = MemoryStore(retention=retention, clock=clock, data=self.memory)
+        elif self.etcd is not None:
+            store = EtcdStore(EtcdConfig(self.etcd.endpoints, timeout=10.0),
+                              prefix=f"/{self.path.name}/registry", retention=retention,
+                              clock=clock)
         else:
             raise AssertionError(f"unknown backend {self.name}")
         await store.open()
         self.opened.append(store)
+        if self.base is None:
+            self.base = store.current_revision
         return store
 
 
-@pytest.fixture(params=["sqlite", "sqlite-process", "memory"])
-async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
+@pytest.fixture(scope="module")
+def etcd_clusters() -> Iterator[Callable[[str], Cluster]]:
+    """The real etcd clusters of this module by backend name, each started on first use."""
+    with contextlib.ExitStack() as stack:
+        clusters: dict[str, Cluster] = {}
+
+        def get(name: str) -> Cluster:
+            if name not in clusters:
+                if ETCD is None:
+                    pytest.skip("no etcd binary: tools/ensure-etcd installs it")
+                clusters[name] = stack.enter_context(etcd_cluster(3 if name == "etcd-3" else 1))
+            return clusters[name]
+
+        yield get
+
+
+@pytest.fixture(params=["sqlite", "sqlite-process", "memory", "etcd", "etcd-3"])
+async def backend(request: pytest.FixtureRequest, tmp_path: Path,
+                  etcd_clusters: Callable[[str], Cluster]) -> AsyncIterator[Backend]:
     b = Backend(request.param, tmp_path)
+    if request.param.startswith("etcd"):
+        b.etcd = etcd_clusters(request.param)
     yield b
     for store in b.opened:
         await store.close()
@@ -91,6 +131,13 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
 @pytest.fixture
 async def store(backend: Backend) -> Store:
     return await backend.open()
+
+
+@pytest.fixture
+def base(backend: Backend, store: Store) -> int:
+    """Where this test's revisions start (see the module docstring)."""
+    assert backend.base is not None
+    return backend.base
 
 
 def pod(name: str, ns: str = "default", **spec: object) -> dict[str, object]:
@@ -135,20 +182,20 @@ class Recorder:
 # -- revisions and values ------------------------------------------------------------------
 
 
-async def test_empty_store_is_at_revision_zero(store: Store) -> None:
-    assert store.current_revision == 0
-    assert await store.list("core/pods/") == ([], 0)
+async def test_empty_store_is_at_its_base_revision(store: Store, backend: Backend) -> None:
+    assert store.current_revision == (0 if backend.etcd is None else backend.base)
+    assert await store.list("core/pods/") == ([], store.current_revision)
     assert await store.get(pod_key("a")) is None
 
 
-async def test_revisions_strictly_increase_across_keys(store: Store) -> None:
+async def test_revisions_strictly_increase_across_keys(store: Store, base: int) -> None:
     revisions = []
     for i in range(10):
         change = await store.write(Create(pod_key(f"p{i}", f"ns{i % 3}"), pod(f"p{i}")))
         revisions.append(change.revision)
         assert store.current_revision == change.revision
     assert revisions == sorted(set(revisions))
-    assert revisions[0] >= 1
+    assert revisions[0] >= base + 1
 
 
 async def test_resource_version_embedded_equals_revision(store: Store) -> None:
@@ -212,7 +259,7 @@ async def test_revision_mismatch_reports_expected_and_actual(store: Store) -> No
 
 
 async def test_failed_precondition_changes_nothing_and_consumes_no_revision(
-        store: Store) -> None:
+        store: Store, base: int) -> None:
     recorder = Recorder()
     store.subscribe(recorder)
     first = await store.write(Create(pod_key("a"), pod("a")))
@@ -224,7 +271,7 @@ async def test_failed_precondition_changes_nothing_and_consumes_no_revision(
             await store.write(op)
     assert store.current_revision == first.revision
     assert await store.get(pod_key("a")) == Record(pod_key("a"), first.revision, first.value)
-    assert await store.changes_since(0) == [first]
+    assert await store.changes_since(base) == [first]
     assert recorder.changes == [first]
     second = await store.write(Create(pod_key("b"), pod("b")))
     assert second.revision == first.revision + 1
@@ -234,7 +281,7 @@ async def test_failed_precondition_changes_nothing_and_consumes_no_revision(
 
 
 async def test_concurrent_writers_get_unique_consecutive_revisions_seen_before_return(
-        store: Store) -> None:
+        store: Store, base: int) -> None:
     recorder = Recorder()
     store.subscribe(recorder)
     seen_at_return: dict[int, bool] = {}
@@ -253,12 +300,12 @@ async def test_concurrent_writers_get_unique_consecutive_revisions_seen_before_r
     results = await asyncio.gather(*(write(op) for op in ops))
     changes = [c for c in results if c is not None]
     assert len(changes) == 200
-    assert sorted(c.revision for c in changes) == list(range(1, 201))
-    assert recorder.revisions == list(range(1, 201))
+    assert sorted(c.revision for c in changes) == list(range(base + 1, base + 201))
+    assert recorder.revisions == list(range(base + 1, base + 201))
     assert sorted(recorder.changes, key=lambda c: c.revision) == sorted(
         changes, key=lambda c: c.revision)
     assert all(seen_at_return.values()) and len(seen_at_return) == 200
-    assert store.current_revision == 200
+    assert store.current_revision == base + 200
 
 
 async def test_listener_that_raises_does_not_break_the_store(
@@ -279,27 +326,28 @@ async def test_listener_that_raises_does_not_break_the_store(
 # -- change log -----------------------------------------------------------------------------
 
 
-async def test_changes_since_is_ordered_filtered_by_prefix_and_limited(store: Store) -> None:
+async def test_changes_since_is_ordered_filtered_by_prefix_and_limited(store: Store,
+                                                                      base: int) -> None:
     written = []
     for i in range(12):
         key = (pod_key(f"p{i}", "ns-a" if i % 2 else "ns-b") if i % 3
                else f"apps/deployments/ns-a/d{i}")
         written.append(await store.write(Create(key, pod(f"p{i}"))))
-    assert await store.changes_since(0) == written
-    assert await store.changes_since(5) == written[5:]
-    assert await store.changes_since(0, "core/pods/") == [
+    assert await store.changes_since(base) == written
+    assert await store.changes_since(base + 5) == written[5:]
+    assert await store.changes_since(base, "core/pods/") == [
         c for c in written if c.key.startswith("core/pods/")]
-    assert await store.changes_since(3, "core/pods/ns-a/") == [
+    assert await store.changes_since(base + 3, "core/pods/ns-a/") == [
         c for c in written[3:] if c.key.startswith("core/pods/ns-a/")]
-    assert await store.changes_since(0, "apps/") == [
+    assert await store.changes_since(base, "apps/") == [
         c for c in written if c.key.startswith("apps/")]
-    assert await store.changes_since(0, "core/pods/", limit=3) == [
+    assert await store.changes_since(base, "core/pods/", limit=3) == [
         c for c in written if c.key.startswith("core/pods/")][:3]
-    assert await store.changes_since(12) == []
+    assert await store.changes_since(base + 12) == []
     # "core/pods/ns-a/" must not match a namespace that merely starts the same way.
     await store.write(Create(pod_key("x", "ns-ab"), pod("x")))
     assert all(c.key.startswith("core/pods/ns-a/")
-               for c in await store.changes_since(0, "core/pods/ns-a/"))
+               for c in await store.changes_since(base, "core/pods/ns-a/"))
 
 
 # -- list -----------------------------------------------------------------------------------
@@ -349,11 +397,12 @@ PREFIXES = ["", "core/", "core/pods/", "core/pods/b/", "apps/deployments/a/", "c
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 async def test_historical_list_equals_state_recorded_at_that_revision(
-        store: Store, seed: int) -> None:
+        store: Store, base: int, seed: int) -> None:
     rng = random.Random(seed)
     model = await run_random_workload(store, rng, 150)
     current = store.current_revision
-    for revision in [*rng.sample(range(1, current), 12), 1, current - 1, current]:
+    for revision in [*rng.sample(range(base + 1, current), 12), base + 1, current - 1,
+                     current]:
         for prefix in PREFIXES:
             records, at = await store.list(prefix, revision=revision)
             assert (records, at) == (model.at(revision, prefix), revision), (revision, prefix)
@@ -361,9 +410,9 @@ async def test_historical_list_equals_state_recorded_at_that_revision(
 
 
 async def test_list_pages_with_start_and_limit_at_current_and_past_revisions(
-        store: Store) -> None:
+        store: Store, base: int) -> None:
     model = await run_random_workload(store, random.Random(7), 120)
-    for revision in (0, 60, 100):
+    for revision in (0, base + 60, base + 100):
         expected = model.at(revision or store.current_revision, "core/pods/")
         pages: list[Record] = []
         start = ""
@@ -391,18 +440,19 @@ async def test_list_above_current_revision_raises(store: Store) -> None:
 
 async def test_retention_by_count_keeps_the_newest_changes(backend: Backend) -> None:
     store = await backend.open(retention=Retention(max_changes=5, max_age_s=None))
+    b = backend.base or 0
     model = Model()
     for i in range(20):
         model.apply(await store.write(Create(pod_key(f"p{i}"), pod(f"p{i}"))))
-    assert await store.compact() == 15
-    assert store.compacted_revision == 15
+    assert await store.compact() == b + 15
+    assert store.compacted_revision == b + 15
     with pytest.raises(CompactedError) as info:
-        await store.changes_since(14)
-    assert (info.value.requested, info.value.compacted) == (14, 15)
-    assert [c.revision for c in await store.changes_since(15)] == [16, 17, 18, 19, 20]
+        await store.changes_since(b + 14)
+    assert (info.value.requested, info.value.compacted) == (b + 14, b + 15)
+    assert [c.revision - b for c in await store.changes_since(b + 15)] == [16, 17, 18, 19, 20]
     with pytest.raises(CompactedError):
-        await store.list("core/pods/", revision=14)
-    for revision in (15, 17, 20):
+        await store.list("core/pods/", revision=b + 14)
+    for revision in (b + 15, b + 17, b + 20):
         assert await store.list("core/pods/", revision=revision) == (
             model.at(revision, "core/pods/"), revision)
 
@@ -410,28 +460,30 @@ async def test_retention_by_count_keeps_the_newest_changes(backend: Backend) -> 
 async def test_retention_by_age_uses_the_store_clock(backend: Backend) -> None:
     clock = FakeClock()
     store = await backend.open(retention=Retention(max_changes=None, max_age_s=5.0), clock=clock)
+    b = backend.base or 0
     start = clock.now
     for i in range(10):
         clock.now = start + i
         await store.write(Create(pod_key(f"p{i}"), pod(f"p{i}")))
     # At start+12, the changes written at start+0 .. start+6 are more than 5 s old.
     clock.now = start + 12
-    assert await store.compact() == 7
-    assert [c.revision for c in await store.changes_since(7)] == [8, 9, 10]
-    assert [c.timestamp for c in await store.changes_since(7)] == [start + 7, start + 8,
-                                                                   start + 9]
+    assert await store.compact() == b + 7
+    assert [c.revision - b for c in await store.changes_since(b + 7)] == [8, 9, 10]
+    assert [c.timestamp for c in await store.changes_since(b + 7)] == [start + 7, start + 8,
+                                                                       start + 9]
 
 
 async def test_compaction_never_drops_the_newest_change(backend: Backend) -> None:
     clock = FakeClock()
     store = await backend.open(retention=Retention(max_changes=1, max_age_s=0.0), clock=clock)
+    b = backend.base or 0
     for i in range(5):
         await store.write(Create(pod_key(f"p{i}"), pod(f"p{i}")))
     clock.now += 3600
-    assert await store.compact() == 4
-    assert [c.revision for c in await store.changes_since(4)] == [5]
-    assert (await store.list("core/pods/", revision=4))[0] == (
-        await store.list("core/pods/", revision=5))[0][:4]
+    assert await store.compact() == b + 4
+    assert [c.revision - b for c in await store.changes_since(b + 4)] == [5]
+    assert (await store.list("core/pods/", revision=b + 4))[0] == (
+        await store.list("core/pods/", revision=b + 5))[0][:4]
 
 
 async def test_changes_are_compacted_automatically(backend: Backend) -> None:
@@ -440,24 +492,28 @@ async def test_changes_are_compacted_automatically(backend: Backend) -> None:
         await asyncio.gather(*(store.write(Create(pod_key(f"p{batch}-{i}"), pod("p")))
                                for i in range(100)))
     await store.write(Create(pod_key("last"), pod("last")))
-    assert store.compacted_revision > 0
+    assert store.compacted_revision > (backend.base or 0)
     with pytest.raises(CompactedError):
-        await store.changes_since(0)
+        await store.changes_since(backend.base or 0)
 
 
 async def test_writes_after_compaction_continue_the_revision_sequence(backend: Backend) -> None:
     store = await backend.open(retention=Retention(max_changes=1, max_age_s=None))
+    b = backend.base or 0
     for i in range(4):
         await store.write(Create(pod_key(f"p{i}"), pod(f"p{i}")))
     for i in range(4):
         await store.write(Delete(pod_key(f"p{i}")))
-    assert await store.compact() == 7
+    assert await store.compact() == b + 7
+    # etcd's compaction writes compact_rev_key, a revision of its own; the others' take none
+    current = store.current_revision
+    assert current == b + 8 + (backend.etcd is not None)
     await store.close()
     reopened = await backend.open(retention=Retention(max_changes=1, max_age_s=None))
-    assert (reopened.current_revision, reopened.compacted_revision) == (8, 7)
-    assert await reopened.list("core/pods/") == ([], 8)
+    assert (reopened.current_revision, reopened.compacted_revision) == (current, b + 7)
+    assert await reopened.list("core/pods/") == ([], current)
     change = await reopened.write(Create(pod_key("p0"), pod("p0")))
-    assert change.revision == 9
+    assert change.revision == current + 1
 
 
 # -- lifecycle ------------------------------------------------------------------------------
@@ -473,14 +529,22 @@ async def test_reopen_after_close_keeps_objects_history_and_revisions(backend: B
     reopened = await backend.open(retention=Retention(max_changes=50, max_age_s=None))
     after = (reopened.current_revision, reopened.compacted_revision,
              await reopened.list(""), await reopened.changes_since(reopened.compacted_revision))
+    if not backend.keeps_timestamps:
+        before, after = _without_timestamps(before), _without_timestamps(after)
     assert after == before
     revision = reopened.compacted_revision + 3
     assert await reopened.list("core/", revision=revision) == (model.at(revision, "core/"),
                                                                revision)
 
 
+def _without_timestamps(state: tuple[Any, ...]) -> tuple[Any, ...]:
+    *head, changes = state
+    return (*head, [replace(c, timestamp=0.0) for c in changes])
+
+
 async def test_close_commits_every_queued_write(backend: Backend) -> None:
     store = await backend.open()
+    b = backend.base or 0
     recorder = Recorder()
     store.subscribe(recorder)
     tasks = [asyncio.create_task(store.write(Create(pod_key(f"p{i}"), pod(f"p{i}"))))
@@ -488,11 +552,11 @@ async def test_close_commits_every_queued_write(backend: Backend) -> None:
     await asyncio.sleep(0)  # let every write reach the store's queue
     await store.close()
     changes = [task.result() for task in tasks]
-    assert sorted(c.revision for c in changes) == list(range(1, 51))
-    assert recorder.revisions == list(range(1, 51))
+    assert sorted(c.revision for c in changes) == list(range(b + 1, b + 51))
+    assert recorder.revisions == list(range(b + 1, b + 51))
     reopened = await backend.open()
     records, revision = await reopened.list("core/pods/")
-    assert (len(records), revision) == (50, 50)
+    assert (len(records), revision) == (50, b + 50)
 
 
 async def test_write_after_close_raises_storage_error(store: Store) -> None:

@@ -84,7 +84,10 @@ from kubewire.storage.sqlite.store import SQLiteStore
 from kubewire.storage.versioned_store import VersionedStore
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from kubewire.server.observe.audit_log import Auditor
+    from kubewire.storage.etcd.store import EtcdStore
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +116,7 @@ class APIServer:
         self.auditor = _auditor(config)  # None unless auditing: no cost per request then
         self.observer = Observer(self.ctx, config)
         store.on_request = self.observer.store_request
-        if isinstance(store, MemoryStore):  # no file to measure: the bytes it holds
+        if not isinstance(store, SQLiteStore):  # no file to measure: the store's own figure
             self.observer.storage_size_of = lambda: store.size_bytes
         self.requests = RequestRecord(config.request_record_capacity)  # one entry per request
         self.faults = Faults(self.ctx, self.health, self.observer.metrics.registry)
@@ -432,13 +435,27 @@ _SUBRESOURCE_HANDLERS: dict[str, SubresourceHandler] = {
     **dict.fromkeys(CONNECT_SUBRESOURCES, serve_connect)}
 
 
-def _open_store(config: ServerConfig) -> SQLiteStore | MemoryStore:
+def _open_store(config: ServerConfig) -> SQLiteStore | MemoryStore | EtcdStore:
     """The store ``config.storage`` names: the SQLite file in the data dir (its writer in a
-    process of its own), or memory (no file: everything is gone when the server stops)."""
+    process of its own), memory (no file: everything is gone when the server stops), or the
+    etcd cluster at ``--etcd-servers`` (shared with any other replica)."""
     if config.storage == "memory":
         return MemoryStore(retention=config.retention)
+    if config.storage == "etcd":
+        from kubewire.storage.etcd.client import EtcdConfig  # grpc: only for etcd
+        from kubewire.storage.etcd.store import EtcdStore
+
+        etcd = EtcdConfig(config.etcd_servers, ca_file=_text(config.etcd_cafile),
+                          cert_file=_text(config.etcd_certfile),
+                          key_file=_text(config.etcd_keyfile))
+        return EtcdStore(etcd, prefix=config.etcd_prefix, retention=config.retention,
+                         compaction_interval_s=config.etcd_compaction_interval_s)
     return SQLiteStore(config.data_dir / DATABASE_NAME, durability=config.durability,
                        retention=config.retention, writer_process=True)
+
+
+def _text(path: Path | None) -> str | None:
+    return None if path is None else str(path)
 
 
 def _auditor(config: ServerConfig) -> Auditor | None:

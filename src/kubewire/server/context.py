@@ -40,8 +40,17 @@ class ServerConfig:
     retention: Retention = field(default_factory=Retention)
     durability: Literal["full", "normal"] = "full"
     # "sqlite": DATA_DIR/kubewire.db; "memory": no database file, nothing kept after a stop
-    # (the data dir still holds the kubeconfig and the PKI)
-    storage: Literal["sqlite", "memory"] = "sqlite"
+    # (the data dir still holds the kubeconfig and the PKI); "etcd": the etcd cluster at
+    # ``etcd_servers`` (kube-apiserver's --etcd-* flags), shared with any other replicas
+    storage: Literal["sqlite", "memory", "etcd"] = "sqlite"
+    etcd_servers: tuple[str, ...] = ()
+    etcd_prefix: str = "/registry"
+    etcd_cafile: Path | None = None
+    etcd_certfile: Path | None = None
+    etcd_keyfile: Path | None = None
+    # how often a replica tries kube's compaction transaction (--etcd-compaction-interval);
+    # what it compacts is what ``retention`` no longer keeps
+    etcd_compaction_interval_s: float = 300.0
     limits: Limits = field(default_factory=Limits)
     pod_grace_cap_s: float | None = None  # finish graceful pod deletions sooner (tests)
     # how long the namespace controller leaves a Terminating namespace before emptying it

@@ -197,6 +197,12 @@ class Store(Protocol):
     async def get(self, key: str) -> Record | None:
         ...
 
+    async def consistent_revision(self) -> int:
+        """A revision that includes every write acknowledged so far, by anyone (a reader waits
+        for its change feed to reach it): ``current_revision`` for a store written by one
+        process, a quorum read's revision for a shared one (etcd)."""
+        ...
+
     async def list(self, prefix: str, *, revision: int = 0, start: str = "",
                    limit: int = 0) -> tuple[builtins.list[Record], int]:
         """Records under ``prefix`` in key order, at ``revision`` (0 = current).

@@ -610,16 +610,27 @@ class WatchCaches:
         self.expired_below = 0  # a watch resuming from a revision below this gets 410
 
     async def start(self) -> None:
-        """Load every kind's objects, subscribe to the store, start the bookmark ticker."""
-        self.revision = self.store.current_revision
-        for resource in self.registry.stored():
-            if not resource.is_stored_version:
-                continue  # served through a VersionView of the stored kind's cache
-            cache = WatchCache(self, resource, self.ring_capacity, self.revision)
-            records, _ = await self.store.list(resource.storage_prefix())
-            cache.load((r.key, r.revision, r.value) for r in records)
-            self._caches[resource.id] = cache
+        """Load every kind's objects, subscribe to the store, start the bookmark ticker.
+
+        Every kind is read at one revision, and the changes committed meanwhile (by another
+        replica of a shared store, say) are applied after the reads, as ``add_kind`` does."""
+        stored = [r for r in self.registry.stored() if r.is_stored_version]  # others: views
+        for resource in stored:
+            self._loading[resource.id] = []
         self.store.subscribe(self._on_changes)
+        self.revision = revision = self.store.current_revision
+        try:
+            for resource in stored:
+                cache = WatchCache(self, resource, self.ring_capacity, revision)
+                records, _ = await self.store.list(resource.storage_prefix(), revision=revision)
+                cache.load((r.key, r.revision, r.value) for r in records)
+                for change in self._loading.pop(resource.id):
+                    if change.revision > revision:
+                        cache.apply(change)
+                self._caches[resource.id] = cache
+        finally:
+            for resource in stored:
+                self._loading.pop(resource.id, None)
         self._ticker = asyncio.get_running_loop().create_task(self._tick_bookmarks())
 
     async def stop(self) -> None:
@@ -722,6 +733,9 @@ class WatchCaches:
                     # Serve live watchers before the ring could overwrite what they lack.
                     self._flush_cache(cache)
             self.revision = max(self.revision, change.revision)
+        # A shared store's revision also moves with writes to keys no kind here holds: an
+        # empty batch says so (and lets readers waiting for that revision go).
+        self.revision = max(self.revision, self.store.current_revision)
         if self._dirty and self._flush_handle is None:
             self._schedule_flush()
         if self._revision_waiters:

@@ -246,6 +246,10 @@ class MemoryStore:
             raise ValueTooLargeError(key, len(value), self.max_value_bytes)
         return copy, value
 
+    async def consistent_revision(self) -> int:
+        """``current_revision``: only this store writes its data."""
+        return self.data.revision
+
     async def get(self, key: str) -> Record | None:
         self._require_open()
         started = time.perf_counter()

@@ -55,6 +55,9 @@ class VersionedStore:
     async def open(self) -> None:
         await self.store.open()
 
+    async def consistent_revision(self) -> int:
+        return await self.store.consistent_revision()
+
     async def close(self) -> None:
         await self.store.close()
 

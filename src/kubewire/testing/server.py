@@ -54,8 +54,10 @@ START_TIMEOUT_S = 30.0
 class Server:
     """A kubewire server for the length of a ``with`` or ``async with`` block.
 
-    - ``storage``: ``"memory"`` (the default: no file, nothing kept after the block) or
-      ``"sqlite"`` (a database file in the data directory, and its writer process).
+    - ``storage``: ``"memory"`` (the default: no file, nothing kept after the block),
+      ``"sqlite"`` (a database file in the data directory, and its writer process) or
+      ``"etcd"`` (the cluster at ``etcd_servers=[...]``, under ``etcd_prefix``: several servers
+      on one etcd are replicas of one API).
     - ``data_dir``: where the store, certificates and ``kubeconfig`` go; a temporary directory,
       removed at exit, when not given.
     - ``tls``: HTTPS with certificates made in the data directory, the kubeconfig holding the
@@ -78,13 +80,15 @@ class Server:
     """
 
     def __init__(  # noqa: PLR0913 (keyword-only options)
-                 self, *, storage: Literal["memory", "sqlite"] = "memory",
+                 self, *, storage: Literal["memory", "sqlite", "etcd"] = "memory",
                  data_dir: str | Path | None = None,
                  tls: bool | None = None, users: Mapping[str, Sequence[str]] | None = None,
                  crds: Iterable[Manifest] = (), host: str = "127.0.0.1", port: int = 0,
                  **config: Any) -> None:
-        if storage not in ("memory", "sqlite"):
-            raise ValueError(f"storage must be 'memory' or 'sqlite', not {storage!r}")
+        if storage not in ("memory", "sqlite", "etcd"):
+            raise ValueError(f"storage must be 'memory', 'sqlite' or 'etcd', not {storage!r}")
+        if storage == "etcd" and not config.get("etcd_servers"):
+            raise ValueError("storage 'etcd' needs etcd_servers=[...] (its endpoints)")
         names = {f.name for f in dataclasses.fields(ServerConfig)}
         unknown = set(config) - names
         if unknown:

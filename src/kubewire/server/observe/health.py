@@ -196,7 +196,9 @@ class ServerHealth:
             return self.store_fault
         if await self.store.ping(self.timeout_s):
             return None
-        return f"the store's writer did not answer within {self.timeout_s:g}s"
+        # etcd's store says why (kube's texts: "error getting data from etcd: ...")
+        reason = getattr(self.store, "last_error", None)
+        return reason or f"the store's writer did not answer within {self.timeout_s:g}s"
 
     async def _informers(self) -> Outcome:
         return None if self.caches_synced else "the watch caches are not filled yet"

@@ -88,7 +88,7 @@ async def serve_get(ctx: ServerContext, route: Route, resource_version: str,
 
 async def _wait_fresh(ctx: ServerContext, resource_version: str) -> None:
     if resource_version == "":
-        await ctx.caches.wait_for_revision(ctx.store.current_revision)
+        await ctx.caches.wait_for_revision(await ctx.store.consistent_revision())
     elif resource_version != "0":
         await ctx.caches.wait_for_revision(int(resource_version))
 
@@ -145,7 +145,7 @@ async def _list_revision(ctx: ServerContext, resource: Resource, opts: ListOptio
     """The revision a list without a continue token reflects (0 means "current")."""
     rv, match = opts.resource_version, opts.resource_version_match
     if rv == "":
-        await ctx.caches.wait_for_revision(ctx.store.current_revision)
+        await ctx.caches.wait_for_revision(await ctx.store.consistent_revision())
         return 0
     if rv == "0":
         return 0

@@ -153,6 +153,18 @@ def mod_revision_is(key: bytes, revision: int) -> Any:
                            mod_revision=revision)
 
 
+def exists(key: bytes) -> Any:
+    """``If(mod_revision(key) > 0)``: the key exists (an update or delete with no revision)."""
+    return rpc_pb2.Compare(result=rpc_pb2.Compare.GREATER, target=rpc_pb2.Compare.MOD, key=key,
+                           mod_revision=0)
+
+
+def version_is(key: bytes, version: int) -> Any:
+    """``If(version(key) == version)``: kube's compactor's logical clock on ``compact_rev_key``."""
+    return rpc_pb2.Compare(result=rpc_pb2.Compare.EQUAL, target=rpc_pb2.Compare.VERSION,
+                           key=key, version=version)
+
+
 def put_op(key: bytes, value: bytes, lease: int = 0) -> Any:
     return rpc_pb2.RequestOp(request_put=rpc_pb2.PutRequest(key=key, value=value, lease=lease))
 

@@ -368,6 +368,11 @@ class SQLiteStore:
             return False
         return True
 
+    async def consistent_revision(self) -> int:
+        """``current_revision``: one writer (this store's) commits every change, and its
+        listeners have each change before its write returns."""
+        return self.current_revision
+
     async def get(self, key: str) -> Record | None:
         """The current record of ``key``, or None."""
         started = time.perf_counter()
