@@ -67,6 +67,9 @@ SPECIAL: dict[str, str] = {
     "core/replicationcontrollers": "controllers",
     "networking.k8s.io/ingresses": "ingress",
     "events.k8s.io/events": "events",
+    # not API objects: kube's allocator bitmaps (``/registry/ranges/serviceips``,
+    # ``servicenodeports``), which kubewire keeps as ``core/ranges/<name>``
+    "core/ranges": "ranges",
 }
 BUILTIN_RESOURCES: dict[str, str] = {
     **{f"{group}/{plural}": plural for group, plurals in _PLAIN.items() for plural in plurals},
