@@ -118,6 +118,9 @@ class APIServer:
         store.on_request = self.observer.store_request
         if not isinstance(store, SQLiteStore):  # no file to measure: the store's own figure
             self.observer.storage_size_of = lambda: store.size_bytes
+        if config.storage == "etcd":  # kube names the etcd cluster's storage "etcd-0"
+            self.observer.storage_cluster_id = "etcd-0"
+            self.observer.storage_db_sizes_of = lambda: getattr(store, "db_sizes", {})
         self.requests = RequestRecord(config.request_record_capacity)  # one entry per request
         self.faults = Faults(self.ctx, self.health, self.observer.metrics.registry)
         self.ctx.faults = self.faults

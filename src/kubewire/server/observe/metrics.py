@@ -178,6 +178,8 @@ class LiveSources:
     event_sizes: Callable[[], Iterable[HistogramSample]]  # (group, version, kind) -> sizes
     longrunning: Collect  # REQUEST_LABELS[:-1] -> open watches
     storage_size: Collect  # (storage_cluster_id,) -> bytes on disk
+    # (endpoint,) -> each etcd member's database size (-1: its last poll failed); none else
+    storage_db_sizes: Collect = lambda: ()
 
 
 class ServerMetrics:
@@ -226,6 +228,9 @@ class ServerMetrics:
         add(Gauge("apiserver_storage_size_bytes",
                   "Size of the storage database file physically allocated in bytes.",
                   ("storage_cluster_id",), live.storage_size))
+        add(Gauge("apiserver_storage_db_total_size_in_bytes",
+                  "Total size of the storage database file physically allocated in bytes.",
+                  ("endpoint",), live.storage_db_sizes))
         add(Gauge("apiserver_registered_watchers",
                   "Number of currently registered watchers for a given resources",
                   ("group", "version", "kind"), live.watchers))

@@ -88,11 +88,13 @@ class Observer:
         self._store_types: dict[str, str] = {}  # storage id -> kube's resource label
         # the store's size in bytes where it has no file (the memory store's ``size_bytes``)
         self.storage_size_of: Callable[[], int] | None = None
+        # etcd: each member's database size by endpoint, as last polled (the etcd store's)
+        self.storage_db_sizes_of: Callable[[], dict[str, int]] | None = None
         self.metrics = ServerMetrics(LiveSources(
             watchers=self._watchers, objects=self._objects, inflight=self._inflight,
             events_sent=self._events_sent, terminated=self._terminated,
             event_sizes=self._event_sizes, longrunning=self._longrunning,
-            storage_size=self._storage_size))
+            storage_size=self._storage_size, storage_db_sizes=self._storage_db_sizes))
         for metric in runtime_metrics():
             self.metrics.registry.add(metric)
 
@@ -240,6 +242,12 @@ class Observer:
             with contextlib.suppress(OSError):
                 size += os.stat(f"{self.database}{suffix}").st_blocks * 512
         return [((self.storage_cluster_id,), float(size))]
+
+    def _storage_db_sizes(self) -> Iterable[Sample]:
+        if self.storage_db_sizes_of is None:
+            return []
+        return [((endpoint,), float(size))
+                for endpoint, size in sorted(self.storage_db_sizes_of().items())]
 
     def _inflight(self) -> Iterable[Sample]:
         return [((kind,), float(n)) for kind, n in self.in_flight.items()]

@@ -47,6 +47,7 @@ import logging
 import time
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from kubewire.storage.base import (
@@ -131,6 +132,7 @@ class EtcdStore:
         self.last_error: str | None = None  # the last etcd error a health check met
         self.server_version = ""
         self.db_size = 0
+        self.db_sizes: dict[str, int] = {}  # endpoint -> its database size (-1: poll failed)
         self.on_commit: Callable[[float], None] | None = None
         self.on_request: Callable[[str, str, float], None] | None = None
         self.max_value_bytes = 0
@@ -650,7 +652,7 @@ class EtcdStore:
 
     async def _run_ticker(self) -> None:
         """Compaction by time and the database size poll, in the background."""
-        next_status = time.monotonic() + STATUS_POLL_S
+        next_status = time.monotonic()  # at the first tick, then every STATUS_POLL_S
         while True:
             await asyncio.sleep(min(self._compaction_interval_s, STATUS_POLL_S, 5.0))
             if not self._is_open or self._is_closed:
@@ -659,7 +661,20 @@ class EtcdStore:
                 await self._compact_quietly()
             if time.monotonic() >= next_status:
                 next_status = time.monotonic() + STATUS_POLL_S
-                try:
-                    self.db_size = (await self.client.status()).db_size
-                except EtcdError as exc:
-                    log.info("etcd status poll failed: %s", exc)
+                await self.poll_status()
+
+    async def poll_status(self) -> None:
+        """Each member's database size (kube's ``apiserver_storage_db_total_size_in_bytes``
+        polls every endpoint; -1 for one that did not answer), and the largest as
+        ``db_size``."""
+        sizes: dict[str, int] = {}
+        for endpoint in self.config.endpoints:
+            config = replace(self.config, endpoints=(endpoint,), dial_timeout=2.0)
+            try:
+                async with EtcdClient(config) as member:
+                    sizes[endpoint] = (await member.status(timeout=2.0)).db_size
+            except EtcdError as exc:
+                log.info("etcd status poll of %s failed: %s", endpoint, exc)
+                sizes[endpoint] = -1
+        self.db_sizes = sizes
+        self.db_size = max(sizes.values(), default=0)

@@ -1,0 +1,95 @@
+"""kube-apiserver's etcd key layout and JSON values (storage/etcd/keys.py), checked against
+kube v1.32's table (the team's etcd storage reference, section 1.2) and Go's encoder rules."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from kubewire.resources import REGISTRY
+from kubewire.storage.etcd.keys import EtcdKeys, read_value, stored_value
+
+KEYS = EtcdKeys()
+
+
+@pytest.mark.parametrize(("key", "etcd_key"), [
+    ("core/pods/ns1/p", "/registry/pods/ns1/p"),
+    ("core/services/ns1/s", "/registry/services/specs/ns1/s"),
+    ("core/endpoints/ns1/s", "/registry/services/endpoints/ns1/s"),
+    ("core/nodes/n1", "/registry/minions/n1"),
+    ("core/replicationcontrollers/ns1/rc", "/registry/controllers/ns1/rc"),
+    ("core/namespaces/ns1", "/registry/namespaces/ns1"),
+    ("apps/deployments/ns1/d", "/registry/deployments/ns1/d"),
+    ("networking.k8s.io/ingresses/ns1/i", "/registry/ingress/ns1/i"),
+    ("events.k8s.io/events/ns1/e", "/registry/events/ns1/e"),
+    ("discovery.k8s.io/endpointslices/ns1/x", "/registry/endpointslices/ns1/x"),
+    ("coordination.k8s.io/leases/kube-system/l", "/registry/leases/kube-system/l"),
+    ("rbac.authorization.k8s.io/clusterroles/admin", "/registry/clusterroles/admin"),
+    ("apiextensions.k8s.io/customresourcedefinitions/a.b.io",
+     "/registry/apiextensions.k8s.io/customresourcedefinitions/a.b.io"),
+    ("gateway.networking.k8s.io/httproutes/ns1/r",
+     "/registry/gateway.networking.k8s.io/httproutes/ns1/r"),
+    ("example.com/widgets/w1", "/registry/example.com/widgets/w1"),
+    ("core/ranges/serviceips", "/registry/ranges/serviceips"),
+])
+def test_keys_are_where_kube_apiserver_keeps_them(key: str, etcd_key: str) -> None:
+    assert KEYS.to_etcd(key) == etcd_key.encode()
+    assert KEYS.from_etcd(etcd_key.encode()) == key
+
+
+def test_every_stored_kind_round_trips_through_the_layout() -> None:
+    for resource in REGISTRY.stored():
+        key = resource.storage_key("ns1" if resource.namespaced else "", "obj")
+        assert KEYS.from_etcd(KEYS.to_etcd(key)) == key, key
+
+
+@pytest.mark.parametrize("etcd_key", [
+    b"/registry/health", b"/registry/ranges", b"/registry/masterleases/10.0.0.1/x/",
+    b"compact_rev_key", b"/other/pods/ns/p", b"/registry/pods/ns/"])
+def test_keys_that_are_not_objects_map_to_nothing(etcd_key: bytes) -> None:
+    found = KEYS.from_etcd(etcd_key)
+    assert found is None or (found.count("/") >= 2 and not found.endswith("/"))
+    if etcd_key in (b"/registry/health", b"compact_rev_key", b"/other/pods/ns/p",
+                    b"/registry/pods/ns/"):
+        assert found is None
+
+
+def test_prefix_is_normalised_as_kube_does() -> None:
+    assert EtcdKeys("registry/").to_etcd("core/pods/a/b") == b"/registry/pods/a/b"
+    assert EtcdKeys("/a/b/").to_etcd("core/pods/a/b") == b"/a/b/pods/a/b"
+    with pytest.raises(ValueError):
+        EtcdKeys("/a/../b")
+
+
+def test_ranges_of_one_kind_keep_key_order_and_others_say_they_do_not() -> None:
+    assert KEYS.range_of("core/services/ns1/") == (b"/registry/services/specs/ns1/", True)
+    assert KEYS.range_of("core/") == (b"/registry/", False)
+    assert KEYS.range_of("") == (b"/registry/", False)
+
+
+def test_built_in_values_are_go_json_without_resource_version() -> None:
+    obj = {"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": "c", "namespace": "n", "selfLink": "/x",
+                        "resourceVersion": "7", "uid": "u"},
+           "data": {"html": "<a href='x'>&</a>", "sep": "\u2028"}}
+    value = stored_value(obj, custom=False)
+    assert value.startswith(b'{"kind":"ConfigMap","apiVersion":"v1","metadata":{')
+    assert value.endswith(b"}\n") and value.count(b"\n") == 1
+    assert b"resourceVersion" not in value and b"selfLink" not in value
+    assert b"\\u003ca href='x'\\u003e\\u0026\\u003c/a\\u003e" in value and b"\\u2028" in value
+    assert obj["metadata"]["resourceVersion"] == "7"  # the caller's object is untouched
+    back, encoded = read_value(value, 42)
+    assert back["metadata"] == {"name": "c", "namespace": "n", "uid": "u",
+                                "resourceVersion": "42"}
+    assert back["data"] == obj["data"]
+    assert encoded == msgspec.json.encode(back) and encoded.startswith(b'{"apiVersion":"v1",')
+
+
+def test_custom_resource_values_have_every_key_sorted() -> None:
+    obj = {"kind": "Widget", "apiVersion": "example.com/v1",
+           "metadata": {"name": "w", "uid": "u", "labels": {"z": "1", "a": "2"}},
+           "spec": {"size": 1, "color": "red"}}
+    value = stored_value(obj, custom=True)
+    assert value == (b'{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"labels":'
+                     b'{"a":"2","z":"1"},"name":"w","uid":"u"},"spec":{"color":"red",'
+                     b'"size":1}}\n')
