@@ -46,7 +46,8 @@ def test_health_and_metrics_reflect_etcd(etcd: Cluster) -> None:
 
 
 def test_serve_refuses_etcd_flags_kube_refuses(tmp_path: object) -> None:
-    run = [sys.executable, "-m", "kubewire.cli", "serve", "--data-dir", str(tmp_path), "--port", "0"]
+    run = [sys.executable, "-m", "kubewire.cli", "serve", "--data-dir", str(tmp_path),
+           "--port", "0"]
     missing = subprocess.run([*run, "--storage-backend", "etcd3"], capture_output=True,
                              text=True, timeout=60)
     assert missing.returncode == 1
