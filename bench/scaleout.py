@@ -12,7 +12,7 @@ creates of ~2 KB Pods) and read by the same reader processes:
 Each round holds W watchers on one namespace's Pods and times N creates into it: delivered
 events/s (W x N over the time to the last watcher's last event), the creates/s seen meanwhile,
 and the servers' CPU per delivered event (all of the side's server processes, from /proc; etcd's
-own CPU is reported apart). W=0 rounds time the creates alone. Sides are interleaved and
+own CPU is reported apart; SQLite's writer process is counted with its server). W=0 rounds time the creates alone. Sides are interleaved and
 rotated per repetition; medians, and each side's ratio to ``sqlite`` in the same repetition.
 
     python -m bench.scaleout [--smoke] [--repeats 3] [--watchers 0,100,1000]
@@ -87,6 +87,11 @@ class Rig:
         self.body = msgspec.json.encode(pod_manifest("x", generate_name="so-"))
         self.rounds = 0
 
+    @staticmethod
+    def tree_cpu(servers: list[ServerProcess]) -> float:
+        """The servers' CPU seconds with their child processes' (SQLite's writer process)."""
+        return sum(process_cpu_seconds(pid) for s in servers for pid in _tree(s.pid))
+
     def etcd_cpu(self) -> float:
         return sum(process_cpu_seconds(m.process.pid) for m in self.etcd.members
                    if m.process is not None)
@@ -116,7 +121,7 @@ class Rig:
             for reader in active:
                 reader.send("count", expected=n, timeout_s=self.opts.round_timeout_s)
             time.sleep(0.05)
-        cpu_before = sum(s.cpu_seconds() for s in servers)
+        cpu_before = self.tree_cpu(servers)
         etcd_before = self.etcd_cpu()
         go = time.monotonic()
         self.load.send("closed_loop", path=pods_path(namespace), body=body, max_requests=n,
@@ -135,11 +140,22 @@ class Rig:
                 raise RuntimeError(f"{side}: {complete} of {watchers} watchers got {n} events")
             elapsed = max(c["done_at"] for c in counts) - go
             out["events_per_s"] = events / elapsed
-            out["cpu_us_per_event"] = (sum(s.cpu_seconds() for s in servers)
-                                       - cpu_before) * 1e6 / events
+            out["cpu_us_per_event"] = (self.tree_cpu(servers) - cpu_before) * 1e6 / events
             out["etcd_cpu_us_per_event"] = (self.etcd_cpu() - etcd_before) * 1e6 / events
         self.load.call("close", 10.0)
         return out
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (from /proc/<pid>/task/*/children)."""
+    out, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        out.append(current)
+        with contextlib.suppress(OSError):
+            for task in Path(f"/proc/{current}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+    return out
 
 
 def run(opts: ScaleoutOptions) -> dict[str, Any]:
