@@ -11,9 +11,10 @@ creates of ~2 KB Pods) and read by the same reader processes:
 
 Each round holds W watchers on one namespace's Pods and times N creates into it: delivered
 events/s (W x N over the time to the last watcher's last event), the creates/s seen meanwhile,
-and the servers' CPU per delivered event (all of the side's server processes, from /proc; etcd's
-own CPU is reported apart; SQLite's writer process is counted with its server). W=0 rounds time the creates alone. Sides are interleaved and
-rotated per repetition; medians, and each side's ratio to ``sqlite`` in the same repetition.
+and the servers' CPU per delivered event (all of the side's server processes, from /proc, with
+their children, SQLite's writer process; etcd's own CPU is reported apart). W=0 rounds time the
+creates alone. Sides are interleaved and rotated per repetition; medians, and each side's ratio
+to ``sqlite`` in the same repetition.
 
     python -m bench.scaleout [--smoke] [--repeats 3] [--watchers 0,100,1000]
 """
