@@ -56,3 +56,34 @@ def test_serve_refuses_etcd_flags_kube_refuses(tmp_path: object) -> None:
                              text=True, timeout=60)
     assert retired.returncode == 2
     assert "etcd2 is no longer a supported storage backend" in retired.stderr
+
+
+def _slice_port_and_rv(http: httpx.Client) -> tuple[int, str]:
+    found = http.get("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes")
+    found.raise_for_status()
+    body = found.json()
+    return body["ports"][0]["port"], body["metadata"]["resourceVersion"]
+
+
+def test_replicas_agree_on_the_kubernetes_endpoints_and_hand_over_when_one_stops(
+        etcd: Cluster) -> None:
+    """Two servers on one etcd (kube's lease endpoint reconciler): the endpoints name the
+    replica on the lowest port and stay put (no replica rewrites the other's), and when it stops
+    the other takes over at once."""
+    options = {"storage": "etcd", "etcd_servers": etcd.endpoints,
+               "etcd_prefix": "/ops-b/registry"}
+    with kubewire.Server(**options) as first, kubewire.Server(**options) as second, \
+            httpx.Client(base_url=first.url) as http:
+        ports = sorted(int(s.url.rsplit(":", 1)[1]) for s in (first, second))
+        deadline = time.monotonic() + 5
+        while _slice_port_and_rv(http)[0] != ports[0] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        port, revision = _slice_port_and_rv(http)
+        assert port == ports[0]
+        time.sleep(1.0)
+        assert _slice_port_and_rv(http) == (port, revision)  # nobody rewrote it
+        lower = first if first.url.endswith(f":{ports[0]}") else second
+        higher = second if lower is first else first
+        lower.stop()
+        with httpx.Client(base_url=higher.url) as remaining:
+            assert _slice_port_and_rv(remaining)[0] == ports[1]

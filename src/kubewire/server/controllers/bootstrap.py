@@ -16,11 +16,19 @@ controller keeps them (``pkg/controlplane/controller/kubernetesservice/controlle
 Both are made at start (once the server listens, so the port is known) and again whenever they
 are deleted or changed, through the create and update paths as ``kube-apiserver``. kube also
 writes an Endpoints object; kubewire serves no Endpoints kind.
+
+On a store other servers share (etcd), every replica renews a master lease and the endpoints
+list the live replicas, as kube's lease endpoint reconciler does (``master_leases``); alone on
+its store, a server lists itself and writes no lease.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ipaddress
+import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,12 +36,23 @@ import msgspec
 
 from kubewire.resources import Resource
 from kubewire.server.context import ServerContext
+from kubewire.server.controllers import master_leases
 from kubewire.server.controllers.work_queue import WorkQueue
 from kubewire.server.request.options import WriteOptions
 from kubewire.server.request.routes import Route
 from kubewire.server.writes.create_update import create_object, guaranteed_update
 from kubewire.status import StatusError
-from kubewire.storage.base import Change, ChangeType
+from kubewire.storage.base import (
+    Change,
+    ChangeType,
+    Create,
+    Delete,
+    KeyNotFoundError,
+    StorageError,
+    Update,
+)
+
+log = logging.getLogger(__name__)
 
 SERVICE_NAME = "kubernetes"
 NAMESPACE = "default"
@@ -71,12 +90,12 @@ def desired_service(cluster_ip: str, family: str, port: int) -> dict[str, Any]:
                      "ipFamilyPolicy": "SingleStack"}}
 
 
-def desired_slice(ip: str, port: int) -> dict[str, Any]:
-    family = "IPv6" if ipaddress.ip_address(ip).version == 6 else "IPv4"
+def desired_slice(ips: Sequence[str], port: int) -> dict[str, Any]:
+    family = "IPv6" if ipaddress.ip_address(ips[0]).version == 6 else "IPv4"
     return {"metadata": {"name": SERVICE_NAME, "namespace": NAMESPACE,
                          "labels": {SERVICE_NAME_LABEL: SERVICE_NAME}},
             "addressType": family,
-            "endpoints": [{"addresses": [ip], "conditions": {"ready": True}}],
+            "endpoints": [{"addresses": [ip], "conditions": {"ready": True}} for ip in ips],
             "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}
 
 
@@ -101,17 +120,78 @@ class KubernetesService:
                       slices.storage_key(NAMESPACE, SERVICE_NAME): "slice"}
         self.ip = "127.0.0.1"
         self.port = 0
+        # what the endpoints list: this server, or the live replicas (``master_leases``)
+        self.addresses: list[str] = []
+        self.endpoint_port = 0
+        self.shared_store = ctx.config.storage == "etcd"
+        self._lease_generation = 0
+        self._leasing: asyncio.Task[None] | None = None
 
     def start(self, host: str, port: int) -> None:
         """Begin once the server listens on ``host:port``."""
         self.ip, self.port = advertised_ip(host), port
+        self.addresses, self.endpoint_port = [self.ip], port
         self.ctx.store.subscribe(self._on_changes)
         self.queue.start()
+        if self.shared_store:
+            self._leasing = asyncio.get_running_loop().create_task(
+                self._renew_leases(), name="master-leases")
         self.queue.mark("service")
         self.queue.mark("slice")
 
     async def stop(self) -> None:
+        if self._leasing is not None:
+            self._leasing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._leasing
+            # kube's graceful stop: drop this replica's lease, then reconcile without it
+            with contextlib.suppress(StorageError):
+                await self.ctx.store.write(Delete(master_leases.lease_key(self.ip, self.port)))
+            with contextlib.suppress(Exception):
+                if await self._reconcile_leases(leaving=True):
+                    await self._ensure_slice()
         await self.queue.stop()
+
+    async def _renew_leases(self) -> None:
+        while True:
+            try:
+                if await self._reconcile_leases(renew=True):
+                    self.queue.mark("service")
+                    self.queue.mark("slice")
+            except (StorageError, StatusError) as exc:
+                log.warning("master lease reconcile failed: %s", exc)
+            await asyncio.sleep(master_leases.RENEW_S)
+
+    async def _reconcile_leases(self, *, renew: bool = False, leaving: bool = False) -> bool:
+        """Renew this replica's lease (``renew``), delete expired ones, and work out the
+        endpoints from the live ones (without this one when ``leaving``); True when they
+        changed."""
+        store = self.ctx.store
+        now = time.time()
+        own = master_leases.lease_key(self.ip, self.port)
+        if renew:
+            self._lease_generation += 1
+            record = master_leases.lease_object(self.ip, self.port, now,
+                                                self._lease_generation)
+            try:
+                await store.write(Update(own, record))
+            except KeyNotFoundError:
+                await store.write(Create(own, record))
+        records, _ = await store.list(master_leases.PREFIX)
+        found = [master_leases.parse(r.key, r.revision, _decode(r.value)) for r in records]
+        live, expired = master_leases.split((f for f in found if f is not None), now)
+        for lease in expired:
+            with contextlib.suppress(StorageError):  # another replica deleted or renewed it
+                await store.write(Delete(lease.key, lease.revision))
+        if leaving:
+            live = [lease for lease in live if lease.key != own]
+            if not live:
+                return False  # the last one out leaves the endpoints as they are
+        addresses, port = master_leases.endpoints(
+            live, (live[0].ip, live[0].port) if leaving else (self.ip, self.port))
+        changed = (addresses, port) != (self.addresses, self.endpoint_port)
+        self.addresses, self.endpoint_port = addresses, port
+        return changed
 
     def _on_changes(self, changes: Sequence[Change]) -> None:
         for change in changes:
@@ -120,6 +200,8 @@ class KubernetesService:
                 self.queue.mark(which)
 
     async def _sync(self, which: str) -> None:
+        if self.shared_store:  # the endpoints as the replicas' leases say now
+            await self._reconcile_leases()
         if which == "service":
             await self._ensure_service()
         else:
@@ -130,7 +212,7 @@ class KubernetesService:
         current = self.ctx.caches.for_resource(resource).get(
             resource.storage_key(NAMESPACE, SERVICE_NAME))
         allocator = self.ctx.allocations.allocator
-        wanted = desired_service(allocator.first_ip, allocator.family, self.port)
+        wanted = desired_service(allocator.first_ip, allocator.family, self.endpoint_port)
         if current is None:
             obj = _typed(resource, wanted)
             route = Route(resource, NAMESPACE, "", "", False)
@@ -152,7 +234,7 @@ class KubernetesService:
         resource = self.slices
         current = self.ctx.caches.for_resource(resource).get(
             resource.storage_key(NAMESPACE, SERVICE_NAME))
-        wanted = desired_slice(self.ip, self.port)
+        wanted = desired_slice(self.addresses, self.endpoint_port)
         if current is None:
             obj = _typed(resource, wanted)
             await _create_quietly(self.ctx, Route(resource, NAMESPACE, "", "", False), obj)

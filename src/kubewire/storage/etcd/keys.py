@@ -70,6 +70,8 @@ SPECIAL: dict[str, str] = {
     # not API objects: kube's allocator bitmaps (``/registry/ranges/serviceips``,
     # ``servicenodeports``), which kubewire keeps as ``core/ranges/<name>``
     "core/ranges": "ranges",
+    # kube-apiserver replicas' registrations (``/registry/masterleases/...``)
+    "core/masterleases": "masterleases",
 }
 BUILTIN_RESOURCES: dict[str, str] = {
     **{f"{group}/{plural}": plural for group, plurals in _PLAIN.items() for plural in plurals},
