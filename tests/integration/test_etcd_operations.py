@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -45,7 +46,7 @@ def test_health_and_metrics_reflect_etcd(etcd: Cluster) -> None:
         assert size > 0
 
 
-def test_serve_refuses_etcd_flags_kube_refuses(tmp_path: object) -> None:
+def test_serve_refuses_etcd_flags_kube_refuses(tmp_path: Path) -> None:
     run = [sys.executable, "-m", "kubewire.cli", "serve", "--data-dir", str(tmp_path),
            "--port", "0"]
     missing = subprocess.run([*run, "--storage-backend", "etcd3"], capture_output=True,
@@ -87,3 +88,27 @@ def test_replicas_agree_on_the_kubernetes_endpoints_and_hand_over_when_one_stops
         lower.stop()
         with httpx.Client(base_url=higher.url) as remaining:
             assert _slice_port_and_rv(remaining)[0] == ports[1]
+
+
+def test_serve_talks_tls_to_etcd_with_kube_apiservers_flags(tmp_path: Path) -> None:
+    """``--etcd-cafile/--etcd-certfile/--etcd-keyfile`` against a member that requires client
+    certificates."""
+    from tests.integration.test_cli import Server
+    from tests.integration.test_etcd_client import _tls_files
+
+    files = _tls_files(tmp_path)
+    extra = ["--cert-file", str(files["cert"]), "--key-file", str(files["key"]),
+             "--trusted-ca-file", str(files["ca"]), "--client-cert-auth"]
+    with etcd_cluster(1, extra) as cluster:
+        server = Server(tmp_path / "data", "--port", "0", "--insecure-http",
+                        "--etcd-servers", cluster.endpoints[0],
+                        "--etcd-cafile", str(files["ca"]),
+                        "--etcd-certfile", str(files["client_cert"]),
+                        "--etcd-keyfile", str(files["client_key"]))
+        try:
+            with httpx.Client(base_url=server.url) as http:
+                http.post("/api/v1/namespaces/default/configmaps",
+                          json={"metadata": {"name": "over-tls"}}).raise_for_status()
+                assert http.get("/readyz/etcd").text == "ok"
+        finally:
+            server.stop()
