@@ -101,7 +101,7 @@ def test_renewals_within_one_second_look_alike_as_in_client_go() -> None:
 def test_a_released_lease_is_taken_at_once() -> None:
     released = release_record(held("other"), WALL)
     assert (released.holder_identity, released.lease_duration_seconds) == ("", 1)
-    observed, record = after_get(Observed(), released, raw_record(released), attempt(5.0), 5.0)
+    _, record = after_get(Observed(), released, raw_record(released), attempt(5.0), 5.0)
     assert record is not None and record.leader_transitions == 4
 
 
