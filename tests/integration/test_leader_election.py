@@ -316,18 +316,22 @@ async def test_server_runs_namespace_finalization_only_while_it_holds_the_lease(
         assert time.monotonic() - started < 8.0  # start did not wait for controllers it lacks
         assert server.call(lambda: _controllers(server).idle)
         create(server, "/api/v1/namespaces", {"metadata": {"name": "doomed"}})
+        create(server, "/api/v1/namespaces", {"metadata": {"name": "waiting"}})
         assert call(server, "DELETE", "/api/v1/namespaces/doomed").status == 200
         await asyncio.sleep(4.0)  # more than the server's own lease duration
         assert operator.elector.leading
         assert not server.call(lambda: _controllers(server).leadership.leading)
         left = call(server, "GET", "/api/v1/namespaces/doomed")
         assert left.status == 200 and left.json["status"]["phase"] == "Terminating"
-        accounts = call(server, "GET", "/api/v1/namespaces/doomed/serviceaccounts")
+        accounts = call(server, "GET", "/api/v1/namespaces/waiting/serviceaccounts")
         assert accounts.json["items"] == []  # the serviceaccount controller waits too
 
         await operator.cancel()  # releases the lease: the server takes it at once
         await eventually(lambda: call(server, "GET", "/api/v1/namespaces/doomed").status == 404,
                          "the namespace to be finalized", timeout=10.0)
+        await eventually(lambda: call(server, "GET", "/api/v1/namespaces/waiting/"
+                                      "serviceaccounts/default").status == 200,
+                         "the default ServiceAccount of a namespace made meanwhile")
         identity = server.call(lambda: _controllers(server).leadership.identity)
         shown = kubectl.ok(server, "get", "lease", "-n", "kube-system",
                            "kube-controller-manager", "-o", "yaml")
