@@ -20,6 +20,7 @@ from kubewire.client.api import Api
 from kubewire.client.client import Client, create_client
 from kubewire.client.errors import Conflict
 from kubewire.client.leaderelection import (
+    ClientEventRecorder,
     ClientLeases,
     LeaderCallbacks,
     LeaderElectionConfig,
@@ -276,6 +277,36 @@ async def test_a_stale_update_is_refused_with_409(client: Client) -> None:
     assert first.elector.get_leader() == "someone-else"
 
 
+async def test_became_leader_and_stopped_leading_events_are_recorded(client: Client) -> None:
+    recorder = ClientEventRecorder(client, "my-operator")
+    elector = LeaderElector(
+        LeaderElectionConfig(name=LOCK, namespace="default", identity="me", lease_duration=3.0,
+                             renew_deadline=2.0, retry_period=0.25),
+        LeaderCallbacks(on_started_leading=asyncio.Event().wait,
+                        on_stopped_leading=lambda: None),
+        ClientLeases(client), events=recorder)
+    running = asyncio.get_running_loop().create_task(elector.run())
+    await eventually(lambda: elector.leading, "the elector to lead")
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    await recorder.flush()
+    lease = await lease_of(client)
+    assert lease.metadata is not None
+    found = await Api(dict, client=client, api_version="v1", kind="Event").list(
+        namespace="default")
+    events = sorted(found.items, key=lambda e: str(e["message"]))
+    assert [e["message"] for e in events] == ["me became leader", "me stopped leading"]
+    for event in events:
+        assert event["reason"] == "LeaderElection" and event["type"] == "Normal"
+        assert event["source"] == {"component": "my-operator"}
+        assert event["reportingComponent"] == "my-operator" and event["count"] == 1
+        involved = event["involvedObject"]
+        assert (involved["kind"], involved["apiVersion"], involved["name"], involved["uid"]) == (
+            "Lease", "coordination.k8s.io/v1", LOCK, lease.metadata.uid)
+        assert str(event["metadata"]["name"]).startswith(f"{LOCK}.")
+
+
 def test_constructor_refuses_with_client_gos_texts() -> None:
     callbacks = LeaderCallbacks(on_started_leading=None, on_stopped_leading=lambda: None)
 
@@ -339,6 +370,9 @@ async def test_server_runs_namespace_finalization_only_while_it_holds_the_lease(
         assert "leaseTransitions: 1" in shown and "leaseDurationSeconds: 3" in shown
         hostname, _, uuid = identity.rpartition("_")
         assert hostname and len(uuid) == 36
+        events = kubectl.ok(server, "get", "events", "-n", "kube-system")
+        assert f"LeaderElection   lease/kube-controller-manager   {identity} became leader" \
+            in events
 
 
 async def test_server_stops_its_controllers_when_it_loses_the_lease(

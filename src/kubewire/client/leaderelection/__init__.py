@@ -5,7 +5,8 @@
 try decides from what was seen, the identity, the clock and the configuration; ``lock`` the
 Lease lock over a small ``Leases`` protocol (``ClientLeases``: HTTP through
 ``kubewire.client``; kubewire's server drives the same elector through its own write path);
-``elector`` the acquire, renew and release loops. It imports the rest of the client and the
+``elector`` the acquire, renew and release loops; ``events`` the ``became leader`` and
+``stopped leading`` Events. It imports the rest of the client and the
 shared core; never the server or storage.
 """
 
@@ -23,6 +24,7 @@ from kubewire.client.leaderelection.elector import (
     RealElectionClock,
     new_identity,
 )
+from kubewire.client.leaderelection.events import ClientEventRecorder, EventRecorder
 from kubewire.client.leaderelection.lock import ClientLeases, LeaseLock, Leases
 from kubewire.client.leaderelection.record import LeaderElectionRecord
 
@@ -31,8 +33,10 @@ __all__ = [
     "DEFAULT_RENEW_DEADLINE_S",
     "DEFAULT_RETRY_PERIOD_S",
     "JITTER_FACTOR",
+    "ClientEventRecorder",
     "ClientLeases",
     "ElectionClock",
+    "EventRecorder",
     "LeaderCallbacks",
     "LeaderElectionConfig",
     "LeaderElectionRecord",

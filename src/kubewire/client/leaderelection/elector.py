@@ -16,6 +16,8 @@
   since v1.33 does), then ``on_stopped_leading()`` runs: always, even when it never led.
 - ``on_new_leader(identity)`` is called after a try that saw another holder than the one last
   reported (the first one included).
+- With ``events`` (an ``EventRecorder``, ``events.py``), ``<identity> became leader`` and
+  ``<identity> stopped leading`` are recorded about the Lease, as client-go's lock does.
 - Reads and writes go through ``Leases`` (``lock.py``); the decisions are in ``decision.py``.
   Times written come from the clock's wall time; validity is measured on its monotonic time.
 """
@@ -49,6 +51,7 @@ from kubewire.client.leaderelection.decision import (
     release_record,
     written,
 )
+from kubewire.client.leaderelection.events import EventRecorder
 from kubewire.client.leaderelection.lock import LeaseLock, Leases
 from kubewire.status import StatusError
 
@@ -99,9 +102,10 @@ class LeaderElector:
     """One candidate; ``await run()``. Raises ``ValueError`` with client-go's texts for a bad
     configuration."""
 
-    def __init__(self, config: LeaderElectionConfig, callbacks: LeaderCallbacks,
-                 leases: Leases, *, clock: ElectionClock | None = None,
-                 rng: random.Random | None = None) -> None:
+    def __init__(self, config: LeaderElectionConfig,  # noqa: PLR0913 (keyword-only options)
+                 callbacks: LeaderCallbacks, leases: Leases, *, clock: ElectionClock | None = None,
+                 rng: random.Random | None = None,
+                 events: EventRecorder | None = None) -> None:
         errors = config_errors(config)
         if not errors and callbacks.on_started_leading is None:
             errors.append("OnStartedLeading callback must not be nil")
@@ -110,7 +114,7 @@ class LeaderElector:
         if errors:
             raise ValueError(errors[0])
         self.config, self.callbacks = config, callbacks
-        self.lock = LeaseLock(leases, config.namespace, config.name)
+        self.lock = LeaseLock(leases, config.namespace, config.name, config.identity, events)
         self.clock: ElectionClock = clock if clock is not None else RealElectionClock()
         self._rng = rng if rng is not None else random.Random()
         self.observed = Observed()
@@ -160,6 +164,7 @@ class LeaderElector:
                 await _ended(leading)
                 if self.config.release_on_cancel:
                     await self._release()
+                self.lock.record_event("stopped leading")
         finally:
             assert self.callbacks.on_stopped_leading is not None
             stopped = self.callbacks.on_stopped_leading()
@@ -173,6 +178,7 @@ class LeaderElector:
             succeeded = await self.try_acquire_or_renew()
             self._maybe_report_transition()
             if succeeded:
+                self.lock.record_event("became leader")
                 log.info("successfully acquired lease %s", self.lock.describe())
                 return
             await self.clock.sleep(jittered(self.config.retry_period, self._rng.random(),

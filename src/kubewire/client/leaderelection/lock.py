@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from kubewire.client.api import Api
 from kubewire.client.client import Client
+from kubewire.client.leaderelection.events import REASON, EventRecorder
 from kubewire.client.leaderelection.record import (
     LeaderElectionRecord,
     raw_record,
@@ -58,8 +59,10 @@ class ClientLeases:
 class LeaseLock:
     """One named Lease as an election record (``Get``, ``Create``, ``Update``)."""
 
-    def __init__(self, leases: Leases, namespace: str, name: str) -> None:
+    def __init__(self, leases: Leases, namespace: str, name: str, identity: str,
+                 events: EventRecorder | None = None) -> None:
         self.leases, self.namespace, self.name = leases, namespace, name
+        self.identity, self.events = identity, events
         self._lease: dict[str, Any] | None = None  # the last one read or written
 
     async def get(self) -> tuple[LeaderElectionRecord, bytes]:
@@ -86,6 +89,11 @@ class LeaseLock:
 
     def describe(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    def record_event(self, what: str) -> None:
+        """``RecordEvent``: ``<identity> <what>`` about the Lease, when events are recorded."""
+        if self.events is not None and self._lease is not None:
+            self.events.eventf(self._lease, "Normal", REASON, f"{self.identity} {what}")
 
 
 __all__ = ["LEASE_API_VERSION", "ClientLeases", "LeaseLock", "Leases"]

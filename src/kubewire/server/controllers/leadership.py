@@ -4,7 +4,8 @@
 With ``ServerConfig.leader_elect`` the server campaigns for the Lease
 ``kube-system/kube-controller-manager`` (``--leader-elect-resource-namespace/-name``) with the
 public client's ``LeaderElector`` (client-go's rules: ``kubewire.client.leaderelection``) and
-identity ``<hostname>_<uuid>``, as kube-controller-manager does; ``lead`` starts its controllers
+identity ``<hostname>_<uuid>``, as kube-controller-manager does (recording its ``became
+leader`` and ``stopped leading`` Events about the Lease); ``lead`` starts its controllers
 when it acquires the lease and ``step_down`` stops them when it loses it. The elector's reads
 and writes go through ``ServerLeases``: the same create and update paths a client's POST and
 PUT take (validation, managedFields as ``kube-controller-manager``, the resourceVersion
@@ -22,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import msgspec
@@ -33,6 +34,7 @@ from kubewire.client.leaderelection import (
     LeaderElector,
     new_identity,
 )
+from kubewire.client.leaderelection.events import lease_event
 from kubewire.json_copy import copy_json
 from kubewire.resources import Resource
 from kubewire.server.context import ServerConfig, ServerContext
@@ -44,7 +46,8 @@ from kubewire.status import conflict, not_found
 log = logging.getLogger(__name__)
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
-CONTROLLER_MANAGER = WriteOptions(field_manager="kube-controller-manager")
+CONTROLLER_MANAGER_COMPONENT = "kube-controller-manager"
+CONTROLLER_MANAGER = WriteOptions(field_manager=CONTROLLER_MANAGER_COMPONENT)
 
 
 def election_config(config: ServerConfig, identity: str) -> LeaderElectionConfig:
@@ -92,6 +95,41 @@ class ServerLeases:
         return stored
 
 
+class ServerEventRecorder:
+    """kube-controller-manager's Events about its Lease (``became leader``, ``stopped
+    leading``), created through the create path in tasks of their own; ``flush()`` waits for
+    them (a failure is logged: events are best effort)."""
+
+    def __init__(self, ctx: ServerContext) -> None:
+        resource = ctx.registry.lookup("", "v1", "events")
+        assert resource is not None
+        self.ctx, self.resource = ctx, resource
+        self._pending: set[asyncio.Task[None]] = set()
+
+    def eventf(self, lease: Mapping[str, Any], event_type: str, reason: str,
+               message: str) -> None:
+        event = lease_event(lease, event_type, reason, message,
+                            component=CONTROLLER_MANAGER_COMPONENT, now=self.ctx.now())
+        task = asyncio.get_running_loop().create_task(self._create(event))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def _create(self, event: dict[str, Any]) -> None:
+        route = Route(self.resource, event["metadata"]["namespace"], "", "", False)
+        try:
+            await create_object(self.ctx, route, event, CONTROLLER_MANAGER)
+        except Exception as err:
+            log.error("unable to record event %r: %s", event["message"], err)
+
+    @property
+    def idle(self) -> bool:
+        return not self._pending
+
+    async def flush(self) -> None:
+        while self._pending:
+            await asyncio.gather(*self._pending)
+
+
 class Leadership:
     """Campaigns while the server runs: ``start()``, ``await stop()``."""
 
@@ -103,6 +141,7 @@ class Leadership:
         self.config = election_config(ctx.config, self.identity)
         self._lead, self._step_down = lead, step_down
         self._leases = ServerLeases(ctx)
+        self.events = ServerEventRecorder(ctx)
         self.elector = self._new_elector()  # ValueError: client-go's text for a bad config
         self._task: asyncio.Task[None] | None = None
         self._tried = False  # an earlier campaign's elector tried
@@ -121,12 +160,12 @@ class Leadership:
             on_started_leading=started, on_stopped_leading=self._step_down,
             on_new_leader=lambda holder: log.info("new leader of %s: %s",
                                                   self.config.describe(), holder or "none")),
-            self._leases)
+            self._leases, events=self.events)
 
     @property
     def tried(self) -> bool:
-        """The first try for the lease is over (won or not)."""
-        return self._tried or self.elector.attempts > 0
+        """The first try for the lease is over (won or not), and its Event written."""
+        return (self._tried or self.elector.attempts > 0) and self.events.idle
 
     @property
     def leading(self) -> bool:
@@ -151,3 +190,4 @@ class Leadership:
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
         self._task = None
+        await self.events.flush()  # ``stopped leading`` is written before the store closes
