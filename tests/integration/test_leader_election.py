@@ -375,16 +375,17 @@ async def test_server_runs_namespace_finalization_only_while_it_holds_the_lease(
             in events
 
 
-async def test_server_stops_its_controllers_when_it_loses_the_lease(
+async def test_server_stops_its_controllers_when_it_loses_the_lease_and_campaigns_again(
         make_server: Callable[..., ServerThread]) -> None:
     server = make_server(namespace_deletion_delay_s=0.0, **SERVER_ELECTION)
     assert server.call(lambda: _controllers(server).leadership.leading)
+    identity = server.call(lambda: _controllers(server).leadership.identity)
     async with await create_client(server.kubeconfig) as client:
         leases = Api(Lease, client=client, namespace="kube-system")
-        while True:  # another writes itself into the lease (not by the rules): 30 s for it
+        while True:  # another writes itself into the lease (not by the rules): 6 s for it
             lease = await leases.get("kube-controller-manager")
             assert lease.spec is not None
-            lease.spec.holder_identity, lease.spec.lease_duration_seconds = "intruder", 30
+            lease.spec.holder_identity, lease.spec.lease_duration_seconds = "intruder", 6
             try:
                 await leases.replace(lease)
                 break
@@ -400,6 +401,14 @@ async def test_server_stops_its_controllers_when_it_loses_the_lease(
         assert call(server, "GET", "/api/v1/namespaces/orphan").json["status"]["phase"] == \
             "Terminating"
         assert (await leases.get("kube-controller-manager")).spec.holder_identity == "intruder"  # type: ignore[union-attr]
+        # 6 s after it saw the intruder's write, the server takes the lease back and its
+        # controllers start again: the namespace is finalized
+        await eventually(lambda: call(server, "GET", "/api/v1/namespaces/orphan").status == 404,
+                         "the namespace to be finalized once the server leads again")
+        taken = await leases.get("kube-controller-manager")
+        assert taken.spec is not None
+        assert (taken.spec.holder_identity, taken.spec.lease_transitions) == (identity, 1)
+        assert server.call(lambda: _controllers(server).leadership.leading)
 
 
 def test_serve_takes_kube_controller_managers_leader_election_flags(

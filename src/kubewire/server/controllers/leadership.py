@@ -177,8 +177,14 @@ class Leadership:
 
     async def _campaign(self) -> None:
         while True:
-            await self.elector.run()
-            log.warning("leaderelection lost: %s; campaigning again", self.config.describe())
+            try:
+                await self.elector.run()
+                log.warning("leaderelection lost: %s; campaigning again",
+                            self.config.describe())
+            except Exception:  # a failing step down, say: campaign on, a little later
+                log.exception("leader election for %s failed; campaigning again",
+                              self.config.describe())
+                await asyncio.sleep(self.config.retry_period)
             self._tried = True
             self.elector = self._new_elector()
 
