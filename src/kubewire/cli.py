@@ -158,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="how long a deleted namespace stays Terminating before the namespace "
                             "controller empties it, a Go duration or seconds; 0: at once "
                             "(default: 1s)")
+    _add_leader_election_flags(serve)
     serve.add_argument("--service-cluster-ip-range", type=service_cidr,
                        default=DEFAULT_SERVICE_CIDR,
                        help="CIDR Service clusterIPs come from (default 10.96.0.0/12, kubeadm's; "
@@ -173,6 +174,52 @@ def build_parser() -> argparse.ArgumentParser:
     _add_fault_command(sub)
     _add_trace_commands(sub)
     return parser
+
+
+def _add_leader_election_flags(serve: argparse.ArgumentParser) -> None:
+    """kube-controller-manager's leader election flags (component-base's defaults)."""
+    serve.add_argument("--leader-elect", type=go_bool, nargs="?", const=True, default=False,
+                       help="run the controller-manager controllers (namespace, "
+                            "serviceaccount, root-ca-cert-publisher, pod termination) only "
+                            "while this server holds the Lease named below, as "
+                            "kube-controller-manager's replicas do; the API server's own work "
+                            "runs on every server (default false)")
+    serve.add_argument("--leader-elect-lease-duration", type=duration(), default=15.0,
+                       help="how long a non-leader waits, from the last renewal it saw, before "
+                            "it takes the lease, a Go duration (default 15s)")
+    serve.add_argument("--leader-elect-renew-deadline", type=duration(), default=10.0,
+                       help="how long the leader tries to renew before it stops leading, a Go "
+                            "duration (default 10s)")
+    serve.add_argument("--leader-elect-retry-period", type=duration(), default=2.0,
+                       help="time between tries to acquire or renew, a Go duration "
+                            "(default 2s)")
+    serve.add_argument("--leader-elect-resource-name", default="kube-controller-manager",
+                       help="the Lease's name (default kube-controller-manager)")
+    serve.add_argument("--leader-elect-resource-namespace", default="kube-system",
+                       help="the Lease's namespace (default kube-system)")
+
+
+def go_bool(text: str) -> bool:
+    """A boolean flag's value as pflag reads it (Go's ``strconv.ParseBool``)."""
+    if text in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if text in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    raise argparse.ArgumentTypeError(f'strconv.ParseBool: parsing "{text}": invalid syntax')
+
+
+def leader_election_error(args: argparse.Namespace) -> str | None:
+    """client-go's refusal of the leader election durations, when --leader-elect is on."""
+    if not args.leader_elect:
+        return None
+    from kubewire.client.leaderelection.decision import LeaderElectionConfig, config_errors
+
+    errors = config_errors(LeaderElectionConfig(
+        name=args.leader_elect_resource_name, namespace=args.leader_elect_resource_namespace,
+        identity="-", lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period))
+    return errors[0] if errors else None
 
 
 def _add_access_flags(serve: argparse.ArgumentParser) -> None:
@@ -800,6 +847,12 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
                         pod_grace_cap_s=args.pod_grace_cap,
                         manual_clock=args.manual_clock,
                         controllers=args.controllers,
+                        leader_elect=args.leader_elect,
+                        leader_elect_lease_duration_s=args.leader_elect_lease_duration,
+                        leader_elect_renew_deadline_s=args.leader_elect_renew_deadline,
+                        leader_elect_retry_period_s=args.leader_elect_retry_period,
+                        leader_elect_resource_name=args.leader_elect_resource_name,
+                        leader_elect_resource_namespace=args.leader_elect_resource_namespace,
                         service_cluster_ip_range=args.service_cluster_ip_range,
                         insecure_http=args.insecure_http, tls_cert_file=args.tls_cert_file,
                         tls_key_file=args.tls_private_key_file, tls_sans=tuple(args.tls_san),
@@ -1153,6 +1206,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if getattr(args, "merge_kubeconfig", False) and not args.detach:
         parser.error("--merge-kubeconfig goes with --detach")
+    if args.command == "serve" and (refused := leader_election_error(args)) is not None:
+        parser.error(refused)
     logging.basicConfig(level=getattr(args, "log_level", "INFO"),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

@@ -51,9 +51,11 @@ ROOMS: dict[str, frozenset[str]] = {
                                 "server.access", "server.conversion", "storage"}),
     "server.reads": frozenset({"server.wire", "server.request", "server.tables",
                                "server.context", "server.conversion", "storage"}),
+    # client: the public leader elector (client.leaderelection), driven through the server's
+    # own write path
     "server.controllers": frozenset({"server.request", "server.writes", "server.context",
                                      "server.apiextensions",
-                                     "storage"}),
+                                     "storage", "client"}),
     "server.daemon": frozenset(),  # the server as a process: its lock, --detach, stop
     # faults on demand (requests, watch streams, the store) and the clock's admin endpoint
     "server.faults": frozenset({"server.wire", "server.request", "server.observe",
@@ -79,7 +81,8 @@ PURE = ("kubewire.selectors", "kubewire.schema", "kubewire.models", "kubewire.se
         "kubewire.server.tables.output", "kubewire.server.controllers.namespace_conditions",
         "kubewire.server.controllers.selection",
         "kubewire.server.writes.admission", "kubewire.server.apiextensions",
-        "kubewire.server.faults.rules")
+        "kubewire.server.faults.rules", "kubewire.client.leaderelection.decision",
+        "kubewire.client.leaderelection.record")
 # (httptools is a parser, not I/O: the sans-I/O ``http_parse`` drives it.)
 IO_LIBRARIES = frozenset({"asyncio", "socket", "ssl", "sqlite3", "uvloop", "threading",
                           "subprocess", "multiprocessing", "selectors"})

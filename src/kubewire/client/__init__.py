@@ -10,6 +10,7 @@ Custom resources: ``Api(dict, client=client, api_version="example.com/v1", kind=
 generates); see ``kubewire.client.api``.
 
 Models live in ``kubewire.models``; exceptions are listed in ``kubewire.client.errors``.
+Leader election on a Lease, as client-go's: ``kubewire.client.leaderelection``.
 """
 
 from kubewire.client.api import Api, ObjectList

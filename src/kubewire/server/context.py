@@ -87,6 +87,15 @@ class ServerConfig:
     # which of kubewire's controllers run. The API server's own (CRDs, the ``kubernetes``
     # Service) always do.
     controllers: tuple[str, ...] = ("*",)
+    # kube-controller-manager's --leader-elect flags (controllers/leadership): when on, the
+    # controller-manager part of the in-server controllers runs only while this server holds
+    # the Lease ``leader_elect_resource_namespace/leader_elect_resource_name``. Seconds.
+    leader_elect: bool = False
+    leader_elect_lease_duration_s: float = 15.0
+    leader_elect_renew_deadline_s: float = 10.0
+    leader_elect_retry_period_s: float = 2.0
+    leader_elect_resource_name: str = "kube-controller-manager"
+    leader_elect_resource_namespace: str = "kube-system"
 
 
 def utc_now() -> datetime:

@@ -6,7 +6,8 @@ records) and removes gracefully deleted pods when their grace period ends;
 ``namespace_defaults`` keeps the ``default`` ServiceAccount and ``kube-root-ca.crt`` in every
 namespace; ``bootstrap`` keeps the ``default/kubernetes`` Service and EndpointSlice; ``manager``
 starts and stops them together, running those ``selection`` (kube-controller-manager's
-``--controllers``, pure) turns on; ``work_queue`` is their queue of keys. It may import ``writes``,
-``request``, ``context``, storage and the shared core. The workload controllers and simulated
-nodes join here.
+``--controllers``, pure) turns on; ``leadership`` runs the controller-manager part only while
+this server holds its Lease (``--leader-elect``); ``work_queue`` is their queue of keys. It may
+import ``writes``, ``request``, ``context``, storage, the client (its leader elector) and the
+shared core. The workload controllers and simulated nodes join here.
 """

@@ -61,9 +61,16 @@ class Controllers:
         self._namespaces: dict[str, asyncio.Event] = {}
         found = (ctx.registry.lookup("", "v1", plural) for plural in ("namespaces", "pods"))
         self._watched = tuple(resource for resource in found if resource is not None)
+        # between ``start()`` and ``stop()`` (a server that is not the elected controller
+        # manager stops them, and starts them again when it is): the feed is heard meanwhile
+        self.running = False
+        self._subscribed = False
 
     def start(self) -> None:
-        self.ctx.store.subscribe(self._on_changes)
+        if not self._subscribed:  # stores keep their listeners: subscribe once
+            self.ctx.store.subscribe(self._on_changes)
+            self._subscribed = True
+        self.running = True
         self.find_marked()
 
     def find_marked(self) -> None:
@@ -79,6 +86,11 @@ class Controllers:
                     self.on_marked(resource, decoded)
 
     async def stop(self) -> None:
+        """Stop: no more work from the feed, and none pending."""
+        self.running = False
+        await self.drop_pending()
+
+    async def drop_pending(self) -> None:
         """Cancel every pending namespace emptying and graceful pod timer (also what a reset
         does before it changes the store: their objects go, or come back unmarked, and a later
         object of the same name must not be emptied or removed by them)."""
@@ -118,6 +130,8 @@ class Controllers:
         self._spawn(self._empty_namespace(name))
 
     def _on_changes(self, changes: Sequence[Change]) -> None:
+        if not self.running:
+            return
         self._find_marked(changes)
         if not self._namespaces:
             return

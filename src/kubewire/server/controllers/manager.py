@@ -7,13 +7,17 @@ serving and cleanup of CustomResourceDefinitions), ``preinstalled_crds`` (the Ga
 created at start when absent) and ``bootstrap`` (the ``default/kubernetes`` Service and
 EndpointSlice, once the server listens). ``ServerConfig.controllers`` (kube-controller-manager's
 ``--controllers``, read by ``selection``) switches the first two off or on, part by part; the
-API server's own (``crds``, ``bootstrap``, the pre-installed CRDs) always run.
+API server's own (``crds``, ``bootstrap``, the pre-installed CRDs) always run. With
+``ServerConfig.leader_elect`` the first two (kube-controller-manager's part) run only while this
+server holds the controller-manager Lease (``leadership``); the API server's own run on every
+server, as in kube.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import TYPE_CHECKING
 
 from kubewire.server.context import ServerContext
 from kubewire.server.controllers.bootstrap import KubernetesService
@@ -28,6 +32,9 @@ from kubewire.server.controllers.selection import (
     SERVICE_ACCOUNT,
     parse_controllers,
 )
+
+if TYPE_CHECKING:
+    from kubewire.server.controllers.leadership import Leadership
 
 SETTLE_TIMEOUT_S = 10.0
 # ``settled`` wakes when a queue runs dry or the pre-installing ends; it looks again at least
@@ -55,14 +62,39 @@ class ControllerManager:
         for queue in (self.namespace_defaults.queue, self.kubernetes_service.queue,
                       self.crds.queue):
             queue.on_idle = self._changed.set
+        # kube-controller-manager's part: on from start, or while elected
+        self.leadership: Leadership | None = None
+        if ctx.config.leader_elect:
+            # imported only then: the elector is the client's, which loads aiohttp (~200 ms)
+            from kubewire.server.controllers.leadership import Leadership
+
+            self.leadership = Leadership(ctx, self._lead, self._step_down)  # ValueError
+        self._kcm_running = False
 
     def start(self) -> None:
-        self.deletion.start()
-        self.namespace_defaults.start()
+        if self.leadership is None:
+            self._lead()
+        else:
+            self.leadership.start()
         self.crds.start()  # listens to the feed before the pre-installed CRDs are written
         self._installing = asyncio.get_running_loop().create_task(
             self.preinstalled.install(), name="preinstalled-crds")
         self._installing.add_done_callback(lambda _: self._changed.set())
+
+    def _lead(self) -> None:
+        """Start kube-controller-manager's part (at start, or on acquiring the Lease)."""
+        self._kcm_running = True
+        self.deletion.start()
+        self.namespace_defaults.start()
+        self._changed.set()
+
+    async def _step_down(self) -> None:
+        """Stop it (on losing the Lease, or at stop)."""
+        if self._kcm_running:
+            self._kcm_running = False
+            await self.namespace_defaults.stop()
+            await self.deletion.stop()
+        self._changed.set()
 
     def serving(self, host: str, port: int) -> None:
         self.kubernetes_service.start(host, port)
@@ -71,8 +103,15 @@ class ControllerManager:
     @property
     def idle(self) -> bool:
         """No namespace, kubernetes-Service or CRD work pending, and the pre-installed CRDs
-        established and served (tests wait for it)."""
-        return (self.namespace_defaults.queue.idle and self.kubernetes_service.queue.idle
+        established and served (tests wait for it). Electing, the first try for the Lease is
+        over and the controller-manager part runs if and only if this server leads: a server
+        that does not lead waits for nothing of that part."""
+        election = self.leadership
+        if election is not None and not (election.tried
+                                         and election.leading == self._kcm_running):
+            return False
+        return ((not self._kcm_running or self.namespace_defaults.queue.idle)
+                and self.kubernetes_service.queue.idle
                 and self.crds.queue.idle and self.preinstalled.served)
 
     async def settled(self, timeout_s: float = SETTLE_TIMEOUT_S) -> None:
@@ -91,13 +130,17 @@ class ControllerManager:
     async def drop_pending(self) -> None:
         """Before a reset: forget the namespace and pod deletions in progress (their timers
         must not fire on a later object of the same name)."""
-        await self.deletion.stop()
+        await self.deletion.drop_pending()
 
     def resume_pending(self) -> None:
-        """After a reset: take on the marked namespaces and pods the store holds again."""
-        self.deletion.find_marked()
+        """After a reset: take on the marked namespaces and pods the store holds again (when
+        this server runs the controller-manager part)."""
+        if self._kcm_running:
+            self.deletion.find_marked()
 
     async def stop(self) -> None:
+        if self.leadership is not None:
+            await self.leadership.stop()  # its controllers stop, then the Lease is released
         if self._serving:
             await self.kubernetes_service.stop()
         if self._installing is not None:
@@ -105,5 +148,4 @@ class ControllerManager:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._installing
         await self.crds.stop()
-        await self.namespace_defaults.stop()
-        await self.deletion.stop()
+        await self._step_down()

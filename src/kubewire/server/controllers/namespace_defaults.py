@@ -62,18 +62,26 @@ class NamespaceDefaults:
         assert namespaces is not None and accounts is not None and config_maps is not None
         self.namespaces, self.accounts, self.config_maps = namespaces, accounts, config_maps
         self.queue = WorkQueue("namespace-defaults", self._sync)
+        self.running = False  # between ``start()`` and ``stop()``, which may come again
+        self._subscribed = False
 
     def start(self) -> None:
-        self.ctx.store.subscribe(self._on_changes)
+        if not self._subscribed:  # stores keep their listeners: subscribe once
+            self.ctx.store.subscribe(self._on_changes)
+            self._subscribed = True
+        self.running = True
         self.queue.start()
         for obj in self.ctx.caches.for_resource(self.namespaces).scan(
                 self.namespaces.storage_prefix()):
             self.queue.mark(obj.name)
 
     async def stop(self) -> None:
+        self.running = False
         await self.queue.stop()
 
     def _on_changes(self, changes: Sequence[Change]) -> None:
+        if not self.running:
+            return
         namespace_prefix = self.namespaces.storage_prefix()
         account_prefix = self.accounts.storage_prefix()
         config_map_prefix = self.config_maps.storage_prefix()

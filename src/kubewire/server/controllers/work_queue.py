@@ -48,6 +48,9 @@ class WorkQueue:
     _busy = False
 
     async def stop(self) -> None:
+        """Stop working and forget what was marked (a controller started again marks what it
+        finds)."""
+        self._dirty.clear()
         for handle in self._retries:
             handle.cancel()
         self._retries.clear()
