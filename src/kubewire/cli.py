@@ -178,12 +178,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_leader_election_flags(serve: argparse.ArgumentParser) -> None:
     """kube-controller-manager's leader election flags (component-base's defaults)."""
-    serve.add_argument("--leader-elect", type=go_bool, nargs="?", const=True, default=False,
+    serve.add_argument("--leader-elect", type=go_bool, nargs="?", const=True, default=None,
                        help="run the controller-manager controllers (namespace, "
                             "serviceaccount, root-ca-cert-publisher, pod termination) only "
                             "while this server holds the Lease named below, as "
                             "kube-controller-manager's replicas do; the API server's own work "
-                            "runs on every server (default false)")
+                            "runs on every server (default: true on etcd, where replicas share "
+                            "the store, as kube-controller-manager's; false on SQLite and "
+                            "memory, which one server owns)")
     serve.add_argument("--leader-elect-lease-duration", type=duration(), default=15.0,
                        help="how long a non-leader waits, from the last renewal it saw, before "
                             "it takes the lease, a Go duration (default 15s)")
@@ -210,7 +212,8 @@ def go_bool(text: str) -> bool:
 
 def leader_election_error(args: argparse.Namespace) -> str | None:
     """client-go's refusal of the leader election durations, when --leader-elect is on."""
-    if not args.leader_elect:
+    if args.leader_elect is False or (args.leader_elect is None and not (
+            args.storage_backend or args.etcd_servers)):
         return None
     from kubewire.client.leaderelection.decision import LeaderElectionConfig, config_errors
 

@@ -112,3 +112,37 @@ def test_serve_talks_tls_to_etcd_with_kube_apiservers_flags(tmp_path: Path) -> N
                 assert http.get("/readyz/etcd").text == "ok"
         finally:
             server.stop()
+
+
+def test_replicas_on_etcd_elect_one_controller_manager(etcd: Cluster) -> None:
+    """On etcd, ``--leader-elect`` is on by default (kube-controller-manager's default): one
+    replica holds ``kube-system/kube-controller-manager`` and its controllers serve both (a
+    namespace made through the other replica gets its default ServiceAccount; a deleted one is
+    emptied and goes)."""
+    options = {"storage": "etcd", "etcd_servers": etcd.endpoints,
+               "etcd_prefix": "/ops-c/registry", "namespace_deletion_delay_s": 0.0}
+    with kubewire.Server(**options) as first, kubewire.Server(**options) as second, \
+            httpx.Client(base_url=first.url) as a, httpx.Client(base_url=second.url) as b:
+        lease_path = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/"
+        deadline = time.monotonic() + 20
+        holder = ""
+        while not holder and time.monotonic() < deadline:
+            found = a.get(lease_path + "kube-controller-manager")
+            if found.status_code == 200:
+                holder = found.json()["spec"].get("holderIdentity") or ""
+            time.sleep(0.1)
+        assert holder
+        b.post("/api/v1/namespaces", json={"metadata": {"name": "team"}}).raise_for_status()
+        deadline = time.monotonic() + 20
+        while (a.get("/api/v1/namespaces/team/serviceaccounts/default").status_code != 200
+               and time.monotonic() < deadline):
+            time.sleep(0.1)
+        assert b.get("/api/v1/namespaces/team/serviceaccounts/default").status_code == 200
+        b.delete("/api/v1/namespaces/team").raise_for_status()
+        while (a.get("/api/v1/namespaces/team").status_code != 404
+               and time.monotonic() < deadline):
+            time.sleep(0.1)
+        assert b.get("/api/v1/namespaces/team").status_code == 404
+        # still one holder, and the same
+        assert a.get(lease_path + "kube-controller-manager").json()["spec"][
+            "holderIdentity"] == holder

@@ -90,12 +90,18 @@ class ServerConfig:
     # kube-controller-manager's --leader-elect flags (controllers/leadership): when on, the
     # controller-manager part of the in-server controllers runs only while this server holds
     # the Lease ``leader_elect_resource_namespace/leader_elect_resource_name``. Seconds.
-    leader_elect: bool = False
+    # None: on where replicas share the store (etcd), off where one server owns it.
+    leader_elect: bool | None = None
     leader_elect_lease_duration_s: float = 15.0
     leader_elect_renew_deadline_s: float = 10.0
     leader_elect_retry_period_s: float = 2.0
     leader_elect_resource_name: str = "kube-controller-manager"
     leader_elect_resource_namespace: str = "kube-system"
+
+
+def elects_leader(config: ServerConfig) -> bool:
+    """Whether the controller-manager controllers wait for the Lease (``leader_elect``)."""
+    return config.storage == "etcd" if config.leader_elect is None else config.leader_elect
 
 
 def utc_now() -> datetime:

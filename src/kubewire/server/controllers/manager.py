@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING
 
-from kubewire.server.context import ServerContext
+from kubewire.server.context import ServerContext, elects_leader
 from kubewire.server.controllers.bootstrap import KubernetesService
 from kubewire.server.controllers.crds import CustomResourceDefinitions
 from kubewire.server.controllers.deletion import Controllers
@@ -64,7 +64,7 @@ class ControllerManager:
             queue.on_idle = self._changed.set
         # kube-controller-manager's part: on from start, or while elected
         self.leadership: Leadership | None = None
-        if ctx.config.leader_elect:
+        if elects_leader(ctx.config):
             # imported only then: the elector is the client's, which loads aiohttp (~200 ms)
             from kubewire.server.controllers.leadership import Leadership
 
