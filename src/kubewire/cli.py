@@ -264,6 +264,16 @@ def _add_access_flags(serve: argparse.ArgumentParser) -> None:
                        help="days a rotated audit log is kept (0: no limit)")
 
 
+def positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
+    return value
+
+
 def non_negative(text: str) -> int:
     """An audit log rotation flag: kube refuses negative ones."""
     try:
@@ -486,6 +496,13 @@ def _add_background_flags(serve: argparse.ArgumentParser) -> None:
                        help="with --detach: how long to wait for the server to be ready "
                             "(default 1m0s)")
     serve.add_argument("--ready-fd", type=int, default=None, help=argparse.SUPPRESS)
+    serve.add_argument("--workers", type=positive, default=1,
+                       help="server processes sharing the port (SO_REUSEPORT), each with its "
+                            "own watch cache, over one etcd (needs --storage-backend etcd3); "
+                            "the parent restarts one that dies (default 1: one process)")
+    # a worker of --workers: its index and its parent's pid (server/daemon/workers.py)
+    serve.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
+    serve.add_argument("--worker-parent", type=int, default=0, help=argparse.SUPPRESS)
 
 
 def _add_stop_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -868,6 +885,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
                         audit_log_maxsize_mb=args.audit_log_maxsize,
                         audit_log_maxbackup=args.audit_log_maxbackup,
                         audit_log_maxage_days=args.audit_log_maxage,
+                        worker=args.worker is not None,
                         **extra)  # type: ignore[arg-type]
 
 
@@ -1054,7 +1072,9 @@ async def serve(config: ServerConfig, ready_fd: int | None = None) -> None:
     listening = ", ".join(address_text(*address) for address in server.http.addresses())
     log.info("kubewire serving on %s, listening on %s (kubeconfig: %s)", url, listening,
              kubeconfig)
-    print(f"kubewire ready: {url} kubeconfig={kubeconfig} listening on {listening}", flush=True)
+    if not config.worker:  # a worker's parent says it once for all
+        print(f"kubewire ready: {url} kubeconfig={kubeconfig} listening on {listening}",
+              flush=True)
     if ready_fd is not None:
         with contextlib.suppress(OSError):  # the parent gave up waiting: serve on regardless
             os.write(ready_fd, ready_line(url, kubeconfig))
@@ -1120,6 +1140,17 @@ def _recorded_text(recorded: int | None, lost: int) -> str:
     return f"its record agrees (revision {recorded}): nothing was lost"
 
 
+def _start_problem(args: argparse.Namespace) -> str | None:
+    """Why ``serve``'s flags cannot start a server, before anything starts; None if they can."""
+    if problem := data_dir_problem(args.data_dir):
+        return f"--data-dir {args.data_dir}: {problem}"
+    if problem := host_problem(args.host, args.port):
+        return problem
+    if args.storage_backend and not args.etcd_servers:
+        return "--etcd-servers must be specified"
+    return None
+
+
 def address_text(host: str, port: int) -> str:
     """``host:port`` as bound (``[::1]:6443`` for IPv6)."""
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -1150,17 +1181,24 @@ def host_problem(host: str, port: int) -> str | None:
     return None
 
 
+WORKERS_NEED = ("--workers {n} needs a store its workers share: --storage-backend etcd3 "
+                "--etcd-servers URL (the {store} store is one process's)")
+
+
 def run_server(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    if args.worker is not None:  # the parent holds the lock and made what is made once
+        from kubewire.server.daemon.workers import die_with_parent
+
+        return _run_locked(args) if die_with_parent(args.worker_parent) else 1
+    if args.workers > 1 and not (args.storage_backend or args.etcd_servers):
+        store = "in-memory" if args.storage == "memory" else "SQLite"
+        print(f"kubewire: cannot start: {WORKERS_NEED.format(n=args.workers, store=store)}",
+              file=sys.stderr)
+        return 1
     if args.detach and args.ready_fd is None:
         return detach(args, argv)
-    if problem := data_dir_problem(args.data_dir):
-        print(f"kubewire: cannot start: --data-dir {args.data_dir}: {problem}", file=sys.stderr)
-        return 1
-    if problem := host_problem(args.host, args.port):
+    if problem := _start_problem(args):
         print(f"kubewire: cannot start: {problem}", file=sys.stderr)
-        return 1
-    if args.storage_backend and not args.etcd_servers:
-        print("kubewire: cannot start: --etcd-servers must be specified", file=sys.stderr)
         return 1
     try:  # one server per data directory, for this process's life (server/daemon/lock.py)
         lock = DataDirLock.acquire(args.data_dir, "serve")
@@ -1172,9 +1210,120 @@ def run_server(args: argparse.Namespace, argv: Sequence[str]) -> int:
               f"({exc.strerror or exc}: {exc.filename})", file=sys.stderr)
         return 1
     try:
+        if args.workers > 1:
+            return _run_workers(args, argv)
         return _run_locked(args)
     finally:
         lock.release()
+
+
+def _run_workers(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """``serve --workers N``: make what must exist once (the port, the PKI, the service
+    account key, the admin kubeconfig), then run N workers until SIGINT or SIGTERM
+    (``server/daemon/workers.py``)."""
+    from kubewire.server.daemon.workers import reserve_port
+
+    config = config_from_args(args)
+    try:
+        held = reserve_port(args.host, args.port)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            print(f"kubewire: cannot start: {address_text(args.host, args.port)} is already in "
+                  "use (another server? pick another --port, or 0 for a free one)",
+                  file=sys.stderr)
+        else:
+            print(f"kubewire: cannot start: {exc}", file=sys.stderr)
+        return 1
+    try:
+        host, port = held[0].getsockname()[:2]
+        try:
+            url = _prepare_workers(config, host, port)
+        except START_ERRORS as exc:
+            print(f"kubewire: cannot start: {start_error_text(exc, config.data_dir)}",
+                  file=sys.stderr)
+            return 1
+        listening = ", ".join(address_text(*sock.getsockname()[:2]) for sock in held)
+        worker_argv = _without_ready_fd(argv)
+
+        def command(index: int) -> list[str]:
+            return [sys.executable, "-m", "kubewire.cli", *worker_argv, "--port", str(port),
+                    "--worker", str(index), "--worker-parent", str(os.getpid())]
+
+        return asyncio.run(_supervise(args, command, url, listening))
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def _prepare_workers(config: ServerConfig, host: str, port: int) -> str:
+    """The PKI and service account key, made once before the workers read them (each would
+    make its own), and the admin kubeconfig; the server's URL."""
+    from kubewire.server.access.chain import tls_files
+    from kubewire.server.access.kubeconfig import server_url
+    from kubewire.server.app import write_admin_kubeconfig
+
+    tls = None if config.insecure_http else tls_files(config)
+    if tls is not None or (config.data_dir / "pki").is_dir():
+        from kubewire.server.access.pki import service_account_key
+
+        service_account_key(config.data_dir / "pki")
+    url = server_url(host, port, tls=tls is not None)
+    write_admin_kubeconfig(config.data_dir, url, tls)
+    return url
+
+
+def _without_ready_fd(argv: Sequence[str]) -> list[str]:
+    """The command line without ``--ready-fd N`` (the parent's, from ``--detach``)."""
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--ready-fd":
+            skip = True
+        elif not arg.startswith("--ready-fd="):
+            out.append(arg)
+    return out
+
+
+async def _supervise(args: argparse.Namespace, command: Callable[[int], list[str]], url: str,
+                     listening: str) -> int:
+    """Run the workers; say ready once all are; stop them all on SIGINT or SIGTERM."""
+    from kubewire.server.daemon.background import ready_line
+    from kubewire.server.daemon.workers import StartFailed, Supervisor
+
+    supervisor = Supervisor(command, args.workers)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    starting = asyncio.ensure_future(supervisor.start())
+    stopped = asyncio.ensure_future(stop.wait())
+    await asyncio.wait([starting, stopped], return_when=asyncio.FIRST_COMPLETED)
+    if not starting.done():  # stopped while starting
+        starting.cancel()
+        await supervisor.stop()
+        return 0
+    try:
+        starting.result()
+    except StartFailed as exc:  # the worker's own last line said why
+        stopped.cancel()
+        print(f"kubewire: cannot start: {exc}", file=sys.stderr)
+        return 1
+    kubeconfig = args.data_dir / "kubeconfig"
+    pids = ",".join(map(str, supervisor.pids))
+    log.info("kubewire serving on %s with %d workers (pids %s), listening on %s (kubeconfig: "
+             "%s)", url, args.workers, pids, listening, kubeconfig)
+    print(f"kubewire ready: {url} kubeconfig={kubeconfig} listening on {listening} "
+          f"workers={args.workers} pids={pids}", flush=True)
+    if args.ready_fd is not None:
+        with contextlib.suppress(OSError):
+            os.write(args.ready_fd, ready_line(url, kubeconfig))
+        os.close(args.ready_fd)
+    await stopped
+    log.info("shutting down %d workers", args.workers)
+    await supervisor.stop()
+    return 0
 
 
 def _run_locked(args: argparse.Namespace) -> int:
@@ -1211,8 +1360,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--merge-kubeconfig goes with --detach")
     if args.command == "serve" and (refused := leader_election_error(args)) is not None:
         parser.error(refused)
+    worker = getattr(args, "worker", None)  # ``serve --workers``: say which worker logs
+    who = "" if worker is None else f"worker {worker} pid {os.getpid()} "
     logging.basicConfig(level=getattr(args, "log_level", "INFO"),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+                        format=f"%(asctime)s %(levelname)s {who}%(name)s: %(message)s")
     try:
         if args.command == "serve":
             return run_server(args, argv)

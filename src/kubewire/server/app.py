@@ -25,6 +25,7 @@ from kubewire.resources import REGISTRY
 from kubewire.server.access.authn import ANONYMOUS_USER, UserInfo
 from kubewire.server.access.chain import (
     Access,
+    TLSFiles,
     cluster_ca,
     is_public,
     resource_verb,
@@ -144,9 +145,11 @@ class APIServer:
         self.health.namespaces_made = True
         self.controllers.start()
         ssl_context = server_ssl_context(self.tls) if self.tls else None
-        self.address = await self.http.listen(self.config.host, self.config.port, ssl_context)
+        self.address = await self.http.listen(self.config.host, self.config.port, ssl_context,
+                                              reuse_port=self.config.worker)
         self.url = server_url(*self.address, tls=self.tls is not None)
-        self._write_admin_kubeconfig()
+        if not self.config.worker:
+            write_admin_kubeconfig(self.config.data_dir, self.url, self.tls)
         self.controllers.serving(*self.address)
         await self.controllers.settled()
         # what ``reset`` goes back to (read now from memory, or later from the SQLite history)
@@ -163,21 +166,6 @@ class APIServer:
         if self._baseline is None:
             raise RuntimeError("reset() before start()")
         return await reset_to_baseline(self.ctx.store, self._baseline, self.controllers)
-
-    def _write_admin_kubeconfig(self) -> None:
-        path = self.config.data_dir / "kubeconfig"
-        if self.tls is None or self.tls.pki is None:
-            text = kubeconfig_text(self.url, ca_cert=self.tls.client_ca.read_bytes()
-                                   if self.tls else None)
-        else:
-            made = self.tls.pki
-            admin = Credentials(client_cert=made.admin_cert.read_bytes(),
-                                client_key=made.admin_key.read_bytes())
-            text = kubeconfig_text(self.url, admin, ca_cert=made.ca_cert.read_bytes())
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(text)
-        tmp.chmod(0o600)  # it holds the admin's key
-        tmp.replace(path)
 
     async def stop(self) -> None:
         self.ready = False
@@ -455,6 +443,24 @@ def _open_store(config: ServerConfig) -> SQLiteStore | MemoryStore | EtcdStore:
                          compaction_interval_s=config.etcd_compaction_interval_s)
     return SQLiteStore(config.data_dir / DATABASE_NAME, durability=config.durability,
                        retention=config.retention, writer_process=True)
+
+
+def write_admin_kubeconfig(data_dir: Path, url: str, tls: TLSFiles | None) -> Path:
+    """``DIR/kubeconfig``: the admin's credentials for the server at ``url`` (written once by
+    ``serve --workers``'s parent for all its workers)."""
+    path = data_dir / "kubeconfig"
+    if tls is None or tls.pki is None:
+        text = kubeconfig_text(url, ca_cert=tls.client_ca.read_bytes() if tls else None)
+    else:
+        made = tls.pki
+        admin = Credentials(client_cert=made.admin_cert.read_bytes(),
+                            client_key=made.admin_key.read_bytes())
+        text = kubeconfig_text(url, admin, ca_cert=made.ca_cert.read_bytes())
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.chmod(0o600)  # it holds the admin's key
+    tmp.replace(path)
+    return path
 
 
 def _text(path: Path | None) -> str | None:

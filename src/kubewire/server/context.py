@@ -97,6 +97,10 @@ class ServerConfig:
     leader_elect_retry_period_s: float = 2.0
     leader_elect_resource_name: str = "kube-controller-manager"
     leader_elect_resource_namespace: str = "kube-system"
+    # One of ``serve --workers N``'s processes (server/daemon/workers): it listens with
+    # SO_REUSEPORT beside the others, and leaves ``DIR/kubeconfig`` to the parent, which
+    # wrote it once for all of them.
+    worker: bool = False
 
 
 def elects_leader(config: ServerConfig) -> bool:

@@ -568,12 +568,15 @@ class HTTPServer:
         self.closing = False
         self._server: asyncio.Server | None = None
 
-    async def listen(self, host: str, port: int,
-                     ssl_context: ssl.SSLContext | None = None) -> tuple[str, int]:
+    async def listen(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None,
+                     *, reuse_port: bool = False) -> tuple[str, int]:
+        """Listen on ``host:port``; ``reuse_port`` (``SO_REUSEPORT``) shares the port with the
+        other workers of ``serve --workers`` (the kernel spreads connections over them)."""
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
             lambda: HTTPConnection(self),
-            host, port, ssl=ssl_context, reuse_address=True, backlog=2048)
+            host, port, ssl=ssl_context, reuse_address=True, reuse_port=reuse_port or None,
+            backlog=2048)
         sock = self._server.sockets[0].getsockname()
         return str(sock[0]), int(sock[1])
 
