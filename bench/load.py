@@ -1,10 +1,10 @@
 """Load generators: HTTP/1.1 keep-alive connections sending requests from one client process.
 
 A ``LoadGenerator`` lives in a ``Worker`` process. ``closed_loop`` keeps ``concurrency``
-requests in flight (throughput); ``patch_loop`` does the same with merge PATCHes that each
-change an object; ``paced`` sends request ``i`` at ``start + i / rate`` (latency at a
-given rate) and records when each was sent and answered. All are bounded in request count and
-in time.
+requests in flight (throughput), ``get_loop`` the same with a GET; ``patch_loop`` does the same
+with merge PATCHes that each change an object; ``paced`` sends request ``i`` at ``start + i /
+rate`` (latency at a given rate) and records when each was sent and answered. All are bounded
+in request count and in time.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from bench.wire import USER_AGENT, merge_patch_request, post_request
+from bench.wire import USER_AGENT, get_request, merge_patch_request, post_request
 
 
 class ClientConnection(asyncio.Protocol):
@@ -80,6 +80,11 @@ class LoadGenerator:
                           duration_s: float) -> dict[str, Any]:
         """Each connection sends the same POST back to back until either bound is reached."""
         request = post_request(path, body)
+        return await self._closed(lambda _conn, _seq: request, max_requests, duration_s)
+
+    async def get_loop(self, path: str, max_requests: int, duration_s: float) -> dict[str, Any]:
+        """Each connection sends the same GET back to back until either bound is reached."""
+        request = get_request(path)
         return await self._closed(lambda _conn, _seq: request, max_requests, duration_s)
 
     async def patch_loop(self, paths: list[str], max_requests: int, duration_s: float,

@@ -1,0 +1,349 @@
+"""``kubewire serve --workers N`` on a real etcd, as a subprocess on a real port.
+
+Which worker serves a connection is read from the system: the server side of the client's
+socket (``/proc/net/tcp``) belongs to exactly one worker process (``/proc/PID/fd``). With that,
+a write through one worker must reach a watcher on the other, in order, with resourceVersions
+either worker resumes from; a killed worker is restarted and its clients resume on a new
+connection; SIGTERM (and ``kubewire stop``) stops every process, and a killed parent leaves no
+worker behind. Stores a worker cannot share refuse ``--workers`` in one line.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubewire.server.daemon.background import alive
+from tests.etcd_cluster import ETCD, Cluster, etcd_cluster
+from tests.integration import kubectl
+from tests.integration.kubectl import needs_kubectl
+from tests.integration.test_cli import KUBEWIRE, WAIT_S, one_line_error, run
+
+pytestmark = pytest.mark.skipif(ETCD is None, reason="no etcd binary (tools/ensure-etcd)")
+
+CM_PATH = "/api/v1/namespaces/default/configmaps"
+
+
+@pytest.fixture(scope="module")
+def etcd() -> Iterator[Cluster]:
+    with etcd_cluster(1) as cluster:
+        yield cluster
+
+
+class Workers:
+    """``kubewire serve --workers 2`` (HTTPS) in the foreground; its output collected."""
+
+    def __init__(self, data_dir: Path, etcd: Cluster, *extra: str) -> None:
+        self.data_dir = data_dir
+        self.kubeconfig = data_dir / "kubeconfig"
+        self.proc = subprocess.Popen(
+            [*KUBEWIRE, "serve", "--workers", "2", "--data-dir", str(data_dir), "--port", "0",
+             "--storage-backend", "etcd3", "--etcd-servers", etcd.endpoints[0],
+             "--etcd-prefix", f"/{data_dir.name}", *extra],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.lines: list[str] = []
+        self.conns: list[http.client.HTTPSConnection] = []
+        self._ready = threading.Event()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        if not self._ready.wait(WAIT_S):
+            self.stop()
+            pytest.fail("no ready line:\n" + "\n".join(self.lines))
+        ready = next(line for line in self.lines if line.startswith("kubewire ready:"))
+        self.url = ready.split()[2]
+        self.port = int(self.url.rsplit(":", 1)[1])
+        self.pids = [int(pid) for pid in ready.rpartition("pids=")[2].split(",")]
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+            if line.startswith("kubewire ready:"):
+                self._ready.set()
+
+    def children(self) -> list[int]:
+        return children_of(self.proc.pid)
+
+    def tls(self) -> ssl.SSLContext:
+        pki = self.data_dir / "pki"
+        context = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+        context.load_cert_chain(pki / "admin.crt", pki / "admin.key")
+        return context
+
+    def connect(self) -> http.client.HTTPSConnection:
+        conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.tls(),
+                                           timeout=WAIT_S)
+        self.conns.append(conn)
+        conn.connect()
+        return conn
+
+    def connect_to(self, pid: int, tries: int = 64) -> http.client.HTTPSConnection:
+        """A connection that worker ``pid`` serves (the kernel picks: try until it does)."""
+        for _ in range(tries):
+            conn = self.connect()
+            if self.worker_of(conn) == pid:
+                return conn
+            conn.close()
+        pytest.fail(f"no connection reached worker {pid} in {tries} tries")
+
+    def worker_of(self, conn: http.client.HTTPConnection) -> int:
+        assert conn.sock is not None
+        return serving_pid(self.port, conn.sock.getsockname()[1], self.children())
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        code = self.proc.wait(WAIT_S)
+        for conn in self.conns:
+            conn.close()
+        self._reader.join(WAIT_S)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        return code
+
+
+def children_of(parent: int) -> list[int]:
+    """The pids whose parent is ``parent`` (``/proc/PID/stat``'s fourth field)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rpartition(")")[2].split()
+            if int(fields[1]) == parent and fields[0] != "Z":
+                out.append(int(entry))
+    return sorted(out)
+
+
+def serving_pid(server_port: int, client_port: int, pids: list[int]) -> int:
+    """The process holding the server's end of the connection from ``client_port``."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        inode = _server_socket_inode(server_port, client_port)
+        for pid in pids:
+            try:
+                fds = os.listdir(f"/proc/{pid}/fd")
+            except OSError:
+                continue
+            for fd in fds:
+                try:
+                    if os.readlink(f"/proc/{pid}/fd/{fd}") == f"socket:[{inode}]":
+                        return pid
+                except OSError:
+                    continue
+        time.sleep(0.02)
+    raise AssertionError(f"no worker of {pids} holds the connection from port {client_port}")
+
+
+def _server_socket_inode(server_port: int, client_port: int) -> str | None:
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in Path(table).read_text().splitlines()[1:]:
+            cols = row.split()
+            local_port = int(cols[1].rsplit(":", 1)[1], 16)
+            remote_port = int(cols[2].rsplit(":", 1)[1], 16)
+            if local_port == server_port and remote_port == client_port:
+                return cols[9]
+    return None
+
+
+def call(conn: http.client.HTTPConnection, method: str, path: str,
+         body: dict[str, Any] | None = None) -> dict[str, Any]:
+    data = None if body is None else json.dumps(body).encode()
+    conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
+    response = conn.getresponse()
+    text = response.read()
+    assert response.status < 300, (response.status, text)
+    result: dict[str, Any] = json.loads(text)
+    return result
+
+
+def create_cm(conn: http.client.HTTPConnection, name: str) -> str:
+    made = call(conn, "POST", CM_PATH, {"metadata": {"name": name}, "data": {"k": name}})
+    return str(made["metadata"]["resourceVersion"])
+
+
+def watch(conn: http.client.HTTPConnection, rv: str) -> http.client.HTTPResponse:
+    conn.request("GET", f"{CM_PATH}?watch=1&resourceVersion={rv}&allowWatchBookmarks=false")
+    response = conn.getresponse()
+    assert response.status == 200
+    return response
+
+
+def next_events(stream: http.client.HTTPResponse, n: int) -> list[tuple[str, str, str]]:
+    """The next ``n`` events as (type, name, resourceVersion)."""
+    out = []
+    while len(out) < n:
+        line = stream.readline()
+        assert line, f"the watch ended after {out}"
+        event = json.loads(line)
+        meta = event["object"]["metadata"]
+        out.append((event["type"], meta["name"], meta["resourceVersion"]))
+    return out
+
+
+@pytest.fixture(scope="module")
+def workers(etcd: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workers]:
+    server = Workers(tmp_path_factory.mktemp("shared"), etcd)
+    yield server
+    server.stop()
+
+
+def test_two_workers_share_the_port_and_requests_reach_both(workers: Workers) -> None:
+    assert len(workers.pids) == 2
+    assert workers.children() == sorted(workers.pids)
+    seen = set()
+    for _ in range(40):
+        conn = workers.connect()
+        seen.add(workers.worker_of(conn))
+        call(conn, "GET", "/api/v1/namespaces/default")
+        conn.close()
+        if seen == set(workers.pids):
+            break
+    assert seen == set(workers.pids)
+    # the logs say which worker served what
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        logged = {pid for pid in workers.pids for line in workers.lines
+                  if f" pid {pid} kubewire.httplog:" in line}
+        if logged == set(workers.pids):
+            break
+        time.sleep(0.05)
+    assert logged == set(workers.pids)
+
+
+def test_a_write_through_one_worker_reaches_watchers_on_the_other_in_order(
+        workers: Workers) -> None:
+    first, second = workers.pids
+    writer = workers.connect_to(first)
+    reader = workers.connect_to(second)
+    rv = call(reader, "GET", CM_PATH)["metadata"]["resourceVersion"]
+    stream = watch(reader, rv)
+    written = [(f"order-{i}", create_cm(writer, f"order-{i}")) for i in range(5)]
+    events = next_events(stream, 5)
+    assert events == [("ADDED", name, rv) for name, rv in written]
+    # the resourceVersions are the store's: the writer's worker resumes from the reader's
+    resumed = watch(workers.connect_to(first), events[1][2])
+    assert next_events(resumed, 3) == events[2:]
+    # and a list at one worker's revision answers on the other
+    listed = call(workers.connect_to(second), "GET",
+                  f"{CM_PATH}?resourceVersion={written[-1][1]}&resourceVersionMatch=NotOlderThan")
+    assert {"order-0", "order-4"} <= {item["metadata"]["name"] for item in listed["items"]}
+
+
+@needs_kubectl
+def test_kubectl_works_across_workers(workers: Workers) -> None:
+    done = kubectl.run(workers, "create", "configmap", "from-kubectl", "--from-literal=a=b")
+    assert done.returncode == 0, done.stderr
+    for _ in range(4):  # each run connects anew: the kernel spreads them over the workers
+        done = kubectl.run(workers, "get", "configmap", "from-kubectl", "-o",
+                           "jsonpath={.data.a}")
+        assert (done.returncode, done.stdout) == (0, "b"), done.stderr
+    done = kubectl.run(workers, "delete", "configmap", "from-kubectl")
+    assert done.returncode == 0, done.stderr
+    done = kubectl.run(workers, "get", "configmap", "from-kubectl")
+    assert done.returncode != 0 and "NotFound" in done.stderr
+
+
+def test_a_killed_worker_is_restarted_and_its_watchers_resume_elsewhere(
+        etcd: Cluster, tmp_path: Path) -> None:
+    server = Workers(tmp_path / "killed", etcd)
+    try:
+        victim, survivor = server.pids
+        stream = watch(server.connect_to(victim),
+                       call(server.connect(), "GET", CM_PATH)["metadata"]["resourceVersion"])
+        create_cm(server.connect(), "before")
+        (_, _, last_rv), = next_events(stream, 1)
+        os.kill(victim, signal.SIGKILL)
+        try:  # the connection ends with its worker (a timeout would fail the test)
+            ended = stream.readline() == b""
+        except (ConnectionError, ssl.SSLError, http.client.HTTPException):
+            ended = True
+        assert ended
+        missed = create_cm(server.connect(), "while-down")  # the survivor serves meanwhile
+        resumed = watch(server.connect(), last_rv)
+        assert next_events(resumed, 1) == [("ADDED", "while-down", missed)]
+        deadline = time.monotonic() + WAIT_S
+        while len(server.children()) < 2 or victim in server.children():
+            assert time.monotonic() < deadline, server.lines
+            time.sleep(0.1)
+        replacement = next(pid for pid in server.children() if pid != survivor)
+        while not any(f"worker 0 (pid {replacement}) ready" in line for line in server.lines):
+            assert time.monotonic() < deadline, server.lines
+            time.sleep(0.1)
+        assert any(f"(pid {victim}) exited with signal SIGKILL; restarting" in line
+                   for line in server.lines)
+        create_cm(server.connect_to(replacement), "after")
+        assert next_events(resumed, 1)[0][1] == "after"
+        workers_now = server.children()
+        assert server.stop() == 0
+        assert not any(alive(pid) for pid in workers_now)
+        assert any("shutting down 2 workers" in line for line in server.lines)
+    finally:
+        server.stop(signal.SIGKILL)
+
+
+def test_a_killed_parent_leaves_no_worker_behind(etcd: Cluster, tmp_path: Path) -> None:
+    server = Workers(tmp_path / "orphans", etcd)
+    pids = server.children()
+    assert len(pids) == 2
+    server.stop(signal.SIGKILL)
+    deadline = time.monotonic() + WAIT_S
+    while any(alive(pid) for pid in pids):
+        assert time.monotonic() < deadline, f"workers {pids} outlived their parent"
+        time.sleep(0.1)
+
+
+@needs_kubectl
+def test_detach_and_stop_with_workers(etcd: Cluster, tmp_path: Path) -> None:
+    data = tmp_path / "detached"
+    done = run("serve", "--detach", "--workers", "2", "--data-dir", str(data), "--port", "0",
+               "--storage-backend", "etcd3", "--etcd-servers", etcd.endpoints[0],
+               "--etcd-prefix", "/detached")
+    assert done.returncode == 0, done.stderr
+    parent = int(done.stdout.split("(pid ")[1].split(")")[0])
+    pids = children_of(parent)
+    assert len(pids) == 2
+    got = kubectl.run(data / "kubeconfig", "get", "namespaces", "-o", "name")
+    assert got.returncode == 0 and "namespace/default" in got.stdout, got.stderr
+    done = run("stop", "--data-dir", str(data))
+    assert done.returncode == 0, done.stderr
+    assert not any(alive(pid) for pid in [parent, *pids])
+
+
+@pytest.mark.parametrize(("flags", "store"), [((), "SQLite"), (("--storage", "memory"),
+                                                                "in-memory")])
+def test_stores_without_shared_workers_refuse_in_one_line(
+        tmp_path: Path, flags: tuple[str, ...], store: str) -> None:
+    done = run("serve", "--workers", "2", "--data-dir", str(tmp_path / "d"), "--port", "0",
+               *flags)
+    assert one_line_error(done) == (
+        "kubewire: cannot start: --workers 2 needs a store its workers share: "
+        f"--storage-backend etcd3 --etcd-servers URL (the {store} store is one process's)")
+
+
+def test_a_port_in_use_is_refused_before_any_worker_starts(etcd: Cluster,
+                                                           tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run("serve", "--workers", "2", "--data-dir", str(tmp_path / "d"), "--port",
+                   str(port), "--storage-backend", "etcd3", "--etcd-servers",
+                   etcd.endpoints[0])
+        assert one_line_error(done) == (f"kubewire: cannot start: 127.0.0.1:{port} is already "
+                                        "in use (another server? pick another --port, or 0 "
+                                        "for a free one)")
