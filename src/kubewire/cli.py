@@ -1306,9 +1306,10 @@ async def _supervise(args: argparse.Namespace, command: Callable[[int], list[str
         return 0
     try:
         starting.result()
-    except StartFailed as exc:  # the worker's own last line said why
+    except StartFailed as exc:
         stopped.cancel()
-        print(f"kubewire: cannot start: {exc}", file=sys.stderr)
+        if exc.code != 1:  # 1: the worker's own one line said why
+            print(f"kubewire: cannot start: {exc}", file=sys.stderr)
         return 1
     kubeconfig = args.data_dir / "kubeconfig"
     pids = ",".join(map(str, supervisor.pids))

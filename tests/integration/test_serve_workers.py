@@ -347,3 +347,27 @@ def test_a_port_in_use_is_refused_before_any_worker_starts(etcd: Cluster,
         assert one_line_error(done) == (f"kubewire: cannot start: 127.0.0.1:{port} is already "
                                         "in use (another server? pick another --port, or 0 "
                                         "for a free one)")
+
+
+def test_a_worker_that_cannot_start_says_why_in_one_line(etcd: Cluster, tmp_path: Path) -> None:
+    policy = tmp_path / "missing-policy.yaml"  # only a worker reads it
+    done = run("serve", "--workers", "2", "--data-dir", str(tmp_path / "d"), "--port", "0",
+               "--storage-backend", "etcd3", "--etcd-servers", etcd.endpoints[0],
+               "--audit-policy-file", str(policy), "--log-level", "WARNING")
+    line = one_line_error(done)
+    assert line.startswith("kubewire: cannot start: ") and str(policy) in line, line
+    assert running_with(str(tmp_path / "d")) == []  # no worker is left
+
+
+def running_with(arg: str) -> list[int]:
+    """The live processes with ``arg`` on their command line."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if arg.encode() in argv and alive(int(entry)):
+                found.append(int(entry))
+    return found

@@ -110,7 +110,12 @@ class Worker:
 
 
 class StartFailed(Exception):
-    """A worker exited before every worker was ready."""
+    """A worker exited before every worker was ready; ``code``: its exit status (1: it said
+    why itself, in its ``kubewire: cannot start: ...`` line)."""
+
+    def __init__(self, why: str, code: int) -> None:
+        super().__init__(why)
+        self.code = code
 
 
 class Supervisor:
@@ -122,7 +127,7 @@ class Supervisor:
         self.workers = [Worker(index) for index in range(count)]
         self.all_ready = False
         self.stopping = False
-        self._failed: asyncio.Future[str] | None = None
+        self._failed: asyncio.Future[tuple[str, int]] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._wake = asyncio.Event()  # set by stop(): ends backoff sleeps
 
@@ -140,9 +145,11 @@ class Supervisor:
         await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         if not every.done():
             every.cancel()
-            why = self._failed.result()
+            with contextlib.suppress(asyncio.CancelledError):
+                await every
+            why, code = self._failed.result()
             await self.stop()
-            raise StartFailed(why)
+            raise StartFailed(why, code)
         self.all_ready = True
 
     async def _keep(self, worker: Worker) -> None:
@@ -162,8 +169,9 @@ class Supervisor:
             if not self.all_ready:
                 assert self._failed is not None
                 if not self._failed.done():
-                    self._failed.set_result(f"worker {worker.index} (pid {process.pid}) exited "
-                                            f"with {exit_text(code)} before it was ready")
+                    self._failed.set_result((f"worker {worker.index} (pid {process.pid}) "
+                                             f"exited with {exit_text(code)} before it was "
+                                             "ready", code))
                 return
             if loop.time() - started >= STABLE_AFTER_S:
                 failures = 0
