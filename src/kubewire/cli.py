@@ -1260,13 +1260,11 @@ def _prepare_workers(config: ServerConfig, host: str, port: int) -> str:
     make its own), and the admin kubeconfig; the server's URL."""
     from kubewire.server.access.chain import tls_files
     from kubewire.server.access.kubeconfig import server_url
+    from kubewire.server.access.pki import service_account_key
     from kubewire.server.app import write_admin_kubeconfig
 
     tls = None if config.insecure_http else tls_files(config)
-    if tls is not None or (config.data_dir / "pki").is_dir():
-        from kubewire.server.access.pki import service_account_key
-
-        service_account_key(config.data_dir / "pki")
+    service_account_key(config.data_dir / "pki")  # tokens one worker issues, all accept
     url = server_url(host, port, tls=tls is not None)
     write_admin_kubeconfig(config.data_dir, url, tls)
     return url
@@ -1308,8 +1306,7 @@ async def _supervise(args: argparse.Namespace, command: Callable[[int], list[str
         starting.result()
     except StartFailed as exc:
         stopped.cancel()
-        if exc.code != 1:  # 1: the worker's own one line said why
-            print(f"kubewire: cannot start: {exc}", file=sys.stderr)
+        print(f"kubewire: cannot start: {exc}", file=sys.stderr)
         return 1
     kubeconfig = args.data_dir / "kubeconfig"
     pids = ",".join(map(str, supervisor.pids))
@@ -1339,6 +1336,12 @@ def _run_locked(args: argparse.Namespace) -> int:
         run(serve(config_from_args(args), args.ready_fd))
     except CannotStart as exc:
         log.debug("start failed", exc_info=exc.__cause__)  # the traceback, for --log-level debug
+        if args.worker is not None and args.ready_fd is not None:
+            from kubewire.server.daemon.workers import report_failure
+
+            with contextlib.suppress(OSError):  # the parent says it, once for all workers
+                report_failure(args.ready_fd, str(exc))
+                return 1
         print(f"kubewire: cannot start: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -244,6 +244,34 @@ def test_a_write_through_one_worker_reaches_watchers_on_the_other_in_order(
     assert {"order-0", "order-4"} <= {item["metadata"]["name"] for item in listed["items"]}
 
 
+def test_a_token_one_worker_issues_is_accepted_by_the_other(workers: Workers) -> None:
+    first, second = workers.pids
+    issued = call(workers.connect_to(first), "POST",
+                  "/api/v1/namespaces/default/serviceaccounts/default/token",
+                  {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                   "spec": {"expirationSeconds": 600}})
+    token = issued["status"]["token"]
+
+    def status_with(bearer: str) -> int:
+        conn = http.client.HTTPSConnection("127.0.0.1", workers.port, timeout=WAIT_S,
+                                           context=ssl.create_default_context(
+                                               cafile=str(workers.data_dir / "pki" / "ca.crt")))
+        workers.conns.append(conn)
+        for _ in range(64):  # the other worker's connection, without a client certificate
+            conn.connect()
+            if workers.worker_of(conn) == second:
+                break
+            conn.close()
+        conn.request("GET", "/api/v1/namespaces/default/serviceaccounts/default",
+                     headers={"Authorization": f"Bearer {bearer}"})
+        response = conn.getresponse()
+        response.read()
+        return response.status
+
+    assert status_with(token) != 401
+    assert status_with(token[:-4] + "AAAA") == 401
+
+
 @needs_kubectl
 def test_kubectl_works_across_workers(workers: Workers) -> None:
     done = kubectl.run(workers, "create", "configmap", "from-kubectl", "--from-literal=a=b")

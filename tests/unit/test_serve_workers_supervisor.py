@@ -27,6 +27,10 @@ from kubewire.server.daemon.workers import (
 WORKER = """
 import os, sys, time
 fd = int(sys.argv[sys.argv.index("--ready-fd") + 1])
+if sys.argv[1] == "fail":
+    from kubewire.server.daemon.workers import report_failure
+    report_failure(fd, "no good:\\nat all")
+    sys.exit(1)
 if sys.argv[1] != "ok":
     sys.exit(int(sys.argv[1]))
 os.write(fd, b"ready\\n"); os.close(fd)
@@ -103,4 +107,12 @@ async def test_a_worker_that_exits_before_it_is_ready_fails_the_start() -> None:
     with pytest.raises(StartFailed, match=r"worker 1 \(pid \d+\) exited with status 3 before "
                                           "it was ready"):
         await supervisor.start()
+    assert not any(alive(pid) for pid in supervisor.pids)
+
+
+async def test_the_reason_a_worker_gives_is_the_start_failure() -> None:
+    supervisor = _supervisor("ok", "fail")
+    with pytest.raises(StartFailed) as failed:
+        await supervisor.start()
+    assert str(failed.value) == "no good: at all"
     assert not any(alive(pid) for pid in supervisor.pids)

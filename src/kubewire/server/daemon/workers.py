@@ -14,9 +14,10 @@ listening (the kernel gives connections only to listening sockets), so the port 
 while a worker restarts.
 
 ``Supervisor`` starts the workers, each with a pipe (``--ready-fd``) on which it writes one line
-once it listens, reports readiness once every worker has, and restarts a worker that exits,
-after ``backoff_s`` (0.5 s doubling to 30 s, back to 0.5 s after a worker ran a minute). A
-worker that exits before the first readiness fails the start: its own last line said why.
+once it listens (or, after ``FAILURE_MARK``, why it cannot start), reports readiness once every
+worker has, and restarts a worker that exits, after ``backoff_s`` (0.5 s doubling to 30 s, back
+to 0.5 s after a worker ran a minute). A worker that exits before the first readiness fails the
+start, with its reason: said once, however many workers failed alike.
 ``stop`` sends every worker SIGTERM (each stops as a single server does) and SIGKILLs one still
 running after the grace period. Workers also ask the kernel for SIGTERM when the parent dies
 (``die_with_parent``), so none outlives a killed parent.
@@ -110,12 +111,17 @@ class Worker:
 
 
 class StartFailed(Exception):
-    """A worker exited before every worker was ready; ``code``: its exit status (1: it said
-    why itself, in its ``kubewire: cannot start: ...`` line)."""
+    """A worker exited before every worker was ready: why, in the worker's words if it said."""
 
-    def __init__(self, why: str, code: int) -> None:
-        super().__init__(why)
-        self.code = code
+
+FAILURE_MARK = b"!"  # a ready pipe's line that starts with it says why the worker cannot start
+
+
+def report_failure(fd: int, why: str) -> None:
+    """In a worker that cannot start: tell the parent why on its ready pipe (the parent says
+    it once, however many workers fail alike)."""
+    os.write(fd, FAILURE_MARK + why.replace("\n", " ").encode() + b"\n")
+    os.close(fd)
 
 
 class Supervisor:
@@ -127,7 +133,7 @@ class Supervisor:
         self.workers = [Worker(index) for index in range(count)]
         self.all_ready = False
         self.stopping = False
-        self._failed: asyncio.Future[tuple[str, int]] | None = None
+        self._failed: asyncio.Future[str] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._wake = asyncio.Event()  # set by stop(): ends backoff sleeps
 
@@ -147,9 +153,9 @@ class Supervisor:
             every.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await every
-            why, code = self._failed.result()
+            why = self._failed.result()
             await self.stop()
-            raise StartFailed(why, code)
+            raise StartFailed(why)
         self.all_ready = True
 
     async def _keep(self, worker: Worker) -> None:
@@ -159,7 +165,8 @@ class Supervisor:
         while not self.stopping:
             started = loop.time()
             process, ready = await self._spawn(worker)
-            if await ready and not self.stopping:
+            said = await ready
+            if said is not None and not said.startswith(FAILURE_MARK) and not self.stopping:
                 worker.ready.set()
                 log.info("worker %d (pid %d) ready", worker.index, process.pid)
             code = await process.wait()
@@ -169,24 +176,27 @@ class Supervisor:
             if not self.all_ready:
                 assert self._failed is not None
                 if not self._failed.done():
-                    self._failed.set_result((f"worker {worker.index} (pid {process.pid}) "
-                                             f"exited with {exit_text(code)} before it was "
-                                             "ready", code))
+                    self._failed.set_result(
+                        said[1:].decode("utf-8", "replace").strip() if said
+                        else f"worker {worker.index} (pid {process.pid}) exited with "
+                             f"{exit_text(code)} before it was ready")
                 return
             if loop.time() - started >= STABLE_AFTER_S:
                 failures = 0
             delay = backoff_s(failures)
             failures += 1
             worker.restarts += 1
-            log.warning("worker %d (pid %d) exited with %s; restarting it in %.1fs",
-                        worker.index, process.pid, exit_text(code), delay)
+            because = f" ({said[1:].decode('utf-8', 'replace').strip()})" if said else ""
+            log.warning("worker %d (pid %d) exited with %s%s; restarting it in %.1fs",
+                        worker.index, process.pid, exit_text(code), because, delay)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), delay)
 
     async def _spawn(self, worker: Worker) -> tuple[asyncio.subprocess.Process,
-                                                   asyncio.Future[bool]]:
-        """Start ``worker``'s process; the future says whether it wrote its ready line (False:
-        it closed the pipe, or exited, without)."""
+                                                   asyncio.Future[bytes | None]]:
+        """Start ``worker``'s process; the future is the line it wrote on its ready pipe (its
+        ready line, or ``FAILURE_MARK`` and why it cannot start), None if it closed the pipe,
+        or exited, without."""
         loop = asyncio.get_running_loop()
         read_fd, write_fd = os.pipe()
         try:
@@ -199,7 +209,7 @@ class Supervisor:
         finally:
             os.close(write_fd)
         worker.process = process
-        ready: asyncio.Future[bool] = loop.create_future()
+        ready: asyncio.Future[bytes | None] = loop.create_future()
         os.set_blocking(read_fd, False)
 
         def readable() -> None:
@@ -212,7 +222,7 @@ class Supervisor:
             loop.remove_reader(read_fd)
             os.close(read_fd)
             if not ready.done():
-                ready.set_result(bool(data.strip()))
+                ready.set_result(data.strip() or None)
 
         loop.add_reader(read_fd, readable)
         return process, ready
