@@ -166,7 +166,9 @@ class Supervisor:
             started = loop.time()
             process, ready = await self._spawn(worker)
             said = await ready
-            if said is not None and not said.startswith(FAILURE_MARK) and not self.stopping:
+            refused = said is not None and said.startswith(FAILURE_MARK)
+            failure = said[1:].decode("utf-8", "replace").strip() if refused and said else ""
+            if said and not refused and not self.stopping:
                 worker.ready.set()
                 log.info("worker %d (pid %d) ready", worker.index, process.pid)
             code = await process.wait()
@@ -177,16 +179,15 @@ class Supervisor:
                 assert self._failed is not None
                 if not self._failed.done():
                     self._failed.set_result(
-                        said[1:].decode("utf-8", "replace").strip() if said
-                        else f"worker {worker.index} (pid {process.pid}) exited with "
-                             f"{exit_text(code)} before it was ready")
+                        failure or f"worker {worker.index} (pid {process.pid}) exited with "
+                                   f"{exit_text(code)} before it was ready")
                 return
             if loop.time() - started >= STABLE_AFTER_S:
                 failures = 0
             delay = backoff_s(failures)
             failures += 1
             worker.restarts += 1
-            because = f" ({said[1:].decode('utf-8', 'replace').strip()})" if said else ""
+            because = f" ({failure})" if failure else ""
             log.warning("worker %d (pid %d) exited with %s%s; restarting it in %.1fs",
                         worker.index, process.pid, exit_text(code), because, delay)
             with contextlib.suppress(asyncio.TimeoutError):
