@@ -153,6 +153,9 @@ def test_a_port_in_use_is_one_line(tmp_path: Path) -> None:
     (("--request-timeout", "7d"), "kubewire serve: error: argument --request-timeout: time: "
                                   "unknown unit \"d\" in duration \"7d\""),
     (("--merge-kubeconfig",), "kubewire: error: --merge-kubeconfig goes with --detach"),
+    (("--workers", "0"), "kubewire serve: error: argument --workers: must be at least 1: 0"),
+    (("--workers", "two"), "kubewire serve: error: argument --workers: not a whole number: "
+                           "'two'"),
 ])
 def test_bad_flags_are_one_line(tmp_path: Path, args: tuple[str, ...], expected: str) -> None:
     done = run("serve", "--data-dir", str(tmp_path / "d"), *args, timeout=20)
