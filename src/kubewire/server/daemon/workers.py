@@ -148,11 +148,14 @@ class Supervisor:
         self._tasks = [asyncio.create_task(self._keep(worker)) for worker in self.workers]
         every = asyncio.ensure_future(asyncio.gather(*(w.ready.wait() for w in self.workers)))
         waits: list[asyncio.Future[Any]] = [every, self._failed]
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        if not every.done():
-            every.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await every
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:  # failed, or cancelled (stopped while starting): nothing left waiting
+            if not every.done():
+                every.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await every
+        if self._failed.done():
             why = self._failed.result()
             await self.stop()
             raise StartFailed(why)
