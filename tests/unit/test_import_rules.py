@@ -73,7 +73,7 @@ ROOMS: dict[str, frozenset[str]] = {
 # Where decisions live: no module here may reach I/O. Packages or single modules.
 PURE = ("kubewire.selectors", "kubewire.schema", "kubewire.models", "kubewire.server.request",
         "kubewire.server.patch", "kubewire.server.discovery", "kubewire.server.tables.columns",
-        "kubewire.server.allocation.rules",
+        "kubewire.server.allocation.rules", "kubewire.server.allocation.ranges",
         "kubewire.server.writes.validation", "kubewire.server.writes.lifecycle",
         "kubewire.server.writes.defaults", "kubewire.server.writes.scale",
         "kubewire.server.wire.http_messages", "kubewire.server.wire.http_parse",

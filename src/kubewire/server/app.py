@@ -141,6 +141,7 @@ class APIServer:
         self.ctx.serve(await served_at_start(self.ctx.store, self.ctx.registry))
         await self.ctx.caches.start()
         self.health.caches_synced = True
+        await self.ctx.start_allocations()  # kube's start-service-ip-repair-controllers hook
         await writes.ensure_initial_namespaces(self.ctx)
         self.health.namespaces_made = True
         self.controllers.start()
@@ -172,6 +173,7 @@ class APIServer:
         self.health.stopping = True
         await self.http.close()
         await self.controllers.stop()
+        await self.ctx.allocations.stop()
         await self.ctx.caches.stop()
         await self.ctx.store.close()
         if self.auditor is not None:

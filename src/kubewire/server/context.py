@@ -12,7 +12,7 @@ from typing import Any, Literal, Protocol
 from kubewire.clock import Clock, ManualClock, RealClock
 from kubewire.resources import REGISTRY, Registry, Resource
 from kubewire.server.allocation.rules import DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR
-from kubewire.server.allocation.state import AllocationState
+from kubewire.server.allocation.state import REPAIR_INTERVAL_S, AllocationState
 from kubewire.server.wire.http_messages import Limits
 from kubewire.status import not_found
 from kubewire.storage.base import Retention, Store
@@ -77,6 +77,9 @@ class ServerConfig:
     # kubeadm's default; kube-apiserver's own built-in default is 10.0.0.0/24
     service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR
     service_node_port_range: tuple[int, int] = DEFAULT_NODE_PORT_RANGE
+    # how often the stored IP and port ranges are reconciled with the Services (kube's repair
+    # controllers: every 3 minutes; 0: only at start)
+    service_repair_interval_s: float = REPAIR_INTERVAL_S
     # The request record's ring (observe/request_record): the newest entries kept; 0 records
     # nothing.
     request_record_capacity: int = 10_000
@@ -131,10 +134,13 @@ class ServerContext:
         if self.now is utc_now:  # one clock: ``now()`` reads the one timers run on
             self.now = self.clock.now
         # Writes in any served version of a kind are stored in its stored version.
-        self.store = VersionedStore(self.store, self.registry)
-        # Built here so a bad range fails at start; bound to the store on first use.
+        versioned = self.store = VersionedStore(self.store, self.registry)
+        # Built here so a bad range fails at start; bound to the store by ``start_allocations``.
         self._allocations = AllocationState(self.config.service_cluster_ip_range,
-                                            self.config.service_node_port_range, self.rng)
+                                            self.config.service_node_port_range, self.rng,
+                                            self.config.service_repair_interval_s)
+        # what a committed write of this server lets go of goes back to the ranges
+        versioned.after_write = self._allocations.after_write
 
     def live(self, resource: Resource, namespace: str, name: str) -> CachedObject:
         """The object the watch cache holds now, or kube's 404 (``resource "name" not found``)."""
@@ -153,9 +159,12 @@ class ServerContext:
 
     @property
     def allocations(self) -> AllocationState:
-        """Service IPs and ports, rebuilt from the cached Services on first use."""
-        self._allocations.bind(self.store, self.caches, self.registry)
+        """Service IPs and ports, kept in the store's range objects once started."""
         return self._allocations
+
+    async def start_allocations(self) -> None:
+        """Read (or make) the stored ranges and reconcile them with the cached Services."""
+        await self._allocations.start(self.store, self.caches, self.registry)
 
 
 class HasContext(Protocol):

@@ -6,7 +6,9 @@ events.k8s.io/v1 Events). Here that is one wrapper around the real store: a Crea
 whose object names another version of the key's stored kind is converted to the stored version,
 written, and its ``Change`` answered in the writer's version. Subscribers (the watch caches)
 still see only stored-version changes; reads convert in the cache (storage/version_view.py).
-Every other call passes through unchanged.
+Every other call passes through unchanged. ``after_write``, when set, is awaited with each
+committed write's ``Change`` before ``write`` returns (the Service allocator releases there what
+a write of this server let go of).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class VersionedStore:
         # How a CRD's conversion webhook is called (the server's, ``server/conversion``):
         # (stored entry, objects, apiVersion) -> the objects in that version. None: no calls.
         self.webhook: WebhookCall | None = None
+        self.after_write: Callable[[Change], Awaitable[None]] | None = None
 
     @property
     def current_revision(self) -> int:
@@ -66,6 +69,12 @@ class VersionedStore:
 
     async def write(self, op: Op) -> Change:
         """Write ``op``; an object in another served version is stored in the stored one."""
+        change = await self._write(op)
+        if self.after_write is not None:
+            await self.after_write(change)
+        return change
+
+    async def _write(self, op: Op) -> Change:
         if isinstance(op, Create | Update):
             stored = self.registry.resource_for_key(op.key)
             served = version_kind_of(op.obj)

@@ -35,6 +35,7 @@ _NONE = "None"
 _NODE_PORT_TYPES = ("NodePort", "LoadBalancer")
 _FAMILIES = ("IPv4", "IPv6")
 _POLICIES = ("PreferDualStack", "RequireDualStack", "SingleStack")
+IPS, PORTS = "ips", "ports"  # the two ranges (``ServiceAllocator.used``, ``restore`` ...)
 _BAD_IP = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
 
 
@@ -115,7 +116,7 @@ def _ip_value(text: str) -> int | None:
         return None
 
 
-def _holdings(svc: Mapping[str, JSON]) -> tuple[set[int], set[int]]:
+def holdings(svc: Mapping[str, JSON]) -> tuple[set[int], set[int]]:
     """The cluster IPs (as integers) and node ports a stored Service holds."""
     spec = _spec(svc)
     ips = [] if spec.get("type") == "ExternalName" else map(_ip_value, _ips(spec))
@@ -160,7 +161,7 @@ class ServiceAllocator:
         holdings are tolerated, as kube's repair loop tolerates them."""
         allocator = cls(cidr, port_range, rng)
         for svc in services:
-            ips, ports = _holdings(svc)
+            ips, ports = holdings(svc)
             for ip in ips:
                 allocator._ips.claim(ip)
             for port in ports:
@@ -170,6 +171,45 @@ class ServiceAllocator:
     @property
     def cidr(self) -> str:
         return str(self._network)
+
+    # --- the two ranges as values (IPs as integers), for the stored bitmaps (``ranges``) ---------
+
+    def range_spec(self, which: str) -> str:
+        """kube's ``RangeAllocation.range``: the CIDR (``10.96.0.0/12``) or ``30000-32767``."""
+        if which == IPS:
+            return str(self._network)
+        return f"{self._ports.base}-{self._ports.base + self._ports.size - 1}"
+
+    def bounds(self, which: str) -> tuple[int, int]:
+        """(base, size) of a range: value ``base + i`` is bit ``i`` of kube's bitmap."""
+        pool = self._pool(which)
+        return pool.base, pool.size
+
+    def used(self, which: str) -> frozenset[int]:
+        return frozenset(self._pool(which).used)
+
+    def restore(self, which: str, values: Iterable[int]) -> None:
+        """Hold exactly ``values`` (those in range) in one range; the first IP stays reserved."""
+        pool = self._pool(which)
+        pool.used = {v for v in values if pool.contains(v)}
+        if which == IPS:
+            pool.used.add(pool.base)
+
+    def claim_values(self, which: str, values: Iterable[int]) -> bool:
+        """Reserve all of ``values`` in range (False, and nothing reserved, if one is taken)."""
+        pool = self._pool(which)
+        wanted = {v for v in values if pool.contains(v)}
+        if wanted & pool.used:
+            return False
+        pool.used |= wanted
+        return True
+
+    def release_values(self, which: str, values: Iterable[int]) -> None:
+        pool = self._pool(which)
+        pool.used.difference_update(set(values) - ({pool.base} if which == IPS else set()))
+
+    def _pool(self, which: str) -> _Pool:
+        return self._ips if which == IPS else self._ports
 
     @property
     def first_ip(self) -> str:
@@ -228,9 +268,9 @@ class ServiceAllocator:
 
     def release(self, svc: Mapping[str, JSON], *, keep: Mapping[str, JSON] | None = None) -> None:
         """Free what ``svc`` holds and ``keep`` does not (on delete: no ``keep``). Never raises."""
-        ips, ports = _holdings(svc)
+        ips, ports = holdings(svc)
         if keep is not None:
-            kept_ips, kept_ports = _holdings(keep)
+            kept_ips, kept_ports = holdings(keep)
             ips, ports = ips - kept_ips, ports - kept_ports
         self._ips.used.difference_update(ips - {self._ips.base})  # first_ip stays reserved
         self._ports.used.difference_update(ports)
@@ -506,4 +546,5 @@ def _externally_accessible(spec: Mapping[str, JSON]) -> bool:
         spec.get("type") == "ClusterIP" and bool(spec.get("externalIPs")))
 
 
-__all__ = ["DEFAULT_NODE_PORT_RANGE", "DEFAULT_SERVICE_CIDR", "ServiceAllocator"]
+__all__ = ["DEFAULT_NODE_PORT_RANGE", "DEFAULT_SERVICE_CIDR", "IPS", "PORTS", "ServiceAllocator",
+           "holdings"]

@@ -181,8 +181,8 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
             prepared = validate_admitted(resource, admit_pod_create(prepared, namespace, facts,
                                                                     owned=True))
         if allocate:
-            prepared = ctx.allocations.allocate_on_create(resource, prepared,
-                                                          dry_run=wopts.dry_run)
+            prepared = await ctx.allocations.allocate_on_create(resource, prepared,
+                                                                dry_run=wopts.dry_run)
         if wopts.dry_run:
             return encode_json(prepared), warnings
         key = resource.storage_key(namespace, name)
@@ -192,8 +192,8 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
             change = await ctx.store.write(Create(key, prepared, coerced=resource.conversion))
         except KeyExistsError:
             # Only a write known not to commit gives back what it reserved; a cancelled one
-            # may still commit, so its reservation stays (a restart rebuilds the state).
-            ctx.allocations.abandon(resource, prepared)
+            # may still commit, so its reservation stays (the repair frees a leak).
+            await ctx.allocations.abandon(resource, prepared)
             if generated:
                 continue
             raise already_exists(resource.group, resource.plural, name) from None
@@ -322,26 +322,26 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Mutation,
         prepared = as_go_encodes(prepared)
         prepared = track_write(WriteFacts(route, wopts, uctx.now), old, asked, prepared)
         if not route.subresource:  # status writes keep the stored spec: nothing to allocate
-            prepared = ctx.allocations.allocate_on_update(resource, old, prepared,
-                                                          dry_run=wopts.dry_run)
+            prepared = await ctx.allocations.allocate_on_update(resource, old, prepared,
+                                                                dry_run=wopts.dry_run)
         if wopts.dry_run:
             return prepared, warnings
         if lifecycle.is_noop_update(old, prepared) and not _stored_otherwise(ctx, resource, key):
-            ctx.allocations.abandon(resource, prepared, kept=old)
+            await ctx.allocations.abandon(resource, prepared, kept=old)
             return old, warnings
         try:
             if lifecycle.should_remove_after_update(resource, prepared):
                 # store.go Update: emptied finalizers on a marked object → the update is not
                 # written, the object is deleted (watchers see one DELETED) — errEmptiedFinalizers
-                ctx.allocations.abandon(resource, prepared, kept=old)
+                await ctx.allocations.abandon(resource, prepared, kept=old)
                 change = await ctx.store.write(Delete(key, current.revision))
                 return _decode(change.value), warnings
             change = await ctx.store.write(Update(key, prepared, current.revision))
         except RevisionMismatchError:
-            ctx.allocations.abandon(resource, prepared, kept=old)
+            await ctx.allocations.abandon(resource, prepared, kept=old)
             continue
         except KeyNotFoundError:
-            ctx.allocations.abandon(resource, prepared, kept=old)
+            await ctx.allocations.abandon(resource, prepared, kept=old)
             raise not_found(resource.group, resource.plural, route.name) from None
         return _decode(change.value), warnings
     raise conflict(resource.group, resource.plural, route.name)
