@@ -182,3 +182,34 @@ def test_a_restart_rebuilds_from_the_stored_ranges_and_repairs_them(etcd: Cluste
         body = service("leak", type="NodePort", clusterIP=leaked_ip,
                        ports=[{"port": 80, "nodePort": leaked_port}])
         assert httpx.post(b.url + SERVICES, json=body).status_code == 201
+
+
+def test_updates_and_failed_creates_keep_the_stored_ranges_exact(etcd: Cluster) -> None:
+    prefix = "/updates"
+    with replica(etcd, prefix) as a, replica(etcd, prefix) as b:
+        made = httpx.post(a.url + SERVICES, json=service("web", type="NodePort")).json()
+        port = made["spec"]["ports"][0]["nodePort"]
+        assert port in stored_ports(etcd, prefix)
+        # a type change on the other replica gives the node port back ...
+        patch = {"spec": {"type": "ClusterIP"}}
+        reply = httpx.patch(f"{b.url}{SERVICES}/web", json=patch,
+                            headers={"content-type": "application/merge-patch+json"})
+        assert reply.status_code == 200 and "nodePort" not in reply.json()["spec"]["ports"][0]
+        assert port not in stored_ports(etcd, prefix)
+        # ... and changing it back takes one again, in the bitmap
+        patch = {"spec": {"type": "NodePort"}}
+        reply = httpx.patch(f"{a.url}{SERVICES}/web", json=patch,
+                            headers={"content-type": "application/merge-patch+json"})
+        again = reply.json()["spec"]["ports"][0]["nodePort"]
+        assert stored_ports(etcd, prefix) == {again}
+        # a create that fails (the name is taken) keeps nothing it reserved
+        body = service("web", type="NodePort", clusterIP="10.96.5.5",
+                       ports=[{"port": 80, "nodePort": 31234}])
+        assert httpx.post(b.url + SERVICES, json=body).status_code == 409
+        assert "10.96.5.5" not in stored_ips(etcd, prefix)
+        assert stored_ports(etcd, prefix) == {again}
+        # a dry run reserves nothing either
+        dry = httpx.post(b.url + SERVICES + "?dryRun=All", json=service("dry", type="NodePort"))
+        assert dry.status_code == 201
+        assert stored_ports(etcd, prefix) == {again}
+        assert stored_ips(etcd, prefix) == {"10.96.0.1", made["spec"]["clusterIP"]}

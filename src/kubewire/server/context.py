@@ -80,6 +80,11 @@ class ServerConfig:
     # how often the stored IP and port ranges are reconciled with the Services (kube's repair
     # controllers: every 3 minutes; 0: only at start)
     service_repair_interval_s: float = REPAIR_INTERVAL_S
+    # Keep the ranges in the store as kube does (``/registry/ranges/serviceips`` ...: a bitmap
+    # written with a compare-and-swap per allocation), which replicas need. None: only on a
+    # shared store (etcd); SQLite and memory belong to one process, where the bitmap of the
+    # default /12 (128 KiB a write, each kept in the change log) would cost more than it gives.
+    service_ranges_stored: bool | None = None
     # The request record's ring (observe/request_record): the newest entries kept; 0 records
     # nothing.
     request_record_capacity: int = 10_000
@@ -138,7 +143,10 @@ class ServerContext:
         # Built here so a bad range fails at start; bound to the store by ``start_allocations``.
         self._allocations = AllocationState(self.config.service_cluster_ip_range,
                                             self.config.service_node_port_range, self.rng,
-                                            self.config.service_repair_interval_s)
+                                            self.config.service_repair_interval_s,
+                                            persist=self.config.service_ranges_stored
+                                            if self.config.service_ranges_stored is not None
+                                            else self.config.storage == "etcd")
         # what a committed write of this server lets go of goes back to the ranges
         versioned.after_write = self._allocations.after_write
 

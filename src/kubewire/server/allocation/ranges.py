@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +31,7 @@ from typing import Any
 IPS_KEY = "core/ranges/serviceips"  # etcd: <prefix>/ranges/serviceips
 PORTS_KEY = "core/ranges/servicenodeports"  # etcd: <prefix>/ranges/servicenodeports
 REPAIRS_BEFORE_LEAK_CLEANUP = 3  # repair.go numRepairsBeforeLeakCleanup
-_NONZERO = re.compile(rb"[^\x00]")
+_NONZERO = bytes([0] + [1] * 255)  # translate table: any set byte becomes 1
 
 
 def encode_bitmap(offsets: Iterable[int]) -> bytes:
@@ -51,10 +50,12 @@ def decode_bitmap(data: bytes) -> set[int]:
     """The offsets set in a ``big.Int.Bytes()`` bitmap (leading zero bytes allowed)."""
     length = len(data)
     offsets: set[int] = set()
-    for match in _NONZERO.finditer(data):  # the set bits are few: skip the zero bytes in C
-        index = match.start()
+    marks = data.translate(_NONZERO)  # the set bits are few: find their bytes in C
+    index = marks.find(1)
+    while index >= 0:
         byte, low = data[index], (length - 1 - index) * 8
         offsets.update(low + bit for bit in range(8) if byte >> bit & 1)
+        index = marks.find(1, index + 1)
     return offsets
 
 
@@ -74,7 +75,7 @@ def read_range(obj: Mapping[str, Any]) -> tuple[str, set[int]] | None:
     if not isinstance(spec, str) or not isinstance(data, str | None):
         return None
     try:
-        raw = base64.b64decode(data or "", validate=True)
+        raw = binascii.a2b_base64(data or "", strict_mode=True)
     except (binascii.Error, ValueError):
         return None
     return spec, decode_bitmap(raw)

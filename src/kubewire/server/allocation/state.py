@@ -59,6 +59,7 @@ from kubewire.storage.base import (
     Create,
     KeyExistsError,
     KeyNotFoundError,
+    Record,
     RevisionMismatchError,
     StorageError,
     Store,
@@ -90,8 +91,9 @@ class AllocationState:
     """
 
     def __init__(self, cidr: str, port_range: tuple[int, int], rng: random.Random,
-                 repair_interval_s: float = REPAIR_INTERVAL_S) -> None:
+                 repair_interval_s: float = REPAIR_INTERVAL_S, *, persist: bool = True) -> None:
         self._allocator = ServiceAllocator(cidr, port_range, rng)  # raises early on a bad CIDR
+        self._persist = persist
         self._repair_interval_s = repair_interval_s
         self._store: Store | None = None
         self._caches: WatchCaches | None = None
@@ -99,6 +101,9 @@ class AllocationState:
         self._prefixes: tuple[str, ...] = ()
         self._seen = {IPS: 0, PORTS: 0}  # revision of the stored range the mirror holds; 0: none
         self._meta: dict[str, dict[str, Any]] = {}  # each stored range's metadata
+        # the ``data`` the mirror holds (read or written): a change that carries it again
+        # needs no decoding. Whatever changes the mirror otherwise drops it.
+        self._data: dict[str, str] = {}
         self._stale: set[str] = set()  # ranges to read again before the next change
         self._leaks: dict[str, dict[int, int]] = {IPS: {}, PORTS: {}}
         self._lock = asyncio.Lock()
@@ -118,9 +123,11 @@ class AllocationState:
             return
         self._store, self._caches, self._registry = store, caches, registry
         self._prefixes = tuple(r.storage_prefix() for r in registry if r.id in ALLOCATING_KINDS)
-        store.subscribe(self._on_changes)
+        if self._persist:
+            store.subscribe(self._on_changes)
         self.is_bound = True
-        await self.repair()
+        # a mirror only (the ranges are not stored) starts from the Services, quietly
+        await self.repair(quiet=not self._persist)
         if self._repair_interval_s > 0:
             self._repairing = asyncio.create_task(self._repair_loop(), name="service-repair")
 
@@ -231,8 +238,8 @@ class AllocationState:
             try:
                 await self._write_range(which)
                 return
-            except _CONFLICTS:
-                self._allocator.release_values(which, values)
+            except _CONFLICTS:  # read it again (what it holds replaces the mirror)
+                self._data.pop(which, None)
                 await self._reload(which)
             except BaseException:
                 self._stale.add(which)  # the write may or may not have happened
@@ -253,6 +260,7 @@ class AllocationState:
                 await self._write_range(which)
                 return
             except _CONFLICTS:
+                self._data.pop(which, None)
                 await self._reload(which)
             except (StorageError, OSError) as err:
                 self._stale.add(which)
@@ -262,11 +270,14 @@ class AllocationState:
 
     async def _write_range(self, which: str) -> None:
         """Store the mirror of one range over the revision it was read at (or create it)."""
+        if not self._persist:
+            return
         assert self._store is not None
         base, _ = self._allocator.bounds(which)
         offsets = (value - base for value in self._allocator.used(which))
         obj = range_object(self._allocator.range_spec(which), offsets, self._meta.get(which))
         key, seen = KEYS[which], self._seen[which]
+        self._data[which] = obj["data"]  # its change on the feed needs no decoding
         change = await self._store.write(Update(key, obj, seen) if seen else Create(key, obj))
         self._seen[which] = max(self._seen[which], change.revision)
         self._stale.discard(which)
@@ -276,6 +287,9 @@ class AllocationState:
             await self._reload(which)
 
     async def _reload(self, which: str) -> None:
+        if not self._persist:
+            self._stale.discard(which)
+            return
         assert self._store is not None
         record = await self._store.get(KEYS[which])
         self._stale.discard(which)
@@ -291,6 +305,11 @@ class AllocationState:
         self._seen[which] = revision
         meta = obj.get("metadata")
         self._meta[which] = dict(meta) if isinstance(meta, dict) else {}
+        data = obj.get("data")
+        if data == self._data.get(which) and obj.get("range") == self._allocator.range_spec(
+                which):
+            return  # what the mirror holds (this server's own write)
+        self._data.pop(which, None)
         stored = read_range(obj)
         if stored is None or stored[0] != self._allocator.range_spec(which):
             log.warning("the stored %s range is %r, not %r: it will be rebuilt", _WHAT[which],
@@ -298,6 +317,8 @@ class AllocationState:
             return
         base, _ = self._allocator.bounds(which)
         self._allocator.restore(which, (base + offset for offset in stored[1]))
+        if isinstance(data, str):
+            self._data[which] = data
 
     def _on_changes(self, changes: Sequence[Change]) -> None:
         """Other servers' (and our own) writes to the ranges, as they commit."""
@@ -313,19 +334,21 @@ class AllocationState:
 
     # --- repair ---------------------------------------------------------------------------------
 
-    async def repair(self) -> dict[str, Repair]:
-        """Reconcile both stored ranges with the stored Services (repair.go ``runOnce``)."""
+    async def repair(self, *, quiet: bool = False) -> dict[str, Repair]:
+        """Reconcile both ranges with the stored Services (repair.go ``runOnce``); ``quiet``:
+        log nothing (a mirror rebuilt at start)."""
         assert self._store is not None and self._caches is not None
         store, caches = self._store, self._caches
         async with self._lock:
-            snapshots = {which: await store.get(KEYS[which]) for which in (IPS, PORTS)}
+            snapshots = {which: await store.get(KEYS[which]) if self._persist else None
+                         for which in (IPS, PORTS)}
             # the Services as they are now, at least as new as the snapshots
             await caches.wait_for_revision(await store.consistent_revision())
             held = [holdings(_decode(found.value)) for found in self._services()]
             outcome: dict[str, Repair] = {}
             for index, which in enumerate((IPS, PORTS)):
                 outcome[which] = await self._repair_range(which, snapshots[which],
-                                                          [h[index] for h in held])
+                                                          [h[index] for h in held], quiet)
             self.last_repair = outcome
             return outcome
 
@@ -334,31 +357,32 @@ class AllocationState:
         return [found for r in self._registry if r.id in ALLOCATING_KINDS
                 for found in self._caches.for_resource(r).scan(r.storage_prefix())]
 
-    async def _repair_range(self, which: str, snapshot: Any, held: list[set[int]]) -> Repair:
+    async def _repair_range(self, which: str, snapshot: Record | None, held: list[set[int]],
+                            quiet: bool) -> Repair:
         assert self._store is not None
         base, size = self._allocator.bounds(which)
         stored: set[int] = set()
-        if snapshot is not None:
+        usable, meta = False, None
+        if not self._persist:
+            stored, usable = set(self._allocator.used(which)), True
+        elif snapshot is not None:
             obj = _decode(snapshot.value)
+            meta = obj.get("metadata")
             parsed = read_range(obj)
-            if parsed is not None and parsed[0] == self._allocator.range_spec(which):
+            usable = parsed is not None and parsed[0] == self._allocator.range_spec(which)
+            if parsed is not None and usable:
                 stored = {base + offset for offset in parsed[1]}
         outcome = repair(stored, held, lambda v: 0 <= v - base < size, self._leaks[which],
                          reserved=(base,) if which == IPS else ())
-        for name, values in (("not allocated, allocating", outcome.not_allocated),
-                             ("allocated to two Services", outcome.duplicates),
-                             ("out of range", outcome.out_of_range),
-                             ("possibly leaked, flagged for clean up", outcome.suspected),
-                             ("leaked, released", outcome.freed)):
-            if values:
-                log.warning("service %s repair: %s: %s", _WHAT[which], name,
-                            ", ".join(map(_shown(which), values[:20])))
-        if snapshot is not None and stored == outcome.rebuilt \
-                and read_range(_decode(snapshot.value)) is not None:
+        if not quiet:
+            _report(which, outcome, new=self._persist and snapshot is None)
+        if not self._persist:
+            self._allocator.restore(which, outcome.rebuilt)
+            return outcome
+        if snapshot is not None and usable and stored == outcome.rebuilt:
             if snapshot.revision > self._seen[which]:
                 self._load(which, snapshot.revision, _decode(snapshot.value))
             return outcome
-        meta = None if snapshot is None else _decode(snapshot.value).get("metadata")
         obj = range_object(self._allocator.range_spec(which),
                            (value - base for value in outcome.rebuilt),
                            meta if isinstance(meta, dict) else None)
@@ -375,8 +399,17 @@ class AllocationState:
         return outcome
 
 
-def _shown(which: str) -> Any:
-    return str if which == PORTS else lambda value: str(ipaddress.ip_address(value))
+def _report(which: str, outcome: Repair, *, new: bool) -> None:
+    """Log what a repair found, as kube's repair controllers record events."""
+    shown = str if which == PORTS else lambda value: str(ipaddress.ip_address(value))
+    for name, values in (("not allocated, allocating", [] if new else outcome.not_allocated),
+                         ("allocated to two Services", outcome.duplicates),
+                         ("out of range", outcome.out_of_range),
+                         ("possibly leaked, flagged for clean up", outcome.suspected),
+                         ("leaked, released", outcome.freed)):
+        if values:
+            log.warning("service %s repair: %s: %s", _WHAT[which], name,
+                        ", ".join(map(shown, values[:20])))
 
 
 def _too_busy(which: str = IPS) -> Exception:
