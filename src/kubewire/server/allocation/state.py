@@ -27,6 +27,10 @@ it reloads the bitmap from the stored ``data`` and applies its change again. Her
 
 One asyncio lock orders this server's allocations (kube's allocator holds a mutex around its
 update). Kinds that allocate are listed by ``Resource.id`` in ``ALLOCATING_KINDS``.
+
+With ``persist=False`` (a store only this process writes: SQLite, memory; see
+``ServerConfig.service_ranges_stored``) the same code keeps the mirror alone: nothing is
+written, the start rebuilds it from the Services and the repair reconciles it with them.
 """
 
 from __future__ import annotations
@@ -207,7 +211,8 @@ class AllocationState:
             return
         async with self._lock:
             for which, values in ((IPS, ips), (PORTS, ports)):
-                await self._release(which, values)
+                if values:
+                    await self._release(which, values)
 
     # --- reserving and releasing in the stored ranges (the lock held) ----------------------------
 
@@ -224,8 +229,8 @@ class AllocationState:
             for which, values in done:
                 await self._release(which, values)
             return False
-        except (StorageError, OSError):
-            for which, values in done:  # the store failed: give back what is known to be kept
+        except Exception:
+            for which, values in done:  # e.g. the store failed: give back what is kept
                 await self._release(which, values)
             raise
         return True
