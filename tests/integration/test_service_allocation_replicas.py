@@ -213,3 +213,14 @@ def test_updates_and_failed_creates_keep_the_stored_ranges_exact(etcd: Cluster) 
         assert dry.status_code == 201
         assert stored_ports(etcd, prefix) == {again}
         assert stored_ips(etcd, prefix) == {"10.96.0.1", made["spec"]["clusterIP"]}
+
+
+def test_a_deleted_range_is_made_again_by_the_next_allocation(etcd: Cluster) -> None:
+    prefix = "/deleted"
+    with replica(etcd, prefix) as a:
+        first = httpx.post(a.url + SERVICES, json=service("one")).json()["spec"]["clusterIP"]
+        key = base64.b64encode(f"{prefix}/ranges/serviceips".encode()).decode()
+        httpx.post(f"{etcd.endpoints[0]}/v3/kv/deleterange", json={"key": key})
+        assert etcd_get(etcd, f"{prefix}/ranges/serviceips") is None
+        second = httpx.post(a.url + SERVICES, json=service("two")).json()["spec"]["clusterIP"]
+        assert stored_ips(etcd, prefix) == {"10.96.0.1", first, second}

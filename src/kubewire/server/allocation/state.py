@@ -246,6 +246,8 @@ class AllocationState:
             except _CONFLICTS:  # read it again (what it holds replaces the mirror)
                 self._data.pop(which, None)
                 await self._reload(which)
+                if not self._seen[which]:  # gone: nothing replaced the mirror, drop ours
+                    self._allocator.release_values(which, values)
             except BaseException:
                 self._stale.add(which)  # the write may or may not have happened
                 raise
