@@ -1,11 +1,12 @@
 """Service ClusterIPs and NodePorts stay unique across replicas on one etcd (issue 18).
 
-Two ``kubewire.Server``s with ``storage="etcd"`` on one etcd (each on its own thread and loop)
-are replicas of one API. Each keeps kube's range objects (``/registry/ranges/serviceips``,
-``/registry/ranges/servicenodeports``: ``v1 RangeAllocation`` bitmaps) with compare-and-swap
-writes, so Services created concurrently on both get distinct addresses, the bitmaps in etcd
-match the Services, deletes free addresses for either replica, and a restart rebuilds from the
-stored ranges, its repair adding back a lost entry and freeing a leaked one.
+Two ``kubewire.Server``s with ``storage="etcd"`` on one etcd (each on its own thread and loop),
+or two ``kubewire serve`` processes, are replicas of one API. Each keeps kube's range objects
+(``/registry/ranges/serviceips``, ``/registry/ranges/servicenodeports``: ``v1 RangeAllocation``
+bitmaps) with compare-and-swap writes, so Services created concurrently on both get distinct
+addresses, the bitmaps in etcd match the Services, deletes free addresses for either replica,
+and a restart rebuilds from the stored ranges, its repair adding back a lost entry and freeing
+a leaked one.
 """
 
 from __future__ import annotations
@@ -14,7 +15,11 @@ import asyncio
 import base64
 import ipaddress
 import json
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,7 +27,7 @@ import pytest
 
 from kubewire import Server
 from kubewire.server.allocation.ranges import decode_bitmap, encode_bitmap
-from tests.etcd_cluster import ETCD, Cluster, etcd_cluster
+from tests.etcd_cluster import ETCD, Cluster, etcd_cluster, free_port
 
 pytestmark = pytest.mark.skipif(ETCD is None, reason="no etcd binary")
 
@@ -224,3 +229,46 @@ def test_a_deleted_range_is_made_again_by_the_next_allocation(etcd: Cluster) -> 
         assert etcd_get(etcd, f"{prefix}/ranges/serviceips") is None
         second = httpx.post(a.url + SERVICES, json=service("two")).json()["spec"]["clusterIP"]
         assert stored_ips(etcd, prefix) == {"10.96.0.1", first, second}
+
+
+def test_two_serve_processes_hand_out_unique_addresses(etcd: Cluster, tmp_path: Path) -> None:
+    prefix, processes, urls = "/processes", [], []
+    try:
+        for i in range(2):
+            port = free_port()
+            processes.append(subprocess.Popen(
+                [sys.executable, "-m", "kubewire.cli", "serve",
+                 "--data-dir", str(tmp_path / str(i)), "--port", str(port),
+                 "--insecure-http", "--log-level", "WARNING",
+                 "--storage-backend", "etcd3", "--etcd-servers", etcd.endpoints[0],
+                 "--etcd-prefix", prefix, "--service-cluster-ip-range", "10.0.0.0/25"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            urls.append(f"http://127.0.0.1:{port}")
+        deadline = time.monotonic() + 30
+        for url in urls:
+            while True:
+                try:
+                    if httpx.get(url + "/readyz").status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                assert time.monotonic() < deadline, "kubewire serve did not become ready"
+                time.sleep(0.1)
+        # 100 of the 125 free addresses, half on each process, all at once
+        answers = asyncio.run(create_many(urls, 100))
+        assert [r.status_code for r in answers] == [201] * 100
+        created = [r.json()["spec"] for r in answers]
+        ips = {spec["clusterIP"] for spec in created}
+        ports = {p["nodePort"] for spec in created for p in spec["ports"] if "nodePort" in p}
+        assert len(ips) == 100 and len(ports) == 50
+        assert stored_ips(etcd, prefix, "10.0.0.1") == ips | {"10.0.0.1"}
+        assert stored_ports(etcd, prefix) == ports
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
