@@ -195,9 +195,12 @@ class AllocationState:
         if change.type == ChangeType.ADDED or not self._prefixes \
                 or not change.key.startswith(self._prefixes):
             return
-        before = _decode(change.prev_value or change.value)
-        kept = None if change.type == ChangeType.DELETED else _decode(change.value)
-        await self._release_held(before, kept)
+        try:
+            before = _decode(change.prev_value or change.value)
+            kept = None if change.type == ChangeType.DELETED else _decode(change.value)
+            await self._release_held(before, kept)
+        except Exception:  # the write has committed: a failed release is a leak the repair frees
+            log.exception("releasing what %s let go of failed", change.key)
 
     async def _release_held(self, svc: Mapping[str, JSON],
                             kept: Mapping[str, JSON] | None) -> None:
