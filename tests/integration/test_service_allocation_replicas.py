@@ -231,15 +231,19 @@ def test_a_deleted_range_is_made_again_by_the_next_allocation(etcd: Cluster) -> 
         assert stored_ips(etcd, prefix) == {"10.96.0.1", first, second}
 
 
-def test_two_serve_processes_hand_out_unique_addresses(etcd: Cluster, tmp_path: Path) -> None:
-    prefix, processes, urls = "/processes", [], []
+@pytest.mark.parametrize("workers", [1, 2], ids=["two-processes", "workers-2"])
+def test_serve_processes_hand_out_unique_addresses(etcd: Cluster, tmp_path: Path,
+                                                   workers: int) -> None:
+    """Two ``kubewire serve`` processes, or one with ``--workers 2`` (its worker processes
+    share the port), on one etcd."""
+    prefix, processes, urls = f"/processes{workers}", [], []
     try:
-        for i in range(2):
+        for i in range(3 - workers):
             port = free_port()
             processes.append(subprocess.Popen(
                 [sys.executable, "-m", "kubewire.cli", "serve",
                  "--data-dir", str(tmp_path / str(i)), "--port", str(port),
-                 "--insecure-http", "--log-level", "WARNING",
+                 "--insecure-http", "--log-level", "WARNING", "--workers", str(workers),
                  "--storage-backend", "etcd3", "--etcd-servers", etcd.endpoints[0],
                  "--etcd-prefix", prefix, "--service-cluster-ip-range", "10.0.0.0/25"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
@@ -254,7 +258,7 @@ def test_two_serve_processes_hand_out_unique_addresses(etcd: Cluster, tmp_path: 
                     pass
                 assert time.monotonic() < deadline, "kubewire serve did not become ready"
                 time.sleep(0.1)
-        # 100 of the 125 free addresses, half on each process, all at once
+        # 100 of the 125 free addresses, all at once (on many connections)
         answers = asyncio.run(create_many(urls, 100))
         assert [r.status_code for r in answers] == [201] * 100
         created = [r.json()["spec"] for r in answers]
