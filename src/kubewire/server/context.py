@@ -90,7 +90,7 @@ class ServerConfig:
     # kube-controller-manager's --leader-elect flags (controllers/leadership): when on, the
     # controller-manager part of the in-server controllers runs only while this server holds
     # the Lease ``leader_elect_resource_namespace/leader_elect_resource_name``. Seconds.
-    # None: on where replicas share the store (etcd), off where one server owns it.
+    # None: on where servers share the store (etcd, SQLite workers), off where one owns it.
     leader_elect: bool | None = None
     leader_elect_lease_duration_s: float = 15.0
     leader_elect_renew_deadline_s: float = 10.0
@@ -101,11 +101,16 @@ class ServerConfig:
     # SO_REUSEPORT beside the others, and leaves ``DIR/kubeconfig`` to the parent, which
     # wrote it once for all of them.
     worker: bool = False
+    # A worker on the SQLite store: the Unix socket of the parent's writer hub
+    # (storage/sqlite/writer_hub), through which every worker writes.
+    sqlite_hub: str | None = None
 
 
 def elects_leader(config: ServerConfig) -> bool:
     """Whether the controller-manager controllers wait for the Lease (``leader_elect``)."""
-    return config.storage == "etcd" if config.leader_elect is None else config.leader_elect
+    if config.leader_elect is not None:
+        return config.leader_elect
+    return config.storage == "etcd" or config.sqlite_hub is not None
 
 
 def utc_now() -> datetime:

@@ -54,7 +54,7 @@ from typing import Any
 import msgspec
 
 from kubewire.storage.base import Change, Retention, StorageError
-from kubewire.storage.sqlite.revision_record import RevisionRecord
+from kubewire.storage.sqlite.revision_record import RevisionLostError, RevisionRecord
 from kubewire.storage.sqlite.schema import Durability, open_for_writing
 from kubewire.storage.sqlite.writer import Outcome, PingRequest, StopRequest, Writer
 from kubewire.storage.sqlite.writer_child import (
@@ -313,7 +313,9 @@ def serve_hub(argv: Sequence[str]) -> int:
         listener = _listen(socket_path)
     except (OSError, sqlite3.Error, StorageError) as exc:
         record.close()
-        write_all(stdout, frame([FAILED, f"the SQLite writer cannot open {path}: {exc}"]))
+        lost = ([exc.path, exc.revision, exc.recorded] if isinstance(exc, RevisionLostError)
+                else None)  # the parent says what to do about it (``kubewire repair``)
+        write_all(stdout, frame([FAILED, f"the SQLite writer cannot open {path}: {exc}", lost]))
         return 1
     hub = Hub(revision)
     writer = Writer(conn, hub, retention, time.time, hub.deliver)  # type: ignore[arg-type]
@@ -385,6 +387,8 @@ class HubProcess:
             return
         self.stop()
         if isinstance(message, list) and message and message[0] == FAILED:
+            if len(message) > 2 and message[2]:
+                raise RevisionLostError(*message[2])
             raise StorageError(str(message[1]))
         raise StorageError("the SQLite writer hub did not start")
 
