@@ -1353,10 +1353,10 @@ async def _supervise(args: argparse.Namespace, command: Callable[[int], list[str
     try:
         code = await _run_supervisor(args, supervisor, stop, (url, listening))
     finally:
-        if hub is not None:  # after the workers (which wrote through it), and before the loop
-            await asyncio.to_thread(_stop_hub, hub)  # ends: its watch waits in a thread
         if watching is not None:
             watching.cancel()
+        if hub is not None:  # after the workers (which wrote through it), and before the loop
+            await asyncio.to_thread(_stop_hub, hub)  # ends: its watch waits in a thread
     return 1 if hub_died.is_set() else code
 
 
