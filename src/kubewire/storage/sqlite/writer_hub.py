@@ -132,17 +132,16 @@ class _Client:
 
     def send_loop(self) -> None:
         while True:
-            with self._cond:
+            with self._cond:  # never held while taking the hub's lock (``deliver`` nests them)
                 while not self._queue and not self._closing and not self.dropped:
                     self._cond.wait()
-                if self.dropped:
-                    break
-                if not self._queue:  # closing, and everything is sent
-                    self.hub.drop(self, None)
-                    break
+                is_done = self.dropped or not self._queue  # dropped, or closing and all sent
                 data = b"".join(self._queue)
                 self._queue.clear()
                 self._queued = 0
+            if is_done:
+                self.hub.drop(self, None)
+                break
             try:
                 self.sock.sendall(data)
             except OSError as exc:  # a timeout too: it stopped reading
