@@ -497,3 +497,18 @@ def running_with(arg: str) -> list[int]:
             if arg.encode() in argv and alive(int(entry)):
                 found.append(int(entry))
     return found
+
+
+def test_a_store_that_lost_revisions_is_refused_before_any_worker_starts(tmp_path: Path) -> None:
+    from kubewire.storage.sqlite.revision_record import encode_revision
+
+    data = tmp_path / "d"
+    data.mkdir()
+    (data / "kubewire.db-revision").write_bytes(encode_revision(5))  # committed, not in a file
+    done = run("serve", "--workers", "2", "--data-dir", str(data), "--port", "0")
+    line = one_line_error(done)
+    assert line.startswith(f"kubewire: cannot start: {data / 'kubewire.db'} holds revisions up "
+                           "to 0, but revision 5 was committed"), line
+    assert line.endswith(f"run: kubewire repair --data-dir {data} --accept-data-loss"), line
+    assert running_with(str(data / "kubewire.db")) == []
+    assert not (data / "kubewire-writer.sock").exists()

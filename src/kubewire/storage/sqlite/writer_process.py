@@ -90,6 +90,8 @@ class _Pipe(asyncio.Protocol):
 class ProcessWriter:
     """The server's handle on the writer process: the interface of ``Writer``, over pipes."""
 
+    _ended_text = "SQLite writer process exited"
+
     def __init__(self, path: str | os.PathLike[str], durability: Durability, retention: Retention,
                  loop: asyncio.AbstractEventLoop, deliver: Deliver) -> None:
         self._argv = [sys.executable, "-m", writer_child.__name__, os.fspath(path),
@@ -201,7 +203,7 @@ class ProcessWriter:
     def ended(self) -> None:
         """The child's output ended: it stopped, or it died."""
         if not self._is_stopping and _succeeded(self._ready):
-            log.error("SQLite writer process exited; the store rejects further writes")
+            log.error("%s; the store rejects further writes", self._ended_text)
         self.has_failed = True
         error = writer_stopped()
         if not self._ready.done():
@@ -225,6 +227,8 @@ class HubWriter(ProcessWriter):
     socket, after the hub's ``[HELLO, revision, compacted revision]``. Batches other stores
     committed arrive too, their changes without the in-process ``obj`` hint. ``on_lost`` is
     called when the hub drops the connection or dies (not when the store closes it)."""
+
+    _ended_text = "the SQLite writer hub closed this store's connection (dropped it, or died)"
 
     def __init__(self, socket_path: str, loop: asyncio.AbstractEventLoop,
                  deliver: Deliver) -> None:
