@@ -11,6 +11,7 @@ import asyncio
 import os
 import signal
 import socket
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -183,4 +184,29 @@ async def test_a_connection_that_stops_reading_is_dropped_and_the_others_carry_o
     finally:
         silent.close()
         await store.close()
+        await asyncio.to_thread(hub.close)
+
+
+async def test_a_consistent_revision_does_not_wait_for_the_commit_in_flight(
+        tmp_path: Path) -> None:
+    hub = _InProcessHub(tmp_path / "store.db")
+    one = await _open(tmp_path / "store.db", hub.socket_path)
+    other = await _open(tmp_path / "store.db", hub.socket_path)
+    blocker = sqlite3.connect(tmp_path / "store.db", isolation_level=None)
+    try:
+        done = await one.write(Create("core/configmaps/ns/a", _cm("a")))
+        blocker.execute("BEGIN IMMEDIATE")  # the writer's next commit waits for this lock
+        stuck = asyncio.ensure_future(one.write(Create("core/configmaps/ns/b", _cm("b"))))
+        await asyncio.sleep(0.2)
+        assert not stuck.done()
+        # answered behind every delivered batch, not behind the writer: at once
+        assert await asyncio.wait_for(other.consistent_revision(), 1.0) == done.revision
+        assert not await other.ping(0.3)  # a ping waits for the writer
+        blocker.execute("ROLLBACK")
+        assert (await stuck).revision == done.revision + 1
+        assert await other.consistent_revision() == done.revision + 1
+    finally:
+        blocker.close()
+        await one.close()
+        await other.close()
         await asyncio.to_thread(hub.close)

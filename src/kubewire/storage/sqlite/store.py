@@ -367,11 +367,13 @@ class SQLiteStore:
 
     async def consistent_revision(self) -> int:
         """``current_revision``: one writer (this store's) commits every change, and its
-        listeners have each change before its write returns. On a hub, after a ping: its
-        answer follows every batch committed before it, whichever store's writes they were."""
+        listeners have each change before its write returns. On a hub, after a sync: its
+        answer follows every batch any store's write was acknowledged in (``writer_hub``)."""
         if self._hub is not None:
+            writer = self._require_writer()
+            assert isinstance(writer, HubWriter)
             future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._require_writer().submit(PingRequest(future))
+            writer.sync(future)
             await future
         return self.current_revision
 

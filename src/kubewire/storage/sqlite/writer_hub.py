@@ -13,9 +13,12 @@ temporary directory). A worker's store connects (``writer_process.HubWriter``) a
   own request ids tagged with its connection, and ``[BYE, id]`` to leave: answered after every
   earlier request of it, then its connection is closed;
 - receives every committed batch, in revision order, each with only its own requests'
-  outcomes (the same frame as a writer process's). A ping's answer follows every batch
-  committed before it: a store's ``consistent_revision`` is a ping, so a read on one worker
-  sees every write another worker had acknowledged.
+  outcomes (the same frame as a writer process's);
+- may send ``[SYNC, id]``: the hub answers it at once, behind every batch it has delivered.
+  A batch is queued to every connection before any of its writes is answered, so the answer
+  follows every write any worker had acknowledged before: a store's ``consistent_revision`` is
+  a sync, and a read on one worker sees every write another worker acknowledged (as a quorum
+  read does on etcd), without waiting for the writer's commit in flight as a ping would.
 
 Bounds: at most ``MAX_CLIENTS`` connections; per connection, what waits to be sent is bounded
 (``MAX_BACKLOG_BYTES``) and a send that makes no headway for ``SEND_TIMEOUT_S`` drops the
@@ -60,6 +63,7 @@ from kubewire.storage.sqlite.writer import Outcome, PingRequest, StopRequest, Wr
 from kubewire.storage.sqlite.writer_child import (
     FAILED,
     READY,
+    VALUE,
     FrameReader,
     encode_batch,
     frame,
@@ -71,7 +75,9 @@ from kubewire.storage.sqlite.writer_child import (
 log = logging.getLogger(__name__)
 
 HELLO = "hello"
-BYE = 3  # a request kind beside writer_child's WRITE, COMPACT, PING
+# request kinds beside writer_child's WRITE, COMPACT, PING: leave; and a sync, answered at once
+# after every batch delivered so far (unlike a ping, it does not wait for the writer)
+BYE, SYNC = 3, 4
 MAX_CLIENTS = 256
 MAX_BACKLOG_BYTES = 256 << 20
 SEND_TIMEOUT_S = 20.0
@@ -166,7 +172,9 @@ class _Client:
                 break
             for body in frames.feed(data):
                 message = unpack(body)
-                if message[0] == BYE:
+                if message[0] == SYNC:
+                    self.hub.sync(self, message[1])
+                elif message[0] == BYE:
                     self.bye = message[1]
                     writer.submit(PingRequest((self, message[1])))  # type: ignore[arg-type]
                 else:
@@ -216,6 +224,16 @@ class Hub:
                 elif client.bye is not None and any(a[0] == client.bye for a in mine):
                     client.finish()
         for client in slow:
+            self.drop(client, f"it fell {MAX_BACKLOG_BYTES >> 20} MiB behind")
+
+    def sync(self, client: _Client, ident: int) -> None:
+        """Answer ``client``'s sync behind every batch delivered so far. Each batch is queued
+        to every client at once, under the lock, before any of its writes is answered: so the
+        answer follows every write any client has had acknowledged before it asked."""
+        with self.lock:
+            compacted = 0 if self.writer is None else self.writer.compacted_revision
+            is_queued = client.put(frame([None, compacted, [], [(ident, VALUE, None)]]))
+        if not is_queued:
             self.drop(client, f"it fell {MAX_BACKLOG_BYTES >> 20} MiB behind")
 
     def add(self, sock: socket.socket) -> None:

@@ -68,7 +68,7 @@ from kubewire.storage.sqlite.writer_child import (
     frame,
     unpack,
 )
-from kubewire.storage.sqlite.writer_hub import BYE, HELLO
+from kubewire.storage.sqlite.writer_hub import BYE, HELLO, SYNC
 
 log = logging.getLogger(__name__)
 _json = msgspec.json.Encoder()
@@ -269,6 +269,16 @@ class HubWriter(ProcessWriter):
             self._queue(frame([BYE, ident]))
             return
         super().submit(request)
+
+    def sync(self, future: asyncio.Future[None]) -> None:
+        """Resolve ``future`` once every batch the hub delivered before it read this has been
+        delivered here (``writer_hub``'s SYNC)."""
+        if self.has_failed or self._input is None or self._is_stopping:
+            self._deliver((), [(future, writer_stopped())])
+            return
+        ident = self._next_id = self._next_id + 1
+        self._pending[ident] = (future, None)
+        self._queue(frame([SYNC, ident]))
 
     def ended(self) -> None:
         lost = not self._is_stopping and _succeeded(self._ready)
