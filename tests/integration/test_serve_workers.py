@@ -512,3 +512,32 @@ def test_a_store_that_lost_revisions_is_refused_before_any_worker_starts(tmp_pat
     assert line.endswith(f"run: kubewire repair --data-dir {data} --accept-data-loss"), line
     assert running_with(str(data / "kubewire.db")) == []
     assert not (data / "kubewire-writer.sock").exists()
+
+
+def test_a_server_whose_hub_drops_it_exits(tmp_path: Path) -> None:
+    """What lets the parent restart a worker the hub dropped: the server exits (status 1)."""
+    from kubewire.storage.base import Retention
+    from kubewire.storage.sqlite.writer_hub import HubProcess
+
+    data = tmp_path / "d"
+    data.mkdir()
+    hub = HubProcess(data / "kubewire.db", "full", Retention(), 0)
+    hub.start()
+    try:
+        proc = subprocess.Popen(
+            [*KUBEWIRE, "serve", "--data-dir", str(data), "--port", "0", "--insecure-http",
+             "--sqlite-hub", hub.socket_path], stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("kubewire ready:"):
+                break
+        else:
+            pytest.fail("no ready line")
+        assert hub.process is not None
+        os.kill(hub.process.pid, signal.SIGKILL)
+        assert proc.wait(WAIT_S) == 1
+        assert "the SQLite writer hub dropped this worker's store: exiting" in proc.stdout.read()
+        proc.stdout.close()
+    finally:
+        hub.stop()
