@@ -186,8 +186,8 @@ def _add_leader_election_flags(serve: argparse.ArgumentParser) -> None:
                             "while this server holds the Lease named below, as "
                             "kube-controller-manager's replicas do; the API server's own work "
                             "runs on every server (default: true on etcd, where replicas share "
-                            "the store, as kube-controller-manager's; false on SQLite and "
-                            "memory, which one server owns)")
+                            "the store, as kube-controller-manager's, and with --workers above "
+                            "1; false for one server on SQLite or memory, which it owns)")
     serve.add_argument("--leader-elect-lease-duration", type=duration(), default=15.0,
                        help="how long a non-leader waits, from the last renewal it saw, before "
                             "it takes the lease, a Go duration (default 15s)")

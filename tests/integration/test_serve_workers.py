@@ -251,6 +251,18 @@ def test_two_workers_share_the_port_and_requests_reach_both(workers: Workers) ->
     assert logged == set(workers.pids)
 
 
+def test_one_worker_at_a_time_runs_the_controllers(workers: Workers) -> None:
+    deadline = time.monotonic() + 10
+    while True:
+        leaders = {pid for pid in workers.pids for line in workers.lines
+                   if f" pid {pid} " in line and "successfully acquired lease "
+                   "kube-system/kube-controller-manager" in line}
+        if leaders or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert len(leaders) == 1, workers.lines
+
+
 def test_a_write_through_one_worker_reaches_watchers_on_the_other_in_order(
         workers: Workers) -> None:
     first, second = workers.pids
