@@ -43,6 +43,8 @@ from kubewire.storage.sqlite.revision_record import RevisionLostError
 if TYPE_CHECKING:
     from kubewire.client import Client
     from kubewire.server.context import ServerConfig
+    from kubewire.server.daemon.workers import Supervisor
+    from kubewire.storage.sqlite.writer_hub import HubProcess
 
 # The modules of the ``[server]`` extra: a client-only install has none of them, and the server
 # commands then say which extra to install (``main``).
@@ -184,8 +186,8 @@ def _add_leader_election_flags(serve: argparse.ArgumentParser) -> None:
                             "while this server holds the Lease named below, as "
                             "kube-controller-manager's replicas do; the API server's own work "
                             "runs on every server (default: true on etcd, where replicas share "
-                            "the store, as kube-controller-manager's; false on SQLite and "
-                            "memory, which one server owns)")
+                            "the store, as kube-controller-manager's, and with --workers above "
+                            "1; false for one server on SQLite or memory, which it owns)")
     serve.add_argument("--leader-elect-lease-duration", type=duration(), default=15.0,
                        help="how long a non-leader waits, from the last renewal it saw, before "
                             "it takes the lease, a Go duration (default 15s)")
@@ -213,7 +215,7 @@ def go_bool(text: str) -> bool:
 def leader_election_error(args: argparse.Namespace) -> str | None:
     """client-go's refusal of the leader election durations, when --leader-elect is on."""
     if args.leader_elect is False or (args.leader_elect is None and not (
-            args.storage_backend or args.etcd_servers)):
+            args.storage_backend or args.etcd_servers or args.workers > 1)):
         return None
     from kubewire.client.leaderelection.decision import LeaderElectionConfig, config_errors
 
@@ -498,11 +500,14 @@ def _add_background_flags(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--ready-fd", type=int, default=None, help=argparse.SUPPRESS)
     serve.add_argument("--workers", type=positive, default=1,
                        help="server processes sharing the port (SO_REUSEPORT), each with its "
-                            "own watch cache, over one etcd (needs --storage-backend etcd3); "
-                            "the parent restarts one that dies (default 1: one process)")
+                            "own watch cache, over one store: etcd, or the SQLite file, whose "
+                            "one writer the parent runs for them all; the parent restarts a "
+                            "worker that dies (default 1: one process)")
     # a worker of --workers: its index and its parent's pid (server/daemon/workers.py)
     serve.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     serve.add_argument("--worker-parent", type=int, default=0, help=argparse.SUPPRESS)
+    # a worker on SQLite: the parent's writer hub (storage/sqlite/writer_hub.py)
+    serve.add_argument("--sqlite-hub", default=None, help=argparse.SUPPRESS)
 
 
 def _add_stop_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -885,7 +890,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
                         audit_log_maxsize_mb=args.audit_log_maxsize,
                         audit_log_maxbackup=args.audit_log_maxbackup,
                         audit_log_maxage_days=args.audit_log_maxage,
-                        worker=args.worker is not None,
+                        worker=args.worker is not None, sqlite_hub=args.sqlite_hub,
                         **extra)  # type: ignore[arg-type]
 
 
@@ -1041,8 +1046,9 @@ def _is_full(path: Path) -> bool:
     return False
 
 
-async def serve(config: ServerConfig, ready_fd: int | None = None) -> None:
-    """Serve until SIGINT or SIGTERM; once listening (kubeconfig written), say so on stdout and,
+async def serve(config: ServerConfig, ready_fd: int | None = None) -> int:
+    """Serve until SIGINT or SIGTERM (0), or until the store's writer hub drops it (1: a worker
+    of ``serve --workers`` on SQLite); once listening (kubeconfig written), say so on stdout and,
     for ``serve --detach``'s parent, on ``ready_fd``."""
     from kubewire.server.app import APIServer
     from kubewire.server.daemon.background import ready_line
@@ -1085,10 +1091,17 @@ async def serve(config: ServerConfig, ready_fd: int | None = None) -> None:
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
     trimming = asyncio.get_running_loop().create_task(trim_heap_every(HEAP_TRIM_INTERVAL_S))
-    await stop.wait()
+    stopping = asyncio.ensure_future(stop.wait())
+    lost = asyncio.ensure_future(server.store_lost.wait())
+    await asyncio.wait([stopping, lost], return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    lost.cancel()
     trimming.cancel()
+    if server.store_lost.is_set():  # a worker the writer hub dropped: its parent restarts it
+        log.error("the SQLite writer hub dropped this worker's store: exiting")
     log.info("shutting down")
     await server.stop()
+    return 1 if server.store_lost.is_set() else 0
 
 
 def repair(args: argparse.Namespace) -> int:
@@ -1181,8 +1194,8 @@ def host_problem(host: str, port: int) -> str | None:
     return None
 
 
-WORKERS_NEED = ("--workers {n} needs a store its workers share: --storage-backend etcd3 "
-                "--etcd-servers URL (the {store} store is one process's)")
+WORKERS_NEED = ("--workers {n} needs a store its workers share: SQLite (the default) or "
+                "--storage-backend etcd3 --etcd-servers URL (the {store} store is one process's)")
 
 
 def run_server(args: argparse.Namespace, argv: Sequence[str]) -> int:
@@ -1190,9 +1203,9 @@ def run_server(args: argparse.Namespace, argv: Sequence[str]) -> int:
         from kubewire.server.daemon.workers import die_with_parent
 
         return _run_locked(args) if die_with_parent(args.worker_parent) else 1
-    if args.workers > 1 and not (args.storage_backend or args.etcd_servers):
-        store = "in-memory" if args.storage == "memory" else "SQLite"
-        print(f"kubewire: cannot start: {WORKERS_NEED.format(n=args.workers, store=store)}",
+    if args.workers > 1 and args.storage == "memory" and not (
+            args.storage_backend or args.etcd_servers):
+        print(f"kubewire: cannot start: {WORKERS_NEED.format(n=args.workers, store='in-memory')}",
               file=sys.stderr)
         return 1
     if args.detach and args.ready_fd is None:
@@ -1244,15 +1257,55 @@ def _run_workers(args: argparse.Namespace, argv: Sequence[str]) -> int:
             return 1
         listening = ", ".join(address_text(*sock.getsockname()[:2]) for sock in held)
         worker_argv = _without_ready_fd(argv)
+        hub = None
+        if config.storage == "sqlite":  # one writer for them all (storage/sqlite/writer_hub)
+            try:
+                hub = _start_hub(config)
+            except START_ERRORS as exc:
+                print(f"kubewire: cannot start: {start_error_text(exc, config.data_dir)}",
+                      file=sys.stderr)
+                return 1
+            worker_argv += ["--sqlite-hub", hub.socket_path]
 
         def command(index: int) -> list[str]:
             return [sys.executable, "-m", "kubewire.cli", *worker_argv, "--port", str(port),
                     "--worker", str(index), "--worker-parent", str(os.getpid())]
 
-        return asyncio.run(_supervise(args, command, url, listening))
+        try:
+            return asyncio.run(_supervise(args, command, url, listening, hub))
+        finally:
+            if hub is not None:
+                _stop_hub(hub)
     finally:
         for sock in held:
             sock.close()
+
+
+def _start_hub(config: ServerConfig) -> HubProcess:
+    """The SQLite writer hub of ``serve --workers`` on the default store, started and ready."""
+    from kubewire.server.context import DATABASE_NAME
+    from kubewire.storage.sqlite.writer_hub import HubProcess
+
+    hub = HubProcess(config.data_dir / DATABASE_NAME, config.durability, config.retention,
+                     config.limits.max_object_bytes)
+    hub.start()
+    return hub
+
+
+def _stop_hub(hub: HubProcess) -> None:
+    """After the workers: the hub commits what it read and exits (idempotent)."""
+    if hub.process is None or hub.process.returncode is not None:
+        hub.stop()  # its private socket directory
+        return
+    code = hub.stop()
+    if code:
+        log.error("the SQLite writer hub exited with %s", exit_text_of(code))
+
+
+def exit_text_of(code: int) -> str:
+    from kubewire.server.daemon.workers import exit_text
+
+    return exit_text(code)
 
 
 def _prepare_workers(config: ServerConfig, host: str, port: int) -> str:
@@ -1285,16 +1338,45 @@ def _without_ready_fd(argv: Sequence[str]) -> list[str]:
 
 
 async def _supervise(args: argparse.Namespace, command: Callable[[int], list[str]], url: str,
-                     listening: str) -> int:
-    """Run the workers; say ready once all are; stop them all on SIGINT or SIGTERM."""
-    from kubewire.server.daemon.background import ready_line
-    from kubewire.server.daemon.workers import StartFailed, Supervisor
+                     listening: str, hub: HubProcess | None = None) -> int:
+    """Run the workers; say ready once all are; stop them all on SIGINT or SIGTERM, or when
+    the SQLite writer hub exits (returning 1 then)."""
+    from kubewire.server.daemon.workers import Supervisor
 
     supervisor = Supervisor(command, args.workers)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    hub_died = asyncio.Event()
+    watching = None if hub is None else asyncio.ensure_future(_watch_hub(hub, stop, hub_died))
+    try:
+        code = await _run_supervisor(args, supervisor, stop, (url, listening))
+    finally:
+        if watching is not None:
+            watching.cancel()
+        if hub is not None:  # after the workers (which wrote through it), and before the loop
+            await asyncio.to_thread(_stop_hub, hub)  # ends: its watch waits in a thread
+    return 1 if hub_died.is_set() else code
+
+
+async def _watch_hub(hub: HubProcess, stop: asyncio.Event, died: asyncio.Event) -> None:
+    """Stop everything if the hub exits: without it no worker can write."""
+    assert hub.process is not None
+    code = await asyncio.to_thread(hub.process.wait)
+    if not stop.is_set():
+        log.error("the SQLite writer hub (pid %d) exited with %s: stopping every worker",
+                  hub.process.pid, exit_text_of(code))
+        died.set()
+        stop.set()
+
+
+async def _run_supervisor(args: argparse.Namespace, supervisor: Supervisor,
+                          stop: asyncio.Event, where: tuple[str, str]) -> int:
+    from kubewire.server.daemon.background import ready_line
+    from kubewire.server.daemon.workers import StartFailed
+
+    url, listening = where
     starting = asyncio.ensure_future(supervisor.start())
     stopped = asyncio.ensure_future(stop.wait())
     await asyncio.wait([starting, stopped], return_when=asyncio.FIRST_COMPLETED)
@@ -1333,7 +1415,7 @@ def _run_locked(args: argparse.Namespace) -> int:
 
         run = uvloop.run
     try:
-        run(serve(config_from_args(args), args.ready_fd))
+        code = run(serve(config_from_args(args), args.ready_fd))
     except CannotStart as exc:
         log.debug("start failed", exc_info=exc.__cause__)  # the traceback, for --log-level debug
         if args.worker is not None and args.ready_fd is not None:
@@ -1344,7 +1426,7 @@ def _run_locked(args: argparse.Namespace) -> int:
                 return 1
         print(f"kubewire: cannot start: {exc}", file=sys.stderr)
         return 1
-    return 0
+    return code
 
 
 # Each subcommand but ``serve`` (which also reads its argv) and ``user`` (the default).

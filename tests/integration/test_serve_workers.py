@@ -1,11 +1,14 @@
-"""``kubewire serve --workers N`` on a real etcd, as a subprocess on a real port.
+"""``kubewire serve --workers N`` on the default SQLite store and on a real etcd, as a
+subprocess on a real port.
 
 Which worker serves a connection is read from the system: the server side of the client's
 socket (``/proc/net/tcp``) belongs to exactly one worker process (``/proc/PID/fd``). With that,
 a write through one worker must reach a watcher on the other, in order, with resourceVersions
 either worker resumes from; a killed worker is restarted and its clients resume on a new
 connection; SIGTERM (and ``kubewire stop``) stops every process, and a killed parent leaves no
-worker behind. Stores a worker cannot share refuse ``--workers`` in one line.
+worker behind. On SQLite the parent runs the writer hub: a killed hub stops everything, and
+neither a killed hub nor a killed parent loses an acknowledged write. The in-memory store, which
+workers cannot share, refuses ``--workers`` in one line.
 """
 
 from __future__ import annotations
@@ -31,27 +34,38 @@ from tests.integration import kubectl
 from tests.integration.kubectl import needs_kubectl
 from tests.integration.test_cli import KUBEWIRE, WAIT_S, one_line_error, run
 
-pytestmark = pytest.mark.skipif(ETCD is None, reason="no etcd binary (tools/ensure-etcd)")
-
 CM_PATH = "/api/v1/namespaces/default/configmaps"
+HUB_MODULE = "kubewire.storage.sqlite.writer_hub"
 
 
-@pytest.fixture(scope="module")
-def etcd() -> Iterator[Cluster]:
+@pytest.fixture(scope="module", params=["sqlite", "etcd"])
+def shared(request: pytest.FixtureRequest) -> Iterator[Cluster | None]:
+    """The store the workers share: None for SQLite (the default), else a real etcd."""
+    if request.param == "sqlite":
+        yield None
+        return
+    if ETCD is None:
+        pytest.skip("no etcd binary (tools/ensure-etcd)")
     with etcd_cluster(1) as cluster:
         yield cluster
+
+
+def store_flags(shared: Cluster | None, prefix: str) -> list[str]:
+    if shared is None:
+        return []
+    return ["--storage-backend", "etcd3", "--etcd-servers", shared.endpoints[0],
+            "--etcd-prefix", f"/{prefix}"]
 
 
 class Workers:
     """``kubewire serve --workers 2`` (HTTPS) in the foreground; its output collected."""
 
-    def __init__(self, data_dir: Path, etcd: Cluster, *extra: str) -> None:
+    def __init__(self, data_dir: Path, shared: Cluster | None, *extra: str) -> None:
         self.data_dir = data_dir
         self.kubeconfig = data_dir / "kubeconfig"
         self.proc = subprocess.Popen(
             [*KUBEWIRE, "serve", "--workers", "2", "--data-dir", str(data_dir), "--port", "0",
-             "--storage-backend", "etcd3", "--etcd-servers", etcd.endpoints[0],
-             "--etcd-prefix", f"/{data_dir.name}", *extra],
+             *store_flags(shared, data_dir.name), *extra],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines: list[str] = []
         self.conns: list[http.client.HTTPSConnection] = []
@@ -74,7 +88,11 @@ class Workers:
                 self._ready.set()
 
     def children(self) -> list[int]:
-        return children_of(self.proc.pid)
+        """The workers (not the SQLite writer hub)."""
+        return [pid for pid in children_of(self.proc.pid) if not is_hub(pid)]
+
+    def hub(self) -> int | None:
+        return next((pid for pid in children_of(self.proc.pid) if is_hub(pid)), None)
 
     def tls(self) -> ssl.SSLContext:
         pki = self.data_dir / "pki"
@@ -127,6 +145,13 @@ def children_of(parent: int) -> list[int]:
             if int(fields[1]) == parent and fields[0] != "Z":
                 out.append(int(entry))
     return sorted(out)
+
+
+def is_hub(pid: int) -> bool:
+    try:
+        return HUB_MODULE.encode() in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
 
 
 def serving_pid(server_port: int, client_port: int, pids: list[int]) -> int:
@@ -196,8 +221,9 @@ def next_events(stream: http.client.HTTPResponse, n: int) -> list[tuple[str, str
 
 
 @pytest.fixture(scope="module")
-def workers(etcd: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workers]:
-    server = Workers(tmp_path_factory.mktemp("shared"), etcd)
+def workers(shared: Cluster | None,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workers]:
+    server = Workers(tmp_path_factory.mktemp("shared"), shared)
     yield server
     server.stop()
 
@@ -225,6 +251,18 @@ def test_two_workers_share_the_port_and_requests_reach_both(workers: Workers) ->
     assert logged == set(workers.pids)
 
 
+def test_one_worker_at_a_time_runs_the_controllers(workers: Workers) -> None:
+    deadline = time.monotonic() + 10
+    while True:
+        leaders = {pid for pid in workers.pids for line in workers.lines
+                   if f" pid {pid} " in line and "successfully acquired lease "
+                   "kube-system/kube-controller-manager" in line}
+        if leaders or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert len(leaders) == 1, workers.lines
+
+
 def test_a_write_through_one_worker_reaches_watchers_on_the_other_in_order(
         workers: Workers) -> None:
     first, second = workers.pids
@@ -232,7 +270,13 @@ def test_a_write_through_one_worker_reaches_watchers_on_the_other_in_order(
     reader = workers.connect_to(second)
     rv = call(reader, "GET", CM_PATH)["metadata"]["resourceVersion"]
     stream = watch(reader, rv)
-    written = [(f"order-{i}", create_cm(writer, f"order-{i}")) for i in range(5)]
+    lister = workers.connect_to(second)
+    written = []
+    for i in range(5):
+        written.append((f"order-{i}", create_cm(writer, f"order-{i}")))
+        # a consistent read on the other worker sees the write the first acknowledged
+        names = {item["metadata"]["name"] for item in call(lister, "GET", CM_PATH)["items"]}
+        assert f"order-{i}" in names
     events = next_events(stream, 5)
     assert events == [("ADDED", name, rv) for name, rv in written]
     # the resourceVersions are the store's: the writer's worker resumes from the reader's
@@ -287,8 +331,8 @@ def test_kubectl_works_across_workers(workers: Workers) -> None:
 
 
 def test_a_killed_worker_is_restarted_and_its_watchers_resume_elsewhere(
-        etcd: Cluster, tmp_path: Path) -> None:
-    server = Workers(tmp_path / "killed", etcd)
+        shared: Cluster | None, tmp_path: Path) -> None:
+    server = Workers(tmp_path / "killed", shared)
     try:
         victim, survivor = server.pids
         stream = watch(server.connect_to(victim),
@@ -324,27 +368,94 @@ def test_a_killed_worker_is_restarted_and_its_watchers_resume_elsewhere(
         server.stop(signal.SIGKILL)
 
 
-def test_a_killed_parent_leaves_no_worker_behind(etcd: Cluster, tmp_path: Path) -> None:
-    server = Workers(tmp_path / "orphans", etcd)
-    pids = server.children()
-    assert len(pids) == 2
-    server.stop(signal.SIGKILL)
+class Writing:
+    """Threads creating ConfigMaps (each on its own connection) until one fails: what was
+    acknowledged, by name and resourceVersion."""
+
+    def __init__(self, server: Workers, threads: int = 4) -> None:
+        self.acknowledged: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._threads = [threading.Thread(target=self._write, args=(server.connect(), i),
+                                          daemon=True) for i in range(threads)]
+        for thread in self._threads:
+            thread.start()
+
+    def _write(self, conn: http.client.HTTPSConnection, index: int) -> None:
+        for n in range(100_000):
+            name = f"w{index}-{n}"
+            try:
+                rv = create_cm(conn, name)
+            except (OSError, AssertionError, http.client.HTTPException, ssl.SSLError):
+                return
+            with self._lock:
+                self.acknowledged[name] = rv
+
+    def wait_for(self, count: int) -> None:
+        deadline = time.monotonic() + WAIT_S
+        while len(self.acknowledged) < count:
+            assert time.monotonic() < deadline, f"only {len(self.acknowledged)} writes"
+            time.sleep(0.02)
+
+    def join(self) -> dict[str, str]:
+        for thread in self._threads:
+            thread.join(WAIT_S)
+        return dict(self.acknowledged)
+
+
+def assert_kept(data_dir: Path, shared: Cluster | None, written: dict[str, str]) -> None:
+    """A server started again on ``data_dir`` holds every acknowledged write, as written."""
+    server = Workers(data_dir, shared)
+    try:
+        items = call(server.connect(), "GET", CM_PATH)["items"]
+        held = {item["metadata"]["name"]: item["metadata"]["resourceVersion"] for item in items}
+        assert {name: held.get(name) for name in written} == written
+    finally:
+        assert server.stop() == 0
+
+
+def test_a_killed_parent_leaves_no_worker_behind(shared: Cluster | None,
+                                                 tmp_path: Path) -> None:
+    server = Workers(tmp_path / "orphans", shared)
+    pids = children_of(server.proc.pid)  # the workers, and the hub on SQLite
+    assert len(pids) == 2 + (shared is None)
+    writing = Writing(server)
+    writing.wait_for(20)
+    server.stop(signal.SIGKILL)  # with writes in flight
     deadline = time.monotonic() + WAIT_S
     while any(alive(pid) for pid in pids):
         assert time.monotonic() < deadline, f"workers {pids} outlived their parent"
         time.sleep(0.1)
+    assert_kept(tmp_path / "orphans", shared, writing.join())
+
+
+def test_a_killed_hub_stops_everything_and_loses_no_acknowledged_write(tmp_path: Path) -> None:
+    server = Workers(tmp_path / "hub", None)
+    try:
+        hub = server.hub()
+        assert hub is not None
+        everyone = children_of(server.proc.pid)
+        writing = Writing(server)
+        writing.wait_for(20)
+        os.kill(hub, signal.SIGKILL)  # with writes in flight
+        assert server.proc.wait(WAIT_S) == 1
+        assert not any(alive(pid) for pid in everyone)
+        written = writing.join()
+        assert any(f"writer hub (pid {hub}) exited with signal SIGKILL: stopping every worker"
+                   in line for line in server.lines), server.lines
+    finally:
+        server.stop(signal.SIGKILL)
+    assert_kept(tmp_path / "hub", None, written)
 
 
 @needs_kubectl
-def test_detach_and_stop_with_workers(etcd: Cluster, tmp_path: Path) -> None:
+def test_detach_and_stop_with_workers(shared: Cluster | None, tmp_path: Path) -> None:
     data = tmp_path / "detached"
     done = run("serve", "--detach", "--workers", "2", "--data-dir", str(data), "--port", "0",
-               "--storage-backend", "etcd3", "--etcd-servers", etcd.endpoints[0],
-               "--etcd-prefix", "/detached")
+               *store_flags(shared, "detached"))
     assert done.returncode == 0, done.stderr
     parent = int(done.stdout.split("(pid ")[1].split(")")[0])
     pids = children_of(parent)
-    assert len(pids) == 2
+    assert len(pids) == 2 + (shared is None)
     got = kubectl.run(data / "kubeconfig", "get", "namespaces", "-o", "name")
     assert got.returncode == 0 and "namespace/default" in got.stdout, got.stderr
     done = run("stop", "--data-dir", str(data))
@@ -352,39 +463,38 @@ def test_detach_and_stop_with_workers(etcd: Cluster, tmp_path: Path) -> None:
     assert not any(alive(pid) for pid in [parent, *pids])
 
 
-@pytest.mark.parametrize(("flags", "store"), [((), "SQLite"), (("--storage", "memory"),
-                                                                "in-memory")])
-def test_stores_without_shared_workers_refuse_in_one_line(
-        tmp_path: Path, flags: tuple[str, ...], store: str) -> None:
+def test_the_memory_store_refuses_workers_in_one_line(tmp_path: Path) -> None:
     done = run("serve", "--workers", "2", "--data-dir", str(tmp_path / "d"), "--port", "0",
-               *flags)
+               "--storage", "memory")
     assert one_line_error(done) == (
-        "kubewire: cannot start: --workers 2 needs a store its workers share: "
-        f"--storage-backend etcd3 --etcd-servers URL (the {store} store is one process's)")
+        "kubewire: cannot start: --workers 2 needs a store its workers share: SQLite (the "
+        "default) or --storage-backend etcd3 --etcd-servers URL (the in-memory store is one "
+        "process's)")
 
 
-def test_a_port_in_use_is_refused_before_any_worker_starts(etcd: Cluster,
+def test_a_port_in_use_is_refused_before_any_worker_starts(shared: Cluster | None,
                                                            tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
         done = run("serve", "--workers", "2", "--data-dir", str(tmp_path / "d"), "--port",
-                   str(port), "--storage-backend", "etcd3", "--etcd-servers",
-                   etcd.endpoints[0])
+                   str(port), *store_flags(shared, "d"))
         assert one_line_error(done) == (f"kubewire: cannot start: 127.0.0.1:{port} is already "
                                         "in use (another server? pick another --port, or 0 "
                                         "for a free one)")
 
 
-def test_a_worker_that_cannot_start_says_why_in_one_line(etcd: Cluster, tmp_path: Path) -> None:
+def test_a_worker_that_cannot_start_says_why_in_one_line(shared: Cluster | None,
+                                                         tmp_path: Path) -> None:
     policy = tmp_path / "missing-policy.yaml"  # only a worker reads it
     done = run("serve", "--workers", "2", "--data-dir", str(tmp_path / "d"), "--port", "0",
-               "--storage-backend", "etcd3", "--etcd-servers", etcd.endpoints[0],
-               "--audit-policy-file", str(policy), "--log-level", "WARNING")
+               *store_flags(shared, "d"), "--audit-policy-file", str(policy),
+               "--log-level", "WARNING")
     line = one_line_error(done)
     assert line.startswith("kubewire: cannot start: ") and str(policy) in line, line
     assert running_with(str(tmp_path / "d")) == []  # no worker is left
+    assert running_with(str(tmp_path / "d" / "kubewire.db")) == []  # nor the SQLite hub
 
 
 def running_with(arg: str) -> list[int]:
@@ -399,3 +509,47 @@ def running_with(arg: str) -> list[int]:
             if arg.encode() in argv and alive(int(entry)):
                 found.append(int(entry))
     return found
+
+
+def test_a_store_that_lost_revisions_is_refused_before_any_worker_starts(tmp_path: Path) -> None:
+    from kubewire.storage.sqlite.revision_record import encode_revision
+
+    data = tmp_path / "d"
+    data.mkdir()
+    (data / "kubewire.db-revision").write_bytes(encode_revision(5))  # committed, not in a file
+    done = run("serve", "--workers", "2", "--data-dir", str(data), "--port", "0")
+    line = one_line_error(done)
+    assert line.startswith(f"kubewire: cannot start: {data / 'kubewire.db'} holds revisions up "
+                           "to 0, but revision 5 was committed"), line
+    assert line.endswith(f"run: kubewire repair --data-dir {data} --accept-data-loss"), line
+    assert running_with(str(data / "kubewire.db")) == []
+    assert not (data / "kubewire-writer.sock").exists()
+
+
+def test_a_server_whose_hub_drops_it_exits(tmp_path: Path) -> None:
+    """What lets the parent restart a worker the hub dropped: the server exits (status 1)."""
+    from kubewire.storage.base import Retention
+    from kubewire.storage.sqlite.writer_hub import HubProcess
+
+    data = tmp_path / "d"
+    data.mkdir()
+    hub = HubProcess(data / "kubewire.db", "full", Retention(), 0)
+    hub.start()
+    try:
+        proc = subprocess.Popen(
+            [*KUBEWIRE, "serve", "--data-dir", str(data), "--port", "0", "--insecure-http",
+             "--sqlite-hub", hub.socket_path], stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("kubewire ready:"):
+                break
+        else:
+            pytest.fail("no ready line")
+        assert hub.process is not None
+        os.kill(hub.process.pid, signal.SIGKILL)
+        assert proc.wait(WAIT_S) == 1
+        assert "the SQLite writer hub dropped this worker's store: exiting" in proc.stdout.read()
+        proc.stdout.close()
+    finally:
+        hub.stop()

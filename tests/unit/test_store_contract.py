@@ -1,7 +1,9 @@
 """The ``Store`` contract, run against every backend through the protocol only.
 
 Backends are the params of the ``backend`` fixture: SQLite with its writer in a thread or in a
-process of its own; the in-memory store, whose "location" is one ``MemoryData`` that a store
+process of its own, or in a writer hub (``serve --workers``: each test's stores share one hub,
+beside an observer store on it whose change feed every store's must match, in order, values
+and all); the in-memory store, whose "location" is one ``MemoryData`` that a store
 opened again finds; etcd, one real member and a real three-member cluster (one per module, each
 test under a prefix of its own, so a store opened again on the prefix finds its data).
 Revisions are counted from ``backend.base``, the revision the first store of a test opened at:
@@ -44,6 +46,7 @@ from kubewire.storage.etcd.client import EtcdConfig
 from kubewire.storage.etcd.store import EtcdStore
 from kubewire.storage.memory import MemoryData, MemoryStore
 from kubewire.storage.sqlite.store import SQLiteStore
+from kubewire.storage.sqlite.writer_hub import HubProcess
 from tests.etcd_cluster import ETCD, Cluster, etcd_cluster
 
 KEEP_ALL = Retention(max_changes=None, max_age_s=None)
@@ -69,6 +72,10 @@ class Backend:
     memory: MemoryData = field(default_factory=MemoryData)  # the memory backend's "file"
     etcd: Cluster | None = None
     base: int | None = None  # the revision the first store opened at
+    hub: HubProcess | None = None  # sqlite-hub: started by the first open, with its retention
+    observer: Store | None = None  # sqlite-hub: a store on the hub that writes nothing
+    feeds: list[Recorder] = field(default_factory=list)  # sqlite-hub: each store's changes
+    observed: Recorder | None = None  # sqlite-hub: the observer's changes
 
     @property
     def keeps_timestamps(self) -> bool:
@@ -86,6 +93,11 @@ class Backend:
                 pytest.skip("a writer process keeps its own clock")
             store = SQLiteStore(self.path / "store.db", durability="normal",
                                 retention=retention, writer_process=True)
+        elif self.name == "sqlite-hub":
+            if clock is not time.time:
+                pytest.skip("a writer hub keeps its own clock")
+            store = SQLiteStore(self.path / "store.db", durability="normal",
+                                hub=await self._hub_socket(retention))
         elif self.name == "memory":
             store = MemoryStore(retention=retention, clock=clock, data=self.memory)
         elif self.etcd is not None:
@@ -96,9 +108,41 @@ class Backend:
             raise AssertionError(f"unknown backend {self.name}")
         await store.open()
         self.opened.append(store)
+        if self.hub is not None:
+            self.feeds.append(Recorder())
+            store.subscribe(self.feeds[-1])
         if self.base is None:
             self.base = store.current_revision
         return store
+
+
+    async def _hub_socket(self, retention: Retention) -> str:
+        if self.hub is None:
+            hub = HubProcess(self.path / "store.db", "normal", retention, 0)
+            await asyncio.to_thread(hub.start)
+            self.hub = hub
+            self.observer = SQLiteStore(self.path / "store.db", durability="normal",
+                                        hub=hub.socket_path)
+            await self.observer.open()
+            self.observer.subscribe(observed := Recorder())
+            self.observed = observed
+        return self.hub.socket_path
+
+    async def close(self) -> None:
+        """Close every store; on a hub, check each store's feed against the observer's."""
+        for store in self.opened:
+            await store.close()
+        if self.hub is None:
+            return
+        assert self.observer is not None
+        await self.observer.close()
+        await asyncio.to_thread(self.hub.stop)
+        assert self.observed is not None
+        everything = {c.revision: c for c in self.observed.changes}
+        for feed in self.feeds:  # every batch after the store opened, in order, values and all
+            if feed.changes:
+                span = range(feed.revisions[0], feed.revisions[-1] + 1)
+                assert feed.changes == [everything[r] for r in span]
 
 
 @pytest.fixture(scope="module")
@@ -117,15 +161,14 @@ def etcd_clusters() -> Iterator[Callable[[str], Cluster]]:
         yield get
 
 
-@pytest.fixture(params=["sqlite", "sqlite-process", "memory", "etcd", "etcd-3"])
+@pytest.fixture(params=["sqlite", "sqlite-process", "sqlite-hub", "memory", "etcd", "etcd-3"])
 async def backend(request: pytest.FixtureRequest, tmp_path: Path,
                   etcd_clusters: Callable[[str], Cluster]) -> AsyncIterator[Backend]:
     b = Backend(request.param, tmp_path)
     if request.param.startswith("etcd"):
         b.etcd = etcd_clusters(request.param)
     yield b
-    for store in b.opened:
-        await store.close()
+    await b.close()
 
 
 @pytest.fixture

@@ -110,6 +110,11 @@ class APIServer:
         assert isinstance(self.ctx.store, VersionedStore)
         self.ctx.store.webhook = partial(convert_or_fail, self.ctx)  # CRD conversion webhooks
         self.health = ServerHealth(store)
+        # set if the store's writer hub drops it (serve --workers on SQLite): the worker exits,
+        # and its parent starts another
+        self.store_lost = asyncio.Event()
+        if isinstance(store, SQLiteStore):
+            store.on_writer_lost = self.store_lost.set
         self.http = HTTPServer(self.handle, config.limits, head_check=self._check_head)
         self.tls = None if config.insecure_http else tls_files(config)
         self.controllers = ControllerManager(self.ctx, cluster_ca(config, self.tls))
@@ -443,6 +448,9 @@ def _open_store(config: ServerConfig) -> SQLiteStore | MemoryStore | EtcdStore:
                           key_file=_text(config.etcd_keyfile))
         return EtcdStore(etcd, prefix=config.etcd_prefix, retention=config.retention,
                          compaction_interval_s=config.etcd_compaction_interval_s)
+    if config.sqlite_hub is not None:  # a worker of serve --workers: the parent's writer hub
+        return SQLiteStore(config.data_dir / DATABASE_NAME, durability=config.durability,
+                           retention=config.retention, hub=config.sqlite_hub)
     return SQLiteStore(config.data_dir / DATABASE_NAME, durability=config.durability,
                        retention=config.retention, writer_process=True)
 

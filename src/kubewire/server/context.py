@@ -82,7 +82,8 @@ class ServerConfig:
     service_repair_interval_s: float = REPAIR_INTERVAL_S
     # Keep the ranges in the store as kube does (``/registry/ranges/serviceips`` ...: a bitmap
     # written with a compare-and-swap per allocation), which replicas need. None: only on a
-    # shared store (etcd); SQLite and memory belong to one process, where the bitmap of the
+    # shared store (etcd, SQLite workers); a store one process owns needs none: there the
+    # bitmap of the
     # default /12 (128 KiB a write, each kept in the change log) would cost more than it gives.
     service_ranges_stored: bool | None = None
     # The request record's ring (observe/request_record): the newest entries kept; 0 records
@@ -98,7 +99,7 @@ class ServerConfig:
     # kube-controller-manager's --leader-elect flags (controllers/leadership): when on, the
     # controller-manager part of the in-server controllers runs only while this server holds
     # the Lease ``leader_elect_resource_namespace/leader_elect_resource_name``. Seconds.
-    # None: on where replicas share the store (etcd), off where one server owns it.
+    # None: on where servers share the store (etcd, SQLite workers), off where one owns it.
     leader_elect: bool | None = None
     leader_elect_lease_duration_s: float = 15.0
     leader_elect_renew_deadline_s: float = 10.0
@@ -109,11 +110,22 @@ class ServerConfig:
     # SO_REUSEPORT beside the others, and leaves ``DIR/kubeconfig`` to the parent, which
     # wrote it once for all of them.
     worker: bool = False
+    # A worker on the SQLite store: the Unix socket of the parent's writer hub
+    # (storage/sqlite/writer_hub), through which every worker writes.
+    sqlite_hub: str | None = None
+
+
+def shares_store(config: ServerConfig) -> bool:
+    """Whether other server processes write to this server's store: replicas and workers on
+    etcd, workers on SQLite's writer hub."""
+    return config.storage == "etcd" or config.sqlite_hub is not None
 
 
 def elects_leader(config: ServerConfig) -> bool:
     """Whether the controller-manager controllers wait for the Lease (``leader_elect``)."""
-    return config.storage == "etcd" if config.leader_elect is None else config.leader_elect
+    if config.leader_elect is not None:
+        return config.leader_elect
+    return shares_store(config)
 
 
 def utc_now() -> datetime:
@@ -146,7 +158,7 @@ class ServerContext:
                                             self.config.service_repair_interval_s,
                                             persist=self.config.service_ranges_stored
                                             if self.config.service_ranges_stored is not None
-                                            else self.config.storage == "etcd")
+                                            else shares_store(self.config))
         # what a committed write of this server lets go of goes back to the ranges
         versioned.after_write = self._allocations.after_write
 

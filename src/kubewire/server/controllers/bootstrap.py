@@ -17,7 +17,7 @@ Both are made at start (once the server listens, so the port is known) and again
 are deleted or changed, through the create and update paths as ``kube-apiserver``. kube also
 writes an Endpoints object; kubewire serves no Endpoints kind.
 
-On a store other servers share (etcd), every replica renews a master lease and the endpoints
+On a store other servers share (etcd, SQLite workers), every replica renews a master lease and the endpoints
 list the live replicas, as kube's lease endpoint reconciler does (``master_leases``); alone on
 its store, a server lists itself and writes no lease.
 """
@@ -35,7 +35,7 @@ from typing import Any
 import msgspec
 
 from kubewire.resources import Resource
-from kubewire.server.context import ServerContext
+from kubewire.server.context import ServerContext, shares_store
 from kubewire.server.controllers import master_leases
 from kubewire.server.controllers.work_queue import WorkQueue
 from kubewire.server.request.options import WriteOptions
@@ -123,7 +123,7 @@ class KubernetesService:
         # what the endpoints list: this server, or the live replicas (``master_leases``)
         self.addresses: list[str] = []
         self.endpoint_port = 0
-        self.shared_store = ctx.config.storage == "etcd"
+        self.shared_store = shares_store(ctx.config)
         self._lease_generation = 0
         self._leasing: asyncio.Task[None] | None = None
 

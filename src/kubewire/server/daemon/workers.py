@@ -1,8 +1,9 @@
 """``kubewire serve --workers N``: N server processes on one port, kept running by their parent.
 
 Each worker is a whole server (the same ``kubewire serve`` command line, with ``--worker I``):
-its own store connection, watch caches and event loop, over one shared store (etcd: what makes
-resourceVersions interchangeable between them), listening on the same host and port with
+its own store connection, watch caches and event loop, over one shared store (etcd, or the
+SQLite file, whose one writer the parent runs as a hub: ``storage/sqlite/writer_hub``; either
+makes resourceVersions interchangeable between them), listening on the same host and port with
 ``SO_REUSEPORT``, so the kernel spreads new connections over them and watch and read capacity
 grow with cores.
 

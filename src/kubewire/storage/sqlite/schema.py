@@ -23,6 +23,7 @@ import sqlite3
 from typing import Literal
 
 from kubewire.storage.base import Change, ChangeType, StorageError
+from kubewire.storage.sqlite.revision_record import RevisionRecord, check_revision
 
 Durability = Literal["full", "normal"]
 
@@ -127,6 +128,33 @@ def peek_revision(path: str | os.PathLike[str]) -> int:
         return recover_revision(conn)
     finally:
         conn.close()
+
+
+def open_for_writing(path: str | os.PathLike[str], durability: Durability,
+                     record: RevisionRecord) -> tuple[sqlite3.Connection, int, int]:
+    """The writer's connection, the current revision and the compacted revision, once the
+    database is known to hold every revision its record says was committed (the store's
+    writer thread or process, and the ``writer_hub``, open it so)."""
+    # The record first: a writer process that outlived its server may still be committing,
+    # and records only what it has committed, so the database can only be further along.
+    # Before anything writes: a refused store keeps its damaged WAL for whoever looks.
+    recorded = record.read()
+    check_revision(os.fspath(path), peek_revision(path), recorded)
+    conn = connect(path, durability, is_reader=False)
+    try:
+        ensure_schema(conn)
+        # Every write transaction updates meta, so this repair never fires unless the file
+        # was edited by hand; it keeps revisions strictly increasing even then.
+        revision = recover_revision(conn)
+        if revision != read_meta_int(conn, "revision"):
+            conn.execute("BEGIN IMMEDIATE")
+            write_meta(conn, "revision", revision)
+            conn.execute("COMMIT")
+        record.write(revision)  # a record lagging behind (lost with an OS crash) catches up
+        return conn, revision, read_meta_int(conn, "compacted_revision")
+    except BaseException:
+        conn.close()
+        raise
 
 
 def resource_of(key: str) -> str:

@@ -32,15 +32,11 @@ from kubewire.storage.base import (
     Update,
 )
 from kubewire.storage.sqlite.reads import read_changes, read_list, read_record
-from kubewire.storage.sqlite.revision_record import RevisionRecord, check_revision
+from kubewire.storage.sqlite.revision_record import RevisionRecord
 from kubewire.storage.sqlite.schema import (
     Durability,
     connect,
-    ensure_schema,
-    peek_revision,
-    read_meta_int,
-    recover_revision,
-    write_meta,
+    open_for_writing,
 )
 from kubewire.storage.sqlite.writer import (
     CompactRequest,
@@ -52,7 +48,7 @@ from kubewire.storage.sqlite.writer import (
     copy_for_write,
     writer_stopped,
 )
-from kubewire.storage.sqlite.writer_process import ProcessWriter
+from kubewire.storage.sqlite.writer_process import HubWriter, ProcessWriter
 
 __all__ = ["SQLiteStore"]
 
@@ -142,12 +138,21 @@ class SQLiteStore:
     expects to be the only process writing its file. With ``writer_process`` the writer runs
     in a child process (``writer_process``) instead of a thread, so its commits do not
     wait for this process's GIL; it then keeps its own clock, ``time.time``.
+
+    With ``hub`` (a Unix socket path) the writer is a hub shared with stores in other
+    processes (``writer_hub``; ``serve --workers N``), which opened and checked the database
+    and keeps the clock, the retention policy and the value size limit: this store reads the
+    file and writes through the hub. Its listeners get every store's changes in revision order
+    (others' without the ``obj`` hint), and ``consistent_revision`` asks the hub, so it
+    covers writes other stores acknowledged. ``on_writer_lost`` is called if the hub drops it.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, durability: Durability = "full",
+    def __init__(self, path: str | os.PathLike[str], *,  # noqa: PLR0913 (keywords only)
+                 durability: Durability = "full",
                  retention: Retention = _DEFAULT_RETENTION,
-                 clock: Callable[[], float] = time.time, writer_process: bool = False) -> None:
-        if writer_process and clock is not time.time:
+                 clock: Callable[[], float] = time.time, writer_process: bool = False,
+                 hub: str | None = None) -> None:
+        if (writer_process or hub is not None) and clock is not time.time:
             raise ValueError("a writer process keeps its own clock (time.time)")
         if durability not in ("full", "normal"):
             raise ValueError(f"durability must be 'full' or 'normal', not {durability!r}")
@@ -159,6 +164,8 @@ class SQLiteStore:
         self._current_revision = 0
         self._writer: Writer | ProcessWriter | None = None
         self._writer_process = writer_process
+        self._hub = hub
+        self.on_writer_lost: Callable[[], None] | None = None
         self._readers: _ReaderPool | None = None
         self._record: RevisionRecord | None = None
         self._pending: asyncio.Semaphore | None = None
@@ -210,6 +217,13 @@ class SQLiteStore:
         self._writer = writer
 
     async def _start_writer(self, record: RevisionRecord) -> Writer | ProcessWriter:
+        if self._hub is not None:
+            hub = HubWriter(self._hub, asyncio.get_running_loop(), self._deliver)
+            hub.on_commit = self.on_commit
+            hub.on_lost = self._writer_lost
+            await hub.start()
+            self._current_revision = hub.revision
+            return hub
         conn, revision, compacted = await asyncio.to_thread(self._open_writer_connection,
                                                             record)
         self._current_revision = revision
@@ -233,28 +247,7 @@ class SQLiteStore:
 
     def _open_writer_connection(self, record: RevisionRecord,
                                 ) -> tuple[sqlite3.Connection, int, int]:
-        """The writer's connection, the current revision and the compacted revision, once the
-        database is known to hold every revision its record says was committed."""
-        # The record first: a writer process that outlived its server may still be committing,
-        # and records only what it has committed, so the database can only be further along.
-        # Before anything writes: a refused store keeps its damaged WAL for whoever looks.
-        recorded = record.read()
-        check_revision(os.fspath(self._path), peek_revision(self._path), recorded)
-        conn = connect(self._path, self._durability, is_reader=False)
-        try:
-            ensure_schema(conn)
-            # Every write transaction updates meta, so this repair never fires unless the file
-            # was edited by hand; it keeps revisions strictly increasing even then.
-            revision = recover_revision(conn)
-            if revision != read_meta_int(conn, "revision"):
-                conn.execute("BEGIN IMMEDIATE")
-                write_meta(conn, "revision", revision)
-                conn.execute("COMMIT")
-            record.write(revision)  # a record lagging behind (lost with an OS crash) catches up
-            return conn, revision, read_meta_int(conn, "compacted_revision")
-        except BaseException:
-            conn.close()
-            raise
+        return open_for_writing(self._path, self._durability, record)
 
     async def close(self) -> None:
         """Commit every queued write, publish it, stop the threads and close the database.
@@ -273,6 +266,10 @@ class SQLiteStore:
         await asyncio.to_thread(readers.close)
         if self._record is not None:
             self._record.close()
+
+    def _writer_lost(self) -> None:
+        if self.on_writer_lost is not None:
+            self.on_writer_lost()
 
     def subscribe(self, listener: ChangeListener) -> None:
         """Call ``listener`` with every committed batch of changes, in revision order."""
@@ -370,7 +367,14 @@ class SQLiteStore:
 
     async def consistent_revision(self) -> int:
         """``current_revision``: one writer (this store's) commits every change, and its
-        listeners have each change before its write returns."""
+        listeners have each change before its write returns. On a hub, after a sync: its
+        answer follows every batch any store's write was acknowledged in (``writer_hub``)."""
+        if self._hub is not None:
+            writer = self._require_writer()
+            assert isinstance(writer, HubWriter)
+            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            writer.sync(future)
+            await future
         return self.current_revision
 
     async def get(self, key: str) -> Record | None:

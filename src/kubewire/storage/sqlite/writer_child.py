@@ -9,6 +9,7 @@ before it answers its first request.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sqlite3
@@ -110,6 +111,32 @@ def error_from(args: list[Any]) -> StorageError:
     return _ERRORS.get(args[0], StorageError)(*args[1:])
 
 
+def encode_batch(changes: Sequence[Change], outcomes: Sequence[Outcome],
+                 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, int, Any]]]:
+    """A committed batch as frame parts: its change rows, and each request's outcome as
+    (its ``future``, which the writer process and the hub set to the request's id, a tag, the
+    change's index, a value or the error's arguments)."""
+    index = {id(change): i for i, change in enumerate(changes)}
+    results: list[tuple[Any, int, Any]] = []
+    for ident, outcome in outcomes:
+        if isinstance(outcome, Change):
+            results.append((ident, CHANGE, index[id(outcome)]))
+        elif isinstance(outcome, BaseException):
+            results.append((ident, ERROR, _error_args(outcome)))
+        else:
+            results.append((ident, VALUE, outcome))
+    rows = [(c.revision, int(c.type), c.key, c.value, c.prev_value, c.timestamp)
+            for c in changes]
+    return rows, results
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to the blocking descriptor ``fd``."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 # -- the child --------------------------------------------------------------------------------
 
 class _Done:
@@ -141,42 +168,31 @@ class _Replies:
         callback(*args)
 
     def deliver(self, changes: Sequence[Change], outcomes: Sequence[Outcome]) -> None:
-        index = {id(change): i for i, change in enumerate(changes)}
-        results: list[tuple[Any, int, Any]] = []
-        for ident, outcome in outcomes:
-            if isinstance(outcome, Change):
-                results.append((ident, CHANGE, index[id(outcome)]))
-            elif isinstance(outcome, BaseException):
-                results.append((ident, ERROR, _error_args(outcome)))
-            else:
-                results.append((ident, VALUE, outcome))
-        rows = [(c.revision, int(c.type), c.key, c.value, c.prev_value, c.timestamp)
-                for c in changes]
+        rows, results = encode_batch(changes, outcomes)
         seconds, self.last_commit_seconds = self.last_commit_seconds, None
         compacted = 0 if self.writer is None else self.writer.compacted_revision
         self.send(frame([seconds, compacted, rows, results]))
 
     def send(self, data: bytes) -> None:
-        with self._lock:
-            view = memoryview(data)
-            try:
-                while view:
-                    view = view[os.write(self._out, view):]
-            except BrokenPipeError:  # the server is gone: commit what was read, tell nobody
-                pass
+        # BrokenPipeError: the server is gone: commit what was read, tell nobody
+        with self._lock, contextlib.suppress(BrokenPipeError):
+            write_all(self._out, data)
 
 
-def _request(message: list[Any], decode: Callable[[bytes], Any]) -> Request:
+def request_from(message: list[Any], decode: Callable[[bytes], Any],
+                 tag: Callable[[int], Any] = lambda ident: ident) -> Request:
+    """The writer's request for a frame; its ``future`` is ``tag(the request's id)``, which
+    comes back with its outcome (``encode_batch``)."""
     if message[0] == COMPACT:
-        return CompactRequest(message[1])
+        return CompactRequest(tag(message[1]))
     if message[0] == PING:
-        return PingRequest(message[1])
+        return PingRequest(tag(message[1]))
     _, ident, kind, key, expected, body = message
     if body is None:
-        return WriteRequest(Delete(key, expected), None, ident)
+        return WriteRequest(Delete(key, expected), None, tag(ident))
     obj: JSONObject = decode(body)
     op: Op = Create(key, obj) if kind == 0 else Update(key, obj, expected)
-    return WriteRequest(op, obj, ident)
+    return WriteRequest(op, obj, tag(ident))
 
 
 def serve_child(argv: Sequence[str]) -> int:
@@ -213,7 +229,7 @@ def serve_child(argv: Sequence[str]) -> int:
         if not data:
             break
         for body in frames.feed(data):
-            writer.submit(_request(unpack(body), decode))
+            writer.submit(request_from(unpack(body), decode))
     writer.submit(StopRequest())
     writer.join()
     record.close()

@@ -68,6 +68,7 @@ from kubewire.storage.sqlite.writer_child import (
     frame,
     unpack,
 )
+from kubewire.storage.sqlite.writer_hub import BYE, HELLO, SYNC
 
 log = logging.getLogger(__name__)
 _json = msgspec.json.Encoder()
@@ -88,6 +89,8 @@ class _Pipe(asyncio.Protocol):
 
 class ProcessWriter:
     """The server's handle on the writer process: the interface of ``Writer``, over pipes."""
+
+    _ended_text = "SQLite writer process exited"
 
     def __init__(self, path: str | os.PathLike[str], durability: Durability, retention: Retention,
                  loop: asyncio.AbstractEventLoop, deliver: Deliver) -> None:
@@ -114,7 +117,7 @@ class ProcessWriter:
         """Start the child and wait until it has opened the database."""
         argv = [*self._argv, str(self.max_value_bytes), str(self.compacted_revision)]
         process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                   start_new_session=True, env=_child_env())
+                                   start_new_session=True, env=child_env())
         self._process = process
         assert process.stdin is not None and process.stdout is not None
         self._input, _ = await self._loop.connect_write_pipe(asyncio.Protocol, process.stdin)
@@ -200,7 +203,7 @@ class ProcessWriter:
     def ended(self) -> None:
         """The child's output ended: it stopped, or it died."""
         if not self._is_stopping and _succeeded(self._ready):
-            log.error("SQLite writer process exited; the store rejects further writes")
+            log.error("%s; the store rejects further writes", self._ended_text)
         self.has_failed = True
         error = writer_stopped()
         if not self._ready.done():
@@ -219,6 +222,71 @@ class ProcessWriter:
             self._process.wait()
 
 
+class HubWriter(ProcessWriter):
+    """A worker store's handle on the writer hub (``writer_hub``): the same frames over a Unix
+    socket, after the hub's ``[HELLO, revision, compacted revision]``. Batches other stores
+    committed arrive too, their changes without the in-process ``obj`` hint. ``on_lost`` is
+    called when the hub drops the connection or dies (not when the store closes it)."""
+
+    _ended_text = "the SQLite writer hub closed this store's connection (dropped it, or died)"
+
+    def __init__(self, socket_path: str, loop: asyncio.AbstractEventLoop,
+                 deliver: Deliver) -> None:
+        super().__init__("", "full", Retention(), loop, deliver)
+        self._socket_path = socket_path
+        self.revision = 0  # the hub's, when this store connected
+        self.on_lost: Callable[[], None] | None = None
+
+    async def start(self) -> None:
+        """Connect and wait for the hub's greeting."""
+        try:
+            transport, _ = await self._loop.create_unix_connection(lambda: _Pipe(self),
+                                                                   self._socket_path)
+        except OSError as exc:
+            raise StorageError(f"cannot reach the SQLite writer hub at {self._socket_path}: "
+                               f"{exc.strerror or exc}") from exc
+        self._input = transport
+        await self._ready
+
+    def received(self, body: bytes) -> None:
+        if self._ready.done():
+            super().received(body)
+            return
+        message = unpack(body)
+        if isinstance(message, list) and message and message[0] == HELLO:
+            _, self.revision, self.compacted_revision = message
+            self._ready.set_result(None)
+        else:
+            self._ready.set_exception(StorageError("the SQLite writer hub did not greet"))
+
+    def submit(self, request: Request) -> None:
+        if isinstance(request, StopRequest) and not self.has_failed and self._input is not None:
+            # leave: the hub answers after everything sent before, then closes the connection
+            self._is_stopping = True
+            ident = self._next_id = self._next_id + 1
+            bye: asyncio.Future[None] = self._loop.create_future()
+            self._pending[ident] = (bye, None)
+            self._queue(frame([BYE, ident]))
+            return
+        super().submit(request)
+
+    def sync(self, future: asyncio.Future[None]) -> None:
+        """Resolve ``future`` once every batch the hub delivered before it read this has been
+        delivered here (``writer_hub``'s SYNC)."""
+        if self.has_failed or self._input is None or self._is_stopping:
+            self._deliver((), [(future, writer_stopped())])
+            return
+        ident = self._next_id = self._next_id + 1
+        self._pending[ident] = (future, None)
+        self._queue(frame([SYNC, ident]))
+
+    def ended(self) -> None:
+        lost = not self._is_stopping and _succeeded(self._ready)
+        super().ended()
+        if lost and self.on_lost is not None:
+            self.on_lost()
+
+
 def _succeeded(future: asyncio.Future[None]) -> bool:
     return future.done() and not future.cancelled() and future.exception() is None
 
@@ -228,10 +296,11 @@ def _text(bound: float | None) -> str:
     return "" if bound is None else repr(bound)
 
 
-def _child_env() -> dict[str, str]:
+def child_env() -> dict[str, str]:
     """This environment, with this kubewire's directory first on the child's import path (the
     server may have found it through a ``sys.path`` the child would not inherit)."""
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))  # src/, above kubewire/
     path = os.environ.get("PYTHONPATH")
     return {**os.environ, "PYTHONPATH": here if not path else here + os.pathsep + path}
 
