@@ -17,9 +17,9 @@ Both are made at start (once the server listens, so the port is known) and again
 are deleted or changed, through the create and update paths as ``kube-apiserver``. kube also
 writes an Endpoints object; kubewire serves no Endpoints kind.
 
-On a store other servers share (etcd, SQLite workers), every replica renews a master lease and the endpoints
-list the live replicas, as kube's lease endpoint reconciler does (``master_leases``); alone on
-its store, a server lists itself and writes no lease.
+On a store other servers share (etcd, SQLite workers), every replica renews a master lease and
+the endpoints list the live replicas, as kube's lease endpoint reconciler does
+(``master_leases``); alone on its store, a server lists itself and writes no lease.
 """
 
 from __future__ import annotations
