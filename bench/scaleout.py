@@ -8,9 +8,11 @@ creates of ~2 KB Pods) and read by the same reader processes:
   on /dev/shm, as in the tests: etcd 3.4 cannot skip its fsync);
 - ``etcd-2``: two servers (replicas) on that etcd under one prefix, the writes sent to the
   first, the watchers split between both: what a second replica adds to delivery;
-- ``workers-2``: ``kubewire serve --workers 2`` on that etcd (its own prefix): two worker
-  processes behind one port, the kernel spreading the connections (writes and watches) between
-  them.
+- ``etcd-workers-2``: ``kubewire serve --workers 2`` on that etcd (its own prefix): two
+  worker processes behind one port, the kernel spreading the connections (writes and watches)
+  between them;
+- ``sqlite-workers-2``: ``kubewire serve --workers 2`` on SQLite: the same, both workers
+  writing through the parent's writer hub.
 
 Each round holds W watchers on one namespace's Pods and times N creates into it: delivered
 events/s (W x N over the time to the last watcher's last event), the creates/s seen meanwhile,
@@ -40,7 +42,7 @@ from bench.wire import create_namespace, pod_manifest, pods_path
 from bench.worker import Worker, gather_results, open_watches
 
 NAME = "scaleout"
-SIDES = ("sqlite", "etcd-1", "etcd-2", "workers-2")
+SIDES = ("sqlite", "sqlite-workers-2", "etcd-1", "etcd-2", "etcd-workers-2")
 
 
 @dataclass
@@ -85,8 +87,9 @@ class Rig:
             "etcd-1": [serve("etcd-a", *etcd_flags)],
         }
         self.servers["etcd-2"] = [self.servers["etcd-1"][0], serve("etcd-b", *etcd_flags)]
-        self.servers["workers-2"] = [serve("workers", "--workers", "2", "--etcd-servers",
-                                           endpoint, "--etcd-prefix", "/bench-w/registry")]
+        self.servers["etcd-workers-2"] = [serve("etcd-w", "--workers", "2", "--etcd-servers",
+                                                endpoint, "--etcd-prefix", "/bench-w/registry")]
+        self.servers["sqlite-workers-2"] = [serve("sqlite-w", "--workers", "2")]
         self.readers = [stack.enter_context(Worker("bench.readers:ReaderSet"))
                         for _ in range(opts.reader_processes)]
         self.load = stack.enter_context(Worker("bench.load:LoadGenerator"))
@@ -209,8 +212,9 @@ def result(opts: ScaleoutOptions, samples: dict[int, dict[str, list[dict[str, An
                       "normal; etcd 3.4.23, one member, data on /dev/shm.",
                       "etcd-2: two replicas on one etcd; the writes go to the first, the "
                       "watchers are split between both; CPU counts both servers (etcd apart).",
-                      "workers-2: kubewire serve --workers 2 on the same etcd; CPU counts the "
-                      "parent and both workers.",
+                      "etcd-workers-2 / sqlite-workers-2: kubewire serve --workers 2 (on the "
+                      "same etcd / on SQLite through the writer hub); CPU counts the parent, the "
+                      "hub and both workers.",
                       "Every server on etcd watches etcd's whole keyspace, so each also "
                       "receives (and skips) the other sides' writes.",
                       f"{opts.writers} concurrent creates of ~2 KB Pods drive every round."]}
