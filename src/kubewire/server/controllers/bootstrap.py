@@ -16,6 +16,14 @@ controller keeps them (``pkg/controlplane/controller/kubernetesservice/controlle
 Both are made at start (once the server listens, so the port is known) and again whenever they
 are deleted or changed, through the create and update paths as ``kube-apiserver``. kube also
 writes an Endpoints object; kubewire serves no Endpoints kind.
+
+Replicas (several servers on one etcd) each keep them. At start a replica points them at
+itself; afterwards it puts back only what is not another replica's doing: a deleted object, one
+whose shape no replica writes, or one whose advertised fields a manager other than
+``kube-apiserver`` owns (``managedFields``: a user's edit). An advertisement another replica
+wrote stands, so replicas with different addresses or ports do not rewrite it at each other
+without end (kube's lease reconciler lists every live replica instead; kubewire's replicas may
+listen on different ports of one host, which one EndpointSlice cannot say).
 """
 
 from __future__ import annotations
@@ -40,7 +48,12 @@ NAMESPACE = "default"
 SERVICE_PORT = 443
 SERVICE_LABELS = {"provider": "kubernetes", "component": "apiserver"}
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
-API_SERVER = WriteOptions(field_manager="kube-apiserver")
+MANAGER = "kube-apiserver"
+API_SERVER = WriteOptions(field_manager=MANAGER)
+# the fields a replica advertises itself in (fieldsV1 paths)
+SERVICE_FIELDS = (("f:spec", "f:ports"), ("f:spec", "f:type"))
+SLICE_FIELDS = (("f:addressType",), ("f:endpoints",), ("f:ports",))
+START = "start"  # queue keys "start:service", "start:slice": point them at this replica
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 
@@ -80,6 +93,45 @@ def desired_slice(ip: str, port: int) -> dict[str, Any]:
             "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}
 
 
+def owned_by_others(obj: dict[str, Any], paths: Sequence[tuple[str, ...]]) -> bool:
+    """Whether a field manager other than kube-apiserver owns a field on one of ``paths``
+    (or below it): someone else's edit of what the replicas advertise."""
+    for entry in (obj.get("metadata") or {}).get("managedFields") or []:
+        if not isinstance(entry, dict) or entry.get("manager") == MANAGER:
+            continue
+        fields = entry.get("fieldsV1")
+        for path in paths:
+            node = fields
+            for step in path:
+                node = node.get(step) if isinstance(node, dict) else None
+            if node is not None:
+                return True
+    return False
+
+
+def replica_service(svc: dict[str, Any]) -> bool:
+    """A Service as a replica writes it (its own port aside), not changed by anyone else."""
+    spec = svc.get("spec") or {}
+    ports = spec.get("ports") or []
+    return (spec.get("type") == "ClusterIP" and len(ports) == 1
+            and all(ports[0].get(k) == v for k, v in
+                    (("name", "https"), ("protocol", "TCP"), ("port", SERVICE_PORT)))
+            and not ports[0].get("nodePort") and not owned_by_others(svc, SERVICE_FIELDS))
+
+
+def replica_slice(eps: dict[str, Any]) -> bool:
+    """An EndpointSlice as a replica writes it (its own address and port aside), not changed by
+    anyone else."""
+    labels = (eps.get("metadata") or {}).get("labels") or {}
+    ports = eps.get("ports") or []
+    endpoints = eps.get("endpoints") or []
+    return (labels.get(SERVICE_NAME_LABEL) == SERVICE_NAME and len(ports) == 1
+            and ports[0].get("name") == "https" and ports[0].get("protocol") == "TCP"
+            and len(endpoints) == 1 and len(endpoints[0].get("addresses") or []) == 1
+            and (endpoints[0].get("conditions") or {}).get("ready") is True
+            and not owned_by_others(eps, SLICE_FIELDS))
+
+
 def _ports_match(current: list[dict[str, Any]], wanted: list[dict[str, Any]]) -> bool:
     if len(current) != len(wanted):
         return False
@@ -107,8 +159,8 @@ class KubernetesService:
         self.ip, self.port = advertised_ip(host), port
         self.ctx.store.subscribe(self._on_changes)
         self.queue.start()
-        self.queue.mark("service")
-        self.queue.mark("slice")
+        self.queue.mark(f"{START}:service")
+        self.queue.mark(f"{START}:slice")
 
     async def stop(self) -> None:
         await self.queue.stop()
@@ -119,13 +171,16 @@ class KubernetesService:
             if which is not None and change.type != ChangeType.ADDED:
                 self.queue.mark(which)
 
-    async def _sync(self, which: str) -> None:
+    async def _sync(self, key: str) -> None:
+        """``slice``/``service``: put back what is not a replica's doing; ``start:...``: point
+        it at this replica."""
+        start, _, which = key.rpartition(":")
         if which == "service":
-            await self._ensure_service()
+            await self._ensure_service(take_over=bool(start))
         else:
-            await self._ensure_slice()
+            await self._ensure_slice(take_over=bool(start))
 
-    async def _ensure_service(self) -> None:
+    async def _ensure_service(self, *, take_over: bool) -> None:
         resource = self.services
         current = self.ctx.caches.for_resource(resource).get(
             resource.storage_key(NAMESPACE, SERVICE_NAME))
@@ -136,10 +191,13 @@ class KubernetesService:
             route = Route(resource, NAMESPACE, "", "", False)
             await _create_quietly(self.ctx, route, obj, allocate=False)
             return
-        spec = _decode(current.value).get("spec") or {}
+        existing = _decode(current.value)
+        spec = existing.get("spec") or {}
         if _ports_match(spec.get("ports") or [], wanted["spec"]["ports"]) and \
                 spec.get("type") == "ClusterIP":
             return
+        if not take_over and replica_service(existing):
+            return  # another replica's: it stands
 
         def reconciled(svc: dict[str, Any]) -> dict[str, Any]:
             svc.setdefault("spec", {}).update(ports=wanted["spec"]["ports"], type="ClusterIP")
@@ -148,7 +206,7 @@ class KubernetesService:
         await _update_quietly(self.ctx, Route(resource, NAMESPACE, SERVICE_NAME, "", False),
                               reconciled)
 
-    async def _ensure_slice(self) -> None:
+    async def _ensure_slice(self, *, take_over: bool) -> None:
         resource = self.slices
         current = self.ctx.caches.for_resource(resource).get(
             resource.storage_key(NAMESPACE, SERVICE_NAME))
@@ -163,6 +221,8 @@ class KubernetesService:
         if all(existing.get(k) == wanted[k] for k in fields) and \
                 labels.get(SERVICE_NAME_LABEL) == SERVICE_NAME:
             return
+        if not take_over and replica_slice(existing):
+            return  # another replica's: it stands
 
         def reconciled(eps: dict[str, Any]) -> dict[str, Any]:
             eps.update({k: wanted[k] for k in fields})
