@@ -25,9 +25,10 @@ class Replicas:
     """``n`` servers on ``endpoints`` under ``prefix``; ``extra`` args go to every one."""
 
     def __init__(self, root: Path, endpoints: Sequence[str], n: int = 2, *,
-                 prefix: str = "/registry", extra: Sequence[str] = ()) -> None:
+                 prefix: str = "/registry", extra: Sequence[str] = (), tls: bool = False) -> None:
         self.servers = [ServerProcess(root / f"replica-{i}", "--etcd-servers", ",".join(endpoints),
-                                      "--etcd-prefix", prefix, *extra) for i in range(n)]
+                                      "--etcd-prefix", prefix, *extra, tls=tls)
+                        for i in range(n)]
 
     def __getitem__(self, i: int) -> ServerProcess:
         return self.servers[i]
@@ -88,6 +89,24 @@ def log_problems(server: ServerProcess) -> list[str]:
         return []
     return [line for line in text.splitlines()
             if " ERROR " in line or " CRITICAL " in line or line.startswith("Traceback")]
+
+
+def etcd_revision(endpoints: Sequence[str]) -> int:
+    """etcd's current revision (a quorum read)."""
+    async def read() -> int:
+        async with EtcdClient(EtcdConfig(endpoints, timeout=10)) as client:
+            return (await client.range(b"\x00", b"\x00", limit=1, keys_only=True)).revision
+    return asyncio.run(read())
+
+
+def etcd_keys(endpoints: Sequence[str], prefix: str) -> list[str]:
+    """The keys under ``prefix``, in order."""
+    async def read() -> list[str]:
+        async with EtcdClient(EtcdConfig(endpoints, timeout=10)) as client:
+            found = await client.range(prefix.encode(), prefix_end(prefix.encode()),
+                                       keys_only=True)
+            return [kv.key.decode() for kv in found.kvs]
+    return asyncio.run(read())
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests.etcd_cluster import ETCD, Cluster, etcd_cluster
-from tests.etcd_replicas import Replicas, log_problems
+from tests.etcd_replicas import Replicas, etcd_keys, etcd_revision, log_problems
 from tests.reliability.proc import MARKER, Reply, Seen, ServerProcess, WatchReader, call
 
 pytestmark = pytest.mark.skipif(ETCD is None, reason="no etcd binary (tools/ensure-etcd)")
@@ -329,3 +329,25 @@ def test_a_users_edit_of_the_kubernetes_endpoint_is_put_back_once(pair: Replicas
         assert _rv(Reply(200, got)) <= revision
         managers = {e["manager"] for e in got["metadata"]["managedFields"]}
         assert managers == {"kube-apiserver"}
+
+
+def test_tls_replicas_with_their_own_cas_do_not_rewrite_each_others_root_ca(
+        tmp_path: Path) -> None:
+    """Each replica made its own DIR/pki (a misconfiguration: clients of one cannot verify the
+    other), so each has another kube-root-ca.crt to publish: the one written stands until a
+    replica starts again, instead of the two putting theirs back at each other."""
+    with etcd_cluster(1) as etcd, Replicas(tmp_path, etcd.endpoints, 2, tls=True) as replicas:
+        deadline = time.monotonic() + 30
+        last = etcd_revision(etcd.endpoints)
+        while True:
+            time.sleep(2)
+            now = etcd_revision(etcd.endpoints)
+            if now == last:
+                break
+            assert time.monotonic() < deadline, f"replicas still writing at revision {now}"
+            last = now
+        keys = etcd_keys(etcd.endpoints, "/registry/configmaps/")
+        assert {k for k in keys if k.endswith("/kube-root-ca.crt")} == {
+            f"/registry/configmaps/{ns}/kube-root-ca.crt" for ns in INITIAL_NAMESPACES}
+        for server in replicas.servers:
+            assert log_problems(server) == [], server.log_tail()
