@@ -49,6 +49,8 @@ from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import grpc
+
 from kubewire.storage.base import (
     Change,
     ChangeListener,
@@ -63,6 +65,7 @@ from kubewire.storage.base import (
     Retention,
     RevisionMismatchError,
     StorageError,
+    StorageTimeoutError,
     Update,
     ValueTooLargeError,
 )
@@ -85,6 +88,17 @@ MAX_FEED_BACKOFF_S = 2.0
 OPERATIONS: dict[type, str] = {Create: "create", Update: "update", Delete: "delete"}
 _DEFAULT_RETENTION = Retention()
 _ALL_KEYS = b"\x00"  # as key and range end: every key in etcd
+
+
+def _storage_error(exc: EtcdError) -> StorageError:
+    """An etcd failure for the server: etcd's own text (kube relays it unchanged, 500), or
+    ``StorageTimeoutError`` when the call's deadline passed, here or at the member, which
+    returns its context's error (where kube, which gives etcd calls no deadline of their own,
+    would reach the request's: 504)."""
+    if exc.code == grpc.StatusCode.DEADLINE_EXCEEDED or \
+            "context deadline exceeded" in exc.details:
+        return StorageTimeoutError(f"etcd did not answer in time: {exc.details}")
+    return StorageError(exc.details or str(exc))
 
 
 class EtcdStore:
@@ -426,7 +440,7 @@ class EtcdStore:
         except EtcdError as exc:
             if "request is too large" in exc.details:
                 raise ValueTooLargeError(key, 0, 0) from exc
-            raise StorageError(exc.details or str(exc)) from exc
+            raise _storage_error(exc) from exc
         return await self._visible(result.revision, key)
 
     async def _visible(self, revision: int, key: str) -> Change:
@@ -455,7 +469,7 @@ class EtcdStore:
         try:
             found = await self.client.range(self._etcd_key(key))
         except EtcdError as exc:
-            raise StorageError(exc.details or str(exc)) from exc
+            raise _storage_error(exc) from exc
         finally:
             if self.on_request is not None:
                 self.on_request("get", key, time.perf_counter() - started)
@@ -473,7 +487,7 @@ class EtcdStore:
             found = await self.client.range(self.keys.root, etcd.prefix_end(self.keys.root),
                                             limit=1, keys_only=True)
         except EtcdError as exc:
-            raise StorageError(exc.details or str(exc)) from exc
+            raise _storage_error(exc) from exc
         return max(found.revision, self._revision)
 
     async def list(self, prefix: str, *, revision: int = 0, start: str = "",
@@ -534,7 +548,7 @@ class EtcdStore:
         except etcd.FutureRevisionError as exc:
             raise ValueError(f"revision {at} is newer than etcd's") from exc
         except EtcdError as exc:
-            raise StorageError(exc.details or str(exc)) from exc
+            raise _storage_error(exc) from exc
 
     async def changes_since(self, revision: int, prefix: str = "",
                             limit: int = 0) -> builtins.list[Change]:
@@ -560,7 +574,7 @@ class EtcdStore:
             raise StorageError(f"replaying etcd's history after revision {revision} took "
                                f"over {REPLAY_TIMEOUT_S:g}s") from None
         except EtcdError as exc:
-            raise StorageError(exc.details or str(exc)) from exc
+            raise _storage_error(exc) from exc
         return out
 
     def _replayed(self, events: Sequence[Any], target: int, prefix: str, limit: int,
@@ -606,7 +620,7 @@ class EtcdStore:
                 with contextlib.suppress(etcd.CompactedError):
                     await client.compact(horizon)
             except EtcdError as exc:
-                raise StorageError(exc.details or str(exc)) from exc
+                raise _storage_error(exc) from exc
             self._compacted = max(self._compacted, horizon)
             self._trim_timeline()
             break
