@@ -607,16 +607,21 @@ class EtcdStore:
             if horizon <= self._compacted:
                 break
             key = self._compaction_key
+            seen = self._compact_version
             try:
-                result = await client.txn([etcd.version_is(key, self._compact_version)],
+                result = await client.txn([etcd.version_is(key, seen)],
                                           [etcd.put_op(key, str(horizon).encode())],
                                           [etcd.get_op(key)])
                 if not result.succeeded:  # another replica compacted since: learn, retry
                     found = result.range_kvs()
                     if found:
                         self._learn_compaction(found[0])
+                    # kube's "t = the key's version": exactly etcd's, never a count of ours
+                    self._compact_version = int(found[0].version) if found else 0
                     continue
-                self._compact_version += 1
+                # our put's version is seen + 1; the feed may have brought it already (so no
+                # "+= 1", which counted it twice and then lost every later compare)
+                self._compact_version = max(self._compact_version, seen + 1)
                 with contextlib.suppress(etcd.CompactedError):
                     await client.compact(horizon)
             except EtcdError as exc:
