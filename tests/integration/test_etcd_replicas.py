@@ -351,3 +351,76 @@ def test_tls_replicas_with_their_own_cas_do_not_rewrite_each_others_root_ca(
             f"/registry/configmaps/{ns}/kube-root-ca.crt" for ns in INITIAL_NAMESPACES}
         for server in replicas.servers:
             assert log_problems(server) == [], server.log_tail()
+
+
+def _wait(check: Callable[[], bool], what: str, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.1)
+
+
+def test_a_crd_created_on_one_replica_is_served_by_every_replica(pair: Replicas) -> None:
+    group, plural = f"r{next(_names)}.replicas.example.com", "widgets"
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": f"{plural}.{group}"},
+           "spec": {"group": group, "scope": "Namespaced",
+                    "names": {"plural": plural, "singular": "widget", "kind": "Widget"},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": {
+                                      "type": "object",
+                                      "x-kubernetes-preserve-unknown-fields": True}}}]}}
+    assert call(pair[0].port, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                crd).status == 201
+    path = f"/apis/{group}/v1/namespaces/default/{plural}"
+    for server in pair.servers:
+        _wait(lambda s=server: call(s.port, "GET", path).status == 200,
+              f"{plural}.{group} served on {server.port}")
+    made = call(pair[1].port, "POST", path, {"apiVersion": f"{group}/v1", "kind": "Widget",
+                                             "metadata": {"name": "w"}, "spec": {"n": 1}})
+    assert made.status == 201, made
+    got = call(pair[0].port, "GET", f"{path}/w")
+    assert (got.status, _rv(got)) == (200, _rv(made))
+    assert call(pair[1].port, "DELETE", f"/apis/apiextensions.k8s.io/v1/"
+                                        f"customresourcedefinitions/{plural}.{group}").status == 200
+    for server in pair.servers:
+        _wait(lambda s=server: call(s.port, "GET", path).status == 404,
+              f"{plural}.{group} no longer served on {server.port}")
+
+
+def test_a_namespace_deleted_on_one_replica_is_emptied_and_removed(pair: Replicas) -> None:
+    ns = _namespace(pair)
+    for i in range(30):
+        assert call(pair[i % 2].port, "POST", CM.format(ns=ns), _cm(f"cm-{i}", str(i))).status \
+            == 201
+    assert call(pair[1].port, "DELETE", f"/api/v1/namespaces/{ns}").status == 200
+    for server in pair.servers:
+        _wait(lambda s=server: call(s.port, "GET", f"/api/v1/namespaces/{ns}").status == 404,
+              f"namespace {ns} removed, as {server.port} sees it")
+        assert call(server.port, "GET", CM.format(ns=ns)).body["items"] == []
+        assert log_problems(server) == [], server.log_tail()
+
+
+def test_a_write_on_one_replica_right_after_anothers_builds_on_it(pair: Replicas) -> None:
+    """Admission and the update/delete paths see what another replica acknowledged (kube's
+    NamespaceLifecycle looks a namespace up live when its cache lacks it; GuaranteedUpdate
+    reads etcd, or retries a compare a stale cached object failed)."""
+    for i in range(20):
+        first, second = (pair[0], pair[1]) if i % 2 == 0 else (pair[1], pair[0])
+        ns = f"fresh-{next(_names)}"
+        assert call(first.port, "POST", "/api/v1/namespaces",
+                    {"metadata": {"name": ns}}).status == 201
+        path = CM.format(ns=ns)
+        created = call(second.port, "POST", path, _cm("cm", "0"))
+        assert created.status == 201, created
+        patched = call(first.port, "PATCH", f"{path}/cm", {"data": {"v": "1"}},
+                       "application/merge-patch+json")
+        assert patched.status == 200, patched
+        put = call(second.port, "PUT", f"{path}/cm", {**patched.body, "data": {"v": "2"}})
+        assert put.status == 200, put
+        unconditional = call(first.port, "PUT", f"{path}/cm",
+                             {**_cm("cm", "3"), "metadata": {"name": "cm"}})
+        assert unconditional.status == 200, unconditional
+        deleted = call(second.port, "DELETE", f"{path}/cm")
+        assert deleted.status == 200, deleted
+        assert call(first.port, "DELETE", f"/api/v1/namespaces/{ns}").status == 200
