@@ -34,6 +34,8 @@ INITIAL_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"
 GATEWAY_CRDS = {"gatewayclasses.gateway.networking.k8s.io", "gateways.gateway.networking.k8s.io",
                 "grpcroutes.gateway.networking.k8s.io", "httproutes.gateway.networking.k8s.io",
                 "referencegrants.gateway.networking.k8s.io"}
+GATEWAY_KINDS = (("gatewayclasses", "v1"), ("gateways", "v1"), ("grpcroutes", "v1"),
+                 ("httproutes", "v1"), ("referencegrants", "v1beta1"))
 _names = itertools.count()
 
 
@@ -275,6 +277,10 @@ def _check_bootstrap(replicas: Replicas) -> dict[str, Any]:
     assert state["slices"] == [("default", "kubernetes")]
     assert state["accounts"] == sorted((ns, "default") for ns, _ in state["namespaces"])
     for server in replicas.servers:
+        # every pre-installed kind is served, from a cache of its own, on every replica
+        for kind, version in GATEWAY_KINDS:
+            path = f"/apis/gateway.networking.k8s.io/{version}/{kind}"
+            assert call(server.port, "GET", path).status == 200, (server.port, path)
         assert log_problems(server) == [], server.log_tail()
     return state
 
