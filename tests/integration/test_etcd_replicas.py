@@ -430,3 +430,23 @@ def test_a_write_on_one_replica_right_after_anothers_builds_on_it(pair: Replicas
         deleted = call(second.port, "DELETE", f"{path}/cm")
         assert deleted.status == 200, deleted
         assert call(first.port, "DELETE", f"/api/v1/namespaces/{ns}").status == 200
+
+
+def test_binding_and_eviction_on_one_replica_right_after_a_create_on_another(
+        pair: Replicas) -> None:
+    pods = "/api/v1/namespaces/default/pods"
+    for i in range(30):
+        first, second = (pair[0], pair[1]) if i % 2 == 0 else (pair[1], pair[0])
+        name = f"pod-{next(_names)}"
+        made = call(first.port, "POST", pods, {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"containers": [{"name": "app", "image": "busybox"}]}})
+        assert made.status == 201, made
+        bound = call(second.port, "POST", f"{pods}/{name}/binding", {
+            "apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
+            "target": {"kind": "Node", "name": "n1"}})
+        assert bound.status == 201, bound
+        evicted = call(first.port, "POST", f"{pods}/{name}/eviction", {
+            "apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name},
+            "deleteOptions": {"gracePeriodSeconds": 0}})
+        assert evicted.status == 201, evicted
