@@ -117,6 +117,10 @@ def test_losing_one_member_changes_nothing_and_losing_quorum_fails_writes_in_bou
             status, text = _text(server.port, "/readyz/etcd")
             assert status == 500
             assert text.startswith("internal server error: error getting data from etcd: ")
+            # kube's texts: Go's context error at the check's deadline, or etcd's own
+            reason = text.removeprefix("internal server error: error getting data from etcd: ")
+            assert reason.rstrip("\n") == "context deadline exceeded" or \
+                reason.startswith("etcdserver: "), text
 
         cluster.restart(cluster.members[0])
         cluster.restart(cluster.members[1])

@@ -250,7 +250,10 @@ class EtcdStore:
         try:
             await self._client.range(self.keys.root + b"health", timeout=timeout_s)
         except EtcdError as exc:
-            self.last_error = f"error getting data from etcd: {exc.details}"
+            # a deadline reached here is Go's context error in kube's text
+            details = ("context deadline exceeded"
+                       if exc.code == grpc.StatusCode.DEADLINE_EXCEEDED else exc.details)
+            self.last_error = f"error getting data from etcd: {details}"
             return False
         self.last_error = None
         return True
