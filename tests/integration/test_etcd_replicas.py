@@ -13,6 +13,7 @@ make each bootstrap object once, log no error and then stop writing.
 from __future__ import annotations
 
 import itertools
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import client, watch
 
 from tests.etcd_cluster import ETCD, Cluster, etcd_cluster
 from tests.etcd_replicas import Replicas, etcd_keys, etcd_revision, log_problems
@@ -450,3 +452,39 @@ def test_binding_and_eviction_on_one_replica_right_after_a_create_on_another(
             "apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name},
             "deleteOptions": {"gracePeriodSeconds": 0}})
         assert evicted.status == 201, evicted
+
+
+def test_the_kubernetes_client_on_two_replicas_sees_one_api(pair: Replicas) -> None:
+    """The ``kubernetes`` package, one ApiClient per replica: a list on one replica, a watch
+    from its resourceVersion on the other, writes on both; kubectl reads the same from each."""
+    ns = _namespace(pair)
+    apis = [client.ApiClient(client.Configuration(host=f"http://127.0.0.1:{s.port}"))
+            for s in pair.servers]
+    try:
+        core = [client.CoreV1Api(api) for api in apis]
+        start = core[0].list_namespaced_config_map(ns).metadata.resource_version
+        for i in range(6):
+            core[i % 2].create_namespaced_config_map(ns, client.V1ConfigMap(
+                metadata=client.V1ObjectMeta(name=f"k-{i}"), data={"i": str(i)}))
+        core[1].patch_namespaced_config_map("k-0", ns, {"data": {"i": "changed"}})
+        core[0].delete_namespaced_config_map("k-1", ns)
+        seen: list[tuple[str, str]] = []
+        stream = watch.Watch()
+        for event in stream.stream(core[1].list_namespaced_config_map, ns,
+                                   resource_version=start, timeout_seconds=30):
+            seen.append((event["type"], event["object"].metadata.name))
+            if len(seen) == 8:
+                stream.stop()
+        assert seen == [*(("ADDED", f"k-{i}") for i in range(6)), ("MODIFIED", "k-0"),
+                        ("DELETED", "k-1")]
+        names = [[c.metadata.name for c in api.list_namespaced_config_map(ns).items]
+                 for api in core]
+        assert names[0] == names[1] == ["k-0", "k-2", "k-3", "k-4", "k-5"]
+        for server in pair.servers:
+            out = subprocess.run(["kubectl", "--server", f"http://127.0.0.1:{server.port}",
+                                  "get", "configmaps", "-n", ns, "-o", "name"],
+                                 capture_output=True, text=True, timeout=60, check=True)
+            assert out.stdout.split() == [f"configmap/{n}" for n in names[0]]
+    finally:
+        for api in apis:
+            api.close()
