@@ -1,5 +1,9 @@
 """Replicas for tests: several ``kubewire serve`` subprocesses on one etcd, one API.
 
+``LaggingLink`` is a TCP relay to an etcd member that hands on everything etcd sends ``delay_s``
+late: a replica connected through it learns of other replicas' writes late (its change feed
+lags), which makes the moments where a replica's cache is behind etcd last long enough to test.
+
 ``Replicas`` starts ``n`` real ``kubewire serve --insecure-http`` processes, each with its own
 ``--data-dir`` and port, all on the same ``--etcd-servers`` and ``--etcd-prefix`` (so they are
 replicas of one API), at the same moment (threads) or one after another; it can SIGKILL one and
@@ -11,8 +15,12 @@ previous value of a delete), straight from etcd's watch history.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import queue
+import socket
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,6 +115,72 @@ def etcd_keys(endpoints: Sequence[str], prefix: str) -> list[str]:
                                        keys_only=True)
             return [kv.key.decode() for kv in found.kvs]
     return asyncio.run(read())
+
+
+class LaggingLink:
+    """``127.0.0.1:port`` relays to ``target_port``; what comes back is delayed by ``delay_s``
+    (each chunk by the same delay, so the lag stays constant under load)."""
+
+    def __init__(self, target_port: int, delay_s: float) -> None:
+        self.target_port = target_port
+        self.delay_s = delay_s
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self._listener.getsockname()[1])
+        self._sockets: list[socket.socket] = []
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self._listener.accept()
+                upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            except OSError:
+                return
+            self._sockets += [client, upstream]
+            threading.Thread(target=self._pump, args=(client, upstream, 0.0),
+                             daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, self.delay_s),
+                             daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket, delay_s: float) -> None:
+        chunks: queue.Queue[tuple[float, bytes]] = queue.Queue()
+
+        def send() -> None:
+            while True:
+                at, data = chunks.get()
+                if not data:
+                    break
+                time.sleep(max(0.0, at + delay_s - time.monotonic()))
+                try:
+                    sink.sendall(data)
+                except OSError:
+                    break
+            with contextlib.suppress(OSError):
+                sink.shutdown(socket.SHUT_WR)
+
+        sender = threading.Thread(target=send, daemon=True)
+        sender.start()
+        while True:
+            try:
+                data = source.recv(65536)
+            except OSError:
+                data = b""
+            chunks.put((time.monotonic(), data))
+            if not data:
+                return
+
+    def close(self) -> None:
+        self._closed = True
+        self._listener.close()
+        for sock in self._sockets:
+            with contextlib.suppress(OSError):
+                sock.close()
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ import pytest
 from kubernetes import client, watch
 
 from tests.etcd_cluster import ETCD, Cluster, etcd_cluster
-from tests.etcd_replicas import Replicas, etcd_keys, etcd_revision, log_problems
+from tests.etcd_replicas import LaggingLink, Replicas, etcd_keys, etcd_revision, log_problems
 from tests.reliability.proc import MARKER, Reply, Seen, ServerProcess, WatchReader, call
 
 pytestmark = pytest.mark.skipif(ETCD is None, reason="no etcd binary (tools/ensure-etcd)")
@@ -38,6 +38,7 @@ GATEWAY_CRDS = {"gatewayclasses.gateway.networking.k8s.io", "gateways.gateway.ne
                 "referencegrants.gateway.networking.k8s.io"}
 GATEWAY_KINDS = (("gatewayclasses", "v1"), ("gateways", "v1"), ("grpcroutes", "v1"),
                  ("httproutes", "v1"), ("referencegrants", "v1beta1"))
+LAG_S = 0.3
 _names = itertools.count()
 
 
@@ -51,6 +52,24 @@ def etcd() -> Iterator[Cluster]:
 def pair(etcd: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Replicas]:
     with Replicas(tmp_path_factory.mktemp("pair"), etcd.endpoints, 2) as replicas:
         yield replicas
+
+
+@pytest.fixture(scope="module")
+def lagging(etcd: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Replicas]:
+    """Two replicas, the second one's etcd link delaying what etcd sends by ``LAG_S``: its
+    cache learns the first one's writes that late, so reads and writes on it right after
+    a write on the first meet a cache that is behind etcd."""
+    link = LaggingLink(int(etcd.endpoints[0].rsplit(":", 1)[1]), LAG_S)
+    # (another prefix: an API of their own, apart from ``pair``'s on the same etcd)
+    replicas = Replicas(tmp_path_factory.mktemp("lagging"), etcd.endpoints, 2,
+                        prefix="/lagging")
+    args = replicas[1].args
+    args[args.index("--etcd-servers") + 1] = link.url
+    try:
+        with replicas:
+            yield replicas
+    finally:
+        link.close()
 
 
 def _namespace(replicas: Replicas) -> str:
@@ -148,10 +167,19 @@ def test_a_watch_resumes_on_another_replica_from_a_revision_the_first_gave(
 
 
 def test_an_rv_unset_read_on_one_replica_sees_what_another_acknowledged(pair: Replicas) -> None:
+    _read_after_write(pair, 40, alternate=True)
+
+
+def test_an_rv_unset_read_on_a_lagging_replica_waits_for_what_another_acknowledged(
+        lagging: Replicas) -> None:
+    _read_after_write(lagging, 4, alternate=False)
+
+
+def _read_after_write(pair: Replicas, n: int, *, alternate: bool) -> None:
     ns = _namespace(pair)
     path = CM.format(ns=ns)
-    for i in range(40):
-        writer, reader = (pair[0], pair[1]) if i % 2 == 0 else (pair[1], pair[0])
+    for i in range(n):
+        writer, reader = (pair[0], pair[1]) if i % 2 == 0 or not alternate else (pair[1], pair[0])
         created = call(writer.port, "POST", path, _cm(f"read-{i}", f"r{i}"))
         assert created.status == 201, created
         got = call(reader.port, "GET", f"{path}/read-{i}")
@@ -409,11 +437,12 @@ def test_a_namespace_deleted_on_one_replica_is_emptied_and_removed(pair: Replica
         assert log_problems(server) == [], server.log_tail()
 
 
-def test_a_write_on_one_replica_right_after_anothers_builds_on_it(pair: Replicas) -> None:
+def test_a_write_on_one_replica_right_after_anothers_builds_on_it(lagging: Replicas) -> None:
     """Admission and the update/delete paths see what another replica acknowledged (kube's
     NamespaceLifecycle looks a namespace up live when its cache lacks it; GuaranteedUpdate
     reads etcd, or retries a compare a stale cached object failed)."""
-    for i in range(20):
+    pair = lagging
+    for i in range(4):
         first, second = (pair[0], pair[1]) if i % 2 == 0 else (pair[1], pair[0])
         ns = f"fresh-{next(_names)}"
         assert call(first.port, "POST", "/api/v1/namespaces",
@@ -435,9 +464,10 @@ def test_a_write_on_one_replica_right_after_anothers_builds_on_it(pair: Replicas
 
 
 def test_binding_and_eviction_on_one_replica_right_after_a_create_on_another(
-        pair: Replicas) -> None:
+        lagging: Replicas) -> None:
+    pair = lagging
     pods = "/api/v1/namespaces/default/pods"
-    for i in range(30):
+    for i in range(4):
         first, second = (pair[0], pair[1]) if i % 2 == 0 else (pair[1], pair[0])
         name = f"pod-{next(_names)}"
         made = call(first.port, "POST", pods, {
@@ -488,3 +518,35 @@ def test_the_kubernetes_client_on_two_replicas_sees_one_api(pair: Replicas) -> N
     finally:
         for api in apis:
             api.close()
+
+
+def test_scale_and_token_requests_on_one_replica_right_after_a_create_on_another(
+        lagging: Replicas) -> None:
+    pair = lagging
+    deployments = "/apis/apps/v1/namespaces/default/deployments"
+    accounts = "/api/v1/namespaces/default/serviceaccounts"
+    for i in range(4):
+        first, second = (pair[0], pair[1]) if i % 2 == 0 else (pair[1], pair[0])
+        name = f"app-{next(_names)}"
+        made = call(first.port, "POST", deployments, {
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}})
+        assert made.status == 201, made
+        scale = call(second.port, "GET", f"{deployments}/{name}/scale")
+        assert (scale.status, scale.body["spec"]) == (200, {"replicas": 1}), scale
+        patched = call(first.port, "PATCH", f"{deployments}/{name}",
+                       {"spec": {"replicas": 2}}, "application/merge-patch+json")
+        assert patched.status == 200, patched
+        scale = call(second.port, "GET", f"{deployments}/{name}/scale")
+        assert scale.body["spec"] == {"replicas": 2}, scale
+        scaled = call(second.port, "PATCH", f"{deployments}/{name}/scale",
+                      {"spec": {"replicas": 3}}, "application/merge-patch+json")
+        assert scaled.status == 200, scaled
+        account = call(first.port, "POST", accounts, {"metadata": {"name": name}})
+        assert account.status == 201, account
+        token = call(second.port, "POST", f"{accounts}/{name}/token",
+                     {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                      "spec": {"audiences": ["x"]}})
+        assert token.status == 201, token
