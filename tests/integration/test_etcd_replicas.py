@@ -7,7 +7,12 @@ resumes on one replica from a resourceVersion another gave; an RV-unset read on 
 sees what another acknowledged; creates and stale updates racing on two replicas end as kube's
 optimistic concurrency says (one 201 and one 409 AlreadyExists; one 200 and one 409 Conflict);
 a replica starts on a populated etcd, and replicas starting at the same moment on an empty one
-make each bootstrap object once, log no error and then stop writing.
+make each bootstrap object once, log no error and then stop writing (TLS replicas with their own
+CAs too); replicas leave each other's ``default/kubernetes`` advertisement alone; CRDs, namespace
+deletion, the ``kubernetes`` package and kubectl work across replicas. On a ``lagging`` replica
+(its etcd link delays etcd's answers, so its cache is behind the other's writes for a moment)
+reads, admission, updates, deletes, binding, eviction, scale and TokenRequest right after a
+write on the other replica build on that write, as on kube.
 """
 
 from __future__ import annotations
