@@ -78,7 +78,7 @@ from kubewire.status import (
     internal_error,
 )
 from kubewire.storage import deadlines
-from kubewire.storage.base import ValueTooLargeError
+from kubewire.storage.base import StorageError, StorageTimeoutError, ValueTooLargeError
 from kubewire.storage.cache import WatchCaches
 from kubewire.storage.memory import MemoryStore
 from kubewire.storage.sqlite.store import SQLiteStore
@@ -264,11 +264,8 @@ class APIServer:
             return Response(err.status, err.text.encode(), "text/plain; charset=utf-8")
         except TooManyInFlight as err:
             return err.response()
-        except ValueTooLargeError as err:  # etcd's request-too-large, answered 413 as kube does
-            info.code = 413
-            return status_response(RequestEntityTooLarge(
-                f"Request entity too large: the object is {err.size} bytes, the limit is "
-                f"{err.limit}"))
+        except StorageError as err:  # too large, or the store failed (etcd unavailable)
+            return self._storage_failed(request, info, err)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -278,6 +275,17 @@ class APIServer:
                 request.stream.close()
                 return None
             return status_response(internal_error(f"{type(exc).__name__}: {exc}"))
+
+    def _storage_failed(self, request: Request, info: RequestInfo,
+                        err: StorageError) -> Response | None:
+        status = storage_failure(err)
+        if status.code != 413:
+            log.warning("storage failed serving %s %s: %s", request.method, request.path, err)
+        info.code = status.code
+        if request.stream is not None:  # headers already sent: end the stream
+            request.stream.close()
+            return None
+        return status_response(status)
 
     async def _health(self, request: Request) -> Response | None:
         """``/healthz``, ``/livez``, ``/readyz`` and their single checks (``observe/health``)."""
@@ -521,3 +529,15 @@ VERSION_BODY = msgspec.json.format(msgspec.json.encode(version_info()), indent=2
 # (few, by the import machinery) stay; objects made afterwards are collected as ever.
 gc.freeze()
 
+
+def storage_failure(err: StorageError) -> StatusError:
+    """What a client gets when the store fails: kube-apiserver relays a raw etcd error as a 500
+    with its text and no reason (``ErrorToAPIStatus``); a store that did not answer in time is
+    answered as the request's deadline is (kube gives etcd calls no shorter deadline). etcd's
+    request-too-large is kube's 413."""
+    if isinstance(err, ValueTooLargeError):
+        return RequestEntityTooLarge(f"Request entity too large: the object is {err.size} bytes, "
+                                     f"the limit is {err.limit}")
+    if isinstance(err, StorageTimeoutError):
+        return deadline_exceeded()
+    return StatusError(str(err))

@@ -169,6 +169,32 @@ class ServerContext:
             raise not_found(resource.group, resource.plural, name)
         return found
 
+    async def caught_up(self, revision: int = 0) -> None:
+        """Wait until the caches hold ``revision`` (0: the store's consistent revision, so all
+        that any replica acknowledged). Write paths that miss an object in the cache, or whose
+        compare failed on a stale one, look again after it, where kube reads etcd."""
+        await self.caches.wait_for_revision(revision or await self.store.consistent_revision())
+
+    async def was_stale(self, resource: Resource, key: str, revision: int) -> bool:
+        """Whether the cached object at ``revision`` is not the store's latest (the caches
+        caught up with the store first): kube's GuaranteedUpdate and Delete retry a failed
+        precondition on fresh data when they checked it on cached data."""
+        await self.caught_up()
+        found = self.caches.for_resource(resource).get(key)
+        return found is None or found.revision != revision
+
+    async def live_now(self, resource: Resource, namespace: str, name: str) -> CachedObject:
+        """``live``, with a miss looked at again once the caches caught up with the store
+        (another replica may have just made it)."""
+        key = resource.storage_key(namespace, name)
+        found = self.caches.for_resource(resource).get(key)
+        if found is None:
+            await self.caught_up()
+            found = self.caches.for_resource(resource).get(key)
+        if found is None:
+            raise not_found(resource.group, resource.plural, name)
+        return found
+
     def serve(self, registry: Registry) -> None:
         """Serve ``registry``'s kinds from now on (custom resources come and go with their
         CRDs): each request reads ``self.registry`` once, so it sees one set of kinds."""

@@ -108,6 +108,11 @@ class StorageError(Exception):
     """Base of what a store raises; the server maps these to Status errors."""
 
 
+class StorageTimeoutError(StorageError):
+    """The store's backend did not answer within the store's own deadline (etcd without quorum
+    or unreachable): the operation may or may not have happened."""
+
+
 class KeyExistsError(StorageError):
     def __init__(self, key: str) -> None:
         super().__init__(f"key exists: {key}")

@@ -159,9 +159,16 @@ class CustomResourceDefinitions:
     def start(self) -> None:
         self.ctx.store.subscribe(self._on_changes)
         self.queue.start()
+        served: dict[str, list[Resource]] = {}
+        for res in self.ctx.registry.custom():
+            served.setdefault(res.crd_name, []).append(res)
         for obj in self.ctx.caches.for_resource(self.kind).scan(self.kind.storage_prefix()):
             crd = _decode(obj.value)
-            if entries_for(crd):  # served since the start (``served_at_start``)
+            entries = entries_for(crd)
+            # served since the start (``served_at_start``), with caches, from this very state
+            # of the CRD; one established or changed after that read (by another replica,
+            # meanwhile) is built afresh by its first sync, caches included
+            if entries and served.get(obj.name) == list(entries):
                 self._serving[obj.name] = serving_facts(crd)
             self.queue.mark(obj.name)
 

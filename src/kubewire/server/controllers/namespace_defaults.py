@@ -12,6 +12,11 @@
 Both follow the commit feed (a new namespace, a deleted account, a changed or deleted ConfigMap)
 and, on start, every namespace the store holds, so they resume after a restart. Their writes go
 through the ordinary create and update paths as ``kube-controller-manager``.
+
+Replicas (several servers on one etcd) each run them. A ``kube-root-ca.crt`` whose data another
+replica wrote (no manager but ``kube-controller-manager`` owns ``data``) stands until this
+replica starts again: replicas that do not share their CA (each made its own ``DIR/pki``) would
+otherwise put their own back at each other without end. A user's edit is still undone.
 """
 
 from __future__ import annotations
@@ -35,7 +40,9 @@ DESCRIPTION_ANNOTATION = "kubernetes.io/description"
 DESCRIPTION = ("Contains a CA bundle that can be used to verify the kube-apiserver when using "
                "internal endpoints such as the internal service IP or kubernetes.default.svc. "
                "No other usage is guaranteed across distributions of Kubernetes clusters.")
-CONTROLLER_MANAGER = WriteOptions(field_manager="kube-controller-manager")
+MANAGER = "kube-controller-manager"
+CONTROLLER_MANAGER = WriteOptions(field_manager=MANAGER)
+START = "start:"  # a namespace's key when marked at start (names have no ':'): take over
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 
@@ -73,7 +80,7 @@ class NamespaceDefaults:
         self.queue.start()
         for obj in self.ctx.caches.for_resource(self.namespaces).scan(
                 self.namespaces.storage_prefix()):
-            self.queue.mark(obj.name)
+            self.queue.mark(START + obj.name)
 
     async def stop(self) -> None:
         self.running = False
@@ -100,7 +107,9 @@ class NamespaceDefaults:
                 if change.type != ChangeType.ADDED and name == ROOT_CA_CONFIG_MAP:
                     self.queue.mark(namespace)
 
-    async def _sync(self, namespace: str) -> None:
+    async def _sync(self, key: str) -> None:
+        take_over = key.startswith(START)
+        namespace = key.removeprefix(START)
         found = self.ctx.caches.for_resource(self.namespaces).get(
             self.namespaces.storage_key("", namespace))
         if found is None:
@@ -111,7 +120,7 @@ class NamespaceDefaults:
         if self.make_accounts:
             await self._ensure_account(namespace)
         if self.root_ca is not None:
-            await self._ensure_root_ca(namespace)
+            await self._ensure_root_ca(namespace, take_over=take_over)
 
     async def _ensure_account(self, namespace: str) -> None:
         cache = self.ctx.caches.for_resource(self.accounts)
@@ -120,7 +129,7 @@ class NamespaceDefaults:
         obj = _typed(self.accounts, {"metadata": {"name": DEFAULT_SERVICE_ACCOUNT}})
         await _create_quietly(self.ctx, Route(self.accounts, namespace, "", "", False), obj)
 
-    async def _ensure_root_ca(self, namespace: str) -> None:
+    async def _ensure_root_ca(self, namespace: str, *, take_over: bool) -> None:
         assert self.root_ca is not None
         data = root_ca_data(self.root_ca)
         resource = self.config_maps
@@ -137,6 +146,8 @@ class NamespaceDefaults:
         annotations = (existing.get("metadata") or {}).get("annotations") or {}
         if existing.get("data") == data and annotations.get(DESCRIPTION_ANNOTATION):
             return
+        if not take_over and _another_replicas(existing):
+            return
 
         def restored(cm: dict[str, Any]) -> dict[str, Any]:
             cm["data"] = dict(data)
@@ -151,6 +162,19 @@ class NamespaceDefaults:
         except StatusError as err:
             if err.code != 404:  # deleted meanwhile: its DELETED brings us back
                 raise
+
+
+def _another_replicas(cm: dict[str, Any]) -> bool:
+    """A ``kube-root-ca.crt`` as a replica writes it (with its own CA), changed by no one else."""
+    meta = cm.get("metadata") or {}
+    data = cm.get("data") or {}
+    if set(data) != {"ca.crt"} or not (meta.get("annotations") or {}).get(DESCRIPTION_ANNOTATION):
+        return False
+    for entry in meta.get("managedFields") or []:
+        if isinstance(entry, dict) and entry.get("manager") != MANAGER and \
+                "f:data" in (entry.get("fieldsV1") or {}):
+            return False
+    return True
 
 
 async def _create_quietly(ctx: ServerContext, route: Route, obj: dict[str, Any]) -> None:

@@ -79,6 +79,7 @@ from kubewire.storage.base import (
     RevisionMismatchError,
     Update,
 )
+from kubewire.storage.cached import CachedObject
 from kubewire.storage.version_view import VersionView
 
 __all__ = ["create", "delete", "delete_collection", "ensure_initial_namespaces", "patch",
@@ -168,7 +169,7 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
             # validates (handlers/create.go), so a missing or terminating namespace is the
             # answer whatever else is wrong; its 403 names the object as admission sees it,
             # before a name is generated
-            check_namespace_usable(ctx, resource, namespace, admission_name(obj))
+            await check_namespace_usable(ctx, resource, namespace, admission_name(obj))
         # a pod's own rules run once, on what admission makes of it (validate_admitted)
         prepared, warnings = validate(resource, prepared, wopts, kind_rules=facts is None)
         prepared = as_go_encodes(prepared)
@@ -216,6 +217,9 @@ async def update(ctx: ServerContext, request: Request, route: Route) -> Response
     expected = lifecycle.update_precondition(resource, new)
     key = resource.storage_key(route.namespace, route.name)
     current = ctx.caches.for_resource(resource).get(key)
+    if current is None:  # another replica may have just made it
+        await ctx.caught_up()
+        current = ctx.caches.for_resource(resource).get(key)
     if current is None:
         if resource.allow_create_on_update and not route.subresource:
             created, warnings = await create_object(ctx, route, _strip_rv(new), wopts)
@@ -240,6 +244,9 @@ async def patch(ctx: ServerContext, request: Request, route: Route) -> Response:
     negotiate_json(request.header("accept"))
     key = resource.storage_key(route.namespace, route.name)
     missing = ctx.caches.for_resource(resource).get(key) is None
+    if missing:  # another replica may have just made it
+        await ctx.caught_up()
+        missing = ctx.caches.for_resource(resource).get(key) is None
     mutate: Mutation
     wopts: WriteOptions
     if media_type(request.header("content-type")) == APPLY_PATCH_MEDIA_TYPE:
@@ -306,10 +313,12 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Mutation,
     key = resource.storage_key(route.namespace, route.name)
     for _ in range(UPDATE_RETRIES):
         # a conversion webhook's version: the live object converted (before the write)
-        current = await served_one(ctx, resource, ctx.live(resource, route.namespace,
-                                                            route.name))
+        current = await served_one(ctx, resource, await ctx.live_now(resource, route.namespace,
+                                                                      route.name))
         old = _decode(current.value)
-        new = mutate(_decode(current.value))
+        new = await _mutated(ctx, resource, key, current, mutate)
+        if new is None:
+            continue
         asked = requested_managed_fields(new)  # before the steps below drop them
         new = apply_kind_defaults(resource, new, owned=True)
         if resource.id == POD_RESOURCE_ID and not route.subresource:
@@ -337,14 +346,28 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Mutation,
                 change = await ctx.store.write(Delete(key, current.revision))
                 return _decode(change.value), warnings
             change = await ctx.store.write(Update(key, prepared, current.revision))
-        except RevisionMismatchError:
+        except RevisionMismatchError as err:  # retried on the object as it is now
             await ctx.allocations.abandon(resource, prepared, kept=old)
+            await ctx.caught_up(err.actual)
             continue
         except KeyNotFoundError:
             await ctx.allocations.abandon(resource, prepared, kept=old)
             raise not_found(resource.group, resource.plural, route.name) from None
         return _decode(change.value), warnings
     raise conflict(resource.group, resource.plural, route.name)
+
+
+async def _mutated(ctx: ServerContext, resource: Resource, key: str, current: CachedObject,
+                   mutate: Mutation) -> dict[str, Any] | None:
+    """``mutate`` of the request's copy of ``current``; None when it refused a cached object
+    that was not the latest (another replica's write had not reached the cache): try again on
+    the latest, as kube's GuaranteedUpdate does when it checked cached data."""
+    try:
+        return mutate(_decode(current.value))
+    except StatusError:
+        if await ctx.was_stale(resource, key, current.revision):
+            return None
+        raise
 
 
 def _stored_otherwise(ctx: ServerContext, resource: Resource, key: str) -> bool:

@@ -45,9 +45,14 @@ async def delete_object(ctx: ServerContext, resource: Resource, namespace: str, 
     """Delete or mark one object; returns the DELETE response body."""
     key = resource.storage_key(namespace, name)
     for _ in range(DELETE_RETRIES):
-        current = ctx.live(resource, namespace, name)
+        current = await ctx.live_now(resource, namespace, name)
         old = _decode(current.value)
-        plan = lifecycle.plan_delete(resource, old, _delete_request(dopts), ctx.now())
+        try:
+            plan = lifecycle.plan_delete(resource, old, _delete_request(dopts), ctx.now())
+        except StatusError:  # preconditions checked on cached data, maybe stale: again
+            if await ctx.was_stale(resource, key, current.revision):
+                continue
+            raise
         if dopts.dry_run:
             return lifecycle.delete_response(resource, plan.obj, removed=plan.remove)
         try:
@@ -62,7 +67,8 @@ async def delete_object(ctx: ServerContext, resource: Resource, namespace: str, 
                 return await _remove(ctx, resource, key, revision, marked)
             if not plan.needs_write:
                 return plan.obj
-        except RevisionMismatchError:
+        except RevisionMismatchError as err:  # retried on the object as it is now
+            await ctx.caught_up(err.actual)
             continue
         except KeyNotFoundError:
             raise not_found(resource.group, resource.plural, name) from None

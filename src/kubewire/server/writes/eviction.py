@@ -71,7 +71,7 @@ async def serve_eviction(ctx: ServerContext, request: Request, route: Route) -> 
     if wopts.dry_run:
         dopts = replace(dopts, dry_run=True)
     pods = route.resource
-    ctx.live(pods, route.namespace, route.name)
+    await ctx.live_now(pods, route.namespace, route.name)
     # Here kube checks the PodDisruptionBudgets selecting the pod unless
     # can_ignore_budgets(pod): none are served yet, so none select it.
     await _evict(ctx, pods, route, dopts)
@@ -95,12 +95,13 @@ async def _evict(ctx: ServerContext, pods: Resource, route: Route, dopts: Delete
 async def _mark_disruption_target(ctx: ServerContext, pods: Resource, route: Route) -> int:
     key = pods.storage_key(route.namespace, route.name)
     for _ in range(UPDATE_RETRIES):
-        current = ctx.live(pods, route.namespace, route.name)
+        current = await ctx.live_now(pods, route.namespace, route.name)
         pod = _decode(current.value)
         set_pod_condition(pod, DISRUPTION_TARGET, ctx.now())
         try:
             change = await ctx.store.write(Update(key, pod, current.revision))
-        except RevisionMismatchError:
+        except RevisionMismatchError as err:  # again on the pod as it is now
+            await ctx.caught_up(err.actual)
             continue
         except KeyNotFoundError:
             raise not_found(pods.group, pods.plural, route.name) from None

@@ -116,6 +116,9 @@ async def _assign(ctx: ServerContext, pods: Resource, namespace: str, binding: d
     cache = ctx.caches.for_resource(pods)
     for _ in range(UPDATE_RETRIES):
         current = cache.get(key)
+        if current is None:  # another replica may have just made it
+            await ctx.caught_up()
+            current = cache.get(key)
         if current is None:
             raise not_found("", "pods", name)
         pod = _decode(current.value)
@@ -133,7 +136,8 @@ async def _assign(ctx: ServerContext, pods: Resource, namespace: str, binding: d
             return
         try:
             await ctx.store.write(Update(key, pod, current.revision))
-        except RevisionMismatchError:
+        except RevisionMismatchError as err:  # again on the pod as it is now
+            await ctx.caught_up(err.actual)
             continue
         except KeyNotFoundError:
             raise not_found("", "pods", name) from None

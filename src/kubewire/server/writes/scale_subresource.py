@@ -51,7 +51,8 @@ async def serve_scale(ctx: ServerContext, request: Request, route: Route) -> Res
     """Answer one request on ``<parent>/<name>/scale``; the body is always a Scale."""
     negotiate_json(request.header("accept"))
     if request.method in ("GET", "HEAD"):
-        return json_response(200, scale_from_deployment(_current(ctx, route),
+        await ctx.caught_up()  # an RV-unset get: what any replica acknowledged before
+        return json_response(200, scale_from_deployment(await _current(ctx, route),
                                                         shape_of(route.resource)))
     if request.method == "PUT":
         return await _write(ctx, route, request, _put_body(request, route))
@@ -76,8 +77,8 @@ def _payload(resource: Resource) -> Resource:
     return replace(resource, group=group, version=version, kind=SCALE_KIND)
 
 
-def _current(ctx: ServerContext, route: Route) -> dict[str, JSON]:
-    return _decode(ctx.live(route.resource, route.namespace, route.name).value)
+async def _current(ctx: ServerContext, route: Route) -> dict[str, JSON]:
+    return _decode((await ctx.live_now(route.resource, route.namespace, route.name)).value)
 
 
 UpdatedScale = Callable[[dict[str, JSON]], dict[str, JSON]]
@@ -130,7 +131,7 @@ async def _write(ctx: ServerContext, route: Route, request: Request,
                  updated_scale: UpdatedScale) -> Response:
     wopts = parse_tracked_write_options(request.query, request.header("user-agent"),
                                         verb="update" if request.method == "PUT" else "patch")
-    _current(ctx, route)  # 404 before anything else: subresources never create
+    await _current(ctx, route)  # 404 before anything else: subresources never create
 
     shape = shape_of(route.resource)
 

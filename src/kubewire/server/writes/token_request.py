@@ -42,7 +42,6 @@ from kubewire.status import (
     conflict,
     invalid,
     invalid_object,
-    not_found,
 )
 from kubewire.times import format_time
 
@@ -84,7 +83,7 @@ async def serve_token_request(ctx: ServerContext, request: Request, route: Route
     if name and name != route.name:
         raise invalid_object(GROUP, KIND, route.name, [invalid(
             "metadata.name", name, "must match the service account name if specified")])
-    account = _current(ctx, "serviceaccounts", route.namespace, route.name)
+    account = await _current(ctx, "serviceaccounts", route.namespace, route.name)
     issuer = issuer_for(ctx.config.data_dir, ctx.config.service_account_issuer)
     spec = token_request.get("spec")
     spec = spec if isinstance(spec, dict) else {}
@@ -95,7 +94,7 @@ async def serve_token_request(ctx: ServerContext, request: Request, route: Route
     errors = expiration_errors(expiration)
     if errors:
         raise invalid_object(GROUP, KIND, "", errors)
-    pod = _bound_pod(ctx, route, spec.get("boundObjectRef"))
+    pod = await _bound_pod(ctx, route, spec.get("boundObjectRef"))
     lifetime, warn_after = int(expiration), 0
     if (pod is not None and lifetime == WARN_ONLY_EXPIRATION_S
             and set(audiences) <= set(issuer.audiences)):
@@ -116,16 +115,15 @@ async def serve_token_request(ctx: ServerContext, request: Request, route: Route
     return json_response(201, body)
 
 
-def _current(ctx: ServerContext, plural: str, namespace: str, name: str) -> dict[str, Any]:
+async def _current(ctx: ServerContext, plural: str, namespace: str,
+                   name: str) -> dict[str, Any]:
+    """The object (one another replica just made included), or kube's 404."""
     resource = ctx.registry.lookup("", "v1", plural)
     assert resource is not None
-    found = ctx.caches.for_resource(resource).get(resource.storage_key(namespace, name))
-    if found is None:
-        raise not_found("", plural, name)
-    return _decode(found.value)
+    return _decode((await ctx.live_now(resource, namespace, name)).value)
 
 
-def _bound_pod(ctx: ServerContext, route: Route, ref: JSON) -> BoundObject | None:
+async def _bound_pod(ctx: ServerContext, route: Route, ref: JSON) -> BoundObject | None:
     if not isinstance(ref, dict):
         return None
     api_version, kind = str(ref.get("apiVersion") or ""), str(ref.get("kind") or "")
@@ -133,7 +131,7 @@ def _bound_pod(ctx: ServerContext, route: Route, ref: JSON) -> BoundObject | Non
     if group or kind != "Pod":
         raise BadRequest(f"cannot bind token to object of type {group}/{version}, Kind={kind}")
     ref_name = str(ref.get("name") or "")
-    pod = _current(ctx, "pods", route.namespace, ref_name)
+    pod = await _current(ctx, "pods", route.namespace, ref_name)
     if (pod.get("spec") or {}).get("serviceAccountName") != route.name:
         raise BadRequest(f'cannot bind token for serviceaccount "{route.name}" to pod running '
                          "with different serviceaccount name.")

@@ -191,12 +191,18 @@ def validate_admitted(resource: Resource, obj: dict[str, Any]) -> dict[str, Any]
         resource.api_version, resource.kind, obj, only=("spec",))
 
 
-def check_namespace_usable(ctx: ServerContext, resource: Resource, namespace: str,
-                           name: str) -> None:
-    """404 ``namespaces "x" not found``; 403 while the namespace is terminating."""
+async def check_namespace_usable(ctx: ServerContext, resource: Resource, namespace: str,
+                                 name: str) -> None:
+    """404 ``namespaces "x" not found``; 403 while the namespace is terminating. A namespace
+    the cache lacks is looked for again once it caught up with the store, as kube's
+    NamespaceLifecycle asks storage when its informer lacks one (made on another replica)."""
     ns_resource = ctx.registry.lookup("", "v1", "namespaces")
     assert ns_resource is not None
-    ns = ctx.caches.for_resource(ns_resource).get(ns_resource.storage_key("", namespace))
+    key = ns_resource.storage_key("", namespace)
+    ns = ctx.caches.for_resource(ns_resource).get(key)
+    if ns is None:
+        await ctx.caught_up()
+        ns = ctx.caches.for_resource(ns_resource).get(key)
     if ns is None:
         raise not_found("", "namespaces", namespace)
     if ns.fields.get("status.phase") == "Terminating":

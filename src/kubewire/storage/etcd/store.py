@@ -50,6 +50,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+import grpc
+
 from kubewire.storage.base import (
     Change,
     ChangeListener,
@@ -64,6 +66,7 @@ from kubewire.storage.base import (
     Retention,
     RevisionMismatchError,
     StorageError,
+    StorageTimeoutError,
     Update,
     ValueTooLargeError,
 )
@@ -86,6 +89,17 @@ MAX_FEED_BACKOFF_S = 2.0
 OPERATIONS: dict[type, str] = {Create: "create", Update: "update", Delete: "delete"}
 _DEFAULT_RETENTION = Retention()
 _ALL_KEYS = b"\x00"  # as key and range end: every key in etcd
+
+
+def _storage_error(exc: EtcdError) -> StorageError:
+    """An etcd failure for the server: etcd's own text (kube relays it unchanged, 500), or
+    ``StorageTimeoutError`` when the call's deadline passed, here or at the member, which
+    returns its context's error (where kube, which gives etcd calls no deadline of their own,
+    would reach the request's: 504)."""
+    if exc.code == grpc.StatusCode.DEADLINE_EXCEEDED or \
+            "context deadline exceeded" in exc.details:
+        return StorageTimeoutError(f"etcd did not answer in time: {exc.details}")
+    return StorageError(exc.details or str(exc))
 
 
 class EtcdStore:
@@ -238,7 +252,10 @@ class EtcdStore:
         try:
             await self._client.range(self.keys.root + b"health", timeout=timeout_s)
         except EtcdError as exc:
-            self.last_error = f"error getting data from etcd: {exc.details}"
+            # a deadline reached here is Go's context error in kube's text
+            details = ("context deadline exceeded"
+                       if exc.code == grpc.StatusCode.DEADLINE_EXCEEDED else exc.details)
+            self.last_error = f"error getting data from etcd: {details}"
             return False
         self.last_error = None
         return True
@@ -428,7 +445,7 @@ class EtcdStore:
         except EtcdError as exc:
             if "request is too large" in exc.details:
                 raise ValueTooLargeError(key, 0, 0) from exc
-            raise StorageError(exc.details or str(exc)) from exc
+            raise _storage_error(exc) from exc
         return await self._visible(result.revision, key)
 
     async def _visible(self, revision: int, key: str) -> Change:
@@ -457,7 +474,7 @@ class EtcdStore:
         try:
             found = await self.client.range(self._etcd_key(key))
         except EtcdError as exc:
-            raise StorageError(exc.details or str(exc)) from exc
+            raise _storage_error(exc) from exc
         finally:
             if self.on_request is not None:
                 self.on_request("get", key, time.perf_counter() - started)
@@ -475,7 +492,7 @@ class EtcdStore:
             found = await self.client.range(self.keys.root, etcd.prefix_end(self.keys.root),
                                             limit=1, keys_only=True)
         except EtcdError as exc:
-            raise StorageError(exc.details or str(exc)) from exc
+            raise _storage_error(exc) from exc
         return max(found.revision, self._revision)
 
     async def list(self, prefix: str, *, revision: int = 0, start: str = "",
@@ -536,7 +553,7 @@ class EtcdStore:
         except etcd.FutureRevisionError as exc:
             raise ValueError(f"revision {at} is newer than etcd's") from exc
         except EtcdError as exc:
-            raise StorageError(exc.details or str(exc)) from exc
+            raise _storage_error(exc) from exc
 
     async def changes_since(self, revision: int, prefix: str = "",
                             limit: int = 0) -> builtins.list[Change]:
@@ -562,7 +579,7 @@ class EtcdStore:
             raise StorageError(f"replaying etcd's history after revision {revision} took "
                                f"over {REPLAY_TIMEOUT_S:g}s") from None
         except EtcdError as exc:
-            raise StorageError(exc.details or str(exc)) from exc
+            raise _storage_error(exc) from exc
         return out
 
     def _replayed(self, events: Sequence[Any], target: int, prefix: str, limit: int,
@@ -595,20 +612,25 @@ class EtcdStore:
             if horizon <= self._compacted:
                 break
             key = self._compaction_key
+            seen = self._compact_version
             try:
-                result = await client.txn([etcd.version_is(key, self._compact_version)],
+                result = await client.txn([etcd.version_is(key, seen)],
                                           [etcd.put_op(key, str(horizon).encode())],
                                           [etcd.get_op(key)])
                 if not result.succeeded:  # another replica compacted since: learn, retry
                     found = result.range_kvs()
                     if found:
                         self._learn_compaction(found[0])
+                    # kube's "t = the key's version": exactly etcd's, never a count of ours
+                    self._compact_version = int(found[0].version) if found else 0
                     continue
-                self._compact_version += 1
+                # our put's version is seen + 1; the feed may have brought it already (so no
+                # "+= 1", which counted it twice and then lost every later compare)
+                self._compact_version = max(self._compact_version, seen + 1)
                 with contextlib.suppress(etcd.CompactedError):
                     await client.compact(horizon)
             except EtcdError as exc:
-                raise StorageError(exc.details or str(exc)) from exc
+                raise _storage_error(exc) from exc
             self._compacted = max(self._compacted, horizon)
             self._trim_timeline()
             break
