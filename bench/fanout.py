@@ -26,7 +26,7 @@ import msgspec
 
 from bench import report
 from bench.servers import ServerProcess, kubewire_serve_argv, reference_argv
-from bench.stats import row, summary
+from bench.stats import interleaved_rounds, row, summary
 from bench.wire import create_namespace, pod_manifest, pods_path, request
 from bench.worker import Worker, gather_results, open_watches
 
@@ -162,17 +162,10 @@ def measure(counts: list[dict[str, Any]], go: float, watchers: int, n: int,
 
 
 def run(opts: FanoutOptions) -> dict[str, Any]:
-    samples: dict[int, dict[str, list[dict[str, Any]]]] = {}
     with contextlib.ExitStack() as stack:
         data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kw-fanout-")))
         rig = Rig(opts, stack, data_dir)
-        for watchers in opts.watchers:
-            sides: dict[str, list[dict[str, Any]]] = {side: [] for side in SIDES}
-            for rep in range(opts.repeats):
-                order = SIDES[rep % len(SIDES):] + SIDES[:rep % len(SIDES)]
-                for side in order:
-                    sides[side].append(rig.round(side, watchers))
-            samples[watchers] = sides
+        samples = interleaved_rounds(SIDES, opts.watchers, opts.repeats, rig.round)
     return result(opts, samples)
 
 

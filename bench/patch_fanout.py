@@ -35,7 +35,7 @@ from typing import Any
 from bench import report
 from bench.fanout import counted_round
 from bench.servers import ServerProcess, kubewire_serve_argv, reference_argv
-from bench.stats import row, summary
+from bench.stats import interleaved_rounds, row, summary
 from bench.wire import (
     CONTROL_TIMEOUT_S,
     PATCHED_POD_PAD_BYTES,
@@ -171,16 +171,10 @@ class Rig:
 
 
 def run(opts: PatchFanoutOptions) -> dict[str, Any]:
-    samples: dict[int, dict[str, list[dict[str, Any]]]] = {}
     with contextlib.ExitStack() as stack:
         data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kw-patch-")))
         rig = Rig(opts, stack, data_dir)
-        for watchers in opts.watchers:
-            sides: dict[str, list[dict[str, Any]]] = {side: [] for side in SIDES}
-            for rep in range(opts.repeats):
-                for side in SIDES[rep % 3:] + SIDES[:rep % 3]:  # each side leads in turn
-                    sides[side].append(rig.round(side, watchers))
-            samples[watchers] = sides
+        samples = interleaved_rounds(SIDES, opts.watchers, opts.repeats, rig.round)
         event_bytes = len(rig.line)
     return result(opts, samples, event_bytes)
 

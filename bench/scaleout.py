@@ -37,7 +37,7 @@ import msgspec
 
 from bench import report
 from bench.servers import ServerProcess, kubewire_serve_argv, process_cpu_seconds
-from bench.stats import row, summary
+from bench.stats import interleaved_rounds, row, summary
 from bench.wire import create_namespace, pod_manifest, pods_path
 from bench.worker import Worker, gather_results, open_watches
 
@@ -168,17 +168,10 @@ def _tree(pid: int) -> list[int]:
 
 
 def run(opts: ScaleoutOptions) -> dict[str, Any]:
-    samples: dict[int, dict[str, list[dict[str, Any]]]] = {}
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kw-scaleout-")))
         rig = Rig(opts, stack, tmp)
-        for watchers in opts.watchers:
-            sides: dict[str, list[dict[str, Any]]] = {side: [] for side in SIDES}
-            for rep in range(opts.repeats):
-                order = SIDES[rep % len(SIDES):] + SIDES[:rep % len(SIDES)]
-                for side in order:
-                    sides[side].append(rig.round(side, watchers))
-            samples[watchers] = sides
+        samples = interleaved_rounds(SIDES, opts.watchers, opts.repeats, rig.round)
     return result(opts, samples)
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def summary(values: Sequence[float]) -> dict[str, float]:
@@ -39,3 +41,25 @@ def row(case: str, unit: str, ours: Sequence[float], reference: Sequence[float],
     return {"case": case, "unit": unit, "ours": summary(ours), "reference": summary(reference),
             "ratio": summary(paired_ratios(ours, reference)), "target": "", "met": None,
             "samples": {"ours": list(ours), "reference": list(reference)}, **extra}
+
+
+def rotated(sides: Sequence[T], rep: int) -> list[T]:
+    """``sides`` in the order repetition ``rep`` runs them: each leads in turn, so no side
+    always runs first (or last) on a machine whose load drifts."""
+    shift = rep % len(sides)
+    return [*sides[shift:], *sides[:shift]]
+
+
+def interleaved_rounds(sides: Sequence[str], watchers: Sequence[int], repeats: int,
+                       one_round: Callable[[str, int], dict[str, Any]],
+                       ) -> dict[int, dict[str, list[dict[str, Any]]]]:
+    """Per watcher count, ``repeats`` rounds of every side, interleaved and rotated:
+    ``{watchers: {side: [round results]}}``."""
+    samples: dict[int, dict[str, list[dict[str, Any]]]] = {}
+    for count in watchers:
+        by_side: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
+        for rep in range(repeats):
+            for side in rotated(sides, rep):
+                by_side[side].append(one_round(side, count))
+        samples[count] = by_side
+    return samples

@@ -31,7 +31,7 @@ import msgspec
 from bench import report
 from bench.fanout import counted_round
 from bench.servers import ServerProcess, kubewire_serve_argv, process_cpu_seconds
-from bench.stats import row, summary
+from bench.stats import rotated, row, summary
 from bench.wire import create_namespace, pod_manifest, pods_path, request
 from bench.worker import Worker, open_watches
 
@@ -160,7 +160,7 @@ def run(opts: WorkersOptions) -> dict[str, Any]:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kw-workers-")))
         rig = Rig(opts, stack, tmp)
         for rep in range(opts.repeats):
-            order = SIDES[rep % 2:] + SIDES[:rep % 2]
+            order = rotated(SIDES, rep)
             for watchers in opts.watchers:
                 for side in order:
                     fan.setdefault(watchers, {s: [] for s in SIDES})[side].append(

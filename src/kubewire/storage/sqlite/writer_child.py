@@ -139,8 +139,8 @@ def write_all(fd: int, data: bytes) -> None:
 
 # -- the child --------------------------------------------------------------------------------
 
-class _Done:
-    """The ``Writer``'s ``stopped`` future; nobody awaits it in the child."""
+class StoppedFlag:
+    """The ``Writer``'s ``stopped`` future where no loop awaits it (the child, the hub)."""
 
     def __init__(self) -> None:
         self._done = False
@@ -161,8 +161,8 @@ class _Replies:
         self.last_commit_seconds: float | None = None
         self.writer: Writer | None = None
 
-    def create_future(self) -> _Done:
-        return _Done()
+    def create_future(self) -> StoppedFlag:
+        return StoppedFlag()
 
     def call_soon_threadsafe(self, callback: Callable[..., None], *args: Any) -> None:
         callback(*args)

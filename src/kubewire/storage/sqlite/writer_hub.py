@@ -65,6 +65,7 @@ from kubewire.storage.sqlite.writer_child import (
     READY,
     VALUE,
     FrameReader,
+    StoppedFlag,
     encode_batch,
     frame,
     request_from,
@@ -83,19 +84,6 @@ MAX_BACKLOG_BYTES = 256 << 20
 SEND_TIMEOUT_S = 20.0
 _SOCKET_NAME = "kubewire-writer.sock"
 _MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes
-
-
-class _Done:
-    """The ``Writer``'s ``stopped`` future; nobody awaits it in the hub."""
-
-    def __init__(self) -> None:
-        self._done = False
-
-    def done(self) -> bool:
-        return self._done
-
-    def set_result(self, _: object) -> None:
-        self._done = True
 
 
 class _Client:
@@ -196,8 +184,8 @@ class Hub:
         self.writer: Writer | None = None
         self.stopping = False
 
-    def create_future(self) -> _Done:
-        return _Done()
+    def create_future(self) -> StoppedFlag:
+        return StoppedFlag()
 
     def call_soon_threadsafe(self, callback: Any, *args: Any) -> None:
         callback(*args)
