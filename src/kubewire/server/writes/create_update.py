@@ -54,6 +54,7 @@ from kubewire.server.writes.admission import (
 )
 from kubewire.server.writes.defaults import apply_kind_defaults
 from kubewire.server.writes.deletes import delete, delete_collection
+from kubewire.server.writes.rbac_writes import check_rbac_write
 from kubewire.server.writes.validate import (
     check_namespace_usable,
     check_type_meta,
@@ -154,6 +155,7 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
     generated = not (obj.get("metadata") or {}).get("name")
     attempts = GENERATE_NAME_ATTEMPTS if generated else 1
     defaulted = _decoded_body(resource, obj)
+    check_rbac_write(ctx, route, defaulted, None)  # kube's policy-based storages, first
     is_pod = resource.id == POD_RESOURCE_ID and not route.subresource
     facts = await pod_admission_facts(ctx, route.namespace, defaulted) if is_pod else None
     for attempt in range(attempts):
@@ -312,6 +314,7 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Mutation,
         new = mutate(_decode(current.value))
         asked = requested_managed_fields(new)  # before the steps below drop them
         new = apply_kind_defaults(resource, new, owned=True)
+        check_rbac_write(ctx, route, new, old)  # in kube's update transform, before the strategy
         if resource.id == POD_RESOURCE_ID and not route.subresource:
             new = admit_pod_update(old, new, owned=True)
         uctx = lifecycle.UpdateContext(subresource=route.subresource, now=ctx.now(),

@@ -1,0 +1,220 @@
+"""RBAC objects with real clients: a chart-like manifest set through kubectl (apply, re-apply,
+get, delete), kube's Tables, and escalation prevention for a user who is not an admin (its
+requests authorized by an ABAC policy file, its RBAC rules from bindings)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import kubewire
+from tests.integration import kubectl as cli
+from tests.integration.harness import ServerThread
+
+pytestmark = cli.needs_kubectl
+GROUP = "rbac.authorization.k8s.io"
+
+CHART = """\
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: app, namespace: default}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: app-reader, namespace: default}
+rules:
+- apiGroups: [""]
+  resources: ["pods", "configmaps"]
+  verbs: ["get", "list", "watch"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: app-reader, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: app-reader}
+subjects:
+- {kind: ServiceAccount, name: app, namespace: default}
+- {kind: User, name: jane, apiGroup: rbac.authorization.k8s.io}
+- {kind: Group, name: devs, apiGroup: rbac.authorization.k8s.io}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: app-aggregate}
+aggregationRule:
+  clusterRoleSelectors:
+  - matchLabels: {app.example.com/aggregate: "true"}
+rules: []
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: app-leases
+  labels: {app.example.com/aggregate: "true"}
+rules:
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "update"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: app-aggregate}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: app-aggregate}
+subjects:
+- {kind: ServiceAccount, name: app, namespace: default}
+"""
+NAMES = ["serviceaccount/app", "role.rbac.authorization.k8s.io/app-reader",
+         "rolebinding.rbac.authorization.k8s.io/app-reader",
+         "clusterrole.rbac.authorization.k8s.io/app-aggregate",
+         "clusterrole.rbac.authorization.k8s.io/app-leases",
+         "clusterrolebinding.rbac.authorization.k8s.io/app-aggregate"]
+
+
+def rows(text: str) -> list[list[str]]:
+    return [line.split() for line in text.strip().splitlines()]
+
+
+def versions(server: ServerThread) -> dict[str, str]:
+    out = cli.ok(server, "get", "-f", "-", "-o", "json", stdin=CHART)
+    return {item["metadata"]["name"] + item["kind"]: item["metadata"]["resourceVersion"]
+            for item in json.loads(out)["items"]}
+
+
+def test_chart_applies_reapplies_and_deletes(server: ServerThread) -> None:
+    out = cli.ok(server, "apply", "-f", "-", stdin=CHART)
+    assert out.splitlines() == [f"{n} created" for n in NAMES]
+    before = versions(server)
+    out = cli.ok(server, "apply", "-f", "-", stdin=CHART)
+    assert out.splitlines() == [f"{n} unchanged" for n in NAMES]
+    assert versions(server) == before  # nothing written
+    # server-side apply: the same manifests, twice, change nothing either
+    cli.ok(server, "apply", "--server-side", "-f", "-", stdin=CHART)
+    after_ssa = versions(server)
+    cli.ok(server, "apply", "--server-side", "-f", "-", stdin=CHART)
+    assert versions(server) == after_ssa
+    out = cli.ok(server, "delete", "-f", "-", stdin=CHART)
+    assert len(out.splitlines()) == len(NAMES)
+    gone = cli.run(server, "get", "-f", "-", stdin=CHART)
+    assert gone.returncode != 0 and gone.stdout == ""
+
+
+def test_tables_as_kubectl_prints_them(server: ServerThread) -> None:
+    cli.ok(server, "apply", "-f", "-", stdin=CHART)
+    roles = rows(cli.ok(server, "get", "roles"))
+    assert roles[0] == ["NAME", "CREATED", "AT"] and roles[1][0] == "app-reader"
+    bindings = rows(cli.ok(server, "get", "rolebindings", "-o", "wide"))
+    assert bindings[0] == ["NAME", "ROLE", "AGE", "USERS", "GROUPS", "SERVICEACCOUNTS"]
+    assert bindings[1][:2] == ["app-reader", "Role/app-reader"]
+    assert bindings[1][3:] == ["jane", "devs", "default/app"]
+    cluster = rows(cli.ok(server, "get", "clusterrolebinding", "app-aggregate"))
+    assert cluster[0] == ["NAME", "ROLE", "AGE"]
+    assert cluster[1][:2] == ["app-aggregate", "ClusterRole/app-aggregate"]
+    assert rows(cli.ok(server, "get", "clusterrole", "app-leases"))[0] == [
+        "NAME", "CREATED", "AT"]
+
+
+def test_role_ref_is_immutable_and_rules_are_validated(server: ServerThread) -> None:
+    cli.ok(server, "apply", "-f", "-", stdin=CHART)
+    done = cli.run(server, "patch", "rolebinding", "app-reader", "--type=merge",
+                   "-p", '{"roleRef":{"name":"other"}}')
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        'The RoleBinding "app-reader" is invalid: roleRef: Invalid value: '
+        'rbac.RoleRef{APIGroup:"rbac.authorization.k8s.io", Kind:"Role", Name:"other"}: '
+        "cannot change roleRef")
+    bad = {"apiVersion": f"{GROUP}/v1", "kind": "Role", "metadata": {"name": "bad"},
+           "rules": [{"nonResourceURLs": ["/healthz"], "verbs": ["get"]}]}
+    done = cli.run(server, "create", "-f", "-", stdin=json.dumps(bad))
+    assert done.stderr.strip() == (
+        'The Role "bad" is invalid: rules[0].nonResourceURLs: Invalid value: '
+        '[]string{"/healthz"}: namespaced rules cannot apply to non-resource URLs')
+
+
+# --- escalation ----------------------------------------------------------------------------------
+
+POLICY = [  # dev may write RoleBindings in "team" (and read what kubectl reads); nothing else
+    {"user": "dev", "namespace": "team", "resource": "rolebindings", "apiGroup": "*"},
+    {"user": "dev", "nonResourcePath": "*", "readonly": True},
+]
+
+
+def abac_file(path: Path) -> Path:
+    path.write_text("".join(json.dumps({
+        "apiVersion": "abac.authorization.kubernetes.io/v1beta1", "kind": "Policy",
+        "spec": spec}) + "\n" for spec in POLICY))
+    return path
+
+
+def cluster_role(name: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": f"{GROUP}/v1", "kind": "ClusterRole", "metadata": {"name": name},
+            "rules": rules}
+
+
+def role_binding(name: str, kind: str, role: str, user: str = "someone",
+                 namespace: str = "team") -> dict[str, Any]:
+    return {"apiVersion": f"{GROUP}/v1", "kind": "RoleBinding",
+            "metadata": {"name": name, "namespace": namespace},
+            "roleRef": {"apiGroup": GROUP, "kind": kind, "name": role},
+            "subjects": [{"kind": "User", "name": user, "apiGroup": GROUP}]}
+
+
+def kubectl_as(config: Path, *args: str, stdin: str | None = None,
+               ) -> subprocess.CompletedProcess[str]:
+    return cli.run(config, *args, stdin=stdin)
+
+
+@pytest.fixture
+def escalation_server(tmp_path: Path) -> Any:
+    with kubewire.Server(users={"dev": ["devs"]},
+                         authorization_policy_file=abac_file(tmp_path / "abac.jsonl")) as server:
+        server.apply_sync([
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}},
+            cluster_role("pods-view", [{"apiGroups": [""], "resources": ["pods"],
+                                        "verbs": ["get", "list"]}]),
+            cluster_role("pods-edit", [{"apiGroups": [""], "resources": ["pods"],
+                                        "verbs": ["*"]}]),
+            cluster_role("bind-pods-view", [{"apiGroups": [GROUP], "resources": ["clusterroles"],
+                                             "verbs": ["bind"], "resourceNames": ["pods-view"]}]),
+        ])
+        yield server
+
+
+def test_binding_a_role_not_held_is_refused_with_kubes_text(escalation_server: Any) -> None:
+    server = escalation_server
+    dev = server.kubeconfig_for("dev")
+    body = yaml.safe_dump(role_binding("view", "ClusterRole", "pods-view"))
+    done = kubectl_as(dev, "create", "-f", "-", stdin=body)
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        'Error from server (Forbidden): error when creating "STDIN": '
+        'rolebindings.rbac.authorization.k8s.io "view" is forbidden: user "dev" '
+        '(groups=["devs" "system:authenticated"]) is attempting to grant RBAC permissions not '
+        "currently held:\n"
+        '{APIGroups:[""], Resources:["pods"], Verbs:["get" "list"]}')
+    # the admin lets dev bind pods-view (verb bind on that one ClusterRole): allowed
+    server.apply_sync({"apiVersion": f"{GROUP}/v1", "kind": "ClusterRoleBinding",
+                       "metadata": {"name": "dev-binds"},
+                       "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole",
+                                   "name": "bind-pods-view"},
+                       "subjects": [{"kind": "User", "name": "dev", "apiGroup": GROUP}]})
+    done = kubectl_as(dev, "create", "-f", "-", stdin=body)
+    assert done.returncode == 0, done.stderr
+    edit = yaml.safe_dump(role_binding("edit", "ClusterRole", "pods-edit"))
+    done = kubectl_as(dev, "create", "-f", "-", stdin=edit)
+    assert done.returncode == 1 and "Verbs:[\"*\"]" in done.stderr
+    # dev holds pods-edit's rules in team once bound to it there: it may bind it too
+    server.apply_sync(role_binding("dev-edits", "ClusterRole", "pods-edit", user="dev"))
+    done = kubectl_as(dev, "create", "-f", "-", stdin=edit)
+    assert done.returncode == 0, done.stderr
+    # a binding to a role that does not exist: kube's NotFound text inside the 403
+    ghost = yaml.safe_dump(role_binding("ghost", "Role", "nope"))
+    done = kubectl_as(dev, "create", "-f", "-", stdin=ghost)
+    assert done.returncode == 1
+    assert done.stderr.strip().endswith(
+        'rolebindings.rbac.authorization.k8s.io "ghost" is forbidden: '
+        'roles.rbac.authorization.k8s.io "nope" not found')
+    # the admin (system:masters) binds anything
+    server.apply_sync(role_binding("admin-made", "ClusterRole", "pods-edit", user="x"))
