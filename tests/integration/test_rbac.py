@@ -15,6 +15,7 @@ import yaml
 import kubewire
 from tests.integration import kubectl as cli
 from tests.integration.harness import ServerThread
+from tests.integration.wire import call, create, get, ok, wait_for
 
 pytestmark = cli.needs_kubectl
 GROUP = "rbac.authorization.k8s.io"
@@ -47,7 +48,6 @@ metadata: {name: app-aggregate}
 aggregationRule:
   clusterRoleSelectors:
   - matchLabels: {app.example.com/aggregate: "true"}
-rules: []
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -86,6 +86,7 @@ def versions(server: ServerThread) -> dict[str, str]:
 def test_chart_applies_reapplies_and_deletes(server: ServerThread) -> None:
     out = cli.ok(server, "apply", "-f", "-", stdin=CHART)
     assert out.splitlines() == [f"{n} created" for n in NAMES]
+    wait_for(lambda: role_of(server, "app-aggregate")["rules"], what="aggregated")
     before = versions(server)
     out = cli.ok(server, "apply", "-f", "-", stdin=CHART)
     assert out.splitlines() == [f"{n} unchanged" for n in NAMES]
@@ -218,3 +219,106 @@ def test_binding_a_role_not_held_is_refused_with_kubes_text(escalation_server: A
         'roles.rbac.authorization.k8s.io "nope" not found')
     # the admin (system:masters) binds anything
     server.apply_sync(role_binding("admin-made", "ClusterRole", "pods-edit", user="x"))
+
+
+# --- the default roles and bindings, and aggregation ---------------------------------------------
+
+CLUSTER_ROLES = f"/apis/{GROUP}/v1/clusterroles"
+BINDINGS = f"/apis/{GROUP}/v1/clusterrolebindings"
+DEFAULT_ROLES = {"admin", "cluster-admin", "edit", "view", "system:aggregate-to-admin",
+                 "system:aggregate-to-edit", "system:aggregate-to-view", "system:discovery",
+                 "system:basic-user", "system:public-info-viewer", "system:monitoring"}
+
+
+def role_of(server: ServerThread, name: str) -> dict[str, Any]:
+    return get(server, f"{CLUSTER_ROLES}/{name}")
+
+
+def test_defaults_are_there_after_start(server: ServerThread) -> None:
+    names = {item["metadata"]["name"] for item in get(server, CLUSTER_ROLES)["items"]}
+    assert names >= DEFAULT_ROLES
+    admin = role_of(server, "cluster-admin")
+    assert admin["metadata"]["annotations"] == {
+        "rbac.authorization.kubernetes.io/autoupdate": "true"}
+    assert admin["metadata"]["labels"] == {"kubernetes.io/bootstrapping": "rbac-defaults"}
+    assert admin["rules"] == [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]},
+                              {"verbs": ["*"], "nonResourceURLs": ["*"]}]
+    edit = role_of(server, "edit")
+    assert edit["aggregationRule"] == {"clusterRoleSelectors": [
+        {"matchLabels": {"rbac.authorization.k8s.io/aggregate-to-edit": "true"}}]}
+    assert edit["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-admin"] == "true"
+    # aggregated: view's rules (aggregate-to-view) are in edit, edit's in admin
+    view_rules = role_of(server, "view")["rules"]
+    assert view_rules == role_of(server, "system:aggregate-to-view")["rules"]
+    assert all(rule in edit["rules"] for rule in view_rules)
+    assert all(rule in role_of(server, "admin")["rules"] for rule in edit["rules"])
+    bindings = {b["metadata"]["name"]: b for b in get(server, BINDINGS)["items"]}
+    assert bindings["cluster-admin"]["subjects"] == [
+        {"kind": "Group", "apiGroup": GROUP, "name": "system:masters"}]
+    assert [s["name"] for s in bindings["system:public-info-viewer"]["subjects"]] == [
+        "system:authenticated", "system:unauthenticated"]
+    assert bindings["system:monitoring"]["roleRef"]["name"] == "system:monitoring"
+
+
+def test_restart_reconciles_defaults_as_kube_does(make_server: Any, tmp_path: Path) -> None:
+    first = make_server(data_dir=tmp_path / "data")
+    ok(call(first, "DELETE", f"{CLUSTER_ROLES}/system:monitoring"))
+    ok(call(first, "DELETE", f"{BINDINGS}/system:discovery"))
+    # an autoupdate role a user trimmed gets its missing rules back; one marked
+    # autoupdate=false keeps the user's version
+    ok(call(first, "PATCH", f"{CLUSTER_ROLES}/system:public-info-viewer",
+            [{"op": "replace", "path": "/rules", "value": [
+                {"verbs": ["get"], "nonResourceURLs": ["/healthz"]},
+                {"verbs": ["get"], "nonResourceURLs": ["/custom"]}]}]))
+    ok(call(first, "PATCH", f"{CLUSTER_ROLES}/system:basic-user", {
+        "metadata": {"annotations": {"rbac.authorization.kubernetes.io/autoupdate": "false"}},
+        "rules": [{"verbs": ["create"], "apiGroups": ["authorization.k8s.io"],
+                   "resources": ["selfsubjectaccessreviews"]}]}))
+    untouched = role_of(first, "cluster-admin")["metadata"]["resourceVersion"]
+    first.stop()
+    again = make_server(data_dir=tmp_path / "data")
+    assert role_of(again, "system:monitoring")["rules"][0]["nonResourceURLs"][0] == "/healthz"
+    assert get(again, f"{BINDINGS}/system:discovery")["subjects"][0]["name"] == (
+        "system:authenticated")
+    urls = [r["nonResourceURLs"] for r in role_of(again, "system:public-info-viewer")["rules"]]
+    assert urls == [["/healthz"], ["/custom"], ["/livez"], ["/readyz"], ["/version"],
+                    ["/version/"]]
+    assert role_of(again, "system:basic-user")["rules"] == [
+        {"verbs": ["create"], "apiGroups": ["authorization.k8s.io"],
+         "resources": ["selfsubjectaccessreviews"]}]
+    assert role_of(again, "cluster-admin")["metadata"]["resourceVersion"] == untouched
+
+
+def test_aggregation_follows_labelled_roles(server: ServerThread) -> None:
+    cli.ok(server, "apply", "-f", "-", stdin=CHART)
+    leases = [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+               "verbs": ["get", "update"]}]
+    wait_for(lambda: role_of(server, "app-aggregate")["rules"] == leases, what="aggregated")
+    more = {"apiVersion": f"{GROUP}/v1", "kind": "ClusterRole",
+            "metadata": {"name": "app-config",
+                         "labels": {"app.example.com/aggregate": "true"}},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]},
+                      *leases]}
+    create(server, CLUSTER_ROLES, more)
+    both = [more["rules"][0], *leases]  # app-config sorts first; the shared rule once
+    wait_for(lambda: role_of(server, "app-aggregate")["rules"] == both, what="a new role")
+    ok(call(server, "PATCH", f"{CLUSTER_ROLES}/app-leases",
+            {"rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]}]}))
+    changed = [more["rules"][0], *leases, {"apiGroups": [""], "resources": ["secrets"],
+                                           "verbs": ["list"]}]
+    wait_for(lambda: role_of(server, "app-aggregate")["rules"] == changed, what="a change")
+    ok(call(server, "DELETE", f"{CLUSTER_ROLES}/app-config"))
+    wait_for(lambda: role_of(server, "app-aggregate")["rules"] == changed[2:],
+             what="a deletion")
+    # re-applying the chart (which leaves the aggregate's rules to the controller) puts
+    # app-leases back, and the aggregate follows
+    cli.ok(server, "apply", "-f", "-", stdin=CHART)
+    wait_for(lambda: role_of(server, "app-aggregate")["rules"] == leases, what="re-applied")
+
+
+def test_aggregation_is_a_controller_manager_controller(make_server: Any) -> None:
+    server = make_server(controllers=("*", "-clusterrole-aggregation"))
+    cli.ok(server, "apply", "-f", "-", stdin=CHART)
+    assert role_of(server, "app-aggregate").get("rules") is None
+    # the defaults are the API server's: made without the controller, unaggregated
+    assert role_of(server, "admin")["rules"] is None

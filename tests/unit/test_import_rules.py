@@ -82,7 +82,7 @@ PURE = ("kubewire.selectors", "kubewire.schema", "kubewire.models", "kubewire.se
         "kubewire.server.controllers.selection",
         "kubewire.server.writes.admission", "kubewire.server.apiextensions",
         "kubewire.server.faults.rules", "kubewire.client.leaderelection.decision",
-        "kubewire.server.access.rbac_rules", "kubewire.server.access.rbac_escalation",
+        "kubewire.rbac_rules", "kubewire.server.access.rbac_escalation",
         "kubewire.client.leaderelection.record")
 # (httptools is a parser, not I/O: the sans-I/O ``http_parse`` drives it.)
 IO_LIBRARIES = frozenset({"asyncio", "socket", "ssl", "sqlite3", "uvloop", "threading",

@@ -1,4 +1,4 @@
-"""Rule resolution, coverage and escalation decisions (access/rbac_rules, rbac_escalation),
+"""Rule resolution, coverage and escalation decisions (kubewire.rbac_rules, access/rbac_escalation),
 against kube's cases (policy_comparator_test.go, rule_test.go, escalation_check.go)."""
 
 from __future__ import annotations
@@ -9,6 +9,14 @@ from typing import Any
 
 import pytest
 
+from kubewire.rbac_rules import (
+    Rule,
+    RuleResolver,
+    compact_rules,
+    confirm_no_escalation,
+    covers,
+    rule_allows,
+)
 from kubewire.server.access.rbac_escalation import (
     AGGREGATION_MESSAGE,
     Check,
@@ -16,14 +24,6 @@ from kubewire.server.access.rbac_escalation import (
     check_binding_write,
     check_role_write,
     only_gc_fields_changed,
-)
-from kubewire.server.access.rbac_rules import (
-    Rule,
-    RuleResolver,
-    compact_rules,
-    confirm_no_escalation,
-    covers,
-    rule_allows,
 )
 
 G = "rbac.authorization.k8s.io"

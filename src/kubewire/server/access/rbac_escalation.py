@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubewire.server.access.rbac_rules import (
+from kubewire.rbac_rules import (
     RBAC_GROUP,
     ResolutionError,
     Rule,

@@ -1,4 +1,4 @@
-"""Roles and bindings as the watch caches hold them now: ``rbac_rules.RbacObjects`` for the
+"""Roles and bindings as the watch caches hold them now: ``kubewire.rbac_rules.RbacObjects`` for the
 server (kube's rule resolver reads its informers' caches the same way).
 
 Each cached object is decoded once per revision and kept (a memo keyed by storage key, checked
@@ -13,8 +13,8 @@ from typing import Any
 
 import msgspec
 
+from kubewire.rbac_rules import RBAC_GROUP
 from kubewire.resources import Resource
-from kubewire.server.access.rbac_rules import RBAC_GROUP
 from kubewire.server.context import ServerContext
 
 MEMO_LIMIT = 50_000  # decoded objects kept, at most

@@ -16,6 +16,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from kubewire.rbac_rules import RBAC_GROUP, RuleResolver
 from kubewire.server.access.authn import UserInfo
 from kubewire.server.access.rbac_escalation import (
     BINDING_RESOURCES,
@@ -26,7 +27,6 @@ from kubewire.server.access.rbac_escalation import (
     check_role_write,
 )
 from kubewire.server.access.rbac_objects import CachedRbacObjects
-from kubewire.server.access.rbac_rules import RBAC_GROUP, RuleResolver
 from kubewire.server.context import ServerContext
 from kubewire.server.request.routes import Route
 

@@ -1,6 +1,7 @@
 """RBAC rules as kube resolves and compares them: who holds which rules, and does one set of
 rules cover another. Pure: objects (decoded JSON) in, decisions out, through the ``RbacObjects``
-protocol, so the escalation checks of the write path and an RBAC authorizer share it.
+protocol, so the escalation checks of the write path, an RBAC authorizer (access) and the
+bootstrap policy's reconciliation (controllers) share it: hence a core module.
 
 Sources (kubernetes v1.32): pkg/registry/rbac/validation/rule.go (``DefaultRuleResolver``:
 ``VisitRulesFor``, ``GetRoleReferenceRules``, ``appliesToUser``, ``ConfirmNoEscalation``'s
