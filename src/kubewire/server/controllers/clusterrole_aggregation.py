@@ -26,6 +26,7 @@ from kubewire.server.controllers.work_queue import WorkQueue
 from kubewire.server.request.options import WriteOptions
 from kubewire.server.request.routes import Route
 from kubewire.server.writes.create_update import guaranteed_update
+from kubewire.server.writes.rbac_writes import REQUESTER
 from kubewire.status import StatusError
 from kubewire.storage.base import Change
 
@@ -81,6 +82,7 @@ class ClusterRoleAggregation:
                 self.queue.mark(item.name)
 
     async def _sync(self, name: str) -> None:
+        REQUESTER.set(None)  # the controller's own writes (its queue task's context only)
         found = self.ctx.caches.for_resource(self.roles).get(self.roles.storage_key("", name))
         if found is None:
             return

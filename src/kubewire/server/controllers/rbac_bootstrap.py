@@ -33,6 +33,7 @@ from kubewire.server.request.options import WriteOptions
 from kubewire.server.request.routes import Route
 from kubewire.server.writes.create_update import create_object, guaranteed_update
 from kubewire.server.writes.deletes import delete_object
+from kubewire.server.writes.rbac_writes import REQUESTER
 from kubewire.status import StatusError
 from kubewire.storage.base import StorageError
 
@@ -57,6 +58,7 @@ class RbacBootstrap:
         self.done = False
 
     async def reconcile(self) -> None:
+        REQUESTER.set(None)  # the server's own writes (this task's context only)
         try:
             for role in default_cluster_roles():
                 await self._ensure(self.roles, role, reconcile_role)
