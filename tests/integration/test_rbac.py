@@ -322,3 +322,30 @@ def test_aggregation_is_a_controller_manager_controller(make_server: Any) -> Non
     assert role_of(server, "app-aggregate").get("rules") is None
     # the defaults are the API server's: made without the controller, unaggregated
     assert role_of(server, "admin")["rules"] is None
+
+
+def test_kubectl_create_and_auth_reconcile(server: ServerThread) -> None:
+    """kubectl's typed create commands (protobuf bodies) and ``auth reconcile``."""
+    assert cli.ok(server, "create", "role", "reader", "--verb=get,list",
+                  "--resource=pods,deployments.apps", "--resource-name=web") == (
+        "role.rbac.authorization.k8s.io/reader created\n")
+    role = get(server, f"/apis/{GROUP}/v1/namespaces/default/roles/reader")
+    assert role["rules"] == [
+        {"verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods"],
+         "resourceNames": ["web"]},
+        {"verbs": ["get", "list"], "apiGroups": ["apps"], "resources": ["deployments"],
+         "resourceNames": ["web"]}]
+    cli.ok(server, "create", "rolebinding", "rb", "--role=reader", "--user=jane",
+           "--group=devs", "--serviceaccount=default:app")
+    binding = get(server, f"/apis/{GROUP}/v1/namespaces/default/rolebindings/rb")
+    assert binding["subjects"] == [
+        {"kind": "User", "apiGroup": GROUP, "name": "jane"},
+        {"kind": "Group", "apiGroup": GROUP, "name": "devs"},
+        {"kind": "ServiceAccount", "name": "app", "namespace": "default"}]
+    cli.ok(server, "create", "clusterrole", "logs", "--verb=get", "--non-resource-url=/logs/*")
+    cli.ok(server, "create", "clusterrole", "agg", "--aggregation-rule=a=b")
+    cli.ok(server, "create", "clusterrolebinding", "crb", "--clusterrole=logs", "--user=bob")
+    done = cli.run(server, "auth", "reconcile", "-f", "-", stdin=CHART)  # explains on stderr
+    assert done.returncode == 0, done.stderr
+    assert "clusterrolebinding.rbac.authorization.k8s.io/app-aggregate reconciled" in done.stdout
+    assert get(server, f"{BINDINGS}/app-aggregate")["roleRef"]["name"] == "app-aggregate"
