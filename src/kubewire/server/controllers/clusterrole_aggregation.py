@@ -5,10 +5,10 @@ of the rules of the ClusterRoles its ``clusterRoleSelectors`` match, kept up to 
 Any change of any ClusterRole (the feed) marks every aggregated ClusterRole, as kube's event
 handlers enqueue them all; a sync computes the rules (``rbac_policy.aggregated_rules``: per
 selector, the matching roles in name order, each distinct rule once) and writes them when they
-differ semantically from the stored ones (null and [] alike), through the update path as
-``clusterrole-aggregation-controller`` (kube applies them server-side with that manager and
-``force``; the rules written are the same). It is part of kube-controller-manager: it starts
-and stops with that part (``--controllers``, leader election).
+differ semantically from the stored ones (null and [] alike), applied server-side as
+``clusterrole-aggregation-controller`` with ``force``, as kube's does. It is part of
+kube-controller-manager: it starts and stops with that part (``--controllers``, leader
+election).
 """
 
 from __future__ import annotations
@@ -23,16 +23,15 @@ from kubewire.selectors import SelectorError, label_selector_from_match
 from kubewire.server.context import ServerContext
 from kubewire.server.controllers.rbac_policy import aggregated_rules, same_rules
 from kubewire.server.controllers.work_queue import WorkQueue
-from kubewire.server.request.options import WriteOptions
 from kubewire.server.request.routes import Route
-from kubewire.server.writes.create_update import guaranteed_update
+from kubewire.server.writes.create_update import apply_object
 from kubewire.server.writes.rbac_writes import REQUESTER
 from kubewire.status import StatusError
 from kubewire.storage.base import Change
 
 log = logging.getLogger(__name__)
 
-MANAGER = WriteOptions(field_manager="clusterrole-aggregation-controller")
+MANAGER = "clusterrole-aggregation-controller"
 GROUP = "rbac.authorization.k8s.io"
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
@@ -104,13 +103,24 @@ class ClusterRoleAggregation:
         if same_rules(rules, role.get("rules")):
             return
 
-        def aggregated(live: dict[str, Any]) -> dict[str, Any]:
-            live["rules"] = rules
-            return live
-
+        # kube's applyClusterRoles: an apply configuration of the name and the rules (each list
+        # only when it has values: With*() of nothing leaves it unset), forced
+        applied: dict[str, Any] = {"apiVersion": self.roles.api_version,
+                                   "kind": self.roles.kind, "metadata": {"name": name}}
+        if rules:
+            applied["rules"] = [_apply_rule(rule) for rule in rules]
+        route = Route(self.roles, "", name, "", False)
+        if self.ctx.caches.for_resource(self.roles).get(self.roles.storage_key("", name)) is None:
+            return  # deleted meanwhile: nothing to aggregate (an apply would create it)
         try:
-            await guaranteed_update(self.ctx, Route(self.roles, "", name, "", False),
-                                    aggregated, MANAGER)
+            await apply_object(self.ctx, route, applied, MANAGER, force=True)
         except StatusError as err:
-            if err.code != 404:  # deleted meanwhile: nothing to aggregate
+            if err.code != 404:
                 raise
+
+
+def _apply_rule(rule: Mapping[str, Any]) -> dict[str, Any]:
+    """``toApplyPolicyRules``: the rule's lists that have values, in the Go struct's order."""
+    return {key: list(rule[key]) for key in ("verbs", "apiGroups", "resources", "resourceNames",
+                                             "nonResourceURLs")
+            if isinstance(rule.get(key), list) and rule[key]}
