@@ -210,10 +210,21 @@ def test_aggregation_rule_needs_full_authority() -> None:
     assert refused is not None
     assert refused.message == ('clusterroles.rbac.authorization.k8s.io "agg" is forbidden: '
                                + AGGREGATION_MESSAGE)
-    # unchanged on update: allowed
+    # an update of an aggregated role needs it too (kube checks the old object as well), unless
+    # it only changes what the garbage collector changes
     relabelled = {**aggregated, "metadata": {"name": "agg", "labels": {"x": "y"}}}
+    refused = check_role_write(RESOLVER, user, never,
+                               Write("clusterroles", "", "agg", relabelled, aggregated))
+    assert refused is not None and refused.message.endswith(AGGREGATION_MESSAGE)
+    plain = {"metadata": {"name": "agg"}, "rules": []}
     assert check_role_write(RESOLVER, user, never,
-                            Write("clusterroles", "", "agg", relabelled, aggregated)) is None
+                            Write("clusterroles", "", "agg", plain, aggregated)) is not None
+    finalized = {**aggregated, "metadata": {"name": "agg", "finalizers": ["f"]}}
+    assert check_role_write(RESOLVER, user, never,
+                            Write("clusterroles", "", "agg", finalized, aggregated)) is None
+    empty = {**aggregated, "aggregationRule": {"clusterRoleSelectors": []}}
+    assert check_role_write(RESOLVER, user, never,
+                            Write("clusterroles", "", "", empty, None)) is None
 
 
 def test_binding_write_needs_held_rules_or_bind() -> None:

@@ -2,9 +2,10 @@
 
 A user may create or update a Role or ClusterRole only with rules it already holds where the
 object is (``ConfirmNoEscalation``), unless it may ``escalate`` roles/clusterroles; setting or
-changing a ClusterRole's ``aggregationRule`` needs every permission (``*`` on ``*.*`` and on
-URLs). It may create or update a RoleBinding or ClusterRoleBinding only when it holds the rules
-of the role it references, unless it may ``bind`` that role. ``system:masters`` skips every
+updating an aggregated ClusterRole (``aggregationRule`` with selectors, before or after) needs
+every permission (``*`` on ``*.*`` and on URLs). It may create or update a RoleBinding or
+ClusterRoleBinding only when it holds the rules of the role it references, unless it may
+``bind`` that role. ``system:masters`` skips every
 check (kube's ``EscalationAllowed``), and an update that changes only what the garbage
 collector changes (owner references, finalizers) is never checked.
 
@@ -121,11 +122,15 @@ def check_role_write(resolver: RuleResolver, user: Subject, authorize: Authorize
 
 
 def _aggregation_set(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
-    """``hasAggregationRule`` on create, ``hasAggregationRuleChanged`` on update."""
-    rule = obj.get("aggregationRule")
-    if old is None:
-        return rule is not None
-    return rule != old.get("aggregationRule")
+    """``hasAggregationRule`` of the new object, or (an update) of the old one: any update of
+    an aggregated ClusterRole, or one that makes it aggregated, needs every permission."""
+    return _has_aggregation_rule(obj) or (old is not None and _has_aggregation_rule(old))
+
+
+def _has_aggregation_rule(role: Mapping[str, Any]) -> bool:
+    """``hasAggregationRule``: an ``aggregationRule`` with at least one selector."""
+    rule = role.get("aggregationRule")
+    return isinstance(rule, dict) and bool(rule.get("clusterRoleSelectors"))
 
 
 def check_binding_write(resolver: RuleResolver, user: Subject, authorize: Authorize,
