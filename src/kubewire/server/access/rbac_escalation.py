@@ -39,7 +39,9 @@ ROLE_RESOURCES = frozenset({"roles", "clusterroles"})
 BINDING_RESOURCES = frozenset({"rolebindings", "clusterrolebindings"})
 FULL_AUTHORITY = (Rule(("*",), ("*",), ("*",)), Rule(("*",), non_resource_urls=("*",)))
 AGGREGATION_MESSAGE = "must have cluster-admin privileges to use the aggregationRule"
-# what IsOnlyMutatingGCFields copies from the old object before comparing
+# what IsOnlyMutatingGCFields copies from the old object before comparing (kube's own three,
+# and managedFields: kube's field manager has already run on the object it compares, and keeps
+# the old entries for a body without them or a write that changes nothing)
 _GC_FIELDS = ("ownerReferences", "finalizers", "selfLink", "managedFields")
 
 
@@ -82,7 +84,7 @@ def escalation_allowed(user: Subject) -> bool:
 
 def only_gc_fields_changed(new: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
     """``IsOnlyMutatingGCFields``: ``new`` equals ``old`` once owner references, finalizers,
-    selfLink and managedFields are taken from ``old``."""
+    selfLink (and managedFields, see ``_GC_FIELDS``) are taken from ``old``."""
     if old is None:
         return False
     new_meta = dict(new.get("metadata") or {})
