@@ -124,6 +124,101 @@ class ProtoMessage:
     name: str  # fully qualified, no leading dot
     fields: list[ProtoField] = field(default_factory=list)
 
+# Groups whose generated.proto is not among the inputs (../shared/proto has none for rbac/v1):
+# their messages' wire facts, taken from kubernetes/api v0.32 rbac/v1/generated.proto (field
+# numbers, JSON names, types and the ``+optional`` markers that decide the ``e`` flag; Go's
+# RoleRef.apiGroup has no omitempty, so it carries no marker here).
+EXTRA_PROTO = """\
+package k8s.io.api.rbac.v1;
+message AggregationRule {
+  // +optional
+  repeated .k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector clusterRoleSelectors = 1;
+}
+
+message ClusterRole {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+  // +optional
+  repeated PolicyRule rules = 2;
+  // +optional
+  optional AggregationRule aggregationRule = 3;
+}
+
+message ClusterRoleBinding {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+  // +optional
+  repeated Subject subjects = 2;
+  optional RoleRef roleRef = 3;
+}
+
+message ClusterRoleBindingList {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ListMeta metadata = 1;
+  repeated ClusterRoleBinding items = 2;
+}
+
+message ClusterRoleList {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ListMeta metadata = 1;
+  repeated ClusterRole items = 2;
+}
+
+message PolicyRule {
+  repeated string verbs = 1;
+  // +optional
+  repeated string apiGroups = 2;
+  // +optional
+  repeated string resources = 3;
+  // +optional
+  repeated string resourceNames = 4;
+  // +optional
+  repeated string nonResourceURLs = 5;
+}
+
+message Role {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+  // +optional
+  repeated PolicyRule rules = 2;
+}
+
+message RoleBinding {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+  // +optional
+  repeated Subject subjects = 2;
+  optional RoleRef roleRef = 3;
+}
+
+message RoleBindingList {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ListMeta metadata = 1;
+  repeated RoleBinding items = 2;
+}
+
+message RoleList {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ListMeta metadata = 1;
+  repeated Role items = 2;
+}
+
+message RoleRef {
+  optional string apiGroup = 1;
+  optional string kind = 2;
+  optional string name = 3;
+}
+
+message Subject {
+  optional string kind = 1;
+  // +optional
+  optional string apiGroup = 2;
+  optional string name = 3;
+  // +optional
+  optional string namespace = 4;
+}
+"""
+
 
 def _strip_block_comments(text: str) -> str:
     return re.sub(r"/\*.*?\*/", "", text, flags=re.S)
@@ -188,11 +283,13 @@ def _qualify(type_name: str, package: str) -> str:
 
 
 def load_messages(proto_root: Path) -> dict[str, ProtoMessage]:
-    """Every message of every ``generated.proto`` under ``proto_root``, by full name."""
+    """Every message of every ``generated.proto`` under ``proto_root`` and of ``EXTRA_PROTO``,
+    by full name."""
     messages: dict[str, ProtoMessage] = {}
-    for path in sorted(proto_root.rglob("*.proto")):
-        for message in parse_proto(path.read_text(encoding="utf-8")):
-            messages[message.name] = message
+    texts = [path.read_text(encoding="utf-8") for path in sorted(proto_root.rglob("*.proto"))]
+    for text in [*texts, EXTRA_PROTO]:
+        for message in parse_proto(text):
+            messages.setdefault(message.name, message)
     for message in messages.values():
         for f in message.fields:
             if f.type not in SCALARS and f.type not in messages:

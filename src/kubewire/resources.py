@@ -224,6 +224,9 @@ _ZERO: dict[str, Mapping[str, Any]] = {
     "Ingress": {"spec": {}, "status": {"loadBalancer": {}}},
     "NetworkPolicy": {"spec": {"podSelector": {}}},
     "EndpointSlice": {"addressType": "", "endpoints": None, "ports": None},
+    # rbac/v1 RoleBinding and ClusterRoleBinding: roleRef has no omitempty
+    "Binding": {"roleRef": {"apiGroup": "", "kind": "", "name": ""}},
+    "Role": {"rules": None},  # rules has no omitempty
 }
 
 
@@ -286,6 +289,21 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", "endpointslice",
              namespaced=True, field_label_style="default", generation="non_metadata_and_labels",
              zero_fields=_zero("EndpointSlice")),
+    # pkg/registry/rbac/*/strategy.go: no generation, no status, PUT needs no resourceVersion
+    # and creates (AllowCreateOnUpdate true, AllowUnconditionalUpdate true); names are path
+    # segments (validation.go minimalNameRequirements).
+    Resource("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", "clusterrole",
+             namespaced=False, field_label_style="default", name_rule="path",
+             allow_create_on_update=True, zero_fields=_zero("Role")),
+    Resource("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings",
+             "clusterrolebinding", namespaced=False, field_label_style="default",
+             name_rule="path", allow_create_on_update=True, zero_fields=_zero("Binding")),
+    Resource("rbac.authorization.k8s.io", "v1", "Role", "roles", "role", namespaced=True,
+             field_label_style="default", name_rule="path", allow_create_on_update=True,
+             zero_fields=_zero("Role")),
+    Resource("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", "rolebinding",
+             namespaced=True, field_label_style="default", name_rule="path",
+             allow_create_on_update=True, zero_fields=_zero("Binding")),
     # apiextensions-apiserver's registry/customresourcedefinition: strategy bumps generation on
     # spec changes; ShortNames, Categories from etcd.go.
     Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition",

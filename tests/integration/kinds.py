@@ -114,8 +114,30 @@ LEASE = Kind("Lease", "coordination.k8s.io/v1", "leases", True,
              {"spec": {"holderIdentity": "tests-1", "leaseDurationSeconds": 15}},
              {"spec": {"holderIdentity": "tests-2"}}, has_status=False)
 
+_RBAC = "rbac.authorization.k8s.io/v1"
+_READ_PODS = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]
+_READ_NODES = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
+ROLE = Kind("Role", _RBAC, "roles", True, {"rules": _READ_PODS}, {"rules": _READ_NODES},
+            has_status=False)
+CLUSTER_ROLE = Kind("ClusterRole", _RBAC, "clusterroles", False, {"rules": _READ_PODS},
+                    {"rules": _READ_NODES}, has_status=False)
+ROLE_BINDING = Kind(
+    "RoleBinding", _RBAC, "rolebindings", True,
+    {"roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+     "subjects": [{"kind": "ServiceAccount", "name": "app", "namespace": NS}]},
+    {"subjects": [{"kind": "ServiceAccount", "name": "other", "namespace": NS}]},
+    has_status=False)
+CLUSTER_ROLE_BINDING = Kind(
+    "ClusterRoleBinding", _RBAC, "clusterrolebindings", False,
+    {"roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                 "name": "reader"},
+     "subjects": [{"kind": "ServiceAccount", "name": "app", "namespace": NS}]},
+    {"subjects": [{"kind": "ServiceAccount", "name": "other", "namespace": NS}]},
+    has_status=False)
+
 ALL_KINDS = [POD, SERVICE, NODE, NAMESPACE, DEPLOYMENT, EVENT, INGRESS, NETWORK_POLICY,
-             ENDPOINT_SLICE, GATEWAY, HTTP_ROUTE, CONFIG_MAP, SECRET, SERVICE_ACCOUNT, LEASE]
+             ENDPOINT_SLICE, GATEWAY, HTTP_ROUTE, CONFIG_MAP, SECRET, SERVICE_ACCOUNT, LEASE,
+             ROLE, CLUSTER_ROLE, ROLE_BINDING, CLUSTER_ROLE_BINDING]
 NAMESPACED_KINDS = [k for k in ALL_KINDS if k.namespaced]
 
 

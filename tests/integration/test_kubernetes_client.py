@@ -42,6 +42,10 @@ _TYPED_APIS: dict[str, tuple[type[Any], str]] = {
     "Secret": (client.CoreV1Api, "secret"),
     "ServiceAccount": (client.CoreV1Api, "service_account"),
     "Lease": (client.CoordinationV1Api, "lease"),
+    "Role": (client.RbacAuthorizationV1Api, "role"),
+    "ClusterRole": (client.RbacAuthorizationV1Api, "cluster_role"),
+    "RoleBinding": (client.RbacAuthorizationV1Api, "role_binding"),
+    "ClusterRoleBinding": (client.RbacAuthorizationV1Api, "cluster_role_binding"),
 }
 
 

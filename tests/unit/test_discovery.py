@@ -58,6 +58,11 @@ EXPECTED: dict[tuple[str, str], tuple[str, bool, list[str], list[str], list[str]
     ("networking.k8s.io", "networkpolicies"): ("NetworkPolicy", True, STD, ["netpol"], [], {}),
     ("discovery.k8s.io", "endpointslices"): ("EndpointSlice", True, STD, [], [], {}),
     ("coordination.k8s.io", "leases"): ("Lease", True, STD, [], [], {}),
+    ("rbac.authorization.k8s.io", "roles"): ("Role", True, STD, [], [], {}),
+    ("rbac.authorization.k8s.io", "rolebindings"): ("RoleBinding", True, STD, [], [], {}),
+    ("rbac.authorization.k8s.io", "clusterroles"): ("ClusterRole", False, STD, [], [], {}),
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): ("ClusterRoleBinding", False, STD, [],
+                                                           [], {}),
     ("apiextensions.k8s.io", "customresourcedefinitions"): (
         "CustomResourceDefinition", False, STD, ["crd", "crds"], ["api-extensions"],
         {"status": STATUS}),
@@ -97,6 +102,10 @@ KUBE_HASHES = {
     ("networking.k8s.io", "networkpolicies"): "YpfwF18m1G8=",
     ("discovery.k8s.io", "endpointslices"): "qgS0xkrxYAI=",
     ("coordination.k8s.io", "leases"): "gqkMMb/YqFM=",
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): "48tpQ8gZHFc=",
+    ("rbac.authorization.k8s.io", "clusterroles"): "bYE5ZWDrJ44=",
+    ("rbac.authorization.k8s.io", "rolebindings"): "eGsCzGH6b1g=",
+    ("rbac.authorization.k8s.io", "roles"): "7FuwZcIIItM=",
 }
 
 
@@ -210,8 +219,9 @@ def test_legacy_group_list_in_kube_priority_order() -> None:
     assert doc["kind"] == "APIGroupList"
     assert doc["apiVersion"] == "v1"
     names = [g["name"] for g in doc["groups"]]
-    assert names == ["apps", "events.k8s.io", "networking.k8s.io", "apiextensions.k8s.io",
-                     "coordination.k8s.io", "discovery.k8s.io", "gateway.networking.k8s.io"]
+    assert names == ["apps", "events.k8s.io", "networking.k8s.io", "rbac.authorization.k8s.io",
+                     "apiextensions.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
+        "gateway.networking.k8s.io"]
     assert doc["groups"][0] == {
         "name": "apps", "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
         "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}}
@@ -336,8 +346,9 @@ def aggregated_resources() -> dict[tuple[str, str, str], dict[str, Any]]:
     assert [item["metadata"] for item in core] == [{"creationTimestamp": None}]
     named = get_json("/apis", KUBECTL_ACCEPT)["items"]
     assert [item["metadata"]["name"] for item in named] == [
-        "apps", "events.k8s.io", "networking.k8s.io", "apiextensions.k8s.io",
-        "coordination.k8s.io", "discovery.k8s.io", "gateway.networking.k8s.io"]
+        "apps", "events.k8s.io", "networking.k8s.io", "rbac.authorization.k8s.io",
+        "apiextensions.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
+        "gateway.networking.k8s.io"]
     for item in core + named:
         group = item["metadata"].get("name", "")
         for version in item["versions"]:

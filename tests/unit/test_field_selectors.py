@@ -92,6 +92,10 @@ ACCEPTED = {
     "serviceaccounts": ["metadata.name", "metadata.namespace"],
     "leases": ["metadata.name", "metadata.namespace"],
     "customresourcedefinitions": ["metadata.name"],
+    "roles": ["metadata.name", "metadata.namespace"],
+    "rolebindings": ["metadata.name", "metadata.namespace"],
+    "clusterroles": ["metadata.name"],
+    "clusterrolebindings": ["metadata.name"],
 }
 REJECTED = {"pods": "spec.foo", "services": "spec.ports", "nodes": "metadata.namespace",
             "namespaces": "name", "events": "involvedObject.name", "deployments": "spec.replicas",
@@ -101,7 +105,9 @@ REJECTED = {"pods": "spec.foo", "services": "spec.ports", "nodes": "metadata.nam
             "grpcroutes": "spec.hostnames", "referencegrants": "spec.from",
             "configmaps": "data", "secrets": "data",
             "serviceaccounts": "secrets", "leases": "spec.holderIdentity",
-            "customresourcedefinitions": "spec.group"}
+            "customresourcedefinitions": "spec.group", "roles": "rules",
+            "rolebindings": "roleRef.name", "clusterroles": "aggregationRule",
+            "clusterrolebindings": "subjects"}
 
 
 def test_every_registry_kind_is_covered() -> None:
@@ -135,7 +141,8 @@ def test_convert_rejects_with_the_kinds_message(plural: str) -> None:
 def test_default_style_kinds_and_message_quoting() -> None:
     assert {r.plural for r in REGISTRY if r.field_label_style == "default"} == {
         "deployments", "ingresses", "networkpolicies", "endpointslices", "configmaps",
-        "serviceaccounts", "leases", "customresourcedefinitions"}
+        "serviceaccounts", "leases", "customresourcedefinitions", "roles", "rolebindings",
+        "clusterroles", "clusterrolebindings"}
     with pytest.raises(SelectorError) as info:
         convert_field_selector(resource("deployments"), parse_field_selector('a"b=1'))
     assert info.value.message.startswith('"a\\"b" is not a known field selector')

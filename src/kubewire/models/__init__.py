@@ -29,9 +29,17 @@ from kubewire.models.discovery_k8s_io_v1 import EndpointSlice
 from kubewire.models.events_k8s_io_v1 import Event as EventsK8sIoV1Event
 from kubewire.models.meta_v1 import DeleteOptions, ListMeta, ObjectMeta, Status, WatchEvent
 from kubewire.models.networking_k8s_io_v1 import Ingress, NetworkPolicy
+from kubewire.models.rbac_authorization_k8s_io_v1 import (
+    ClusterRole,
+    ClusterRoleBinding,
+    Role,
+    RoleBinding,
+)
 
 KINDS: tuple[type[KubeObject], ...] = (
     Binding,
+    ClusterRole,
+    ClusterRoleBinding,
     ConfigMap,
     CoreV1Event,
     CustomResourceDefinition,
@@ -44,6 +52,8 @@ KINDS: tuple[type[KubeObject], ...] = (
     NetworkPolicy,
     Node,
     Pod,
+    Role,
+    RoleBinding,
     Secret,
     Service,
     ServiceAccount,
@@ -62,6 +72,8 @@ __all__ = [
     "JSON",
     "KINDS",
     "Binding",
+    "ClusterRole",
+    "ClusterRoleBinding",
     "ConfigMap",
     "CoreV1Event",
     "CustomResourceDefinition",
@@ -81,6 +93,8 @@ __all__ = [
     "ObjectMeta",
     "Pod",
     "Quantity",
+    "Role",
+    "RoleBinding",
     "Secret",
     "Service",
     "ServiceAccount",

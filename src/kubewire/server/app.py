@@ -23,6 +23,7 @@ import msgspec
 from kubewire import __version__
 from kubewire.resources import REGISTRY
 from kubewire.server.access.authn import ANONYMOUS_USER, UserInfo
+from kubewire.server.access.authz import Attributes
 from kubewire.server.access.chain import (
     Access,
     TLSFiles,
@@ -33,6 +34,7 @@ from kubewire.server.access.chain import (
     tls_files,
 )
 from kubewire.server.access.kubeconfig import Credentials, kubeconfig_text, server_url
+from kubewire.server.access.rbac_escalation import Check
 from kubewire.server.admin import endpoints as admin
 from kubewire.server.admin.reset import Baseline, ResetReport, reset_to_baseline
 from kubewire.server.context import DATABASE_NAME, ServerConfig, ServerContext
@@ -66,6 +68,7 @@ from kubewire.server.wire.websocket import HandshakeError
 from kubewire.server.writes import create_update as writes
 from kubewire.server.writes.eviction import serve_eviction
 from kubewire.server.writes.pod_binding import serve_binding
+from kubewire.server.writes.rbac_writes import REQUESTER, Requester, rbac_resolver
 from kubewire.server.writes.scale_subresource import serve_scale
 from kubewire.server.writes.token_request import serve_token_request
 from kubewire.status import (
@@ -119,6 +122,7 @@ class APIServer:
         self.tls = None if config.insecure_http else tls_files(config)
         self.controllers = ControllerManager(self.ctx, cluster_ca(config, self.tls))
         self.access = Access(config, self.tls, self.ctx)
+        self.rbac_resolver = rbac_resolver(self.ctx)  # escalation checks read RBAC objects here
         self.auditor = _auditor(config)  # None unless auditing: no cost per request then
         self.observer = Observer(self.ctx, config)
         store.on_request = self.observer.store_request
@@ -310,8 +314,24 @@ class APIServer:
             info.verb = resource_verb(request, info.route)
             if self.faults.request_faults and await self.faults.before_request(request, info):
                 return None  # its connection was reset
-        with self.observer.admit(request, info):
-            return await self._dispatch(request, route, info.user)
+        if info.user is None or request.method not in _WRITE_METHODS:
+            with self.observer.admit(request, info):
+                return await self._dispatch(request, route, info.user)
+        # who writes: the escalation checks on RBAC objects ask (writes/rbac_writes)
+        token = REQUESTER.set(Requester(info.user, partial(self._allows, info.user),
+                                        self.rbac_resolver))
+        try:
+            with self.observer.admit(request, info):
+                return await self._dispatch(request, route, info.user)
+        finally:
+            REQUESTER.reset(token)
+
+    def _allows(self, user: UserInfo, check: Check) -> bool:
+        """Whether the server's authorizers allow ``user`` the escalation checks' ``check``."""
+        attrs = Attributes(user, check.verb, resource_request=True, namespace=check.namespace,
+                           api_group=check.api_group, api_version=check.api_version,
+                           resource=check.resource, name=check.name)
+        return self.access.authorizer.authorize(attrs)[0]
 
     async def _public(self, request: Request) -> Response:
         """Health and version: open to anyone."""
@@ -433,6 +453,7 @@ def _warning_header(text: str) -> tuple[str, str]:
     return "Warning", '299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+_WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})  # the writes that create or update
 SubresourceHandler = Callable[[ServerContext, Request, Route], Awaitable[Response]]
 # Subresources with handlers of their own (status and finalize go through the object's).
 _SUBRESOURCE_HANDLERS: dict[str, SubresourceHandler] = {

@@ -4,11 +4,13 @@ kube-apiserver's own bootstrap controller).
 ``deletion`` (namespace contents, graceful pods), ``namespace_defaults`` (the ``default``
 ServiceAccount and ``kube-root-ca.crt`` in every namespace), ``crds`` (naming, establishing,
 serving and cleanup of CustomResourceDefinitions), ``preinstalled_crds`` (the Gateway API CRDs
-created at start when absent) and ``bootstrap`` (the ``default/kubernetes`` Service and
-EndpointSlice, once the server listens). ``ServerConfig.controllers`` (kube-controller-manager's
-``--controllers``, read by ``selection``) switches the first two off or on, part by part; the
-API server's own (``crds``, ``bootstrap``, the pre-installed CRDs) always run. With
-``ServerConfig.leader_elect`` the first two (kube-controller-manager's part) run only while this
+created at start when absent), ``rbac_bootstrap`` (the default cluster roles and bindings
+reconciled at start), ``clusterrole_aggregation`` (aggregated ClusterRoles' rules) and
+``bootstrap`` (the ``default/kubernetes`` Service and EndpointSlice, once the server listens).
+``ServerConfig.controllers`` (kube-controller-manager's ``--controllers``, read by
+``selection``) switches the first two and the aggregation off or on, part by part; the API
+server's own (``crds``, ``bootstrap``, the pre-installed CRDs, the RBAC defaults) always run. With
+``ServerConfig.leader_elect`` those three (kube-controller-manager's part) run only while this
 server holds the controller-manager Lease (``leadership``); the API server's own run on every
 server, as in kube.
 """
@@ -21,11 +23,14 @@ from typing import TYPE_CHECKING
 
 from kubewire.server.context import ServerContext, elects_leader
 from kubewire.server.controllers.bootstrap import KubernetesService
+from kubewire.server.controllers.clusterrole_aggregation import ClusterRoleAggregation
 from kubewire.server.controllers.crds import CustomResourceDefinitions
 from kubewire.server.controllers.deletion import Controllers
 from kubewire.server.controllers.namespace_defaults import NamespaceDefaults
 from kubewire.server.controllers.preinstalled_crds import PreinstalledCRDs
+from kubewire.server.controllers.rbac_bootstrap import RbacBootstrap
 from kubewire.server.controllers.selection import (
+    CLUSTERROLE_AGGREGATION,
     NAMESPACE,
     POD_TERMINATION,
     ROOT_CA_PUBLISHER,
@@ -56,12 +61,18 @@ class ControllerManager:
         self.kubernetes_service = KubernetesService(ctx)
         self.crds = CustomResourceDefinitions(ctx)
         self.preinstalled = PreinstalledCRDs(ctx)
+        self.rbac_bootstrap = RbacBootstrap(ctx)
+        self.aggregation = (ClusterRoleAggregation(ctx)
+                            if chosen.enabled(CLUSTERROLE_AGGREGATION) else None)
         self._installing: asyncio.Task[None] | None = None
+        self._bootstrapping: asyncio.Task[None] | None = None
         self._serving = False
         self._changed = asyncio.Event()
         for queue in (self.namespace_defaults.queue, self.kubernetes_service.queue,
                       self.crds.queue):
             queue.on_idle = self._changed.set
+        if self.aggregation is not None:
+            self.aggregation.queue.on_idle = self._changed.set
         # kube-controller-manager's part: on from start, or while elected
         self.leadership: Leadership | None = None
         if elects_leader(ctx.config):
@@ -80,18 +91,25 @@ class ControllerManager:
         self._installing = asyncio.get_running_loop().create_task(
             self.preinstalled.install(), name="preinstalled-crds")
         self._installing.add_done_callback(lambda _: self._changed.set())
+        self._bootstrapping = asyncio.get_running_loop().create_task(
+            self.rbac_bootstrap.reconcile(), name="rbac-bootstrap")
+        self._bootstrapping.add_done_callback(lambda _: self._changed.set())
 
     def _lead(self) -> None:
         """Start kube-controller-manager's part (at start, or on acquiring the Lease)."""
         self._kcm_running = True
         self.deletion.start()
         self.namespace_defaults.start()
+        if self.aggregation is not None:
+            self.aggregation.start()
         self._changed.set()
 
     async def _step_down(self) -> None:
         """Stop it (on losing the Lease, or at stop)."""
         if self._kcm_running:
             self._kcm_running = False
+            if self.aggregation is not None:
+                await self.aggregation.stop()
             await self.namespace_defaults.stop()
             await self.deletion.stop()
         self._changed.set()
@@ -110,9 +128,12 @@ class ControllerManager:
         if election is not None and not (election.tried
                                          and election.leading == self._kcm_running):
             return False
-        return ((not self._kcm_running or self.namespace_defaults.queue.idle)
+        kcm_idle = self.namespace_defaults.queue.idle and (
+            self.aggregation is None or self.aggregation.queue.idle)
+        return ((not self._kcm_running or kcm_idle)
                 and self.kubernetes_service.queue.idle
-                and self.crds.queue.idle and self.preinstalled.served)
+                and self.crds.queue.idle and self.preinstalled.served
+                and self.rbac_bootstrap.done)
 
     async def settled(self, timeout_s: float = SETTLE_TIMEOUT_S) -> None:
         """Wait (at most ``timeout_s``) until the start-up work is written: a server whose
@@ -143,9 +164,10 @@ class ControllerManager:
             await self.leadership.stop()  # its controllers stop, then the Lease is released
         if self._serving:
             await self.kubernetes_service.stop()
-        if self._installing is not None:
-            self._installing.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._installing
+        for task in (self._installing, self._bootstrapping):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await self.crds.stop()
         await self._step_down()

@@ -19,9 +19,11 @@ NAMESPACE = "namespace-controller"
 SERVICE_ACCOUNT = "serviceaccount-controller"
 ROOT_CA_PUBLISHER = "root-ca-certificate-publisher-controller"
 POD_TERMINATION = "pod-termination-controller"  # kubewire's own: what kubelets do at a deletion
+CLUSTERROLE_AGGREGATION = "clusterrole-aggregation-controller"
 
 # What kubewire runs, by the name that switches it.
-CONTROLLERS = (NAMESPACE, SERVICE_ACCOUNT, ROOT_CA_PUBLISHER, POD_TERMINATION)
+CONTROLLERS = (NAMESPACE, SERVICE_ACCOUNT, ROOT_CA_PUBLISHER, POD_TERMINATION,
+               CLUSTERROLE_AGGREGATION)
 
 # kube v1.32's aliases (cmd/kube-controller-manager/names KCMControllerAliases), alias -> name.
 ALIASES: dict[str, str] = {
@@ -57,7 +59,7 @@ ALIASES: dict[str, str] = {
     "persistentvolume-binder": "persistentvolume-binder-controller",
     "attachdetach": "persistentvolume-attach-detach-controller",
     "persistentvolume-expander": "persistentvolume-expander-controller",
-    "clusterrole-aggregation": "clusterrole-aggregation-controller",
+    "clusterrole-aggregation": CLUSTERROLE_AGGREGATION,
     "pvc-protection": "persistentvolumeclaim-protection-controller",
     "pv-protection": "persistentvolume-protection-controller",
     "ttl-after-finished": "ttl-after-finished-controller",

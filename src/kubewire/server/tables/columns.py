@@ -79,6 +79,9 @@ CELL_FORMATTERS: Mapping[str, CellFormatter] = MappingProxyType({
     "event_count": kinds.event_count, "event_object": kinds.event_object,
     "event_subobject": kinds.event_subobject, "event_source": kinds.event_source,
     "event_message": kinds.event_message,
+    "binding_role": kinds.binding_role, "binding_users": kinds.binding_users,
+    "binding_groups": kinds.binding_groups,
+    "binding_service_accounts": kinds.binding_service_accounts,
 })
 """Named cell formatters ``(value at path, now) -> cell``."""
 
@@ -106,6 +109,12 @@ def crd_column(name: str, json_path: str, column_type: str, priority: int = 0) -
 
 
 CRD_AGE = crd_column("Age", ".metadata.creationTimestamp", "date")
+
+_BINDINGS = PrinterSpec((
+    NAME, Column("Role", "roleRef", "binding_role"), AGE,
+    wide("Users", "subjects", "binding_users"), wide("Groups", "subjects", "binding_groups"),
+    wide("ServiceAccounts", "subjects", "binding_service_accounts"),
+))
 
 PRINTERS: Mapping[str, PrinterSpec] = MappingProxyType({
     "core/namespaces": PrinterSpec((NAME, Column("Status", "status.phase"), AGE)),
@@ -162,6 +171,12 @@ PRINTERS: Mapping[str, PrinterSpec] = MappingProxyType({
         NAME, Column("AddressType", "addressType"), Column("Ports", "ports", "slice_ports"),
         Column("Endpoints", "endpoints", "slice_endpoints"), AGE,
     )),
+    # printers.go roleBindingsColumnDefinitions (both bindings); Roles and ClusterRoles have no
+    # printer handler: the default table
+    "rbac.authorization.k8s.io/rolebindings": _BINDINGS,
+    "rbac.authorization.k8s.io/clusterrolebindings": _BINDINGS,
+    "rbac.authorization.k8s.io/roles": PrinterSpec((NAME, CREATED_AT)),
+    "rbac.authorization.k8s.io/clusterroles": PrinterSpec((NAME, CREATED_AT)),
     # apiextensions-apiserver serves CRDs with the default table (no printer handlers)
     "apiextensions.k8s.io/customresourcedefinitions": PrinterSpec((NAME, CREATED_AT)),
 })

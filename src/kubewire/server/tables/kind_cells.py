@@ -229,3 +229,34 @@ def configmap_data(obj: JSON, now: datetime) -> Cell:
     """ConfigMaps' DATA: keys of ``data`` plus keys of ``binaryData``."""
     cm = as_dict(obj)
     return len(as_dict(cm.get("data"))) + len(as_dict(cm.get("binaryData")))
+
+
+def _subjects(value: JSON, kind: str) -> Cell:
+    """One kind's part of ``rbac.SubjectsStrings``, joined with ", " as ``printRoleBinding``
+    does: users and groups by name, service accounts as ``namespace/name``."""
+    names = []
+    for subject in value if isinstance(value, list) else []:
+        if isinstance(subject, dict) and subject.get("kind") == kind:
+            name = str(subject.get("name") or "")
+            if kind == "ServiceAccount":
+                name = f"{subject.get('namespace') or ''}/{name}"
+            names.append(name)
+    return ", ".join(names)
+
+
+def binding_role(value: JSON, now: datetime) -> Cell:
+    """``printRoleBinding``'s ROLE: ``<roleRef.kind>/<roleRef.name>``."""
+    ref = value if isinstance(value, dict) else {}
+    return f"{ref.get('kind') or ''}/{ref.get('name') or ''}"
+
+
+def binding_users(value: JSON, now: datetime) -> Cell:
+    return _subjects(value, "User")
+
+
+def binding_groups(value: JSON, now: datetime) -> Cell:
+    return _subjects(value, "Group")
+
+
+def binding_service_accounts(value: JSON, now: datetime) -> Cell:
+    return _subjects(value, "ServiceAccount")

@@ -339,6 +339,20 @@ def default_endpoint_slice(slice_: dict[str, JSON]) -> None:
         _set_if_nil(port, "protocol", "TCP")
 
 
+def default_binding(binding: dict[str, JSON]) -> None:
+    """rbac/v1 SetDefaults_RoleBinding / _ClusterRoleBinding (an empty ``roleRef.apiGroup`` is
+    ``rbac.authorization.k8s.io``) and SetDefaults_Subject (an empty ``apiGroup`` of a User or
+    Group subject is ``rbac.authorization.k8s.io``; a ServiceAccount's stays "")."""
+    role_ref = _child(binding, "roleRef")
+    if role_ref is not None and not role_ref.get("apiGroup"):
+        role_ref["apiGroup"] = _RBAC_GROUP
+    for subject in _items(binding, "subjects"):
+        if not subject.get("apiGroup") and subject.get("kind") in ("User", "Group"):
+            subject["apiGroup"] = _RBAC_GROUP
+
+
+_RBAC_GROUP = "rbac.authorization.k8s.io"
+
 KIND_DEFAULTERS: Mapping[str, tuple[Defaulter, ...]] = MappingProxyType({
     "core/pods": (default_pod,),
     "apps/deployments": (default_deployment,),
@@ -348,6 +362,10 @@ KIND_DEFAULTERS: Mapping[str, tuple[Defaulter, ...]] = MappingProxyType({
     "networking.k8s.io/networkpolicies": (default_network_policy,),
     "discovery.k8s.io/endpointslices": (default_endpoint_slice,),
     "apiextensions.k8s.io/customresourcedefinitions": (default_crd,),
+    "rbac.authorization.k8s.io/rolebindings": (default_binding,),
+    "rbac.authorization.k8s.io/clusterrolebindings": (default_binding,),
+    "rbac.authorization.k8s.io/roles": (),
+    "rbac.authorization.k8s.io/clusterroles": (),
     # No visible defaults: ConfigMap's ``data: {}`` is dropped by omitempty; Ingress has none
     # (``pathType`` is required); ServiceAccount, Lease and both Events have no defaulter.
     "core/configmaps": (),

@@ -25,6 +25,12 @@ from kubewire.server.writes.validation.lease import validate_lease
 from kubewire.server.writes.validation.networking import validate_ingress, validate_network_policy
 from kubewire.server.writes.validation.node import validate_namespace, validate_node
 from kubewire.server.writes.validation.pods.spec import validate_pod
+from kubewire.server.writes.validation.rbac import (
+    validate_cluster_role,
+    validate_cluster_role_binding,
+    validate_role,
+    validate_role_binding,
+)
 from kubewire.server.writes.validation.service import validate_service
 from kubewire.status import FieldError
 
@@ -44,6 +50,10 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "networking.k8s.io/networkpolicies": validate_network_policy,
     "discovery.k8s.io/endpointslices": validate_endpoint_slice,
     "coordination.k8s.io/leases": validate_lease,
+    "rbac.authorization.k8s.io/roles": validate_role,
+    "rbac.authorization.k8s.io/clusterroles": validate_cluster_role,
+    "rbac.authorization.k8s.io/rolebindings": validate_role_binding,
+    "rbac.authorization.k8s.io/clusterrolebindings": validate_cluster_role_binding,
     "apiextensions.k8s.io/customresourcedefinitions": validate_custom_resource_definition,
 })
 
