@@ -78,6 +78,7 @@ BUILTIN_RESOURCES: dict[str, str] = {
     **SPECIAL,
     "core/events": "events",  # cohabits with events.k8s.io/events, which kubewire keys
 }
+_CRDS = "apiextensions.k8s.io/customresourcedefinitions"
 _REVERSE: dict[str, str] = {etcd: kw for kw, etcd in BUILTIN_RESOURCES.items()
                             if kw != "core/events"}
 # the multi-segment resource prefixes, matched before the first segment alone
@@ -112,9 +113,11 @@ class EtcdKeys:
         return BUILTIN_RESOURCES.get(kind_id, kind_id)
 
     def is_custom(self, key: str) -> bool:
-        """True for keys kube keeps as unstructured maps (CRDs' resources, CRDs themselves)."""
+        """True for keys kube keeps as unstructured maps: custom resources. A CRD itself is a
+        typed object in kube (apiextensions-apiserver's ``CustomResourceDefinition`` struct),
+        stored ``kind`` and ``apiVersion`` first like a built-in kind."""
         kind = _kind_of(key)
-        return kind is not None and kind[0] not in BUILTIN_RESOURCES
+        return kind is not None and kind[0] not in BUILTIN_RESOURCES and kind[0] != _CRDS
 
     def to_etcd(self, key: str) -> bytes:
         """The etcd key (or key prefix) of a kubewire key that names a kind."""
