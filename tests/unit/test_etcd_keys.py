@@ -82,7 +82,8 @@ def test_built_in_values_are_go_json_without_resource_version() -> None:
     assert back["metadata"] == {"name": "c", "namespace": "n", "uid": "u",
                                 "resourceVersion": "42"}
     assert back["data"] == obj["data"]
-    assert encoded == msgspec.json.encode(back) and encoded.startswith(b'{"apiVersion":"v1",')
+    assert encoded == msgspec.json.encode(back)
+    assert encoded.startswith(b'{"kind":"ConfigMap","apiVersion":"v1",')  # as stored elsewhere
 
 
 def test_custom_resource_values_have_every_key_sorted() -> None:
@@ -113,3 +114,18 @@ def test_a_crd_is_stored_as_a_typed_object_and_a_custom_resource_sorted() -> Non
     assert stored_value(gizmo, custom=KEYS.is_custom(cr_key)) == (
         b'{"apiVersion":"tests.kubewire.io/v1","kind":"Gizmo",'
         b'"metadata":{"name":"g1","namespace":"default"},"spec":{"size":1}}\n')
+
+
+def test_a_stored_value_reads_back_kind_first_as_the_other_stores_hold_it() -> None:
+    """A list drops ``{"kind":..,"apiVersion":..,`` from a built-in kind's items by prefix
+    (wire/encoding.list_item): a value read back must begin with it, whoever wrote it."""
+    for stored in (b'{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a"}}\n',
+                   b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}\n',
+                   b'{"metadata":{"name":"a"},"apiVersion":"v1","kind":"ConfigMap"}\n'):
+        obj, value = read_value(stored, 7)
+        assert value == (b'{"kind":"ConfigMap","apiVersion":"v1",'
+                         b'"metadata":{"name":"a","resourceVersion":"7"}}')
+        assert list(obj) == ["kind", "apiVersion", "metadata"]
+    _, value = read_value(b'{"apiVersion":"tests.kubewire.io/v1","kind":"Gizmo",'
+                          b'"metadata":{"name":"g1"},"spec":{"size":1}}\n', 3)
+    assert value.startswith(b'{"kind":"Gizmo","apiVersion":"tests.kubewire.io/v1",')

@@ -185,10 +185,11 @@ def stored_value(obj: dict[str, Any], *, custom: bool) -> bytes:
 
 def read_value(stored: bytes, revision: int) -> tuple[dict[str, Any], bytes]:
     """``(object, compact JSON)`` of a stored value at ``revision``: its resourceVersion set,
-    ``apiVersion`` and ``kind`` first (as kubewire's other stores hold objects)."""
+    ``kind`` and ``apiVersion`` first (as kubewire's other stores hold objects, and as a list
+    expects to find them when it drops them from a built-in kind's items)."""
     obj = _decode(stored)
-    if "apiVersion" in obj and "kind" in obj and next(iter(obj)) != "apiVersion":
-        obj = {"apiVersion": obj.pop("apiVersion"), "kind": obj.pop("kind"), **obj}
+    if "apiVersion" in obj and "kind" in obj and list(obj)[:2] != ["kind", "apiVersion"]:
+        obj = {"kind": obj.pop("kind"), "apiVersion": obj.pop("apiVersion"), **obj}
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
         meta = obj["metadata"] = {}
