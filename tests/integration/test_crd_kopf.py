@@ -271,7 +271,15 @@ def test_05_handlers_create_update_field_delete_resume(
     # The finalizer is kopf's first write, before any handler's progress.
     assert finalizers(events[1]) == [FINALIZER]
     assert not [k for k in annotations(events[1]) if k.startswith(KOPF_PREFIX)]
-    assert all(finalizers(e) == [FINALIZER] for e in events[1:])
+    # kopf spawns the daemons before it patches its finalizer in (kopf's processing.py: the
+    # spawning cause first, the finalizer in the event's closing patch), so a daemon's first
+    # status patch may land on either side of it (on etcd it often lands first); once there,
+    # the finalizer stays on every event, from before the deletion mark to the end
+    held = [finalizers(e) == [FINALIZER] for e in events]
+    assert True in held
+    first = held.index(True)
+    assert 1 <= first <= 2 and not marked(events[first])
+    assert all(held[first:])
     assert last_handled(created[-1]) == essence(OBJ["spec"])
     assert last_handled(updated[-1]) == essence({**OBJ["spec"], "field": "changed"})
     assert updated[-1]["object"]["metadata"]["generation"] == 2  # the spec change only
@@ -394,7 +402,15 @@ def test_14_daemons_patch_status_and_hold_the_finalizer(
     messages = [(e["object"].get("status") or {}).get("message") for e in events]
     assert [m for m, _ in itertools.groupby(messages) if m] == [
         "Failed 1 times.", "Failed 2 times.", "Failed 3 times.", "Accompanying is finished."]
-    assert all(finalizers(e) == [FINALIZER] for e in events[1:])
+    # kopf spawns the daemons before it patches its finalizer in (kopf's processing.py: the
+    # spawning cause first, the finalizer in the event's closing patch), so a daemon's first
+    # status patch may land on either side of it (on etcd it often lands first); once there,
+    # the finalizer stays on every event, from before the deletion mark to the end
+    held = [finalizers(e) == [FINALIZER] for e in events]
+    assert True in held
+    first = held.index(True)
+    assert 1 <= first <= 2 and not marked(events[first])
+    assert all(held[first:])
     finished = next(e for e in deleted
                     if e["object"]["status"]["message"] == "Accompanying is finished.")
     assert marked(finished) and finished["type"] == "MODIFIED"
