@@ -15,9 +15,10 @@ same in both spaces.
 Values: kube-apiserver with ``--storage-media-type application/json`` stores Go's
 ``json.Encoder`` output: ``kind`` and ``apiVersion`` first, no ``metadata.resourceVersion``
 (the revision is etcd's ``mod_revision``) and no ``selfLink``, ``<``, ``>`` and ``&`` escaped,
-a ``\\n`` at the end; custom resources (unstructured maps) with every object's keys sorted.
+a ``\\n`` at the end; custom resources (unstructured maps; a CRD itself is typed) with every
+object's keys sorted.
 ``stored_value`` writes that form; ``read_value`` turns it back into what kubewire's stores
-hand out (``apiVersion`` and ``kind`` first, ``resourceVersion`` last in metadata).
+hand out (``kind`` and ``apiVersion`` first, ``resourceVersion`` last in metadata).
 Written by hand: a table of kube's names and a few byte rules, no library holds them.
 """
 
