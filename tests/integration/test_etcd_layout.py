@@ -1,6 +1,7 @@
 """What is particular to kubewire on etcd, seen from outside: real clients (kubectl, HTTP) on one
-side, ``etcdctl`` (Debian's etcd-client, ETCDCTL_API=3) on the other, one real etcd member per
-test (``tests/etcd_cluster``) and the server under kube's own prefix, ``/registry``.
+side, ``etcdctl`` (Debian's etcd-client, ETCDCTL_API=3) on the other, a real etcd per test
+(``tests/etcd_cluster``: one member, three with ``KUBEWIRE_TEST_STORAGE=etcd-3``) and the
+server under kube's own prefix, ``/registry``.
 
 - Objects are where kube-apiserver v1.32 keeps them (``/registry/configmaps/<ns>/<name>``,
   ``services/specs``, ``minions``, ``ingress``, ``deployments`` without a group segment, a
@@ -33,6 +34,7 @@ from tests.integration import kubectl
 from tests.integration.custom_kinds import GIZMO, serve
 from tests.integration.harness import ServerThread
 from tests.integration.wire import call, create, get, list_rv, ok, rv_of, wait_for, watch
+from tests.storage_choice import chosen
 
 ETCDCTL = shutil.which("etcdctl")
 pytestmark = [
@@ -46,7 +48,8 @@ NS = "default"
 
 @pytest.fixture
 def etcd() -> Iterator[Cluster]:
-    with etcd_cluster(1) as cluster:
+    """One member; three under ``KUBEWIRE_TEST_STORAGE=etcd-3`` (``make test-etcd``)."""
+    with etcd_cluster(3 if chosen() == "etcd-3" else 1) as cluster:
         yield cluster
 
 
