@@ -271,15 +271,7 @@ def test_05_handlers_create_update_field_delete_resume(
     # The finalizer is kopf's first write, before any handler's progress.
     assert finalizers(events[1]) == [FINALIZER]
     assert not [k for k in annotations(events[1]) if k.startswith(KOPF_PREFIX)]
-    # kopf spawns the daemons before it patches its finalizer in (kopf's processing.py: the
-    # spawning cause first, the finalizer in the event's closing patch), so a daemon's first
-    # status patch may land on either side of it (on etcd it often lands first); once there,
-    # the finalizer stays on every event, from before the deletion mark to the end
-    held = [finalizers(e) == [FINALIZER] for e in events]
-    assert True in held
-    first = held.index(True)
-    assert 1 <= first <= 2 and not marked(events[first])
-    assert all(held[first:])
+    assert all(finalizers(e) == [FINALIZER] for e in events[1:])
     assert last_handled(created[-1]) == essence(OBJ["spec"])
     assert last_handled(updated[-1]) == essence({**OBJ["spec"], "field": "changed"})
     assert updated[-1]["object"]["metadata"]["generation"] == 2  # the spec change only
@@ -408,9 +400,9 @@ def test_14_daemons_patch_status_and_hold_the_finalizer(
     # the finalizer stays on every event, from before the deletion mark to the end
     held = [finalizers(e) == [FINALIZER] for e in events]
     assert True in held
-    first = held.index(True)
-    assert 1 <= first <= 2 and not marked(events[first])
-    assert all(held[first:])
+    since = held.index(True)
+    assert 1 <= since <= 2 and not marked(events[since])
+    assert all(held[since:])
     finished = next(e for e in deleted
                     if e["object"]["status"]["message"] == "Accompanying is finished.")
     assert marked(finished) and finished["type"] == "MODIFIED"
