@@ -353,3 +353,27 @@ def test_compacted_revisions_get_kubes_410s(on_etcd: Callable[..., ServerThread]
     assert get(server, f"{collection}/busy")["data"] == {"n": "20"}
     assert call(server, "GET", f"{collection}?resourceVersion={current}"
                                "&resourceVersionMatch=Exact").status == 200
+
+
+def test_a_pod_delete_answers_the_pod_at_the_deletes_revision(
+        on_etcd: Callable[..., ServerThread]) -> None:
+    """An unscheduled pod's DELETE marks it (grace 0) and removes it; kubewire's pod-termination
+    controller, seeing the mark, may remove it first (on etcd it often does). Either way the
+    answer is the removed pod at the delete's revision, as its DELETED event carries it."""
+    server = on_etcd()
+    pods = "/api/v1/namespaces/default/pods"
+    names = [f"p{i}" for i in range(15)]
+    for name in names:
+        create(server, pods, {"metadata": {"name": name},
+                              "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+    answers: dict[str, dict[str, Any]] = {}
+    with watch(server, pods, resourceVersion=list_rv(server, pods)) as stream:
+        for name in names:
+            answers[name] = ok(call(server, "DELETE", f"{pods}/{name}"), 200)
+        events = stream.events_until(lambda e: e["type"] == "DELETED"
+                                     and e["object"]["metadata"]["name"] == names[-1])
+    deleted = {e["object"]["metadata"]["name"]: e["object"] for e in events
+               if e["type"] == "DELETED"}
+    assert sorted(deleted) == sorted(names)
+    for name in names:
+        assert answers[name] == deleted[name], name
