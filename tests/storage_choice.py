@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import atexit
 import os
+import signal
+import threading
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
@@ -57,7 +59,23 @@ def cluster() -> Cluster:
     global _cluster
     if _cluster is None:
         _cluster = _stack.enter_context(etcd_cluster(CHOICES[chosen()]))
+        _stop_on_sigterm()
     return _cluster
+
+
+def _stop_on_sigterm() -> None:
+    """The members run in sessions of their own and atexit does not run on SIGTERM: a test run
+    stopped that way stops them first (where nobody else handles SIGTERM)."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        return
+
+    def on_term(signum: int, _frame: object) -> None:
+        stop()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    signal.signal(signal.SIGTERM, on_term)
 
 
 def prefix_for(data_dir: Path) -> str:
