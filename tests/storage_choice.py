@@ -102,3 +102,10 @@ def stop() -> None:
 
 
 atexit.register(stop)
+
+
+def range_writes(kind_plural: str) -> int:
+    """Store writes beside a Service's own create or delete: on etcd the server keeps kube's
+    allocator range (``/registry/ranges/serviceips``) in the store, one more revision each (a
+    ClusterIP Service; SQLite keeps ranges in memory)."""
+    return 1 if on_etcd() and kind_plural == "services" else 0
