@@ -53,12 +53,12 @@ test: setup lint
 
 # The suites on etcd (tests/storage_choice.py: KUBEWIRE_TEST_STORAGE puts every test server on a
 # real etcd, each under its own prefix). `make test` runs a short form on one etcd member: the
-# watch conformance scenarios, the wire-level watch protocol and kubernetes_asyncio (about 35 s;
+# watch conformance scenarios, the wire-level watch protocol and kubernetes_asyncio (31-35 s;
 # the store contract and tests/integration/test_etcd_layout.py run on etcd in the main run
 # anyway). `make test-etcd`, the long form: the store contract suite on etcd, then every
 # integration suite (conformance, wire-level and server tests, the peer clients: kubectl,
 # kubernetes, kubernetes_asyncio, lightkube, kr8s, kopf) on one member and on a three-member
-# cluster (about 20 minutes on 2 cores: 9-10 min per cluster).
+# cluster (20-24 minutes on 2 shared cores: 10-12 min per cluster).
 ETCD_SHORT := tests/integration/test_watch_conformance.py tests/integration/test_watch_protocol.py \
               tests/integration/test_client_kubernetes_asyncio.py
 test-etcd: setup
