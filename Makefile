@@ -6,7 +6,8 @@ BIN := $(VENV)/bin
 DATA_DIR ?= ./data
 PORT ?= 6443
 
-.PHONY: setup serve up down test lint typecheck unit integration reliability e2e-kubernetes clean
+.PHONY: setup serve up down test test-etcd lint typecheck unit integration reliability e2e-kubernetes \
+        clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -48,6 +49,24 @@ test: setup lint
 	tools/ensure-kubectl
 	tools/ensure-etcd
 	$(BIN)/pytest -q
+	KUBEWIRE_TEST_STORAGE=etcd $(BIN)/pytest -q $(ETCD_SHORT)
+
+# The suites on etcd (tests/storage_choice.py: KUBEWIRE_TEST_STORAGE puts every test server on a
+# real etcd, each under its own prefix). `make test` runs a short form on one etcd member: the
+# watch conformance scenarios, the wire-level watch protocol and kubernetes_asyncio (31-35 s;
+# the store contract and tests/integration/test_etcd_layout.py run on etcd in the main run
+# anyway). `make test-etcd`, the long form: the store contract suite on etcd, then every
+# integration suite (conformance, wire-level and server tests, the peer clients: kubectl,
+# kubernetes, kubernetes_asyncio, lightkube, kr8s, kopf) on one member and on a three-member
+# cluster (20-24 minutes on 2 shared cores: 10-12 min per cluster).
+ETCD_SHORT := tests/integration/test_watch_conformance.py tests/integration/test_watch_protocol.py \
+              tests/integration/test_client_kubernetes_asyncio.py
+test-etcd: setup
+	tools/ensure-kubectl
+	tools/ensure-etcd
+	$(BIN)/pytest -q tests/unit/test_store_contract.py -k etcd
+	KUBEWIRE_TEST_STORAGE=etcd $(BIN)/pytest -q tests/integration
+	KUBEWIRE_TEST_STORAGE=etcd-3 $(BIN)/pytest -q tests/integration
 
 # Long forms of the reliability runs (crash safety, slow consumers, concurrency, hostile clients,
 # soak): one line per property with its figures; the short forms run in `make test`.

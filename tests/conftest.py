@@ -15,3 +15,14 @@ import anyio._backends._asyncio  # noqa: F401
 collect_ignore = ["external"]
 
 from tests.socket_leaks import pytest_configure, pytest_terminal_summary  # noqa: E402, F401
+
+
+def pytest_report_header() -> str:
+    from tests.storage_choice import ENV, chosen
+    return f"test servers' store: {chosen()} ({ENV})"
+
+
+def pytest_sessionfinish() -> None:
+    """Stop the session's etcd cluster, if test servers ran on one (tests/storage_choice)."""
+    from tests.storage_choice import stop
+    stop()

@@ -2,6 +2,9 @@
 
 A thread (not the test's loop) so that blocking clients — kubectl in a subprocess, the official
 ``kubernetes`` package — and async clients can all talk to it while the test waits on them.
+
+``KUBEWIRE_TEST_STORAGE=etcd`` (or ``etcd-3``) puts every server that would use SQLite on the
+session's etcd cluster instead, under a prefix of its own (``tests/storage_choice``).
 """
 
 from __future__ import annotations
@@ -16,12 +19,15 @@ from typing import Any
 from kubewire.server.app import APIServer
 from kubewire.server.context import ServerConfig
 from tests.socket_leaks import register_server
+from tests.storage_choice import storage_overrides
 
 
 class ServerThread:
     """``start()`` blocks until the server listens; ``stop()`` until it has shut down."""
 
     def __init__(self, config: ServerConfig) -> None:
+        if config.storage == "sqlite":
+            config = replace(config, **storage_overrides(config.data_dir))
         self.config = config
         self.server: APIServer | None = None
         self.url = ""

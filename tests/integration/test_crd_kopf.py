@@ -394,7 +394,15 @@ def test_14_daemons_patch_status_and_hold_the_finalizer(
     messages = [(e["object"].get("status") or {}).get("message") for e in events]
     assert [m for m, _ in itertools.groupby(messages) if m] == [
         "Failed 1 times.", "Failed 2 times.", "Failed 3 times.", "Accompanying is finished."]
-    assert all(finalizers(e) == [FINALIZER] for e in events[1:])
+    # kopf spawns the daemons before it patches its finalizer in (kopf's processing.py: the
+    # spawning cause first, the finalizer in the event's closing patch), so a daemon's first
+    # status patch may land on either side of it (on etcd it often lands first); once there,
+    # the finalizer stays on every event, from before the deletion mark to the end
+    held = [finalizers(e) == [FINALIZER] for e in events]
+    assert True in held
+    since = held.index(True)
+    assert 1 <= since <= 2 and not marked(events[since])
+    assert all(held[since:])
     finished = next(e for e in deleted
                     if e["object"]["status"]["message"] == "Accompanying is finished.")
     assert marked(finished) and finished["type"] == "MODIFIED"

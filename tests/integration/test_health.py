@@ -12,6 +12,7 @@ from tests.integration.harness import ServerThread
 from tests.integration.kubectl import needs_kubectl, ok, run
 from tests.integration.wire import call
 from tests.reliability.proc import writer_pid
+from tests.storage_choice import sqlite_only
 
 HOOK = "poststarthook/start-system-namespaces-controller"
 CRDS_HOOK = "poststarthook/crd-informer-synced"  # before the namespaces hook, as kube lists
@@ -66,6 +67,7 @@ def test_single_checks_and_unknown_ones(server: ServerThread) -> None:
         assert (reply.status, reply.body) == (404, b"404 page not found\n"), path
 
 
+@sqlite_only("kills SQLite's writer process, which an etcd-backed server has none of")
 def test_a_dead_writer_fails_the_store_checks(server: ServerThread) -> None:
     os.kill(writer_pid(server.config.data_dir), signal.SIGKILL)
     deadline = time.monotonic() + 10

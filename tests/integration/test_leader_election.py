@@ -33,6 +33,7 @@ from kubewire.models.coordination_k8s_io_v1 import LeaseSpec
 from tests.integration import kubectl
 from tests.integration.harness import ServerThread
 from tests.integration.wire import call, create
+from tests.storage_choice import sqlite_only
 
 WAIT_S = 20.0
 LOCK = "my-operator"
@@ -332,6 +333,7 @@ def _controllers(server: ServerThread) -> Any:
     return server.server.controllers
 
 
+@sqlite_only("on etcd the server elects from its first start, so the operator cannot lead first")
 async def test_server_runs_namespace_finalization_only_while_it_holds_the_lease(
         make_server: Callable[..., ServerThread]) -> None:
     server = make_server(namespace_deletion_delay_s=0.0)

@@ -33,6 +33,7 @@ from tests.integration.wire import (
     types_and_names,
     watch,
 )
+from tests.storage_choice import range_writes
 
 LABEL = "watch-this-object"
 KINDS = pytest.mark.parametrize("kind", [POD, SERVICE, GIZMO], ids=kind_id, indirect=True)
@@ -236,6 +237,7 @@ def test_concurrent_watches_from_successive_rvs_see_the_same_order(server: Serve
     assert reference[-1] == final_rv
     assert set(written) <= set(reference), "a write was never delivered"
     # Only this writer wrote: every revision after start_rv is one of its changes.
-    assert reference == list(range(start_rv + 1, final_rv + 1))
+    if not range_writes(kind.plural):  # on etcd a Service write also writes kube's ranges
+        assert reference == list(range(start_rv + 1, final_rv + 1))
     for i, sequence in enumerate(sequences):
         assert sequence == reference[i:], f"watcher {i} diverged"

@@ -10,8 +10,10 @@ from tests.integration.harness import ServerThread
 from tests.integration.test_health import failed_etcd_lines
 from tests.integration.wire import call, create, get
 from tests.reliability.proc import writer_pid
+from tests.storage_choice import sqlite_only
 
 PODS = "/api/v1/namespaces/default/pods"
+pytestmark = sqlite_only("SQLite's writer process; an etcd-backed server has none")
 
 
 def _pod(name: str) -> dict[str, object]:

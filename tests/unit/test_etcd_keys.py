@@ -82,7 +82,8 @@ def test_built_in_values_are_go_json_without_resource_version() -> None:
     assert back["metadata"] == {"name": "c", "namespace": "n", "uid": "u",
                                 "resourceVersion": "42"}
     assert back["data"] == obj["data"]
-    assert encoded == msgspec.json.encode(back) and encoded.startswith(b'{"apiVersion":"v1",')
+    assert encoded == msgspec.json.encode(back)
+    assert encoded.startswith(b'{"kind":"ConfigMap","apiVersion":"v1",')  # as stored elsewhere
 
 
 def test_custom_resource_values_have_every_key_sorted() -> None:
@@ -93,3 +94,38 @@ def test_custom_resource_values_have_every_key_sorted() -> None:
     assert value == (b'{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"labels":'
                      b'{"a":"2","z":"1"},"name":"w","uid":"u"},"spec":{"color":"red",'
                      b'"size":1}}\n')
+
+
+def test_a_crd_is_stored_as_a_typed_object_and_a_custom_resource_sorted() -> None:
+    """A CRD is a typed object in kube (apiextensions-apiserver's struct: kind and apiVersion
+    first); only custom resources are unstructured maps."""
+    crd_key = "apiextensions.k8s.io/customresourcedefinitions/gizmos.tests.kubewire.io"
+    cr_key = "tests.kubewire.io/gizmos/default/g1"
+    assert not KEYS.is_custom(crd_key)
+    assert KEYS.is_custom(cr_key)
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "gizmos.tests.kubewire.io", "resourceVersion": "5"},
+           "spec": {"group": "tests.kubewire.io"}}
+    assert stored_value(crd, custom=KEYS.is_custom(crd_key)) == (
+        b'{"kind":"CustomResourceDefinition","apiVersion":"apiextensions.k8s.io/v1",'
+        b'"metadata":{"name":"gizmos.tests.kubewire.io"},"spec":{"group":"tests.kubewire.io"}}\n')
+    gizmo = {"kind": "Gizmo", "apiVersion": "tests.kubewire.io/v1",
+             "metadata": {"namespace": "default", "name": "g1"}, "spec": {"size": 1}}
+    assert stored_value(gizmo, custom=KEYS.is_custom(cr_key)) == (
+        b'{"apiVersion":"tests.kubewire.io/v1","kind":"Gizmo",'
+        b'"metadata":{"name":"g1","namespace":"default"},"spec":{"size":1}}\n')
+
+
+def test_a_stored_value_reads_back_kind_first_as_the_other_stores_hold_it() -> None:
+    """A list drops ``{"kind":..,"apiVersion":..,`` from a built-in kind's items by prefix
+    (wire/encoding.list_item): a value read back must begin with it, whoever wrote it."""
+    for stored in (b'{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a"}}\n',
+                   b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}\n',
+                   b'{"metadata":{"name":"a"},"apiVersion":"v1","kind":"ConfigMap"}\n'):
+        obj, value = read_value(stored, 7)
+        assert value == (b'{"kind":"ConfigMap","apiVersion":"v1",'
+                         b'"metadata":{"name":"a","resourceVersion":"7"}}')
+        assert list(obj) == ["kind", "apiVersion", "metadata"]
+    _, value = read_value(b'{"apiVersion":"tests.kubewire.io/v1","kind":"Gizmo",'
+                          b'"metadata":{"name":"g1"},"spec":{"size":1}}\n', 3)
+    assert value.startswith(b'{"kind":"Gizmo","apiVersion":"tests.kubewire.io/v1",')

@@ -23,7 +23,15 @@ from kubewire.server.wire.http_messages import Request, Response
 from kubewire.server.wire.protobuf import PROTOBUF_MEDIA_TYPE, decode_protobuf_object
 from kubewire.server.writes import lifecycle
 from kubewire.status import MethodNotAllowed, StatusError, conflict, not_found
-from kubewire.storage.base import Delete, KeyNotFoundError, RevisionMismatchError, Update
+from kubewire.storage.base import (
+    ChangeType,
+    CompactedError,
+    Delete,
+    KeyNotFoundError,
+    RevisionMismatchError,
+    StorageError,
+    Update,
+)
 
 DELETE_RETRIES = 16
 
@@ -80,14 +88,29 @@ async def _remove(ctx: ServerContext, resource: Resource, key: str, revision: in
                   marked: bytes | None) -> dict[str, Any]:
     """Remove the object at ``revision``; the DELETE response body. If the deletion controller
     removed the object we just ``marked`` first (it saw the mark in the commit feed: a pod with
-    grace 0), this deletion is done all the same."""
+    grace 0; likelier the slower the store, as on etcd), this deletion is done all the same."""
     try:
         change = await ctx.store.write(Delete(key, revision))
     except KeyNotFoundError:
         if marked is None:
             raise
-        return lifecycle.delete_response(resource, _decode(marked))
+        # kube answers the removed object at the delete's revision (etcd3 conditionalDelete),
+        # as the DELETED event carries it: here, the controller's removal
+        removed = await _removal(ctx, key, revision)
+        return lifecycle.delete_response(resource, _decode(removed or marked))
     return lifecycle.delete_response(resource, _decode(change.value))
+
+
+async def _removal(ctx: ServerContext, key: str, after: int) -> bytes | None:
+    """The DELETED value (last state at the delete's revision) of another writer's removal of
+    ``key`` after revision ``after``; None if the history no longer holds it."""
+    try:
+        await ctx.caches.wait_for_revision(await ctx.store.consistent_revision())
+        changes = await ctx.store.changes_since(after, prefix=key)
+    except (CompactedError, StorageError):
+        return None
+    return next((c.value for c in changes
+                 if c.key == key and c.type is ChangeType.DELETED), None)
 
 
 def _options_body(request: Request) -> bytes:

@@ -15,9 +15,10 @@ same in both spaces.
 Values: kube-apiserver with ``--storage-media-type application/json`` stores Go's
 ``json.Encoder`` output: ``kind`` and ``apiVersion`` first, no ``metadata.resourceVersion``
 (the revision is etcd's ``mod_revision``) and no ``selfLink``, ``<``, ``>`` and ``&`` escaped,
-a ``\\n`` at the end; custom resources (unstructured maps) with every object's keys sorted.
+a ``\\n`` at the end; custom resources (unstructured maps; a CRD itself is typed) with every
+object's keys sorted.
 ``stored_value`` writes that form; ``read_value`` turns it back into what kubewire's stores
-hand out (``apiVersion`` and ``kind`` first, ``resourceVersion`` last in metadata).
+hand out (``kind`` and ``apiVersion`` first, ``resourceVersion`` last in metadata).
 Written by hand: a table of kube's names and a few byte rules, no library holds them.
 """
 
@@ -78,6 +79,7 @@ BUILTIN_RESOURCES: dict[str, str] = {
     **SPECIAL,
     "core/events": "events",  # cohabits with events.k8s.io/events, which kubewire keys
 }
+_CRDS = "apiextensions.k8s.io/customresourcedefinitions"
 _REVERSE: dict[str, str] = {etcd: kw for kw, etcd in BUILTIN_RESOURCES.items()
                             if kw != "core/events"}
 # the multi-segment resource prefixes, matched before the first segment alone
@@ -112,9 +114,11 @@ class EtcdKeys:
         return BUILTIN_RESOURCES.get(kind_id, kind_id)
 
     def is_custom(self, key: str) -> bool:
-        """True for keys kube keeps as unstructured maps (CRDs' resources, CRDs themselves)."""
+        """True for keys kube keeps as unstructured maps: custom resources. A CRD itself is a
+        typed object in kube (apiextensions-apiserver's ``CustomResourceDefinition`` struct),
+        stored ``kind`` and ``apiVersion`` first like a built-in kind."""
         kind = _kind_of(key)
-        return kind is not None and kind[0] not in BUILTIN_RESOURCES
+        return kind is not None and kind[0] not in BUILTIN_RESOURCES and kind[0] != _CRDS
 
     def to_etcd(self, key: str) -> bytes:
         """The etcd key (or key prefix) of a kubewire key that names a kind."""
@@ -182,10 +186,11 @@ def stored_value(obj: dict[str, Any], *, custom: bool) -> bytes:
 
 def read_value(stored: bytes, revision: int) -> tuple[dict[str, Any], bytes]:
     """``(object, compact JSON)`` of a stored value at ``revision``: its resourceVersion set,
-    ``apiVersion`` and ``kind`` first (as kubewire's other stores hold objects)."""
+    ``kind`` and ``apiVersion`` first (as kubewire's other stores hold objects, and as a list
+    expects to find them when it drops them from a built-in kind's items)."""
     obj = _decode(stored)
-    if "apiVersion" in obj and "kind" in obj and next(iter(obj)) != "apiVersion":
-        obj = {"apiVersion": obj.pop("apiVersion"), "kind": obj.pop("kind"), **obj}
+    if "apiVersion" in obj and "kind" in obj and list(obj)[:2] != ["kind", "apiVersion"]:
+        obj = {"kind": obj.pop("kind"), "apiVersion": obj.pop("apiVersion"), **obj}
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
         meta = obj["metadata"] = {}
