@@ -515,16 +515,16 @@ class EtcdStore:
         at = revision or current
         if at < self._compacted:
             raise CompactedError(at, self._compacted)
-        begin, ordered = self.keys.range_of(prefix)
-        end = etcd.prefix_end(begin)
+        root, ordered = self.keys.range_of(prefix)
+        begin, end = root, etcd.prefix_end(root)
         if ordered:
             if start > prefix:
                 if not start.startswith(prefix):
                     return [], at
                 begin = self.keys.to_etcd(start)
             kvs = await self._range(begin, end, at, limit)
-            records = [Record(prefix + kv.key[len(self.keys.to_etcd(prefix)):].decode(),
-                              int(kv.mod_revision), read_value(kv.value, kv.mod_revision)[1])
+            records = [Record(prefix + kv.key[len(root):].decode(), int(kv.mod_revision),
+                              read_value(kv.value, kv.mod_revision)[1])
                        for kv in kvs]
             return records, at
         out: builtins.list[Record] = []
