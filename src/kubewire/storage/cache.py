@@ -55,7 +55,7 @@ import msgspec
 
 from kubewire.resources import Registry, Resource
 from kubewire.status import StatusError, too_large_resource_version, too_old_resource_version
-from kubewire.storage.base import Change, ChangeType, CompactedError, Store
+from kubewire.storage.base import Change, ChangeType, CompactedError, Record, Store
 from kubewire.storage.cached import (
     CachedEvent,
     CachedObject,
@@ -621,13 +621,8 @@ class WatchCaches:
         self.revision = revision = self.store.current_revision
         try:
             for resource in stored:
-                cache = WatchCache(self, resource, self.ring_capacity, revision)
                 records, _ = await self.store.list(resource.storage_prefix(), revision=revision)
-                cache.load((r.key, r.revision, r.value) for r in records)
-                for change in self._loading.pop(resource.id):
-                    if change.revision > revision:
-                        cache.apply(change)
-                self._caches[resource.id] = cache
+                self._caches[resource.id] = self._loaded(resource, records, revision, revision)
         finally:
             for resource in stored:
                 self._loading.pop(resource.id, None)
@@ -656,13 +651,20 @@ class WatchCaches:
         except BaseException:
             del self._loading[resource.id]
             raise
-        cache = WatchCache(self, resource, self.ring_capacity, max(revision, self.revision))
+        cache = self._loaded(resource, records, revision, max(revision, self.revision))
+        self.remove_kind(resource.id)
+        self._caches[resource.id] = cache
+
+    def _loaded(self, resource: Resource, records: Sequence[Record], revision: int,
+                start: int) -> WatchCache:
+        """A cache of ``resource`` (ring starting at ``start``) holding ``records``, read at
+        ``revision``, and the changes after it that came while they were read."""
+        cache = WatchCache(self, resource, self.ring_capacity, start)
         cache.load((r.key, r.revision, r.value) for r in records)
         for change in self._loading.pop(resource.id):
             if change.revision > revision:
                 cache.apply(change)
-        self.remove_kind(resource.id)
-        self._caches[resource.id] = cache
+        return cache
 
     def refresh_kinds(self, entries: Sequence[Resource]) -> None:
         """Give the caches of ``entries`` (kinds cached already) their new registry entries:
