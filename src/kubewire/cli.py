@@ -245,7 +245,7 @@ def service_account_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 def service_account_error(args: argparse.Namespace) -> str | None:
     """kube-apiserver's refusal of the service-account flags (``sa_keys``)."""
-    from kubewire.server.access.sa_keys import issuer_errors, max_expiration_error
+    from kubewire.server.access.sa_options import issuer_errors, max_expiration_error
 
     errors = issuer_errors(args.service_account_issuer or [DEFAULT_ISSUER],
                            args.service_account_jwks_uri)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from kubewire.json_types import JSON
 from kubewire.models.apiextensions_k8s_io_v1 import CustomResourceDefinition
 from kubewire.models.apps_v1 import Deployment
+from kubewire.models.authentication_k8s_io_v1 import SelfSubjectReview, TokenReview
 from kubewire.models.base import IntOrString, KubeObject, Model, Quantity, decode, encode, to_dict
 from kubewire.models.coordination_k8s_io_v1 import Lease
 from kubewire.models.core_v1 import (
@@ -55,8 +56,10 @@ KINDS: tuple[type[KubeObject], ...] = (
     Role,
     RoleBinding,
     Secret,
+    SelfSubjectReview,
     Service,
     ServiceAccount,
+    TokenReview,
 )
 """Every served kind's model."""
 
@@ -96,9 +99,11 @@ __all__ = [
     "Role",
     "RoleBinding",
     "Secret",
+    "SelfSubjectReview",
     "Service",
     "ServiceAccount",
     "Status",
+    "TokenReview",
     "WatchEvent",
     "decode",
     "encode",

@@ -66,6 +66,7 @@ from kubewire.server.wire.http import HTTPServer
 from kubewire.server.wire.http_messages import Request, Response, status_response
 from kubewire.server.wire.websocket import HandshakeError
 from kubewire.server.writes import create_update as writes
+from kubewire.server.writes.authn_reviews import serve_authentication_review
 from kubewire.server.writes.eviction import serve_eviction
 from kubewire.server.writes.pod_binding import serve_binding
 from kubewire.server.writes.rbac_writes import REQUESTER, Requester, rbac_resolver
@@ -122,6 +123,7 @@ class APIServer:
         self.tls = None if config.insecure_http else tls_files(config)
         self.controllers = ControllerManager(self.ctx, cluster_ca(config, self.tls))
         self.access = Access(config, self.tls, self.ctx)
+        self.ctx.authenticator = self.access.authenticator  # TokenReview asks it
         self.rbac_resolver = rbac_resolver(self.ctx)  # escalation checks read RBAC objects here
         self.auditor = _auditor(config)  # None unless auditing: no cost per request then
         self.observer = Observer(self.ctx, config)
@@ -396,8 +398,8 @@ class APIServer:
         ctx = self.ctx
         _warn_if_deprecated(request, route)
         handler = _SUBRESOURCE_HANDLERS.get(route.subresource)
-        if handler is None and route.resource.create_only:
-            handler = serve_binding  # the core bindings collection: a Creater alone
+        if handler is None and route.resource.create_only:  # a Creater alone
+            handler = _CREATE_ONLY_HANDLERS.get(route.resource.group, serve_binding)
         if handler is not None:
             return await handler(ctx, request, route)
         if method in ("GET", "HEAD"):
@@ -460,6 +462,10 @@ _SUBRESOURCE_HANDLERS: dict[str, SubresourceHandler] = {
     "scale": serve_scale, "binding": serve_binding, "eviction": serve_eviction,
     "token": serve_token_request,
     **dict.fromkeys(CONNECT_SUBRESOURCES, serve_connect)}
+
+# Create-only kinds by group (the core ``bindings`` collection is the default).
+_CREATE_ONLY_HANDLERS: dict[str, SubresourceHandler] = {
+    "authentication.k8s.io": serve_authentication_review}
 
 
 def _open_store(config: ServerConfig) -> SQLiteStore | MemoryStore | EtcdStore:

@@ -13,17 +13,16 @@
   TokenRequest's lifetime.
 
 A key's id is kube's ``keyIDFromPublicKey``: the unpadded base64url SHA-256 of its PKIX DER.
-Bad files are refused at start (``ServiceAccountKeyError``) in one line, with kube's words.
+Bad files are refused at start (``ServiceAccountKeyError``) in one line, with kube's words;
+the flags' own checks are in ``sa_options``.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
@@ -32,14 +31,11 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from kubewire.server.access.authn import ServiceAccountKeyError
 
 __all__ = ["PrivateKey", "PublicKey", "ServiceAccountKeyError", "VerifyingKey", "algorithm",
-           "issuer_errors", "key_id", "load_signing_key", "load_verifying_keys",
-           "max_expiration_error"]
+           "key_id", "load_signing_key", "load_verifying_keys"]
 
 PrivateKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey
 PublicKey = rsa.RSAPublicKey | ec.EllipticCurvePublicKey
 MAX_KEY_FILE_BYTES = 1 << 20  # a PEM bundle of keys is a few KiB
-MIN_MAX_EXPIRATION_S = 3600
-MAX_MAX_EXPIRATION_S = 1 << 32
 _CURVE_ALGORITHMS = {"secp256r1": "ES256", "secp384r1": "ES384", "secp521r1": "ES512"}
 
 
@@ -151,44 +147,3 @@ def load_verifying_keys(path: Path) -> list[VerifyingKey]:
             f"failed to parse key file {path}: data does not contain any valid RSA or ECDSA "
             "public keys")
     return [verifying_key(key) for key in found]
-
-
-def issuer_errors(issuers: Sequence[str], jwks_uri: str = "") -> list[str]:
-    """``ServiceAccountAuthenticationOptions.Validate``'s issuer and JWKS URI checks."""
-    errors: list[str] = []
-    seen: set[str] = set()
-    for issuer in issuers:
-        if not issuer:
-            errors.append("service-account-issuer should not be an empty string")
-            continue
-        if issuer in seen:
-            errors.append(f'service-account-issuer "{issuer}" is already specified')
-        seen.add(issuer)
-        if ":" in issuer and (bad := _url_error(issuer)):
-            errors.append(f'service-account-issuer "{issuer}" contained a \':\' but was not a '
-                          f"valid URL: {bad}")
-    if jwks_uri:
-        if not issuers:
-            errors.append("service-account-jwks-uri requires service-account-issuer")
-        bad = _url_error(jwks_uri)
-        if bad:
-            errors.append(f"service-account-jwks-uri must be a valid URL: {bad}")
-        elif urlsplit(jwks_uri).scheme != "https":
-            errors.append(f"service-account-jwks-uri requires https scheme, parsed as: "
-                          f"{jwks_uri}")
-    return errors
-
-
-def _url_error(text: str) -> str:
-    try:
-        urlsplit(text)
-    except ValueError as err:
-        return str(err)
-    return ""
-
-
-def max_expiration_error(seconds: float) -> str | None:
-    """``--service-account-max-token-expiration``: 0 (no cap) or 1 hour to 2^32 seconds."""
-    if seconds and not MIN_MAX_EXPIRATION_S <= seconds <= MAX_MAX_EXPIRATION_S:
-        return "the service-account-max-token-expiration must be between 1 hour and 2^32 seconds"
-    return None
