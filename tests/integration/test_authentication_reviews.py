@@ -301,3 +301,168 @@ def test_protobuf_bodies(secure: ServerThread) -> None:
         "metadata": {}})
     assert status == 201
     assert me["status"]["userInfo"]["username"] == "kubewire-admin"
+
+
+def _get(server: ServerThread, path: str, token: str | None = None) -> Any:
+    cert = None if token else _admin_cert(server)
+    return https(server, "GET", path, cert=cert, token=token)
+
+
+def test_openid_discovery_verifies_the_servers_tokens(secure: ServerThread) -> None:
+    import ssl
+
+    import jwt
+
+    _admin(secure, "POST", "/api/v1/namespaces/default/serviceaccounts",
+           {"metadata": {"name": "app"}})
+    token = _token(secure, "app", {"audiences": ["vault"]})
+    reply = _get(secure, "/.well-known/openid-configuration")
+    assert reply.status == 200
+    assert reply.headers["content-type"] == "application/json"
+    assert reply.headers["cache-control"] == "public, max-age=3600"
+    jwks_uri = f"https://127.0.0.1:{secure.port}/openid/v1/jwks"
+    assert reply.body == json.dumps({
+        "issuer": ISSUER, "jwks_uri": jwks_uri, "response_types_supported": ["id_token"],
+        "subject_types_supported": ["public"],
+        "id_token_signing_alg_values_supported": ["RS256"]}, separators=(",", ":")).encode()
+    keys = _get(secure, "/openid/v1/jwks")
+    assert keys.headers["content-type"] == "application/jwk-set+json"
+    assert keys.headers["cache-control"] == "public, max-age=3600"
+    (key,) = json.loads(keys.body)["keys"]
+    assert list(key) == ["use", "kty", "kid", "alg", "n", "e"]
+    assert (key["use"], key["kty"], key["alg"], key["e"]) == ("sig", "RSA", "RS256", "AQAB")
+    # a relying party's check: the JWKS at jwks_uri verifies the token
+    ctx = ssl.create_default_context(cafile=str(secure.config.data_dir / "pki/ca.crt"))
+    ctx.load_cert_chain(*_admin_cert(secure))
+    signing = jwt.PyJWKClient(jwks_uri, ssl_context=ctx).get_signing_key_from_jwt(token)
+    claims = jwt.decode(token, signing.key, algorithms=["RS256"], audience="vault",
+                        issuer=ISSUER)
+    assert claims["sub"] == "system:serviceaccount:default:app"
+    # a service account's own token may read them (AlwaysAllow here); other methods are 405
+    assert _get(secure, "/openid/v1/jwks",
+                token=_token(secure, "app", {})).status == 200
+    pki = secure.config.data_dir / "pki"
+    post = https(secure, "POST", "/openid/v1/jwks", cert=(pki / "admin.crt", pki / "admin.key"),
+                 body={})
+    assert post.status == 405
+
+
+def test_an_http_issuer_has_no_discovery(make_server: Callable[..., ServerThread]) -> None:
+    server = make_server(insecure_http=False, service_account_issuer="kubernetes/sa")
+    assert _get(server, "/.well-known/openid-configuration").status == 404
+    assert _get(server, "/openid/v1/jwks").status == 404
+
+
+def test_key_flags(make_server: Callable[..., ServerThread], tmp_path: Path) -> None:
+    """An ECDSA signing key, an extra verifying key, a second issuer and a JWKS URI."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+    from kubewire.server.access.service_accounts import TokenIssuer
+
+    signing = ec.generate_private_key(ec.SECP256R1())
+    signing_file = tmp_path / "signing.pem"
+    signing_file.write_bytes(signing.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    old = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    public_file = tmp_path / "keys.pem"
+    public_file.write_bytes(
+        signing.public_key().public_bytes(serialization.Encoding.PEM,
+                                          serialization.PublicFormat.SubjectPublicKeyInfo)
+        + old.public_key().public_bytes(serialization.Encoding.PEM,
+                                        serialization.PublicFormat.SubjectPublicKeyInfo))
+    server = make_server(insecure_http=False, service_account_issuer="https://new.test",
+                         service_account_other_issuers=("https://old.test",),
+                         service_account_signing_key_file=signing_file,
+                         service_account_key_files=(public_file,),
+                         service_account_jwks_uri="https://keys.test/jwks")
+    _admin(server, "POST", "/api/v1/namespaces/default/serviceaccounts",
+           {"metadata": {"name": "app"}})
+    token = _token(server, "app", {})
+    head = json.loads(base64_part(token.split(".")[0]))
+    assert head["alg"] == "ES256"
+    assert _get(server, "/api/v1/namespaces/default/pods", token=token).status == 200
+    # a token the old key signed for the old issuer is still accepted
+    account = _admin(server, "GET", "/api/v1/namespaces/default/serviceaccounts/app")
+    now = int(time.time())
+    legacy = TokenIssuer(old, "https://old.test").sign({
+        "aud": ["https://new.test"], "exp": now + 600, "iat": now, "iss": "https://old.test",
+        "nbf": now, "kubernetes.io": {"namespace": "default", "serviceaccount": {
+            "name": "app", "uid": account["metadata"]["uid"]}},
+        "sub": "system:serviceaccount:default:app"})
+    assert _get(server, "/api/v1/namespaces/default/pods", token=legacy).status == 200
+    config = json.loads(_get(server, "/.well-known/openid-configuration").body)
+    assert config["issuer"] == "https://new.test"
+    assert config["jwks_uri"] == "https://keys.test/jwks"
+    assert config["id_token_signing_alg_values_supported"] == ["ES256", "RS256"]
+    keys = json.loads(_get(server, "/openid/v1/jwks").body)["keys"]
+    assert [(k["kty"], k.get("crv")) for k in keys] == [("EC", "P-256"), ("RSA", None)]
+    assert list(keys[0]) == ["use", "kty", "kid", "crv", "alg", "x", "y"]
+
+
+def base64_part(text: str) -> bytes:
+    import base64
+
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+@pytest.mark.parametrize(("flag", "content", "message"), [
+    ("--service-account-key-file", None,
+     "error reading public key file {path}: open {path}: no such file or directory"),
+    ("--service-account-key-file", "not a key",
+     "failed to parse key file {path}: data does not contain any valid RSA or ECDSA public "
+     "keys"),
+    ("--service-account-signing-key-file", "-----BEGIN PUBLIC KEY-----\nAAAA\n"
+     "-----END PUBLIC KEY-----\n",
+     "failed to parse service-account-issuer-key-file: {path}: data does not contain a valid "
+     "RSA or ECDSA private key"),
+])
+def test_bad_key_files_stop_the_start(tmp_path: Path, flag: str, content: str | None,
+                                      message: str) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "key.pem"
+    if content is not None:
+        path.write_text(content)
+    done = subprocess.run(
+        [sys.executable, "-m", "kubewire.cli", "serve", "--data-dir", str(tmp_path / "d"),
+         "--port", "0", flag, str(path)], capture_output=True, text=True, timeout=60,
+        check=False)
+    assert done.returncode != 0
+    assert message.format(path=path) in done.stderr.splitlines()[-1], done.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--service-account-issuer", "https://a", "--service-account-issuer", "https://a"],
+     'service-account-issuer "https://a" is already specified'),
+    (["--service-account-max-token-expiration", "30m"],
+     "the service-account-max-token-expiration must be between 1 hour and 2^32 seconds"),
+    (["--service-account-jwks-uri", "http://keys.test/jwks"],
+     "service-account-jwks-uri requires https scheme, parsed as: http://keys.test/jwks"),
+])
+def test_bad_flags_are_refused(tmp_path: Path, args: list[str], message: str) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "kubewire.cli", "serve", "--data-dir", str(tmp_path / "d"),
+         "--port", "0", *args], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1].endswith(message), done.stderr
+
+
+def test_max_token_expiration_shortens_requests(make_server: Callable[..., ServerThread]) -> None:
+    server = make_server(insecure_http=False, service_account_max_token_expiration_s=7200)
+    _admin(server, "POST", "/api/v1/namespaces/default/serviceaccounts",
+           {"metadata": {"name": "app"}})
+    reply = https(server, "POST", "/api/v1/namespaces/default/serviceaccounts/app/token",
+                  cert=_admin_cert(server), body={"spec": {"expirationSeconds": 86400}})
+    assert reply.status == 201
+    assert reply.headers["warning"] == (
+        '299 - "requested expiration of 86400 seconds shortened to 7200 seconds"')
+    answer = json.loads(reply.body)
+    assert answer["spec"]["expirationSeconds"] == 7200
+    claims = json.loads(base64_part(answer["status"]["token"].split(".")[1]))
+    assert claims["exp"] - claims["iat"] == 7200

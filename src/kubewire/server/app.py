@@ -34,6 +34,7 @@ from kubewire.server.access.chain import (
     tls_files,
 )
 from kubewire.server.access.kubeconfig import Credentials, kubeconfig_text, server_url
+from kubewire.server.access.oidc_discovery import openid_response
 from kubewire.server.access.rbac_escalation import Check
 from kubewire.server.admin import endpoints as admin
 from kubewire.server.admin.reset import Baseline, ResetReport, reset_to_baseline
@@ -365,10 +366,11 @@ class APIServer:
             return Response(200, self.observer.metrics.render(), METRICS_CONTENT_TYPE)
         if route is None and admin.is_admin_path(path):
             return await admin.serve(self, request, user)
-        if route is None:
-            health = await self._health(request)  # a single check: /livez/ping, /readyz/etcd
-            if health is not None:
-                return health
+        if route is None:  # a single health check (/livez/ping), or OIDC issuer discovery
+            found = (openid_response(path, request.method, self.config, self.address)
+                     or await self._health(request))
+            if found is not None:
+                return found
         if request.method in ("GET", "HEAD"):
             found = self._describe(request)
             if found is not None:
