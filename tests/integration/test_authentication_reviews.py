@@ -466,3 +466,20 @@ def test_max_token_expiration_shortens_requests(make_server: Callable[..., Serve
     assert answer["spec"]["expirationSeconds"] == 7200
     claims = json.loads(base64_part(answer["status"]["token"].split(".")[1]))
     assert claims["exp"] - claims["iat"] == 7200
+
+
+@needs_kubectl
+def test_kubectl_secret_bound_token(secure: ServerThread) -> None:
+    kubectl.ok(secure, "create", "sa", "robot")
+    kubectl.ok(secure, "create", "secret", "generic", "anchor")
+    token = kubectl.ok(secure, "create", "token", "robot", "--bound-object-kind", "Secret",
+                       "--bound-object-name", "anchor").strip()
+    claims = json.loads(base64_part(token.split(".")[1]))
+    assert claims["kubernetes.io"]["secret"]["name"] == "anchor"
+    robot = _kubeconfig(secure, token)
+    who = yaml.safe_load(kubectl.ok(robot, "auth", "whoami", "-o", "yaml"))
+    assert who["status"]["userInfo"]["username"] == "system:serviceaccount:default:robot"
+    kubectl.ok(secure, "delete", "secret", "anchor")
+    done = kubectl.run(robot, "auth", "whoami")
+    assert done.returncode == 1
+    assert "Unauthorized" in done.stderr
