@@ -1361,7 +1361,8 @@ def _prepare_workers(config: ServerConfig, host: str, port: int) -> str:
     from kubewire.server.app import write_admin_kubeconfig
 
     tls = None if config.insecure_http else tls_files(config)
-    service_account_key(config.data_dir / "pki")  # tokens one worker issues, all accept
+    if config.service_account_signing_key_file is None:
+        service_account_key(config.data_dir / "pki")  # tokens one worker issues, all accept
     url = server_url(host, port, tls=tls is not None)
     write_admin_kubeconfig(config.data_dir, url, tls)
     return url

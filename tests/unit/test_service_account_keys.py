@@ -246,3 +246,25 @@ def test_huge_and_garbage_tokens_are_no_opinion(tmp_path: Path) -> None:
                   "bCJ9.AAAA"):
         assert tokens.review(token).user is None
     assert time.monotonic() - started < 2
+
+
+def test_the_flags_make_the_config(tmp_path: Path) -> None:
+    from kubewire.cli import build_parser, config_from_args, service_account_error
+
+    args = build_parser().parse_args([
+        "serve", "--data-dir", str(tmp_path), "--service-account-issuer", "https://a",
+        "--service-account-issuer", "https://b", "--service-account-key-file", "k1.pem",
+        "--service-account-key-file", "k2.pem", "--service-account-signing-key-file", "s.pem",
+        "--api-audiences", "x,y", "--service-account-jwks-uri", "https://keys/jwks",
+        "--service-account-max-token-expiration", "48h"])
+    assert service_account_error(args) is None
+    config = config_from_args(args)
+    assert (config.service_account_issuer, config.service_account_other_issuers) == (
+        "https://a", ("https://b",))
+    assert config.service_account_key_files == (Path("k1.pem"), Path("k2.pem"))
+    assert config.service_account_signing_key_file == Path("s.pem")
+    assert config.api_audiences == ("x", "y")
+    assert config.service_account_jwks_uri == "https://keys/jwks"
+    assert config.service_account_max_token_expiration_s == 48 * 3600
+    default = config_from_args(build_parser().parse_args(["serve", "--data-dir", str(tmp_path)]))
+    assert (default.service_account_issuer, default.api_audiences) == (ISSUER, ())
