@@ -483,3 +483,17 @@ def test_kubectl_secret_bound_token(secure: ServerThread) -> None:
     done = kubectl.run(robot, "auth", "whoami")
     assert done.returncode == 1
     assert "Unauthorized" in done.stderr
+
+
+@needs_kubectl
+def test_kubectl_node_bound_token(secure: ServerThread) -> None:
+    kubectl.ok(secure, "create", "sa", "robot")
+    kubectl.ok(secure, "apply", "-f", "-", stdin=json.dumps(
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}))
+    token = kubectl.ok(secure, "create", "token", "robot", "--bound-object-kind", "Node",
+                       "--bound-object-name", "n1").strip()
+    robot = _kubeconfig(secure, token)
+    info = json.loads(kubectl.ok(robot, "auth", "whoami", "-o", "json"))["status"]["userInfo"]
+    assert info["extra"]["authentication.kubernetes.io/node-name"] == ["n1"]
+    kubectl.ok(secure, "delete", "node", "n1")
+    assert kubectl.run(robot, "auth", "whoami").returncode == 1
