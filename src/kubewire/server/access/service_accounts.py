@@ -266,11 +266,6 @@ class ServiceAccountTokens:
             self._issuer = issuer_for(self._config)
         return self._issuer
 
-    @property
-    def api_audiences(self) -> tuple[str, ...]:
-        config = self._config
-        return config.api_audiences or (config.service_account_issuer,)
-
     def _now(self) -> float:
         if self._clock is not None:
             return float(self._clock())
@@ -392,5 +387,5 @@ def _ref(value: object) -> tuple[str, str] | None:
 
 
 def data_dir_issuer(data_dir: Path, issuer: str) -> TokenIssuer:
-    """The issuer of a data directory's own key (``kubewire user`` and tests)."""
+    """The issuer of a data directory's own key (for tests that sign tokens of their own)."""
     return TokenIssuer(service_account_key(data_dir / "pki"), issuer)
