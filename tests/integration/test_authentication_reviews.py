@@ -175,6 +175,10 @@ def test_token_review_hostile_input_is_bounded(secure: ServerThread) -> None:
         assert status == 201, review
         assert review["status"] == {"user": {}, "error": "invalid bearer token"}
         assert time.monotonic() - started < 5
+    status, body = _review(secure, {"token": 5})
+    assert (status, body["message"]) == (
+        400, 'TokenReview in version "v1" cannot be handled as a TokenReview: json: cannot '
+        "unmarshal number into Go struct field TokenReviewSpec.spec.token of type string")
     # nothing was stored, and the kind has no list, get or watch
     reply = https(secure, "GET", REVIEWS, cert=_admin_cert(secure))
     assert reply.status == 405
