@@ -297,7 +297,7 @@ def _add_user_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     actions = user.add_subparsers(dest="user_action", metavar="{add,list,revoke}")
     add = actions.add_parser("add", help="issue credentials for a user and print a kubeconfig",
                              formatter_class=HelpFormatter)
-    add.add_argument("name", help="the user's name (the certificate's CN)")
+    add.add_argument("name", type=user_name, help="the user's name (the certificate's CN)")
     add.add_argument("--group", action="append", default=[],
                      help="a group (repeatable; default: none)")
     add.add_argument("--token", action="store_true",
@@ -319,12 +319,18 @@ def _add_user_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "revoke", help="remove a user's tokens (refused at once) and the bindings --role made; "
                        "client certificates stay valid until they expire (kube has no CRL)",
         formatter_class=HelpFormatter)
-    revoke.add_argument("name", help="the user's name")
+    revoke.add_argument("name", type=user_name, help="the user's name")
     _add_user_files(revoke)
 
 
 USER_ACTIONS = ("add", "list", "revoke")
 
+
+
+def user_name(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("a user name cannot be empty")
+    return text
 
 
 def _add_user_files(parser: argparse.ArgumentParser) -> None:
@@ -1032,8 +1038,15 @@ def user_command(args: argparse.Namespace) -> int:
     return issue_user(args)
 
 
+CN_MAX = 64
+
+
 class ServerDown(Exception):
     """The data dir's server does not answer (or has never written its kubeconfig)."""
+
+
+class BindingTaken(Exception):
+    """The binding ``--role`` would make exists with another role or other subjects."""
 
 
 def _token_file(args: argparse.Namespace) -> Path:
@@ -1096,6 +1109,12 @@ def _bind(args: argparse.Namespace) -> str:
         try:
             await api.create(body, namespace=args.namespace)
         except AlreadyExists:
+            found = await api.get(name, namespace=args.namespace)
+            if (found.get("roleRef") != body["roleRef"]
+                    or body["subjects"][0] not in (found.get("subjects") or ())):
+                raise BindingTaken(f"{kind} {name}{where} exists and does not bind "
+                                   f"{args.name} to ClusterRole {args.role}: delete it or "
+                                   "edit it by hand") from None
             return f"{kind} {name}{where} already binds {args.name} to {args.role}"
         return f"{kind} {name}{where} binds {args.name} to ClusterRole {args.role}"
 
@@ -1109,6 +1128,12 @@ def issue_user(args: argparse.Namespace) -> int:
     from kubewire.server.access.pki import load_ca
     from kubewire.server.access.users import UserRequest, user_kubeconfig
 
+    long = [n for n in (args.name, *args.group) if len(n) > CN_MAX]
+    if long and not args.token:  # X.509 bounds CN and O (RFC 5280's ub-common-name)
+        print(f"kubewire: cannot issue a certificate: {long[0]!r} is longer than {CN_MAX} "
+              "characters, the most a certificate's CN or O holds (use --token)",
+              file=sys.stderr)
+        return 1
     token_file = _token_file(args) if args.token else None
     request = UserRequest(args.name, tuple(args.group), token_file=token_file,
                           namespace=args.namespace or "default")
@@ -1122,7 +1147,7 @@ def issue_user(args: argparse.Namespace) -> int:
                f"--data-dir {args.data_dir})") if exc.filename else str(exc)
         print(f"kubewire: cannot issue credentials: {why}", file=sys.stderr)
         return 1
-    except ServerDown as exc:
+    except (ServerDown, BindingTaken) as exc:
         print(f"kubewire: cannot bind {args.name} to {args.role}: {exc}", file=sys.stderr)
         return 1
     except StatusError as exc:

@@ -155,7 +155,30 @@ def test_bad_input_is_one_line_and_changes_nothing(
     code, _, err = kubewire(capsys, "user")
     assert code == 2 and err == ("kubewire: user: say what to do: kubewire user add NAME | "
                                  "list | revoke NAME\n")
+    for action in ("add", "revoke"):
+        with pytest.raises(SystemExit) as exited:
+            user(capsys, secure, action, " ")
+        assert exited.value.code == 2
+        assert "argument name: a user name cannot be empty" in capsys.readouterr().err
+    code, out, err = user(capsys, secure, "add", "x" * 65)
+    assert (code, out) == (1, "")
+    assert err == (f"kubewire: cannot issue a certificate: {'x' * 65!r} is longer than 64 "
+                   "characters, the most a certificate's CN or O holds (use --token)\n")
     assert issued(secure) == [] and token_lines(secure) == []
+    code, out, _ = user(capsys, secure, "add", "x" * 65, "--token")  # a token has no bound
+    assert code == 0 and token_lines(secure)[0].split(",")[1] == "x" * 65
+
+
+def test_a_binding_of_that_name_made_otherwise_is_not_taken_over(
+        secure: ServerThread, capsys: Capsys) -> None:
+    cli.ok(secure, "create", "clusterrolebinding", "kubewire:user:ivy:view", "--clusterrole",
+           "view", "--user", "someone-else")
+    code, out, err = user(capsys, secure, "add", "ivy", "--role", "view")
+    assert (code, out) == (1, "")
+    assert err == ("kubewire: cannot bind ivy to view: ClusterRoleBinding kubewire:user:ivy:view "
+                   "cluster-wide exists and does not bind ivy to ClusterRole view: delete it or "
+                   "edit it by hand\n")
+    assert issued(secure) == []
 
 
 def test_a_stopped_server_is_named_and_nothing_is_issued(
