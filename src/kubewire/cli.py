@@ -1,8 +1,9 @@
 """``kubewire`` command line: ``kubewire serve`` starts a Kubernetes-compatible API server
 (``--detach``: in the background, returning once it is ready; ``kubewire stop`` stops it);
-``kubewire user`` issues credentials; ``kubewire repair`` restarts a damaged store; ``kubewire
-models crd.yaml > models.py`` writes typed client models of custom resources; ``kubewire
-record`` / ``replay`` / ``snapshot save|load`` write and play traces (``kubewire.testing``).
+``kubewire user add|list|revoke`` issues, lists and revokes users' credentials; ``kubewire
+repair`` restarts a damaged store; ``kubewire models crd.yaml > models.py`` writes typed client
+models of custom resources; ``kubewire record`` / ``replay`` / ``snapshot save|load`` write and
+play traces (``kubewire.testing``).
 
 Whatever goes wrong for a user (a flag, a port in use, a data directory another server holds, a
 full disk, a store that lost revisions, a bad certificate) is said in one line, ``kubewire:
@@ -342,10 +343,21 @@ def _add_user_files(parser: argparse.ArgumentParser) -> None:
 
 
 def user_argv(argv: list[str]) -> list[str]:
-    """``kubewire user NAME ...`` (the first form) is ``kubewire user add NAME ...``."""
-    if len(argv) >= 2 and argv[0] == "user" and argv[1] not in (*USER_ACTIONS, "-h", "--help"):
-        return ["user", "add", *argv[1:]]
-    return argv
+    """``kubewire user NAME ...`` (the first form) is ``kubewire user add NAME ...``; an action
+    after options (``kubewire user --data-dir d list``) is put first."""
+    if len(argv) < 2 or argv[0] != "user":
+        return argv
+    rest, at = argv[1:], 0
+    while at < len(rest):  # the first positional word, past options and their values
+        word = rest[at]
+        if word in ("-h", "--help"):
+            return argv
+        if not word.startswith("-") or word == "-":
+            break
+        at += 1 if word == "--token" or "=" in word else 2
+    if at < len(rest) and rest[at] in USER_ACTIONS:
+        return ["user", rest[at], *rest[:at], *rest[at + 1:]]
+    return ["user", "add", *rest] if at < len(rest) else argv
 
 
 def _add_repair_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

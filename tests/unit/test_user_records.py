@@ -140,6 +140,12 @@ def test_certificate_credential_reads_cn_and_o() -> None:
     (["user", "revoke", "bob"], ["user", "revoke", "bob"]),
     (["user", "--help"], ["user", "--help"]),
     (["user"], ["user"]),
+    (["user", "--data-dir", "d", "list"], ["user", "list", "--data-dir", "d"]),
+    (["user", "--data-dir=d", "revoke", "bob"], ["user", "revoke", "--data-dir=d", "bob"]),
+    (["user", "--token", "--group", "list", "al"],
+     ["user", "add", "--token", "--group", "list", "al"]),
+    (["user", "--data-dir", "d"], ["user", "--data-dir", "d"]),
+    (["user", "--group", "g", "--help"], ["user", "--group", "g", "--help"]),
     (["serve", "alice"], ["serve", "alice"]),
 ])
 def test_the_first_user_form_is_user_add(argv: list[str], expected: list[str]) -> None:
