@@ -95,7 +95,8 @@ async def serve_access_review(ctx: ServerContext, request: Request, route: Route
                               authorizer: ReviewAuthorizer) -> Response:
     """Answer a POST to one of the four review collections."""
     resource = route.resource
-    if not route.is_collection or route.watch_path:  # no such route: kube's router says 404
+    if (not route.is_collection or route.watch_path
+            or (resource.namespaced and not route.namespace)):  # no such route: 404
         raise NotFound("the server could not find the requested resource", {})
     if request.method != "POST":  # the collection serves POST alone
         raise MethodNotAllowed("the server does not allow this method on the requested resource",
