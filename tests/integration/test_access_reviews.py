@@ -188,6 +188,9 @@ def test_answer_is_the_review_with_its_status(abac: ServerThread) -> None:
     entry = body["metadata"].pop("managedFields")
     assert [(e["manager"], e["operation"], e["apiVersion"]) for e in entry] == [
         ("reviewer", "Update", f"{GROUP}/v1")]
+    assert entry[0]["fieldsV1"] == {"f:spec": {"f:resourceAttributes": {
+        ".": {}, "f:labelSelector": {".": {}, "f:requirements": {}}, "f:name": {},
+        "f:namespace": {}, "f:resource": {}, "f:verb": {}, "f:version": {}}}}
     assert body == {
         "kind": "SelfSubjectAccessReview", "apiVersion": f"{GROUP}/v1",
         "metadata": {"creationTimestamp": None},
@@ -196,6 +199,25 @@ def test_answer_is_the_review_with_its_status(abac: ServerThread) -> None:
             "labelSelector": {"requirements": [{"key": "app", "operator": "In",
                                                 "values": ["web"]}]}}},
         "status": {"allowed": True}}
+
+
+def test_selectors_that_do_not_parse_show_in_evaluation_error(server: ServerThread) -> None:
+    review = {"apiVersion": f"{GROUP}/v1", "kind": "SubjectAccessReview", "spec": {
+        "user": "u", "resourceAttributes": {
+            "verb": "list", "resource": "pods",
+            "fieldSelector": {"requirements": [
+                {"key": "spec.nodeName", "operator": "In", "values": ["n1"]},
+                {"key": "metadata.name", "operator": "Exists"}]},
+            "labelSelector": {"rawSelector": "app in (web"}}}}
+    reply = call(server, "POST", f"{BASE}/subjectaccessreviews", review)
+    assert reply.status == 201, reply.body
+    assert reply.json["status"] == {
+        "allowed": True,
+        "evaluationError": "spec.resourceAttributes.fieldSelector partially ignored due to "
+                           "parse error; spec.resourceAttributes.labelSelector ignored due to "
+                           "parse error"}
+    assert reply.json["spec"]["resourceAttributes"]["labelSelector"] == {
+        "rawSelector": "app in (web"}
 
 
 def test_rules_review_answers_a_new_object(abac: ServerThread) -> None:

@@ -24,6 +24,7 @@ from kubewire.server.writes.access_reviews import invalid_review
 from kubewire.server.writes.review_attributes import (
     access_status,
     go_spec,
+    own_pointer_structs,
     review_attributes,
     rules_status,
     selector_errors,
@@ -245,6 +246,22 @@ def test_the_spec_comes_back_as_go_encodes_it() -> None:
     assert go_spec(spec, subject=False) == {"resourceAttributes": {
         "verb": "get", "resource": "pods",
         "labelSelector": {"requirements": [{"key": "a", "operator": "In"}]}}}
+
+
+def test_pointer_structs_are_members_of_their_own() -> None:
+    # kube's managedFields (the zero review has no attributes): "." where the struct has
+    # children, {} where it is empty; keys in FieldsV1's order
+    fields: dict[str, Any] = {"f:spec": {"f:resourceAttributes": {
+        "f:verb": {}, "f:fieldSelector": {"f:rawSelector": {}}}, "f:user": {}}}
+    own_pointer_structs(fields, {"resourceAttributes": {"verb": "get", "fieldSelector": {
+        "rawSelector": "a=b"}, "labelSelector": {}}, "nonResourceAttributes": {}, "user": "u"})
+    assert fields == {"f:spec": {
+        "f:nonResourceAttributes": {},
+        "f:resourceAttributes": {".": {}, "f:fieldSelector": {".": {}, "f:rawSelector": {}},
+                                 "f:labelSelector": {}, "f:verb": {}},
+        "f:user": {}}}
+    assert list(fields["f:spec"]["f:resourceAttributes"]) == [
+        ".", "f:fieldSelector", "f:labelSelector", "f:verb"]
 
 
 # --- the authorizer's answers ------------------------------------------------------------------

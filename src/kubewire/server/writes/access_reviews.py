@@ -46,6 +46,7 @@ from kubewire.server.writes.rbac_writes import REQUESTER
 from kubewire.server.writes.review_attributes import (
     access_status,
     go_spec,
+    own_pointer_structs,
     review_attributes,
     rules_status,
     spec_user,
@@ -114,7 +115,7 @@ async def serve_access_review(ctx: ServerContext, request: Request, route: Route
     answer: dict[str, JSON] = {"kind": resource.kind, "apiVersion": resource.api_version,
                                "metadata": _echoed_meta(meta),
                                "spec": go_spec(spec, subject=resource.kind != SELF_ACCESS)}
-    answer = track_write(WriteFacts(route, wopts, ctx.now()), None, answer, answer)
+    answer = _tracked(WriteFacts(route, wopts, ctx.now()), answer)
     managed = answer["metadata"]
     assert isinstance(managed, dict)
     if "managedFields" in managed:
@@ -131,6 +132,22 @@ async def serve_access_review(ctx: ServerContext, request: Request, route: Route
     decision = authorizer.decide(review_attributes(asked, spec))
     answer["status"] = access_status(decision, spec)
     return json_response(201, answer, _warning_headers(warnings))
+
+
+def _tracked(facts: WriteFacts, answer: dict[str, JSON]) -> dict[str, JSON]:
+    """The answer with the write's managedFields entry (``track_write``, then kube's members
+    for the spec's pointer structs)."""
+    spec = answer["spec"]
+    assert isinstance(spec, dict)
+    if not spec:
+        return track_write(facts, None, answer, answer)
+    answer = track_write(facts, None, answer, answer)
+    meta = answer["metadata"]
+    assert isinstance(meta, dict)
+    entries = meta.get("managedFields")
+    if isinstance(entries, list) and entries and isinstance(entries[0], dict):
+        own_pointer_structs(entries[0].get("fieldsV1"), spec)
+    return answer
 
 
 def _rules_answer(api_version: str, authorizer: ReviewAuthorizer, user: UserInfo | None,

@@ -11,6 +11,9 @@
   the privileged group) do not read selectors, so only these messages depend on them.
 - ``go_spec``: the spec as kube's decode and encode leave it (Go struct order, ``omitempty``
   fields dropped when empty), which is what the answer echoes.
+- ``own_pointer_structs``: the field manager's set names a Go pointer struct that the zero review
+  lacks (the attributes, the selectors) as a member of its own, ``"."``, or ``{}`` when it is
+  empty, as kube's managedFields show them.
 - ``access_status`` / ``rules_status``: ``SubjectAccessReviewStatus`` and
   ``SubjectRulesReviewStatus`` (``allowed``, ``resourceRules``, ``nonResourceRules`` and
   ``incomplete`` are always written; the rest when set).
@@ -28,8 +31,8 @@ from kubewire.selectors.labels import parse_label_selector
 from kubewire.server.access.authn import UserInfo
 from kubewire.server.access.authz import Attributes, Decision, RulesResult
 
-__all__ = ["access_status", "build_evaluation_error", "go_spec", "review_attributes",
-           "rules_status", "selector_errors", "spec_user"]
+__all__ = ["access_status", "build_evaluation_error", "go_spec", "own_pointer_structs",
+           "review_attributes", "rules_status", "selector_errors", "spec_user"]
 
 _LABEL_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
 _RESOURCE_KEYS = ("namespace", "verb", "group", "version", "resource", "subresource", "name")
@@ -208,6 +211,42 @@ def go_spec(spec: Mapping[str, Any], *, subject: bool) -> dict[str, JSON]:
     if _text(spec, "uid"):
         out["uid"] = _text(spec, "uid")
     return out
+
+
+_POINTER_STRUCTS: dict[str, tuple[str, ...]] = {
+    "resourceAttributes": ("fieldSelector", "labelSelector"), "nonResourceAttributes": ()}
+
+
+def _own_member(fields: dict[str, JSON], key: str) -> dict[str, JSON]:
+    """``fields`` with ``f:<key>`` a member (``{}`` alone, or ``"."`` among its children),
+    keys in FieldsV1's order ("." first, then by name); returns that member's node."""
+    node = fields.get("f:" + key)
+    node = {".": {}, **node} if isinstance(node, dict) and node else {}
+    fields["f:" + key] = node
+    ordered = sorted(fields.items(), key=lambda item: (item[0] != ".", item[0]))
+    fields.clear()
+    fields.update(ordered)
+    return node
+
+
+def own_pointer_structs(fields_v1: JSON, spec: Mapping[str, JSON]) -> None:
+    """Mark the review's pointer structs that ``spec`` sets as members in ``fields_v1`` (a
+    managedFields entry's set, changed in place)."""
+    if not isinstance(fields_v1, dict):
+        return
+    spec_fields = fields_v1.setdefault("f:spec", {})
+    if not isinstance(spec_fields, dict):
+        return
+    for key, inner in _POINTER_STRUCTS.items():
+        value = spec.get(key)
+        if not isinstance(value, dict):
+            continue
+        node = _own_member(spec_fields, key)
+        for child in inner:
+            if isinstance(value.get(child), dict):
+                _own_member(node, child)
+    if not spec_fields:
+        del fields_v1["f:spec"]
 
 
 def access_status(decision: Decision, spec: Mapping[str, Any]) -> dict[str, JSON]:
