@@ -174,6 +174,12 @@ def test_kubernetes_typed_api(abac: ServerThread) -> None:
                 user="bob", resource_attributes=attributes)))
         assert local.status.allowed is True
         assert local.metadata.namespace == "a"
+        # NamespaceLifecycle lets access reviews through: a missing namespace tells nothing
+        elsewhere = authz.create_namespaced_local_subject_access_review(
+            "nope", models.V1LocalSubjectAccessReview(spec=models.V1SubjectAccessReviewSpec(
+                user="bob", resource_attributes=models.V1ResourceAttributes(
+                    namespace="nope", verb="get", resource="pods"))))
+        assert (elsewhere.status.allowed, elsewhere.metadata.namespace) == (False, "nope")
 
 
 # --- the wire ------------------------------------------------------------------------------------

@@ -19,7 +19,9 @@ decision from the server's authorizer (``decide``, ``rules_for``):
 - SelfSubjectRulesReview: the requesting user's rules in ``spec.namespace`` (400 ``no
   namespace on request`` without one); its answer is a new object with the status alone.
 
-``dryRun`` changes nothing (nothing is written either way). Who may create a review is decided
+A local review's namespace need not exist (NamespaceLifecycle lets access reviews through, so
+a "not found" cannot reveal a namespace). ``dryRun`` changes nothing (nothing is written either
+way). Who may create a review is decided
 before, by the authorization of ``create`` on its resource, as for any request.
 """
 
