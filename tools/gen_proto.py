@@ -219,6 +219,152 @@ message Subject {
 }
 """
 
+# authorization/v1 (the access reviews), from kubernetes/api v0.32 authorization/v1/generated.proto
+# in the same way; SelfSubjectRulesReviewSpec.namespace carries a marker its .proto lacks (Go's
+# field is omitempty). ExtraValue is Go's ``[]string``: its JSON is the items themselves
+# (``server/wire/protobuf.py`` reads it so).
+AUTHORIZATION_PROTO = """\
+package k8s.io.api.authorization.v1;
+message ExtraValue {
+  repeated string items = 1;
+}
+
+message FieldSelectorAttributes {
+  // +optional
+  optional string rawSelector = 1;
+  // +optional
+  repeated .k8s.io.apimachinery.pkg.apis.meta.v1.FieldSelectorRequirement requirements = 2;
+}
+
+message LabelSelectorAttributes {
+  // +optional
+  optional string rawSelector = 1;
+  // +optional
+  repeated .k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement requirements = 2;
+}
+
+message LocalSubjectAccessReview {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+  optional SubjectAccessReviewSpec spec = 2;
+  // +optional
+  optional SubjectAccessReviewStatus status = 3;
+}
+
+message NonResourceAttributes {
+  // +optional
+  optional string path = 1;
+  // +optional
+  optional string verb = 2;
+}
+
+message NonResourceRule {
+  repeated string verbs = 1;
+  // +optional
+  repeated string nonResourceURLs = 2;
+}
+
+message ResourceAttributes {
+  // +optional
+  optional string namespace = 1;
+  // +optional
+  optional string verb = 2;
+  // +optional
+  optional string group = 3;
+  // +optional
+  optional string version = 4;
+  // +optional
+  optional string resource = 5;
+  // +optional
+  optional string subresource = 6;
+  // +optional
+  optional string name = 7;
+  // +optional
+  optional FieldSelectorAttributes fieldSelector = 8;
+  // +optional
+  optional LabelSelectorAttributes labelSelector = 9;
+}
+
+message ResourceRule {
+  repeated string verbs = 1;
+  // +optional
+  repeated string apiGroups = 2;
+  // +optional
+  repeated string resources = 3;
+  // +optional
+  repeated string resourceNames = 4;
+}
+
+message SelfSubjectAccessReview {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+  optional SelfSubjectAccessReviewSpec spec = 2;
+  // +optional
+  optional SubjectAccessReviewStatus status = 3;
+}
+
+message SelfSubjectAccessReviewSpec {
+  // +optional
+  optional ResourceAttributes resourceAttributes = 1;
+  // +optional
+  optional NonResourceAttributes nonResourceAttributes = 2;
+}
+
+message SelfSubjectRulesReview {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+  optional SelfSubjectRulesReviewSpec spec = 2;
+  // +optional
+  optional SubjectRulesReviewStatus status = 3;
+}
+
+message SelfSubjectRulesReviewSpec {
+  // +optional
+  optional string namespace = 1;
+}
+
+message SubjectAccessReview {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+  optional SubjectAccessReviewSpec spec = 2;
+  // +optional
+  optional SubjectAccessReviewStatus status = 3;
+}
+
+message SubjectAccessReviewSpec {
+  // +optional
+  optional ResourceAttributes resourceAttributes = 1;
+  // +optional
+  optional NonResourceAttributes nonResourceAttributes = 2;
+  // +optional
+  optional string user = 3;
+  // +optional
+  repeated string groups = 4;
+  // +optional
+  map<string, ExtraValue> extra = 5;
+  // +optional
+  optional string uid = 6;
+}
+
+message SubjectAccessReviewStatus {
+  optional bool allowed = 1;
+  // +optional
+  optional bool denied = 4;
+  // +optional
+  optional string reason = 2;
+  // +optional
+  optional string evaluationError = 3;
+}
+
+message SubjectRulesReviewStatus {
+  repeated ResourceRule resourceRules = 1;
+  repeated NonResourceRule nonResourceRules = 2;
+  optional bool incomplete = 3;
+  // +optional
+  optional string evaluationError = 4;
+}
+"""
+
 
 def _strip_block_comments(text: str) -> str:
     return re.sub(r"/\*.*?\*/", "", text, flags=re.S)
@@ -283,11 +429,11 @@ def _qualify(type_name: str, package: str) -> str:
 
 
 def load_messages(proto_root: Path) -> dict[str, ProtoMessage]:
-    """Every message of every ``generated.proto`` under ``proto_root`` and of ``EXTRA_PROTO``,
-    by full name."""
+    """Every message of every ``generated.proto`` under ``proto_root``, of ``EXTRA_PROTO`` and
+    of ``AUTHORIZATION_PROTO``, by full name."""
     messages: dict[str, ProtoMessage] = {}
     texts = [path.read_text(encoding="utf-8") for path in sorted(proto_root.rglob("*.proto"))]
-    for text in [*texts, EXTRA_PROTO]:
+    for text in [*texts, EXTRA_PROTO, AUTHORIZATION_PROTO]:
         for message in parse_proto(text):
             messages.setdefault(message.name, message)
     for message in messages.values():

@@ -12,6 +12,12 @@ from __future__ import annotations
 from kubewire.json_types import JSON
 from kubewire.models.apiextensions_k8s_io_v1 import CustomResourceDefinition
 from kubewire.models.apps_v1 import Deployment
+from kubewire.models.authorization_k8s_io_v1 import (
+    LocalSubjectAccessReview,
+    SelfSubjectAccessReview,
+    SelfSubjectRulesReview,
+    SubjectAccessReview,
+)
 from kubewire.models.base import IntOrString, KubeObject, Model, Quantity, decode, encode, to_dict
 from kubewire.models.coordination_k8s_io_v1 import Lease
 from kubewire.models.core_v1 import (
@@ -48,6 +54,7 @@ KINDS: tuple[type[KubeObject], ...] = (
     EventsK8sIoV1Event,
     Ingress,
     Lease,
+    LocalSubjectAccessReview,
     Namespace,
     NetworkPolicy,
     Node,
@@ -55,8 +62,11 @@ KINDS: tuple[type[KubeObject], ...] = (
     Role,
     RoleBinding,
     Secret,
+    SelfSubjectAccessReview,
+    SelfSubjectRulesReview,
     Service,
     ServiceAccount,
+    SubjectAccessReview,
 )
 """Every served kind's model."""
 
@@ -86,6 +96,7 @@ __all__ = [
     "KubeObject",
     "Lease",
     "ListMeta",
+    "LocalSubjectAccessReview",
     "Model",
     "Namespace",
     "NetworkPolicy",
@@ -96,9 +107,12 @@ __all__ = [
     "Role",
     "RoleBinding",
     "Secret",
+    "SelfSubjectAccessReview",
+    "SelfSubjectRulesReview",
     "Service",
     "ServiceAccount",
     "Status",
+    "SubjectAccessReview",
     "WatchEvent",
     "decode",
     "encode",

@@ -66,6 +66,8 @@ from kubewire.server.wire.http import HTTPServer
 from kubewire.server.wire.http_messages import Request, Response, status_response
 from kubewire.server.wire.websocket import HandshakeError
 from kubewire.server.writes import create_update as writes
+from kubewire.server.writes.access_reviews import GROUP as REVIEW_GROUP
+from kubewire.server.writes.access_reviews import serve_access_review
 from kubewire.server.writes.eviction import serve_eviction
 from kubewire.server.writes.pod_binding import serve_binding
 from kubewire.server.writes.rbac_writes import REQUESTER, Requester, rbac_resolver
@@ -397,7 +399,7 @@ class APIServer:
         _warn_if_deprecated(request, route)
         handler = _SUBRESOURCE_HANDLERS.get(route.subresource)
         if handler is None and route.resource.create_only:
-            handler = serve_binding  # the core bindings collection: a Creater alone
+            handler = self._creater(route)
         if handler is not None:
             return await handler(ctx, request, route)
         if method in ("GET", "HEAD"):
@@ -417,6 +419,12 @@ class APIServer:
             return await writes.delete(ctx, request, route)
         raise MethodNotAllowed("the server does not allow this method on the requested resource",
                                {})
+
+    def _creater(self, route: Route) -> SubresourceHandler:
+        """The handler of a kind served by a Creater alone."""
+        if route.resource.group == REVIEW_GROUP:  # authorization.k8s.io's reviews
+            return partial(serve_access_review, authorizer=self.access.authorizer)
+        return serve_binding  # the core bindings collection
 
     async def _get_collection(self, request: Request, route: Route) -> Response | None:
         opts = parse_list_options(request.query, route.resource, force_watch=route.watch_path,
