@@ -219,6 +219,152 @@ message Subject {
 }
 """
 
+# authorization/v1 (the access reviews), from kubernetes/api v0.32 authorization/v1/generated.proto
+# in the same way; SelfSubjectRulesReviewSpec.namespace carries a marker its .proto lacks (Go's
+# field is omitempty). ExtraValue is Go's ``[]string``: its JSON is the items themselves
+# (``server/wire/protobuf.py`` reads it so).
+AUTHORIZATION_PROTO = """\
+package k8s.io.api.authorization.v1;
+message ExtraValue {
+  repeated string items = 1;
+}
+
+message FieldSelectorAttributes {
+  // +optional
+  optional string rawSelector = 1;
+  // +optional
+  repeated .k8s.io.apimachinery.pkg.apis.meta.v1.FieldSelectorRequirement requirements = 2;
+}
+
+message LabelSelectorAttributes {
+  // +optional
+  optional string rawSelector = 1;
+  // +optional
+  repeated .k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement requirements = 2;
+}
+
+message LocalSubjectAccessReview {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+  optional SubjectAccessReviewSpec spec = 2;
+  // +optional
+  optional SubjectAccessReviewStatus status = 3;
+}
+
+message NonResourceAttributes {
+  // +optional
+  optional string path = 1;
+  // +optional
+  optional string verb = 2;
+}
+
+message NonResourceRule {
+  repeated string verbs = 1;
+  // +optional
+  repeated string nonResourceURLs = 2;
+}
+
+message ResourceAttributes {
+  // +optional
+  optional string namespace = 1;
+  // +optional
+  optional string verb = 2;
+  // +optional
+  optional string group = 3;
+  // +optional
+  optional string version = 4;
+  // +optional
+  optional string resource = 5;
+  // +optional
+  optional string subresource = 6;
+  // +optional
+  optional string name = 7;
+  // +optional
+  optional FieldSelectorAttributes fieldSelector = 8;
+  // +optional
+  optional LabelSelectorAttributes labelSelector = 9;
+}
+
+message ResourceRule {
+  repeated string verbs = 1;
+  // +optional
+  repeated string apiGroups = 2;
+  // +optional
+  repeated string resources = 3;
+  // +optional
+  repeated string resourceNames = 4;
+}
+
+message SelfSubjectAccessReview {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+  optional SelfSubjectAccessReviewSpec spec = 2;
+  // +optional
+  optional SubjectAccessReviewStatus status = 3;
+}
+
+message SelfSubjectAccessReviewSpec {
+  // +optional
+  optional ResourceAttributes resourceAttributes = 1;
+  // +optional
+  optional NonResourceAttributes nonResourceAttributes = 2;
+}
+
+message SelfSubjectRulesReview {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+  optional SelfSubjectRulesReviewSpec spec = 2;
+  // +optional
+  optional SubjectRulesReviewStatus status = 3;
+}
+
+message SelfSubjectRulesReviewSpec {
+  // +optional
+  optional string namespace = 1;
+}
+
+message SubjectAccessReview {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+  optional SubjectAccessReviewSpec spec = 2;
+  // +optional
+  optional SubjectAccessReviewStatus status = 3;
+}
+
+message SubjectAccessReviewSpec {
+  // +optional
+  optional ResourceAttributes resourceAttributes = 1;
+  // +optional
+  optional NonResourceAttributes nonResourceAttributes = 2;
+  // +optional
+  optional string user = 3;
+  // +optional
+  repeated string groups = 4;
+  // +optional
+  map<string, ExtraValue> extra = 5;
+  // +optional
+  optional string uid = 6;
+}
+
+message SubjectAccessReviewStatus {
+  optional bool allowed = 1;
+  // +optional
+  optional bool denied = 4;
+  // +optional
+  optional string reason = 2;
+  // +optional
+  optional string evaluationError = 3;
+}
+
+message SubjectRulesReviewStatus {
+  repeated ResourceRule resourceRules = 1;
+  repeated NonResourceRule nonResourceRules = 2;
+  optional bool incomplete = 3;
+  // +optional
+  optional string evaluationError = 4;
+}
+"""
+
 
 def _strip_block_comments(text: str) -> str:
     return re.sub(r"/\*.*?\*/", "", text, flags=re.S)
@@ -283,11 +429,11 @@ def _qualify(type_name: str, package: str) -> str:
 
 
 def load_messages(proto_root: Path) -> dict[str, ProtoMessage]:
-    """Every message of every ``generated.proto`` under ``proto_root`` and of ``EXTRA_PROTO``,
-    by full name."""
+    """Every message of every ``generated.proto`` under ``proto_root``, of ``EXTRA_PROTO`` and
+    of ``AUTHORIZATION_PROTO``, by full name."""
     messages: dict[str, ProtoMessage] = {}
     texts = [path.read_text(encoding="utf-8") for path in sorted(proto_root.rglob("*.proto"))]
-    for text in [*texts, EXTRA_PROTO]:
+    for text in [*texts, EXTRA_PROTO, AUTHORIZATION_PROTO]:
         for message in parse_proto(text):
             messages.setdefault(message.name, message)
     for message in messages.values():
@@ -392,10 +538,8 @@ HAND_MESSAGES: dict[str, list[list[Any]]] = {
                                      "k8s.io.apimachinery.pkg.apis.meta.v1.Time", ""]],
     _AUTHN + "BoundObjectReference": [[1, "kind", "string", "e"], [2, "apiVersion", "string", "e"],
                                       [3, "name", "string", "e"], [4, "uid", "string", "e"]],
-    # The reviews (kubectl auth whoami sends a SelfSubjectReview as protobuf). UserInfo's
-    # ``extra`` (field 4, map<string, ExtraValue>) is left out: an ExtraValue's JSON is its
-    # items, which the decoder does not render, and no request needs it (the server fills in
-    # the user); the decoder skips the field.
+    # The reviews (kubectl auth whoami sends a SelfSubjectReview as protobuf). ExtraValue is
+    # Go's ``[]string``, decoded as its list (``server/wire/protobuf.py`` ``_STRING_LISTS``).
     _AUTHN + "SelfSubjectReview": [
         [1, "metadata", "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta", ""],
         [2, "status", _AUTHN + "SelfSubjectReviewStatus", ""]],
@@ -408,7 +552,8 @@ HAND_MESSAGES: dict[str, list[list[Any]]] = {
                                    [2, "user", _AUTHN + "UserInfo", ""],
                                    [4, "audiences", "string", "r"], [3, "error", "string", "e"]],
     _AUTHN + "UserInfo": [[1, "username", "string", "e"], [2, "uid", "string", "e"],
-                          [3, "groups", "string", "r"]],
+                          [3, "groups", "string", "r"], [4, "extra", _AUTHN + "ExtraValue", "m"]],
+    _AUTHN + "ExtraValue": [[1, "items", "string", "r"]],
 }
 
 

@@ -1,8 +1,9 @@
 """``kubewire`` command line: ``kubewire serve`` starts a Kubernetes-compatible API server
 (``--detach``: in the background, returning once it is ready; ``kubewire stop`` stops it);
-``kubewire user`` issues credentials; ``kubewire repair`` restarts a damaged store; ``kubewire
-models crd.yaml > models.py`` writes typed client models of custom resources; ``kubewire
-record`` / ``replay`` / ``snapshot save|load`` write and play traces (``kubewire.testing``).
+``kubewire user add|list|revoke`` issues, lists and revokes users' credentials; ``kubewire
+repair`` restarts a damaged store; ``kubewire models crd.yaml > models.py`` writes typed client
+models of custom resources; ``kubewire record`` / ``replay`` / ``snapshot save|load`` write and
+play traces (``kubewire.testing``).
 
 Whatever goes wrong for a user (a flag, a port in use, a data directory another server holds, a
 full disk, a store that lost revisions, a bad certificate) is said in one line, ``kubewire:
@@ -33,6 +34,7 @@ import kubewire
 from kubewire.go_text import parse_go_duration
 from kubewire.server.access.authn import ServiceAccountKeyError, TokenFileError
 from kubewire.server.access.authz import PolicyFileError
+from kubewire.server.access.user_bindings import ROLES as USER_ROLES
 from kubewire.server.allocation.rules import DEFAULT_SERVICE_CIDR
 from kubewire.server.daemon.lock import DataDirInUse, DataDirLock
 from kubewire.server.observe.audit import PolicyError as AuditPolicyError
@@ -332,20 +334,74 @@ def non_negative(text: str) -> int:
 
 
 def _add_user_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    user = sub.add_parser("user", help="issue credentials for a user and print a kubeconfig",
-                          formatter_class=HelpFormatter)
-    user.add_argument("name", help="the user's name (the certificate's CN)")
-    user.add_argument("--group", action="append", default=[],
-                      help="a group (repeatable; default: none)")
-    user.add_argument("--token", action="store_true",
-                      help="a bearer token in the token file instead of a client certificate")
-    user.add_argument("--data-dir", type=Path, default=Path("./data"),
-                      help="the server's data directory, with its CA and kubeconfig "
-                           "(default ./data)")
-    user.add_argument("--token-auth-file", type=Path, default=None,
-                      help="with --token: the file to add it to (default: DIR/tokens.csv)")
-    user.add_argument("--server", default=None, help="server URL (default: DIR/kubeconfig's)")
-    user.add_argument("--namespace", default="default", help="the context's namespace")
+    user = sub.add_parser(
+        "user", help="issue, list and revoke users' credentials (kubewire user add|list|revoke)",
+        description="kubewire user add NAME: issue credentials and print a kubeconfig "
+                    "(`kubewire user NAME ...` is the same); kubewire user list; kubewire user "
+                    "revoke NAME.", formatter_class=HelpFormatter)
+    actions = user.add_subparsers(dest="user_action", metavar="{add,list,revoke}")
+    add = actions.add_parser("add", help="issue credentials for a user and print a kubeconfig",
+                             formatter_class=HelpFormatter)
+    add.add_argument("name", type=user_name, help="the user's name (the certificate's CN)")
+    add.add_argument("--group", action="append", default=[],
+                     help="a group (repeatable; default: none)")
+    add.add_argument("--token", action="store_true",
+                     help="a bearer token in the token file instead of a client certificate")
+    add.add_argument("--role", choices=USER_ROLES, default=None,
+                     help="bind the user to kube's default ClusterRole of that name: in "
+                          "--namespace (a RoleBinding), else cluster-wide (a "
+                          "ClusterRoleBinding); needs the server running (default: no binding)")
+    add.add_argument("--namespace", default=None,
+                     help="the namespace --role applies to, and the kubeconfig's namespace "
+                          "(default: cluster-wide, and 'default' in the kubeconfig)")
+    add.add_argument("--server", default=None, help="server URL (default: DIR/kubeconfig's)")
+    _add_user_files(add)
+    listing = actions.add_parser("list", help="users the data dir issued credentials to, and "
+                                              "their bindings when the server is running",
+                                 formatter_class=HelpFormatter)
+    _add_user_files(listing)
+    revoke = actions.add_parser(
+        "revoke", help="remove a user's tokens (refused at once) and the bindings --role made; "
+                       "client certificates stay valid until they expire (kube has no CRL)",
+        formatter_class=HelpFormatter)
+    revoke.add_argument("name", type=user_name, help="the user's name")
+    _add_user_files(revoke)
+
+
+USER_ACTIONS = ("add", "list", "revoke")
+
+
+
+def user_name(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("a user name cannot be empty")
+    return text
+
+
+def _add_user_files(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", type=Path, default=Path("./data"),
+                        help="the server's data directory, with its CA and kubeconfig "
+                             "(default ./data)")
+    parser.add_argument("--token-auth-file", type=Path, default=None,
+                        help="the token file the server reads (default: DIR/tokens.csv)")
+
+
+def user_argv(argv: list[str]) -> list[str]:
+    """``kubewire user NAME ...`` (the first form) is ``kubewire user add NAME ...``; an action
+    after options (``kubewire user --data-dir d list``) is put first."""
+    if len(argv) < 2 or argv[0] != "user":
+        return argv
+    rest, at = argv[1:], 0
+    while at < len(rest):  # the first positional word, past options and their values
+        word = rest[at]
+        if word in ("-h", "--help"):
+            return argv
+        if not word.startswith("-") or word == "-":
+            break
+        at += 1 if word == "--token" or "=" in word else 2
+    if at < len(rest) and rest[at] in USER_ACTIONS:
+        return ["user", rest[at], *rest[:at], *rest[at + 1:]]
+    return ["user", "add", *rest] if at < len(rest) else argv
 
 
 def _add_repair_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -1022,28 +1078,260 @@ async def trim_heap_every(seconds: float) -> None:
         trim(0)
 
 
+# --- kubewire user add | list | revoke -------------------------------------------------------
+
+def user_command(args: argparse.Namespace) -> int:
+    """``kubewire user``: add (the default), list or revoke."""
+    action = getattr(args, "user_action", None)
+    if action == "list":
+        return list_users(args)
+    if action == "revoke":
+        return revoke_user(args)
+    if action is None:
+        print("kubewire: user: say what to do: kubewire user add NAME | list | revoke NAME",
+              file=sys.stderr)
+        return 2
+    return issue_user(args)
+
+
+CN_MAX = 64
+
+
+class ServerDown(Exception):
+    """The data dir's server does not answer (or has never written its kubeconfig)."""
+
+
+class BindingTaken(Exception):
+    """The binding ``--role`` would make exists with another role or other subjects."""
+
+
+def _token_file(args: argparse.Namespace) -> Path:
+    return cast(Path, args.token_auth_file or args.data_dir / "tokens.csv")
+
+
+def _admin_api(args: argparse.Namespace, work: Callable[..., Any]) -> Any:
+    """Run ``await work(bindings_api, cluster_bindings_api)`` with the data dir's admin
+    kubeconfig; ``ServerDown`` when the server is not there to answer."""
+    from kubewire.client import Api, ConfigError, TransportError, create_client
+
+    kubeconfig = args.data_dir / "kubeconfig"
+    if not kubeconfig.exists():
+        raise ServerDown(f"{kubeconfig} does not exist: start the server (kubewire serve "
+                         f"--data-dir {args.data_dir})")
+
+    async def run() -> Any:
+        async with await create_client(kubeconfig) as client:
+            group = "rbac.authorization.k8s.io/v1"
+            bindings = Api(dict, client=client, api_version=group, kind="RoleBinding")
+            cluster = Api(dict, client=client, api_version=group, kind="ClusterRoleBinding")
+            return await work(bindings, cluster)
+
+    try:
+        return asyncio.run(run())
+    except (TransportError, ConfigError) as exc:
+        from kubewire.server.access.users import admin_server_url
+
+        try:
+            url = admin_server_url(args.data_dir)
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            url = str(kubeconfig)
+        refused = getattr(exc.__cause__, "errno", None) == errno.ECONNREFUSED
+        what = "is not running" if refused else f"does not answer ({exc})"
+        raise ServerDown(f"the server at {url} {what}: start it with kubewire serve "
+                         f"--data-dir {args.data_dir}") from exc
+
+
+async def _all_bindings(bindings: Any, cluster: Any) -> list[dict[str, Any]]:
+    """Every RoleBinding (all namespaces) and ClusterRoleBinding, as plain objects with their
+    kind (a list's items come without it)."""
+    found: list[dict[str, Any]] = []
+    for kind, items in (("RoleBinding", (await bindings.list(namespace=None)).items),
+                        ("ClusterRoleBinding", (await cluster.list()).items)):
+        found += [{**item, "kind": kind} for item in items]
+    return found
+
+
+def _bind(args: argparse.Namespace) -> str:
+    """Create the binding ``--role`` asks for; say what was done (an existing one is kept)."""
+    from kubewire.client import AlreadyExists
+    from kubewire.server.access.user_bindings import user_binding
+
+    body = user_binding(args.name, args.role, args.namespace)
+    kind, name = body["kind"], body["metadata"]["name"]
+    where = f" in {args.namespace}" if args.namespace else " cluster-wide"
+
+    async def work(bindings: Any, cluster: Any) -> str:
+        api = bindings if args.namespace else cluster
+        try:
+            await api.create(body, namespace=args.namespace)
+        except AlreadyExists:
+            found = await api.get(name, namespace=args.namespace)
+            if (found.get("roleRef") != body["roleRef"]
+                    or body["subjects"][0] not in (found.get("subjects") or ())):
+                raise BindingTaken(f"{kind} {name}{where} exists and does not bind "
+                                   f"{args.name} to ClusterRole {args.role}: delete it or "
+                                   "edit it by hand") from None
+            return f"{kind} {name}{where} already binds {args.name} to {args.role}"
+        return f"{kind} {name}{where} binds {args.name} to ClusterRole {args.role}"
+
+    return cast(str, _admin_api(args, work))
+
+
 def issue_user(args: argparse.Namespace) -> int:
-    """``kubewire user``: the new user's kubeconfig on stdout; one line on stderr if the data
-    directory has no CA or kubeconfig yet (the first ``serve`` makes them)."""
+    """``kubewire user add``: the new user's kubeconfig on stdout (with ``--role``, the binding
+    is made first, on the running server); one line on stderr when it cannot be done."""
+    from kubewire.client import StatusError
+    from kubewire.server.access.pki import load_ca
     from kubewire.server.access.users import UserRequest, user_kubeconfig
 
-    token_file = None
-    if args.token:
-        token_file = args.token_auth_file or args.data_dir / "tokens.csv"
+    long = [n for n in (args.name, *args.group) if len(n) > CN_MAX]
+    if long and not args.token:  # X.509 bounds CN and O (RFC 5280's ub-common-name)
+        print(f"kubewire: cannot issue a certificate: {long[0]!r} is longer than {CN_MAX} "
+              "characters, the most a certificate's CN or O holds (use --token)",
+              file=sys.stderr)
+        return 1
+    token_file = _token_file(args) if args.token else None
     request = UserRequest(args.name, tuple(args.group), token_file=token_file,
-                          namespace=args.namespace)
+                          namespace=args.namespace or "default")
     try:
+        if args.role is not None:
+            load_ca(args.data_dir / "pki")  # no server ever ran here: say that, bind nothing
+            said = _bind(args)
         text = user_kubeconfig(args.data_dir, request, server=args.server)
     except FileNotFoundError as exc:
         why = (f"{exc.filename} does not exist: start the server once first (kubewire serve "
                f"--data-dir {args.data_dir})") if exc.filename else str(exc)
         print(f"kubewire: cannot issue credentials: {why}", file=sys.stderr)
         return 1
+    except (ServerDown, BindingTaken) as exc:
+        print(f"kubewire: cannot bind {args.name} to {args.role}: {exc}", file=sys.stderr)
+        return 1
+    except StatusError as exc:
+        hint = (f" (create it first: kubectl create namespace {args.namespace})"
+                if (exc.details or {}).get("kind") == "namespaces" else "")
+        print(f"kubewire: cannot bind {args.name} to {args.role}: {exc.message}{hint}",
+              file=sys.stderr)
+        return 1
     except (OSError, ValueError, KeyError, TypeError) as exc:  # a damaged or foreign file
         print(f"kubewire: cannot issue credentials: {exc}", file=sys.stderr)
         return 1
+    if args.role is not None:
+        print(f"kubewire: {said}", file=sys.stderr)
     print(text, end="")
     return 0
+
+
+def list_users(args: argparse.Namespace) -> int:
+    """``kubewire user list``: one row per credential, with the user's bindings when the
+    server answers (else ``?`` and one line on stderr saying why)."""
+    from kubewire.client import StatusError
+    from kubewire.server.access.user_bindings import grants, table
+    from kubewire.server.access.users import credentials
+
+    try:
+        known = credentials(args.data_dir, _token_file(args))
+    except (OSError, ValueError) as exc:
+        print(f"kubewire: cannot list users: {exc}", file=sys.stderr)
+        return 1
+    if not known:
+        print(f"kubewire: no users in {args.data_dir} yet (kubewire user add NAME)",
+              file=sys.stderr)
+        return 0
+    bindings: list[dict[str, Any]] | None = None
+    try:
+        bindings = cast(list[dict[str, Any]], _admin_api(args, _all_bindings))
+    except ServerDown as exc:
+        print(f"kubewire: bindings not shown: {exc}", file=sys.stderr)
+    except StatusError as exc:
+        print(f"kubewire: bindings not shown: {exc.message}", file=sys.stderr)
+    rows = [["NAME", "CREDENTIAL", "GROUPS", "EXPIRES", "BINDINGS"]]
+    for cred in known:
+        expires = ("never" if cred.expires is None
+                   else cred.expires.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        if bindings is None:
+            bound = "?"
+        else:
+            bound = ", ".join(g.text() for g in grants(bindings, cred.user, cred.groups))
+        rows.append([cred.user, cred.kind, ",".join(cred.groups) or "<none>", expires,
+                     bound or "<none>"])
+    print(table(rows), end="")
+    return 0
+
+
+def revoke_user(args: argparse.Namespace) -> int:
+    """``kubewire user revoke``: remove the user's tokens (the server re-reads its token file
+    and refuses them within a second), delete the bindings ``add --role`` made, and say what
+    stays: client certificates (kube cannot revoke them) and bindings written by hand."""
+    import time
+
+    from kubewire.client import StatusError
+    from kubewire.server.access.authn import RECHECK_SECONDS
+    from kubewire.server.access.users import issued_certificates, revoke_tokens
+
+    name = args.name
+    try:
+        removed = revoke_tokens(_token_file(args), name)
+        revoked_at = time.monotonic()
+        certs = [c for c in issued_certificates(args.data_dir) if c.user == name]
+    except OSError as exc:
+        print(f"kubewire: cannot revoke {name}: {exc}", file=sys.stderr)
+        return 1
+    down = ""
+    deleted: list[str] = []
+    others: list[str] = []
+    try:
+        deleted, others = _revoke_bindings(args, tuple({g for c in certs for g in c.groups}))
+    except ServerDown as exc:
+        down = str(exc)
+    except StatusError as exc:
+        down = exc.message
+    if removed:  # past the server's re-check interval, no request gets in with them
+        time.sleep(max(0.0, RECHECK_SECONDS + 0.05 - (time.monotonic() - revoked_at)))
+    lines = [f"removed {removed} token(s) of {name}: the server refuses them from now on"
+             ] if removed else []
+    lines += [f"deleted {what}" for what in deleted]
+    lines += [f"{name}'s client certificate {cert.serial} (groups: "
+              f"{','.join(cert.groups) or '<none>'}) stays valid until "
+              f"{cert.expires:%Y-%m-%dT%H:%M:%SZ}: kube has no revocation list for client "
+              "certificates; it gets only what RBAC still grants its user and groups"
+              for cert in certs]
+    lines += [f"still bound, not by kubewire user: {grant}" for grant in others]
+    for line in lines:
+        print(f"kubewire: {line}")
+    if down:
+        print(f"kubewire: cannot delete {name}'s bindings: {down}", file=sys.stderr)
+        return 1
+    if not lines:
+        print(f"kubewire: unknown user {name}: no token, certificate or binding in "
+              f"{args.data_dir}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _revoke_bindings(args: argparse.Namespace,
+                     groups: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """Delete the bindings ``add --role`` made for ``args.name``; return what was deleted and
+    the other bindings that still name the user or ``groups``."""
+    from kubewire.client import NotFound
+    from kubewire.server.access.user_bindings import grants, made_for
+
+    name = args.name
+
+    async def work(bindings: Any, cluster: Any) -> tuple[list[str], list[str]]:
+        everything = await _all_bindings(bindings, cluster)
+        ours = [binding for binding in everything if made_for(binding, name)]
+        deleted: list[str] = []
+        for binding in ours:
+            meta = binding["metadata"]
+            api = bindings if binding["kind"] == "RoleBinding" else cluster
+            with contextlib.suppress(NotFound):  # gone meanwhile: as good as deleted
+                await api.delete(meta["name"], namespace=meta.get("namespace"))
+            where = f" in {meta['namespace']}" if meta.get("namespace") else ""
+            deleted.append(f"{binding['kind']} {meta['name']}{where}")
+        rest = [binding for binding in everything if not made_for(binding, name)]
+        return deleted, [grant.text() for grant in grants(rest, name, groups)]
+
+    return cast(tuple[list[str], list[str]], _admin_api(args, work))
 
 
 class CannotStart(Exception):
@@ -1481,7 +1769,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = user_argv(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:  # bare ``kubewire``: what it can do
@@ -1500,7 +1788,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return run_server(args, argv)
-        run: Callable[[argparse.Namespace], int] = _COMMANDS.get(args.command, issue_user)
+        run: Callable[[argparse.Namespace], int] = _COMMANDS.get(args.command, user_command)
         return run(args)
     except ModuleNotFoundError as exc:  # a client-only install
         if (exc.name or "").split(".")[0] not in SERVER_EXTRA_MODULES:

@@ -310,6 +310,18 @@ RESOURCES: tuple[Resource, ...] = (
              "selfsubjectreview", namespaced=False, create_only=True),
     Resource("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", "tokenreview",
              namespaced=False, create_only=True),
+    # authorization.k8s.io/v1's reviews (pkg/registry/authorization/*): Creaters alone, nothing
+    # stored; the answer is the review with its status (server/writes/access_reviews.py).
+    Resource("authorization.k8s.io", "v1", "LocalSubjectAccessReview",
+             "localsubjectaccessreviews", "localsubjectaccessreview", namespaced=True,
+             create_only=True),
+    Resource("authorization.k8s.io", "v1", "SelfSubjectAccessReview",
+             "selfsubjectaccessreviews", "selfsubjectaccessreview", namespaced=False,
+             create_only=True),
+    Resource("authorization.k8s.io", "v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews",
+             "selfsubjectrulesreview", namespaced=False, create_only=True),
+    Resource("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews",
+             "subjectaccessreview", namespaced=False, create_only=True),
     # apiextensions-apiserver's registry/customresourcedefinition: strategy bumps generation on
     # spec changes; ShortNames, Categories from etcd.go.
     Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition",

@@ -66,6 +66,15 @@ EXPECTED: dict[tuple[str, str], tuple[str, bool, list[str], list[str], list[str]
     ("rbac.authorization.k8s.io", "clusterroles"): ("ClusterRole", False, STD, [], [], {}),
     ("rbac.authorization.k8s.io", "clusterrolebindings"): ("ClusterRoleBinding", False, STD, [],
                                                            [], {}),
+    # authorization.k8s.io's reviews: Creaters alone, no hash
+    ("authorization.k8s.io", "localsubjectaccessreviews"): (
+        "LocalSubjectAccessReview", True, ["create"], [], [], {}),
+    ("authorization.k8s.io", "selfsubjectaccessreviews"): (
+        "SelfSubjectAccessReview", False, ["create"], [], [], {}),
+    ("authorization.k8s.io", "selfsubjectrulesreviews"): (
+        "SelfSubjectRulesReview", False, ["create"], [], [], {}),
+    ("authorization.k8s.io", "subjectaccessreviews"): (
+        "SubjectAccessReview", False, ["create"], [], [], {}),
     ("apiextensions.k8s.io", "customresourcedefinitions"): (
         "CustomResourceDefinition", False, STD, ["crd", "crds"], ["api-extensions"],
         {"status": STATUS}),
@@ -222,7 +231,8 @@ def test_legacy_group_list_in_kube_priority_order() -> None:
     assert doc["kind"] == "APIGroupList"
     assert doc["apiVersion"] == "v1"
     names = [g["name"] for g in doc["groups"]]
-    assert names == ["apps", "events.k8s.io", "authentication.k8s.io", "networking.k8s.io",
+    assert names == ["apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
+                     "networking.k8s.io",
                      "rbac.authorization.k8s.io",
                      "apiextensions.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
         "gateway.networking.k8s.io"]
@@ -350,9 +360,9 @@ def aggregated_resources() -> dict[tuple[str, str, str], dict[str, Any]]:
     assert [item["metadata"] for item in core] == [{"creationTimestamp": None}]
     named = get_json("/apis", KUBECTL_ACCEPT)["items"]
     assert [item["metadata"]["name"] for item in named] == [
-        "apps", "events.k8s.io", "authentication.k8s.io", "networking.k8s.io",
-        "rbac.authorization.k8s.io", "apiextensions.k8s.io", "coordination.k8s.io",
-        "discovery.k8s.io", "gateway.networking.k8s.io"]
+        "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
+        "networking.k8s.io", "rbac.authorization.k8s.io", "apiextensions.k8s.io",
+        "coordination.k8s.io", "discovery.k8s.io", "gateway.networking.k8s.io"]
     for item in core + named:
         group = item["metadata"].get("name", "")
         for version in item["versions"]:

@@ -268,3 +268,23 @@ def test_the_flags_make_the_config(tmp_path: Path) -> None:
     assert config.service_account_max_token_expiration_s == 48 * 3600
     default = config_from_args(build_parser().parse_args(["serve", "--data-dir", str(tmp_path)]))
     assert (default.service_account_issuer, default.api_audiences) == (ISSUER, ())
+
+
+def test_review_protobuf_bodies_decode_as_kubes_json() -> None:
+    from kubewire.server.wire.protobuf import decode_protobuf_object
+    from tests.unit.test_protobuf import encode_body
+
+    sent = {"kind": "TokenReview", "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {"name": "r"}, "spec": {"token": "t", "audiences": ["a"]},
+            "status": {"authenticated": True, "user": {
+                "username": "u", "groups": ["g"],
+                "extra": {"k": {"items": ["v1", "v2"]}, "none": {}}}}}
+    decoded = decode_protobuf_object(encode_body(sent), "authentication.k8s.io/v1",
+                                     "TokenReview")
+    assert decoded["spec"] == {"token": "t", "audiences": ["a"]}
+    assert decoded["status"] == {"authenticated": True, "user": {
+        "username": "u", "groups": ["g"], "extra": {"k": ["v1", "v2"], "none": None}}}
+    me = {"kind": "SelfSubjectReview", "apiVersion": "authentication.k8s.io/v1",
+          "metadata": {}}
+    assert decode_protobuf_object(encode_body(me), "authentication.k8s.io/v1",
+                                  "SelfSubjectReview") == me

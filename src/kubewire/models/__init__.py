@@ -13,6 +13,12 @@ from kubewire.json_types import JSON
 from kubewire.models.apiextensions_k8s_io_v1 import CustomResourceDefinition
 from kubewire.models.apps_v1 import Deployment
 from kubewire.models.authentication_k8s_io_v1 import SelfSubjectReview, TokenReview
+from kubewire.models.authorization_k8s_io_v1 import (
+    LocalSubjectAccessReview,
+    SelfSubjectAccessReview,
+    SelfSubjectRulesReview,
+    SubjectAccessReview,
+)
 from kubewire.models.base import IntOrString, KubeObject, Model, Quantity, decode, encode, to_dict
 from kubewire.models.coordination_k8s_io_v1 import Lease
 from kubewire.models.core_v1 import (
@@ -49,6 +55,7 @@ KINDS: tuple[type[KubeObject], ...] = (
     EventsK8sIoV1Event,
     Ingress,
     Lease,
+    LocalSubjectAccessReview,
     Namespace,
     NetworkPolicy,
     Node,
@@ -56,9 +63,12 @@ KINDS: tuple[type[KubeObject], ...] = (
     Role,
     RoleBinding,
     Secret,
+    SelfSubjectAccessReview,
     SelfSubjectReview,
+    SelfSubjectRulesReview,
     Service,
     ServiceAccount,
+    SubjectAccessReview,
     TokenReview,
 )
 """Every served kind's model."""
@@ -89,6 +99,7 @@ __all__ = [
     "KubeObject",
     "Lease",
     "ListMeta",
+    "LocalSubjectAccessReview",
     "Model",
     "Namespace",
     "NetworkPolicy",
@@ -99,10 +110,13 @@ __all__ = [
     "Role",
     "RoleBinding",
     "Secret",
+    "SelfSubjectAccessReview",
     "SelfSubjectReview",
+    "SelfSubjectRulesReview",
     "Service",
     "ServiceAccount",
     "Status",
+    "SubjectAccessReview",
     "TokenReview",
     "WatchEvent",
     "decode",

@@ -67,6 +67,9 @@ from kubewire.server.wire.http import HTTPServer
 from kubewire.server.wire.http_messages import Request, Response, status_response
 from kubewire.server.wire.websocket import HandshakeError
 from kubewire.server.writes import create_update as writes
+from kubewire.server.writes.access_reviews import GROUP as REVIEW_GROUP
+from kubewire.server.writes.access_reviews import serve_access_review
+from kubewire.server.writes.authn_reviews import GROUP as AUTHN_REVIEW_GROUP
 from kubewire.server.writes.authn_reviews import serve_authentication_review
 from kubewire.server.writes.eviction import serve_eviction
 from kubewire.server.writes.pod_binding import serve_binding
@@ -124,7 +127,6 @@ class APIServer:
         self.tls = None if config.insecure_http else tls_files(config)
         self.controllers = ControllerManager(self.ctx, cluster_ca(config, self.tls))
         self.access = Access(config, self.tls, self.ctx)
-        self.ctx.authenticator = self.access.authenticator  # TokenReview asks it
         self.rbac_resolver = rbac_resolver(self.ctx)  # escalation checks read RBAC objects here
         self.auditor = _auditor(config)  # None unless auditing: no cost per request then
         self.observer = Observer(self.ctx, config)
@@ -400,8 +402,8 @@ class APIServer:
         ctx = self.ctx
         _warn_if_deprecated(request, route)
         handler = _SUBRESOURCE_HANDLERS.get(route.subresource)
-        if handler is None and route.resource.create_only:  # a Creater alone
-            handler = _CREATE_ONLY_HANDLERS.get(route.resource.group, serve_binding)
+        if handler is None and route.resource.create_only:
+            handler = self._creater(route)
         if handler is not None:
             return await handler(ctx, request, route)
         if method in ("GET", "HEAD"):
@@ -421,6 +423,14 @@ class APIServer:
             return await writes.delete(ctx, request, route)
         raise MethodNotAllowed("the server does not allow this method on the requested resource",
                                {})
+
+    def _creater(self, route: Route) -> SubresourceHandler:
+        """The handler of a kind served by a Creater alone."""
+        if route.resource.group == REVIEW_GROUP:  # authorization.k8s.io's reviews
+            return partial(serve_access_review, authorizer=self.access.authorizer)
+        if route.resource.group == AUTHN_REVIEW_GROUP:  # SelfSubjectReview, TokenReview
+            return partial(serve_authentication_review, authenticator=self.access.authenticator)
+        return serve_binding  # the core bindings collection
 
     async def _get_collection(self, request: Request, route: Route) -> Response | None:
         opts = parse_list_options(request.query, route.resource, force_watch=route.watch_path,
@@ -464,10 +474,6 @@ _SUBRESOURCE_HANDLERS: dict[str, SubresourceHandler] = {
     "scale": serve_scale, "binding": serve_binding, "eviction": serve_eviction,
     "token": serve_token_request,
     **dict.fromkeys(CONNECT_SUBRESOURCES, serve_connect)}
-
-# Create-only kinds by group (the core ``bindings`` collection is the default).
-_CREATE_ONLY_HANDLERS: dict[str, SubresourceHandler] = {
-    "authentication.k8s.io": serve_authentication_review}
 
 
 def _open_store(config: ServerConfig) -> SQLiteStore | MemoryStore | EtcdStore:

@@ -154,9 +154,6 @@ class ServerContext:
     clock: Clock = field(default_factory=RealClock)
     # the running server's ``Faults`` (server/faults), set by ``APIServer``; None elsewhere
     faults: Any = None
-    # the running server's ``access.authn.Authenticator`` (TokenReview asks it), set by
-    # ``APIServer``; None elsewhere
-    authenticator: Any = None
     _allocations: AllocationState = field(init=False)
 
     def __post_init__(self) -> None:

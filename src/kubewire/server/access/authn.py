@@ -84,6 +84,9 @@ def load_token_file(path: Path) -> dict[str, UserInfo]:
     return parse_token_file(path.read_text(), str(path))
 
 
+RECHECK_SECONDS = 1.0  # how stale the tokens a server accepts may be (``kubewire user revoke``)
+
+
 class TokenFile:
     """A token file that is read again when it changes (``kubewire user --token`` appends).
 
@@ -120,7 +123,7 @@ class TokenFile:
         now = self._clock()
         # A known token is re-checked once a second (it may have been removed); an unknown one
         # at once, since it may have just been added (a stat is cheap next to a request).
-        if found is None or now - self._checked >= 1.0:
+        if found is None or now - self._checked >= RECHECK_SECONDS:
             self._checked = now
             self._refresh()
             found = self._tokens.get(token)

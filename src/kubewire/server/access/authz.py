@@ -9,6 +9,12 @@ any line matches (plugin/pkg/auth/authorizer/abac). Members of ``system:masters`
 everything, as with kube's privileged-group authorizer.
 
 A refusal is 403 with ``responsewriters.Forbidden``'s message, ending in ABAC's reason.
+
+``decide`` gives kube's ``Authorize`` result as a ``Decision`` (allowed, denied, reason,
+evaluation error) and ``rules_for`` gives ``RulesFor``'s (the access reviews answer with them):
+AlwaysAllow holds every rule (``*`` everywhere); ABAC lists each matching policy line, as
+plugin/pkg/auth/authorizer/abac ``PolicyList.RulesFor`` does; ``system:masters`` has no rule
+resolver in kube, so it adds no rules.
 """
 
 from __future__ import annotations
@@ -43,6 +49,37 @@ class Attributes:
     resource: str = ""
     subresource: str = ""
     name: str = ""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """An authorizer's answer (``authorizer.Decision``, reason, error): allowed and denied are
+    both False for "no opinion"."""
+
+    allowed: bool
+    denied: bool
+    reason: str
+    evaluation_error: str = ""
+
+
+@dataclass(frozen=True)
+class RulesResult:
+    """``RulesFor``: the rules a user holds in a namespace, in kube's JSON shape
+    (``ResourceRule``: verbs, apiGroups, resources, resourceNames; ``NonResourceRule``: verbs,
+    nonResourceURLs), ``incomplete`` when an authorizer could not list them all."""
+
+    resource_rules: list[dict[str, Any]]
+    non_resource_rules: list[dict[str, Any]]
+    incomplete: bool
+    evaluation_error: str
+
+
+ALL_VERBS = ["*"]
+
+
+def _abac_verbs(readonly: bool) -> list[str]:
+    """abac.go ``getVerbs``."""
+    return sorted(READONLY_VERBS) if readonly else list(ALL_VERBS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,11 +176,39 @@ class Authorizer:
     policies: Sequence[Policy] | None = None
 
     def authorize(self, attrs: Attributes) -> tuple[bool, str]:
+        decision = self.decide(attrs)
+        return decision.allowed, decision.reason
+
+    def decide(self, attrs: Attributes) -> Decision:
+        """The chain's ``Authorize``: privileged groups, then AlwaysAllow or ABAC (which has no
+        opinion, never a denial, when no line matches)."""
         if MASTERS in attrs.user.groups or self.policies is None:
-            return True, ""
+            return Decision(allowed=True, denied=False, reason="")
         if any(policy.allows(attrs) for policy in self.policies):
-            return True, ""
-        return False, NO_POLICY_MATCHED
+            return Decision(allowed=True, denied=False, reason="")
+        return Decision(allowed=False, denied=False, reason=NO_POLICY_MATCHED)
+
+    def rules_for(self, user: UserInfo, namespace: str) -> RulesResult:
+        """The chain's ``RulesFor`` (the privileged-group authorizer resolves no rules)."""
+        if self.policies is None:  # authorizerfactory alwaysAllowAuthorizer.RulesFor
+            return RulesResult(
+                [{"verbs": list(ALL_VERBS), "apiGroups": ["*"], "resources": ["*"]}],
+                [{"verbs": list(ALL_VERBS), "nonResourceURLs": ["*"]}], False, "")
+        resource_rules: list[dict[str, Any]] = []
+        non_resource_rules: list[dict[str, Any]] = []
+        for policy in self.policies:  # abac.go PolicyList.RulesFor
+            if not policy.subject_matches(user):
+                continue
+            if policy.namespace not in ("*", namespace):
+                continue
+            if policy.resource:
+                resource_rules.append({"verbs": _abac_verbs(policy.readonly),
+                                       "apiGroups": [policy.api_group],
+                                       "resources": [policy.resource]})
+            if policy.non_resource_path:
+                non_resource_rules.append({"verbs": _abac_verbs(policy.readonly),
+                                           "nonResourceURLs": [policy.non_resource_path]})
+        return RulesResult(resource_rules, non_resource_rules, False, "")
 
     def check(self, attrs: Attributes) -> None:
         allowed, reason = self.authorize(attrs)

@@ -19,7 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from kubewire.json_types import JSON
-from kubewire.server.access.authn import UserInfo
+from kubewire.server.access.authn import Authenticator, UserInfo
+from kubewire.server.access.service_accounts import ServiceAccountTokens
 from kubewire.server.access.token_review import ReviewVerdict, review_token
 from kubewire.server.context import ServerContext
 from kubewire.server.patch.field_ownership import parse_tracked_write_options
@@ -31,9 +32,10 @@ from kubewire.server.writes.rbac_writes import REQUESTER
 from kubewire.status import BadRequest, MethodNotAllowed
 from kubewire.times import format_time
 
-__all__ = ["serve_authentication_review", "user_info"]
+__all__ = ["GROUP", "serve_authentication_review", "user_info"]
 
-API_VERSION = "authentication.k8s.io/v1"
+GROUP = "authentication.k8s.io"
+API_VERSION = f"{GROUP}/v1"
 # ObjectMeta in Go's field order: a TokenReview's metadata goes back as sent, in that order.
 _META_ORDER = ("name", "generateName", "namespace", "selfLink", "uid", "resourceVersion",
                "generation", "creationTimestamp", "deletionTimestamp",
@@ -55,8 +57,10 @@ def user_info(user: UserInfo) -> dict[str, JSON]:
     return out
 
 
-async def serve_authentication_review(ctx: ServerContext, request: Request,
-                                      route: Route) -> Response:
+async def serve_authentication_review(ctx: ServerContext, request: Request, route: Route, *,
+                                      authenticator: Authenticator | None) -> Response:
+    """Answer a SelfSubjectReview or TokenReview (``authenticator``: the server's, which a
+    TokenReview asks)."""
     if request.method != "POST" or not route.is_collection or route.watch_path:
         raise MethodNotAllowed("the server does not allow this method on the requested resource",
                                {})
@@ -66,7 +70,7 @@ async def serve_authentication_review(ctx: ServerContext, request: Request,
     review = decode_payload(request, route, API_VERSION, kind)
     if kind == "SelfSubjectReview":
         return json_response(201, _self_subject_review(ctx))
-    return json_response(201, _token_review(ctx, review))
+    return json_response(201, _token_review(ctx, review, authenticator))
 
 
 def _self_subject_review(ctx: ServerContext) -> dict[str, Any]:
@@ -78,7 +82,8 @@ def _self_subject_review(ctx: ServerContext) -> dict[str, Any]:
             "status": {"userInfo": user_info(requester.user)}}
 
 
-def _token_review(ctx: ServerContext, review: dict[str, Any]) -> dict[str, Any]:
+def _token_review(ctx: ServerContext, review: dict[str, Any],
+                  authenticator: Authenticator | None) -> dict[str, Any]:
     spec = review.get("spec")
     spec = spec if isinstance(spec, dict) else {}
     token = spec.get("token")
@@ -86,7 +91,7 @@ def _token_review(ctx: ServerContext, review: dict[str, Any]) -> dict[str, Any]:
         raise BadRequest("token is required for TokenReview in authentication")
     wanted = spec.get("audiences")
     wanted = [a for a in wanted if isinstance(a, str)] if isinstance(wanted, list) else []
-    verdict = _verdict(ctx, token, wanted)
+    verdict = _verdict(ctx, token, wanted, authenticator)
     meta = review.get("metadata")
     meta = dict(meta) if isinstance(meta, dict) else {}
     meta.setdefault("creationTimestamp", None)
@@ -100,14 +105,15 @@ def _token_review(ctx: ServerContext, review: dict[str, Any]) -> dict[str, Any]:
             "spec": out_spec, "status": status}
 
 
-def _verdict(ctx: ServerContext, token: str, wanted: list[str]) -> ReviewVerdict:
-    authenticator = ctx.authenticator
+def _verdict(ctx: ServerContext, token: str, wanted: list[str],
+             authenticator: Authenticator | None) -> ReviewVerdict:
     config = ctx.config
     api_audiences = config.api_audiences or (config.service_account_issuer,)
-    if authenticator is None:  # a context without a server (tests of the handler alone)
+    if authenticator is None:  # kube's REST without a token authenticator
         return ReviewVerdict(False)
+    accounts = authenticator.service_accounts
     return review_token(token, wanted, api_audiences, authenticator.tokens,
-                        authenticator.service_accounts)
+                        accounts if isinstance(accounts, ServiceAccountTokens) else None)
 
 
 def _status(sent: JSON, verdict: ReviewVerdict) -> dict[str, JSON]:
