@@ -522,7 +522,9 @@ def field_row(message: ProtoMessage, f: ProtoField, definitions: dict[str, Any],
 # body of serviceaccounts/token) as protobuf. Its rows as k8s.io/api/authentication/v1
 # generated.proto (v1.32) numbers the fields, in the form ``field_row`` gives.
 _AUTHN = "k8s.io.api.authentication.v1."
-HAND_KINDS = {"authentication.k8s.io/v1": {"TokenRequest": _AUTHN + "TokenRequest"}}
+HAND_KINDS = {"authentication.k8s.io/v1": {"SelfSubjectReview": _AUTHN + "SelfSubjectReview",
+                                           "TokenRequest": _AUTHN + "TokenRequest",
+                                           "TokenReview": _AUTHN + "TokenReview"}}
 HAND_MESSAGES: dict[str, list[list[Any]]] = {
     _AUTHN + "TokenRequest": [[1, "metadata", "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta",
                                ""],
@@ -536,6 +538,22 @@ HAND_MESSAGES: dict[str, list[list[Any]]] = {
                                      "k8s.io.apimachinery.pkg.apis.meta.v1.Time", ""]],
     _AUTHN + "BoundObjectReference": [[1, "kind", "string", "e"], [2, "apiVersion", "string", "e"],
                                       [3, "name", "string", "e"], [4, "uid", "string", "e"]],
+    # The reviews (kubectl auth whoami sends a SelfSubjectReview as protobuf). ExtraValue is
+    # Go's ``[]string``, decoded as its list (``server/wire/protobuf.py`` ``_STRING_LISTS``).
+    _AUTHN + "SelfSubjectReview": [
+        [1, "metadata", "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta", ""],
+        [2, "status", _AUTHN + "SelfSubjectReviewStatus", ""]],
+    _AUTHN + "SelfSubjectReviewStatus": [[1, "userInfo", _AUTHN + "UserInfo", ""]],
+    _AUTHN + "TokenReview": [[1, "metadata", "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta", ""],
+                             [2, "spec", _AUTHN + "TokenReviewSpec", ""],
+                             [3, "status", _AUTHN + "TokenReviewStatus", ""]],
+    _AUTHN + "TokenReviewSpec": [[1, "token", "string", "e"], [2, "audiences", "string", "r"]],
+    _AUTHN + "TokenReviewStatus": [[1, "authenticated", "bool", "e"],
+                                   [2, "user", _AUTHN + "UserInfo", ""],
+                                   [4, "audiences", "string", "r"], [3, "error", "string", "e"]],
+    _AUTHN + "UserInfo": [[1, "username", "string", "e"], [2, "uid", "string", "e"],
+                          [3, "groups", "string", "r"], [4, "extra", _AUTHN + "ExtraValue", "m"]],
+    _AUTHN + "ExtraValue": [[1, "items", "string", "r"]],
 }
 
 

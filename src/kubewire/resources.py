@@ -304,6 +304,12 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", "rolebinding",
              namespaced=True, field_label_style="default", name_rule="path",
              allow_create_on_update=True, zero_fields=_zero("Binding")),
+    # authentication.k8s.io/v1's reviews (pkg/registry/authentication/*): Creaters alone,
+    # nothing stored; the answer is the review with its status (server/writes/authn_reviews.py).
+    Resource("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews",
+             "selfsubjectreview", namespaced=False, create_only=True),
+    Resource("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", "tokenreview",
+             namespaced=False, create_only=True),
     # authorization.k8s.io/v1's reviews (pkg/registry/authorization/*): Creaters alone, nothing
     # stored; the answer is the review with its status (server/writes/access_reviews.py).
     Resource("authorization.k8s.io", "v1", "LocalSubjectAccessReview",

@@ -43,6 +43,9 @@ EXPECTED: dict[tuple[str, str], tuple[str, bool, list[str], list[str], list[str]
         "eviction": ["create"], "binding": ["create"],
         "ephemeralcontainers": ["get", "patch", "update"]}),
     ("", "bindings"): ("Binding", True, ["create"], [], [], {}),
+    ("authentication.k8s.io", "selfsubjectreviews"): ("SelfSubjectReview", False, ["create"],
+                                                      [], [], {}),
+    ("authentication.k8s.io", "tokenreviews"): ("TokenReview", False, ["create"], [], [], {}),
     ("", "services"): ("Service", True, STD, ["svc"], ["all"], {"status": STATUS}),
     ("", "nodes"): ("Node", False, STD, ["no"], [], {"status": STATUS}),
     ("", "namespaces"): ("Namespace", False, [v for v in STD if v != "deletecollection"],
@@ -228,7 +231,8 @@ def test_legacy_group_list_in_kube_priority_order() -> None:
     assert doc["kind"] == "APIGroupList"
     assert doc["apiVersion"] == "v1"
     names = [g["name"] for g in doc["groups"]]
-    assert names == ["apps", "events.k8s.io", "authorization.k8s.io", "networking.k8s.io",
+    assert names == ["apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
+                     "networking.k8s.io",
                      "rbac.authorization.k8s.io",
                      "apiextensions.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
         "gateway.networking.k8s.io"]
@@ -356,10 +360,9 @@ def aggregated_resources() -> dict[tuple[str, str, str], dict[str, Any]]:
     assert [item["metadata"] for item in core] == [{"creationTimestamp": None}]
     named = get_json("/apis", KUBECTL_ACCEPT)["items"]
     assert [item["metadata"]["name"] for item in named] == [
-        "apps", "events.k8s.io", "authorization.k8s.io", "networking.k8s.io",
-        "rbac.authorization.k8s.io",
-        "apiextensions.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
-        "gateway.networking.k8s.io"]
+        "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
+        "networking.k8s.io", "rbac.authorization.k8s.io", "apiextensions.k8s.io",
+        "coordination.k8s.io", "discovery.k8s.io", "gateway.networking.k8s.io"]
     for item in core + named:
         group = item["metadata"].get("name", "")
         for version in item["versions"]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from kubewire.json_types import JSON
 from kubewire.models.apiextensions_k8s_io_v1 import CustomResourceDefinition
 from kubewire.models.apps_v1 import Deployment
+from kubewire.models.authentication_k8s_io_v1 import SelfSubjectReview, TokenReview
 from kubewire.models.authorization_k8s_io_v1 import (
     LocalSubjectAccessReview,
     SelfSubjectAccessReview,
@@ -63,10 +64,12 @@ KINDS: tuple[type[KubeObject], ...] = (
     RoleBinding,
     Secret,
     SelfSubjectAccessReview,
+    SelfSubjectReview,
     SelfSubjectRulesReview,
     Service,
     ServiceAccount,
     SubjectAccessReview,
+    TokenReview,
 )
 """Every served kind's model."""
 
@@ -108,11 +111,13 @@ __all__ = [
     "RoleBinding",
     "Secret",
     "SelfSubjectAccessReview",
+    "SelfSubjectReview",
     "SelfSubjectRulesReview",
     "Service",
     "ServiceAccount",
     "Status",
     "SubjectAccessReview",
+    "TokenReview",
     "WatchEvent",
     "decode",
     "encode",

@@ -34,6 +34,7 @@ from kubewire.server.access.chain import (
     tls_files,
 )
 from kubewire.server.access.kubeconfig import Credentials, kubeconfig_text, server_url
+from kubewire.server.access.oidc_discovery import openid_response
 from kubewire.server.access.rbac_escalation import Check
 from kubewire.server.admin import endpoints as admin
 from kubewire.server.admin.reset import Baseline, ResetReport, reset_to_baseline
@@ -68,6 +69,8 @@ from kubewire.server.wire.websocket import HandshakeError
 from kubewire.server.writes import create_update as writes
 from kubewire.server.writes.access_reviews import GROUP as REVIEW_GROUP
 from kubewire.server.writes.access_reviews import serve_access_review
+from kubewire.server.writes.authn_reviews import GROUP as AUTHN_REVIEW_GROUP
+from kubewire.server.writes.authn_reviews import serve_authentication_review
 from kubewire.server.writes.eviction import serve_eviction
 from kubewire.server.writes.pod_binding import serve_binding
 from kubewire.server.writes.rbac_writes import REQUESTER, Requester, rbac_resolver
@@ -365,10 +368,11 @@ class APIServer:
             return Response(200, self.observer.metrics.render(), METRICS_CONTENT_TYPE)
         if route is None and admin.is_admin_path(path):
             return await admin.serve(self, request, user)
-        if route is None:
-            health = await self._health(request)  # a single check: /livez/ping, /readyz/etcd
-            if health is not None:
-                return health
+        if route is None:  # a single health check (/livez/ping), or OIDC issuer discovery
+            found = (openid_response(path, request.method, self.config, self.address)
+                     or await self._health(request))
+            if found is not None:
+                return found
         if request.method in ("GET", "HEAD"):
             found = self._describe(request)
             if found is not None:
@@ -424,6 +428,8 @@ class APIServer:
         """The handler of a kind served by a Creater alone."""
         if route.resource.group == REVIEW_GROUP:  # authorization.k8s.io's reviews
             return partial(serve_access_review, authorizer=self.access.authorizer)
+        if route.resource.group == AUTHN_REVIEW_GROUP:  # SelfSubjectReview, TokenReview
+            return partial(serve_authentication_review, authenticator=self.access.authenticator)
         return serve_binding  # the core bindings collection
 
     async def _get_collection(self, request: Request, route: Route) -> Response | None:

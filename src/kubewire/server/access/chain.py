@@ -129,9 +129,7 @@ class Access:
                     if config.authorization_policy_file else None)
         service_accounts = None
         if ctx is not None:  # tokens name objects: accepted only where they can be looked up
-            service_accounts = ServiceAccountTokens(config.data_dir,
-                                                    config.service_account_issuer,
-                                                    CachedObjects(ctx))
+            service_accounts = ServiceAccountTokens(config, CachedObjects(ctx))
         self.authenticator = Authenticator(tokens, service_accounts)
         self.client_certs: ClientCertificates | None = None
         if tls is not None:

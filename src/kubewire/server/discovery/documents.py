@@ -59,7 +59,8 @@ _CACHED_ADDRESSES = 64  # /api bodies per (registry, server address); a server h
 # apiserver/aggregator.go DefaultGenericAPIServicePriorities and its kube-apiserver list);
 # higher sorts first, ties by name (aggregated/handler.go calculateAPIGroupsLocked).
 _GROUP_PRIORITY: Mapping[str, int] = MappingProxyType({
-    "apps": 17800, "events.k8s.io": 17750, "authorization.k8s.io": 17600,
+    "apps": 17800, "events.k8s.io": 17750, "authentication.k8s.io": 17700,
+    "authorization.k8s.io": 17600,
     "networking.k8s.io": 17200,
     "rbac.authorization.k8s.io": 17000,
     "apiextensions.k8s.io": 16700, "coordination.k8s.io": 16500, "discovery.k8s.io": 16200,
