@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Literal, NoReturn, cast
 import kubewire
 from kubewire.go_text import parse_go_duration
 from kubewire.server.access.authn import TokenFileError
+from kubewire.server.access.authorizers import AuthorizationModeError
 from kubewire.server.access.authz import PolicyFileError
 from kubewire.server.allocation.rules import DEFAULT_SERVICE_CIDR
 from kubewire.server.daemon.lock import DataDirInUse, DataDirLock
@@ -247,9 +248,13 @@ def _add_access_flags(serve: argparse.ArgumentParser) -> None:
                        default="https://kubernetes.default.svc.cluster.local",
                        help="iss of the service-account tokens the server issues and accepts "
                             "(also their default audience)")
+    serve.add_argument("--authorization-mode", default="",
+                       help="ordered, comma-separated authorizers, as kube-apiserver's: "
+                            "AlwaysAllow, AlwaysDeny, ABAC, RBAC (default: ABAC with "
+                            "--authorization-policy-file, else AlwaysAllow; system:masters "
+                            "may always do everything)")
     serve.add_argument("--authorization-policy-file", type=Path, default=None,
-                       help="ABAC policy, one JSON Policy per line (default: authenticated "
-                            "users may do everything)")
+                       help="ABAC policy, one JSON Policy per line, for mode ABAC")
     serve.add_argument("--audit-log-path", default=None,
                        help="append audit.k8s.io/v1 events, one JSON line each, to this file "
                             "('-': standard output); needs --audit-policy-file (default: "
@@ -884,6 +889,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
                         client_ca_file=args.client_ca_file,
                         token_auth_file=args.token_auth_file,
                         service_account_issuer=args.service_account_issuer,
+                        authorization_mode=args.authorization_mode,
                         authorization_policy_file=args.authorization_policy_file,
                         audit_log_path=args.audit_log_path,
                         audit_policy_file=args.audit_policy_file,
@@ -1009,7 +1015,7 @@ class CannotStart(Exception):
 # What a server that cannot start raises: its disk, its store, a file it reads at start that it
 # refuses (token, policy, audit policy); anything else is a bug and keeps its traceback.
 START_ERRORS = (OSError, sqlite3.Error, StorageError, AuditPolicyError, PolicyFileError,
-                TokenFileError)
+                TokenFileError, AuthorizationModeError)
 
 
 def start_error_text(exc: BaseException, data_dir: Path) -> str:

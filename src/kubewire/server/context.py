@@ -66,6 +66,9 @@ class ServerConfig:
     # --service-account-issuer: the ``iss`` of the tokens the server issues and accepts (and,
     # kube's --api-audiences default, their audience); kubeadm's value
     service_account_issuer: str = "https://kubernetes.default.svc.cluster.local"
+    # --authorization-mode, kube's comma-separated list (access/authorizers.py); "": ABAC
+    # with a policy file, else AlwaysAllow
+    authorization_mode: str = ""
     authorization_policy_file: Path | None = None
     audit_log_path: str | None = None  # a file, or "-" for standard output
     audit_policy_file: Path | None = None

@@ -182,3 +182,25 @@ def forbidden(attrs: Attributes, reason: str) -> Forbidden:
         details["group"] = attrs.api_group
     details["kind"] = attrs.resource
     return Forbidden(f"{subject} is forbidden: {detail}", details)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """An authorizer's answer (``authorizer.Decision``, its reason and error): ``allowed``
+    (DecisionAllow), ``denied`` (DecisionDeny), neither (DecisionNoOpinion)."""
+
+    allowed: bool
+    denied: bool
+    reason: str
+    evaluation_error: str = ""
+
+
+@dataclass(frozen=True)
+class RulesResult:
+    """An authorizer's ``RulesFor``: the rules a user holds in a namespace, in kube's JSON shape
+    of ``ResourceRule`` / ``NonResourceRule``; ``incomplete`` when some could not be listed."""
+
+    resource_rules: list[dict[str, Any]]
+    non_resource_rules: list[dict[str, Any]]
+    incomplete: bool
+    evaluation_error: str

@@ -57,6 +57,16 @@ class CachedRbacObjects:
         for item in cache.scan(resource.storage_prefix(namespace)):
             yield self._decoded(item.key, item.revision, item.value)
 
+    def revision(self) -> tuple[int, ...]:
+        """The newest revision that touched each RBAC kind: changes when any object does
+        (``rbac_authorizer.RbacSource``)."""
+        revisions = []
+        for plural in ("clusterrolebindings", "rolebindings", "clusterroles", "roles"):
+            resource = self._resource(plural)
+            if resource is not None:
+                revisions.append(self.ctx.caches.for_resource(resource).last_change_rev)
+        return tuple(revisions)
+
     def role(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self._get("roles", namespace, name)
 
