@@ -254,7 +254,7 @@ def _add_access_flags(serve: argparse.ArgumentParser) -> None:
                             "--authorization-policy-file, else AlwaysAllow; system:masters "
                             "may always do everything)")
     serve.add_argument("--authorization-policy-file", type=Path, default=None,
-                       help="ABAC policy, one JSON Policy per line, for mode ABAC")
+                       help="ABAC policy, one JSON Policy per line, for mode ABAC (default: none)")
     serve.add_argument("--audit-log-path", default=None,
                        help="append audit.k8s.io/v1 events, one JSON line each, to this file "
                             "('-': standard output); needs --audit-policy-file (default: "
