@@ -267,3 +267,26 @@ def test_modes_kube_refuses_stop_the_start(tmp_path: Path) -> None:
     assert done.stderr.strip().endswith('authorization-mode "Webhook" is not supported by '
                                         "kubewire (it serves AlwaysAllow, AlwaysDeny, ABAC, "
                                         "RBAC)"), done.stderr
+
+
+def test_impersonation_is_authorized_by_rbac(rbac: ServerThread) -> None:
+    reply = https(rbac, "POST", f"/apis/{GROUP}/v1/clusterroles", cert=admin_pair(rbac), body={
+        "metadata": {"name": "impersonator"},
+        "rules": [{"apiGroups": [""], "resources": ["users"], "verbs": ["impersonate"]}]})
+    assert reply.status == 201, reply.body
+    bind(rbac, "alice-impersonates", "", "impersonator", "alice")
+    bind(rbac, "bob-view", "team-b", "view", "bob")
+    alice = token_of(issue(rbac, "alice", token=True))
+    as_bob = [("Impersonate-User", "bob")]
+    reply = https(rbac, "GET", "/api/v1/namespaces/team-b/pods", token=alice, headers=as_bob)
+    assert reply.status == 200, reply.body
+    # as bob, alice's own view of team-a does not count
+    reply = https(rbac, "GET", "/api/v1/namespaces/team-a/pods", token=alice, headers=as_bob)
+    assert json.loads(reply.body) == forbidden(
+        'pods is forbidden: User "bob" cannot list resource "pods" in API group "" in the '
+        'namespace "team-a"', {"kind": "pods"})
+    carol = token_of(issue(rbac, "carol", token=True))
+    reply = https(rbac, "GET", "/api/v1/namespaces/team-b/pods", token=carol, headers=as_bob)
+    assert json.loads(reply.body) == forbidden(
+        'users "bob" is forbidden: User "carol" cannot impersonate resource "users" in API '
+        'group "" at the cluster scope', {"name": "bob", "kind": "users"})
