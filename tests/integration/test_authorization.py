@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -23,8 +24,9 @@ from kubewire.server.access.authorizers import AuthorizationModeError
 from kubewire.server.app import APIServer
 from kubewire.server.context import ServerConfig
 from tests.integration.harness import ServerThread
-from tests.integration.kubectl import needs_kubectl, run
+from tests.integration.kubectl import background, needs_kubectl, run, stop
 from tests.integration.test_access import ensure_namespaces, https, issue
+from tests.integration.wire import wait_for
 
 GROUP = "rbac.authorization.k8s.io"
 
@@ -109,6 +111,30 @@ def test_view_in_one_namespace_with_kubectl(rbac: ServerThread) -> None:
     # system:masters (the admin's certificate) may do everything, everywhere
     done = run(admin, "get", "pods", "-A", "-o", "name")
     assert done.returncode == 0 and done.stdout.split() == ["pod/web"], done.stderr
+
+
+def pod_metric(server: ServerThread, name: str) -> int:
+    text = https(server, "GET", "/metrics", cert=admin_pair(server)).body.decode()
+    found = re.search(rf'^{name}\{{[^}}]*kind="Pod"[^}}]*\}} (\d+)', text, re.MULTILINE)
+    return int(found.group(1)) if found else 0
+
+
+@needs_kubectl
+def test_kubectl_watch_in_the_namespace_bound(rbac: ServerThread) -> None:
+    alice = issue(rbac, "alice", token=True)
+    watcher = background(alice, "get", "pods", "-n", "team-a", "--watch", "-o", "name")
+    try:
+        wait_for(lambda: pod_metric(rbac, "apiserver_registered_watchers") == 1,
+                 what="alice's watch to be registered")
+        sent = pod_metric(rbac, "apiserver_watch_events_total")
+        done = run(rbac.kubeconfig, "run", "late", "-n", "team-a", "--image", "nginx")
+        assert done.returncode == 0, done.stderr
+        wait_for(lambda: pod_metric(rbac, "apiserver_watch_events_total") > sent,
+                 what="the pod's event to reach alice")
+    finally:
+        out, err = stop(watcher)
+    assert "pod/late" in out.split(), (out, err)
+    assert "Forbidden" not in err, err
 
 
 def test_kubes_status_for_each_kind_of_request(rbac: ServerThread) -> None:
