@@ -248,8 +248,9 @@ def _add_access_flags(serve: argparse.ArgumentParser) -> None:
                        default="https://kubernetes.default.svc.cluster.local",
                        help="iss of the service-account tokens the server issues and accepts "
                             "(also their default audience)")
-    serve.add_argument("--authorization-mode", default="",
-                       help="ordered, comma-separated authorizers, as kube-apiserver's: "
+    serve.add_argument("--authorization-mode", action="append", default=[],
+                       help="ordered, comma-separated authorizers, as kube-apiserver's (the flag "
+                            "may repeat: its lists are joined): "
                             "AlwaysAllow, AlwaysDeny, ABAC, RBAC (default: ABAC with "
                             "--authorization-policy-file, else AlwaysAllow; system:masters "
                             "may always do everything)")
@@ -889,7 +890,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
                         client_ca_file=args.client_ca_file,
                         token_auth_file=args.token_auth_file,
                         service_account_issuer=args.service_account_issuer,
-                        authorization_mode=args.authorization_mode,
+                        authorization_mode=",".join(args.authorization_mode),
                         authorization_policy_file=args.authorization_policy_file,
                         audit_log_path=args.audit_log_path,
                         audit_policy_file=args.audit_policy_file,
