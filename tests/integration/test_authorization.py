@@ -285,10 +285,11 @@ def test_modes_kube_refuses_stop_the_start(tmp_path: Path) -> None:
         with pytest.raises(AuthorizationModeError) as err:
             APIServer(config)
         assert str(err.value) == text
-    # kubewire serve says it in one line
+    # kubewire serve says it in one line (the flag may repeat, as pflag's StringSlice)
     done = subprocess.run([sys.executable, "-m", "kubewire.cli", "serve", "--data-dir",
                            str(tmp_path / "cli"), "--port", "0", "--authorization-mode",
-                           "RBAC,Webhook"], capture_output=True, text=True, timeout=60)
+                           "RBAC", "--authorization-mode", "Webhook"],
+                          capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
     assert done.stderr.strip().endswith('authorization-mode "Webhook" is not supported by '
                                         "kubewire (it serves AlwaysAllow, AlwaysDeny, ABAC, "
