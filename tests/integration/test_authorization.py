@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kubewire.server.access.authn import UserInfo
 from kubewire.server.access.authorizers import AuthorizationModeError
 from kubewire.server.app import APIServer
 from kubewire.server.context import ServerConfig
@@ -317,3 +318,24 @@ def test_impersonation_is_authorized_by_rbac(rbac: ServerThread) -> None:
     assert json.loads(reply.body) == forbidden(
         'users "bob" is forbidden: User "carol" cannot impersonate resource "users" in API '
         'group "" at the cluster scope', {"name": "bob", "kind": "users"})
+
+
+def test_rules_for_lists_what_the_bindings_grant(rbac: ServerThread) -> None:
+    """``Access.authorizer.rules_for`` (what SelfSubjectRulesReview answers from) over the
+    server's own RBAC objects: view's rules in team-a, discovery's everywhere, no error."""
+    assert rbac.server is not None
+    chain = rbac.server.access.authorizer  # idle server: nothing else touches it meanwhile
+    alice = UserInfo("alice", groups=("system:authenticated",))
+    in_a, in_b = chain.rules_for(alice, "team-a"), chain.rules_for(alice, "team-b")
+    assert (in_a.incomplete, in_a.evaluation_error) == (False, "")
+    assert {"verbs": ["get", "list", "watch"], "apiGroups": [""],
+            "resources": ["configmaps", "endpoints", "persistentvolumeclaims",
+                          "persistentvolumeclaims/status", "pods", "replicationcontrollers",
+                          "replicationcontrollers/scale", "serviceaccounts", "services",
+                          "services/status"]} in in_a.resource_rules
+    assert len(in_a.resource_rules) > len(in_b.resource_rules)
+    assert in_a.non_resource_rules == in_b.non_resource_rules
+    assert any("/api" in rule["nonResourceURLs"] for rule in in_b.non_resource_rules)
+    bind(rbac, "ghost", "team-b", "ghost", "alice")
+    assert chain.rules_for(alice, "team-b").evaluation_error == (
+        'clusterrole.rbac.authorization.k8s.io "ghost" not found')

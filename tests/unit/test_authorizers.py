@@ -20,6 +20,7 @@ from kubewire.server.access.authz import Attributes, Decision, Policy, RulesResu
 
 GROUP = "rbac.authorization.k8s.io"
 ALICE = UserInfo("alice", groups=("devs", "system:authenticated"))
+KINDS = ("clusterrolebindings", "rolebindings", "clusterroles", "roles")
 SA = UserInfo("system:serviceaccount:team:robot", groups=("system:serviceaccounts",))
 
 
@@ -28,16 +29,17 @@ class Objects:
 
     def __init__(self) -> None:
         self.items: dict[tuple[str, str, str], dict[str, Any]] = {}
-        self.rev = 0
-        self.binding_reads = 0
+        self.revisions = dict.fromkeys(KINDS, 0)
+        self.reads: dict[str, int] = dict.fromkeys(KINDS[:2], 0)  # listings of bindings
 
     def put(self, plural: str, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
         self.items[(plural, meta.get("namespace", ""), meta["name"])] = obj
-        self.rev += 1
+        self.revisions[plural] = max(self.revisions.values()) + 1
 
-    def revision(self) -> int:
-        return self.rev
+    def revision(self) -> tuple[int, int, int, int]:
+        a, b, c, d = (self.revisions[kind] for kind in KINDS)
+        return a, b, c, d
 
     def role(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.items.get(("roles", namespace, name))
@@ -46,7 +48,7 @@ class Objects:
         return self.items.get(("clusterroles", "", name))
 
     def _all(self, plural: str, namespace: str) -> Iterable[Mapping[str, Any]]:
-        self.binding_reads += 1
+        self.reads[plural] += 1
         return [obj for (p, ns, _), obj in sorted(self.items.items(), key=lambda kv: kv[0])
                 if p == plural and ns == namespace]
 
@@ -162,15 +164,23 @@ def test_an_rbac_change_is_seen_at_once_and_reads_are_memoized(objects: Objects)
     chain = rbac(objects)
     refused = attrs(UserInfo("bob"), "list", "pods", "team")
     assert not chain.decide(refused).allowed
-    reads = objects.binding_reads
+    assert objects.reads == {"clusterrolebindings": 1, "rolebindings": 1}
     for _ in range(5):
         chain.decide(refused)
         chain.decide(attrs(ALICE, "list", "pods", "team"))
-    assert objects.binding_reads == reads  # bindings are read once per revision
+    assert objects.reads == {"clusterrolebindings": 1, "rolebindings": 1}  # once per revision
     objects.put(*binding("bob", "ClusterRole", "pods-read", [user("bob")]))
     assert chain.decide(refused) == Decision(
         True, False, 'RBAC: allowed by ClusterRoleBinding "bob" of ClusterRole "pods-read" to '
         'User "bob"')
+    # a ClusterRoleBinding changed: only those are read again
+    assert objects.reads == {"clusterrolebindings": 2, "rolebindings": 1}
+    objects.put(*binding("carol", "ClusterRole", "pods-read", [user("carol")], namespace="x"))
+    assert chain.decide(refused).allowed  # a RoleBinding elsewhere: the namespaces' again
+    assert objects.reads == {"clusterrolebindings": 2, "rolebindings": 2}
+    # a role's change is seen too
+    objects.put(*role("clusterroles", "pods-read", []))
+    assert not chain.decide(refused).allowed
 
 
 def test_first_matching_subject_names_the_binding(objects: Objects) -> None:

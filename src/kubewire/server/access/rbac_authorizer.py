@@ -11,10 +11,11 @@ non-resource rules in the JSON shape of ``ResourceRule`` / ``NonResourceRule``.
 
 Why not a walk over every binding per request, as kube's Go does: in Python that is a
 millisecond per thousand bindings. So, per revision of the four RBAC kinds (``RbacSource.
-revision``; any write to one of them starts everything again):
+revision``; a write to one of them starts the memos again):
 
 - bindings are indexed by subject (``User``/``Group``/service-account user name -> positions),
-  ClusterRoleBindings once and each namespace's RoleBindings the first time it is asked for;
+  ClusterRoleBindings once and each namespace's RoleBindings the first time it is asked for
+  (an index is rebuilt only when a binding of its kind changed);
 - the rules a (user, groups, namespace) holds are resolved once, in kube's visiting order
   (cluster bindings first, each kind in the store's key order), with the error texts;
 - decisions are kept per (user, groups, namespace, verb, group, resource, subresource, name,
@@ -26,7 +27,7 @@ through the ``RbacSource`` protocol, decisions out.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -47,10 +48,14 @@ MEMO_LIMIT = 8192
 NO_OPINION = Decision(allowed=False, denied=False, reason="")
 
 
-class RbacSource(RbacObjects, Protocol):
-    """Roles and bindings, and a value that changes whenever any of them does."""
+Revision = tuple[int, int, int, int]
+"""The newest revisions of ClusterRoleBindings, RoleBindings, ClusterRoles and Roles."""
 
-    def revision(self) -> Hashable: ...
+
+class RbacSource(RbacObjects, Protocol):
+    """Roles and bindings, and the newest revision that touched each kind (``Revision``)."""
+
+    def revision(self) -> Revision: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +169,7 @@ class RbacAuthorizer:
 
     def __init__(self, objects: RbacSource) -> None:
         self.objects = objects
-        self._revision: Hashable = None
+        self._revision: Revision | None = None
         self._cluster: tuple[_Bindings, _Index] | None = None
         self._namespaced: dict[str, tuple[_Bindings, _Index]] = {}
         self._resolved: dict[tuple[str, tuple[str, ...], str], Resolved] = {}
@@ -173,10 +178,13 @@ class RbacAuthorizer:
     def _current(self) -> None:
         """Forget everything when an RBAC object changed since it was worked out."""
         revision = self.objects.revision()
-        if revision != self._revision:
+        seen = self._revision
+        if revision != seen:
+            if seen is None or revision[0] != seen[0]:
+                self._cluster = None  # a ClusterRoleBinding changed
+            if seen is None or revision[1] != seen[1]:
+                self._namespaced.clear()  # a RoleBinding changed
             self._revision = revision
-            self._cluster = None
-            self._namespaced.clear()
             self._resolved.clear()
             self._decisions.clear()
 

@@ -63,7 +63,7 @@ class CachedRbacObjects:
         for item in cache.scan(resource.storage_prefix(namespace)):
             yield self._decoded(item.key, item.revision, item.value)
 
-    def revision(self) -> tuple[int, ...]:
+    def revision(self) -> tuple[int, int, int, int]:
         """The newest revision that touched each RBAC kind: changes when any object does
         (``rbac_authorizer.RbacSource``)."""
         watched = self._watched
