@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn, cast
 import kubewire
 from kubewire.go_text import parse_go_duration
 from kubewire.server.access.authn import ServiceAccountKeyError, TokenFileError
+from kubewire.server.access.authorizers import AuthorizationModeError
 from kubewire.server.access.authz import PolicyFileError
 from kubewire.server.access.user_bindings import ROLES as USER_ROLES
 from kubewire.server.allocation.rules import DEFAULT_SERVICE_CIDR
@@ -293,9 +294,14 @@ def _add_access_flags(serve: argparse.ArgumentParser) -> None:
                        default=0.0,
                        help="longest service-account token a TokenRequest gets, e.g. 48h "
                             "(1h to 2^32s; default: no limit)")
+    serve.add_argument("--authorization-mode", action="append", default=[],
+                       help="ordered, comma-separated authorizers, as kube-apiserver's (the flag "
+                            "may repeat: its lists are joined): "
+                            "AlwaysAllow, AlwaysDeny, ABAC, RBAC (default: ABAC with "
+                            "--authorization-policy-file, else AlwaysAllow; system:masters "
+                            "may always do everything)")
     serve.add_argument("--authorization-policy-file", type=Path, default=None,
-                       help="ABAC policy, one JSON Policy per line (default: authenticated "
-                            "users may do everything)")
+                       help="ABAC policy, one JSON Policy per line, for mode ABAC (default: none)")
     serve.add_argument("--audit-log-path", default=None,
                        help="append audit.k8s.io/v1 events, one JSON line each, to this file "
                             "('-': standard output); needs --audit-policy-file (default: "
@@ -984,6 +990,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
                         client_ca_file=args.client_ca_file,
                         token_auth_file=args.token_auth_file,
                         **service_account_settings(args),
+                        authorization_mode=",".join(args.authorization_mode),
                         authorization_policy_file=args.authorization_policy_file,
                         audit_log_path=args.audit_log_path,
                         audit_policy_file=args.audit_policy_file,
@@ -1341,7 +1348,7 @@ class CannotStart(Exception):
 # What a server that cannot start raises: its disk, its store, a file it reads at start that it
 # refuses (token, policy, audit policy); anything else is a bug and keeps its traceback.
 START_ERRORS = (OSError, sqlite3.Error, StorageError, AuditPolicyError, PolicyFileError,
-                TokenFileError, ServiceAccountKeyError)
+                TokenFileError, ServiceAccountKeyError, AuthorizationModeError)
 
 
 def start_error_text(exc: BaseException, data_dir: Path) -> str:

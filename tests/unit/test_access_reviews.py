@@ -11,10 +11,10 @@ import pytest
 
 from kubewire.rbac_rules import RuleResolver
 from kubewire.server.access.authn import UserInfo
+from kubewire.server.access.authorizers import build_chain
 from kubewire.server.access.authz import (
     NO_POLICY_MATCHED,
     Attributes,
-    Authorizer,
     Decision,
     Policy,
     RulesResult,
@@ -267,7 +267,7 @@ def test_pointer_structs_are_members_of_their_own() -> None:
 # --- the authorizer's answers ------------------------------------------------------------------
 
 def test_decide_and_rules_for_always_allow() -> None:
-    always = Authorizer(None)
+    always = build_chain(("AlwaysAllow",), None, None)
     assert always.decide(Attributes(ME, "delete", resource_request=True,
                                     resource="pods")) == Decision(True, False, "")
     assert always.rules_for(ME, "a") == RulesResult(
@@ -276,10 +276,11 @@ def test_decide_and_rules_for_always_allow() -> None:
 
 
 def test_decide_and_rules_for_abac() -> None:
-    abac = Authorizer([Policy(user="me", namespace="a", resource="*", api_group="*"),
-                       Policy(group="team", namespace="*", resource="pods", readonly=True),
-                       Policy(group="team", non_resource_path="/healthz"),
-                       Policy(user="someone-else", namespace="*", resource="*")])
+    abac = build_chain(("ABAC",),
+                       [Policy(user="me", namespace="a", resource="*", api_group="*"),
+                        Policy(group="team", namespace="*", resource="pods", readonly=True),
+                        Policy(group="team", non_resource_path="/healthz"),
+                        Policy(user="someone-else", namespace="*", resource="*")], None)
     pods = Attributes(ME, "create", resource_request=True, namespace="b", resource="pods")
     assert abac.decide(pods) == Decision(False, False, NO_POLICY_MATCHED)
     assert abac.decide(Attributes(ME, "get", resource_request=True, namespace="b",

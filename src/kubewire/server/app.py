@@ -23,6 +23,7 @@ import msgspec
 from kubewire import __version__
 from kubewire.resources import REGISTRY
 from kubewire.server.access.authn import ANONYMOUS_USER, UserInfo
+from kubewire.server.access.authorizers import parse_modes
 from kubewire.server.access.authz import Attributes
 from kubewire.server.access.chain import (
     Access,
@@ -108,6 +109,8 @@ class APIServer:
 
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
+        # refuse an --authorization-mode kube would refuse before anything is opened
+        parse_modes(config.authorization_mode, config.authorization_policy_file is not None)
         config.data_dir.mkdir(parents=True, exist_ok=True)
         store = _open_store(config)
         store.on_commit = self._observe_commit

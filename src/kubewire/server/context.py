@@ -77,6 +77,9 @@ class ServerConfig:
     api_audiences: tuple[str, ...] = ()
     service_account_jwks_uri: str = ""
     service_account_max_token_expiration_s: int = 0
+    # --authorization-mode, kube's comma-separated list (access/authorizers.py); "": ABAC
+    # with a policy file, else AlwaysAllow
+    authorization_mode: str = ""
     authorization_policy_file: Path | None = None
     audit_log_path: str | None = None  # a file, or "-" for standard output
     audit_policy_file: Path | None = None

@@ -5,22 +5,18 @@ A policy file holds one JSON object per line (``--authorization-policy-file``), 
 with ``user`` / ``group`` (``*`` for any), ``readonly`` (get, list, watch only), and either
 ``namespace`` / ``resource`` / ``apiGroup`` (``*`` for any) for resource requests or
 ``nonResourcePath`` (exact, ``*``, or a ``/prefix/*``) for others. A request is allowed when
-any line matches (plugin/pkg/auth/authorizer/abac). Members of ``system:masters`` may do
-everything, as with kube's privileged-group authorizer.
+any line matches (plugin/pkg/auth/authorizer/abac; ``authorizers.AbacAuthorizer``).
 
-A refusal is 403 with ``responsewriters.Forbidden``'s message, ending in ABAC's reason.
+A refusal is 403 with ``responsewriters.Forbidden``'s message, ending in the authorizers' reasons.
 
-``decide`` gives kube's ``Authorize`` result as a ``Decision`` (allowed, denied, reason,
-evaluation error) and ``rules_for`` gives ``RulesFor``'s (the access reviews answer with them):
-AlwaysAllow holds every rule (``*`` everywhere); ABAC lists each matching policy line, as
-plugin/pkg/auth/authorizer/abac ``PolicyList.RulesFor`` does; ``system:masters`` has no rule
-resolver in kube, so it adds no rules.
+``Decision`` (kube's ``Authorize`` result: allowed, denied, reason, evaluation error) and
+``RulesResult`` (``RulesFor``'s) are the shapes every authorizer of the chain answers with
+(``authorizers.py`` builds the chain; the access reviews answer with them).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,14 +68,6 @@ class RulesResult:
     non_resource_rules: list[dict[str, Any]]
     incomplete: bool
     evaluation_error: str
-
-
-ALL_VERBS = ["*"]
-
-
-def _abac_verbs(readonly: bool) -> list[str]:
-    """abac.go ``getVerbs``."""
-    return sorted(READONLY_VERBS) if readonly else list(ALL_VERBS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,53 +157,6 @@ def load_policy_file(path: Path) -> list[Policy]:
     return parse_policy_file(path.read_text(), str(path))
 
 
-@dataclass(slots=True)
-class Authorizer:
-    """``policies`` None: every authenticated user may do everything (no policy file given)."""
-
-    policies: Sequence[Policy] | None = None
-
-    def authorize(self, attrs: Attributes) -> tuple[bool, str]:
-        decision = self.decide(attrs)
-        return decision.allowed, decision.reason
-
-    def decide(self, attrs: Attributes) -> Decision:
-        """The chain's ``Authorize``: privileged groups, then AlwaysAllow or ABAC (which has no
-        opinion, never a denial, when no line matches)."""
-        if MASTERS in attrs.user.groups or self.policies is None:
-            return Decision(allowed=True, denied=False, reason="")
-        if any(policy.allows(attrs) for policy in self.policies):
-            return Decision(allowed=True, denied=False, reason="")
-        return Decision(allowed=False, denied=False, reason=NO_POLICY_MATCHED)
-
-    def rules_for(self, user: UserInfo, namespace: str) -> RulesResult:
-        """The chain's ``RulesFor`` (the privileged-group authorizer resolves no rules)."""
-        if self.policies is None:  # authorizerfactory alwaysAllowAuthorizer.RulesFor
-            return RulesResult(
-                [{"verbs": list(ALL_VERBS), "apiGroups": ["*"], "resources": ["*"]}],
-                [{"verbs": list(ALL_VERBS), "nonResourceURLs": ["*"]}], False, "")
-        resource_rules: list[dict[str, Any]] = []
-        non_resource_rules: list[dict[str, Any]] = []
-        for policy in self.policies:  # abac.go PolicyList.RulesFor
-            if not policy.subject_matches(user):
-                continue
-            if policy.namespace not in ("*", namespace):
-                continue
-            if policy.resource:
-                resource_rules.append({"verbs": _abac_verbs(policy.readonly),
-                                       "apiGroups": [policy.api_group],
-                                       "resources": [policy.resource]})
-            if policy.non_resource_path:
-                non_resource_rules.append({"verbs": _abac_verbs(policy.readonly),
-                                           "nonResourceURLs": [policy.non_resource_path]})
-        return RulesResult(resource_rules, non_resource_rules, False, "")
-
-    def check(self, attrs: Attributes) -> None:
-        allowed, reason = self.authorize(attrs)
-        if not allowed:
-            raise forbidden(attrs, reason)
-
-
 def forbidden_message(attrs: Attributes) -> str:
     """responsewriters ``forbiddenMessage``."""
     user = attrs.user.name
@@ -247,3 +188,4 @@ def forbidden(attrs: Attributes, reason: str) -> Forbidden:
         details["group"] = attrs.api_group
     details["kind"] = attrs.resource
     return Forbidden(f"{subject} is forbidden: {detail}", details)
+
