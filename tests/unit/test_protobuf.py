@@ -64,6 +64,8 @@ def _special(value: Any, message: str) -> bytes | None:
         return _tag(1, 0) + _varint(0) + _tag(2, 0) + _varint(value)
     if message.endswith("resource.Quantity"):
         return _delimited(1, value.encode())
+    if message.endswith("certificates.v1.ExtraValue"):  # a named []string
+        return b"".join(_delimited(1, item.encode()) for item in value)
     if message.endswith(("runtime.RawExtension", "v1.FieldsV1")):
         return _delimited(1, json.dumps(value).encode())
     return None
@@ -170,8 +172,18 @@ LEASE: dict[str, Any] = {"kind": "Lease", "apiVersion": "coordination.k8s.io/v1"
 SCALE: dict[str, Any] = {"kind": "Scale", "apiVersion": "autoscaling/v1",
          "metadata": {"name": "web", "namespace": "default", "creationTimestamp": None},
          "spec": {"replicas": 4}, "status": {"replicas": 0}}
+CSR: dict[str, Any] = {"kind": "CertificateSigningRequest", "apiVersion": "certificates.k8s.io/v1",
+       "metadata": {"name": "c", "creationTimestamp": None},
+       "spec": {"request": base64.b64encode(b"-----BEGIN").decode(),
+                "signerName": "kubernetes.io/kube-apiserver-client", "expirationSeconds": 0,
+                "usages": ["client auth"], "username": "u", "groups": ["g"],
+                "extra": {"a": ["1", "2"], "b": []}},
+       "status": {"conditions": [{"type": "Approved", "status": "True", "reason": "R",
+                                  "lastUpdateTime": "2024-12-11T09:15:02Z",
+                                  "lastTransitionTime": None}]}}
 
-REALISTIC = [DEPLOYMENT, NAMESPACE, SERVICE, SECRET, CONFIGMAP, SERVICE_ACCOUNT, POD, LEASE, SCALE]
+REALISTIC = [DEPLOYMENT, NAMESPACE, SERVICE, SECRET, CONFIGMAP, SERVICE_ACCOUNT, POD, LEASE, SCALE,
+             CSR]
 
 
 @pytest.mark.parametrize("obj", REALISTIC, ids=[o["kind"] for o in REALISTIC])
