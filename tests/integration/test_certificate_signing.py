@@ -137,6 +137,11 @@ def test_kubectl_creates_approves_and_the_certificate_authenticates(
     assert created["spec"]["username"] == "kubewire-admin"  # the requester, not the body's
     assert created["spec"]["groups"] == ["system:masters", "system:authenticated"]
     assert created["status"] == {}
+    # kube takes the managed fields from the body, before the strategy sets the requester
+    [entry] = created["metadata"]["managedFields"]
+    assert entry["fieldsV1"] == {"f:spec": {
+        "f:expirationSeconds": {}, "f:groups": {}, "f:request": {}, "f:signerName": {},
+        "f:usages": {}, "f:username": {}}}
     table = ok(secure, "get", "csr", "jane").splitlines()
     assert table[0].split() == ["NAME", "AGE", "SIGNERNAME", "REQUESTOR", "REQUESTEDDURATION",
                                 "CONDITION"]

@@ -165,8 +165,7 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
             defaulted = _decoded_body(resource, obj)
         ctx_create = lifecycle.CreateContext(namespace=route.namespace, now=ctx.now(),
                                              rng=ctx.rng)
-        prepared = certificate_requests.with_requester(
-            route, lifecycle.prepare_create(resource, defaulted, ctx_create))
+        prepared = lifecycle.prepare_create(resource, defaulted, ctx_create)
         namespace = prepared["metadata"].get("namespace", "")
         if resource.namespaced:
             # NamespaceLifecycle, the first mutating admission plugin: kube admits before it
@@ -181,7 +180,9 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
         # fields admission adds belong to no manager
         prepared = track_write(WriteFacts(route, wopts, ctx_create.now), None, obj, prepared)
         name = prepared["metadata"]["name"]  # validate required one
-        # a CSR's validating admission, after the strategy's validation
+        # a CSR: the requester in its spec (kube's strategy runs after the managedFields are
+        # taken from the body), then its validating admission
+        prepared = certificate_requests.with_requester(route, prepared)
         certificate_requests.admit_create(route, prepared, name)
         if facts is not None:
             # the pod's rules, on what admission left (kube validates after admitting)
