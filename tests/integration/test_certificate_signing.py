@@ -249,6 +249,32 @@ def test_kubelet_serving_requests_are_signed_with_their_names(secure: ServerThre
     assert lifetime == timedelta(minutes=15)
 
 
+def test_the_signing_duration_caps_what_is_asked(make_server: Callable[..., ServerThread],
+                                                 tmp_path: Path) -> None:
+    policy = tmp_path / "policy.jsonl"
+    policy.write_text(CSR_POLICY + "\n")
+    server = make_server(insecure_http=False, authorization_policy_file=policy,
+                         cluster_signing_duration_s=3 * 3600)
+    cert = admin(server)
+    lifetimes = {}
+    for name, spec in (("default", {}), ("longer", {"expirationSeconds": 86400}),
+                       ("shorter", {"expirationSeconds": 3600})):
+        _, request = key_and_request(name)
+        assert https(server, "POST", CSRS, cert=cert,
+                     body=csr_body(name, request, **spec)).status == 201
+        csr = get_csr(server, name)
+        csr["status"] = {"conditions": [{"type": "Approved", "status": "True"}]}
+        assert https(server, "PUT", f"{CSRS}/{name}/approval", cert=cert, body=csr).status == 200
+        pem = base64.b64decode(wait_for(server, name, issued)["status"]["certificate"])
+        made = x509.load_pem_x509_certificate(pem)
+        lifetimes[name] = made.not_valid_after_utc - made.not_valid_before_utc
+    # under 8 h: not backdated at the end, so NotBefore 5 min back makes it 5 min longer
+    extra = timedelta(minutes=5)
+    assert lifetimes == {"default": timedelta(hours=3) + extra,
+                         "longer": timedelta(hours=3) + extra,
+                         "shorter": timedelta(hours=1) + extra}
+
+
 # --- bad input and what the strategy keeps ----------------------------------------------------
 
 def _invalid(reply: Any, text: str) -> None:

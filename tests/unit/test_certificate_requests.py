@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from kubewire.cli import build_parser, config_from_args
 from kubewire.server.controllers import csr_policy
 from kubewire.server.controllers.csr_policy import RequestFacts, signer_problem
 from kubewire.server.writes import csr_strategy
@@ -193,3 +194,12 @@ def test_cleaner_deadlines() -> None:
     assert clean(csr(NOW, ("Failed", NOW - 2 * hour)), NOW, None)
     assert not clean(csr(NOW, ("Denied", NOW - hour)), NOW, None)
     assert clean(csr(NOW, ("Approved", NOW), certificate="x"), NOW, NOW - hour)  # expired
+
+
+def test_cluster_signing_duration_flag() -> None:
+    def duration(*flags: str) -> float:
+        args = build_parser().parse_args(["serve", "--insecure-http", *flags])
+        return config_from_args(args).cluster_signing_duration_s
+
+    assert duration() == 365 * 24 * 3600  # kube's 8760h0m0s
+    assert duration("--cluster-signing-duration", "1h30m") == 5400
