@@ -64,8 +64,8 @@ def _special(value: Any, message: str) -> bytes | None:
         return _tag(1, 0) + _varint(0) + _tag(2, 0) + _varint(value)
     if message.endswith("resource.Quantity"):
         return _delimited(1, value.encode())
-    if message.endswith("certificates.v1.ExtraValue"):  # a named []string
-        return b"".join(_delimited(1, item.encode()) for item in value)
+    if message.endswith(".ExtraValue"):  # a named []string; nil (JSON null) when empty
+        return b"".join(_delimited(1, item.encode()) for item in value or [])
     if message.endswith(("runtime.RawExtension", "v1.FieldsV1")):
         return _delimited(1, json.dumps(value).encode())
     return None
@@ -177,7 +177,7 @@ CSR: dict[str, Any] = {"kind": "CertificateSigningRequest", "apiVersion": "certi
        "spec": {"request": base64.b64encode(b"-----BEGIN").decode(),
                 "signerName": "kubernetes.io/kube-apiserver-client", "expirationSeconds": 0,
                 "usages": ["client auth"], "username": "u", "groups": ["g"],
-                "extra": {"a": ["1", "2"], "b": []}},
+                "extra": {"a": ["1", "2"], "b": None}},
        "status": {"conditions": [{"type": "Approved", "status": "True", "reason": "R",
                                   "lastUpdateTime": "2024-12-11T09:15:02Z",
                                   "lastTransitionTime": None}]}}
