@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 import kubewire
-from kubewire.server.access.pki import make_ca
+from kubewire.server.access.pki import ensure_server_pki, make_ca
 from tests.integration.harness import ServerThread
 from tests.integration.kubectl import needs_kubectl, ok, run
 from tests.integration.test_access import POLICY, ensure_namespaces, forbidden, https, issue
@@ -452,6 +452,31 @@ def test_with_a_users_client_ca_nothing_is_signed(make_server: Callable[..., Ser
     time.sleep(0.5)
     after = httpx.get(f"{base}/nobody").json()
     assert condition_types(after) == ["Approved"] and not issued(after)
+
+
+def test_a_client_ca_bundle_holding_the_servers_ca_keeps_the_signer(
+        make_server: Callable[..., ServerThread], tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    made = ensure_server_pki(data_dir / "pki")  # the CA the server will find and sign with
+    bundle = tmp_path / "bundle.crt"
+    bundle.write_bytes(kubewire_ca_pem() + made.ca_cert.read_bytes())
+    policy = tmp_path / "policy.jsonl"
+    policy.write_text(CSR_POLICY + "\n")
+    server = make_server(data_dir=data_dir, insecure_http=False, client_ca_file=bundle,
+                         authorization_policy_file=policy)
+    cert = admin(server)
+    key, request = key_and_request("pat", "viewers")
+    assert https(server, "POST", CSRS, cert=cert, body=csr_body("pat", request)).status == 201
+    csr = get_csr(server, "pat")
+    csr["status"] = {"conditions": [{"type": "Approved", "status": "True"}]}
+    assert https(server, "PUT", f"{CSRS}/pat/approval", cert=cert, body=csr).status == 200
+    pem = base64.b64decode(wait_for(server, "pat", issued)["status"]["certificate"])
+    (tmp_path / "pat.crt").write_bytes(pem)
+    (tmp_path / "pat.key").write_bytes(key)
+    reply = https(server, "GET", "/api/v1/namespaces/a/secrets",
+                  cert=(tmp_path / "pat.crt", tmp_path / "pat.key"))
+    assert reply.status == 403, reply.body
+    assert json.loads(reply.body)["message"].startswith('secrets is forbidden: User "pat"')
 
 
 def kubewire_ca_pem() -> bytes:

@@ -14,10 +14,10 @@ BasicConstraints CA:FALSE, the CA's key id as authority key id, a random 128-bit
 from 5 minutes ago for ``expirationSeconds`` capped by ``--cluster-signing-duration``.
 
 kube runs the signer only when it has a signing key (``--cluster-signing-key-file``, which
-kubeadm points at the cluster CA's key); so does kubewire: with ``--client-ca-file`` (a CA
-whose key kubewire does not hold) or without a CA in the data directory the signer does not
-start, and approved requests stay unsigned, as kube's do when it logs "Skipping CSR signer
-controller because no csr cert/key was specified".
+kubeadm points at the cluster CA's key); so does kubewire: with a ``--client-ca-file`` that
+does not hold kubewire's CA (a CA whose key kubewire does not hold) or without a CA in the
+data directory the signer does not start, and approved requests stay unsigned, as kube's do
+when it logs "Skipping CSR signer controller because no csr cert/key was specified".
 
 The cleaner deletes, once at start and then hourly on the server's clock, what kube's does
 (``csr_policy.should_clean``). Both are kube-controller-manager's: they start and stop with
@@ -80,13 +80,21 @@ class SigningFiles:
 
 
 def signing_files(config: ServerConfig) -> SigningFiles | None:
-    """The CA pair the signer signs with: kubewire's own CA in ``DIR/pki``; None when the
-    server verifies clients with a CA of the user's (``--client-ca-file``) or has made none."""
-    if config.client_ca_file is not None:
-        return None
+    """The CA pair the signer signs with: kubewire's own CA in ``DIR/pki``; None when it has
+    made none, or when the server verifies clients with a CA bundle of the user's
+    (``--client-ca-file``) that does not hold it (what it signed would not authenticate)."""
     pki = config.data_dir / "pki"
     files = SigningFiles(pki / "ca.crt", pki / "ca.key")
-    return files if files.cert.is_file() and files.key.is_file() else None
+    if not (files.cert.is_file() and files.key.is_file()):
+        return None
+    if config.client_ca_file is not None:
+        try:
+            trusted = config.client_ca_file.read_bytes()
+        except OSError:
+            return None
+        if files.cert.read_bytes().strip() not in trusted:
+            return None
+    return files
 
 
 @dataclass(frozen=True, slots=True)
