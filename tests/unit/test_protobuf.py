@@ -64,8 +64,6 @@ def _special(value: Any, message: str) -> bytes | None:
         return _tag(1, 0) + _varint(0) + _tag(2, 0) + _varint(value)
     if message.endswith("resource.Quantity"):
         return _delimited(1, value.encode())
-    if message.endswith(".ExtraValue"):  # a named []string; nil (JSON null) when empty
-        return b"".join(_delimited(1, item.encode()) for item in value or [])
     if message.endswith(("runtime.RawExtension", "v1.FieldsV1")):
         return _delimited(1, json.dumps(value).encode())
     return None
@@ -176,14 +174,21 @@ CSR: dict[str, Any] = {"kind": "CertificateSigningRequest", "apiVersion": "certi
        "metadata": {"name": "c", "creationTimestamp": None},
        "spec": {"request": base64.b64encode(b"-----BEGIN").decode(),
                 "signerName": "kubernetes.io/kube-apiserver-client", "expirationSeconds": 0,
-                "usages": ["client auth"], "username": "u", "groups": ["g"],
-                "extra": {"a": ["1", "2"], "b": None}},
+                "usages": ["client auth"], "username": "u", "groups": ["g"]},
        "status": {"conditions": [{"type": "Approved", "status": "True", "reason": "R",
                                   "lastUpdateTime": "2024-12-11T09:15:02Z",
                                   "lastTransitionTime": None}]}}
 
 REALISTIC = [DEPLOYMENT, NAMESPACE, SERVICE, SECRET, CONFIGMAP, SERVICE_ACCOUNT, POD, LEASE, SCALE,
              CSR]
+
+
+def test_csr_extra_values_decode_as_their_lists() -> None:
+    # ExtraValue is Go's []string in a message of items: its JSON is the list (nil when empty)
+    sent = {**CSR, "spec": {**CSR["spec"], "extra": {"a": {"items": ["1", "2"]}, "b": {}}}}
+    decoded = decode_protobuf_object(encode_body(sent), "certificates.k8s.io/v1",
+                                     "CertificateSigningRequest")
+    assert decoded["spec"]["extra"] == {"a": ["1", "2"], "b": None}
 
 
 @pytest.mark.parametrize("obj", REALISTIC, ids=[o["kind"] for o in REALISTIC])
