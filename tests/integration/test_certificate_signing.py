@@ -502,3 +502,57 @@ def test_the_cleaner_deletes_denied_requests_after_an_hour() -> None:
             time.sleep(0.05)
         assert httpx.get(f"{base}/denied").status_code == 404
         assert httpx.get(f"{base}/pending").status_code == 200
+
+
+# --- under RBAC -------------------------------------------------------------------------------
+
+def _grant(server: ServerThread, name: str, user: str, rules: list[dict[str, Any]]) -> None:
+    group = "rbac.authorization.k8s.io"
+    for path, body in (
+            (f"/apis/{group}/v1/clusterroles",
+             {"metadata": {"name": name}, "rules": rules}),
+            (f"/apis/{group}/v1/clusterrolebindings",
+             {"metadata": {"name": name},
+              "roleRef": {"apiGroup": group, "kind": "ClusterRole", "name": name},
+              "subjects": [{"kind": "User", "name": user, "apiGroup": group}]})):
+        reply = https(server, "POST", path, cert=admin(server), body=body)
+        assert reply.status == 201, reply.body
+
+
+@needs_kubectl
+def test_under_rbac_approving_needs_approve_on_the_signer_name_or_its_domain(
+        make_server: Callable[..., ServerThread]) -> None:
+    server = make_server(insecure_http=False, authorization_mode="RBAC")
+    for name in ("one", "two"):
+        _, request = key_and_request(name)
+        assert https(server, "POST", CSRS, cert=admin(server),
+                     body=csr_body(name, request)).status == 201
+    amy = issue(server, "amy")
+    _grant(server, "csr-approval", "amy", [
+        {"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests"],
+         "verbs": ["get"]},
+        {"apiGroups": ["certificates.k8s.io"],
+         "resources": ["certificatesigningrequests/approval"], "verbs": ["update"]}])
+    refused = run(amy, "certificate", "approve", "one")
+    assert refused.returncode != 0
+    assert ('certificatesigningrequests.certificates.k8s.io "one" is forbidden: user not '
+            'permitted to approve requests with signerName '
+            '"kubernetes.io/kube-apiserver-client"') in refused.stderr
+    # approve on the signer's name
+    _grant(server, "approve-client", "amy", [
+        {"apiGroups": ["certificates.k8s.io"], "resources": ["signers"], "verbs": ["approve"],
+         "resourceNames": [CLIENT_SIGNER]}])
+    assert ok(amy, "certificate", "approve", "one") == (
+        "certificatesigningrequest.certificates.k8s.io/one approved\n")
+    assert issued(wait_for(server, "one", issued))
+    # or on its domain's wildcard, for another user
+    bob = issue(server, "bo")
+    _grant(server, "csr-approval-bo", "bo", [
+        {"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests"],
+         "verbs": ["get"]},
+        {"apiGroups": ["certificates.k8s.io"],
+         "resources": ["certificatesigningrequests/approval"], "verbs": ["update"]},
+        {"apiGroups": ["certificates.k8s.io"], "resources": ["signers"], "verbs": ["approve"],
+         "resourceNames": ["kubernetes.io/*"]}])
+    assert ok(bob, "certificate", "approve", "two") == (
+        "certificatesigningrequest.certificates.k8s.io/two approved\n")
