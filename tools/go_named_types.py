@@ -8,7 +8,8 @@ those are listed here, per definition and JSON field name, as ``reflect.Type.Str
 them (through a pointer the element type is named).
 
 Source: the Go declarations in ``kubernetes/api`` (``core/v1/types.go``, ``apps/v1/types.go``,
-``networking/v1/types.go``, ``discovery/v1/types.go``, ``coordination/v1/types.go``) and
+``networking/v1/types.go``, ``discovery/v1/types.go``, ``coordination/v1/types.go``,
+``certificates/v1/types.go``) and
 ``kubernetes/apimachinery`` (``pkg/apis/meta/v1/types.go``), release-1.32. ``gen_schema.py``
 fails on an entry whose definition or field is not in the generated closure.
 """
@@ -102,6 +103,10 @@ GO_NAMED_TYPES: dict[str, dict[str, str]] = {
     "io.k8s.api.discovery.v1.EndpointPort": {"protocol": "v1.Protocol"},
     "io.k8s.api.discovery.v1.EndpointSlice": {"addressType": "v1.AddressType"},
     "io.k8s.api.coordination.v1.LeaseSpec": {"strategy": "v1.CoordinatedLeaseStrategy"},
+    # certificates/v1
+    "io.k8s.api.certificates.v1.CertificateSigningRequestSpec": {"usages": "[]v1.KeyUsage"},
+    "io.k8s.api.certificates.v1.CertificateSigningRequestCondition": {
+        "status": _CONDITION_STATUS, "type": "v1.RequestConditionType"},
     # meta/v1
     _META + "APIResource": {"verbs": "v1.Verbs"},
     _META + "Condition": {"status": _CONDITION_STATUS},

@@ -227,6 +227,8 @@ _ZERO: dict[str, Mapping[str, Any]] = {
     # rbac/v1 RoleBinding and ClusterRoleBinding: roleRef has no omitempty
     "Binding": {"roleRef": {"apiGroup": "", "kind": "", "name": ""}},
     "Role": {"rules": None},  # rules has no omitempty
+    # certificates/v1: spec.request and spec.signerName have no omitempty; status is a struct
+    "CertificateSigningRequest": {"spec": {"request": None, "signerName": ""}, "status": {}},
 }
 
 
@@ -322,6 +324,16 @@ RESOURCES: tuple[Resource, ...] = (
              "selfsubjectrulesreview", namespaced=False, create_only=True),
     Resource("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews",
              "subjectaccessreview", namespaced=False, create_only=True),
+    # pkg/registry/certificates: cluster-scoped, short name ``csr`` (storage.go ShortNames),
+    # ``/status`` and ``/approval`` with their own strategies (writes/csr_strategy), no
+    # generation, PUT never creates; names are path segments (ValidateCertificateRequestName
+    # accepts any); certificates/v1 conversion.go accepts the ``spec.signerName`` field label
+    # with the core message.
+    Resource("certificates.k8s.io", "v1", "CertificateSigningRequest",
+             "certificatesigningrequests", "certificatesigningrequest", namespaced=False,
+             short_names=("csr",), subresources=("approval", "status"),
+             field_labels=MappingProxyType({"spec.signerName": "spec.signerName"}),
+             name_rule="path", zero_fields=_zero("CertificateSigningRequest")),
     # apiextensions-apiserver's registry/customresourcedefinition: strategy bumps generation on
     # spec changes; ShortNames, Categories from etcd.go.
     Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition",

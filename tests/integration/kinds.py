@@ -135,9 +135,24 @@ CLUSTER_ROLE_BINDING = Kind(
     {"subjects": [{"kind": "ServiceAccount", "name": "other", "namespace": NS}]},
     has_status=False)
 
+# a PKCS#10 request (EC P-256, CN=tests) made once with cryptography; a CSR's spec never
+# changes after create (its mutation is a label)
+_CSR_REQUEST = (
+    "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlISk1ISUNBUUF3RURFT01Bd0dBMVVFQXd3RmRHVnpk"
+    "SE13V1RBVEJnY3Foa2pPUFFJQkJnZ3Foa2pPUFFNQgpCd05DQUFReW9ReVFaVW54dHFLMnVQTHgyZEc2czlSNU1EZ0wr"
+    "SjVQd1N1Tm43UjFnODl5OGVIQWZPNG9zVm1LClRmOUpXVXZhQVhHaHhaalVaRnpoM3JTS2N5c25vQUF3Q2dZSUtvWkl6"
+    "ajBFQXdJRFJ3QXdSQUlnVU5pZXBZcVIKUTYxN0tWNmZhYVlhZzdLZWdsSjJrNWhrdTlrOGw2eWFDNXNDSUY1MXY2bzBF"
+    "SENicVRYNTF6M1VhM2hwR1dHYQpaSkpMK2xMaXF5Q1VjQm85Ci0tLS0tRU5EIENFUlRJRklDQVRFIFJFUVVFU1QtLS0t"
+    "LQo=")
+CERTIFICATE_SIGNING_REQUEST = Kind(
+    "CertificateSigningRequest", "certificates.k8s.io/v1", "certificatesigningrequests", False,
+    {"spec": {"request": _CSR_REQUEST, "signerName": "example.com/tests",
+              "usages": ["client auth"]}},
+    {"metadata": {"labels": {"mutated": "yes"}}})
+
 ALL_KINDS = [POD, SERVICE, NODE, NAMESPACE, DEPLOYMENT, EVENT, INGRESS, NETWORK_POLICY,
              ENDPOINT_SLICE, GATEWAY, HTTP_ROUTE, CONFIG_MAP, SECRET, SERVICE_ACCOUNT, LEASE,
-             ROLE, CLUSTER_ROLE, ROLE_BINDING, CLUSTER_ROLE_BINDING]
+             ROLE, CLUSTER_ROLE, ROLE_BINDING, CLUSTER_ROLE_BINDING, CERTIFICATE_SIGNING_REQUEST]
 NAMESPACED_KINDS = [k for k in ALL_KINDS if k.namespaced]
 
 

@@ -46,6 +46,7 @@ _TYPED_APIS: dict[str, tuple[type[Any], str]] = {
     "ClusterRole": (client.RbacAuthorizationV1Api, "cluster_role"),
     "RoleBinding": (client.RbacAuthorizationV1Api, "role_binding"),
     "ClusterRoleBinding": (client.RbacAuthorizationV1Api, "cluster_role_binding"),
+    "CertificateSigningRequest": (client.CertificatesV1Api, "certificate_signing_request"),
 }
 
 

@@ -62,6 +62,9 @@ EXPECTED: dict[tuple[str, str], tuple[str, bool, list[str], list[str], list[str]
     ("discovery.k8s.io", "endpointslices"): ("EndpointSlice", True, STD, [], [], {}),
     ("coordination.k8s.io", "leases"): ("Lease", True, STD, [], [], {}),
     ("rbac.authorization.k8s.io", "roles"): ("Role", True, STD, [], [], {}),
+    ("certificates.k8s.io", "certificatesigningrequests"): (
+        "CertificateSigningRequest", False, STD, ["csr"], [],
+        {"approval": STATUS, "status": STATUS}),
     ("rbac.authorization.k8s.io", "rolebindings"): ("RoleBinding", True, STD, [], [], {}),
     ("rbac.authorization.k8s.io", "clusterroles"): ("ClusterRole", False, STD, [], [], {}),
     ("rbac.authorization.k8s.io", "clusterrolebindings"): ("ClusterRoleBinding", False, STD, [],
@@ -118,6 +121,7 @@ KUBE_HASHES = {
     ("rbac.authorization.k8s.io", "clusterroles"): "bYE5ZWDrJ44=",
     ("rbac.authorization.k8s.io", "rolebindings"): "eGsCzGH6b1g=",
     ("rbac.authorization.k8s.io", "roles"): "7FuwZcIIItM=",
+    ("certificates.k8s.io", "certificatesigningrequests"): "95fRKMXA+00=",
 }
 
 
@@ -232,10 +236,9 @@ def test_legacy_group_list_in_kube_priority_order() -> None:
     assert doc["apiVersion"] == "v1"
     names = [g["name"] for g in doc["groups"]]
     assert names == ["apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
-                     "networking.k8s.io",
-                     "rbac.authorization.k8s.io",
+                     "certificates.k8s.io", "networking.k8s.io", "rbac.authorization.k8s.io",
                      "apiextensions.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
-        "gateway.networking.k8s.io"]
+                     "gateway.networking.k8s.io"]
     assert doc["groups"][0] == {
         "name": "apps", "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
         "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}}
@@ -361,6 +364,7 @@ def aggregated_resources() -> dict[tuple[str, str, str], dict[str, Any]]:
     named = get_json("/apis", KUBECTL_ACCEPT)["items"]
     assert [item["metadata"]["name"] for item in named] == [
         "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
+        "certificates.k8s.io",
         "networking.k8s.io", "rbac.authorization.k8s.io", "apiextensions.k8s.io",
         "coordination.k8s.io", "discovery.k8s.io", "gateway.networking.k8s.io"]
     for item in core + named:

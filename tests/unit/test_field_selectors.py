@@ -96,6 +96,7 @@ ACCEPTED = {
     "rolebindings": ["metadata.name", "metadata.namespace"],
     "clusterroles": ["metadata.name"],
     "clusterrolebindings": ["metadata.name"],
+    "certificatesigningrequests": ["metadata.name", "spec.signerName"],
 }
 REJECTED = {"pods": "spec.foo", "services": "spec.ports", "nodes": "metadata.namespace",
             "namespaces": "name", "events": "involvedObject.name", "deployments": "spec.replicas",
@@ -107,7 +108,7 @@ REJECTED = {"pods": "spec.foo", "services": "spec.ports", "nodes": "metadata.nam
             "serviceaccounts": "secrets", "leases": "spec.holderIdentity",
             "customresourcedefinitions": "spec.group", "roles": "rules",
             "rolebindings": "roleRef.name", "clusterroles": "aggregationRule",
-            "clusterrolebindings": "subjects"}
+            "clusterrolebindings": "subjects", "certificatesigningrequests": "spec.username"}
 
 
 def test_every_registry_kind_is_covered() -> None:

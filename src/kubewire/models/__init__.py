@@ -20,6 +20,7 @@ from kubewire.models.authorization_k8s_io_v1 import (
     SubjectAccessReview,
 )
 from kubewire.models.base import IntOrString, KubeObject, Model, Quantity, decode, encode, to_dict
+from kubewire.models.certificates_k8s_io_v1 import CertificateSigningRequest
 from kubewire.models.coordination_k8s_io_v1 import Lease
 from kubewire.models.core_v1 import (
     Binding,
@@ -45,6 +46,7 @@ from kubewire.models.rbac_authorization_k8s_io_v1 import (
 
 KINDS: tuple[type[KubeObject], ...] = (
     Binding,
+    CertificateSigningRequest,
     ClusterRole,
     ClusterRoleBinding,
     ConfigMap,
@@ -85,6 +87,7 @@ __all__ = [
     "JSON",
     "KINDS",
     "Binding",
+    "CertificateSigningRequest",
     "ClusterRole",
     "ClusterRoleBinding",
     "ConfigMap",

@@ -110,6 +110,9 @@ class ServerConfig:
     # which of kubewire's controllers run. The API server's own (CRDs, the ``kubernetes``
     # Service) always do.
     controllers: tuple[str, ...] = ("*",)
+    # kube-controller-manager's --cluster-signing-duration: the longest certificate the CSR
+    # signer issues (controllers/csr_signing); kube's default, a year
+    cluster_signing_duration_s: float = 365 * 24 * 3600.0
     # kube-controller-manager's --leader-elect flags (controllers/leadership): when on, the
     # controller-manager part of the in-server controllers runs only while this server holds
     # the Lease ``leader_elect_resource_namespace/leader_elect_resource_name``. Seconds.

@@ -82,6 +82,7 @@ CELL_FORMATTERS: Mapping[str, CellFormatter] = MappingProxyType({
     "binding_role": kinds.binding_role, "binding_users": kinds.binding_users,
     "binding_groups": kinds.binding_groups,
     "binding_service_accounts": kinds.binding_service_accounts,
+    "csr_duration": kinds.csr_duration, "csr_condition": kinds.csr_condition,
 })
 """Named cell formatters ``(value at path, now) -> cell``."""
 
@@ -177,6 +178,13 @@ PRINTERS: Mapping[str, PrinterSpec] = MappingProxyType({
     "rbac.authorization.k8s.io/clusterrolebindings": _BINDINGS,
     "rbac.authorization.k8s.io/roles": PrinterSpec((NAME, CREATED_AT)),
     "rbac.authorization.k8s.io/clusterroles": PrinterSpec((NAME, CREATED_AT)),
+    # printers.go certificateSigningRequestColumnDefinitions
+    "certificates.k8s.io/certificatesigningrequests": PrinterSpec((
+        NAME, AGE, Column("SignerName", "spec.signerName", "text_or_none"),
+        Column("Requestor", "spec.username"),
+        Column("RequestedDuration", "spec.expirationSeconds", "csr_duration"),
+        Column("Condition", "status", "csr_condition"),
+    )),
     # apiextensions-apiserver serves CRDs with the default table (no printer handlers)
     "apiextensions.k8s.io/customresourcedefinitions": PrinterSpec((NAME, CREATED_AT)),
 })

@@ -365,6 +365,7 @@ KIND_DEFAULTERS: Mapping[str, tuple[Defaulter, ...]] = MappingProxyType({
     "rbac.authorization.k8s.io/rolebindings": (default_binding,),
     "rbac.authorization.k8s.io/clusterrolebindings": (default_binding,),
     "rbac.authorization.k8s.io/roles": (),
+    "certificates.k8s.io/certificatesigningrequests": (),  # certificates/v1 has no defaulters
     "rbac.authorization.k8s.io/clusterroles": (),
     # No visible defaults: ConfigMap's ``data: {}`` is dropped by omitempty; Ingress has none
     # (``pathType`` is required); ServiceAccount, Lease and both Events have no defaulter.

@@ -35,6 +35,8 @@ from kubewire.quantity import parse_quantity
 from kubewire.resources import Resource
 from kubewire.server.apiextensions.crd import crd_strategy
 from kubewire.server.patch.json_patch import json_equal
+from kubewire.server.writes import csr_strategy
+from kubewire.server.writes.validation.certificates import CSR_ID
 from kubewire.status import (
     BadRequest,
     FieldError,
@@ -242,7 +244,7 @@ def prepare_update(resource: Resource, old: dict[str, JSON], new: dict[str, JSON
     meta.pop("generation", None)  # rest/update.go BeforeUpdate: clients cannot set generation
     if "generation" in old_meta:
         meta["generation"] = old_meta["generation"]
-    obj = _apply_update_strategy(resource, old, obj, ctx.subresource)
+    obj = _apply_update_strategy(resource, old, obj, ctx)
     meta = obj["metadata"]
     errors = _keep_system_fields(old_meta, meta)
     if errors:
@@ -266,8 +268,11 @@ def _check_uid_precondition(resource: Resource, meta: dict[str, JSON],
 
 
 def _apply_update_strategy(resource: Resource, old: dict[str, JSON], obj: dict[str, JSON],
-                           subresource: str) -> dict[str, JSON]:
+                           ctx: UpdateContext) -> dict[str, JSON]:
     """The strategies' ``PrepareForUpdate``: what each endpoint may change, and generation."""
+    subresource = ctx.subresource
+    if resource.id == CSR_ID:  # the object, /status and /approval: strategies of their own
+        return csr_strategy.prepare_update(old, obj, subresource, ctx.now)
     traits = lifecycle_traits(resource)
     if subresource == "status":
         return _status_endpoint_update(traits, old, obj)

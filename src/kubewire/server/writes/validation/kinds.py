@@ -14,6 +14,11 @@ from typing import Any
 
 from kubewire.resources import Resource
 from kubewire.server.writes.validation.apps import validate_deployment
+from kubewire.server.writes.validation.certificates import (
+    validate_certificate_signing_request,
+    validate_certificate_signing_request_approval,
+    validate_certificate_signing_request_status,
+)
 from kubewire.server.writes.validation.config import validate_config_map, validate_secret
 from kubewire.server.writes.validation.crds import (
     validate_custom_resource_definition,
@@ -55,6 +60,7 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "rbac.authorization.k8s.io/rolebindings": validate_role_binding,
     "rbac.authorization.k8s.io/clusterrolebindings": validate_cluster_role_binding,
     "apiextensions.k8s.io/customresourcedefinitions": validate_custom_resource_definition,
+    "certificates.k8s.io/certificatesigningrequests": validate_certificate_signing_request,
 })
 
 
@@ -62,6 +68,12 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
 # narrower than the main resource's (the status write keeps the stored spec).
 STATUS_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "apiextensions.k8s.io/customresourcedefinitions": validate_custom_resource_definition_status,
+    "certificates.k8s.io/certificatesigningrequests": validate_certificate_signing_request_status,
+})
+# CertificateSigningRequests' ``/approval`` (ApprovalStrategy.ValidateUpdate)
+APPROVAL_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
+    "certificates.k8s.io/certificatesigningrequests":
+        validate_certificate_signing_request_approval,
 })
 
 
@@ -73,6 +85,8 @@ def validate_kind(resource: Resource, obj: Mapping[str, Any],
     validator = None
     if subresource == "status" and old is not None:
         validator = STATUS_VALIDATORS.get(resource.id)
+    elif subresource == "approval" and old is not None:
+        validator = APPROVAL_VALIDATORS.get(resource.id)
     if validator is None:
         validator = KIND_VALIDATORS.get(resource.id)
     return [] if validator is None else validator(resource, obj, old)
