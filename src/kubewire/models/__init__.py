@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from kubewire.json_types import JSON
 from kubewire.models.apiextensions_k8s_io_v1 import CustomResourceDefinition
-from kubewire.models.apps_v1 import Deployment
+from kubewire.models.apps_v1 import (
+    ControllerRevision,
+    DaemonSet,
+    Deployment,
+    ReplicaSet,
+    StatefulSet,
+)
 from kubewire.models.base import IntOrString, KubeObject, Model, Quantity, decode, encode, to_dict
 from kubewire.models.coordination_k8s_io_v1 import Lease
 from kubewire.models.core_v1 import (
@@ -41,8 +47,10 @@ KINDS: tuple[type[KubeObject], ...] = (
     ClusterRole,
     ClusterRoleBinding,
     ConfigMap,
+    ControllerRevision,
     CoreV1Event,
     CustomResourceDefinition,
+    DaemonSet,
     Deployment,
     EndpointSlice,
     EventsK8sIoV1Event,
@@ -52,11 +60,13 @@ KINDS: tuple[type[KubeObject], ...] = (
     NetworkPolicy,
     Node,
     Pod,
+    ReplicaSet,
     Role,
     RoleBinding,
     Secret,
     Service,
     ServiceAccount,
+    StatefulSet,
 )
 """Every served kind's model."""
 
@@ -75,8 +85,10 @@ __all__ = [
     "ClusterRole",
     "ClusterRoleBinding",
     "ConfigMap",
+    "ControllerRevision",
     "CoreV1Event",
     "CustomResourceDefinition",
+    "DaemonSet",
     "DeleteOptions",
     "Deployment",
     "EndpointSlice",
@@ -93,11 +105,13 @@ __all__ = [
     "ObjectMeta",
     "Pod",
     "Quantity",
+    "ReplicaSet",
     "Role",
     "RoleBinding",
     "Secret",
     "Service",
     "ServiceAccount",
+    "StatefulSet",
     "Status",
     "WatchEvent",
     "decode",
