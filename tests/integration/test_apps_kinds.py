@@ -1,0 +1,251 @@
+"""apps/v1 ReplicaSet, StatefulSet, DaemonSet and ControllerRevision through real clients:
+kubectl (apply twice, ``get all -o wide``, ``scale``, ``patch``, the Invalid texts) and the
+``kubernetes`` package (typed reads, the scale and status subresources).
+
+What kube v1.32 answers is written out here; the shared CRUD, apply, watch and no-op matrices
+(``kinds.py``) cover these kinds too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from kubernetes import client
+
+from tests.integration import kubectl as cli
+from tests.integration.harness import ServerThread
+from tests.integration.kinds import NS
+from tests.integration.wire import call
+
+pytestmark = cli.needs_kubectl
+
+MANIFESTS = """\
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c, image: "nginx:1.27"}]}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: pg, image: "postgres:16"}]}
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      nodeSelector: {kubernetes.io/os: linux}
+      containers: [{name: a, image: busybox}]
+---
+apiVersion: apps/v1
+kind: ControllerRevision
+metadata:
+  name: db-5d8f
+  ownerReferences:
+  - {apiVersion: apps/v1, kind: StatefulSet, name: db, uid: "0d1c", controller: true}
+data: {spec: {template: {metadata: {labels: {app: db}}}}}
+revision: 1
+"""
+
+
+def kubectl(server: ServerThread, *args: str, stdin: str | None = None) -> str:
+    return cli.ok(server, *args, stdin=stdin)
+
+
+def rows(text: str) -> list[list[str]]:
+    return [line.split() for line in text.strip().splitlines()]
+
+
+def versions(server: ServerThread) -> dict[str, str]:
+    listed = json.loads(kubectl(server, "get", "rs,sts,ds,controllerrevisions", "-o", "json"))
+    return {f"{i['kind']}/{i['metadata']['name']}": i["metadata"]["resourceVersion"]
+            for i in listed["items"]}
+
+
+@pytest.fixture
+def applied(server: ServerThread) -> ServerThread:
+    assert kubectl(server, "apply", "-f", "-", stdin=MANIFESTS).splitlines() == [
+        "replicaset.apps/web created", "statefulset.apps/db created",
+        "daemonset.apps/agent created", "controllerrevision.apps/db-5d8f created"]
+    return server
+
+
+def test_apply_twice_changes_nothing(applied: ServerThread) -> None:
+    before = versions(applied)
+    again = kubectl(applied, "apply", "-f", "-", stdin=MANIFESTS).splitlines()
+    # kubectl's three-way patch resends an atomic list that the server defaulted
+    # (volumeClaimTemplates): "configured", as against kube, but the write is a no-op
+    assert again == ["replicaset.apps/web unchanged", "statefulset.apps/db configured",
+                     "daemonset.apps/agent unchanged",
+                     "controllerrevision.apps/db-5d8f unchanged"]
+    assert versions(applied) == before
+
+
+def test_get_all_wide(applied: ServerThread) -> None:
+    tables = kubectl(applied, "get", "all", "-o", "wide").split("\n\n")
+    daemon_sets = next(rows(b) for b in tables if b.startswith("NAME") and "NODE SELECTOR" in b)
+    assert daemon_sets[0] == ["NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE",
+                              "NODE", "SELECTOR", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"]
+    row = daemon_sets[1]
+    assert row[:7] == ["daemonset.apps/agent", "0", "0", "0", "0", "0", "kubernetes.io/os=linux"]
+    assert row[8:] == ["a", "busybox", "app=agent"]
+    replica_sets = next(rows(b) for b in tables if "replicaset.apps/" in b)
+    assert replica_sets[0] == ["NAME", "DESIRED", "CURRENT", "READY", "AGE", "CONTAINERS",
+                               "IMAGES", "SELECTOR"]
+    assert replica_sets[1][:4] == ["replicaset.apps/web", "1", "0", "0"]
+    assert replica_sets[1][5:] == ["c", "nginx:1.27", "app=web"]
+    stateful_sets = next(rows(b) for b in tables if "statefulset.apps/" in b)
+    assert stateful_sets[0] == ["NAME", "READY", "AGE", "CONTAINERS", "IMAGES"]
+    assert stateful_sets[1][:2] == ["statefulset.apps/db", "0/1"]
+    assert stateful_sets[1][3:] == ["pg", "postgres:16"]
+    assert "controllerrevision" not in kubectl(applied, "get", "all")  # not in category all
+    revisions = rows(kubectl(applied, "get", "controllerrevisions"))
+    assert revisions[0] == ["NAME", "CONTROLLER", "REVISION", "AGE"]
+    assert revisions[1][:3] == ["db-5d8f", "statefulset.apps/db", "1"]
+
+
+def test_short_names(applied: ServerThread) -> None:
+    assert rows(kubectl(applied, "get", "rs,sts,ds", "-o", "name")) == [
+        ["replicaset.apps/web"], ["statefulset.apps/db"], ["daemonset.apps/agent"]]
+
+
+def test_stored_objects_carry_kubes_defaults(applied: ServerThread) -> None:
+    sts = json.loads(kubectl(applied, "get", "sts", "db", "-o", "json"))
+    spec = sts["spec"]
+    assert spec["podManagementPolicy"] == "OrderedReady"
+    assert spec["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
+    assert spec["persistentVolumeClaimRetentionPolicy"] == {"whenDeleted": "Retain",
+                                                            "whenScaled": "Retain"}
+    assert spec["revisionHistoryLimit"] == 10
+    claim = spec["volumeClaimTemplates"][0]
+    assert claim["apiVersion"] == "v1" and claim["kind"] == "PersistentVolumeClaim"
+    assert claim["spec"]["volumeMode"] == "Filesystem"
+    assert claim["status"] == {"phase": "Pending"}
+    assert sts["status"] == {"replicas": 0, "availableReplicas": 0}
+    ds = json.loads(kubectl(applied, "get", "ds", "agent", "-o", "json"))
+    assert ds["metadata"]["annotations"]["deprecated.daemonset.template.generation"] == "1"
+    assert ds["spec"]["updateStrategy"] == {
+        "type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}
+    assert ds["status"] == {"currentNumberScheduled": 0, "numberMisscheduled": 0,
+                            "desiredNumberScheduled": 0, "numberReady": 0}
+    rs = json.loads(kubectl(applied, "get", "rs", "web", "-o", "json"))
+    assert rs["spec"]["replicas"] == 1
+    assert rs["status"] == {"replicas": 0}
+
+
+def test_scale_and_patch(applied: ServerThread) -> None:
+    assert kubectl(applied, "scale", "rs", "web", "--replicas=3") == \
+        "replicaset.apps/web scaled\n"
+    assert kubectl(applied, "scale", "sts", "db", "--replicas=2") == \
+        "statefulset.apps/db scaled\n"
+    rs = json.loads(kubectl(applied, "get", "rs", "web", "-o", "json"))
+    assert (rs["spec"]["replicas"], rs["metadata"]["generation"]) == (3, 2)
+    refused = cli.run(applied, "scale", "ds", "agent", "--replicas=2")
+    assert refused.returncode != 0
+    assert "the server could not find the requested resource" in refused.stderr
+    kubectl(applied, "patch", "ds", "agent", "--type=merge",
+            "-p", '{"spec":{"template":{"metadata":{"labels":{"v":"2"}}}}}')
+    ds = json.loads(kubectl(applied, "get", "ds", "agent", "-o", "json"))
+    assert ds["metadata"]["annotations"]["deprecated.daemonset.template.generation"] == "2"
+    assert ds["metadata"]["generation"] == 2
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("patch", "sts", "db", "-p", '{"spec":{"serviceName":"other"}}'),
+     'The StatefulSet "db" is invalid: spec: Forbidden: updates to statefulset spec for fields '
+     "other than 'replicas', 'ordinals', 'template', 'updateStrategy', "
+     "'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden"),
+    (("patch", "rs", "web", "--type=merge", "-p",
+      '{"spec":{"selector":{"matchLabels":{"app":"x"}},'
+      '"template":{"metadata":{"labels":{"app":"x"}}}}}'),
+     'The ReplicaSet "web" is invalid: spec.selector: Invalid value: v1.LabelSelector'
+     '{MatchLabels:map[string]string{"app":"x"}, MatchExpressions:[]v1.LabelSelectorRequirement'
+     "(nil)}: field is immutable"),
+    (("patch", "controllerrevision", "db-5d8f", "--type=merge", "-p", '{"data":null}'),
+     'The ControllerRevision "db-5d8f" is invalid: \n* data: Required value: data is mandatory'
+     "\n* data: Invalid value: null: field is immutable"),
+])
+def test_invalid_updates(applied: ServerThread, args: tuple[str, ...], message: str) -> None:
+    before = versions(applied)
+    done = cli.run(applied, *args)
+    assert done.returncode != 0
+    assert done.stderr.strip() == message
+    assert versions(applied) == before
+
+
+def test_stateful_set_names_are_dns_labels(server: ServerThread) -> None:
+    body = MANIFESTS.split("---\n")[1].replace("name: db}", "name: db.v1}")
+    done = cli.run(server, "create", "-f", "-", stdin=body)
+    assert done.returncode != 0
+    assert done.stderr == ('The StatefulSet "db.v1" is invalid: metadata.name: Invalid value: '
+                           '"db.v1": must not contain dots\n')
+
+
+# --- the kubernetes package -------------------------------------------------------------------
+
+@pytest.fixture
+def apps(applied: ServerThread) -> Iterator[client.AppsV1Api]:
+    with client.ApiClient(client.Configuration(host=applied.url)) as api:
+        yield client.AppsV1Api(api)
+
+
+def test_typed_reads(apps: client.AppsV1Api) -> None:
+    sts = apps.read_namespaced_stateful_set("db", NS)
+    assert sts.spec.volume_claim_templates[0].spec.volume_mode == "Filesystem"
+    assert sts.spec.update_strategy.rolling_update.partition == 0
+    ds = apps.read_namespaced_daemon_set("agent", NS)
+    assert ds.spec.update_strategy.rolling_update.max_unavailable == 1
+    revision = apps.read_namespaced_controller_revision("db-5d8f", NS)
+    assert revision.revision == 1
+    assert revision.data == {"spec": {"template": {"metadata": {"labels": {"app": "db"}}}}}
+    assert [r.metadata.name for r in apps.list_namespaced_replica_set(NS).items] == ["web"]
+
+
+def test_scale_subresource(apps: client.AppsV1Api) -> None:
+    scale = apps.read_namespaced_stateful_set_scale("db", NS)
+    assert (scale.spec.replicas, scale.status.replicas, scale.status.selector) == (1, 0, "app=db")
+    patched = apps.patch_namespaced_replica_set_scale("web", NS, {"spec": {"replicas": 4}})
+    assert patched.spec.replicas == 4
+    assert apps.read_namespaced_replica_set("web", NS).spec.replicas == 4
+    scale = apps.read_namespaced_replica_set_scale("web", NS)
+    scale.spec.replicas = -1
+    with pytest.raises(client.ApiException) as info:
+        apps.replace_namespaced_replica_set_scale("web", NS, scale)
+    assert info.value.status == 422
+    assert json.loads(info.value.body)["message"] == (
+        'Scale.autoscaling "web" is invalid: spec.replicas: Invalid value: -1: must be greater '
+        "than or equal to 0")
+
+
+def test_status_subresource_writes_status_only(apps: client.AppsV1Api,
+                                               applied: ServerThread) -> None:
+    path = f"/apis/apps/v1/namespaces/{NS}/statefulsets/db/status"
+    reply = call(applied, "PATCH", path, {"spec": {"replicas": 9},
+                                          "status": {"replicas": 1, "readyReplicas": 1,
+                                                     "availableReplicas": 1}})
+    assert reply.status == 200, reply.json
+    sts = apps.read_namespaced_stateful_set("db", NS)
+    assert (sts.spec.replicas, sts.status.ready_replicas) == (1, 1)
+    refused = call(applied, "PATCH", path, {"status": {"readyReplicas": 0}})
+    assert refused.status == 422
+    assert refused.json["message"] == (
+        'StatefulSet.apps "db" is invalid: status.availableReplicas: Invalid value: 1: cannot be '
+        "greater than status.readyReplicas")
