@@ -15,6 +15,12 @@ import pytest
 import yaml
 from kubernetes import client
 
+from kubewire.client.api import Api
+from kubewire.client.client import create_client
+from kubewire.models import ControllerRevision, DaemonSet, ObjectMeta, StatefulSet
+from kubewire.models.apps_v1 import StatefulSetSpec
+from kubewire.models.core_v1 import Container, PodSpec, PodTemplateSpec
+from kubewire.models.meta_v1 import LabelSelector
 from tests.integration import kubectl as cli
 from tests.integration.harness import ServerThread
 from tests.integration.kinds import NS
@@ -292,3 +298,40 @@ def collection(obj: dict[str, object]) -> str:
 
 def without(meta: dict[str, object], keys: tuple[str, ...]) -> dict[str, object]:
     return {k: v for k, v in meta.items() if k not in keys}
+
+
+# --- kubewire's client ------------------------------------------------------------------------
+
+async def test_kubewire_client_models(server: ServerThread) -> None:
+    async with await create_client(server.kubeconfig) as kw:
+        stateful_sets = Api(StatefulSet, client=kw)
+        made = await stateful_sets.create(StatefulSet(
+            metadata=ObjectMeta(name="db"),
+            spec=StatefulSetSpec(
+                service_name="db", selector=LabelSelector(match_labels={"app": "db"}),
+                template=PodTemplateSpec(metadata=ObjectMeta(labels={"app": "db"}),
+                                         spec=PodSpec(containers=[
+                                             Container(name="pg", image="postgres:16")])))))
+        assert made.spec is not None and made.spec.pod_management_policy == "OrderedReady"
+        assert made.status is not None and made.status.available_replicas == 0
+        scale = await stateful_sets.scale("db", 3)
+        assert scale.spec is not None and scale.spec.replicas == 3
+        status = await stateful_sets.patch_status("db", {"status": {"replicas": 3}})
+        assert status.status is not None and status.status.replicas == 3
+        revisions = Api(ControllerRevision, client=kw)
+        revision = await revisions.create(ControllerRevision(
+            metadata=ObjectMeta(name="db-1"), data={"spec": {}}, revision=1))
+        assert revision.revision == 1 and revision.data == {"spec": {}}
+        daemon_sets = Api(DaemonSet, client=kw)
+        assert list(await daemon_sets.list()) == []
+
+
+@pytest.mark.parametrize("data", ["abc", [1, 2], {"spec": {}}], ids=["string", "list", "object"])
+def test_controller_revision_data_is_any_json(server: ServerThread, data: object) -> None:
+    """``data`` is a runtime.RawExtension: kube keeps whatever JSON value it is given."""
+    body = {"apiVersion": "apps/v1", "kind": "ControllerRevision",
+            "metadata": {"name": "r1"}, "data": data, "revision": 1}
+    assert kubectl(server, "create", "-f", "-", stdin=json.dumps(body)) == \
+        "controllerrevision.apps/r1 created\n"
+    got = json.loads(kubectl(server, "get", "controllerrevision", "r1", "-o", "json"))
+    assert got["data"] == data

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from kubewire.resources import REGISTRY, Resource
+from kubewire.schema.validate import validate_types
 from kubewire.server.tables.columns import column_definitions, row_cells
 from kubewire.server.writes.defaults import apply_kind_defaults
 from kubewire.server.writes.lifecycle import (
@@ -361,10 +362,13 @@ def test_controller_revision_validation() -> None:
         "data: Required value: data is mandatory",
         "revision: Invalid value: -1: must be greater than or equal to 0"]
     assert errors(CR, {**revision, "revision": 9}, revision) == []  # kube lets it change
+    # data is a runtime.RawExtension: any JSON value decodes, not only an object
+    assert validate_types("apps/v1", "ControllerRevision", {**revision, "data": "abc"}) == []
+    assert validate_types("apps/v1", "ControllerRevision", {**revision, "data": [1]}) == []
     assert errors(CR, {**revision, "data": {"a": 2}}, revision) == [
         'data: Invalid value: runtime.Unknown{TypeMeta:runtime.TypeMeta{APIVersion:"", '
         'Kind:""}, Raw:[]uint8{0x7b, 0x22, 0x61, 0x22, 0x3a, 0x32, 0x7d}, ContentEncoding:"", '
-        'ContentType:""}: field is immutable']
+        'ContentType:"application/json"}: field is immutable']
 
 
 # --- tables -----------------------------------------------------------------------------------

@@ -504,11 +504,14 @@ def validate_daemon_set_status(resource: Resource, obj: Mapping[str, JSON],
 # --- ControllerRevision -----------------------------------------------------------------------
 
 def _go_raw_extension(data: JSON) -> GoLiteral:
-    """The internal ``runtime.Unknown`` a ControllerRevision's data decodes to, as ``%#v``."""
-    raw = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+    """The internal ``runtime.Unknown`` a ControllerRevision's data decodes to, as ``%#v``
+    (``Convert_runtime_RawExtension_To_runtime_Object`` marks it JSON); its bytes as Go
+    marshals a patched object: compact, keys sorted."""
+    raw = json.dumps(data, separators=(",", ":"), ensure_ascii=False, sort_keys=True).encode()
     shown = ", ".join(f"0x{b:x}" for b in raw)
     return GoLiteral('runtime.Unknown{TypeMeta:runtime.TypeMeta{APIVersion:"", Kind:""}, '
-                     f'Raw:[]uint8{{{shown}}}, ContentEncoding:"", ContentType:""}}')
+                     f'Raw:[]uint8{{{shown}}}, ContentEncoding:"", '
+                     'ContentType:"application/json"}')
 
 
 def validate_controller_revision(resource: Resource, obj: Mapping[str, JSON],
