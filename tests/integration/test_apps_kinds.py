@@ -24,7 +24,7 @@ from kubewire.models.meta_v1 import LabelSelector
 from tests.integration import kubectl as cli
 from tests.integration.harness import ServerThread
 from tests.integration.kinds import NS
-from tests.integration.wire import call
+from tests.integration.wire import call, watch
 from tests.unit.test_protobuf import encode_body
 
 pytestmark = cli.needs_kubectl
@@ -335,3 +335,32 @@ def test_controller_revision_data_is_any_json(server: ServerThread, data: object
         "controllerrevision.apps/r1 created\n"
     got = json.loads(kubectl(server, "get", "controllerrevision", "r1", "-o", "json"))
     assert got["data"] == data
+
+
+# --- watch: the bookmark object is the kind's Go zero value -----------------------------------
+
+_TEMPLATE_ZERO = {"metadata": {"creationTimestamp": None}, "spec": {"containers": None}}
+
+
+@pytest.mark.parametrize(("plural", "zero"), [
+    ("replicasets", {"spec": {"selector": None, "template": _TEMPLATE_ZERO},
+                     "status": {"replicas": 0}}),
+    ("statefulsets", {"spec": {"selector": None, "template": _TEMPLATE_ZERO,
+                               "serviceName": "", "updateStrategy": {}},
+                      "status": {"replicas": 0, "availableReplicas": 0}}),
+    ("daemonsets", {"spec": {"selector": None, "template": _TEMPLATE_ZERO, "updateStrategy": {}},
+                    "status": {"currentNumberScheduled": 0, "numberMisscheduled": 0,
+                               "desiredNumberScheduled": 0, "numberReady": 0}}),
+    ("controllerrevisions", {"data": None, "revision": 0}),
+])
+def test_initial_events_end_bookmark(server: ServerThread, plural: str,
+                                     zero: dict[str, object]) -> None:
+    """kube encodes an empty typed object (json tags without omitempty stay)."""
+    path = f"/apis/apps/v1/namespaces/{NS}/{plural}"
+    with watch(server, path, sendInitialEvents="true", resourceVersionMatch="NotOlderThan",
+               allowWatchBookmarks="true") as stream:
+        event = stream.next_event()
+    assert event["type"] == "BOOKMARK"
+    obj = event["object"]
+    assert list(obj) == ["kind", "apiVersion", "metadata", *zero]
+    assert {k: v for k, v in obj.items() if k not in ("kind", "apiVersion", "metadata")} == zero

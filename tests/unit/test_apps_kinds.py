@@ -93,10 +93,13 @@ def test_stateful_set_defaults() -> None:
     assert spec["replicas"] == 1
     assert spec["revisionHistoryLimit"] == 10
     assert spec["template"]["spec"]["dnsPolicy"] == "ClusterFirst"
+    # embedded ObjectMeta: Go writes its zero creationTimestamp as null, in field order
+    assert list(spec["template"]["metadata"].items()) == [("creationTimestamp", None),
+                                                          ("labels", {"app": "web"})]
     [defaulted] = spec["volumeClaimTemplates"]
     assert list(defaulted)[:2] == ["kind", "apiVersion"]
     assert defaulted == {"kind": "PersistentVolumeClaim", "apiVersion": "v1",
-                         "metadata": {"name": "data"},
+                         "metadata": {"name": "data", "creationTimestamp": None},
                          "spec": {**claim["spec"], "volumeMode": "Filesystem"},
                          "status": {"phase": "Pending"}}
 
@@ -269,6 +272,9 @@ def test_stateful_set_validation() -> None:
         "spec.updateStrategy.rollingUpdate: Invalid value: apps.RollingUpdateStatefulSetStrategy"
         "{Partition:2, MaxUnavailable:(*intstr.IntOrString)(nil)}: only allowed for "
         "updateStrategy 'RollingUpdate'"]
+    no_selector = copy.deepcopy(sts)
+    del no_selector["spec"]["selector"]
+    assert errors(STS, no_selector) == ["spec.selector: Required value", NOT_MATCHING]
     empty = apply_kind_defaults(STS, workload(STS, selector={}))
     assert errors(STS, empty) == [
         "spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), "

@@ -246,11 +246,31 @@ def default_deployment(deployment: dict[str, JSON]) -> None:
 
 
 def _default_template(spec: dict[str, JSON]) -> None:
-    """The generated walk into ``spec.template.spec`` (every apps/v1 workload)."""
+    """The generated walk into ``spec.template.spec`` (every apps/v1 workload), and the
+    template's metadata as Go writes it back (``embedded_meta``)."""
     template = _child(spec, "template")
+    if template is not None:
+        embedded_meta(template)
     pod_spec = _child(template, "spec") if template is not None else None
     if pod_spec is not None:
         default_pod_spec(pod_spec)
+
+
+_META_BEFORE_CREATION = ("name", "generateName", "namespace", "selfLink", "uid",
+                         "resourceVersion", "generation")
+
+
+def embedded_meta(holder: dict[str, JSON]) -> None:
+    """An embedded ObjectMeta (a pod or claim template's) as kube encodes it: the struct is
+    never omitted and its zero ``creationTimestamp`` is written as ``null`` (metav1.Time has
+    no omitempty effect), in ObjectMeta's field order."""
+    meta = holder.get("metadata")
+    if meta is None:
+        holder["metadata"] = {"creationTimestamp": None}
+    elif isinstance(meta, dict) and "creationTimestamp" not in meta:
+        before = {k: v for k, v in meta.items() if k in _META_BEFORE_CREATION}
+        after = {k: v for k, v in meta.items() if k not in _META_BEFORE_CREATION}
+        holder["metadata"] = {**before, "creationTimestamp": None, **after}
 
 
 def default_replica_set(replica_set: dict[str, JSON]) -> None:
@@ -303,6 +323,7 @@ def _default_claim_templates(spec: dict[str, JSON]) -> None:
          **{k: v for k, v in claim.items() if k not in ("kind", "apiVersion")}}
         if isinstance(claim, dict) else claim for claim in claims]
     for claim in _items(spec, "volumeClaimTemplates"):
+        embedded_meta(claim)
         status = claim.get("status")
         if status is None:
             status = claim["status"] = {}

@@ -378,7 +378,7 @@ def _stateful_set_template_errors(selector: JSON,
         errors.append(invalid("spec.selector", go_label_selector(
             selector if isinstance(selector, dict) else None)))
     else:
-        if not matches and isinstance(selector, dict):
+        if not matches:  # a nil selector selects nothing (labels.Nothing is not Empty)
             errors.append(invalid("spec.template.metadata.labels", go_string_map(labels),
                                   "`selector` does not match template `labels`"))
         errors += validate_labels(labels or {}, "spec.template.labels")
