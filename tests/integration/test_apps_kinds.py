@@ -364,3 +364,29 @@ def test_initial_events_end_bookmark(server: ServerThread, plural: str,
     obj = event["object"]
     assert list(obj) == ["kind", "apiVersion", "metadata", *zero]
     assert {k: v for k, v in obj.items() if k not in ("kind", "apiVersion", "metadata")} == zero
+
+
+# --- server-side apply: list-map keys ---------------------------------------------------------
+
+def test_status_conditions_are_a_map_keyed_by_type(applied: ServerThread) -> None:
+    """Two controllers apply one condition each to a DaemonSet's status: the list is a map
+    keyed by ``type``, so each keeps its own (and a pod template's containers by name)."""
+    path = f"/apis/apps/v1/namespaces/{NS}/daemonsets/agent/status"
+    head = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"}}
+    for manager, kind in (("one", "A"), ("two", "B")):
+        body = {**head, "status": {"conditions": [{"type": kind, "status": "True"}]}}
+        reply = call(applied, "PATCH", path, json.dumps(body).encode(),
+                     {"Content-Type": "application/apply-patch+yaml"},
+                     params={"fieldManager": manager})
+        assert reply.status == 200, reply.json
+    assert [c["type"] for c in reply.json["status"]["conditions"]] == ["A", "B"]
+    item = f"/apis/apps/v1/namespaces/{NS}/statefulsets/db"
+    sidecar = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+               "spec": {"template": {"spec": {"containers": [
+                   {"name": "sidecar", "image": "busybox"}]}}}}
+    reply = call(applied, "PATCH", item, json.dumps(sidecar).encode(),
+                 {"Content-Type": "application/apply-patch+yaml"},
+                 params={"fieldManager": "injector"})
+    assert reply.status == 200, reply.json
+    containers = reply.json["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["pg", "sidecar"]
