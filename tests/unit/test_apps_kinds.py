@@ -26,6 +26,7 @@ from kubewire.server.writes.lifecycle import (
     prepare_update,
 )
 from kubewire.server.writes.validation.kinds import validate_kind
+from kubewire.status import BadRequest
 
 NOW = datetime(2025, 3, 10, 12, 0, 0, tzinfo=UTC)
 TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
@@ -147,6 +148,10 @@ def test_daemon_set_template_generation_annotation() -> None:
     kept = workload(DS)
     kept["metadata"]["annotations"] = {TEMPLATE_GENERATION: "7"}
     assert created(DS, kept)["metadata"]["annotations"][TEMPLATE_GENERATION] == "7"
+    kept["metadata"]["annotations"] = {TEMPLATE_GENERATION: "seven"}
+    with pytest.raises(BadRequest) as refused:  # the v1 -> internal conversion's error
+        created(DS, kept)
+    assert refused.value.message == 'strconv.ParseInt: parsing "seven": invalid syntax'
     # update may not set it: a changed spec outside the template keeps it, a template bumps it
     new = copy.deepcopy(ds)
     new["metadata"]["annotations"] = {}
@@ -154,6 +159,10 @@ def test_daemon_set_template_generation_annotation() -> None:
     same = updated(DS, ds, new)
     assert same["metadata"]["annotations"][TEMPLATE_GENERATION] == "1"
     assert same["metadata"]["generation"] == 2
+    new["metadata"]["annotations"] = {TEMPLATE_GENERATION: "x"}
+    with pytest.raises(BadRequest):
+        updated(DS, ds, new)
+    new["metadata"]["annotations"] = {}
     new["spec"]["template"]["metadata"]["labels"]["v"] = "2"
     bumped = updated(DS, ds, new)
     assert bumped["metadata"]["annotations"][TEMPLATE_GENERATION] == "2"

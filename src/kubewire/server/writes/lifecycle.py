@@ -371,6 +371,7 @@ def _update_template_generation(old: dict[str, JSON], obj: dict[str, JSON],
     """daemonset/strategy.go PrepareForUpdate: "update is not allowed to set
     TemplateGeneration": the stored one, plus one when the main endpoint changed the template
     (``/status`` keeps the stored spec)."""
+    template_generation(obj["metadata"])  # decoding the body refuses an unparseable one
     value = template_generation(_mapping(old.get("metadata")))
     template = _mapping(obj.get("spec")).get("template")
     if subresource != "status" and not semantic_equal(
