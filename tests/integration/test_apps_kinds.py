@@ -23,8 +23,16 @@ from kubewire.models.core_v1 import Container, PodSpec, PodTemplateSpec
 from kubewire.models.meta_v1 import LabelSelector
 from tests.integration import kubectl as cli
 from tests.integration.harness import ServerThread
-from tests.integration.kinds import NS
-from tests.integration.wire import call, watch
+from tests.integration.kinds import (
+    CONTROLLER_REVISION,
+    DAEMON_SET,
+    NS,
+    REPLICA_SET,
+    STATEFUL_SET,
+    Kind,
+    kind_id,
+)
+from tests.integration.wire import call, create, get, watch
 from tests.unit.test_protobuf import encode_body
 
 pytestmark = cli.needs_kubectl
@@ -390,3 +398,23 @@ def test_status_conditions_are_a_map_keyed_by_type(applied: ServerThread) -> Non
     assert reply.status == 200, reply.json
     containers = reply.json["spec"]["template"]["spec"]["containers"]
     assert [c["name"] for c in containers] == ["pg", "sidecar"]
+
+
+# --- dry-run and deletecollection -------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", [REPLICA_SET, STATEFUL_SET, DAEMON_SET, CONTROLLER_REVISION],
+                         ids=kind_id)
+def test_dry_run_and_deletecollection(server: ServerThread, kind: Kind) -> None:
+    dry = call(server, "POST", kind.collection(), kind.obj("dry"), params={"dryRun": "All"})
+    assert dry.status == 201, dry.json
+    assert get(server, kind.collection())["items"] == []
+    made = [create(server, kind.collection(), kind.obj(name)) for name in ("a1", "a2")]
+    dry_delete = call(server, "DELETE", kind.collection(), params={"dryRun": "All"})
+    assert dry_delete.status == 200
+    assert len(get(server, kind.collection())["items"]) == 2
+    reply = call(server, "DELETE", kind.collection())
+    assert reply.status == 200
+    assert (reply.json["kind"], reply.json["apiVersion"]) == (f"{kind.kind}List", "apps/v1")
+    assert reply.json["items"] == [{k: v for k, v in obj.items()
+                                    if k not in ("kind", "apiVersion")} for obj in made]
+    assert get(server, kind.collection())["items"] == []
