@@ -233,6 +233,32 @@ def test_replica_set_validation() -> None:
         "ReplicaSet is not Supported"]
 
 
+BAD_OPERATOR = {"matchExpressions": [{"key": "app", "operator": "Near", "values": ["web"]}],
+                "matchLabels": {"app": "-web"}}
+
+
+def test_label_selectors_are_validated() -> None:
+    """``ValidateLabelSelector`` first; a selector that does not parse is then Invalid for
+    ReplicaSets (and Deployments), Invalid with no detail for StatefulSets, and skipped by
+    DaemonSets."""
+    shown = ('v1.LabelSelector{MatchLabels:map[string]string{"app":"-web"}, MatchExpressions:'
+             '[]v1.LabelSelectorRequirement{v1.LabelSelectorRequirement{Key:"app", '
+             'Operator:"Near", Values:[]string{"web"}}}}')
+    value_error = ('spec.selector.matchLabels: Invalid value: "-web": a valid label must be an '
+                   "empty string or consist of alphanumeric characters, '-', '_' or '.', and "
+                   "must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+                   "'my_value',  or '12345', regex used for validation is "
+                   "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+    operator_error = ('spec.selector.matchExpressions[0].operator: Invalid value: "Near": not a '
+                      "valid selector operator")
+    for resource, last in ((RS, f"spec.selector: Invalid value: {shown}: invalid label selector"),
+                           (STS, f"spec.selector: Invalid value: {shown}"), (DS, None)):
+        body = apply_kind_defaults(resource, workload(resource, selector=BAD_OPERATOR))
+        found = errors(resource, body)
+        assert found[:2] == [value_error, operator_error], resource.kind
+        assert found[2:] == ([last] if last else []), resource.kind
+
+
 def test_replica_set_selector_is_immutable() -> None:
     old = apply_kind_defaults(RS, workload(RS))
     new = copy.deepcopy(old)

@@ -32,6 +32,7 @@ from kubewire.server.writes.validation.meta import (
     validate_annotations,
     validate_labels,
 )
+from kubewire.server.writes.validation.pods.scheduling import label_selector_errors
 from kubewire.server.writes.validation.pods.spec import validate_pod_spec
 from kubewire.status import FieldError, forbidden, invalid, not_supported, required
 
@@ -184,11 +185,7 @@ def validate_deployment(resource: Resource, obj: Mapping[str, JSON],
     spec = dict_at(obj, "spec")
     errors = _nonnegative("spec.replicas", int_at(spec, "replicas"))
     selector = spec.get("selector")
-    if not isinstance(selector, dict):
-        errors.append(required("spec.selector"))
-    elif not selector.get("matchLabels") and not selector.get("matchExpressions"):
-        errors.append(invalid("spec.selector", go_label_selector(selector),
-                              "empty selector is invalid for deployment"))
+    errors += _selector_errors(selector, "deployment")
     errors += _template_errors(dict_at(spec, "template"), selector, "spec.template")
     errors += _strategy_errors(dict_at(spec, "strategy"), "spec.strategy")
     min_ready = int_at(spec, "minReadySeconds") or 0
@@ -211,13 +208,15 @@ def validate_deployment(resource: Resource, obj: Mapping[str, JSON],
 # --- ReplicaSet -------------------------------------------------------------------------------
 
 def _selector_errors(selector: JSON, kind: str) -> list[FieldError]:
-    """Required, then ``empty selector is invalid for <kind>`` (kube's wording per kind)."""
+    """Required, else ``ValidateLabelSelector`` (label values checked) and then ``empty
+    selector is invalid for <kind>`` (kube's wording per kind)."""
     if not isinstance(selector, dict):
         return [required("spec.selector")]
+    errors = label_selector_errors(selector, "spec.selector")
     if not selector.get("matchLabels") and not selector.get("matchExpressions"):
-        return [invalid("spec.selector", go_label_selector(selector),
-                        f"empty selector is invalid for {kind}")]
-    return []
+        errors.append(invalid("spec.selector", go_label_selector(selector),
+                              f"empty selector is invalid for {kind}"))
+    return errors
 
 
 def validate_replica_set(resource: Resource, obj: Mapping[str, JSON],
@@ -469,14 +468,14 @@ def validate_daemon_set(resource: Resource, obj: Mapping[str, JSON],
     spec = dict_at(obj, "spec")
     errors: list[FieldError] = []
     selector = spec.get("selector")
+    errors += label_selector_errors(selector, "spec.selector")
     template = dict_at(spec, "template")
     meta = dict_at(template, "metadata")
     labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else None
-    selector_errors: list[FieldError] = []
-    if not _selector_matches(selector, labels, selector_errors) and not selector_errors:
+    unparsed: list[FieldError] = []  # kube skips the match when the selector does not parse
+    if not _selector_matches(selector, labels, unparsed) and not unparsed:
         errors.append(invalid("spec.template.metadata.labels", go_string_map(labels),
                               "`selector` does not match template `labels`"))
-    errors += selector_errors
     if isinstance(selector, dict) and not selector.get("matchLabels") and \
             not selector.get("matchExpressions"):
         errors.append(invalid("spec.selector", go_label_selector(selector),
