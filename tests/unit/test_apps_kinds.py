@@ -38,8 +38,8 @@ def res(plural: str) -> Resource:
     return found
 
 
-RS, STS, DS, CR = (res(p) for p in ("replicasets", "statefulsets", "daemonsets",
-                                    "controllerrevisions"))
+RS, STS, DS, CR, DEPLOY = (res(p) for p in ("replicasets", "statefulsets", "daemonsets",
+                                            "controllerrevisions", "deployments"))
 
 
 def template(app: str = "web") -> dict[str, Any]:
@@ -385,6 +385,16 @@ def test_daemon_set_validation() -> None:
         'spec.updateStrategy: Unsupported value: apps.DaemonSetUpdateStrategy{Type:"Later", '
         'RollingUpdate:(*apps.RollingUpdateDaemonSet)(nil)}: supported values: "RollingUpdate", '
         '"OnDelete"']
+
+
+def test_deployment_status_validation_ignores_the_spec() -> None:
+    deployment = apply_kind_defaults(DEPLOY, workload(DEPLOY))
+    deployment["spec"]["template"]["spec"]["restartPolicy"] = "Never"  # stored: not checked
+    deployment["status"] = {"replicas": 2, "readyReplicas": 1, "availableReplicas": 2,
+                            "unavailableReplicas": -1}
+    assert errors(DEPLOY, deployment, deployment, "status") == [
+        "status.unavailableReplicas: Invalid value: -1: must be greater than or equal to 0",
+        "status.availableReplicas: Invalid value: 2: cannot be greater than readyReplicas"]
 
 
 def test_daemon_set_status_validation() -> None:

@@ -279,6 +279,20 @@ def _collision_count(obj: Mapping[str, JSON], old: Mapping[str, JSON] | None) ->
     return [invalid("status.collisionCount", now or 0, "cannot be decremented")]
 
 
+def validate_deployment_status(resource: Resource, obj: Mapping[str, JSON],
+                               old: Mapping[str, JSON] | None = None) -> list[FieldError]:
+    """``ValidateDeploymentStatusUpdate``: a status write is not checked against the spec."""
+    status = dict_at(obj, "status")
+    errors = _status_counts(status, ("observedGeneration", "replicas", "updatedReplicas",
+                                     "readyReplicas", "availableReplicas",
+                                     "unavailableReplicas", "collisionCount"))
+    errors += _not_above(status, ("updatedReplicas", "readyReplicas", "availableReplicas"),
+                         "replicas", _ABOVE_REPLICAS)
+    errors += _not_above(status, ("availableReplicas",), "readyReplicas",
+                         "cannot be greater than readyReplicas")
+    return errors + _collision_count(obj, old)
+
+
 # --- StatefulSet ------------------------------------------------------------------------------
 
 POD_MANAGEMENT_POLICIES = ("OrderedReady", "Parallel")

@@ -18,6 +18,7 @@ from kubewire.server.writes.validation.apps import (
     validate_daemon_set,
     validate_daemon_set_status,
     validate_deployment,
+    validate_deployment_status,
     validate_replica_set,
     validate_replica_set_status,
     validate_stateful_set,
@@ -75,6 +76,7 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
 # narrower than the main resource's (the status write keeps the stored spec).
 STATUS_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "apiextensions.k8s.io/customresourcedefinitions": validate_custom_resource_definition_status,
+    "apps/deployments": validate_deployment_status,
     "apps/replicasets": validate_replica_set_status,
     "apps/statefulsets": validate_stateful_set_status,
     "apps/daemonsets": validate_daemon_set_status,
