@@ -217,6 +217,21 @@ _ZERO: dict[str, Mapping[str, Any]] = {
                             "template": {"metadata": _ZERO_META, "spec": _POD_SPEC_ZERO},
                             "strategy": {}},
                    "status": {}},
+    # apps/v1 types.go: selector and template (and a StatefulSet's serviceName) have no
+    # omitempty; each status has counters without it
+    "ReplicaSet": {"spec": {"selector": None,
+                            "template": {"metadata": _ZERO_META, "spec": _POD_SPEC_ZERO}},
+                   "status": {"replicas": 0}},
+    "StatefulSet": {"spec": {"selector": None,
+                             "template": {"metadata": _ZERO_META, "spec": _POD_SPEC_ZERO},
+                             "serviceName": "", "updateStrategy": {}},
+                    "status": {"replicas": 0, "availableReplicas": 0}},
+    "DaemonSet": {"spec": {"selector": None,
+                           "template": {"metadata": _ZERO_META, "spec": _POD_SPEC_ZERO},
+                           "updateStrategy": {}},
+                  "status": {"currentNumberScheduled": 0, "numberMisscheduled": 0,
+                             "desiredNumberScheduled": 0, "numberReady": 0}},
+    "ControllerRevision": {"data": None, "revision": 0},  # RawExtension's zero encodes as null
     "events.k8s.io/Event": {"eventTime": None, "regarding": {}, "deprecatedSource": {},
                             "deprecatedFirstTimestamp": None, "deprecatedLastTimestamp": None},
     "Event": {"involvedObject": {}, "source": {}, "firstTimestamp": None, "lastTimestamp": None,
@@ -274,6 +289,23 @@ RESOURCES: tuple[Resource, ...] = (
              short_names=("deploy",), categories=("all",), subresources=("status", "scale"),
              field_label_style="default", generation="spec_and_annotations",
              zero_fields=_zero("Deployment")),
+    # pkg/registry/apps/{replicaset,statefulset,daemonset}/strategy.go: a spec change bumps the
+    # generation; storage.go: ShortNames, Categories "all", the scale subresource of
+    # ReplicaSets and StatefulSets. StatefulSet names are DNS labels (ValidateStatefulSetName).
+    Resource("apps", "v1", "ReplicaSet", "replicasets", "replicaset", namespaced=True,
+             short_names=("rs",), categories=("all",), subresources=("status", "scale"),
+             field_label_style="default", generation="spec", zero_fields=_zero("ReplicaSet")),
+    Resource("apps", "v1", "StatefulSet", "statefulsets", "statefulset", namespaced=True,
+             short_names=("sts",), categories=("all",), subresources=("status", "scale"),
+             field_label_style="default", name_rule="label", generation="spec",
+             zero_fields=_zero("StatefulSet")),
+    Resource("apps", "v1", "DaemonSet", "daemonsets", "daemonset", namespaced=True,
+             short_names=("ds",), categories=("all",), subresources=("status",),
+             field_label_style="default", generation="spec", zero_fields=_zero("DaemonSet")),
+    # controllerrevision/strategy.go: no status, no generation; no short name or category
+    Resource("apps", "v1", "ControllerRevision", "controllerrevisions", "controllerrevision",
+             namespaced=True, field_label_style="default",
+             zero_fields=_zero("ControllerRevision")),
     Resource("events.k8s.io", "v1", "Event", "events", "event", namespaced=True,
              short_names=("ev",), field_labels=_EVENT_FIELDS, has_watch_cache=False,
              internal_group="", zero_fields=_zero("events.k8s.io/Event")),

@@ -74,6 +74,28 @@ DEPLOYMENT = Kind(
               "template": {"metadata": {"labels": {"app": "web"}},
                            "spec": {"containers": _CONTAINERS}}}},
     {"spec": {"replicas": 3}})
+REPLICA_SET = Kind(
+    "ReplicaSet", "apps/v1", "replicasets", True,
+    {"spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+              "template": {"metadata": {"labels": {"app": "web"}},
+                           "spec": {"containers": _CONTAINERS}}}},
+    {"spec": {"replicas": 3}})
+STATEFUL_SET = Kind(
+    "StatefulSet", "apps/v1", "statefulsets", True,
+    {"spec": {"replicas": 1, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+              "template": {"metadata": {"labels": {"app": "db"}},
+                           "spec": {"containers": _CONTAINERS}}}},
+    {"spec": {"replicas": 2}})
+DAEMON_SET = Kind(
+    "DaemonSet", "apps/v1", "daemonsets", True,
+    {"spec": {"selector": {"matchLabels": {"app": "agent"}},
+              "template": {"metadata": {"labels": {"app": "agent"}},
+                           "spec": {"containers": _CONTAINERS}}}},
+    {"spec": {"minReadySeconds": 5}})
+CONTROLLER_REVISION = Kind(
+    "ControllerRevision", "apps/v1", "controllerrevisions", True,
+    {"data": {"spec": {"template": {"metadata": {"labels": {"app": "db"}}}}}, "revision": 1},
+    {"revision": 2}, has_status=False)
 EVENT = Kind(
     "Event", "events.k8s.io/v1", "events", True,
     {"eventTime": "2024-12-11T09:15:02.123456Z", "type": "Normal", "reason": "Testing",
@@ -150,9 +172,10 @@ CERTIFICATE_SIGNING_REQUEST = Kind(
               "usages": ["client auth"]}},
     {"metadata": {"labels": {"mutated": "yes"}}})
 
-ALL_KINDS = [POD, SERVICE, NODE, NAMESPACE, DEPLOYMENT, EVENT, INGRESS, NETWORK_POLICY,
-             ENDPOINT_SLICE, GATEWAY, HTTP_ROUTE, CONFIG_MAP, SECRET, SERVICE_ACCOUNT, LEASE,
-             ROLE, CLUSTER_ROLE, ROLE_BINDING, CLUSTER_ROLE_BINDING, CERTIFICATE_SIGNING_REQUEST]
+ALL_KINDS = [POD, SERVICE, NODE, NAMESPACE, DEPLOYMENT, REPLICA_SET, STATEFUL_SET, DAEMON_SET,
+             CONTROLLER_REVISION, EVENT, INGRESS, NETWORK_POLICY, ENDPOINT_SLICE, GATEWAY,
+             HTTP_ROUTE, CONFIG_MAP, SECRET, SERVICE_ACCOUNT, LEASE, ROLE, CLUSTER_ROLE,
+             ROLE_BINDING, CLUSTER_ROLE_BINDING, CERTIFICATE_SIGNING_REQUEST]
 NAMESPACED_KINDS = [k for k in ALL_KINDS if k.namespaced]
 
 

@@ -61,7 +61,8 @@ def name_for(kind: Kind) -> str:
 
 # --- §1.1-1.4 server-set metadata ---------------------------------------------------------------
 
-GENERATION_ON_CREATE = {"Deployment": 1, "Ingress": 1, "NetworkPolicy": 1, "EndpointSlice": 1,
+GENERATION_ON_CREATE = {"Deployment": 1, "ReplicaSet": 1, "StatefulSet": 1, "DaemonSet": 1,
+                        "Ingress": 1, "NetworkPolicy": 1, "EndpointSlice": 1,
                         "Gateway": 1, "HTTPRoute": 1}  # Pod (v1.32), Service, Node, ...: none
 
 

@@ -56,6 +56,12 @@ EXPECTED: dict[tuple[str, str], tuple[str, bool, list[str], list[str], list[str]
     ("", "events"): ("Event", True, STD, ["ev"], [], {}),
     ("apps", "deployments"): ("Deployment", True, STD, ["deploy"], ["all"],
                               {"scale": STATUS, "status": STATUS}),
+    ("apps", "replicasets"): ("ReplicaSet", True, STD, ["rs"], ["all"],
+                              {"scale": STATUS, "status": STATUS}),
+    ("apps", "statefulsets"): ("StatefulSet", True, STD, ["sts"], ["all"],
+                               {"scale": STATUS, "status": STATUS}),
+    ("apps", "daemonsets"): ("DaemonSet", True, STD, ["ds"], ["all"], {"status": STATUS}),
+    ("apps", "controllerrevisions"): ("ControllerRevision", True, STD, [], [], {}),
     ("events.k8s.io", "events"): ("Event", True, STD, ["ev"], [], {}),
     ("networking.k8s.io", "ingresses"): ("Ingress", True, STD, ["ing"], [], {"status": STATUS}),
     ("networking.k8s.io", "networkpolicies"): ("NetworkPolicy", True, STD, ["netpol"], [], {}),
@@ -112,6 +118,8 @@ KUBE_HASHES = {
     ("", "nodes"): "XwShjMxG9Fs=", ("", "namespaces"): "Q3oi5N2YM8M=",
     ("", "configmaps"): "qFsyl6wFWjQ=", ("", "secrets"): "S6u1pOWzb84=",
     ("", "serviceaccounts"): "pbx9ZvyFpBE=", ("apps", "deployments"): "8aSe+NMegvE=",
+    ("apps", "replicasets"): "P1RzHs8/mWQ=", ("apps", "statefulsets"): "H+vl74LkKdo=",
+    ("apps", "daemonsets"): "dd7pWHUlMKQ=", ("apps", "controllerrevisions"): "85nkx63pcBU=",
     ("", "events"): "r2yiGXH7wu8=",
     ("events.k8s.io", "events"): "r2yiGXH7wu8=", ("networking.k8s.io", "ingresses"): "39NQlfNR+bo=",
     ("networking.k8s.io", "networkpolicies"): "YpfwF18m1G8=",
@@ -283,6 +291,14 @@ def test_group_resource_list_shape() -> None:
     assert json.loads(body) == {
         "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "apps/v1",
         "resources": [
+            {"name": "controllerrevisions", "singularName": "controllerrevision",
+             "namespaced": True, "kind": "ControllerRevision", "verbs": STD,
+             "storageVersionHash": "85nkx63pcBU="},
+            {"name": "daemonsets", "singularName": "daemonset", "namespaced": True,
+             "kind": "DaemonSet", "verbs": STD, "shortNames": ["ds"], "categories": ["all"],
+             "storageVersionHash": "dd7pWHUlMKQ="},
+            {"name": "daemonsets/status", "singularName": "", "namespaced": True,
+             "kind": "DaemonSet", "verbs": STATUS},
             {"name": "deployments", "singularName": "deployment", "namespaced": True,
              "kind": "Deployment", "verbs": STD, "shortNames": ["deploy"], "categories": ["all"],
              "storageVersionHash": "8aSe+NMegvE="},
@@ -290,6 +306,20 @@ def test_group_resource_list_shape() -> None:
              "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": STATUS},
             {"name": "deployments/status", "singularName": "", "namespaced": True,
              "kind": "Deployment", "verbs": STATUS},
+            {"name": "replicasets", "singularName": "replicaset", "namespaced": True,
+             "kind": "ReplicaSet", "verbs": STD, "shortNames": ["rs"], "categories": ["all"],
+             "storageVersionHash": "P1RzHs8/mWQ="},
+            {"name": "replicasets/scale", "singularName": "", "namespaced": True,
+             "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": STATUS},
+            {"name": "replicasets/status", "singularName": "", "namespaced": True,
+             "kind": "ReplicaSet", "verbs": STATUS},
+            {"name": "statefulsets", "singularName": "statefulset", "namespaced": True,
+             "kind": "StatefulSet", "verbs": STD, "shortNames": ["sts"], "categories": ["all"],
+             "storageVersionHash": "H+vl74LkKdo="},
+            {"name": "statefulsets/scale", "singularName": "", "namespaced": True,
+             "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": STATUS},
+            {"name": "statefulsets/status", "singularName": "", "namespaced": True,
+             "kind": "StatefulSet", "verbs": STATUS},
         ]}
 
 
@@ -406,20 +436,28 @@ def test_every_registry_kind_in_aggregated_discovery() -> None:
 def test_aggregated_item_shape() -> None:
     items = get_json("/apis", KUBECTL_ACCEPT)["items"]
     apps = items[0]
-    assert apps == {
-        "metadata": {"name": "apps", "creationTimestamp": None},
-        "versions": [{"version": "v1", "freshness": "Current", "resources": [{
-            "resource": "deployments",
-            "responseKind": {"group": "", "version": "", "kind": "Deployment"},
-            "scope": "Namespaced", "singularResource": "deployment", "verbs": STD,
-            "shortNames": ["deploy"], "categories": ["all"],
-            "subresources": [
-                {"subresource": "scale",
-                 "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
-                 "verbs": STATUS},
-                {"subresource": "status",
-                 "responseKind": {"group": "", "version": "", "kind": "Deployment"},
-                 "verbs": STATUS}]}]}]}
+    assert apps["metadata"] == {"name": "apps", "creationTimestamp": None}
+    [version] = apps["versions"]
+    assert list(version) == ["version", "resources", "freshness"]
+    resources = {r["resource"]: r for r in version["resources"]}
+    assert list(resources) == ["controllerrevisions", "daemonsets", "deployments",
+                               "replicasets", "statefulsets"]
+    assert resources["deployments"] == {
+        "resource": "deployments",
+        "responseKind": {"group": "", "version": "", "kind": "Deployment"},
+        "scope": "Namespaced", "singularResource": "deployment", "verbs": STD,
+        "shortNames": ["deploy"], "categories": ["all"],
+        "subresources": [
+            {"subresource": "scale",
+             "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+             "verbs": STATUS},
+            {"subresource": "status",
+             "responseKind": {"group": "", "version": "", "kind": "Deployment"},
+             "verbs": STATUS}]}
+    assert resources["controllerrevisions"] == {
+        "resource": "controllerrevisions",
+        "responseKind": {"group": "", "version": "", "kind": "ControllerRevision"},
+        "scope": "Namespaced", "singularResource": "controllerrevision", "verbs": STD}
 
 
 def test_aggregated_and_legacy_agree() -> None:

@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from kubewire.json_types import JSON
 from kubewire.models.apiextensions_k8s_io_v1 import CustomResourceDefinition
-from kubewire.models.apps_v1 import Deployment
+from kubewire.models.apps_v1 import (
+    ControllerRevision,
+    DaemonSet,
+    Deployment,
+    ReplicaSet,
+    StatefulSet,
+)
 from kubewire.models.authentication_k8s_io_v1 import SelfSubjectReview, TokenReview
 from kubewire.models.authorization_k8s_io_v1 import (
     LocalSubjectAccessReview,
@@ -50,8 +56,10 @@ KINDS: tuple[type[KubeObject], ...] = (
     ClusterRole,
     ClusterRoleBinding,
     ConfigMap,
+    ControllerRevision,
     CoreV1Event,
     CustomResourceDefinition,
+    DaemonSet,
     Deployment,
     EndpointSlice,
     EventsK8sIoV1Event,
@@ -62,6 +70,7 @@ KINDS: tuple[type[KubeObject], ...] = (
     NetworkPolicy,
     Node,
     Pod,
+    ReplicaSet,
     Role,
     RoleBinding,
     Secret,
@@ -70,6 +79,7 @@ KINDS: tuple[type[KubeObject], ...] = (
     SelfSubjectRulesReview,
     Service,
     ServiceAccount,
+    StatefulSet,
     SubjectAccessReview,
     TokenReview,
 )
@@ -91,8 +101,10 @@ __all__ = [
     "ClusterRole",
     "ClusterRoleBinding",
     "ConfigMap",
+    "ControllerRevision",
     "CoreV1Event",
     "CustomResourceDefinition",
+    "DaemonSet",
     "DeleteOptions",
     "Deployment",
     "EndpointSlice",
@@ -110,6 +122,7 @@ __all__ = [
     "ObjectMeta",
     "Pod",
     "Quantity",
+    "ReplicaSet",
     "Role",
     "RoleBinding",
     "Secret",
@@ -118,6 +131,7 @@ __all__ = [
     "SelfSubjectRulesReview",
     "Service",
     "ServiceAccount",
+    "StatefulSet",
     "Status",
     "SubjectAccessReview",
     "TokenReview",

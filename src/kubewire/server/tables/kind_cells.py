@@ -282,3 +282,20 @@ def csr_condition(value: JSON, now: datetime) -> Cell:
     if status.get("certificate"):
         text += ",Issued"
     return text
+
+
+def controller_of(value: JSON, now: datetime) -> Cell:
+    """ControllerRevisions' CONTROLLER: ``metav1.GetControllerOf`` as ``formatResourceName``
+    prints it (``statefulset.apps/web``: the kind lower-cased, dotted with the group),
+    ``<none>`` without a controller reference."""
+    meta = as_dict(as_dict(value).get("metadata"))
+    for owner in dicts(meta.get("ownerReferences")):
+        if owner.get("controller") is not True:
+            continue
+        parts = as_str(owner.get("apiVersion")).split("/")
+        group = parts[0] if len(parts) == 2 else ""  # schema.ParseGroupVersion
+        kind, name = as_str(owner.get("kind")), as_str(owner.get("name"))
+        if not group and not kind:
+            return name
+        return (f"{kind}.{group}" if group else kind).lower() + "/" + name
+    return NONE

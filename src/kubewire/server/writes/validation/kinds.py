@@ -13,7 +13,17 @@ from types import MappingProxyType
 from typing import Any
 
 from kubewire.resources import Resource
-from kubewire.server.writes.validation.apps import validate_deployment
+from kubewire.server.writes.validation.apps import (
+    validate_controller_revision,
+    validate_daemon_set,
+    validate_daemon_set_status,
+    validate_deployment,
+    validate_deployment_status,
+    validate_replica_set,
+    validate_replica_set_status,
+    validate_stateful_set,
+    validate_stateful_set_status,
+)
 from kubewire.server.writes.validation.certificates import (
     validate_certificate_signing_request,
     validate_certificate_signing_request_approval,
@@ -47,6 +57,10 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "core/pods": validate_pod,
     "core/services": validate_service,
     "apps/deployments": validate_deployment,
+    "apps/replicasets": validate_replica_set,
+    "apps/statefulsets": validate_stateful_set,
+    "apps/daemonsets": validate_daemon_set,
+    "apps/controllerrevisions": validate_controller_revision,
     "core/configmaps": validate_config_map,
     "core/secrets": validate_secret,
     "core/nodes": validate_node,
@@ -68,6 +82,10 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
 # narrower than the main resource's (the status write keeps the stored spec).
 STATUS_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "apiextensions.k8s.io/customresourcedefinitions": validate_custom_resource_definition_status,
+    "apps/deployments": validate_deployment_status,
+    "apps/replicasets": validate_replica_set_status,
+    "apps/statefulsets": validate_stateful_set_status,
+    "apps/daemonsets": validate_daemon_set_status,
     "certificates.k8s.io/certificatesigningrequests": validate_certificate_signing_request_status,
 })
 # CertificateSigningRequests' ``/approval`` (ApprovalStrategy.ValidateUpdate)
