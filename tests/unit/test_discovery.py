@@ -63,6 +63,12 @@ EXPECTED: dict[tuple[str, str], tuple[str, bool, list[str], list[str], list[str]
     ("rbac.authorization.k8s.io", "clusterroles"): ("ClusterRole", False, STD, [], [], {}),
     ("rbac.authorization.k8s.io", "clusterrolebindings"): ("ClusterRoleBinding", False, STD, [],
                                                            [], {}),
+    ("", "resourcequotas"): ("ResourceQuota", True, STD, ["quota"], [], {"status": STATUS}),
+    ("", "limitranges"): ("LimitRange", True, STD, ["limits"], [], {}),
+    ("", "persistentvolumeclaims"): ("PersistentVolumeClaim", True, STD, ["pvc"], [],
+                                     {"status": STATUS}),
+    ("", "persistentvolumes"): ("PersistentVolume", False, STD, ["pv"], [], {"status": STATUS}),
+    ("storage.k8s.io", "storageclasses"): ("StorageClass", False, STD, ["sc"], [], {}),
     ("apiextensions.k8s.io", "customresourcedefinitions"): (
         "CustomResourceDefinition", False, STD, ["crd", "crds"], ["api-extensions"],
         {"status": STATUS}),
@@ -106,6 +112,9 @@ KUBE_HASHES = {
     ("rbac.authorization.k8s.io", "clusterroles"): "bYE5ZWDrJ44=",
     ("rbac.authorization.k8s.io", "rolebindings"): "eGsCzGH6b1g=",
     ("rbac.authorization.k8s.io", "roles"): "7FuwZcIIItM=",
+    ("", "resourcequotas"): "8uhSgffRX6w=", ("", "limitranges"): "EBKMFVe6cwo=",
+    ("", "persistentvolumeclaims"): "QWTyNDq0dC4=", ("", "persistentvolumes"): "HN/zwEC+JgM=",
+    ("storage.k8s.io", "storageclasses"): "K+m6uJwbjGY=",
 }
 
 
@@ -220,6 +229,7 @@ def test_legacy_group_list_in_kube_priority_order() -> None:
     assert doc["apiVersion"] == "v1"
     names = [g["name"] for g in doc["groups"]]
     assert names == ["apps", "events.k8s.io", "networking.k8s.io", "rbac.authorization.k8s.io",
+                     "storage.k8s.io",
                      "apiextensions.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
         "gateway.networking.k8s.io"]
     assert doc["groups"][0] == {
@@ -347,7 +357,7 @@ def aggregated_resources() -> dict[tuple[str, str, str], dict[str, Any]]:
     named = get_json("/apis", KUBECTL_ACCEPT)["items"]
     assert [item["metadata"]["name"] for item in named] == [
         "apps", "events.k8s.io", "networking.k8s.io", "rbac.authorization.k8s.io",
-        "apiextensions.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
+        "storage.k8s.io", "apiextensions.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
         "gateway.networking.k8s.io"]
     for item in core + named:
         group = item["metadata"].get("name", "")

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from fractions import Fraction
 from types import MappingProxyType
-from typing import Literal
+from typing import Literal, cast
 
 from kubewire.json_copy import copy_json
 from kubewire.json_types import JSON
@@ -75,6 +75,7 @@ class LifecycleTraits:
     pod_rules: bool = False  # qosClass on create, graceful deletion (pod/strategy.go)
     namespace_rules: bool = False  # finalizers, Terminating, immortal names (namespace/*.go)
     etcd_prefix: str = ""  # key prefix quoted in storage errors; "" means the plural
+    phase_time: bool = False  # PVs: status.lastPhaseTransitionTime when the phase is set
 
 
 _TRAITS: Mapping[str, LifecycleTraits] = MappingProxyType({
@@ -88,6 +89,11 @@ _TRAITS: Mapping[str, LifecycleTraits] = MappingProxyType({
     "apps/deployments": LifecycleTraits("set", status_keeps_metadata=("labels",)),
     "networking.k8s.io/ingresses": LifecycleTraits("set", MappingProxyType({"loadBalancer": {}}),
                                                    etcd_prefix="ingress"),
+    # persistentvolumeclaim/strategy.go clears status (read back defaulted: Pending);
+    # persistentvolume/strategy.go sets Pending and the phase's transition time (GA in 1.31)
+    "core/persistentvolumeclaims": LifecycleTraits("set", MappingProxyType({"phase": "Pending"})),
+    "core/persistentvolumes": LifecycleTraits("set", MappingProxyType({"phase": "Pending"}),
+                                              phase_time=True),
 })
 
 
@@ -171,6 +177,8 @@ def _status_on_create(traits: LifecycleTraits, obj: dict[str, JSON], now: dateti
         obj["status"] = copy_json(dict(traits.initial_status))
         if traits.pod_rules:
             _pod_status_on_create(obj, now)
+        if traits.phase_time:
+            cast(dict[str, JSON], obj["status"])["lastPhaseTransitionTime"] = format_time(now)
 
 
 def _pod_status_on_create(pod: dict[str, JSON], now: datetime) -> None:
