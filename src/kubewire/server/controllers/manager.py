@@ -29,10 +29,12 @@ from kubewire.server.controllers.deletion import Controllers
 from kubewire.server.controllers.namespace_defaults import NamespaceDefaults
 from kubewire.server.controllers.preinstalled_crds import PreinstalledCRDs
 from kubewire.server.controllers.rbac_bootstrap import RbacBootstrap
+from kubewire.server.controllers.resource_quota import ResourceQuotaController
 from kubewire.server.controllers.selection import (
     CLUSTERROLE_AGGREGATION,
     NAMESPACE,
     POD_TERMINATION,
+    RESOURCE_QUOTA,
     ROOT_CA_PUBLISHER,
     SERVICE_ACCOUNT,
     parse_controllers,
@@ -64,6 +66,8 @@ class ControllerManager:
         self.rbac_bootstrap = RbacBootstrap(ctx)
         self.aggregation = (ClusterRoleAggregation(ctx)
                             if chosen.enabled(CLUSTERROLE_AGGREGATION) else None)
+        self.resource_quota = (ResourceQuotaController(ctx)
+                               if chosen.enabled(RESOURCE_QUOTA) else None)
         self._installing: asyncio.Task[None] | None = None
         self._bootstrapping: asyncio.Task[None] | None = None
         self._serving = False
@@ -73,6 +77,8 @@ class ControllerManager:
             queue.on_idle = self._changed.set
         if self.aggregation is not None:
             self.aggregation.queue.on_idle = self._changed.set
+        if self.resource_quota is not None:
+            self.resource_quota.queue.on_idle = self._changed.set
         # kube-controller-manager's part: on from start, or while elected
         self.leadership: Leadership | None = None
         if elects_leader(ctx.config):
@@ -102,6 +108,8 @@ class ControllerManager:
         self.namespace_defaults.start()
         if self.aggregation is not None:
             self.aggregation.start()
+        if self.resource_quota is not None:
+            self.resource_quota.start()
         self._changed.set()
 
     async def _step_down(self) -> None:
@@ -110,6 +118,8 @@ class ControllerManager:
             self._kcm_running = False
             if self.aggregation is not None:
                 await self.aggregation.stop()
+            if self.resource_quota is not None:
+                await self.resource_quota.stop()
             await self.namespace_defaults.stop()
             await self.deletion.stop()
         self._changed.set()
@@ -129,7 +139,8 @@ class ControllerManager:
                                          and election.leading == self._kcm_running):
             return False
         kcm_idle = self.namespace_defaults.queue.idle and (
-            self.aggregation is None or self.aggregation.queue.idle)
+            self.aggregation is None or self.aggregation.queue.idle) and (
+            self.resource_quota is None or self.resource_quota.queue.idle)
         return ((not self._kcm_running or kcm_idle)
                 and self.kubernetes_service.queue.idle
                 and self.crds.queue.idle and self.preinstalled.served

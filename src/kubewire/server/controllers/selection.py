@@ -20,10 +20,11 @@ SERVICE_ACCOUNT = "serviceaccount-controller"
 ROOT_CA_PUBLISHER = "root-ca-certificate-publisher-controller"
 POD_TERMINATION = "pod-termination-controller"  # kubewire's own: what kubelets do at a deletion
 CLUSTERROLE_AGGREGATION = "clusterrole-aggregation-controller"
+RESOURCE_QUOTA = "resourcequota-controller"
 
 # What kubewire runs, by the name that switches it.
 CONTROLLERS = (NAMESPACE, SERVICE_ACCOUNT, ROOT_CA_PUBLISHER, POD_TERMINATION,
-               CLUSTERROLE_AGGREGATION)
+               CLUSTERROLE_AGGREGATION, RESOURCE_QUOTA)
 
 # kube v1.32's aliases (cmd/kube-controller-manager/names KCMControllerAliases), alias -> name.
 ALIASES: dict[str, str] = {
@@ -33,7 +34,7 @@ ALIASES: dict[str, str] = {
     "endpointslicemirroring": "endpointslice-mirroring-controller",
     "replicationcontroller": "replicationcontroller-controller",
     "podgc": "pod-garbage-collector-controller",
-    "resourcequota": "resourcequota-controller",
+    "resourcequota": RESOURCE_QUOTA,
     "namespace": NAMESPACE,
     "serviceaccount": SERVICE_ACCOUNT,
     "garbagecollector": "garbage-collector-controller",

@@ -8,7 +8,10 @@ write into pods; ``validate`` runs the Go decode checks and ``validation``
 ``/scale``; ``json_copy`` copies decoded objects fast. The pod subresources with bodies of
 their own kinds are ``pod_binding`` (and the ``bindings`` collection) and ``eviction``
 (``payloads`` holds what they share); ``token_request`` answers ``serviceaccounts/token`` with
-a token ``access`` signs. It may import the wire, ``request``, ``patch``, ``allocation``,
+a token ``access`` signs. Quota and limits admission: ``quota`` (ResourceQuota's evaluators and
+verdicts, pure), ``limit_ranger`` (LimitRanger's defaults and bounds, pure), ``quota_admission``
+(their I/O: reading LimitRanges and quotas, charging ``status.used``); ``storage_admission`` is
+DefaultStorageClass. It may import the wire, ``request``, ``patch``, ``allocation``,
 ``context``, ``access`` (met before it), storage and the shared core. Admission (mutating and
 validating webhooks and policies) becomes a stage beside these handlers.
 """
