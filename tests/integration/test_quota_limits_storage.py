@@ -306,3 +306,26 @@ def test_field_selectors(server: ServerThread, resource: str) -> None:
     assert reply.status == 400
     assert reply.json["message"] == ('"name" is not a known field selector: only '
                                      '"metadata.name", "metadata.namespace"')
+
+
+ROUTE = """
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: %s}
+spec: {parentRefs: [{name: gw}]}
+"""
+
+
+def test_custom_resources_are_counted(server: ServerThread) -> None:
+    """``count/<plural>.<group>`` counts a CRD's objects as any other kind's: admission charges
+    a create, the controller gives a deletion back."""
+    name = "count/httproutes.gateway.networking.k8s.io"
+    kubectl(server, "create", "quota", "routes", f"--hard={name}=1")
+    _settle(server, "default", "routes", {name: "0"})
+    kubectl(server, "apply", "-f", "-", stdin=ROUTE % "a")
+    refused = run(server, "apply", "-f", "-", stdin=ROUTE % "b")
+    assert (f'httproutes.gateway.networking.k8s.io "b" is forbidden: exceeded quota: routes, '
+            f"requested: {name}=1, used: {name}=1, limited: {name}=1") in refused.stderr
+    kubectl(server, "delete", "httproute", "a")
+    _settle(server, "default", "routes", {name: "0"})
+    kubectl(server, "apply", "-f", "-", stdin=ROUTE % "b")

@@ -4,14 +4,16 @@ Keeps every ResourceQuota's ``status``: ``hard`` is ``spec.hard`` and ``used`` w
 quota's namespace holds of each hard resource (``quota.calculate_used``: pods' requests and
 limits, services, claims' storage, ``count/<resource>.<group>`` of every served namespaced
 kind). A namespace is recalculated when one of its quotas is made or changed and when anything
-in it is written or deleted (kube's replenishment on deletes, and its periodic full resync,
-come down to this with a commit feed), and, at start, every namespace that has quotas. Its
+in it is deleted or updated in a way that changes its usage (kube's replenishment), at start
+and every 5 minutes (kube's full resync) every namespace that has quotas. Its
 writes go through the ``/status`` update path as ``kube-controller-manager``, and only when
 the status differs.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,6 +30,7 @@ from kubewire.status import StatusError
 from kubewire.storage.base import Change, ChangeType
 
 CONTROLLER_MANAGER = WriteOptions(field_manager="kube-controller-manager")
+RESYNC_S = 300.0  # kube-controller-manager --resource-quota-sync-period (5m)
 # the kinds whose usage an update can change (evaluators' UpdateFilter in kube's controller)
 _USAGE = frozenset(("core/pods", "core/services", "core/persistentvolumeclaims"))
 
@@ -45,6 +48,7 @@ class ResourceQuotaController:
         self.queue = WorkQueue("resourcequota", self._sync)
         self.running = False
         self._subscribed = False
+        self._resync: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         if not self._subscribed:
@@ -52,17 +56,34 @@ class ResourceQuotaController:
             self._subscribed = True
         self.running = True
         self.queue.start()
+        self._mark_all()
+        self._resync = asyncio.get_running_loop().create_task(self._resync_every(),
+                                                              name="resourcequota-resync")
+
+    async def stop(self) -> None:
+        self.running = False
+        if self._resync is not None:
+            self._resync.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._resync
+            self._resync = None
+        await self.queue.stop()
+
+    def _mark_all(self) -> None:
         for found in self.ctx.caches.for_resource(self.quotas).scan(
                 self.quotas.storage_prefix()):
             self.queue.mark(found.namespace)
 
-    async def stop(self) -> None:
-        self.running = False
-        await self.queue.stop()
+    async def _resync_every(self) -> None:
+        """kube's full resync (``--resource-quota-sync-period``): sets right a charge whose
+        object was then not stored."""
+        while True:
+            await asyncio.sleep(RESYNC_S)
+            self._mark_all()
 
     def _namespaced(self) -> list[Resource]:
         return [res for res in self.ctx.registry.stored()
-                if res.namespaced and res.is_stored_version and res.crd is None]
+                if res.namespaced and res.is_stored_version]
 
     def _on_changes(self, changes: Sequence[Change]) -> None:
         """What kube's controller reacts to: a quota made, or its spec changed (not its status:
