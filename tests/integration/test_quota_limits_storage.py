@@ -329,3 +329,19 @@ def test_custom_resources_are_counted(server: ServerThread) -> None:
     kubectl(server, "delete", "httproute", "a")
     _settle(server, "default", "routes", {name: "0"})
     kubectl(server, "apply", "-f", "-", stdin=ROUTE % "b")
+
+
+def test_volume_phase_transition_time(server: ServerThread) -> None:
+    """persistentvolume's status strategy: a phase change stamps lastPhaseTransitionTime unless
+    the client sets one; an unchanged phase keeps the client's."""
+    kubectl(server, "apply", "-f", "-", stdin=STORAGE)
+    old = "2020-01-01T00:00:00Z"
+    kubectl(server, "patch", "pv", "pv1", "--subresource=status", "-p",
+            json.dumps({"status": {"lastPhaseTransitionTime": old}}))
+    assert call(server, "GET", "/api/v1/persistentvolumes/pv1").json["status"] == {
+        "phase": "Pending", "lastPhaseTransitionTime": old}
+    kubectl(server, "patch", "pv", "pv1", "--subresource=status", "-p",
+            '{"status":{"phase":"Available"}}')
+    status = call(server, "GET", "/api/v1/persistentvolumes/pv1").json["status"]
+    assert status["phase"] == "Available"
+    assert status["lastPhaseTransitionTime"] > old

@@ -251,6 +251,8 @@ def prepare_update(resource: Resource, old: dict[str, JSON], new: dict[str, JSON
     if "generation" in old_meta:
         meta["generation"] = old_meta["generation"]
     obj = _apply_update_strategy(resource, old, obj, ctx.subresource)
+    if lifecycle_traits(resource).phase_time and ctx.subresource == "status":
+        _phase_transition_time(old, obj, ctx.now)
     meta = obj["metadata"]
     errors = _keep_system_fields(old_meta, meta)
     if errors:
@@ -294,6 +296,22 @@ def _apply_update_strategy(resource: Resource, old: dict[str, JSON], obj: dict[s
         old_meta = _mapping(old.get("metadata"))
         obj["metadata"]["generation"] = int(old_meta.get("generation") or 0) + 1
     return obj
+
+
+def _phase_transition_time(old: Mapping[str, JSON], obj: dict[str, JSON], now: datetime) -> None:
+    """persistentvolume/strategy.go status PrepareForUpdate: an unchanged phase keeps its
+    ``lastPhaseTransitionTime`` when the body drops it; a changed phase gets ``now`` unless the
+    body sets a time of its own."""
+    old_status, status = _mapping(old.get("status")), obj.get("status")
+    if not isinstance(status, dict):
+        return
+    old_time, new_time = old_status.get("lastPhaseTransitionTime"), status.get(
+        "lastPhaseTransitionTime")
+    if old_status.get("phase") == status.get("phase"):
+        if new_time is None and old_time is not None:
+            status["lastPhaseTransitionTime"] = old_time
+    elif new_time is None or new_time == old_time:
+        status["lastPhaseTransitionTime"] = format_time(now)
 
 
 def _ephemeral_containers_update(old: dict[str, JSON], obj: dict[str, JSON]) -> dict[str, JSON]:
