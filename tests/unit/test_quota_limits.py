@@ -11,9 +11,14 @@ from typing import Any
 import pytest
 
 from kubewire.quantity_text import Amount, add, amount_of, canonical
+from kubewire.resources import REGISTRY
 from kubewire.server.writes import limit_ranger, quota
 from kubewire.server.writes.storage_admission import default_class
-from kubewire.server.writes.validation.storage import go_quantity
+from kubewire.server.writes.validation.storage import (
+    go_quantity,
+    validate_limit_range,
+    validate_resource_quota,
+)
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -193,3 +198,21 @@ def test_go_quantity_repr() -> None:
     assert repr(go_quantity("1.5")).startswith(
         "resource.Quantity{i:resource.int64Amount{value:15, scale:-1}")
     assert repr(go_quantity("1Gi")).endswith('s:"1Gi", Format:"BinarySI"}')
+
+
+def test_limit_range_type_and_quota_scope_validation() -> None:
+    limit_ranges = REGISTRY.lookup("", "v1", "limitranges")
+    quotas = REGISTRY.lookup("", "v1", "resourcequotas")
+    assert limit_ranges is not None and quotas is not None
+    errors = validate_limit_range(limit_ranges, {"spec": {"limits": [
+        {"type": "Memory"}, {"type": "example.com/gpu"}, {"type": "Container"},
+        {"type": "Container"}]}})
+    assert [str(e) for e in errors] == [
+        'spec.limits[0].type: Invalid value: "Memory": must be a standard limit type or fully '
+        "qualified",
+        'spec.limits[3].type: Duplicate value: "Container"']
+    errors = validate_resource_quota(quotas, {"spec": {
+        "hard": {"services": "1", "pods": "1"}, "scopes": ["BestEffort", "Terminating"]}})
+    assert [str(e) for e in errors] == [
+        'spec.scopes: Invalid value: []core.ResourceQuotaScope{"BestEffort", "Terminating"}: '
+        "unsupported scope applied to resource"] * 2

@@ -17,7 +17,7 @@ from typing import Any
 
 from kubewire.go_text import GoLiteral, go_quote
 from kubewire.json_types import JSON
-from kubewire.names import is_dns1123_subdomain
+from kubewire.names import is_dns1123_subdomain, is_qualified_name
 from kubewire.quantity import parse_quantity
 from kubewire.quantity_text import Amount, amount_of, canonical, format_of
 from kubewire.resources import Resource
@@ -42,6 +42,7 @@ _POD_COMPUTE = frozenset(("cpu", "memory", "limits.cpu", "limits.memory", "reque
 _ACCESS_MODES = ("ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod")
 _VOLUME_MODES = ("Block", "Filesystem")
 _RECLAIM_POLICIES = ("Delete", "Recycle", "Retain")
+_LIMIT_TYPES = ("Pod", "Container", "PersistentVolumeClaim")
 _PV_SOURCES = ("gcePersistentDisk", "awsElasticBlockStore", "hostPath", "glusterfs", "nfs", "rbd",
                "iscsi", "cinder", "cephfs", "fc", "flocker", "flexVolume", "azureFile",
                "vsphereVolume", "quobyte", "azureDisk", "photonPersistentDisk", "portworxVolume",
@@ -106,9 +107,11 @@ def _quota_list(values: JSON, path: str) -> list[FieldError]:
 
 def _scope_valid_for(scope: str, name: str) -> bool:
     # helper.IsResourceQuotaScopeValidForResource
-    if scope in ("BestEffort", "CrossNamespacePodAffinity"):
+    if scope == "BestEffort":
         return name == "pods"
-    return name == "pods" or name in _POD_COMPUTE
+    if scope in _SCOPES:
+        return name == "pods" or name in _POD_COMPUTE
+    return True  # an unknown scope is "unsupported scope" already
 
 
 def _go_scopes(scopes: list[str]) -> GoLiteral:
@@ -232,6 +235,15 @@ def _ratio_bounds(ratio: tuple[str, Amount], low: tuple[str, Amount] | None,
     return errors
 
 
+def _limit_type(kind: str, path: str) -> list[FieldError]:
+    """``validateLimitRangeTypeName``: a qualified name, and one of kube's types unless it has
+    a domain."""
+    problems = [invalid(path, kind, m) for m in is_qualified_name(kind)]
+    if not problems and "/" not in kind and kind not in _LIMIT_TYPES:
+        problems.append(invalid(path, kind, "must be a standard limit type or fully qualified"))
+    return problems
+
+
 def validate_limit_range(resource: Resource, obj: Mapping[str, JSON],
                          old: Mapping[str, JSON] | None = None) -> list[FieldError]:
     errors: list[FieldError] = []
@@ -242,9 +254,8 @@ def validate_limit_range(resource: Resource, obj: Mapping[str, JSON],
             continue
         at = f"spec.limits[{i}]"
         kind = text_at(item, "type")
-        if not kind:
-            errors.append(required(f"{at}.type"))
-        elif kind in seen:
+        errors += _limit_type(kind, f"{at}.type")
+        if kind in seen:
             errors.append(FieldError("FieldValueDuplicate", f"{at}.type", kind))
         seen.add(kind)
         errors += _limit_item(item, at)
