@@ -345,3 +345,39 @@ def test_volume_phase_transition_time(server: ServerThread) -> None:
     status = call(server, "GET", "/api/v1/persistentvolumes/pv1").json["status"]
     assert status["phase"] == "Available"
     assert status["lastPhaseTransitionTime"] > old
+
+
+def _gone(server: ServerThread, path: str) -> bool:
+    return call(server, "GET", path).status == 404
+
+
+def test_claims_and_volumes_in_use_are_protected(server: ServerThread) -> None:
+    """StorageObjectInUseProtection puts kube's finalizers on; the pvc-protection controller
+    lets a claim go once no scheduled pod names it, pv-protection a volume once not Bound."""
+    kubectl(server, "apply", "-f", "-", stdin=STORAGE)
+    claim_path = "/api/v1/namespaces/default/persistentvolumeclaims/data"
+    volume_path = "/api/v1/persistentvolumes/pv1"
+    assert call(server, "GET", claim_path).json["metadata"]["finalizers"] == [
+        "kubernetes.io/pvc-protection"]
+    assert call(server, "GET", volume_path).json["metadata"]["finalizers"] == [
+        "kubernetes.io/pv-protection"]
+    kubectl(server, "apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "user"},
+        "spec": {"nodeName": "node-1", "containers": [{"name": "app", "image": "nginx"}],
+                 "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]}}))
+    kubectl(server, "delete", "pvc", "data", "--wait=false")
+    kubectl(server, "patch", "pv", "pv1", "--subresource=status", "-p",
+            '{"status":{"phase":"Bound"}}')
+    kubectl(server, "delete", "pv", "pv1", "--wait=false")
+    kubectl(server, "delete", "pvc", "classless")  # unused: released at once
+    assert _gone(server, "/api/v1/namespaces/default/persistentvolumeclaims/classless")
+    marked = call(server, "GET", claim_path).json
+    assert marked["metadata"]["deletionTimestamp"]
+    assert "Terminating" in kubectl(server, "get", "pvc", "data")
+    assert call(server, "GET", volume_path).json["metadata"]["deletionTimestamp"]
+
+    run(server, "delete", "pod", "user", "--grace-period=0", "--force")
+    wait_for(lambda: _gone(server, claim_path), what="the claim to go with its last user")
+    kubectl(server, "patch", "pv", "pv1", "--subresource=status", "-p",
+            '{"status":{"phase":"Released"}}')
+    wait_for(lambda: _gone(server, volume_path), what="the released volume to go")

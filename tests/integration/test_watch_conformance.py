@@ -55,7 +55,8 @@ KINDS = pytest.mark.parametrize("kind", [POD, SERVICE, GIZMO, PERSISTENT_VOLUME_
 
 def deletion(kind: Kind, name: str) -> list[tuple[str, str]]:
     """The events one DELETE produces for a watcher of ``name``."""
-    if kind is POD:
+    if kind in (POD, PERSISTENT_VOLUME_CLAIM, PERSISTENT_VOLUME):
+        # claims and volumes: the deletion mark, then the protection controller's release
         return [("MODIFIED", name), ("DELETED", name)]
     return [("DELETED", name)]
 

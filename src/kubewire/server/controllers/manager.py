@@ -34,11 +34,14 @@ from kubewire.server.controllers.selection import (
     CLUSTERROLE_AGGREGATION,
     NAMESPACE,
     POD_TERMINATION,
+    PV_PROTECTION,
+    PVC_PROTECTION,
     RESOURCE_QUOTA,
     ROOT_CA_PUBLISHER,
     SERVICE_ACCOUNT,
     parse_controllers,
 )
+from kubewire.server.controllers.storage_protection import StorageProtection
 
 if TYPE_CHECKING:
     from kubewire.server.controllers.leadership import Leadership
@@ -68,6 +71,10 @@ class ControllerManager:
                             if chosen.enabled(CLUSTERROLE_AGGREGATION) else None)
         self.resource_quota = (ResourceQuotaController(ctx)
                                if chosen.enabled(RESOURCE_QUOTA) else None)
+        self.storage_protection = (
+            StorageProtection(ctx, claims=chosen.enabled(PVC_PROTECTION),
+                              volumes=chosen.enabled(PV_PROTECTION))
+            if chosen.enabled(PVC_PROTECTION) or chosen.enabled(PV_PROTECTION) else None)
         self._installing: asyncio.Task[None] | None = None
         self._bootstrapping: asyncio.Task[None] | None = None
         self._serving = False
@@ -79,6 +86,8 @@ class ControllerManager:
             self.aggregation.queue.on_idle = self._changed.set
         if self.resource_quota is not None:
             self.resource_quota.queue.on_idle = self._changed.set
+        if self.storage_protection is not None:
+            self.storage_protection.queue.on_idle = self._changed.set
         # kube-controller-manager's part: on from start, or while elected
         self.leadership: Leadership | None = None
         if elects_leader(ctx.config):
@@ -110,6 +119,8 @@ class ControllerManager:
             self.aggregation.start()
         if self.resource_quota is not None:
             self.resource_quota.start()
+        if self.storage_protection is not None:
+            self.storage_protection.start()
         self._changed.set()
 
     async def _step_down(self) -> None:
@@ -120,6 +131,8 @@ class ControllerManager:
                 await self.aggregation.stop()
             if self.resource_quota is not None:
                 await self.resource_quota.stop()
+            if self.storage_protection is not None:
+                await self.storage_protection.stop()
             await self.namespace_defaults.stop()
             await self.deletion.stop()
         self._changed.set()
@@ -140,7 +153,8 @@ class ControllerManager:
             return False
         kcm_idle = self.namespace_defaults.queue.idle and (
             self.aggregation is None or self.aggregation.queue.idle) and (
-            self.resource_quota is None or self.resource_quota.queue.idle)
+            self.resource_quota is None or self.resource_quota.queue.idle) and (
+            self.storage_protection is None or self.storage_protection.queue.idle)
         return ((not self._kcm_running or kcm_idle)
                 and self.kubernetes_service.queue.idle
                 and self.crds.queue.idle and self.preinstalled.served

@@ -21,10 +21,12 @@ ROOT_CA_PUBLISHER = "root-ca-certificate-publisher-controller"
 POD_TERMINATION = "pod-termination-controller"  # kubewire's own: what kubelets do at a deletion
 CLUSTERROLE_AGGREGATION = "clusterrole-aggregation-controller"
 RESOURCE_QUOTA = "resourcequota-controller"
+PVC_PROTECTION = "persistentvolumeclaim-protection-controller"
+PV_PROTECTION = "persistentvolume-protection-controller"
 
 # What kubewire runs, by the name that switches it.
 CONTROLLERS = (NAMESPACE, SERVICE_ACCOUNT, ROOT_CA_PUBLISHER, POD_TERMINATION,
-               CLUSTERROLE_AGGREGATION, RESOURCE_QUOTA)
+               CLUSTERROLE_AGGREGATION, RESOURCE_QUOTA, PVC_PROTECTION, PV_PROTECTION)
 
 # kube v1.32's aliases (cmd/kube-controller-manager/names KCMControllerAliases), alias -> name.
 ALIASES: dict[str, str] = {
@@ -61,8 +63,8 @@ ALIASES: dict[str, str] = {
     "attachdetach": "persistentvolume-attach-detach-controller",
     "persistentvolume-expander": "persistentvolume-expander-controller",
     "clusterrole-aggregation": CLUSTERROLE_AGGREGATION,
-    "pvc-protection": "persistentvolumeclaim-protection-controller",
-    "pv-protection": "persistentvolume-protection-controller",
+    "pvc-protection": PVC_PROTECTION,
+    "pv-protection": PV_PROTECTION,
     "ttl-after-finished": "ttl-after-finished-controller",
     "root-ca-cert-publisher": ROOT_CA_PUBLISHER,
     "service-ca-cert-publisher": "service-ca-certificate-publisher-controller",

@@ -60,7 +60,7 @@ from kubewire.server.writes.quota_admission import (
     default_pod_limits,
 )
 from kubewire.server.writes.rbac_writes import check_rbac_write
-from kubewire.server.writes.storage_admission import default_claim_class
+from kubewire.server.writes.storage_admission import default_claim_class, protect
 from kubewire.server.writes.validate import (
     check_namespace_usable,
     check_type_meta,
@@ -171,6 +171,7 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
             defaulted = _decoded_body(resource, obj)
         ctx_create = lifecycle.CreateContext(namespace=route.namespace, now=ctx.now(),
                                              rng=ctx.rng)
+        protect(resource.id, defaulted)  # StorageObjectInUseProtection: claims and volumes
         prepared = lifecycle.prepare_create(resource, defaulted, ctx_create)
         namespace = prepared["metadata"].get("namespace", "")
         if resource.namespaced:

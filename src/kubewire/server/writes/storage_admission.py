@@ -1,5 +1,10 @@
-"""The DefaultStorageClass admission plugin
-(``plugin/pkg/admission/storage/storageclass/setdefault/admission.go``, kube v1.32).
+"""The DefaultStorageClass and StorageObjectInUseProtection admission plugins
+(``plugin/pkg/admission/storage/storageclass/setdefault/admission.go``,
+``plugin/pkg/admission/storage/storageobjectinuseprotection/admission.go``, kube v1.32).
+
+``protect``: a created PersistentVolumeClaim gets the ``kubernetes.io/pvc-protection``
+finalizer, a PersistentVolume ``kubernetes.io/pv-protection`` (the protection controllers,
+``controllers/storage_protection``, take them off once nothing uses the object).
 
 A PersistentVolumeClaim created without ``spec.storageClassName`` (absent or null: ``""``
 asks for no class) and without the beta ``volume.beta.kubernetes.io/storage-class`` annotation
@@ -21,6 +26,10 @@ from kubewire.server.context import ServerContext
 DEFAULT_CLASS_ANNOTATIONS = ("storageclass.kubernetes.io/is-default-class",
                              "storageclass.beta.kubernetes.io/is-default-class")
 BETA_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
+PVC_PROTECTION = "kubernetes.io/pvc-protection"
+PV_PROTECTION = "kubernetes.io/pv-protection"
+PROTECTION_FINALIZERS = {"core/persistentvolumeclaims": PVC_PROTECTION,
+                         "core/persistentvolumes": PV_PROTECTION}
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 
@@ -67,4 +76,25 @@ def default_claim_class(ctx: ServerContext, claim: dict[str, Any]) -> None:
         claim["spec"]["storageClassName"] = name
 
 
-__all__ = ["default_claim_class", "default_class", "is_default", "needs_class"]
+def protect(resource_id: str, obj: dict[str, Any]) -> None:
+    """StorageObjectInUseProtection on a create: the kind's finalizer added once (in place)."""
+    finalizer = PROTECTION_FINALIZERS.get(resource_id)
+    if finalizer is None:
+        return
+    meta = obj.setdefault("metadata", {})
+    finalizers = meta.get("finalizers")
+    finalizers = list(finalizers) if isinstance(finalizers, list) else []
+    if finalizer not in finalizers:
+        meta["finalizers"] = [*finalizers, finalizer]
+
+
+__all__ = [
+    "PROTECTION_FINALIZERS",
+    "PVC_PROTECTION",
+    "PV_PROTECTION",
+    "default_claim_class",
+    "default_class",
+    "is_default",
+    "needs_class",
+    "protect",
+]
