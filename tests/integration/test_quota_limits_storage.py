@@ -381,3 +381,35 @@ def test_claims_and_volumes_in_use_are_protected(server: ServerThread) -> None:
     kubectl(server, "patch", "pv", "pv1", "--subresource=status", "-p",
             '{"status":{"phase":"Released"}}')
     wait_for(lambda: _gone(server, volume_path), what="the released volume to go")
+
+
+def test_claim_growth_is_bounded_and_charged(server: ServerThread) -> None:
+    """A bound claim's new size meets the LimitRange's max and the quota's requests.storage
+    (kube's LimitRanger and quota evaluator take claim updates)."""
+    kubectl(server, "apply", "-f", "-", stdin="""
+apiVersion: v1
+kind: LimitRange
+metadata: {name: claims}
+spec:
+  limits:
+  - type: PersistentVolumeClaim
+    max: {storage: 5Gi}
+""")
+    kubectl(server, "create", "quota", "storage", "--hard=requests.storage=3Gi")
+    _settle(server, "default", "storage", {"requests.storage": "0"})
+    kubectl(server, "apply", "-f", "-", stdin=STORAGE)
+    assert _used(server, "default", "storage") == {"requests.storage": "1536Mi"}
+    kubectl(server, "patch", "pvc", "data", "--subresource=status", "-p",
+            '{"status":{"phase":"Bound","capacity":{"storage":"512Mi"}}}')
+    too_big = run(server, "patch", "pvc", "data", "-p",
+                  '{"spec":{"resources":{"requests":{"storage":"6Gi"}}}}')
+    assert ('persistentvolumeclaims "data" is forbidden: maximum storage usage per '
+            "PersistentVolumeClaim is 5Gi, but request is 6Gi") in too_big.stderr
+    over = run(server, "patch", "pvc", "data", "-p",
+               '{"spec":{"resources":{"requests":{"storage":"2.5Gi"}}}}')
+    assert ('persistentvolumeclaims "data" is forbidden: exceeded quota: storage, requested: '
+            "requests.storage=2Gi, used: requests.storage=1536Mi, limited: "
+            "requests.storage=3Gi") in over.stderr
+    kubectl(server, "patch", "pvc", "data", "-p",
+            '{"spec":{"resources":{"requests":{"storage":"1Gi"}}}}')
+    assert _used(server, "default", "storage") == {"requests.storage": "2Gi"}

@@ -403,9 +403,12 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Mutation,
 
 async def _admit_update(ctx: ServerContext, route: Route, old: dict[str, Any],
                         prepared: dict[str, Any], wopts: WriteOptions) -> dict[str, Any]:
-    """An update's validating admission and allocations: ResourceQuota charges services and
-    claims again for what a change adds, then cluster IPs and node ports follow the spec."""
+    """An update's validating admission and allocations: LimitRanger bounds a claim's new size,
+    ResourceQuota charges services and claims again for what a change adds, then cluster IPs
+    and node ports follow the spec."""
     if not lifecycle.is_noop_update(old, prepared):
+        if route.resource.id == CLAIM_RESOURCE_ID:  # LimitRanger bounds claims on update too
+            check_limits(ctx, route.resource, route.namespace, prepared)
         await charge_quota(ctx, route, prepared, old, dry_run=wopts.dry_run)
     return await ctx.allocations.allocate_on_update(route.resource, old, prepared,
                                                     dry_run=wopts.dry_run)
