@@ -89,6 +89,9 @@ POINTER_FIELDS: dict[str, tuple[str, ...]] = {
     "api.core.v1.PersistentVolumeClaimStatus": ("currentVolumeAttributesClassName",),
     "api.core.v1.TypedLocalObjectReference": ("apiGroup",),
     "api.core.v1.TypedObjectReference": ("apiGroup", "namespace"),
+    "api.core.v1.PersistentVolumeSpec": ("volumeMode", "volumeAttributesClassName"),
+    "api.storage.v1.StorageClass": ("reclaimPolicy", "allowVolumeExpansion",
+                                    "volumeBindingMode"),
     "api.core.v1.GRPCAction": ("service",),
     "api.core.v1.PodDNSConfigOption": ("value",),
     "api.core.v1.Secret": ("immutable",),
@@ -438,6 +441,36 @@ message ExtraValue {
 """
 
 
+# storage/v1 StorageClass: ../shared/proto has no storage group either; from kubernetes/api
+# v0.32 storage/v1/generated.proto as above.
+EXTRA_PROTO_STORAGE = """\
+package k8s.io.api.storage.v1;
+message StorageClass {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+  optional string provisioner = 2;
+  // +optional
+  map<string, string> parameters = 3;
+  // +optional
+  optional string reclaimPolicy = 4;
+  // +optional
+  repeated string mountOptions = 5;
+  // +optional
+  optional bool allowVolumeExpansion = 6;
+  // +optional
+  optional string volumeBindingMode = 7;
+  // +optional
+  repeated .k8s.io.api.core.v1.TopologySelectorTerm allowedTopologies = 8;
+}
+
+message StorageClassList {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ListMeta metadata = 1;
+  repeated StorageClass items = 2;
+}
+"""
+
+
 def _strip_block_comments(text: str) -> str:
     return re.sub(r"/\*.*?\*/", "", text, flags=re.S)
 
@@ -505,7 +538,8 @@ def load_messages(proto_root: Path) -> dict[str, ProtoMessage]:
     ``AUTHORIZATION_PROTO`` and ``EXTRA_CERTIFICATES_PROTO``, by full name."""
     messages: dict[str, ProtoMessage] = {}
     texts = [path.read_text(encoding="utf-8") for path in sorted(proto_root.rglob("*.proto"))]
-    for text in [*texts, EXTRA_PROTO, AUTHORIZATION_PROTO, EXTRA_CERTIFICATES_PROTO]:
+    for text in [*texts, EXTRA_PROTO, AUTHORIZATION_PROTO, EXTRA_CERTIFICATES_PROTO,
+                 EXTRA_PROTO_STORAGE]:
         for message in parse_proto(text):
             messages.setdefault(message.name, message)
     for message in messages.values():

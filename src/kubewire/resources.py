@@ -244,6 +244,14 @@ _ZERO: dict[str, Mapping[str, Any]] = {
     "Role": {"rules": None},  # rules has no omitempty
     # certificates/v1: spec.request and spec.signerName have no omitempty; status is a struct
     "CertificateSigningRequest": {"spec": {"request": None, "signerName": ""}, "status": {}},
+    # core/v1 ResourceQuota, LimitRange (limits has no omitempty), PersistentVolumeClaim (its
+    # spec.resources is a struct), PersistentVolume; storage/v1 StorageClass (provisioner has
+    # no omitempty)
+    "ResourceQuota": {"spec": {}, "status": {}},
+    "LimitRange": {"spec": {"limits": None}},
+    "PersistentVolumeClaim": {"spec": {"resources": {}}, "status": {}},
+    "PersistentVolume": {"spec": {}, "status": {}},
+    "StorageClass": {"provisioner": ""},
 }
 
 
@@ -366,6 +374,29 @@ RESOURCES: tuple[Resource, ...] = (
              short_names=("csr",), subresources=("approval", "status"),
              field_labels=MappingProxyType({"spec.signerName": "spec.signerName"}),
              name_rule="path", zero_fields=_zero("CertificateSigningRequest")),
+    # Quota, limits and storage (pkg/registry/core/{resourcequota,limitrange,
+    # persistentvolumeclaim,persistentvolume}, pkg/registry/storage/storageclass): names are
+    # DNS subdomains; every storage but LimitRange's sets ReturnDeletedObject; LimitRange's
+    # strategy alone creates on PUT. core/v1 conversion.go registers only metadata.name and
+    # metadata.namespace for ResourceQuota and PersistentVolumeClaim (their strategies' "name"
+    # field cannot be selected), the others get the default conversion: "default" style.
+    Resource("", "v1", "ResourceQuota", "resourcequotas", "resourcequota", namespaced=True,
+             short_names=("quota",), subresources=("status",), field_label_style="default",
+             return_deleted_object=True, zero_fields=_zero("ResourceQuota")),
+    Resource("", "v1", "LimitRange", "limitranges", "limitrange", namespaced=True,
+             short_names=("limits",), field_label_style="default", allow_create_on_update=True,
+             zero_fields=_zero("LimitRange")),
+    Resource("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims",
+             "persistentvolumeclaim", namespaced=True, short_names=("pvc",),
+             subresources=("status",), field_label_style="default", return_deleted_object=True,
+             zero_fields=_zero("PersistentVolumeClaim")),
+    Resource("", "v1", "PersistentVolume", "persistentvolumes", "persistentvolume",
+             namespaced=False, short_names=("pv",), subresources=("status",),
+             field_label_style="default", return_deleted_object=True,
+             zero_fields=_zero("PersistentVolume")),
+    Resource("storage.k8s.io", "v1", "StorageClass", "storageclasses", "storageclass",
+             namespaced=False, short_names=("sc",), field_label_style="default",
+             return_deleted_object=True, zero_fields=_zero("StorageClass")),
     # apiextensions-apiserver's registry/customresourcedefinition: strategy bumps generation on
     # spec changes; ShortNames, Categories from etcd.go.
     Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition",

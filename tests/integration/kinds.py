@@ -24,6 +24,9 @@ class Kind:
     mutation: JSON  # a merge patch that changes the spec (or equivalent) validly
     has_status: bool = True
     is_custom: bool = False
+    # a controller writes the new object's status (ResourceQuota: the quota controller), as
+    # kube-controller-manager would: tests that need no other writer wait for it first
+    controller_status: bool = False
 
     @property
     def group(self) -> str:
@@ -172,10 +175,38 @@ CERTIFICATE_SIGNING_REQUEST = Kind(
               "usages": ["client auth"]}},
     {"metadata": {"labels": {"mutated": "yes"}}})
 
+# Quota, limits and storage: a quota on a kind nothing serves charges nothing (other tests'
+# pods in the namespace stay free of it); claims may be given a volume once; StorageClasses
+# change only what kube lets change.
+RESOURCE_QUOTA = Kind("ResourceQuota", "v1", "resourcequotas", True,
+                      {"spec": {"hard": {"count/widgets.example.com": "5"}}},
+                      {"spec": {"hard": {"count/widgets.example.com": "6"}}},
+                      controller_status=True)
+LIMIT_RANGE = Kind(
+    "LimitRange", "v1", "limitranges", True,
+    {"spec": {"limits": [{"type": "PersistentVolumeClaim", "max": {"storage": "10Gi"}}]}},
+    {"spec": {"limits": [{"type": "PersistentVolumeClaim", "max": {"storage": "20Gi"}}]}},
+    has_status=False)
+PERSISTENT_VOLUME_CLAIM = Kind(
+    "PersistentVolumeClaim", "v1", "persistentvolumeclaims", True,
+    {"spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "",
+              "resources": {"requests": {"storage": "1Gi"}}}},
+    {"spec": {"volumeName": "pv-tests"}})
+PERSISTENT_VOLUME = Kind(
+    "PersistentVolume", "v1", "persistentvolumes", False,
+    {"spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+              "hostPath": {"path": "/tmp/tests"}}},
+    {"spec": {"persistentVolumeReclaimPolicy": "Delete"}})
+STORAGE_CLASS = Kind("StorageClass", "storage.k8s.io/v1", "storageclasses", False,
+                     {"provisioner": "example.com/tests"}, {"allowVolumeExpansion": True},
+                     has_status=False)
+
 ALL_KINDS = [POD, SERVICE, NODE, NAMESPACE, DEPLOYMENT, REPLICA_SET, STATEFUL_SET, DAEMON_SET,
              CONTROLLER_REVISION, EVENT, INGRESS, NETWORK_POLICY, ENDPOINT_SLICE, GATEWAY,
              HTTP_ROUTE, CONFIG_MAP, SECRET, SERVICE_ACCOUNT, LEASE, ROLE, CLUSTER_ROLE,
-             ROLE_BINDING, CLUSTER_ROLE_BINDING, CERTIFICATE_SIGNING_REQUEST]
+             ROLE_BINDING, CLUSTER_ROLE_BINDING, CERTIFICATE_SIGNING_REQUEST,
+             RESOURCE_QUOTA, LIMIT_RANGE, PERSISTENT_VOLUME_CLAIM, PERSISTENT_VOLUME,
+             STORAGE_CLASS]
 NAMESPACED_KINDS = [k for k in ALL_KINDS if k.namespaced]
 
 

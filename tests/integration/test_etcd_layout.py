@@ -188,6 +188,26 @@ def test_kinds_land_where_kube_keeps_them(on_etcd: Callable[..., ServerThread],
         f"/registry/controllerrevisions/{NS}/db-1": {
             "apiVersion": "apps/v1", "kind": "ControllerRevision",
             "metadata": {"name": "db-1", "namespace": NS}, "data": {"spec": {}}, "revision": 1},
+        f"/registry/resourcequotas/{NS}/quota": {
+            "apiVersion": "v1", "kind": "ResourceQuota",
+            "metadata": {"name": "quota", "namespace": NS},
+            "spec": {"hard": {"count/widgets.example.com": "1"}}},
+        f"/registry/limitranges/{NS}/limits": {
+            "apiVersion": "v1", "kind": "LimitRange",
+            "metadata": {"name": "limits", "namespace": NS},
+            "spec": {"limits": [{"type": "PersistentVolumeClaim", "max": {"storage": "5Gi"}}]}},
+        f"/registry/persistentvolumeclaims/{NS}/data": {
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data", "namespace": NS},
+            "spec": {"accessModes": ["ReadWriteOnce"],
+                     "resources": {"requests": {"storage": "1Gi"}}}},
+        "/registry/persistentvolumes/pv1": {
+            "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv1"},
+            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                     "hostPath": {"path": "/tmp/pv1"}}},
+        "/registry/storageclasses/fast": {
+            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": {"name": "fast"}, "provisioner": "example.com/fast"},
     }
     for key, obj in objs.items():
         made = apply(server, obj)

@@ -84,6 +84,12 @@ EXPECTED: dict[tuple[str, str], tuple[str, bool, list[str], list[str], list[str]
         "SelfSubjectRulesReview", False, ["create"], [], [], {}),
     ("authorization.k8s.io", "subjectaccessreviews"): (
         "SubjectAccessReview", False, ["create"], [], [], {}),
+    ("", "resourcequotas"): ("ResourceQuota", True, STD, ["quota"], [], {"status": STATUS}),
+    ("", "limitranges"): ("LimitRange", True, STD, ["limits"], [], {}),
+    ("", "persistentvolumeclaims"): ("PersistentVolumeClaim", True, STD, ["pvc"], [],
+                                     {"status": STATUS}),
+    ("", "persistentvolumes"): ("PersistentVolume", False, STD, ["pv"], [], {"status": STATUS}),
+    ("storage.k8s.io", "storageclasses"): ("StorageClass", False, STD, ["sc"], [], {}),
     ("apiextensions.k8s.io", "customresourcedefinitions"): (
         "CustomResourceDefinition", False, STD, ["crd", "crds"], ["api-extensions"],
         {"status": STATUS}),
@@ -130,6 +136,9 @@ KUBE_HASHES = {
     ("rbac.authorization.k8s.io", "rolebindings"): "eGsCzGH6b1g=",
     ("rbac.authorization.k8s.io", "roles"): "7FuwZcIIItM=",
     ("certificates.k8s.io", "certificatesigningrequests"): "95fRKMXA+00=",
+    ("", "resourcequotas"): "8uhSgffRX6w=", ("", "limitranges"): "EBKMFVe6cwo=",
+    ("", "persistentvolumeclaims"): "QWTyNDq0dC4=", ("", "persistentvolumes"): "HN/zwEC+JgM=",
+    ("storage.k8s.io", "storageclasses"): "K+m6uJwbjGY=",
 }
 
 
@@ -245,6 +254,7 @@ def test_legacy_group_list_in_kube_priority_order() -> None:
     names = [g["name"] for g in doc["groups"]]
     assert names == ["apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
                      "certificates.k8s.io", "networking.k8s.io", "rbac.authorization.k8s.io",
+                     "storage.k8s.io",
                      "apiextensions.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
                      "gateway.networking.k8s.io"]
     assert doc["groups"][0] == {
@@ -395,8 +405,9 @@ def aggregated_resources() -> dict[tuple[str, str, str], dict[str, Any]]:
     assert [item["metadata"]["name"] for item in named] == [
         "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
         "certificates.k8s.io",
-        "networking.k8s.io", "rbac.authorization.k8s.io", "apiextensions.k8s.io",
-        "coordination.k8s.io", "discovery.k8s.io", "gateway.networking.k8s.io"]
+        "networking.k8s.io", "rbac.authorization.k8s.io", "storage.k8s.io",
+        "apiextensions.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
+        "gateway.networking.k8s.io"]
     for item in core + named:
         group = item["metadata"].get("name", "")
         for version in item["versions"]:

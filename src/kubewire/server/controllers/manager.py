@@ -32,16 +32,21 @@ from kubewire.server.controllers.deletion import Controllers
 from kubewire.server.controllers.namespace_defaults import NamespaceDefaults
 from kubewire.server.controllers.preinstalled_crds import PreinstalledCRDs
 from kubewire.server.controllers.rbac_bootstrap import RbacBootstrap
+from kubewire.server.controllers.resource_quota import ResourceQuotaController
 from kubewire.server.controllers.selection import (
     CLUSTERROLE_AGGREGATION,
     CSR_CLEANER,
     CSR_SIGNING,
     NAMESPACE,
     POD_TERMINATION,
+    PV_PROTECTION,
+    PVC_PROTECTION,
+    RESOURCE_QUOTA,
     ROOT_CA_PUBLISHER,
     SERVICE_ACCOUNT,
     parse_controllers,
 )
+from kubewire.server.controllers.storage_protection import StorageProtection
 
 if TYPE_CHECKING:
     from kubewire.server.controllers.leadership import Leadership
@@ -79,6 +84,12 @@ class ControllerManager:
             else:
                 self.csr_signing = CsrSigning(ctx, files)
         self.csr_cleaner = CsrCleaner(ctx) if chosen.enabled(CSR_CLEANER) else None
+        self.resource_quota = (ResourceQuotaController(ctx)
+                               if chosen.enabled(RESOURCE_QUOTA) else None)
+        self.storage_protection = (
+            StorageProtection(ctx, claims=chosen.enabled(PVC_PROTECTION),
+                              volumes=chosen.enabled(PV_PROTECTION))
+            if chosen.enabled(PVC_PROTECTION) or chosen.enabled(PV_PROTECTION) else None)
         self._installing: asyncio.Task[None] | None = None
         self._bootstrapping: asyncio.Task[None] | None = None
         self._serving = False
@@ -90,6 +101,10 @@ class ControllerManager:
             self.aggregation.queue.on_idle = self._changed.set
         if self.csr_signing is not None:
             self.csr_signing.queue.on_idle = self._changed.set
+        if self.resource_quota is not None:
+            self.resource_quota.queue.on_idle = self._changed.set
+        if self.storage_protection is not None:
+            self.storage_protection.queue.on_idle = self._changed.set
         # kube-controller-manager's part: on from start, or while elected
         self.leadership: Leadership | None = None
         if elects_leader(ctx.config):
@@ -123,6 +138,10 @@ class ControllerManager:
             self.csr_signing.start()
         if self.csr_cleaner is not None:
             self.csr_cleaner.start()
+        if self.resource_quota is not None:
+            self.resource_quota.start()
+        if self.storage_protection is not None:
+            self.storage_protection.start()
         self._changed.set()
 
     async def _step_down(self) -> None:
@@ -135,6 +154,10 @@ class ControllerManager:
                 await self.csr_signing.stop()
             if self.aggregation is not None:
                 await self.aggregation.stop()
+            if self.resource_quota is not None:
+                await self.resource_quota.stop()
+            if self.storage_protection is not None:
+                await self.storage_protection.stop()
             await self.namespace_defaults.stop()
             await self.deletion.stop()
         self._changed.set()
@@ -154,7 +177,9 @@ class ControllerManager:
                                          and election.leading == self._kcm_running):
             return False
         kcm_idle = self.namespace_defaults.queue.idle and all(
-            part is None or part.queue.idle for part in (self.aggregation, self.csr_signing))
+            part is None or part.queue.idle
+            for part in (self.aggregation, self.csr_signing, self.resource_quota,
+                         self.storage_protection))
         return ((not self._kcm_running or kcm_idle)
                 and self.kubernetes_service.queue.idle
                 and self.crds.queue.idle and self.preinstalled.served

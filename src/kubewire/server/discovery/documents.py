@@ -62,7 +62,7 @@ _GROUP_PRIORITY: Mapping[str, int] = MappingProxyType({
     "apps": 17800, "events.k8s.io": 17750, "authentication.k8s.io": 17700,
     "authorization.k8s.io": 17600, "certificates.k8s.io": 17300,
     "networking.k8s.io": 17200,
-    "rbac.authorization.k8s.io": 17000,
+    "rbac.authorization.k8s.io": 17000, "storage.k8s.io": 16800,
     "apiextensions.k8s.io": 16700, "coordination.k8s.io": 16500, "discovery.k8s.io": 16200,
 })
 _OTHER_GROUP_PRIORITY = 1000  # CRD groups (customresource_discovery_controller.go) and unknown

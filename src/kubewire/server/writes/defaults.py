@@ -460,6 +460,61 @@ def default_binding(binding: dict[str, JSON]) -> None:
 
 _RBAC_GROUP = "rbac.authorization.k8s.io"
 
+# --- quota, limits and storage (core/v1 and storage/v1 defaults.go) ----------------------------
+
+def default_persistent_volume_claim(claim: dict[str, JSON]) -> None:
+    """SetDefaults_PersistentVolumeClaim (``status.phase`` Pending) and _ClaimSpec
+    (``spec.volumeMode`` Filesystem)."""
+    spec = _child(claim, "spec")
+    if spec is not None:
+        _set_if_nil(spec, "volumeMode", "Filesystem")
+    status = _child(claim, "status")
+    if status is not None:
+        _set_if_zero(status, "phase", "Pending")
+
+
+def default_persistent_volume(volume: dict[str, JSON]) -> None:
+    """SetDefaults_PersistentVolume: reclaim policy Retain, volumeMode Filesystem, phase
+    Pending; SetDefaults_HostPathVolumeSource: an unset hostPath ``type`` is ""."""
+    spec = _child(volume, "spec")
+    if spec is not None:
+        _set_if_zero(spec, "persistentVolumeReclaimPolicy", "Retain")
+        _set_if_nil(spec, "volumeMode", "Filesystem")
+        host_path = _child(spec, "hostPath")
+        if host_path is not None:
+            _set_if_nil(host_path, "type", "")
+    status = _child(volume, "status")
+    if status is not None:
+        _set_if_zero(status, "phase", "Pending")
+
+
+def default_storage_class(storage_class: dict[str, JSON]) -> None:
+    """storage/v1 SetDefaults_StorageClass: reclaimPolicy Delete, volumeBindingMode
+    Immediate."""
+    _set_if_nil(storage_class, "reclaimPolicy", "Delete")
+    _set_if_nil(storage_class, "volumeBindingMode", "Immediate")
+
+
+def default_limit_range(limit_range: dict[str, JSON]) -> None:
+    """SetDefaults_LimitRangeItem, for Container items: ``default`` from ``max``, then
+    ``defaultRequest`` from ``default``, then from ``min`` (empty lists stay out: omitempty)."""
+    for item in _items(_child(limit_range, "spec"), "limits"):
+        if item.get("type") != "Container":
+            continue
+        default = dict(_child(item, "default") or {})
+        request = dict(_child(item, "defaultRequest") or {})
+        for key, value in (_child(item, "max") or {}).items():
+            default.setdefault(key, value)
+        for key, value in default.items():
+            request.setdefault(key, value)
+        for key, value in (_child(item, "min") or {}).items():
+            request.setdefault(key, value)
+        if default:
+            item["default"] = default
+        if request:
+            item["defaultRequest"] = request
+
+
 KIND_DEFAULTERS: Mapping[str, tuple[Defaulter, ...]] = MappingProxyType({
     "core/pods": (default_pod,),
     "apps/deployments": (default_deployment,),
@@ -478,6 +533,11 @@ KIND_DEFAULTERS: Mapping[str, tuple[Defaulter, ...]] = MappingProxyType({
     "rbac.authorization.k8s.io/roles": (),
     "certificates.k8s.io/certificatesigningrequests": (),  # certificates/v1 has no defaulters
     "rbac.authorization.k8s.io/clusterroles": (),
+    "core/persistentvolumeclaims": (default_persistent_volume_claim,),
+    "core/persistentvolumes": (default_persistent_volume,),
+    "storage.k8s.io/storageclasses": (default_storage_class,),
+    "core/limitranges": (default_limit_range,),
+    "core/resourcequotas": (),
     # No visible defaults: ConfigMap's ``data: {}`` is dropped by omitempty; Ingress has none
     # (``pathType`` is required); ServiceAccount, Lease and both Events have no defaulter.
     "core/configmaps": (),

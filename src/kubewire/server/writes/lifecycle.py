@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from fractions import Fraction
 from types import MappingProxyType
-from typing import Literal
+from typing import Literal, cast
 
 from kubewire.json_copy import copy_json
 from kubewire.json_types import JSON
@@ -82,6 +82,7 @@ class LifecycleTraits:
     disabled_fields: tuple[tuple[str, ...], ...] = ()
     namespace_rules: bool = False  # finalizers, Terminating, immortal names (namespace/*.go)
     etcd_prefix: str = ""  # key prefix quoted in storage errors; "" means the plural
+    phase_time: bool = False  # PVs: status.lastPhaseTransitionTime when the phase is set
 
 
 _TRAITS: Mapping[str, LifecycleTraits] = MappingProxyType({
@@ -104,6 +105,11 @@ _TRAITS: Mapping[str, LifecycleTraits] = MappingProxyType({
         "numberReady": 0}), template_generation=True),
     "networking.k8s.io/ingresses": LifecycleTraits("set", MappingProxyType({"loadBalancer": {}}),
                                                    etcd_prefix="ingress"),
+    # persistentvolumeclaim/strategy.go clears status (read back defaulted: Pending);
+    # persistentvolume/strategy.go sets Pending and the phase's transition time (GA in 1.31)
+    "core/persistentvolumeclaims": LifecycleTraits("set", MappingProxyType({"phase": "Pending"})),
+    "core/persistentvolumes": LifecycleTraits("set", MappingProxyType({"phase": "Pending"}),
+                                              phase_time=True),
 })
 
 
@@ -191,6 +197,8 @@ def _status_on_create(traits: LifecycleTraits, obj: dict[str, JSON], now: dateti
         obj["status"] = copy_json(dict(traits.initial_status))
         if traits.pod_rules:
             _pod_status_on_create(obj, now)
+        if traits.phase_time:
+            cast(dict[str, JSON], obj["status"])["lastPhaseTransitionTime"] = format_time(now)
 
 
 def _pod_status_on_create(pod: dict[str, JSON], now: datetime) -> None:
@@ -263,6 +271,8 @@ def prepare_update(resource: Resource, old: dict[str, JSON], new: dict[str, JSON
     if "generation" in old_meta:
         meta["generation"] = old_meta["generation"]
     obj = _apply_update_strategy(resource, old, obj, ctx)
+    if lifecycle_traits(resource).phase_time and ctx.subresource == "status":
+        _phase_transition_time(old, obj, ctx.now)
     meta = obj["metadata"]
     errors = _keep_system_fields(old_meta, meta)
     if errors:
@@ -383,6 +393,22 @@ def _update_template_generation(old: dict[str, JSON], obj: dict[str, JSON],
             _mapping(old.get("spec")).get("template"), template):
         value += 1
     _set_template_generation(obj["metadata"], value)
+
+
+def _phase_transition_time(old: Mapping[str, JSON], obj: dict[str, JSON], now: datetime) -> None:
+    """persistentvolume/strategy.go status PrepareForUpdate: an unchanged phase keeps its
+    ``lastPhaseTransitionTime`` when the body drops it; a changed phase gets ``now`` unless the
+    body sets a time of its own."""
+    old_status, status = _mapping(old.get("status")), obj.get("status")
+    if not isinstance(status, dict):
+        return
+    old_time, new_time = old_status.get("lastPhaseTransitionTime"), status.get(
+        "lastPhaseTransitionTime")
+    if old_status.get("phase") == status.get("phase"):
+        if new_time is None and old_time is not None:
+            status["lastPhaseTransitionTime"] = old_time
+    elif new_time is None or new_time == old_time:
+        status["lastPhaseTransitionTime"] = format_time(now)
 
 
 def _ephemeral_containers_update(old: dict[str, JSON], obj: dict[str, JSON]) -> dict[str, JSON]:

@@ -47,6 +47,13 @@ from kubewire.server.writes.validation.rbac import (
     validate_role_binding,
 )
 from kubewire.server.writes.validation.service import validate_service
+from kubewire.server.writes.validation.storage import (
+    validate_limit_range,
+    validate_persistent_volume,
+    validate_persistent_volume_claim,
+    validate_resource_quota,
+    validate_storage_class,
+)
 from kubewire.status import FieldError
 
 KindValidator = Callable[[Resource, Mapping[str, Any], Mapping[str, Any] | None],
@@ -75,6 +82,11 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "rbac.authorization.k8s.io/clusterrolebindings": validate_cluster_role_binding,
     "apiextensions.k8s.io/customresourcedefinitions": validate_custom_resource_definition,
     "certificates.k8s.io/certificatesigningrequests": validate_certificate_signing_request,
+    "core/resourcequotas": validate_resource_quota,
+    "core/limitranges": validate_limit_range,
+    "core/persistentvolumeclaims": validate_persistent_volume_claim,
+    "core/persistentvolumes": validate_persistent_volume,
+    "storage.k8s.io/storageclasses": validate_storage_class,
 })
 
 
