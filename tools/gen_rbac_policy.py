@@ -120,6 +120,10 @@ def build(source: Path) -> dict[str, Any]:
             controller_bindings.append(item)
         elif ref not in NOT_IN_V1_32:
             raise SystemExit(f"binding {item['metadata']['name']}: no role {ref}")
+    unbound = ({r["metadata"]["name"] for r in controller_roles}
+               - {b["roleRef"]["name"] for b in controller_bindings})
+    if unbound:  # kube binds every controller role to its service account
+        raise SystemExit(f"controller roles without a binding: {sorted(unbound)}")
     cluster_bindings = [binding(b) for b in data["cluster-role-bindings"] + controller_bindings]
     for item in cluster_bindings:
         if item["roleRef"]["name"] not in role_names:
