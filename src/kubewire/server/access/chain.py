@@ -8,7 +8,10 @@ Request attributes follow kube-apiserver's ``RequestInfoFactory``: a resource re
 comes from the method and the path (``list`` becomes ``watch`` with ``watch=true`` or under
 ``/watch/``; DELETE on a collection is ``deletecollection``); any other path is a non-resource
 request whose verb is the lower-cased method. ``/healthz``, ``/livez``, ``/readyz`` and
-``/version`` are open to anyone; every other path needs credentials (401 without).
+``/version`` are open to anyone (kube's anonymous user, as kube 1.32 with anonymous
+authentication limited to those paths); every other path needs credentials (401 without).
+Credentials that do not authenticate are 401 on every path, the public ones too: kube's
+authenticator fails on them before it would fall back to anonymous (``union.NewFailOnError``).
 """
 
 from __future__ import annotations
@@ -148,8 +151,10 @@ class Access:
         # --insecure-http without a token file: a local sandbox where everyone is admin.
         self.open = config.insecure_http and not config.token_auth_file
 
-    def user(self, request: Request) -> UserInfo:
-        """The request's user; 401 for bad credentials and for anonymous requests."""
+    def user(self, request: Request, anonymous: bool = False) -> UserInfo:
+        """The request's user; 401 for bad credentials and for anonymous requests (with
+        ``anonymous``, for a public path, a request without credentials is
+        ``system:anonymous``; bad credentials are still 401)."""
         if self.open:
             return INSECURE_USER
         if isinstance(request.authenticated, UserInfo):
@@ -165,7 +170,7 @@ class Access:
         except (InvalidCredentials, BearerProtocolError) as err:
             log.debug("Unable to authenticate the request: %s", err)
             raise Unauthorized("Unauthorized") from None
-        if user is ANONYMOUS_USER:
+        if user is ANONYMOUS_USER and not anonymous:
             raise Unauthorized("Unauthorized")
         return user
 
@@ -174,6 +179,7 @@ class Access:
 
         Returns the user the request runs as (the impersonated one, if it impersonates)."""
         if is_public(request.path):
+            self.user(request, anonymous=True)  # bad credentials: 401 here too
             return None
         return self.admit(request, route, self.user(request))
 
@@ -215,8 +221,7 @@ class Access:
         """Authentication alone, on a request's head before its body is read (kube's filters
         authenticate before any handler reads a body): raises ``Unauthorized`` as ``check``
         would, so a client without credentials is answered before it can send a body."""
-        if not is_public(request.path):
-            request.authenticated = self.user(request)
+        request.authenticated = self.user(request, anonymous=is_public(request.path))
 
 
 class CachedObjects:
