@@ -427,3 +427,43 @@ def test_chart_applies_as_a_namespace_admin(story: ServerThread) -> None:
         'resource "clusterroles" in API group "rbac.authorization.k8s.io" at the cluster '
         "scope"), said
 
+
+
+def test_one_object_by_name_with_a_field_selector(story: ServerThread) -> None:
+    """kube's RequestInfoFactory: a list or watch whose field selector requires
+    ``metadata.name=X`` is authorized as asking for X, so a Role with ``resourceNames`` lets
+    ``kubectl get pod -w`` and a one-object informer work, and nothing else."""
+    cli.ok(story, "run", "other", "-n", "team-a", "--image", "nginx")
+    cli.ok(story, "create", "role", "web-only", "-n", "team-a", "--verb", "get,list,watch",
+           "--resource", "pods", "--resource-name", "web")
+    erin = user_add(story, "erin", "view", "team-b", token=True)
+    cli.ok(story, "create", "rolebinding", "erin-web", "-n", "team-a", "--role", "web-only",
+           "--user", "erin")
+    names = cli.ok(erin, "get", "pods", "-n", "team-a", "--field-selector",
+                   "metadata.name=web", "-o", "name")
+    assert names.split() == ["pod/web"]
+    assert refused(erin, "get", "pods", "-n", "team-a") == (
+        'Error from server (Forbidden): pods is forbidden: User "erin" cannot list resource '
+        '"pods" in API group "" in the namespace "team-a"')
+    # another name: refused, and kube's text names it
+    assert refused(erin, "get", "pods", "-n", "team-a", "--field-selector",
+                   "metadata.name=other") == (
+        'Error from server (Forbidden): pods "other" is forbidden: User "erin" cannot list '
+        'resource "pods" in API group "" in the namespace "team-a"')
+    # a selector that is not only the name still names it; one that does not parse does not
+    assert cli.ok(erin, "get", "--raw", "/api/v1/namespaces/team-a/pods?fieldSelector="
+                  "metadata.name%3Dweb,status.phase%21%3DRunning").startswith('{"kind":"PodList"')
+    assert refused(erin, "get", "--raw", "/api/v1/namespaces/team-a/pods?fieldSelector="
+                   "metadata.name%3D..") == (
+        'Error from server (Forbidden): pods is forbidden: User "erin" cannot list resource '
+        '"pods" in API group "" in the namespace "team-a"')
+    # the kubernetes package's watch of that one pod
+    api = kubernetes.config.new_client_from_config(str(erin))
+    try:
+        core = kubernetes.client.CoreV1Api(api)
+        events = list(kubernetes.watch.Watch().stream(
+            core.list_namespaced_pod, "team-a", field_selector="metadata.name=web",
+            timeout_seconds=1))
+        assert [(e["type"], e["object"].metadata.name) for e in events] == [("ADDED", "web")]
+    finally:
+        api.close()

@@ -6,7 +6,8 @@ impersonate), then authorize the user the request runs as (403).
 
 Request attributes follow kube-apiserver's ``RequestInfoFactory``: a resource request's verb
 comes from the method and the path (``list`` becomes ``watch`` with ``watch=true`` or under
-``/watch/``; DELETE on a collection is ``deletecollection``); any other path is a non-resource
+``/watch/``; DELETE on a collection is ``deletecollection``; a list or watch whose field
+selector requires ``metadata.name=X`` asks for X by name); any other path is a non-resource
 request whose verb is the lower-cased method. ``/healthz``, ``/livez``, ``/readyz`` and
 ``/version`` are open to anyone (kube's anonymous user, as kube 1.32 with anonymous
 authentication limited to those paths); every other path needs credentials (401 without).
@@ -18,12 +19,15 @@ from __future__ import annotations
 
 import logging
 import ssl
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
+from kubewire.selectors.errors import SelectorError
+from kubewire.selectors.fields import parse_field_selector
 from kubewire.server.access import impersonation
 from kubewire.server.access.authn import (
     ANONYMOUS_USER,
@@ -270,7 +274,28 @@ def attributes(user: UserInfo, request: Request, route: Route | None) -> Attribu
     namespace = route.namespace
     if resource.kind == "Namespace" and route.name:
         namespace = route.name  # kube: a namespace's own requests are in that namespace
-    return Attributes(user=user, verb=resource_verb(request, route), path=request.path,
+    verb = resource_verb(request, route)
+    name = route.name
+    if not name and verb in ("list", "watch"):
+        name = selected_name(request.query)
+    return Attributes(user=user, verb=verb, path=request.path,
                       resource_request=True, namespace=namespace, api_group=resource.group,
                       api_version=resource.version, resource=resource.plural,
-                      subresource=route.subresource, name=route.name)
+                      subresource=route.subresource, name=name)
+
+
+def selected_name(query: Mapping[str, list[str]]) -> str:
+    """requestinfo.go: a list or watch whose ``fieldSelector`` requires ``metadata.name`` to
+    equal a valid path segment name asks for that object by name (so a rule with
+    ``resourceNames`` allows it: ``kubectl get pod -w``, informers on one object); "" when it
+    does not, or the selector does not parse (kube leaves the name unset then)."""
+    values = query.get("fieldSelector")
+    if not values:
+        return ""
+    try:
+        name = parse_field_selector(values[0]).exact("metadata.name")
+    except SelectorError:
+        return ""
+    if not name or name in (".", "..") or "/" in name or "%" in name:  # IsValidPathSegmentName
+        return ""
+    return name
