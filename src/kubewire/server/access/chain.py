@@ -10,7 +10,9 @@ comes from the method and the path (``list`` becomes ``watch`` with ``watch=true
 selector requires ``metadata.name=X`` asks for X by name); any other path is a non-resource
 request whose verb is the lower-cased method. ``/healthz``, ``/livez``, ``/readyz`` and
 ``/version`` are open to anyone (kube's anonymous user, as kube 1.32 with anonymous
-authentication limited to those paths); every other path needs credentials (401 without).
+authentication limited to those paths); every other path needs credentials (401 without),
+unless ``--anonymous-auth`` makes a request without them ``system:anonymous`` everywhere,
+authorized as any user's (kube's default).
 Credentials that do not authenticate are 401 on every path, the public ones too: kube's
 authenticator fails on them before it would fall back to anonymous (``union.NewFailOnError``).
 """
@@ -154,11 +156,12 @@ class Access:
         self.authorizer: Chain = build_chain(modes, policies, rbac)
         # --insecure-http without a token file: a local sandbox where everyone is admin.
         self.open = config.insecure_http and not config.token_auth_file
+        self.anonymous = config.anonymous_auth  # system:anonymous on every path
 
     def user(self, request: Request, anonymous: bool = False) -> UserInfo:
         """The request's user; 401 for bad credentials and for anonymous requests (with
-        ``anonymous``, for a public path, a request without credentials is
-        ``system:anonymous``; bad credentials are still 401)."""
+        ``anonymous``, for a public path, or with ``--anonymous-auth`` on any, a request
+        without credentials is ``system:anonymous``; bad credentials are still 401)."""
         if self.open:
             return INSECURE_USER
         if isinstance(request.authenticated, UserInfo):
@@ -174,7 +177,7 @@ class Access:
         except (InvalidCredentials, BearerProtocolError) as err:
             log.debug("Unable to authenticate the request: %s", err)
             raise Unauthorized("Unauthorized") from None
-        if user is ANONYMOUS_USER and not anonymous:
+        if user is ANONYMOUS_USER and not (anonymous or self.anonymous):
             raise Unauthorized("Unauthorized")
         return user
 
