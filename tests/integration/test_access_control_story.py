@@ -510,3 +510,39 @@ def test_anonymous_auth_makes_requests_without_credentials_system_anonymous(
     # bad credentials: 401, never anonymous
     assert answer("/api", token="not-a-token")[0] == 401
     assert answer("/version", token="not-a-token")[0] == 401
+
+
+def test_paths_no_resource_serves_are_authorized_as_kube_parses_them(
+        story: ServerThread) -> None:
+    """kube authorizes a request before it looks for the resource: a path under
+    ``/api/VERSION/`` or ``/apis/GROUP/VERSION/`` is a resource request whether or not the
+    resource exists, so who may not gets 403 (kube's text) and who may gets the 404."""
+    alice = user_add(story, "alice", "view", "team-a", token=True)
+    cases = [
+        ("/api/v1/namespaces/team-a/foos", 'foos is forbidden: User "alice" cannot list '
+         'resource "foos" in API group "" in the namespace "team-a"'),
+        ("/apis/example.com/v1/widgets?watch=1", 'widgets.example.com is forbidden: User '
+         '"alice" cannot watch resource "widgets" in API group "example.com" at the cluster '
+         "scope"),
+        ("/apis/example.com/v1/namespaces/team-a/widgets/w", 'widgets.example.com "w" is '
+         'forbidden: User "alice" cannot get resource "widgets" in API group "example.com" in '
+         'the namespace "team-a"'),
+        ("/api/v1/namespaces/team-a/pods/web/bogus", 'pods "web" is forbidden: User "alice" '
+         'cannot get resource "pods/bogus" in API group "" in the namespace "team-a"'),
+        ("/api/v1/watch/namespaces/team-b/foos", 'foos is forbidden: User "alice" cannot '
+         'watch resource "foos" in API group "" in the namespace "team-b"'),
+    ]
+    for path, message in cases:
+        assert refused(alice, "get", "--raw", path) == (
+            f"Error from server (Forbidden): {message}"), path
+        gone = cli.run(story.kubeconfig, "get", "--raw", path)
+        assert gone.stderr.strip() == ("Error from server (NotFound): the server could not "
+                                       "find the requested resource"), path
+    # fewer parts are non-resource paths: discovery's, allowed to everyone, or 404
+    for path in ("/apis/nope", "/api/v2", "/apis/nope/v1"):
+        assert refused(alice, "get", "--raw", path) == (
+            "Error from server (NotFound): the server could not find the requested resource")
+    assert json.loads(cli.ok(alice, "get", "--raw", "/apis/apps/v1"))["groupVersion"] == (
+        "apps/v1")
+    assert refused(alice, "get", "--raw", "/livez/ping") == (
+        'Error from server (Forbidden): forbidden: User "alice" cannot get path "/livez/ping"')

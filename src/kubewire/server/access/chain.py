@@ -7,8 +7,10 @@ impersonate), then authorize the user the request runs as (403).
 Request attributes follow kube-apiserver's ``RequestInfoFactory``: a resource request's verb
 comes from the method and the path (``list`` becomes ``watch`` with ``watch=true`` or under
 ``/watch/``; DELETE on a collection is ``deletecollection``; a list or watch whose field
-selector requires ``metadata.name=X`` asks for X by name); any other path is a non-resource
-request whose verb is the lower-cased method. ``/healthz``, ``/livez``, ``/readyz`` and
+selector requires ``metadata.name=X`` asks for X by name); a path under ``/api/VERSION/`` or
+``/apis/GROUP/VERSION/`` that no route serves is still a resource request, as kube parses it
+(``unrouted_attributes``); any other path is a non-resource request whose verb is the
+lower-cased method. ``/healthz``, ``/livez``, ``/readyz`` and
 ``/version`` are open to anyone (kube's anonymous user, as kube 1.32 with anonymous
 authentication limited to those paths); every other path needs credentials (401 without),
 unless ``--anonymous-auth`` makes a request without them ``system:anonymous`` everywhere,
@@ -43,6 +45,7 @@ from kubewire.server.access.authz import Attributes, forbidden, load_policy_file
 from kubewire.server.access.rbac_objects import CachedRbacObjects
 from kubewire.server.access.service_accounts import ServiceAccountTokens
 from kubewire.server.context import ServerConfig, ServerContext
+from kubewire.server.request.query_params import optional_bool
 from kubewire.server.request.routes import Route, is_watch
 from kubewire.server.wire.http_messages import Request
 from kubewire.server.wire.websocket import BearerProtocolError, bearer_token
@@ -271,8 +274,7 @@ def resource_verb(request: Request, route: Route) -> str:
 
 def attributes(user: UserInfo, request: Request, route: Route | None) -> Attributes:
     if route is None:
-        verb = "get" if request.method == "HEAD" else request.method.lower()
-        return Attributes(user=user, verb=verb, path=request.path)
+        return unrouted_attributes(user, request)
     resource = route.resource
     namespace = route.namespace
     if resource.kind == "Namespace" and route.name:
@@ -285,6 +287,53 @@ def attributes(user: UserInfo, request: Request, route: Route | None) -> Attribu
                       resource_request=True, namespace=namespace, api_group=resource.group,
                       api_version=resource.version, resource=resource.plural,
                       subresource=route.subresource, name=name)
+
+
+_SPECIAL_VERBS = frozenset({"proxy", "watch"})
+_NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+_METHOD_VERBS = {"POST": "create", "GET": "get", "HEAD": "get", "PUT": "update",
+                 "PATCH": "patch", "DELETE": "delete"}
+
+
+def unrouted_attributes(user: UserInfo, request: Request) -> Attributes:
+    """A path no route serves, read as kube's ``RequestInfoFactory`` reads every path: under
+    ``/api/VERSION/...`` or ``/apis/GROUP/VERSION/...`` a resource request (kube authorizes it
+    before it finds no such resource: 403 for who may not, 404 for who may), anything else a
+    non-resource path whose verb is the method's."""
+    method = request.method
+    path = request.path
+    non_resource = Attributes(user=user, verb="get" if method == "HEAD" else method.lower(),
+                              path=path)
+    parts = path.strip("/").split("/")
+    if len(parts) < 3 or parts[0] not in ("api", "apis"):
+        return non_resource
+    group, rest = "", parts[1:]
+    if parts[0] == "apis":
+        if len(rest) < 3:
+            return non_resource
+        group, rest = rest[0], rest[1:]
+    version, rest = rest[0], rest[1:]
+    if rest[0] in _SPECIAL_VERBS:
+        if len(rest) < 2:
+            return non_resource  # kube: "unable to determine kind and namespace from url"
+        verb, rest = rest[0], rest[1:]
+    else:
+        verb = _METHOD_VERBS.get(method, "")
+    namespace = ""
+    if rest[0] == "namespaces" and len(rest) > 1:
+        namespace = rest[1]
+        if len(rest) > 2 and rest[2] not in _NAMESPACE_SUBRESOURCES:
+            rest = rest[2:]
+    name = rest[1] if len(rest) >= 2 else ""
+    subresource = rest[2] if len(rest) >= 3 and verb != "proxy" else ""
+    if not name and verb == "get":
+        verb = "watch" if optional_bool(request.query, "watch") else "list"
+        name = selected_name(request.query)
+    if not name and verb == "delete":
+        verb = "deletecollection"
+    return Attributes(user=user, verb=verb, path=path, resource_request=True,
+                      namespace=namespace, api_group=group, api_version=version,
+                      resource=rest[0], subresource=subresource, name=name)
 
 
 def selected_name(query: Mapping[str, list[str]]) -> str:
