@@ -278,6 +278,11 @@ def _add_access_flags(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--token-auth-file", type=Path, default=None,
                        help="kube-apiserver token file: token,user,uid[,\"groups\"] "
                             "(default: DIR/tokens.csv)")
+    serve.add_argument("--anonymous-auth", type=go_bool, nargs="?", const=True, default=False,
+                       help="requests without credentials are system:anonymous on every path, "
+                            "authorized as any user's, as kube's default (default: false: "
+                            "only /healthz, /livez, /readyz, /version without credentials, "
+                            "401 elsewhere)")
     serve.add_argument("--service-account-issuer", action="append", default=None,
                        help="iss of the service-account tokens (repeatable: the first issues, "
                             "all are accepted; default: "
@@ -994,6 +999,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
                         tls_key_file=args.tls_private_key_file, tls_sans=tuple(args.tls_san),
                         client_ca_file=args.client_ca_file,
                         token_auth_file=args.token_auth_file,
+                        anonymous_auth=args.anonymous_auth,
                         **service_account_settings(args),
                         authorization_mode=",".join(args.authorization_mode),
                         authorization_policy_file=args.authorization_policy_file,

@@ -63,6 +63,10 @@ class ServerConfig:
     tls_sans: tuple[str, ...] = ()
     client_ca_file: Path | None = None
     token_auth_file: Path | None = None
+    # --anonymous-auth: a request without credentials is system:anonymous (in
+    # system:unauthenticated) on every path and authorized as any other (kube's default is
+    # true); off, only the public-info paths are served without credentials, the rest is 401
+    anonymous_auth: bool = False
     # --service-account-issuer: the ``iss`` of the tokens the server issues and accepts (and,
     # kube's --api-audiences default, their audience); kubeadm's value
     service_account_issuer: str = "https://kubernetes.default.svc.cluster.local"
