@@ -1,0 +1,233 @@
+"""The StatefulSet controller against a real server: ordinal pods with identity and claims,
+OrderedReady one at a time, Parallel at once, rolling update from the highest ordinal down to
+the partition, scale-down from the highest, ControllerRevisions and the status
+``kubectl rollout status`` reads. The test plays the kubelet (pods Running and Ready)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from kubewire.client.client import Client, create_client
+from kubewire.cluster.controllers import history
+from kubewire.cluster.controllers.statefulset import make_statefulset_controller
+from kubewire.cluster.runtime import ClusterContext
+from tests.integration import kubectl
+from tests.integration.harness import ServerThread
+from tests.integration.wire import call, create, ok
+
+Obj = dict[str, Any]
+NS = "default"
+STS = f"/apis/apps/v1/namespaces/{NS}/statefulsets"
+PODS = f"/api/v1/namespaces/{NS}/pods"
+
+
+@pytest.fixture
+async def client(server: ServerThread) -> AsyncIterator[Client]:
+    async with await create_client(server.kubeconfig) as c:
+        yield c
+
+
+@pytest.fixture
+async def controller(client: Client) -> AsyncIterator[ClusterContext]:
+    ctx = ClusterContext(client)
+    task = asyncio.ensure_future(make_statefulset_controller(ctx, {}).run())
+    try:
+        yield ctx
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await ctx.close()
+
+
+def web(replicas: int = 3, **spec: Any) -> Obj:
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "web"},
+            "spec": {"replicas": replicas, "serviceName": "nginx",
+                     "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}},
+                                  "spec": {"containers": [{"name": "c", "image": "nginx:1"}]}},
+                     "volumeClaimTemplates": [{"metadata": {"name": "www"}, "spec": {
+                         "accessModes": ["ReadWriteOnce"],
+                         "resources": {"requests": {"storage": "1Gi"}}}}],
+                     **spec}}
+
+
+def pods(server: ServerThread) -> dict[str, Obj]:
+    body = ok(call(server, "GET", PODS), 200)
+    return {p["metadata"]["name"]: p for p in body["items"]}
+
+
+def make_ready(server: ServerThread, name: str) -> None:
+    ok(call(server, "PATCH", f"{PODS}/{name}/status",
+            {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
+            headers={"Content-Type": "application/merge-patch+json"}), 200)
+
+
+async def until(check: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:
+    for _ in range(int(timeout / 0.05)):
+        value = await asyncio.to_thread(check)
+        if value:
+            return value
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def kubelet(server: ServerThread, stop: asyncio.Event) -> None:
+    """Marks every live pod Running and Ready, as a kubelet would."""
+    while not stop.is_set():
+        for name, pod in (await asyncio.to_thread(pods, server)).items():
+            if pod["metadata"].get("deletionTimestamp") or pod.get("status", {}).get(
+                    "phase") == "Running":
+                continue
+            await asyncio.to_thread(make_ready, server, name)
+        await asyncio.sleep(0.05)
+
+
+def status(server: ServerThread) -> Obj:
+    return dict(ok(call(server, "GET", f"{STS}/web"), 200).get("status") or {})
+
+
+async def test_ordered_ready_creates_one_at_a_time_with_identity_and_claims(
+        server: ServerThread, controller: ClusterContext) -> None:
+    sts = create(server, STS, web())
+    await until(lambda: "web-0" in pods(server), "web-0")
+    await asyncio.sleep(0.3)
+    assert set(pods(server)) == {"web-0"}  # web-1 waits for web-0 to be Running and Ready
+    pod = pods(server)["web-0"]
+    labels = pod["metadata"]["labels"]
+    rev = status(server)["updateRevision"]
+    assert labels["statefulset.kubernetes.io/pod-name"] == "web-0"
+    assert labels["apps.kubernetes.io/pod-index"] == "0"
+    assert labels["controller-revision-hash"] == rev and rev.startswith("web-")
+    assert pod["spec"]["hostname"] == "web-0" and pod["spec"]["subdomain"] == "nginx"
+    assert {"name": "www", "persistentVolumeClaim": {"claimName": "www-web-0"}} in \
+        pod["spec"]["volumes"]
+    ref = pod["metadata"]["ownerReferences"][0]
+    assert (ref["kind"], ref["uid"], ref["controller"], ref["blockOwnerDeletion"]) == (
+        "StatefulSet", sts["metadata"]["uid"], True, True)
+    claim = ok(call(server, "GET", f"/api/v1/namespaces/{NS}/persistentvolumeclaims/www-web-0"),
+               200)
+    assert claim["metadata"]["labels"] == {"app": "web"}
+    assert "ownerReferences" not in claim["metadata"]  # Retain/Retain
+    revs = ok(call(server, "GET", f"/apis/apps/v1/namespaces/{NS}/controllerrevisions"),
+              200)["items"]
+    assert [r["metadata"]["name"] for r in revs] == [rev]
+    assert revs[0]["revision"] == 1
+    assert revs[0]["metadata"]["labels"]["controller-revision-hash"] == rev.removeprefix("web-")
+    assert rev == "web-" + history.revision_hash(history.template_patch(sts), 0)
+
+    make_ready(server, "web-0")
+    await until(lambda: "web-1" in pods(server), "web-1")
+    make_ready(server, "web-1")
+    await until(lambda: "web-2" in pods(server), "web-2")
+    make_ready(server, "web-2")
+    await until(lambda: status(server).get("readyReplicas") == 3, "3 ready")
+    st = status(server)
+    assert st["replicas"] == 3 and st["currentReplicas"] == 3 and st["updatedReplicas"] == 3
+    assert st["currentRevision"] == st["updateRevision"] == rev
+    assert st["observedGeneration"] == 1 and st["collisionCount"] == 0
+    done = await asyncio.to_thread(kubectl.run, server, "rollout", "status", "sts/web",
+                                   "--timeout=10s")
+    assert done.returncode == 0, done.stderr
+    assert "partitioned roll out complete" in done.stdout or "rolling update complete" in \
+        done.stdout, done.stdout
+    await controller.events.drain()
+    await asyncio.sleep(0.2)
+    events = ok(call(server, "GET", f"/api/v1/namespaces/{NS}/events"), 200)["items"]
+    messages = {e["message"] for e in events if e["involvedObject"].get("name") == "web"}
+    assert "create Pod web-0 in StatefulSet web successful" in messages
+    assert "create Claim www-web-0 Pod web-0 in StatefulSet web success" in messages
+    assert all(e["source"] == {"component": "statefulset-controller"} for e in events
+               if e["involvedObject"].get("name") == "web")
+
+
+async def test_rolling_update_goes_down_from_the_highest_ordinal(
+        server: ServerThread, controller: ClusterContext) -> None:
+    stop = asyncio.Event()
+    fake = asyncio.ensure_future(kubelet(server, stop))
+    try:
+        create(server, STS, web())
+        await until(lambda: status(server).get("readyReplicas") == 3, "3 ready")
+        old = status(server)["updateRevision"]
+        ok(call(server, "PATCH", f"{STS}/web", {"spec": {"template": {"spec": {"containers": [
+            {"name": "c", "image": "nginx:2"}]}}}},
+                headers={"Content-Type": "application/strategic-merge-patch+json"}), 200)
+        order: list[str] = []
+
+        def updated() -> bool:
+            for name, pod in pods(server).items():
+                if (pod["metadata"]["labels"]["controller-revision-hash"] != old
+                        and name not in order):
+                    order.append(name)
+            st = status(server)
+            return bool(st.get("updatedReplicas") == 3 and st.get("readyReplicas") == 3
+                        and st.get("currentRevision") == st.get("updateRevision") != old)
+
+        await until(updated, "rolled", timeout=20)
+        assert order == ["web-2", "web-1", "web-0"]
+        new = status(server)["updateRevision"]
+        assert all(p["spec"]["containers"][0]["image"] == "nginx:2"
+                   for p in pods(server).values())
+        revs = ok(call(server, "GET", f"/apis/apps/v1/namespaces/{NS}/controllerrevisions"),
+                  200)["items"]
+        assert {r["metadata"]["name"]: r["revision"] for r in revs} == {old: 1, new: 2}
+        done = await asyncio.to_thread(kubectl.run, server, "rollout", "status", "sts/web",
+                                       "--timeout=10s")
+        assert done.returncode == 0, done.stderr
+
+        # a partition keeps the lower ordinals at the current revision
+        ok(call(server, "PATCH", f"{STS}/web", {"spec": {
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}},
+            "template": {"spec": {"containers": [{"name": "c", "image": "nginx:3"}]}}}},
+                headers={"Content-Type": "application/strategic-merge-patch+json"}), 200)
+
+        def partitioned() -> bool:
+            images = {n: p["spec"]["containers"][0]["image"] for n, p in pods(server).items()
+                      if not p["metadata"].get("deletionTimestamp")}
+            st = status(server)
+            return bool(images == {"web-0": "nginx:2", "web-1": "nginx:2", "web-2": "nginx:3"}
+                        and st.get("updatedReplicas") == 1 and st.get("readyReplicas") == 3)
+
+        await until(partitioned, "partitioned", timeout=20)
+        st = status(server)
+        assert st["currentRevision"] == new and st["currentReplicas"] == 2
+        done = await asyncio.to_thread(kubectl.run, server, "rollout", "status", "sts/web",
+                                       "--timeout=10s")
+        assert done.returncode == 0, done.stderr
+        assert "partitioned roll out complete: 1 new pods have been updated" in done.stdout
+
+        # scale down from the highest ordinal
+        ok(call(server, "PATCH", f"{STS}/web", {"spec": {"replicas": 1}},
+                headers={"Content-Type": "application/merge-patch+json"}), 200)
+        await until(lambda: set(pods(server)) == {"web-0"}, "scaled down", timeout=20)
+        assert ok(call(server, "GET", f"/api/v1/namespaces/{NS}/persistentvolumeclaims"),
+                  200)["items"].__len__() == 3  # claims are retained
+    finally:
+        stop.set()
+        await fake
+
+
+async def test_parallel_creates_at_once_and_delete_policy_owns_claims(
+        server: ServerThread, controller: ClusterContext) -> None:
+    create(server, STS, web(4, podManagementPolicy="Parallel",
+                            persistentVolumeClaimRetentionPolicy={"whenDeleted": "Delete",
+                                                                  "whenScaled": "Delete"}))
+    await until(lambda: len(pods(server)) == 4, "4 pods at once")
+    sts = ok(call(server, "GET", f"{STS}/web"), 200)
+    claim = ok(call(server, "GET", f"/api/v1/namespaces/{NS}/persistentvolumeclaims/www-web-3"),
+               200)
+    assert claim["metadata"]["ownerReferences"] == [{
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web",
+        "uid": sts["metadata"]["uid"]}]
+    ok(call(server, "PATCH", f"{STS}/web", {"spec": {"replicas": 2}},
+            headers={"Content-Type": "application/merge-patch+json"}), 200)
+    await until(lambda: set(pods(server)) == {"web-0", "web-1"}, "scaled down")
+    claim = ok(call(server, "GET", f"/api/v1/namespaces/{NS}/persistentvolumeclaims/www-web-3"),
+               200)
+    assert [r["kind"] for r in claim["metadata"]["ownerReferences"]] == ["Pod"]
+
+
