@@ -72,7 +72,7 @@ def new_revision(owner: Mapping[str, Any], data: Obj, revision: int,
     labels = dict(template_labels)
     labels[REVISION_HASH_LABEL] = hash_
     out_meta: Obj = {
-        "name": f"{meta.get('name', '')}-{hash_}", "namespace": meta.get("namespace"),
+        "name": revision_name(str(meta.get("name", "")), hash_), "namespace": meta.get("namespace"),
         "labels": labels,
         "ownerReferences": [controller_ref(owner)],
     }
@@ -80,6 +80,11 @@ def new_revision(owner: Mapping[str, Any], data: Obj, revision: int,
         out_meta["annotations"] = dict(meta["annotations"])
     return {"apiVersion": "apps/v1", "kind": "ControllerRevision", "metadata": out_meta,
             "data": data, "revision": revision}
+
+
+def revision_name(prefix: str, hash_: str) -> str:
+    """``ControllerRevisionName``: ``<prefix>-<hash>``, the prefix cut to 223 bytes."""
+    return f"{prefix[:223]}-{hash_}"
 
 
 def controller_ref(owner: Mapping[str, Any]) -> Obj:
@@ -124,3 +129,23 @@ def revisions_to_prune(revisions: Sequence[Obj], live: set[str], limit: int) -> 
             if (r.get("metadata") or {}).get("name") not in live]
     excess = len(idle) - max(0, limit)
     return idle[:excess] if excess > 0 else []
+
+
+def fnv32a(data: bytes, start: int = FNV32_OFFSET) -> int:
+    """FNV-1a 32-bit (Go's ``hash/fnv.New32a``): xor, then multiply."""
+    value = start
+    for byte in data:
+        value ^= byte
+        value = (value * FNV32_PRIME) & 0xFFFFFFFF
+    return value
+
+
+def template_hash(template: Mapping[str, Any], collision_count: int | None) -> str:
+    """``controller.ComputeHash`` as the DaemonSet controller names revisions: FNV-1a of the
+    template, then the collision count as 8 little-endian bytes, safe-encoded. kube hashes
+    the Go struct as ``spew`` prints it; kubewire hashes its Go JSON instead (the same
+    template gives the same name here, but not the name kube would give)."""
+    value = fnv32a(go_json(template))
+    if collision_count is not None:
+        value = fnv32a((collision_count & 0xFFFFFFFF).to_bytes(8, "little"), value)
+    return safe_encode(str(value))
