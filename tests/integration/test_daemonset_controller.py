@@ -147,7 +147,7 @@ async def test_one_pod_per_eligible_node(server: ServerThread, cluster: ClusterC
     revs = ok(call(server, "GET", f"/apis/apps/v1/namespaces/{NS}/controllerrevisions"),
               200)["items"]
     assert [(r["metadata"]["name"], r["revision"]) for r in revs] == [(f"agent-{hash_}", 1)]
-    assert revs[0]["metadata"]["labels"] == {"controller-revision-hash": hash_}
+    assert revs[0]["metadata"]["labels"] == {"app": "agent", "controller-revision-hash": hash_}
     done = await asyncio.to_thread(kubectl.run, server, "rollout", "status", "ds/agent",
                                    "--timeout=10s")
     assert done.returncode == 0, done.stderr
@@ -212,3 +212,24 @@ async def test_rolling_update_respects_max_unavailable(server: ServerThread,
     worst[0] = 3
     await until(surged, "surged to agent:3")
     assert worst[0] >= 3  # maxUnavailable 0: never fewer than 3 running
+
+    # kubectl rollout history lists the revisions; undo re-applies revision 1, renumbered
+    done = await asyncio.to_thread(kubectl.run, server, "rollout", "history", "ds/agent")
+    assert done.returncode == 0, done.stderr
+    assert [line.split()[0] for line in done.stdout.splitlines()[2:] if line.strip()] == [
+        "1", "2", "3"]
+    done = await asyncio.to_thread(kubectl.run, server, "rollout", "undo", "ds/agent",
+                                   "--to-revision=1")
+    assert done.returncode == 0, done.stderr
+
+    def undone() -> bool:
+        live = [p for p in pods(server).values() if not p["metadata"].get("deletionTimestamp")]
+        st = status(server)
+        return bool(st.get("observedGeneration") == 4 and st.get("numberAvailable") == 3
+                    and st.get("updatedNumberScheduled") == 3 and len(live) == 3
+                    and {p["spec"]["containers"][0]["image"] for p in live} == {"agent:1"})
+
+    await until(undone, "undone to agent:1")
+    revs = ok(call(server, "GET", f"/apis/apps/v1/namespaces/{NS}/controllerrevisions"),
+              200)["items"]
+    assert sorted(r["revision"] for r in revs) == [2, 3, 4]

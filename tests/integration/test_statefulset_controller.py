@@ -179,6 +179,11 @@ async def test_rolling_update_goes_down_from_the_highest_ordinal(
                                        "--timeout=10s")
         assert done.returncode == 0, done.stderr
 
+        done = await asyncio.to_thread(kubectl.run, server, "rollout", "history", "sts/web")
+        assert done.returncode == 0, done.stderr
+        assert [line.split()[0] for line in done.stdout.splitlines()[2:] if line.strip()] == [
+            "1", "2"]
+
         # a partition keeps the lower ordinals at the current revision
         ok(call(server, "PATCH", f"{STS}/web", {"spec": {
             "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}},

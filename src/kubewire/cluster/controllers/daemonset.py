@@ -186,9 +186,12 @@ class DaemonSetController:
             return str(labels.get(history.REVISION_HASH_LABEL) or rules.name_of(cur))
         collisions = (ds.get("status") or {}).get("collisionCount")
         hash_ = history.template_hash((ds.get("spec") or {}).get("template") or {}, collisions)
-        rev = history.new_revision(ds, data, number, None, {})
+        template_labels = ((ds.get("spec") or {}).get("template") or {}).get(
+            "metadata", {}).get("labels") or {}
+        rev = history.new_revision(ds, data, number, None, template_labels)
         rev["metadata"]["name"] = history.revision_name(rules.name_of(ds), hash_)
-        rev["metadata"]["labels"] = {history.REVISION_HASH_LABEL: hash_}
+        # snapshot: the template's labels plus the hash (kubectl finds history by selector)
+        rev["metadata"]["labels"][history.REVISION_HASH_LABEL] = hash_
         try:
             await self.rev_api.create(rev, namespace=namespace)
         except AlreadyExists:
