@@ -233,3 +233,34 @@ async def test_rolling_update_respects_max_unavailable(server: ServerThread,
     revs = ok(call(server, "GET", f"/apis/apps/v1/namespaces/{NS}/controllerrevisions"),
               200)["items"]
     assert sorted(r["revision"] for r in revs) == [2, 3, 4]
+
+
+async def test_orphans_are_adopted_and_unmatched_pods_released(
+        server: ServerThread, cluster: ClusterContext) -> None:
+    create(server, "/api/v1/nodes", node("n1"))
+    # pod-template-generation 1 makes it current for generation 1 (else the rolling update
+    # would replace the adopted pod, as kube's would)
+    orphan = create(server, PODS, {"metadata": {"name": "stray", "labels": {
+        "app": "agent", "pod-template-generation": "1"}},
+                                   "spec": {"nodeName": "n1",
+                                            "containers": [{"name": "c", "image": "agent:1"}]}})
+    ds = create(server, DS, agent())
+
+    def adopted() -> bool:
+        pod = pods(server).get("stray") or {}
+        return bool((pod.get("metadata") or {}).get("ownerReferences"))
+
+    await until(adopted, "stray adopted")
+    await until(lambda: status(server).get("currentNumberScheduled") == 1, "1 scheduled")
+    await asyncio.sleep(0.3)
+    assert set(pods(server)) == {"stray"}  # n1 already has the adopted pod
+    assert pods(server)["stray"]["metadata"]["ownerReferences"][0]["uid"] == \
+        ds["metadata"]["uid"]
+    assert orphan["metadata"]["uid"] == pods(server)["stray"]["metadata"]["uid"]
+
+    # relabelled: released, and n1 gets a daemon pod of its own
+    ok(call(server, "PATCH", f"{PODS}/stray", {"metadata": {"labels": {"app": "other"}}},
+            headers=MERGE), 200)
+    await until(lambda: len(pods(server)) == 2, "a new daemon pod")
+    # kube drops the emptied list (omitempty); kubewire's server keeps "[]" after the SMP
+    assert not pods(server)["stray"]["metadata"].get("ownerReferences")

@@ -236,3 +236,26 @@ async def test_parallel_creates_at_once_and_delete_policy_owns_claims(
     assert [r["kind"] for r in claim["metadata"]["ownerReferences"]] == ["Pod"]
 
 
+
+
+async def test_orphan_pods_are_adopted_not_duplicated(
+        server: ServerThread, controller: ClusterContext) -> None:
+    orphan = create(server, PODS, {"metadata": {"name": "web-0", "labels": {"app": "web"}},
+                                   "spec": {"containers": [{"name": "c", "image": "nginx:1"}]}})
+    stranger = create(server, PODS, {"metadata": {"name": "web-x", "labels": {"app": "web"}},
+                                     "spec": {"containers": [{"name": "c", "image": "x"}]}})
+    sts = create(server, STS, web(1))
+
+    def adopted() -> Obj | None:
+        pod = pods(server)["web-0"]
+        refs = pod["metadata"].get("ownerReferences") or []
+        return pod if refs else None
+
+    pod = await until(adopted, "web-0 adopted")
+    assert pod["metadata"]["uid"] == orphan["metadata"]["uid"]  # the same pod, not a new one
+    assert pod["metadata"]["ownerReferences"] == [{
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web",
+        "uid": sts["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]
+    await asyncio.sleep(0.3)
+    assert "ownerReferences" not in pods(server)["web-x"]["metadata"]  # not <set>-<ordinal>
+    assert stranger["metadata"]["uid"] == pods(server)["web-x"]["metadata"]["uid"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubewire.cluster.controllers import adoption, history
 from kubewire.cluster.controllers import daemonset_rules as ds_rules
-from kubewire.cluster.controllers import history
 from kubewire.cluster.controllers import statefulset_rules as sts_rules
 
 Obj = dict[str, Any]
@@ -214,3 +214,28 @@ def test_daemonset_status_counts() -> None:
     assert st == {"currentNumberScheduled": 1, "numberMisscheduled": 1,
                   "desiredNumberScheduled": 2, "numberReady": 1, "observedGeneration": 4,
                   "updatedNumberScheduled": 1, "numberAvailable": 1, "numberUnavailable": 1}
+
+
+def test_adoption_decisions() -> None:
+    owner = {"metadata": {"uid": "me"}, "spec": {"selector": {"matchLabels": {"app": "a"}}}}
+
+    def pod(name: str, labels: dict[str, str], controller: str | None = None,
+            deleting: bool = False) -> Obj:
+        meta: Obj = {"name": name, "labels": labels}
+        if controller:
+            meta["ownerReferences"] = [{"uid": controller, "controller": True}]
+        if deleting:
+            meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+        return {"metadata": meta}
+
+    decided = adoption.claims(owner, [
+        pod("mine", {"app": "a"}, "me"), pod("strayed", {"app": "b"}, "me"),
+        pod("orphan", {"app": "a"}), pod("dying", {"app": "a"}, deleting=True),
+        pod("theirs", {"app": "a"}, "other"), pod("unrelated", {"app": "b"})])
+    assert [p["metadata"]["name"] for p in decided.owned] == ["mine"]
+    assert [p["metadata"]["name"] for p in decided.release] == ["strayed"]
+    assert [p["metadata"]["name"] for p in decided.adopt] == ["orphan"]
+    empty = {"metadata": {"uid": "me"}, "spec": {"selector": {}}}
+    assert adoption.claims(empty, [pod("orphan", {"app": "a"})]).adopt == []
+    assert adoption.selects(owner, pod("x", {"app": "a"}))
+    assert not adoption.selects(empty, pod("x", {"app": "a"}))

@@ -20,9 +20,10 @@ from typing import Any
 
 from kubewire.client import WorkQueue
 from kubewire.client.errors import AlreadyExists, ClientError, NotFound, StatusError
+from kubewire.client.informers.informer import NAMESPACE_INDEX
 from kubewire.client.informers.workqueue import QueueShutDown
+from kubewire.cluster.controllers import adoption, history
 from kubewire.cluster.controllers import daemonset_rules as rules
-from kubewire.cluster.controllers import history
 from kubewire.cluster.controllers.statefulset import controller_of, key_of, option
 from kubewire.cluster.runtime import ClusterContext
 
@@ -90,10 +91,15 @@ class DaemonSetController:
         await self.queue.add(key_of(ds))
 
     async def _pod_changed(self, pod: Obj) -> None:
+        namespace = (pod.get("metadata") or {}).get("namespace", "")
         ref = controller_of(pod, "DaemonSet")
         if ref is not None:
-            namespace = (pod.get("metadata") or {}).get("namespace", "")
             await self.queue.add(f"{namespace}/{ref.get('name', '')}")
+        elif not any(r.get("controller") for r in
+                     (pod.get("metadata") or {}).get("ownerReferences") or []):
+            for owner in self.sets.by_index(NAMESPACE_INDEX, namespace):
+                if adoption.selects(owner, pod):  # an orphan to adopt
+                    await self._enqueue(owner)
 
     async def _node_changed(self, _node: Obj) -> None:
         for ds in self.sets.cache.list():
@@ -148,26 +154,35 @@ class DaemonSetController:
         hash_ = await self._history(ds)
         nodes = self.nodes.cache.list()
         if self._satisfied(key, ds):
-            await self._manage(key, ds, nodes, hash_)
+            node_pods = group_by_node(await self._claim_pods(ds))
+            await self._manage(key, ds, nodes, hash_, node_pods)
             if self._satisfied(key, ds) and ((ds.get("spec") or {}).get("updateStrategy") or {}
                                          ).get("type", "RollingUpdate") == "RollingUpdate":
-                await self._roll(key, ds, nodes, hash_)
+                await self._roll(key, ds, nodes, hash_, node_pods)
             await self._cleanup_history(ds, hash_)
-        node_pods = self._node_pods(ds)
+        node_pods = group_by_node(self._owned("Pod", ds))
         status = rules.status(ds, nodes, node_pods, hash_)
         old = ds.get("status") or {}
         if any(old.get(k) != v for k, v in status.items()):
             with contextlib.suppress(NotFound):
                 await self.set_api.patch_status(name, {"status": status}, namespace=namespace)
 
-    def _node_pods(self, ds: Obj) -> dict[str, list[Obj]]:
-        """``getNodesToDaemonPods``: the set's pods by target node."""
-        out: dict[str, list[Obj]] = {}
-        for pod in self._owned("Pod", ds):
-            node = rules.target_node(pod)
-            if node:
-                out.setdefault(node, []).append(pod)
-        return out
+    async def _claim_pods(self, ds: Obj) -> list[Obj]:
+        """``getDaemonPods``: adopt matching orphans (after a live check that the set is not
+        being deleted), release owned pods that no longer match."""
+        namespace = ds["metadata"]["namespace"]
+        decided = adoption.claims(ds, self.pods.by_index(NAMESPACE_INDEX, namespace))
+        if not decided.adopt and not decided.release:
+            return decided.owned
+        deleting = False
+        if decided.adopt:
+            try:
+                live = await self.set_api.get(rules.name_of(ds), namespace=namespace)
+            except NotFound:
+                return decided.owned
+            deleting = bool(live["metadata"].get("deletionTimestamp")) or \
+                live["metadata"].get("uid") != ds["metadata"].get("uid")
+        return await adoption.apply_claims(self.pod_api, ds, decided, deleting)
 
     async def _history(self, ds: Obj) -> str:
         """``constructHistory``: the current revision's hash, creating or renumbering it."""
@@ -202,10 +217,10 @@ class DaemonSetController:
                 raise
         return hash_
 
-    async def _manage(self, key: str, ds: Obj, nodes: list[Obj], hash_: str) -> None:
+    async def _manage(self, key: str, ds: Obj, nodes: list[Obj], hash_: str,
+                      node_pods: dict[str, list[Obj]]) -> None:
         """``manage`` + ``podsShouldBeOnNode``: create where missing, delete where not wanted,
         failed, or duplicated."""
-        node_pods = self._node_pods(ds)
         create_on: list[str] = []
         delete: list[Obj] = []
         node_names = {rules.name_of(n) for n in nodes}
@@ -296,9 +311,9 @@ class DaemonSetController:
         self.events.event(ds, "Normal", "SuccessfulCreate", f"Created pod: {name}")
         return name
 
-    async def _roll(self, key: str, ds: Obj, nodes: list[Obj], hash_: str) -> None:
+    async def _roll(self, key: str, ds: Obj, nodes: list[Obj], hash_: str,
+                    node_pods: dict[str, list[Obj]]) -> None:
         """``rollingUpdate`` over the nodes that should run the set."""
-        node_pods = self._node_pods(ds)
         wanted = [rules.name_of(n) for n in nodes if rules.should_run(ds, n)[0]]
         plan = rules.roll(ds, {n: node_pods.get(n, []) for n in wanted}, hash_, len(wanted))
         if plan.delete or plan.create_on:
@@ -317,6 +332,16 @@ class DaemonSetController:
             with contextlib.suppress(NotFound):
                 await self.rev_api.delete(rules.name_of(rev),
                                           namespace=ds["metadata"]["namespace"])
+
+
+def group_by_node(pods: list[Obj]) -> dict[str, list[Obj]]:
+    """``getNodesToDaemonPods``: pods by target node."""
+    out: dict[str, list[Obj]] = {}
+    for pod in pods:
+        node = rules.target_node(pod)
+        if node:
+            out.setdefault(node, []).append(pod)
+    return out
 
 
 def make_daemonset_controller(ctx: ClusterContext,

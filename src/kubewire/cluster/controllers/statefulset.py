@@ -19,8 +19,9 @@ from typing import Any
 
 from kubewire.client import PatchType, WorkQueue
 from kubewire.client.errors import AlreadyExists, ClientError, NotFound, StatusError
+from kubewire.client.informers.informer import NAMESPACE_INDEX
 from kubewire.client.informers.workqueue import QueueShutDown
-from kubewire.cluster.controllers import history
+from kubewire.cluster.controllers import adoption, history
 from kubewire.cluster.controllers import statefulset_rules as rules
 from kubewire.cluster.runtime import ClusterContext
 
@@ -95,10 +96,15 @@ class StatefulSetController:
         await self.queue.add(key_of(sts))
 
     async def _pod_changed(self, pod: Obj) -> None:
+        namespace = (pod.get("metadata") or {}).get("namespace", "")
         ref = controller_of(pod, "StatefulSet")
         if ref is not None:
-            namespace = (pod.get("metadata") or {}).get("namespace", "")
             await self.queue.add(f"{namespace}/{ref.get('name', '')}")
+        elif not any(r.get("controller") for r in
+                     (pod.get("metadata") or {}).get("ownerReferences") or []):
+            for owner in self.sets.by_index(NAMESPACE_INDEX, namespace):
+                if adoption.selects(owner, pod):  # an orphan to adopt
+                    await self._enqueue(owner)
 
     async def _work(self) -> None:
         while True:
@@ -127,13 +133,32 @@ class StatefulSetController:
                      if (controller_of(r, "StatefulSet") or {}).get("uid") == uid]
         collisions = int((sts.get("status") or {}).get("collisionCount") or 0)
         current, update, collisions = await self._revisions(sts, revisions, collisions)
-        pods = [p for p in self.pods.by_index("owner", uid)
-                if (controller_of(p, "StatefulSet") or {}).get("uid") == uid]
+        pods = await self._claim_pods(sts)
         await self._update_set(sts, pods, current, update)
         pods = [p for p in self.pods.by_index("owner", uid)
                 if (controller_of(p, "StatefulSet") or {}).get("uid") == uid]
         await self._write_status(sts, pods, current, update, collisions)
         await self._truncate(sts, pods, current, update)
+
+    async def _claim_pods(self, sts: Obj) -> list[Obj]:
+        """``getPodsForStatefulSet``: adopt orphans named ``<set>-<n>`` that match the
+        selector (after a live check that the set is not being deleted), release owned pods
+        that no longer match."""
+        namespace, set_name = sts["metadata"]["namespace"], rules.name_of(sts)
+        members = [p for p in self.pods.by_index(NAMESPACE_INDEX, namespace)
+                   if rules.ordinal_of(set_name, p) is not None]
+        decided = adoption.claims(sts, members)
+        if not decided.adopt and not decided.release:
+            return decided.owned
+        deleting = False
+        if decided.adopt:
+            try:
+                live = await self.set_api.get(set_name, namespace=namespace)
+            except NotFound:
+                return decided.owned
+            deleting = bool(live["metadata"].get("deletionTimestamp")) or \
+                live["metadata"].get("uid") != sts["metadata"].get("uid")
+        return await adoption.apply_claims(self.pod_api, sts, decided, deleting)
 
     async def _revisions(self, sts: Obj, revisions: list[Obj],
                          collisions: int) -> tuple[Obj, Obj, int]:
