@@ -153,16 +153,19 @@ async def test_rolling_update_goes_down_from_the_highest_ordinal(
         create(server, STS, web())
         await until(lambda: status(server).get("readyReplicas") == 3, "3 ready")
         old = status(server)["updateRevision"]
+        order: list[str] = []  # pods created at a new revision, in the watch's order
+
+        def added(pod: Obj) -> None:
+            if pod["metadata"]["labels"].get("controller-revision-hash") != old:
+                order.append(pod["metadata"]["name"])
+
+        controller.informer("v1", "Pod").add_handlers(on_add=added)
+
         ok(call(server, "PATCH", f"{STS}/web", {"spec": {"template": {"spec": {"containers": [
             {"name": "c", "image": "nginx:2"}]}}}},
                 headers={"Content-Type": "application/strategic-merge-patch+json"}), 200)
-        order: list[str] = []
 
         def updated() -> bool:
-            for name, pod in pods(server).items():
-                if (pod["metadata"]["labels"]["controller-revision-hash"] != old
-                        and name not in order):
-                    order.append(name)
             st = status(server)
             return bool(st.get("updatedReplicas") == 3 and st.get("readyReplicas") == 3
                         and st.get("currentRevision") == st.get("updateRevision") != old)
@@ -259,3 +262,43 @@ async def test_orphan_pods_are_adopted_not_duplicated(
     await asyncio.sleep(0.3)
     assert "ownerReferences" not in pods(server)["web-x"]["metadata"]  # not <set>-<ordinal>
     assert stranger["metadata"]["uid"] == pods(server)["web-x"]["metadata"]["uid"]
+
+
+async def test_on_delete_and_failed_pods(server: ServerThread,
+                                         controller: ClusterContext) -> None:
+    stop = asyncio.Event()
+    fake = asyncio.ensure_future(kubelet(server, stop))
+    try:
+        create(server, STS, web(2, updateStrategy={"type": "OnDelete"}))
+        await until(lambda: status(server).get("readyReplicas") == 2, "2 ready")
+        old = status(server)["updateRevision"]
+        ok(call(server, "PATCH", f"{STS}/web", {"spec": {"template": {"spec": {"containers": [
+            {"name": "c", "image": "nginx:2"}]}}}},
+                headers={"Content-Type": "application/strategic-merge-patch+json"}), 200)
+        await until(lambda: status(server).get("updateRevision") not in (None, old),
+                    "new update revision")
+        await asyncio.sleep(0.3)
+        images = {n: p["spec"]["containers"][0]["image"] for n, p in pods(server).items()}
+        assert images == {"web-0": "nginx:1", "web-1": "nginx:1"}  # OnDelete: left alone
+        st = status(server)
+        assert (st["currentRevision"], st["currentReplicas"], st["updatedReplicas"]) == (
+            old, 2, 0)
+        ok(call(server, "DELETE", f"{PODS}/web-1"), 200)
+        await until(lambda: pods(server).get("web-1", {}).get("spec", {}).get(
+            "containers", [{}])[0].get("image") == "nginx:2", "web-1 recreated at nginx:2")
+
+        # a Failed pod is deleted and recreated, with kube's warning
+        uid = pods(server)["web-0"]["metadata"]["uid"]
+        ok(call(server, "PATCH", f"{PODS}/web-0/status", {"status": {"phase": "Failed"}},
+                headers={"Content-Type": "application/merge-patch+json"}), 200)
+        await until(lambda: pods(server).get("web-0", {}).get("metadata", {}).get("uid")
+                    not in (None, uid), "web-0 recreated")
+        await controller.events.drain()
+        events = ok(call(server, "GET", f"/api/v1/namespaces/{NS}/events"), 200)["items"]
+        warnings = [e for e in events if e["reason"] == "RecreatingFailedPod"]
+        assert warnings and warnings[0]["type"] == "Warning"
+        assert warnings[0]["message"] == \
+            "StatefulSet default/web is recreating failed Pod web-0"
+    finally:
+        stop.set()
+        await fake
