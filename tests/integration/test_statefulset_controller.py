@@ -6,7 +6,9 @@ the partition, scale-down from the highest, ControllerRevisions and the status
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -62,8 +64,11 @@ def pods(server: ServerThread) -> dict[str, Obj]:
 
 
 def make_ready(server: ServerThread, name: str) -> None:
+    """Running and Ready since now, as a kubelet reports it."""
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     ok(call(server, "PATCH", f"{PODS}/{name}/status",
-            {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
+            {"status": {"phase": "Running", "conditions": [
+                {"type": "Ready", "status": "True", "lastTransitionTime": now}]}},
             headers={"Content-Type": "application/merge-patch+json"}), 200)
 
 
@@ -302,3 +307,18 @@ async def test_on_delete_and_failed_pods(server: ServerThread,
     finally:
         stop.set()
         await fake
+
+
+async def test_min_ready_seconds_holds_the_next_ordinal(
+        server: ServerThread, controller: ClusterContext) -> None:
+    create(server, STS, web(2, minReadySeconds=2))
+    await until(lambda: "web-0" in pods(server), "web-0")
+    make_ready(server, "web-0")
+    ready_at = time.time()
+    await until(lambda: status(server).get("readyReplicas") == 1, "web-0 ready")
+    assert not status(server).get("availableReplicas")
+    assert "web-1" not in pods(server)  # web-0 is Ready but not yet available
+    await until(lambda: "web-1" in pods(server), "web-1", timeout=10)
+    # the Ready time has whole seconds: available at most a second before ready_at + 2
+    assert time.time() - ready_at >= 1.0
+    assert status(server).get("availableReplicas") == 1

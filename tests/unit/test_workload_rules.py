@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubewire.cluster.controllers import adoption, history
+from kubewire.cluster.controllers import adoption, history, pod_state
 from kubewire.cluster.controllers import daemonset_rules as ds_rules
 from kubewire.cluster.controllers import statefulset_rules as sts_rules
 
@@ -105,10 +105,12 @@ def test_statefulset_partition_and_status() -> None:
                 "status": {"phase": "Running",
                            "conditions": [{"type": "Ready", "status": str(ready)}]}}
 
-    st = sts_rules.status(sts, [pod("cur"), pod("cur"), pod("upd", False)], "cur", "upd", 0)
+    st = sts_rules.status(sts, [pod("cur"), pod("cur"), pod("upd", False)], ("cur", "upd"), 0,
+                          0.0)
     assert (st["replicas"], st["readyReplicas"], st["currentReplicas"],
             st["updatedReplicas"]) == (3, 2, 2, 1)
-    st = sts_rules.status(statefulset(), [pod("upd"), pod("upd"), pod("upd")], "cur", "upd", 0)
+    st = sts_rules.status(statefulset(), [pod("upd"), pod("upd"), pod("upd")], ("cur", "upd"),
+                          0, 0.0)
     assert st["currentRevision"] == "upd" and st["currentReplicas"] == 3
     assert st["observedGeneration"] == 2 and st["collisionCount"] == 0
 
@@ -188,20 +190,20 @@ def test_daemonset_roll_plans() -> None:
                 "status": {"conditions": [{"type": "Ready", "status": str(ready)}]}}
 
     plan = ds_rules.roll(ds, {"a": [pod("old")], "b": [pod("old")], "c": [pod("old", False)]},
-                         "new", 3)
+                         "new", 0.0)
     # c's old pod is unavailable: replaced at once, and it uses up the one unavailable slot
     assert [p["metadata"]["name"] for p in plan.delete] == ["p-old"]
     assert plan.delete[0]["status"]["conditions"][0]["status"] == "False"
-    plan = ds_rules.roll(ds, {"a": [pod("old")], "b": [pod("new")]}, "new", 2)
+    plan = ds_rules.roll(ds, {"a": [pod("old")], "b": [pod("new")]}, "new", 0.0)
     assert len(plan.delete) == 1 and plan.create_on == []
     surge = {**ds, "spec": {**ds["spec"], "updateStrategy": {"rollingUpdate": {
         "maxSurge": 1, "maxUnavailable": 0}}}}
-    plan = ds_rules.roll(surge, {"a": [pod("old")], "b": [pod("old")]}, "new", 2)
+    plan = ds_rules.roll(surge, {"a": [pod("old")], "b": [pod("old")]}, "new", 0.0)
     assert plan.create_on == ["a"] and plan.delete == []
-    plan = ds_rules.roll(surge, {"a": [pod("old"), pod("new")], "b": [pod("old")]}, "new", 2)
+    plan = ds_rules.roll(surge, {"a": [pod("old"), pod("new")], "b": [pod("old")]}, "new", 0.0)
     assert [p["metadata"]["name"] for p in plan.delete] == ["p-old"] and plan.create_on == ["b"]
     plan = ds_rules.roll(surge, {"a": [pod("old"), pod("new", False)], "b": [pod("old")]},
-                         "new", 2)
+                         "new", 0.0)
     assert plan.delete == [] and plan.create_on == []
 
 
@@ -210,7 +212,7 @@ def test_daemonset_status_counts() -> None:
     ready = {"metadata": {"name": "p", "labels": {"pod-template-generation": "4"}},
              "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
     st = ds_rules.status(ds, [node("a", {"r": "e"}), node("b", {"r": "e"}), node("c")],
-                         {"a": [ready], "c": [ready]}, "h")
+                         {"a": [ready], "c": [ready]}, "h", 0.0)
     assert st == {"currentNumberScheduled": 1, "numberMisscheduled": 1,
                   "desiredNumberScheduled": 2, "numberReady": 1, "observedGeneration": 4,
                   "updatedNumberScheduled": 1, "numberAvailable": 1, "numberUnavailable": 1}
@@ -239,3 +241,17 @@ def test_adoption_decisions() -> None:
     assert adoption.claims(empty, [pod("orphan", {"app": "a"})]).adopt == []
     assert adoption.selects(owner, pod("x", {"app": "a"}))
     assert not adoption.selects(empty, pod("x", {"app": "a"}))
+
+
+def test_availability_counts_min_ready_seconds_from_the_ready_transition() -> None:
+    pod = {"status": {"conditions": [{"type": "Ready", "status": "True",
+                                      "lastTransitionTime": "2024-01-01T00:00:00Z"}]}}
+    at = 1704067200.0  # 2024-01-01T00:00:00Z
+    assert pod_state.wait_until_available(pod, 0, at) == 0.0
+    assert pod_state.wait_until_available(pod, 5, at + 2) == 3.0
+    assert pod_state.available(pod, 5, at + 5)
+    assert not pod_state.available(pod, 5, at + 4)
+    assert pod_state.wait_until_available({"status": {}}, 5, at) is None
+    ds = {"metadata": {"generation": 1}, "spec": {"minReadySeconds": 5}}
+    assert not ds_rules.availability(ds, at + 1)(pod)
+    assert ds_rules.availability(ds, at + 6)(pod)

@@ -22,7 +22,7 @@ from kubewire.client import WorkQueue
 from kubewire.client.errors import AlreadyExists, ClientError, NotFound, StatusError
 from kubewire.client.informers.informer import NAMESPACE_INDEX
 from kubewire.client.informers.workqueue import QueueShutDown
-from kubewire.cluster.controllers import adoption, history
+from kubewire.cluster.controllers import adoption, history, pod_state
 from kubewire.cluster.controllers import daemonset_rules as rules
 from kubewire.cluster.controllers.statefulset import controller_of, key_of, option
 from kubewire.cluster.runtime import ClusterContext
@@ -161,11 +161,18 @@ class DaemonSetController:
                 await self._roll(key, ds, nodes, hash_, node_pods)
             await self._cleanup_history(ds, hash_)
         node_pods = group_by_node(self._owned("Pod", ds))
-        status = rules.status(ds, nodes, node_pods, hash_)
+        status = rules.status(ds, nodes, node_pods, hash_, self.ctx.clock())
         old = ds.get("status") or {}
         if any(old.get(k) != v for k, v in status.items()):
             with contextlib.suppress(NotFound):
                 await self.set_api.patch_status(name, {"status": status}, namespace=namespace)
+        min_ready = pod_state.min_ready_seconds(ds)
+        if min_ready > 0:  # sync again when the next Ready pod becomes available
+            now = self.ctx.clock()
+            waits = [w for pods in node_pods.values() for p in pods
+                     if (w := pod_state.wait_until_available(p, min_ready, now))]
+            if waits:
+                self.queue.add_after(key, min(waits) + 0.05)
 
     async def _claim_pods(self, ds: Obj) -> list[Obj]:
         """``getDaemonPods``: adopt matching orphans (after a live check that the set is not
@@ -315,7 +322,8 @@ class DaemonSetController:
                     node_pods: dict[str, list[Obj]]) -> None:
         """``rollingUpdate`` over the nodes that should run the set."""
         wanted = [rules.name_of(n) for n in nodes if rules.should_run(ds, n)[0]]
-        plan = rules.roll(ds, {n: node_pods.get(n, []) for n in wanted}, hash_, len(wanted))
+        plan = rules.roll(ds, {n: node_pods.get(n, []) for n in wanted}, hash_,
+                          self.ctx.clock())
         if plan.delete or plan.create_on:
             await self._sync_nodes(key, ds, plan.create_on, plan.delete, hash_)
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kubewire.cluster.controllers import pod_state
 from kubewire.cluster.controllers.history import REVISION_HASH_LABEL, controller_ref
 
 Obj = dict[str, Any]
@@ -194,15 +195,17 @@ def phase(pod: Mapping[str, Any]) -> str:
 
 
 def ready(pod: Mapping[str, Any]) -> bool:
-    for cond in (pod.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Ready":
-            return bool(cond.get("status") == "True")
-    return False
+    return pod_state.ready(pod)
 
 
-def available(pod: Mapping[str, Any]) -> bool:
-    """Ready (minReadySeconds is not kept: available as soon as Ready)."""
-    return ready(pod) and not terminating(pod)
+def availability(ds: Mapping[str, Any], now: float) -> Callable[[Mapping[str, Any]], bool]:
+    """``IsPodAvailable`` with the set's ``minReadySeconds`` at ``now`` (not terminating)."""
+    min_ready = pod_state.min_ready_seconds(ds)
+
+    def available(pod: Mapping[str, Any]) -> bool:
+        return not terminating(pod) and pod_state.available(pod, min_ready, now)
+
+    return available
 
 
 def is_updated(pod: Mapping[str, Any], hash_: str, generation: int) -> bool:
@@ -240,19 +243,17 @@ def surge_and_unavailable(ds: Mapping[str, Any], desired: int) -> tuple[int, int
     return surge, unavailable
 
 
-def _surge_node(node: str, old: list[Obj], new: list[Obj], delete: list[Obj],
-                create_on: list[str]) -> int:
-    """One node of a surging update; 1 when it is surging (old and new pods both there)."""
+def _surge_node(old: list[Obj], new: list[Obj],
+                available: Callable[[Mapping[str, Any]], bool]) -> tuple[list[Obj], bool, int]:
+    """One node of a surging update: (pods to delete, whether to start a new pod, 1 when it
+    is surging with old and new pods both there)."""
     if new and any(available(p) for p in new):
-        delete.extend(old)
-    elif old and not new:
+        return old, False, 0
+    if old and not new:
         if any(available(p) for p in old):
-            create_on.append(node)
-        else:
-            delete.extend(old)  # nothing available to protect: replace at once
-    elif old and new:
-        return 1
-    return 0
+            return [], True, 0
+        return old, False, 0  # nothing available to protect: replace at once
+    return [], False, 1 if old and new else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,13 +265,14 @@ class RollPlan:
 
 
 def roll(ds: Mapping[str, Any], node_pods: Mapping[str, list[Obj]], hash_: str,
-         desired: int) -> RollPlan:
+         now: float) -> RollPlan:
     """``rollingUpdate``: with no surge, delete old pods (unavailable ones at once, available
     ones while fewer than maxUnavailable nodes are unavailable); with surge, start a new pod
     beside an available old one while fewer than maxSurge are surging, and delete the old pod
     once the new one is available."""
     generation = int((ds.get("metadata") or {}).get("generation") or 0)
-    surge, max_unavailable = surge_and_unavailable(ds, desired)
+    surge, max_unavailable = surge_and_unavailable(ds, len(node_pods))
+    available = availability(ds, now)
     delete: list[Obj] = []
     create_on: list[str] = []
     unavailable = 0
@@ -289,7 +291,11 @@ def roll(ds: Mapping[str, Any], node_pods: Mapping[str, list[Obj]], hash_: str,
                 else:
                     delete.append(pod)
             continue
-        surging += _surge_node(node, old, new, delete, create_on)
+        gone, start, surging_here = _surge_node(old, new, available)
+        delete.extend(gone)
+        if start:
+            create_on.append(node)
+        surging += surging_here
     if surge == 0:
         room = max(0, max_unavailable - unavailable)
         delete.extend(candidates[:room])
@@ -300,8 +306,9 @@ def roll(ds: Mapping[str, Any], node_pods: Mapping[str, list[Obj]], hash_: str,
 # --- status ------------------------------------------------------------------------------
 
 def status(ds: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]],
-           node_pods: Mapping[str, list[Obj]], hash_: str) -> Obj:
+           node_pods: Mapping[str, list[Obj]], hash_: str, now: float) -> Obj:
     """``updateDaemonSetStatus``."""
+    available = availability(ds, now)
     generation = int((ds.get("metadata") or {}).get("generation") or 0)
     desired = current = ready_n = available_n = updated = misscheduled = 0
     for node in nodes:

@@ -21,7 +21,7 @@ from kubewire.client import PatchType, WorkQueue
 from kubewire.client.errors import AlreadyExists, ClientError, NotFound, StatusError
 from kubewire.client.informers.informer import NAMESPACE_INDEX
 from kubewire.client.informers.workqueue import QueueShutDown
-from kubewire.cluster.controllers import adoption, history
+from kubewire.cluster.controllers import adoption, history, pod_state
 from kubewire.cluster.controllers import statefulset_rules as rules
 from kubewire.cluster.runtime import ClusterContext
 
@@ -139,6 +139,18 @@ class StatefulSetController:
                 if (controller_of(p, "StatefulSet") or {}).get("uid") == uid]
         await self._write_status(sts, pods, current, update, collisions)
         await self._truncate(sts, pods, current, update)
+        self._recheck_when_available(key, sts, pods)
+
+    def _recheck_when_available(self, key: str, sts: Obj, pods: list[Obj]) -> None:
+        """With ``minReadySeconds``, sync again when the next Ready pod becomes available."""
+        min_ready = pod_state.min_ready_seconds(sts)
+        if min_ready <= 0:
+            return
+        now = self.ctx.clock()
+        waits = [w for w in (pod_state.wait_until_available(p, min_ready, now) for p in pods)
+                 if w]
+        if waits:
+            self.queue.add_after(key, min(waits) + 0.05)
 
     async def _claim_pods(self, sts: Obj) -> list[Obj]:
         """``getPodsForStatefulSet``: adopt orphans named ``<set>-<n>`` that match the
@@ -228,7 +240,7 @@ class StatefulSetController:
         """Ordinals in range, ascending: recreate failed pods, create missing ones (with their
         claims); True when an ``OrderedReady`` set must wait."""
         ordered = not rules.parallel(sts)
-        start = rules.start_ordinal(sts)
+        start, now = rules.start_ordinal(sts), self.ctx.clock()
         for ordinal in range(start, start + rules.replicas(sts)):
             pod = by_ordinal.get(ordinal)
             if pod is not None and rules.phase(pod) in ("Failed", "Succeeded") \
@@ -245,7 +257,7 @@ class StatefulSetController:
                 await self._create_pod(sts, ordinal, revision, templates[revision])
             else:
                 await self._ensure_claims(sts, ordinal, pod)
-                if rules.healthy(pod):
+                if rules.healthy(pod, sts, now):
                     continue
             if ordered:
                 return True  # wait for it to be Running, Ready and not terminating
@@ -256,9 +268,10 @@ class StatefulSetController:
         """Ordinals out of range, highest first; ``OrderedReady`` one at a time and only
         while every other pod is healthy. True when it must wait."""
         ordered = not rules.parallel(sts)
+        now = self.ctx.clock()
         for ordinal, pod in condemned:
             if not rules.terminating(pod):
-                if ordered and any(not rules.healthy(p) for p in by_ordinal.values()):
+                if ordered and not all(rules.healthy(p, sts, now) for p in by_ordinal.values()):
                     return True
                 await self._release_claims(sts, ordinal, pod)
                 await self._delete_pod(sts, pod)
@@ -269,14 +282,14 @@ class StatefulSetController:
     async def _roll(self, sts: Obj, by_ordinal: dict[int, Obj], update: str) -> None:
         """RollingUpdate: from the highest ordinal down to the partition, delete the first pod
         not at the update revision, or wait for one that is not healthy yet."""
-        start = rules.start_ordinal(sts)
+        start, now = rules.start_ordinal(sts), self.ctx.clock()
         for ordinal in range(start + rules.replicas(sts) - 1, start + rules.partition(sts) - 1,
                              -1):
             pod = by_ordinal[ordinal]
             if rules.revision_label(pod) != update and not rules.terminating(pod):
                 await self._delete_pod(sts, pod)
                 return
-            if not rules.healthy(pod):
+            if not rules.healthy(pod, sts, now):
                 return
 
     async def _create_pod(self, sts: Obj, ordinal: int, revision: str, template: Obj) -> None:
@@ -356,8 +369,8 @@ class StatefulSetController:
 
     async def _write_status(self, sts: Obj, pods: list[Obj], current: Obj, update: Obj,
                             collisions: int) -> None:
-        status = rules.status(sts, pods, rules.name_of(current), rules.name_of(update),
-                              collisions)
+        status = rules.status(sts, pods, (rules.name_of(current), rules.name_of(update)),
+                              collisions, self.ctx.clock())
         old = sts.get("status") or {}
         if all(old.get(k) == v for k, v in status.items()):
             return

@@ -8,6 +8,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kubewire.cluster.controllers import pod_state
 from kubewire.cluster.controllers.history import REVISION_HASH_LABEL, controller_ref
 
 Obj = dict[str, Any]
@@ -143,33 +144,36 @@ def phase(pod: Mapping[str, Any]) -> str:
 
 def ready(pod: Mapping[str, Any]) -> bool:
     """``podutil.IsPodReady``: the Ready condition is True."""
-    for cond in (pod.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Ready":
-            return bool(cond.get("status") == "True")
-    return False
+    return pod_state.ready(pod)
 
 
 def running_and_ready(pod: Mapping[str, Any]) -> bool:
     return phase(pod) == "Running" and ready(pod)
 
 
-def healthy(pod: Mapping[str, Any]) -> bool:
-    """Running, Ready and not terminating (``isHealthy``; minReadySeconds is not kept)."""
-    return running_and_ready(pod) and not terminating(pod)
+def healthy(pod: Mapping[str, Any], sts: Mapping[str, Any], now: float) -> bool:
+    """``isRunningAndAvailable`` and not terminating: Running, Ready for
+    ``minReadySeconds``."""
+    return (phase(pod) == "Running" and not terminating(pod)
+            and pod_state.available(pod, pod_state.min_ready_seconds(sts), now))
 
 
 def revision_label(pod: Mapping[str, Any]) -> str:
     return str(((pod.get("metadata") or {}).get("labels") or {}).get(REVISION_HASH_LABEL, ""))
 
 
-def status(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], current: str,
-           update: str, collision_count: int) -> Obj:
-    """``computeReplicaStatus`` + ``completeRollingUpdate``: counts over the set's pods."""
-    replicas_n = ready_n = current_n = updated_n = 0
+def status(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]],
+           revisions: tuple[str, str], collision_count: int, now: float) -> Obj:
+    """``computeReplicaStatus`` + ``completeRollingUpdate``: counts over the set's pods at
+    the (current, update) revisions."""
+    current, update = revisions
+    replicas_n = ready_n = available_n = current_n = updated_n = 0
     for pod in pods:
         replicas_n += 1
         if running_and_ready(pod) and not terminating(pod):
             ready_n += 1
+            if healthy(pod, sts, now):
+                available_n += 1
         if terminating(pod):
             continue
         if revision_label(pod) == current:
@@ -179,7 +183,7 @@ def status(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], current: s
     out: Obj = {
         "observedGeneration": (sts.get("metadata") or {}).get("generation"),
         "replicas": replicas_n, "readyReplicas": ready_n, "currentReplicas": current_n,
-        "updatedReplicas": updated_n, "availableReplicas": ready_n,
+        "updatedReplicas": updated_n, "availableReplicas": available_n,
         "currentRevision": current, "updateRevision": update, "collisionCount": collision_count,
     }
     if strategy(sts) == "RollingUpdate" and updated_n == replicas_n and ready_n == replicas_n:
