@@ -63,13 +63,16 @@ def pods(server: ServerThread) -> dict[str, Obj]:
     return {p["metadata"]["name"]: p for p in body["items"]}
 
 
-def make_ready(server: ServerThread, name: str) -> None:
-    """Running and Ready since now, as a kubelet reports it."""
+def make_ready(server: ServerThread, name: str, gone_ok: bool = False) -> None:
+    """Running and Ready since now, as a kubelet reports it (``gone_ok``: the pod may have
+    been deleted since it was listed)."""
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    ok(call(server, "PATCH", f"{PODS}/{name}/status",
-            {"status": {"phase": "Running", "conditions": [
-                {"type": "Ready", "status": "True", "lastTransitionTime": now}]}},
-            headers={"Content-Type": "application/merge-patch+json"}), 200)
+    reply = call(server, "PATCH", f"{PODS}/{name}/status",
+                 {"status": {"phase": "Running", "conditions": [
+                     {"type": "Ready", "status": "True", "lastTransitionTime": now}]}},
+                 headers={"Content-Type": "application/merge-patch+json"})
+    if not (gone_ok and reply.status == 404):
+        ok(reply, 200)
 
 
 async def until(check: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:
@@ -88,7 +91,7 @@ async def kubelet(server: ServerThread, stop: asyncio.Event) -> None:
             if pod["metadata"].get("deletionTimestamp") or pod.get("status", {}).get(
                     "phase") == "Running":
                 continue
-            await asyncio.to_thread(make_ready, server, name)
+            await asyncio.to_thread(make_ready, server, name, True)
         await asyncio.sleep(0.05)
 
 
@@ -264,8 +267,17 @@ async def test_orphan_pods_are_adopted_not_duplicated(
     assert pod["metadata"]["ownerReferences"] == [{
         "apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web",
         "uid": sts["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]
+    # once Running and Ready, the adopted pod gets the identity labels (kube's updateIdentity)
+    make_ready(server, "web-0")
+    labels = (await until(lambda: pods(server)["web-0"]["metadata"]["labels"].get(
+        "apps.kubernetes.io/pod-index") and pods(server)["web-0"], "identity"))[
+        "metadata"]["labels"]
+    assert labels["statefulset.kubernetes.io/pod-name"] == "web-0"
+    await controller.events.drain()
     await asyncio.sleep(0.3)
     assert "ownerReferences" not in pods(server)["web-x"]["metadata"]  # not <set>-<ordinal>
+    events = ok(call(server, "GET", f"/api/v1/namespaces/{NS}/events"), 200)["items"]
+    assert "update Pod web-0 in StatefulSet web successful" in {e["message"] for e in events}
     assert stranger["metadata"]["uid"] == pods(server)["web-x"]["metadata"]["uid"]
 
 

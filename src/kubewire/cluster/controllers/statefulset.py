@@ -257,11 +257,33 @@ class StatefulSetController:
                 await self._create_pod(sts, ordinal, revision, templates[revision])
             else:
                 await self._ensure_claims(sts, ordinal, pod)
-                if rules.healthy(pod, sts, now):
+                if rules.healthy(pod, sts, now) or not ordered:
+                    await self._ensure_identity(sts, ordinal, pod)
                     continue
             if ordered:
                 return True  # wait for it to be Running, Ready and not terminating
         return False
+
+    async def _ensure_identity(self, sts: Obj, ordinal: int, pod: Obj) -> None:
+        """``identityMatches``/``updateIdentity``: an adopted pod gets the set's identity
+        labels (``update Pod … successful``)."""
+        missing = rules.identity_labels(rules.name_of(sts), ordinal, pod)
+        if not missing:
+            return
+        name, set_name = rules.name_of(pod), rules.name_of(sts)
+        try:
+            await self.pod_api.patch(name, {"metadata": {
+                "labels": missing, "resourceVersion": pod["metadata"].get("resourceVersion")}},
+                namespace=sts["metadata"]["namespace"])
+        except NotFound:
+            return
+        except StatusError as err:
+            self.events.event(sts, "Warning", "FailedUpdate",
+                              f"update Pod {name} in StatefulSet {set_name} failed error: "
+                              f"{err.message}")
+            raise
+        self.events.event(sts, "Normal", "SuccessfulUpdate",
+                          f"update Pod {name} in StatefulSet {set_name} successful")
 
     async def _condemned(self, sts: Obj, by_ordinal: dict[int, Obj],
                          condemned: list[tuple[int, Obj]]) -> bool:

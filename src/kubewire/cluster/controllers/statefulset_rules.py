@@ -126,6 +126,13 @@ def new_pod(sts: Mapping[str, Any], ordinal: int, revision_name: str,
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pmeta, "spec": pod_spec}
 
 
+def identity_labels(sts_name: str, ordinal: int, pod: Mapping[str, Any]) -> Obj:
+    """The identity labels the pod lacks or has wrong (``identityMatches``)."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    wanted = {POD_NAME_LABEL: f"{sts_name}-{ordinal}", POD_INDEX_LABEL: str(ordinal)}
+    return {k: v for k, v in wanted.items() if labels.get(k) != v}
+
+
 def revision_for(sts: Mapping[str, Any], ordinal: int, current: str, update: str) -> str:
     """Which revision a (re)created pod gets: below the partition of a RollingUpdate the
     current one, else the update one (``newVersionedStatefulSetPod``)."""
