@@ -264,3 +264,19 @@ async def test_orphans_are_adopted_and_unmatched_pods_released(
     await until(lambda: len(pods(server)) == 2, "a new daemon pod")
     # kube drops the emptied list (omitempty); kubewire's server keeps "[]" after the SMP
     assert not pods(server)["stray"]["metadata"].get("ownerReferences")
+
+
+async def test_failed_daemon_pods_are_replaced_with_backoff(server: ServerThread,
+                                                           cluster: ClusterContext) -> None:
+    create(server, "/api/v1/nodes", node("n1"))
+    create(server, DS, agent())
+    await until(lambda: status(server).get("numberAvailable") == 1, "1 available")
+    first = next(iter(pods(server)))
+    ok(call(server, "PATCH", f"{PODS}/{first}/status", {"status": {"phase": "Failed"}},
+            headers=MERGE), 200)
+    await until(lambda: first not in pods(server) and len(pods(server)) == 1, "replaced")
+    await until(lambda: status(server).get("numberAvailable") == 1, "available again")
+    await cluster.events.drain()
+    events = ok(call(server, "GET", f"/api/v1/namespaces/{NS}/events"), 200)["items"]
+    assert f"Found failed daemon pod default/{first} on node n1, will try to kill it" in {
+        e["message"] for e in events if e["reason"] == "FailedDaemonPod"}

@@ -255,3 +255,15 @@ def test_availability_counts_min_ready_seconds_from_the_ready_transition() -> No
     ds = {"metadata": {"generation": 1}, "spec": {"minReadySeconds": 5}}
     assert not ds_rules.availability(ds, at + 1)(pod)
     assert ds_rules.availability(ds, at + 6)(pod)
+
+
+def test_failed_pod_backoff_doubles() -> None:
+    backoff = ds_rules.FailedPodBackoff()
+    assert backoff.in_backoff("k", 100.0) == 0.0
+    backoff.next("k", 100.0)
+    assert backoff.in_backoff("k", 100.5) == 0.5
+    assert backoff.in_backoff("k", 101.0) == 0.0
+    backoff.next("k", 101.0)
+    assert backoff.in_backoff("k", 102.0) == 1.0  # 2 s now
+    backoff.next("k", 5000.0)  # long quiet: starts over
+    assert backoff.in_backoff("k", 5000.0) == 1.0

@@ -66,6 +66,7 @@ class DaemonSetController:
         self.pod_api = ctx.api("v1", "Pod")
         self.rev_api = ctx.api("apps/v1", "ControllerRevision")
         self.expectations: dict[str, Expectations] = {}
+        self.failed_backoff = rules.FailedPodBackoff()
 
     async def run(self) -> None:
         self.sets.add_handlers(on_add=self._enqueue, on_update=lambda _o, n: self._enqueue(n),
@@ -235,27 +236,37 @@ class DaemonSetController:
         for node in nodes:
             node_name = rules.name_of(node)
             run, keep = rules.should_run(ds, node)
-            pods = [p for p in node_pods.get(node_name, []) if not rules.terminating(p)]
-            if run and not pods:
+            existing = node_pods.get(node_name, [])  # terminating ones count: wait for them
+            pods = [p for p in existing if not rules.terminating(p)]
+            if run and not existing:
                 create_on.append(node_name)
-            elif run:
-                live = self._drop_finished(ds, node_name, pods, delete)
+            elif keep:
+                live = self._drop_finished(key, ds, node_name, pods, delete)
                 if len(live) > 1 and not rolling_surge:
                     delete.extend(live[1:])  # keep the oldest
-            elif not keep:
+            else:
                 delete.extend(pods)
         for node_name, pods in node_pods.items():
-            if node_name not in node_names:  # the node is gone
-                delete.extend(p for p in pods if not rules.terminating(p))
+            if node_name not in node_names:  # getUnscheduledPodsWithoutNode
+                delete.extend(p for p in pods if not rules.terminating(p)
+                              and not (p.get("spec") or {}).get("nodeName"))
         await self._sync_nodes(key, ds, create_on[:self.burst], delete[:self.burst], hash_)
 
-    def _drop_finished(self, ds: Obj, node_name: str, pods: list[Obj],
+    def _drop_finished(self, key: str, ds: Obj, node_name: str, pods: list[Obj],
                        delete: list[Obj]) -> list[Obj]:
-        """Failed and succeeded daemon pods go (with kube's events); the rest, oldest first."""
+        """Failed daemon pods go (at most once per backoff period per node, as kube's
+        ``failedPodsBackoff``: 1 s doubling to 15 min) and succeeded ones, with kube's events;
+        returns the rest, oldest first."""
         live = []
         namespace = ds["metadata"]["namespace"]
         for pod in rules.oldest_first(pods):
             if rules.phase(pod) == "Failed":
+                backoff_key = f"{ds['metadata'].get('uid', '')}/{node_name}"
+                delay = self.failed_backoff.in_backoff(backoff_key, self.ctx.clock())
+                if delay:
+                    self.queue.add_after(key, delay)
+                    continue
+                self.failed_backoff.next(backoff_key, self.ctx.clock())
                 self.events.event(ds, "Warning", "FailedDaemonPod",
                                   f"Found failed daemon pod {namespace}/{rules.name_of(pod)} on "
                                   f"node {node_name}, will try to kill it")

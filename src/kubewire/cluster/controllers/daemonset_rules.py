@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubewire.cluster.controllers import pod_state
@@ -178,9 +178,9 @@ def target_node(pod: Mapping[str, Any]) -> str:
     required = ((((spec.get("affinity") or {}).get("nodeAffinity") or {})
                  .get("requiredDuringSchedulingIgnoredDuringExecution")) or {})
     for term in required.get("nodeSelectorTerms") or []:
-        for field in term.get("matchFields") or []:
-            values = field.get("values") or []
-            if field.get("key") == "metadata.name" and field.get("operator") == "In" \
+        for req in term.get("matchFields") or []:
+            values = req.get("values") or []
+            if req.get("key") == "metadata.name" and req.get("operator") == "In" \
                     and len(values) == 1:
                 return str(values[0])
     return ""
@@ -218,6 +218,36 @@ def is_updated(pod: Mapping[str, Any], hash_: str, generation: int) -> bool:
 def oldest_first(pods: Iterable[Obj]) -> list[Obj]:
     return sorted(pods, key=lambda p: ((p.get("metadata") or {}).get("creationTimestamp") or "",
                                        name_of(p)))
+
+
+@dataclass(slots=True)
+class FailedPodBackoff:
+    """``flowcontrol.Backoff`` for failed daemon pods per (set, node): the first kill is
+    immediate, each further one waits a delay that doubles from ``initial_s`` to ``max_s``
+    (reset after ``2 * max_s`` without failures)."""
+
+    initial_s: float = 1.0
+    max_s: float = 900.0
+    entries: dict[str, tuple[float, float]] = field(default_factory=dict)  # delay, last
+
+    def in_backoff(self, key: str, now: float) -> float:
+        """Seconds still to wait before the next kill (0: go ahead)."""
+        entry = self.entries.get(key)
+        if entry is None:
+            return 0.0
+        delay, last = entry
+        return max(0.0, last + delay - now)
+
+    def next(self, key: str, now: float) -> None:
+        """Record a kill at ``now``; the next one waits longer."""
+        entry = self.entries.get(key)
+        if entry is None or now - entry[1] > 2 * self.max_s:
+            self.entries[key] = (self.initial_s, now)
+        else:
+            self.entries[key] = (min(self.max_s, entry[0] * 2), now)
+        if len(self.entries) > 10000:  # bounded: forget the oldest
+            oldest = min(self.entries, key=lambda k: self.entries[k][1])
+            del self.entries[oldest]
 
 
 # --- rolling update ----------------------------------------------------------------------
