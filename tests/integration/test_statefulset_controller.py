@@ -246,6 +246,18 @@ async def test_parallel_creates_at_once_and_delete_policy_owns_claims(
                200)
     assert [r["kind"] for r in claim["metadata"]["ownerReferences"]] == ["Pod"]
 
+    # back to Retain: the live ordinals' claims lose the set's reference
+    ok(call(server, "PATCH", f"{STS}/web", {"spec": {"persistentVolumeClaimRetentionPolicy": {
+        "whenDeleted": "Retain", "whenScaled": "Retain"}}}, headers={
+            "Content-Type": "application/merge-patch+json"}), 200)
+
+    def unowned() -> bool:
+        claim = ok(call(server, "GET",
+                        f"/api/v1/namespaces/{NS}/persistentvolumeclaims/www-web-0"), 200)
+        return not claim["metadata"].get("ownerReferences")
+
+    await until(unowned, "www-web-0 without the set's reference")
+
 
 
 

@@ -267,3 +267,25 @@ def test_failed_pod_backoff_doubles() -> None:
     assert backoff.in_backoff("k", 102.0) == 1.0  # 2 s now
     backoff.next("k", 5000.0)  # long quiet: starts over
     assert backoff.in_backoff("k", 5000.0) == 1.0
+
+
+def test_claim_owner_refs_follow_the_retention_policy() -> None:
+    pod = {"metadata": {"name": "web-1", "uid": "p1"}}
+    set_ref = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "uid": "u1"}
+    pod_ref = {"apiVersion": "v1", "kind": "Pod", "name": "web-1", "uid": "p1"}
+    other = {"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "o"}
+
+    def refs(deleted: str, scaled: str, have: list[Obj], condemned: bool) -> list[Obj] | None:
+        sts = statefulset(persistentVolumeClaimRetentionPolicy={"whenDeleted": deleted,
+                                                                "whenScaled": scaled})
+        return sts_rules.claim_owner_refs(sts, {"metadata": {"ownerReferences": have}}, pod,
+                                          condemned)
+
+    assert refs("Retain", "Retain", [], False) is None
+    assert refs("Delete", "Retain", [], False) == [set_ref]
+    assert refs("Delete", "Retain", [set_ref], False) is None
+    assert refs("Retain", "Retain", [other, set_ref], False) == [other]
+    assert refs("Retain", "Delete", [set_ref], True) == [pod_ref]
+    assert refs("Delete", "Delete", [set_ref], True) == [pod_ref]
+    assert refs("Delete", "Retain", [set_ref], True) is None
+    assert refs("Delete", "Delete", [pod_ref], False) == [set_ref]

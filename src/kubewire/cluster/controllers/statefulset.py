@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubewire.client import PatchType, WorkQueue
-from kubewire.client.errors import AlreadyExists, ClientError, NotFound, StatusError
+from kubewire.client.errors import AlreadyExists, ClientError, Conflict, NotFound, StatusError
 from kubewire.client.informers.informer import NAMESPACE_INDEX
 from kubewire.client.informers.workqueue import QueueShutDown
 from kubewire.cluster.controllers import adoption, history, pod_state
@@ -258,7 +258,8 @@ class StatefulSetController:
             else:
                 await self._ensure_claims(sts, ordinal, pod)
                 if rules.healthy(pod, sts, now) or not ordered:
-                    await self._ensure_identity(sts, ordinal, pod)
+                    if not rules.terminating(pod):
+                        await self._ensure_identity(sts, ordinal, pod)
                     continue
             if ordered:
                 return True  # wait for it to be Running, Ready and not terminating
@@ -346,11 +347,14 @@ class StatefulSetController:
                           f"delete Pod {name} in StatefulSet {set_name} successful")
 
     async def _ensure_claims(self, sts: Obj, ordinal: int, pod: Obj) -> None:
-        """``createPersistentVolumeClaims``: each missing claim of this ordinal."""
+        """``createPersistentVolumeClaims``: each missing claim of this ordinal; existing
+        ones get the owner references the retention policy asks for."""
         namespace, set_name = sts["metadata"]["namespace"], rules.name_of(sts)
         for claim in rules.new_claims(sts, ordinal):
             name = rules.name_of(claim)
-            if self.claims.get(name, namespace) is not None:
+            existing = self.claims.get(name, namespace)
+            if existing is not None:
+                await self._sync_claim_refs(sts, existing, pod, condemned=False)
                 continue
             try:
                 await self.claim_api.create(claim, namespace=namespace)
@@ -366,28 +370,27 @@ class StatefulSetController:
                               f"{set_name} success")
 
     async def _release_claims(self, sts: Obj, ordinal: int, pod: Obj) -> None:
-        """``updateClaimOwnerRefForSetAndPod`` for a scaled-down pod: with ``whenScaled:
-        Delete`` its claims are owned by the pod (so they go with it), not by the set."""
-        _, when_scaled = rules.retention(sts)
-        if when_scaled != "Delete":
-            return
+        """Before a scaled-down pod goes, its claims get the references the retention policy
+        gives condemned pods (``whenScaled: Delete``: owned by the pod, so they go with it)."""
         namespace = sts["metadata"]["namespace"]
-        set_uid = sts["metadata"].get("uid")
-        pod_ref = {"apiVersion": "v1", "kind": "Pod", "name": rules.name_of(pod),
-                   "uid": pod["metadata"].get("uid", "")}
         for template in (sts.get("spec") or {}).get("volumeClaimTemplates") or []:
-            name = rules.claim_name(template, rules.name_of(sts), ordinal)
-            claim = self.claims.get(name, namespace)
-            if claim is None:
-                continue
-            refs = [r for r in (claim.get("metadata") or {}).get("ownerReferences") or []
-                    if r.get("uid") not in (set_uid, pod_ref["uid"])]
-            refs.append(pod_ref)
-            with contextlib.suppress(NotFound):
-                await self.claim_api.patch(name, {"metadata": {
-                    "ownerReferences": refs, "resourceVersion":
-                        claim["metadata"].get("resourceVersion")}}, namespace=namespace,
-                    type=PatchType.MERGE)  # a strategic patch would merge the refs by uid
+            claim = self.claims.get(rules.claim_name(template, rules.name_of(sts), ordinal),
+                                    namespace)
+            if claim is not None:
+                await self._sync_claim_refs(sts, claim, pod, condemned=True)
+
+    async def _sync_claim_refs(self, sts: Obj, claim: Obj, pod: Obj, *,
+                               condemned: bool) -> None:
+        """``updateClaimOwnerRefForSetAndPod``: patch the claim's references if they differ."""
+        refs = rules.claim_owner_refs(sts, claim, pod, condemned)
+        if refs is None:
+            return
+        with contextlib.suppress(NotFound, Conflict):
+            await self.claim_api.patch(rules.name_of(claim), {"metadata": {
+                "ownerReferences": refs or None,
+                "resourceVersion": claim["metadata"].get("resourceVersion")}},
+                namespace=sts["metadata"]["namespace"],
+                type=PatchType.MERGE)  # a strategic patch would merge the refs by uid
 
     async def _write_status(self, sts: Obj, pods: list[Obj], current: Obj, update: Obj,
                             collisions: int) -> None:

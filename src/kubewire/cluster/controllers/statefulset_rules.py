@@ -73,6 +73,33 @@ def set_owner_ref(sts: Mapping[str, Any]) -> Obj:
     return {key: ref[key] for key in ("apiVersion", "kind", "name", "uid")}
 
 
+def claim_owner_refs(sts: Mapping[str, Any], claim: Mapping[str, Any], pod: Mapping[str, Any],
+                     condemned: bool) -> list[Obj] | None:
+    """``updateClaimOwnerRefForSetAndPod``: the claim's references under the retention
+    policy, or None when they need no change. A live ordinal's claim is owned by the set iff
+    ``whenDeleted: Delete``; a condemned one by its pod iff ``whenScaled: Delete``, and by
+    the set iff ``whenDeleted: Delete`` with ``whenScaled: Retain``. Other owners stay."""
+    when_deleted, when_scaled = retention(sts)
+    set_uid = (sts.get("metadata") or {}).get("uid")
+    pod_uid = (pod.get("metadata") or {}).get("uid")
+    if condemned:
+        want_set = when_deleted == "Delete" and when_scaled == "Retain"
+        want_pod = when_scaled == "Delete"
+    else:
+        want_set, want_pod = when_deleted == "Delete", False
+    refs = [dict(r) for r in (claim.get("metadata") or {}).get("ownerReferences") or []]
+    has_set = any(r.get("uid") == set_uid for r in refs)
+    has_pod = bool(pod_uid) and any(r.get("uid") == pod_uid for r in refs)
+    if has_set == want_set and has_pod == want_pod:
+        return None
+    kept = [r for r in refs if r.get("uid") not in (set_uid, pod_uid)]
+    if want_set:
+        kept.append(next((r for r in refs if r.get("uid") == set_uid), set_owner_ref(sts)))
+    if want_pod and pod_uid:
+        kept.append({"apiVersion": "v1", "kind": "Pod", "name": name_of(pod), "uid": pod_uid})
+    return kept
+
+
 def new_claims(sts: Mapping[str, Any], ordinal: int) -> list[Obj]:
     """``getPersistentVolumeClaims``: one claim per template, labels = template labels + the
     selector's matchLabels; the set's reference when ``whenDeleted: Delete``."""
