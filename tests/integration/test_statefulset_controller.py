@@ -346,3 +346,35 @@ async def test_min_ready_seconds_holds_the_next_ordinal(
     # the Ready time has whole seconds: available at most a second before ready_at + 2
     assert time.time() - ready_at >= 1.0
     assert status(server).get("availableReplicas") == 1
+
+
+async def test_kubectl_rollout_undo(server: ServerThread, controller: ClusterContext) -> None:
+    stop = asyncio.Event()
+    fake = asyncio.ensure_future(kubelet(server, stop))
+    try:
+        create(server, STS, web(2))
+        await until(lambda: status(server).get("readyReplicas") == 2, "2 ready")
+        first = status(server)["updateRevision"]
+        ok(call(server, "PATCH", f"{STS}/web", {"spec": {"template": {"spec": {"containers": [
+            {"name": "c", "image": "nginx:2"}]}}}},
+                headers={"Content-Type": "application/strategic-merge-patch+json"}), 200)
+        await until(lambda: status(server).get("currentRevision") not in (None, first)
+                    and status(server).get("updatedReplicas") == 2, "rolled")
+        second = status(server)["updateRevision"]
+        done = await asyncio.to_thread(kubectl.run, server, "rollout", "undo", "sts/web")
+        assert done.returncode == 0, done.stderr
+
+        def undone() -> bool:
+            images = {p["spec"]["containers"][0]["image"] for p in pods(server).values()}
+            st = status(server)
+            return bool(images == {"nginx:1"} and st.get("currentRevision") == first
+                        and st.get("updatedReplicas") == 2 and st.get("readyReplicas") == 2)
+
+        await until(undone, "undone", timeout=20)
+        revs = ok(call(server, "GET", f"/apis/apps/v1/namespaces/{NS}/controllerrevisions"),
+                  200)["items"]
+        # the first revision is reused, renumbered past the second
+        assert {r["metadata"]["name"]: r["revision"] for r in revs} == {first: 3, second: 2}
+    finally:
+        stop.set()
+        await fake
