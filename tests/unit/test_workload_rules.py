@@ -289,3 +289,18 @@ def test_claim_owner_refs_follow_the_retention_policy() -> None:
     assert refs("Delete", "Delete", [set_ref], True) == [pod_ref]
     assert refs("Delete", "Retain", [set_ref], True) is None
     assert refs("Delete", "Delete", [pod_ref], False) == [set_ref]
+
+
+def test_node_heartbeats_are_ignored() -> None:
+    def with_status(ready: str, beat: str, rv: str, labels: dict[str, str] | None = None) -> Obj:
+        return {"metadata": {"name": "n", "resourceVersion": rv, "labels": labels or {}},
+                "status": {"conditions": [{"type": "Ready", "status": ready,
+                                           "lastHeartbeatTime": beat,
+                                           "lastTransitionTime": "t0"}]}}
+
+    assert ds_rules.node_update_ignorable(with_status("True", "b1", "1"),
+                                          with_status("True", "b2", "2"))
+    assert not ds_rules.node_update_ignorable(with_status("True", "b1", "1"),
+                                              with_status("False", "b2", "2"))
+    assert not ds_rules.node_update_ignorable(with_status("True", "b1", "1"),
+                                              with_status("True", "b1", "2", {"a": "b"}))

@@ -74,8 +74,7 @@ class DaemonSetController:
         self.pods.add_handlers(on_add=self._pod_changed,
                                on_update=lambda _o, n: self._pod_changed(n),
                                on_delete=self._pod_changed)
-        self.nodes.add_handlers(on_add=self._node_changed,
-                                on_update=lambda _o, n: self._node_changed(n),
+        self.nodes.add_handlers(on_add=self._node_changed, on_update=self._node_updated,
                                 on_delete=self._node_changed)
         for informer in (self.sets, self.nodes, self.pods, self.revisions):
             await informer.wait_for_sync()
@@ -105,6 +104,15 @@ class DaemonSetController:
     async def _node_changed(self, _node: Obj) -> None:
         for ds in self.sets.cache.list():
             await self._enqueue(ds)
+
+    async def _node_updated(self, old: Obj, new: Obj) -> None:
+        """kube's ``updateNode``: heartbeats are ignored; otherwise only the sets whose
+        decision for this node changed are synced."""
+        if rules.node_update_ignorable(old, new):
+            return
+        for ds in self.sets.cache.list():
+            if rules.should_run(ds, old) != rules.should_run(ds, new):
+                await self._enqueue(ds)
 
     async def _work(self) -> None:
         while True:

@@ -145,6 +145,29 @@ def should_run(ds: Mapping[str, Any], node: Mapping[str, Any]) -> tuple[bool, bo
     return True, True
 
 
+def _conditions_without_heartbeats(node: Mapping[str, Any]) -> list[tuple[str, str, str, str,
+                                                                         str]]:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return sorted((str(c.get("type")), str(c.get("status")), str(c.get("reason")),
+                   str(c.get("message")), str(c.get("lastTransitionTime")))
+                  for c in conditions)
+
+
+def node_update_ignorable(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """``shouldIgnoreNodeUpdate``: the same conditions apart from heartbeat times, and
+    nothing else changed but the resourceVersion (and kubewire's managedFields stamps)."""
+    if _conditions_without_heartbeats(old) != _conditions_without_heartbeats(new):
+        return False
+
+    def rest(node: Mapping[str, Any]) -> Obj:
+        meta = {k: v for k, v in (node.get("metadata") or {}).items()
+                if k not in ("resourceVersion", "managedFields")}
+        status = {k: v for k, v in (node.get("status") or {}).items() if k != "conditions"}
+        return {**node, "metadata": meta, "status": status}
+
+    return rest(old) == rest(new)
+
+
 # --- pods ------------------------------------------------------------------------------
 
 def new_pod(ds: Mapping[str, Any], node_name: str, hash_: str) -> Obj:
