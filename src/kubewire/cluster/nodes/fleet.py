@@ -111,12 +111,13 @@ class NodeFleet:
             await asyncio.gather(*workers, *loops, return_exceptions=True)
 
     async def register(self) -> None:
-        """Register every node and create its Lease, ``BATCH`` at a time."""
+        """Register every node and create its Lease, ``BATCH`` at a time. Registration does
+        not wait for its events: with a large fleet the shared recorder's bounded queue drops
+        (and counts) what it cannot hold, as client-go's broadcaster does."""
         specs = list(self.nodes.values())
         for start in range(0, len(specs), BATCH):
             await asyncio.gather(*(self._register(n) for n in specs[start:start + BATCH]))
             await asyncio.gather(*(self._renew(n.name) for n in specs[start:start + BATCH]))
-            await self.ctx.events.drain()
 
     async def _register(self, node: NodeSpec) -> None:
         now = now_rfc3339(self.ctx.clock)
