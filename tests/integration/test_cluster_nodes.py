@@ -363,3 +363,30 @@ async def test_a_hundred_nodes_are_cheap(server: ServerThread, client: Client) -
         assert registered < 30, registered
     finally:
         await stopped(ctx, task)
+
+
+@needs_kubectl
+async def test_logs_of_a_simulated_pod(server: ServerThread, client: Client) -> None:
+    ctx = ClusterContext(client)
+    task = await started(make_fleet(ctx, FleetOptions(count=1)))
+    try:
+        create(server, "/api/v1/namespaces/default/pods", pod("talker", "kubewire-node-0"))
+        await until(server, "/api/v1/namespaces/default/pods/talker",
+                    lambda b: b["status"].get("phase") == "Running")
+        done = await asyncio.to_thread(kubectl.run, server, "logs", "talker")
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.splitlines()
+        assert lines[0] == ('kubewire: simulated container "web" of pod default/talker on node '
+                            "kubewire-node-0")
+        assert lines[1].startswith("image docker.io/library/nginx:1.27 (docker.io/library/")
+        assert lines[2] == "started"
+        done = await asyncio.to_thread(kubectl.run, server, "logs", "talker", "--tail=1",
+                                       "--timestamps")
+        (line,) = done.stdout.splitlines()
+        stamp, text = line.split(" ", 1)
+        assert text == "started" and stamp.endswith("Z") and len(stamp) == 30
+        reply = await asyncio.to_thread(call, server, "GET",
+                                        "/api/v1/namespaces/default/pods/talker/log?limitBytes=8")
+        assert (reply.status, reply.body) == (200, b"kubewire")
+    finally:
+        await stopped(ctx, task)
