@@ -144,6 +144,9 @@ async def test_pod_goes_pending_running_ready(server: ServerThread, client: Clie
         assert conditions(body) == [("PodReadyToStartContainers", "True"),
                                     ("Initialized", "True"), ("Ready", "True"),
                                     ("ContainersReady", "True"), ("PodScheduled", "True")]
+        # Pending's reason and message were removed when Ready turned True (a two-way diff)
+        ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+        assert "reason" not in ready and "message" not in ready, ready
         assert status["hostIP"] == "172.18.0.3" and status["hostIPs"] == [{"ip": "172.18.0.3"}]
         assert status["podIP"] == "10.224.1.2" and status["podIPs"] == [{"ip": "10.224.1.2"}]
         assert status["startTime"] and status["qosClass"] == "BestEffort"
@@ -388,5 +391,43 @@ async def test_logs_of_a_simulated_pod(server: ServerThread, client: Client) -> 
         reply = await asyncio.to_thread(call, server, "GET",
                                         "/api/v1/namespaces/default/pods/talker/log?limitBytes=8")
         assert (reply.status, reply.body) == (200, b"kubewire")
+    finally:
+        await stopped(ctx, task)
+
+
+async def test_probe_failures_by_annotation(server: ServerThread, client: Client) -> None:
+    ctx = ClusterContext(client)
+    task = await started(make_fleet(ctx, FleetOptions(count=1)))
+    path = "/api/v1/namespaces/default/pods/probed"
+    try:
+        create(server, "/api/v1/namespaces/default/pods", pod("probed", "kubewire-node-0"))
+        await until(server, path, lambda b: ("Ready", "True") in conditions(b))
+        annotate = {"metadata": {"annotations": {"kubewire.io/not-ready": "true"}}}
+        ok(await asyncio.to_thread(call, server, "PATCH", path, annotate), 200)
+        unready = await until(server, path, lambda b: ("Ready", "False") in conditions(b))
+        assert unready["status"]["phase"] == "Running"
+        (web,) = unready["status"]["containerStatuses"]
+        assert web["ready"] is False and "running" in web["state"] and web["containerID"]
+        clear = {"metadata": {"annotations": {"kubewire.io/not-ready": None}}}
+        ok(await asyncio.to_thread(call, server, "PATCH", path, clear), 200)
+        again = await until(server, path, lambda b: ("Ready", "True") in conditions(b))
+        assert "reason" not in next(c for c in again["status"]["conditions"]
+                                    if c["type"] == "Ready")
+        failing = {"metadata": {"annotations": {"kubewire.io/liveness-fail": "true"}}}
+        ok(await asyncio.to_thread(call, server, "PATCH", path, failing), 200)
+        restarted = await until(server, path, lambda b: b["status"]["containerStatuses"][0][
+            "restartCount"] >= 1)
+        (web,) = restarted["status"]["containerStatuses"]
+        assert web["lastState"]["terminated"]["exitCode"] == 137
+        assert web["containerID"] != web["lastState"]["terminated"]["containerID"]
+        await ctx.events.drain()
+        events = ok(await asyncio.to_thread(call, server, "GET",
+                                            "/api/v1/namespaces/default/events"), 200)["items"]
+        seen = {(e["type"], e["reason"], e["message"]) for e in events
+                if e["involvedObject"]["name"] == "probed"}
+        assert ("Warning", "Unhealthy",
+                "Readiness probe failed: HTTP probe failed with statuscode: 503") in seen
+        assert ("Normal", "Killing", "Container web failed liveness probe, will be restarted") \
+            in seen
     finally:
         await stopped(ctx, task)

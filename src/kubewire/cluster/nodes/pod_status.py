@@ -22,6 +22,8 @@ from typing import Any
 
 from kubewire.cluster.nodes.stages import ANNOTATION_EXIT, ANNOTATION_NOT_READY
 
+PROBE_FAILURE = "HTTP probe failed with statuscode: 503"  # what the simulated probes see
+
 Obj = dict[str, Any]
 CONDITION_ORDER = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady",
                    "PodScheduled")
@@ -89,10 +91,9 @@ def _conditions(pod: Obj, wanted: list[tuple[str, str, str, str]], now: str) -> 
                           "lastTransitionTime": before.get("lastTransitionTime")
                           if before.get("status") == status and before.get("lastTransitionTime")
                           else now}
-        if reason:
-            condition["reason"] = reason
-        if message:
-            condition["message"] = message
+        # null removes an earlier reason/message: the kubelet's patch is a two-way diff
+        condition["reason"] = reason or None
+        condition["message"] = message or None
         out.append(condition)
     return out
 
@@ -271,19 +272,53 @@ def exited(pod: Obj, where: Where) -> Built:
     except ValueError:
         code = 1
     policy = _spec(pod).get("restartPolicy") or "Always"
-    now = where.now
-    if code != 0 and policy != "Never":
-        statuses = []
-        for c in _regular(pod):
-            started, restarts = _started_at(pod, str(c.get("name")))
-            last = _terminated(pod, c, Exit(code, started or now, now, restarts))["state"]
-            statuses.append(_running(pod, c, now, ready=_ready_flag(pod),
-                                     history=(restarts + 1, last)))
-        return Built({"metadata": {"uid": (pod.get("metadata") or {}).get("uid")},
-                      "status": {"containerStatuses": statuses}},
-                     tuple(PodEvent("Normal", "Started", f"Started container {c.get('name')}")
-                           for c in _regular(pod)))
+    if policy == "Always" or (code != 0 and policy == "OnFailure"):
+        return _restarted(pod, where, code, ())
     return _finished(pod, where, code, "PodCompleted" if code == 0 else "PodFailed", ())
+
+
+def _restarted(pod: Obj, where: Where, code: int, before: tuple[PodEvent, ...]) -> Built:
+    """The containers exited with ``code`` and the kubelet started them again."""
+    now = where.now
+    statuses = []
+    events = list(before)
+    for c in _regular(pod):
+        started, restarts = _started_at(pod, str(c.get("name")))
+        last = _terminated(pod, c, Exit(code, started or now, now, restarts))["state"]
+        statuses.append(_running(pod, c, now, ready=_ready_flag(pod),
+                                 history=(restarts + 1, last)))
+        events += _start_events(c)
+    return Built({"metadata": {"uid": (pod.get("metadata") or {}).get("uid")},
+                  "status": {"containerStatuses": statuses}}, tuple(events))
+
+
+def liveness_failed(pod: Obj, where: Where) -> Built:
+    """Liveness probes failed: ``Unhealthy``, the kubelet kills the containers (exit 137) and
+    restarts them (``restartCount`` + 1, ``lastState.terminated``)."""
+    events = []
+    for c in _regular(pod):
+        name = c.get("name")
+        events += [PodEvent("Warning", "Unhealthy", f"Liveness probe failed: {PROBE_FAILURE}"),
+                   PodEvent("Normal", "Killing",
+                            f"Container {name} failed liveness probe, will be restarted")]
+    return _restarted(pod, where, 137, tuple(events))
+
+
+def readiness(pod: Obj, where: Where) -> Built:
+    """Readiness probes fail (``kubewire.io/not-ready: "true"``) or pass again: the containers'
+    ``ready`` and the ``Ready``/``ContainersReady`` conditions follow."""
+    ready = _ready_flag(pod)
+    old = list((pod.get("status") or {}).get("containerStatuses") or ())
+    statuses = [{**s, "ready": ready} for s in old]  # the list has no merge key: all of it
+    names = _names(_regular(pod))
+    state = ("True", "", "") if ready else ("False", "ContainersNotReady",
+                                            f"containers with unready status: {names}")
+    wanted = [("PodReadyToStartContainers", "True", "", ""), ("Initialized", "True", "", ""),
+              ("Ready", *state), ("ContainersReady", *state), ("PodScheduled", "True", "", "")]
+    status: Obj = {"containerStatuses": statuses}
+    events = () if ready else (
+        PodEvent("Warning", "Unhealthy", f"Readiness probe failed: {PROBE_FAILURE}"),)
+    return Built(_patch(pod, status, _conditions(pod, wanted, where.now)), events)
 
 
 def _finished(pod: Obj, where: Where, code: int, reason: str,
@@ -320,4 +355,5 @@ def terminated(pod: Obj, where: Where) -> Built:
 
 
 BUILDERS: dict[str, Builder] = {"pending": pending, "running": running, "exited": exited,
-                                "terminated": terminated}
+                                "terminated": terminated, "readiness": readiness,
+                                "liveness_failed": liveness_failed}

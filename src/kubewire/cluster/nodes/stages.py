@@ -290,11 +290,19 @@ ANNOTATION_RUN = "kubewire.io/run-duration"  # a Go duration: containers exit af
 ANNOTATION_EXIT = "kubewire.io/exit-code"  # the exit code they exit with (default 0)
 ANNOTATION_NOT_READY = "kubewire.io/not-ready"  # "true": readiness probes fail
 ANNOTATION_TERMINATION = "kubewire.io/termination-duration"  # how long SIGTERM takes
+ANNOTATION_LIVENESS = "kubewire.io/liveness-fail"  # "true": liveness probes fail (restarts)
 NOT_DELETED = {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"}
 DELETED = {"key": ".metadata.deletionTimestamp", "operator": "Exists"}
 NOT_TERMINAL = {"key": ".status.phase", "operator": "NotIn", "values": ["Succeeded", "Failed"]}
 TERMINAL = {"key": ".status.phase", "operator": "In", "values": ["Succeeded", "Failed"]}
 RUNNING = {"key": ".status.phase", "operator": "In", "values": ["Running"]}
+READY_TRUE = {"key": '.status.conditions.[] | select( .type == "Ready" ) | .status',
+              "operator": "In", "values": ["True"]}
+READY_FALSE = {**READY_TRUE, "values": ["False"]}
+READY_FALSE_UNREADY = {"key": '.status.conditions.[] | select( .type == "Ready" ) | .reason',
+                       "operator": "In", "values": ["ContainersNotReady"]}
+NOT_READY_ANNOTATED = {"key": f'.metadata.annotations["{ANNOTATION_NOT_READY}"]',
+                       "operator": "In", "values": ["true"]}
 RUN_ONCE = {"key": ".spec.restartPolicy", "operator": "In", "values": ["Never", "OnFailure"]}
 
 
@@ -322,12 +330,24 @@ DEFAULT_POD_STAGES: tuple[Obj, ...] = (
            {"statusBuilder": "exited"},
            {"durationMilliseconds": 1000, "durationFrom": {
                "expressionFrom": f'.metadata.annotations["{ANNOTATION_RUN}"]'}}),
-    # any run-once pod told how long it runs
-    _stage("pod-run", [NOT_DELETED, RUNNING, RUN_ONCE,
+    # any pod told how long its containers run (then they exit: done, failed or restarted)
+    _stage("pod-run", [NOT_DELETED, RUNNING,
                        {"key": f'.metadata.annotations["{ANNOTATION_RUN}"]',
                         "operator": "Exists"}],
            {"statusBuilder": "exited"},
            {"durationFrom": {"expressionFrom": f'.metadata.annotations["{ANNOTATION_RUN}"]'}}),
+    # readiness probes start failing (annotated), or pass again (annotation gone)
+    _stage("pod-unready", [NOT_DELETED, RUNNING, READY_TRUE, NOT_READY_ANNOTATED],
+           {"statusBuilder": "readiness"}, {"durationMilliseconds": 100}),
+    _stage("pod-ready-again", [NOT_DELETED, RUNNING, READY_FALSE, READY_FALSE_UNREADY,
+                               {**NOT_READY_ANNOTATED, "operator": "NotIn"}],
+           {"statusBuilder": "readiness"}, {"durationMilliseconds": 100}),
+    # liveness probes fail (annotated): the kubelet kills and restarts the containers
+    _stage("pod-liveness-fail", [NOT_DELETED, RUNNING,
+                                 {"key": f'.metadata.annotations["{ANNOTATION_LIVENESS}"]',
+                                  "operator": "In", "values": ["true"]}],
+           {"statusBuilder": "liveness_failed"},
+           {"durationMilliseconds": 1000, "jitterDurationMilliseconds": 2000}),
     # graceful deletion: SIGTERM, containers exit, the terminal phase is written
     _stage("pod-terminate", [DELETED, NOT_TERMINAL], {"statusBuilder": "terminated"},
            {"durationMilliseconds": 100, "jitterDurationMilliseconds": 300,
