@@ -431,3 +431,20 @@ async def test_probe_failures_by_annotation(server: ServerThread, client: Client
             in seen
     finally:
         await stopped(ctx, task)
+
+
+async def test_a_failed_status_write_is_retried(server: ServerThread, client: Client) -> None:
+    ctx = ClusterContext(client)
+    task = await started(make_fleet(ctx, FleetOptions(count=1)))
+    try:
+        fault = ok(await asyncio.to_thread(call, server, "POST", "/kubewire/faults", {
+            "type": "error", "verb": "patch", "resource": "pods", "namespace": "default",
+            "code": 503, "count": 2}), 201)
+        create(server, "/api/v1/namespaces/default/pods", pod("flaky", "kubewire-node-0"))
+        running_ = await until(server, "/api/v1/namespaces/default/pods/flaky",
+                               lambda b: ("Ready", "True") in conditions(b))
+        assert running_["status"]["phase"] == "Running"
+        faults = ok(await asyncio.to_thread(call, server, "GET", "/kubewire/faults"), 200)
+        assert fault["id"] not in [f["id"] for f in faults["items"]]  # both were injected
+    finally:
+        await stopped(ctx, task)

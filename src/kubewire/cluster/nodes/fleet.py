@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from kubewire.client import PatchType, QueueShutDown, WorkQueue
-from kubewire.client.errors import AlreadyExists, ClientError, Conflict, NotFound, StatusError
+from kubewire.client.errors import AlreadyExists, ClientError, NotFound, StatusError
 from kubewire.cluster.nodes import gotemplate
 from kubewire.cluster.nodes.node_status import (
     LEASE_NAMESPACE,
@@ -55,6 +55,7 @@ NODE_EVENTS = ("NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSuffi
 class _Pending:
     stage: str
     timer: asyncio.TimerHandle
+    fired: bool = False
 
 
 class NodeFleet:
@@ -77,6 +78,7 @@ class NodeFleet:
         self.queue: WorkQueue[tuple[str, str]] = WorkQueue()
         self._pending: dict[tuple[str, str], _Pending] = {}
         self._applied: dict[tuple[str, str], tuple[str, str]] = {}
+        self._retry: set[tuple[str, str]] = set()
         self._recorders: dict[str, Recorder] = {}
         self._last_report: dict[str, float] = {}
         self._since = now_rfc3339(ctx.clock)
@@ -256,6 +258,9 @@ class NodeFleet:
         self._pending[key] = _Pending(stage.name, timer)
 
     def _fire(self, key: tuple[str, str]) -> None:
+        pending = self._pending.get(key)
+        if pending is not None:
+            pending.fired = True
         task = asyncio.ensure_future(self.queue.add(key))
         task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
 
@@ -282,27 +287,35 @@ class NodeFleet:
             try:
                 await self._act(key)
                 self.queue.forget(key)
-            except (Conflict, ClientError) as err:
+            except NotFound:
+                pass  # deleted meanwhile
+            except (StatusError, ClientError) as err:
                 log.debug("pod %s/%s: %s; retrying", *key, err)
+                self._applied.pop(key, None)
+                self._retry.add(key)
                 self.queue.add_rate_limited(key)
-            except StatusError as err:
-                if not isinstance(err, NotFound):
-                    log.warning("pod %s/%s: %s", *key, err)
-            except Exception:
-                log.exception("pod %s/%s", *key)
             finally:
                 await self.queue.done(key)
 
     async def _act(self, key: tuple[str, str]) -> None:
-        pending = self._pending.pop(key, None)
-        if pending is None:
-            return
+        """Apply the stage whose delay ended (or, for a failed attempt, the stage the pod is in
+        now)."""
+        pending = self._pending.get(key)
+        retry = key in self._retry
+        if pending is not None and pending.fired:
+            del self._pending[key]
+        elif not retry:
+            return  # a timer cancelled after it queued the key
+        self._retry.discard(key)
         namespace, name = key
         pod = self._pod_informer.get(name, namespace)
         node = self._mine(pod) if pod is not None else None
         if pod is None or node is None:
             return
-        stage = next((s for s in self.stages if s.name == pending.stage), None)
+        if pending is not None and pending.fired:
+            stage = next((s for s in self.stages if s.name == pending.stage), None)
+        else:
+            stage = choose(self.stages, pod, self.rng)
         if stage is None or not stage.matches(pod):
             self._on_pod(pod)  # the pod moved on meanwhile: choose again
             return
