@@ -44,6 +44,9 @@ async def started(fleet: NodeFleet) -> asyncio.Task[None]:
 async def stopped(ctx: ClusterContext, task: asyncio.Task[None]) -> None:
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
+    # every queued event sent before the client closes (close() gives up after 5 s and its
+    # sender would then reopen the closed client's session)
+    await ctx.events.drain()
     await ctx.close()
 
 
@@ -121,6 +124,18 @@ async def test_nodes_register_as_kubelets_do(server: ServerThread, client: Clien
         assert starting and starting[0]["source"] == {"component": "kubelet",
                                                       "host": "kubewire-node-0"}
         assert starting[0]["involvedObject"]["kind"] == "Node"
+        # a deleted Node stays deleted (a kubelet registers only when it starts) and its Lease
+        # is no longer renewed
+        ok(await asyncio.to_thread(call, server, "DELETE", "/api/v1/nodes/kubewire-node-1"), 200)
+        await until(server, "/api/v1/nodes", lambda b: len(b["items"]) == 1)
+        await asyncio.sleep(0.6)
+        last = ok(await asyncio.to_thread(call, server, "GET", lease_path + "kubewire-node-1"),
+                  200)["spec"]["renewTime"]
+        await asyncio.sleep(1.5)
+        assert (await asyncio.to_thread(call, server, "GET",
+                                        "/api/v1/nodes/kubewire-node-1")).status == 404
+        assert ok(await asyncio.to_thread(call, server, "GET", lease_path + "kubewire-node-1"),
+                  200)["spec"]["renewTime"] == last
     finally:
         await stopped(ctx, task)
 

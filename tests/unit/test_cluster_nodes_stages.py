@@ -9,7 +9,13 @@ import random
 import pytest
 
 from kubewire.cluster.nodes import gotemplate
-from kubewire.cluster.nodes.node_status import FleetOptions, IPPool, fleet, node_names
+from kubewire.cluster.nodes.node_status import (
+    FleetOptions,
+    IPPool,
+    fleet,
+    node_names,
+    parse_labels,
+)
 from kubewire.cluster.nodes.pod_status import (
     Where,
     exited,
@@ -216,3 +222,15 @@ def test_fleet_names_addresses_and_pools() -> None:
         pool.get()
     pool.put("10.0.0.2")
     assert pool.get() == "10.0.0.2"
+
+
+def test_fleet_options_are_checked() -> None:
+    assert parse_labels("a=b, example.com/c=") == {"a": "b", "example.com/c": ""}
+    with pytest.raises(ValueError, match="want key=value"):
+        parse_labels("a")
+    for bad in (FleetOptions(cpu="lots"), FleetOptions(labels={"a b": "c"}),
+                FleetOptions(count=-1), FleetOptions(naming="odd")):
+        with pytest.raises(ValueError):
+            bad.check()
+    with pytest.raises(StageError, match="not YAML"):
+        load_stages("a: [")

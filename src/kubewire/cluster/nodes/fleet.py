@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from kubewire.client import PatchType, QueueShutDown, WorkQueue
+from kubewire.client import Informer, PatchType, QueueShutDown, WorkQueue
 from kubewire.client.errors import AlreadyExists, ClientError, NotFound, StatusError
 from kubewire.cluster.nodes import gotemplate
 from kubewire.cluster.nodes.node_status import (
@@ -86,6 +86,8 @@ class NodeFleet:
         self.node_api = ctx.api("v1", "Node")
         self.leases = ctx.api("coordination.k8s.io/v1", "Lease", LEASE_NAMESPACE)
         self.registered = asyncio.Event()
+        self._node_informer: Informer[Obj] | None = None
+        self._pod_informer: Informer[Obj] | None = None
 
     # --- running --------------------------------------------------------------------------
 
@@ -156,6 +158,8 @@ class NodeFleet:
         return found
 
     async def _renew(self, name: str) -> None:
+        if self._node_informer is not None and self._node_informer.get(name) is None:
+            return  # deleted: its Lease would be owned by nothing (and kube's kubelet stays down)
         stamp = now_micro(self.ctx.clock)
         try:
             await self.leases.patch(name, {"spec": {"holderIdentity": name,
@@ -188,9 +192,8 @@ class NodeFleet:
     async def _report(self, name: str) -> None:
         """Re-report status when the server's differs from the kubelet's (another writer marked
         it Unknown, say) or ``status_report_s`` passed; the heartbeat times move each time."""
-        seen = self._node_informer.get(name)
-        if seen is None:  # deleted: the kubelet registers it again
-            await self._register(self.nodes[name])
+        seen = self._node_informer.get(name) if self._node_informer is not None else None
+        if seen is None:  # deleted: a kubelet registers only when it starts
             return
         now = now_rfc3339(self.ctx.clock)
         wanted = node_conditions(now, self._since)
@@ -308,7 +311,7 @@ class NodeFleet:
             return  # a timer cancelled after it queued the key
         self._retry.discard(key)
         namespace, name = key
-        pod = self._pod_informer.get(name, namespace)
+        pod = self._pod_informer.get(name, namespace) if self._pod_informer else None
         node = self._mine(pod) if pod is not None else None
         if pod is None or node is None:
             return

@@ -17,6 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubewire.names import is_qualified_name, is_valid_label_value
+from kubewire.quantity import quantity_error
+
 Obj = dict[str, Any]
 KUBELET_VERSION = "v1.32.0"
 LEASE_DURATION_S = 40  # kubelet nodeLeaseDurationSeconds
@@ -64,6 +67,26 @@ class FleetOptions:
         hosts = ipaddress.ip_network(self.node_cidr)
         if hosts.num_addresses - 3 < self.count:
             raise ValueError(f"node CIDR {hosts} is too small for {self.count} nodes")
+        for name, value in (("cpu", self.cpu), ("memory", self.memory), ("pods", self.pods),
+                            ("ephemeral-storage", self.ephemeral_storage)):
+            problem = quantity_error(value)
+            if problem:
+                raise ValueError(f"node {name} {value!r}: {problem}")
+        for key, value in self.labels.items():
+            problems = is_qualified_name(key) + is_valid_label_value(value)
+            if problems:
+                raise ValueError(f"node label {key}={value}: {'; '.join(problems)}")
+
+
+def parse_labels(text: str) -> dict[str, str]:
+    """``k=v,k2=v2`` (kubectl's ``--labels`` form) as a dict; ``ValueError`` when malformed."""
+    labels = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"node label {item!r}: want key=value")
+        labels[key] = value
+    return labels
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +125,7 @@ def _stable_hex(name: str, salt: str) -> str:
 def node_labels(node: NodeSpec, options: FleetOptions) -> dict[str, str]:
     return {"beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux",
             "kubernetes.io/arch": "amd64", "kubernetes.io/hostname": node.name,
-            "kubernetes.io/os": "linux", **options.labels}
+            "kubernetes.io/os": "linux", **options.labels}  # the user's labels win
 
 
 def node_conditions(now: str, since: str) -> list[Obj]:

@@ -181,7 +181,11 @@ def load_stages(text: str) -> list[Stage]:
     """Every ``Stage`` document of a YAML stream (other kinds are skipped, as ``kwok`` skips
     the non-Stage documents of a configuration file)."""
     stages = []
-    for doc in yaml.safe_load_all(text):
+    try:
+        docs = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as err:
+        raise StageError(f"stage file is not YAML: {err}") from err
+    for doc in docs:
         if isinstance(doc, dict) and doc.get("kind") == "Stage":
             stages.append(parse_stage(doc))
             if len(stages) > MAX_STAGES:
