@@ -74,3 +74,39 @@ async def owned_pods(pods: Api[Obj], namespace: str, uid: str) -> list[Obj]:
     return [p for p in listed.items
             if any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or [])
             and not p["metadata"].get("deletionTimestamp")]
+
+
+@contextlib.asynccontextmanager
+async def kubelet(pods: Api[Obj], namespace: str = "default") -> AsyncIterator[None]:
+    """Stand-in for the simulated kubelet: every live pod of ``namespace`` is reported Ready
+    soon after it appears."""
+
+    async def loop() -> None:
+        while True:
+            listed = await pods.list(namespace=namespace)
+            for pod in listed.items:
+                if pod["metadata"].get("deletionTimestamp"):
+                    continue
+                conds = (pod.get("status") or {}).get("conditions") or []
+                if not any(c.get("type") == "Ready" and c.get("status") == "True"
+                           for c in conds):
+                    with contextlib.suppress(Exception):
+                        await mark_ready(pods, pod)
+            await asyncio.sleep(0.1)
+
+    task = asyncio.create_task(loop())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def kubectl(server: ServerThread, *args: str) -> str:
+    """kubectl off the event loop (the controllers keep running); asserts success."""
+    from tests.integration import kubectl as cli
+
+    done = await asyncio.to_thread(cli.run, server, *args)
+    assert done.returncode == 0, (args, done.stdout, done.stderr)
+    return done.stdout
