@@ -221,3 +221,54 @@ async def test_hundred_replicas(server: ServerThread, replicas: int) -> None:
         assert len([p for p in pods.items if p["metadata"]["name"].startswith("big-")]) \
             == replicas
         print(f"\n{replicas} replicas created and rolled out in {took:.2f}s")
+
+
+async def test_progress_deadline_exceeded(server: ServerThread) -> None:
+    async with await create_client(server.kubeconfig) as client, running(server):
+        await kubectl(server, "create", "deployment", "slow", "--image=nginx", "--replicas=2")
+        await kubectl(server, "patch", "deploy/slow", "-p",
+                      '{"spec":{"progressDeadlineSeconds":1}}')
+        deployments = api(client, "apps/v1", "Deployment")
+
+        async def exceeded() -> Obj | None:
+            d = await deployments.get("slow", namespace="default")
+            conds = {c["type"]: c for c in d["status"].get("conditions") or []}
+            return d if conds.get("Progressing", {}).get("reason") == \
+                "ProgressDeadlineExceeded" else None
+
+        d = await eventually(exceeded, timeout=20, what="ProgressDeadlineExceeded")
+        conds = {c["type"]: c for c in d["status"]["conditions"]}
+        rs_name = (await rs_of(client, "slow"))[0]["metadata"]["name"]
+        assert conds["Progressing"]["status"] == "False"
+        assert conds["Progressing"]["message"] == \
+            f'ReplicaSet "{rs_name}" has timed out progressing.'
+        assert conds["Available"]["reason"] == "MinimumReplicasUnavailable"
+        done = await asyncio.to_thread(cli.run, server, "rollout", "status", "deploy/slow",
+                                       "--timeout=20s")
+        assert done.returncode != 0
+        assert 'deployment "slow" exceeded its progress deadline' in done.stderr
+
+
+async def test_min_ready_seconds_delays_availability_then_settles(server: ServerThread) -> None:
+    async with await create_client(server.kubeconfig) as client, running(server), \
+            kubelet(api(client, "v1", "Pod")):
+        deployments = api(client, "apps/v1", "Deployment")
+        await kubectl(server, "create", "deployment", "mrs", "--image=nginx", "--replicas=2")
+        await kubectl(server, "patch", "deploy/mrs", "-p", '{"spec":{"minReadySeconds":2}}')
+        start = time.monotonic()
+
+        async def ready_not_available() -> Obj | None:
+            d = await deployments.get("mrs", namespace="default")
+            s = d.get("status") or {}
+            return d if s.get("readyReplicas") == 2 else None
+
+        d = await eventually(ready_not_available, what="ready pods")
+        if time.monotonic() - start < 1.5:
+            assert not d["status"].get("availableReplicas")
+        await rolled_out(server, "mrs")
+        assert time.monotonic() - start >= 2.0
+        settled = await deployments.get("mrs", namespace="default")
+        await asyncio.sleep(1.5)
+        later = await deployments.get("mrs", namespace="default")
+        # nothing more to write once rolled out: no status loop
+        assert later["metadata"]["resourceVersion"] == settled["metadata"]["resourceVersion"]
