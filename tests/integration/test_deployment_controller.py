@@ -122,6 +122,13 @@ async def test_rolling_update_within_surge_and_unavailable(server: ServerThread)
         assert len(steps) >= 4  # several steps, not one jump
         assert new["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:2"
         assert new["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
+        await ctx.events.drain()
+        listed = await api(client, "v1", "Event").list(namespace="default")
+        scaling = [e["message"] for e in listed.items if e["reason"] == "ScalingReplicaSet"
+                   and e["involvedObject"]["name"] == "roll"]
+        assert f"Scaled up replica set {new_name} from 0 to 1" in scaling
+        downs = [m for m in scaling if m.startswith(f"Scaled down replica set {old_name} ")]
+        assert downs and downs[-1].endswith(" to 0")
         history = await kubectl(server, "rollout", "history", "deploy/roll")
         assert [line.split()[0] for line in history.strip().splitlines()[2:]] == ["1", "2"]
         # undo: the old ReplicaSet comes back as revision 3; no third ReplicaSet

@@ -89,3 +89,40 @@ async def test_replicaset_creates_adopts_scales_down_by_rank(server: ServerThrea
         assert all(e["source"] == {"component": "replicaset-controller"}
                    for e in listed.items if e["involvedObject"].get("uid") == uid)
 
+
+
+async def test_failed_creates_report_replica_failure_then_recover(server: ServerThread) -> None:
+    async with await create_client(server.kubeconfig) as client:
+        rss, pods, events = apis(client)
+        accounts = Api(dict, client=client, api_version="v1", kind="ServiceAccount")
+        async with running(server, deployments=False):
+            body = replicaset("nosa", 2)
+            body["spec"]["template"]["spec"]["serviceAccountName"] = "missing"
+            rs = await rss.create(body, namespace="default")
+
+            async def failing() -> Obj | None:
+                got = await rss.get("nosa", namespace="default")
+                conds = (got.get("status") or {}).get("conditions") or []
+                return got if conds else None
+
+            got = await eventually(failing, what="ReplicaFailure")
+            [cond] = got["status"]["conditions"]
+            assert (cond["type"], cond["status"], cond["reason"]) == \
+                ("ReplicaFailure", "True", "FailedCreate")
+            assert "error looking up service account default/missing" in cond["message"]
+            assert got["status"]["replicas"] == 0
+            await accounts.create({"metadata": {"name": "missing"}}, namespace="default")
+
+            async def recovered() -> Obj | None:
+                got = await rss.get("nosa", namespace="default")
+                status = got.get("status") or {}
+                return got if status.get("replicas") == 2 and not status.get("conditions") \
+                    else None
+
+            await eventually(recovered, what="pods once the account exists")
+        listed = await events.list(namespace="default")
+        failed = [e for e in listed.items if e["involvedObject"].get("uid") ==
+                  rs["metadata"]["uid"] and e["reason"] == "FailedCreate"]
+        assert failed and failed[0]["type"] == "Warning"
+        assert failed[0]["message"].startswith("Error creating: ")
+        assert len(await owned_pods(pods, "default", rs["metadata"]["uid"])) == 2
