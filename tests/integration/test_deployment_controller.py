@@ -279,3 +279,36 @@ async def test_min_ready_seconds_delays_availability_then_settles(server: Server
         later = await deployments.get("mrs", namespace="default")
         # nothing more to write once rolled out: no status loop
         assert later["metadata"]["resourceVersion"] == settled["metadata"]["resourceVersion"]
+
+
+async def test_name_collision_bumps_collision_count(server: ServerThread) -> None:
+    from kubewire.cluster.controllers.rollout import template_hash
+
+    async with await create_client(server.kubeconfig) as client:
+        deployments = api(client, "apps/v1", "Deployment")
+        rss = api(client, "apps/v1", "ReplicaSet")
+        labels = {"app": "col"}
+        d = await deployments.create({"metadata": {"name": "col"}, "spec": {
+            "replicas": 1, "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels},
+                         "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}},
+            namespace="default")
+        taken = f"col-{template_hash(d['spec']['template'], None)}"
+        other = {"app": "someone-else"}
+        await rss.create({"metadata": {"name": taken}, "spec": {
+            "replicas": 0, "selector": {"matchLabels": other},
+            "template": {"metadata": {"labels": other},
+                         "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}},
+            namespace="default")
+        async with running(server):
+            async def mine() -> list[Obj] | None:
+                found = await rs_of(client, "col")
+                return found or None
+
+            [rs] = await eventually(mine, what="a ReplicaSet under another name")
+        d = await deployments.get("col", namespace="default")
+        assert d["status"]["collisionCount"] == 1
+        assert rs["metadata"]["name"] == f"col-{template_hash(d['spec']['template'], 1)}"
+        assert rs["metadata"]["name"] != taken
+        untouched = await rss.get(taken, namespace="default")
+        assert not untouched["metadata"].get("ownerReferences")

@@ -51,12 +51,13 @@ def fnv1a32(data: bytes, start: int = 0x811C9DC5) -> int:
 
 def template_hash(template: Mapping[str, Any], collision_count: int | None) -> str:
     """``controller.ComputeHash``: FNV-1a 32 of the template (kube dumps the Go struct;
-    kubewire hashes its canonical JSON), then collisionCount's little-endian bytes, the
+    kubewire hashes its canonical JSON), then collisionCount (little-endian, 8 bytes), the
     decimal sum safe-encoded. Clients treat the value as opaque."""
     data = json.dumps(template, sort_keys=True, separators=(",", ":")).encode()
     value = fnv1a32(data)
     if collision_count is not None:
-        value = fnv1a32((collision_count & 0xFFFFFFFF).to_bytes(4, "little"), value)
+        # kube writes an 8-byte buffer with the uint32 in its first four bytes
+        value = fnv1a32((collision_count & 0xFFFFFFFF).to_bytes(8, "little"), value)
     return safe_encode(str(value))
 
 
