@@ -14,7 +14,7 @@ from kubewire.client import Api
 from kubewire.client.client import create_client
 from kubewire.cluster.controllers.deployment import make_deployment_controller
 from kubewire.cluster.controllers.replicaset import make_replicaset_controller
-from kubewire.cluster.runtime import ClusterContext
+from kubewire.cluster.runtime import ClusterContext, Component
 from tests.integration.harness import ServerThread
 
 Obj = dict[str, Any]
@@ -26,9 +26,9 @@ async def running(server: ServerThread, *, deployments: bool = True,
     """A ClusterContext with the ReplicaSet (and Deployment) controllers running."""
     async with await create_client(server.kubeconfig) as client:
         ctx = ClusterContext(client)
-        components = [make_replicaset_controller(ctx, {})]
+        components: list[Component] = [make_replicaset_controller(ctx, {})]
         if deployments:
-            components.append(make_deployment_controller(ctx, {}))  # type: ignore[arg-type]
+            components.append(make_deployment_controller(ctx, {}))
         tasks = [asyncio.create_task(c.run()) for c in components]
         try:
             yield ctx

@@ -260,9 +260,13 @@ async def test_min_ready_seconds_delays_availability_then_settles(server: Server
     async with await create_client(server.kubeconfig) as client, running(server), \
             kubelet(api(client, "v1", "Pod")):
         deployments = api(client, "apps/v1", "Deployment")
-        await kubectl(server, "create", "deployment", "mrs", "--image=nginx", "--replicas=2")
-        await kubectl(server, "patch", "deploy/mrs", "-p", '{"spec":{"minReadySeconds":2}}')
+        labels = {"app": "mrs"}
         start = time.monotonic()
+        await deployments.create({"metadata": {"name": "mrs"}, "spec": {
+            "replicas": 2, "minReadySeconds": 3, "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels},
+                         "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}},
+            namespace="default")
 
         async def ready_not_available() -> Obj | None:
             d = await deployments.get("mrs", namespace="default")
@@ -270,10 +274,10 @@ async def test_min_ready_seconds_delays_availability_then_settles(server: Server
             return d if s.get("readyReplicas") == 2 else None
 
         d = await eventually(ready_not_available, what="ready pods")
-        if time.monotonic() - start < 1.5:
-            assert not d["status"].get("availableReplicas")
+        assert not d["status"].get("availableReplicas")  # Ready for less than 3 s
+        assert d["status"]["unavailableReplicas"] == 2
         await rolled_out(server, "mrs")
-        assert time.monotonic() - start >= 2.0
+        assert time.monotonic() - start >= 3.0
         settled = await deployments.get("mrs", namespace="default")
         await asyncio.sleep(1.5)
         later = await deployments.get("mrs", namespace="default")

@@ -156,3 +156,13 @@ def test_replicaset_status_counts_and_failure() -> None:
     assert status["observedGeneration"] == 2
     assert status["conditions"][0]["reason"] == "FailedCreate"
     assert "conditions" not in rr.replicaset_status({**rs, "status": status}, [], now, None)
+
+
+def test_factory_options_from_a_mapping_or_an_options_object() -> None:
+    class Options:
+        extra = {"workers": "3"}
+
+    assert rr.option({"workers": 2}, "workers", 5) == 2
+    assert rr.option(Options(), "workers", 5) == 3
+    assert rr.option(None, "workers", 5) == 5
+    assert rr.option({"workers": "x"}, "workers", 5) == 5

@@ -28,6 +28,7 @@ from kubewire.cluster.controllers.replica_rules import (
     controller_ref,
     make_controller_ref,
     meta,
+    option,
     parse_time,
 )
 from kubewire.cluster.runtime import ClusterContext
@@ -735,7 +736,7 @@ class DeploymentController:
 
 
 def make_deployment_controller(ctx: ClusterContext,
-                               options: Mapping[str, Any] | None = None) -> DeploymentController:
-    """The component factory: option ``workers`` (``--concurrent-deployment-syncs``)."""
-    opts = dict(options or {})
-    return DeploymentController(ctx, workers=int(opts.get("workers", WORKERS)))
+                               options: object = None) -> DeploymentController:
+    """The component factory. Options (a mapping, or an options object's ``extra``):
+    ``workers`` (kube's ``--concurrent-deployment-syncs``, 5)."""
+    return DeploymentController(ctx, workers=option(options, "workers", WORKERS))

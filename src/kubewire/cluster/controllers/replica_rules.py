@@ -28,6 +28,20 @@ DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 _PHASE_ORDINAL = {"Pending": 0, "Unknown": 1, "Running": 2}
 
 
+def option(options: object, name: str, default: int) -> int:
+    """One integer option of a component factory: from a mapping, or from the ``extra``
+    mapping of an options object (the runner's ``ComponentOptions``)."""
+    if isinstance(options, Mapping):
+        found = options.get(name, default)
+    else:
+        extra = getattr(options, "extra", None)
+        found = extra.get(name, default) if isinstance(extra, Mapping) else default
+    try:
+        return int(found)
+    except (TypeError, ValueError):
+        return default
+
+
 def parse_time(value: object) -> float | None:
     """An RFC 3339 ``metav1.Time`` as epoch seconds (None when absent or unparseable)."""
     if not isinstance(value, str) or not value:

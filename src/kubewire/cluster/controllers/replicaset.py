@@ -27,6 +27,7 @@ from kubewire.cluster.controllers.replica_rules import (
     is_active,
     make_controller_ref,
     meta,
+    option,
     pod_from_template,
     pods_to_delete,
     replicaset_status,
@@ -387,9 +388,8 @@ class ReplicaSetController:
 
 
 def make_replicaset_controller(ctx: ClusterContext,
-                               options: Mapping[str, Any] | None = None) -> ReplicaSetController:
-    """The component factory: options ``workers`` (``--concurrent-replicaset-syncs``) and
-    ``burst``."""
-    opts = dict(options or {})
-    return ReplicaSetController(ctx, workers=int(opts.get("workers", WORKERS)),
-                                burst=int(opts.get("burst", BURST_REPLICAS)))
+                               options: object = None) -> ReplicaSetController:
+    """The component factory. Options (a mapping, or an options object's ``extra``):
+    ``workers`` (kube's ``--concurrent-replicaset-syncs``, 5) and ``burst`` (500)."""
+    return ReplicaSetController(ctx, workers=option(options, "workers", WORKERS),
+                                burst=option(options, "burst", BURST_REPLICAS))
