@@ -52,7 +52,16 @@ async def rs_of(client: Client, name: str) -> list[Obj]:
     listed = await api(client, "apps/v1", "ReplicaSet").list(namespace="default")
     return sorted((rs for rs in listed.items
                    if any(r["name"] == name for r in rs["metadata"].get("ownerReferences") or [])),
-                  key=lambda rs: rs["metadata"]["creationTimestamp"])
+                  key=created_order)
+
+
+def created_order(rs: Obj) -> tuple[str, int]:
+    """Oldest first: creationTimestamp has seconds only, so the original revision (the
+    first in revision-history, else the revision) breaks ties."""
+    notes = rs["metadata"].get("annotations") or {}
+    first = (notes.get("deployment.kubernetes.io/revision-history") or
+             notes.get("deployment.kubernetes.io/revision") or "0").split(",")[0]
+    return rs["metadata"]["creationTimestamp"], int(first)
 
 
 async def rolled_out(server: ServerThread, name: str) -> str:
