@@ -102,6 +102,10 @@ async def test_create_rollout_status_names_labels_events(server: ServerThread) -
              "Deployment has minimum availability."),
             ("Progressing", "True", "NewReplicaSetAvailable",
              f'ReplicaSet "{rs_name}" has successfully progressed.')]
+        described = await kubectl(server, "describe", "deploy/web")
+        assert re.search(rf"NewReplicaSet:\s+{rs_name} \(3/3 replicas created\)", described), \
+            described
+        assert "OldReplicaSets:  <none>" in described
         table = await kubectl(server, "get", "deploy/web")
         assert table.split("\n")[1].split()[:4] == ["web", "3/3", "3", "3"]
     events = json.loads(await asyncio.to_thread(cli.ok, server, "get", "events", "-o", "json"))
@@ -138,8 +142,15 @@ async def test_rolling_update_within_surge_and_unavailable(server: ServerThread)
         assert f"Scaled up replica set {new_name} from 0 to 1" in scaling
         downs = [m for m in scaling if m.startswith(f"Scaled down replica set {old_name} ")]
         assert downs and downs[-1].endswith(" to 0")
-        history = await kubectl(server, "rollout", "history", "deploy/roll")
-        assert [line.split()[0] for line in history.strip().splitlines()[2:]] == ["1", "2"]
+        await kubectl(server, "annotate", "deploy/roll", "kubernetes.io/change-cause=to v2")
+
+        async def history() -> list[list[str]] | None:
+            text = await kubectl(server, "rollout", "history", "deploy/roll")
+            rows = [line.split(None, 1) for line in text.strip().splitlines()[2:]]
+            return rows if rows[-1][1:] == ["to v2"] else None
+
+        rows = await eventually(history, what="change-cause copied to the new ReplicaSet")
+        assert rows == [["1", "<none>"], ["2", "to v2"]]
         # undo: the old ReplicaSet comes back as revision 3; no third ReplicaSet
         await kubectl(server, "rollout", "undo", "deploy/roll")
         await rolled_out(server, "roll")
