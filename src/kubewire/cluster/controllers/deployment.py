@@ -319,7 +319,12 @@ class DeploymentController:
             min_ready = int(spec.get("minReadySeconds") or 0)
             if annotations_updated or int(rs["spec"].get("minReadySeconds") or 0) != min_ready:
                 rs["spec"]["minReadySeconds"] = min_ready
-                return await self._update_rs(rs)
+                written = await self._update_rs(rs)
+                # later steps of this sync work from the written object, not the stale one
+                rss[:] = [written if meta(x).get("uid") == meta(rs).get("uid") else x
+                          for x in rss]
+                old_rss[:] = [x for x in rss if meta(x).get("uid") != meta(rs).get("uid")]
+                return written
             needs_update = self._set_revision(d, (meta(rs).get("annotations") or {}).get(
                 ro.REVISION, ""))
             status = d.setdefault("status", {})

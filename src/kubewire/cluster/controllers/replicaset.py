@@ -25,6 +25,7 @@ from kubewire.cluster.controllers.replica_rules import (
     BURST_REPLICAS,
     controller_ref,
     is_active,
+    is_ready,
     make_controller_ref,
     meta,
     option,
@@ -157,7 +158,7 @@ class ReplicaSetController:
                 await self.queue.add(key)
                 rs = self.rs_informer.get(key.split("/", 1)[1], key.split("/", 1)[0])
                 min_ready = int(((rs or {}).get("spec") or {}).get("minReadySeconds") or 0)
-                if min_ready > 0:
+                if min_ready > 0 and is_ready(new) and not is_ready(old):
                     self.queue.add_after(key, float(min_ready) + 1.0)
             return
         if meta(old).get("labels") != meta(new).get("labels") or old_ref is not None:
