@@ -336,3 +336,33 @@ async def test_name_collision_bumps_collision_count(server: ServerThread) -> Non
         assert rs["metadata"]["name"] != taken
         untouched = await rss.get(taken, namespace="default")
         assert not untouched["metadata"].get("ownerReferences")
+
+
+async def test_kubectl_scale_up_and_down_keeps_the_ready_pod(server: ServerThread) -> None:
+    from tests.integration.controller_helpers import mark_ready
+
+    async with await create_client(server.kubeconfig) as client, running(server):
+        pods = api(client, "v1", "Pod")
+        await kubectl(server, "create", "deployment", "sc", "--image=nginx", "--replicas=2")
+
+        async def count(n: int) -> list[Obj] | None:
+            listed = await pods.list(namespace="default", label_selector="app=sc")
+            live = [p for p in listed.items if not p["metadata"].get("deletionTimestamp")]
+            return live if len(live) == n else None
+
+        first = await eventually(lambda: count(2), what="two pods")
+        kept = await mark_ready(pods, first[1])
+        await kubectl(server, "scale", "deploy/sc", "--replicas=4")
+        await eventually(lambda: count(4), what="scaled up to four")
+        await kubectl(server, "scale", "deploy/sc", "--replicas=1")
+        [left] = await eventually(lambda: count(1), what="scaled down to one")
+        assert left["metadata"]["uid"] == kept["metadata"]["uid"]  # not Ready goes first
+        [rs] = await rs_of(client, "sc")
+        assert rs["metadata"]["annotations"]["deployment.kubernetes.io/desired-replicas"] == "1"
+        assert rs["metadata"]["annotations"]["deployment.kubernetes.io/max-replicas"] == "2"
+    events = json.loads(await asyncio.to_thread(cli.ok, server, "get", "events", "-o", "json"))
+    scaling = [e["message"] for e in events["items"] if e["reason"] == "ScalingReplicaSet"]
+    name = rs["metadata"]["name"]
+    assert scaling == [f"Scaled up replica set {name} from 0 to 2",
+                       f"Scaled up replica set {name} from 2 to 4",
+                       f"Scaled down replica set {name} from 4 to 1"]
