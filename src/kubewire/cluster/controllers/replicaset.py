@@ -229,9 +229,6 @@ class ReplicaSetController:
         error: tuple[str, str] | None = None
         if needs_sync and not meta(rs).get("deletionTimestamp"):
             error = await self._manage(rs, pods, key)
-        latest = self.rs_informer.get(name, namespace) or rs
-        if meta(latest).get("uid") == meta(rs).get("uid"):
-            rs = latest
         status = replicaset_status(rs, pods, self.clock(), error)
         if status != (rs.get("status") or {}):
             rs = await self._write_status(rs, status)
@@ -372,7 +369,8 @@ class ReplicaSetController:
         return None
 
     async def _write_status(self, rs: Obj, status: Obj) -> Obj:
-        """``updateReplicaSetStatus``: PUT status, once more on a conflict with a fresh GET."""
+        """``updateReplicaSetStatus``: PUT status, once more on a conflict with a fresh GET
+        (the status, observedGeneration included, is what this sync saw)."""
         body = {**rs, "status": status}
         try:
             written: Obj = await self.rs_api.replace_status(body,
@@ -382,7 +380,6 @@ class ReplicaSetController:
             fresh = await self.rs_api.get(meta(rs)["name"], namespace=meta(rs)["namespace"])
             if meta(fresh).get("uid") != meta(rs).get("uid"):
                 return rs
-            status = {**status, "observedGeneration": meta(fresh).get("generation")}
             result: Obj = await self.rs_api.replace_status({**fresh, "status": status},
                                                            namespace=meta(rs)["namespace"])
             return result
