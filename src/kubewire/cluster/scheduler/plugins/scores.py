@@ -1,0 +1,139 @@
+"""The score plugins of kube v1.32's default profile, with its weights and normalizations.
+
+``score_nodes(pod, nodes, all_nodes)`` answers each feasible node's total: Σ weight * the
+plugin's normalized score (0..100), as ``prioritizeNodes`` sums them. Plugins (weight):
+TaintToleration (3: fewer untolerated ``PreferNoSchedule`` taints is better, reversed),
+NodeAffinity (2: Σ weights of matched preferred terms, scaled to the best), NodeResourcesFit
+(1: ``LeastAllocated`` over cpu and memory with the non-zero requests),
+NodeResourcesBalancedAllocation (1: 1 - the standard deviation of cpu and memory fractions),
+PodTopologySpread (2: ``ScheduleAnyway`` constraints, fewer matching pods in the domain is
+better), InterPodAffinity (2: the pod's preferred terms against existing pods, scaled between
+the worst and best). ImageLocality (1) is not run: simulated nodes hold no images, so kube
+would give every node the same score.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from kubewire.cluster.scheduler.plugins.infos import (
+    CPU,
+    MEMORY,
+    NodeInfo,
+    PodInfo,
+    tolerated,
+)
+
+MAX_NODE_SCORE = 100
+WEIGHTS = {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1,
+           "NodeResourcesBalancedAllocation": 1, "PodTopologySpread": 2, "InterPodAffinity": 2}
+
+
+def least_allocated(pod: PodInfo, node: NodeInfo) -> int:
+    """``leastResourceScorer`` over cpu and memory (weight 1 each), non-zero requests."""
+    total = weights = 0
+    for name in (CPU, MEMORY):
+        capacity = node.allocatable.get(name, 0)
+        if capacity == 0:
+            continue
+        requested = node.nonzero.get(name, 0) + pod.nonzero.get(name, 0)
+        total += 0 if requested > capacity else (capacity - requested) * MAX_NODE_SCORE // capacity
+        weights += 1
+    return total // weights if weights else 0
+
+
+def balanced_allocation(pod: PodInfo, node: NodeInfo) -> int:
+    """``balancedResourceScorer``: (1 - std of the requested fractions) * 100."""
+    fractions = []
+    for name in (CPU, MEMORY):
+        capacity = node.allocatable.get(name, 0)
+        if capacity == 0:
+            continue
+        requested = node.requested.get(name, 0) + pod.requests.get(name, 0)
+        fractions.append(min(requested / capacity, 1.0))
+    std = 0.0
+    if len(fractions) == 2:
+        std = abs(fractions[0] - fractions[1]) / 2
+    elif len(fractions) > 2:
+        mean = sum(fractions) / len(fractions)
+        std = math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
+    return int((1 - std) * MAX_NODE_SCORE)
+
+
+def _normalize(scores: list[int], reverse: bool = False) -> list[int]:
+    """``helper.DefaultNormalizeScore``."""
+    top = max(scores, default=0)
+    if top == 0:
+        return [MAX_NODE_SCORE if reverse else 0 for _ in scores]
+    out = [s * MAX_NODE_SCORE // top for s in scores]
+    return [MAX_NODE_SCORE - s for s in out] if reverse else out
+
+
+def _inter_pod_raw(pod: PodInfo, node: NodeInfo, all_nodes: Sequence[NodeInfo]) -> int:
+    score = 0
+    for sign, terms in ((1, pod.preferred_affinity), (-1, pod.preferred_anti_affinity)):
+        for term in terms:
+            value = node.labels.get(term.topology_key)
+            if value is None:
+                continue
+            for other in all_nodes:
+                if other.labels.get(term.topology_key) != value:
+                    continue
+                score += sign * term.weight * sum(1 for p in other.pods.values()
+                                                  if term.matches(p))
+    return score
+
+
+def _spread_raw(pod: PodInfo, node: NodeInfo, all_nodes: Sequence[NodeInfo]) -> int | None:
+    """PodTopologySpread's Score for ``ScheduleAnyway`` constraints (None: node lacks a key)."""
+    soft = [c for c in pod.spread if not c.hard]
+    total = 0.0
+    for c in soft:
+        value = node.labels.get(c.topology_key)
+        if value is None:
+            return None
+        domains = {n.labels[c.topology_key] for n in all_nodes if c.topology_key in n.labels}
+        count = sum(1 for n in all_nodes if n.labels.get(c.topology_key) == value
+                    for p in n.pods.values()
+                    if p.namespace == pod.namespace and not p.terminating
+                    and c.selector.matches(p.labels))
+        weight = math.log(len(domains) + 2)
+        total += count * weight + (c.max_skew - 1)
+    return round(total)
+
+
+def score_nodes(pod: PodInfo, nodes: Sequence[NodeInfo],
+                all_nodes: Sequence[NodeInfo]) -> list[int]:
+    """Each of ``nodes``' weighted total score for ``pod`` (``all_nodes`` for pod counts)."""
+    totals = [WEIGHTS["NodeResourcesFit"] * least_allocated(pod, n)
+              + WEIGHTS["NodeResourcesBalancedAllocation"] * balanced_allocation(pod, n)
+              for n in nodes]
+    soft_tolerations = tuple(t for t in pod.tolerations if t.effect in ("", "PreferNoSchedule"))
+    if any(n.soft_taints for n in nodes):
+        taint = _normalize([sum(1 for t in n.soft_taints if not tolerated(t, soft_tolerations))
+                            for n in nodes], reverse=True)
+    else:
+        taint = [MAX_NODE_SCORE] * len(nodes)
+    totals = [t + WEIGHTS["TaintToleration"] * s for t, s in zip(totals, taint, strict=True)]
+    if pod.preferred_terms:
+        affinity = _normalize([sum(w for w, term in pod.preferred_terms
+                                   if term.matches(n.labels, n.name)) for n in nodes])
+        totals = [t + WEIGHTS["NodeAffinity"] * s
+                  for t, s in zip(totals, affinity, strict=True)]
+    if pod.preferred_affinity or pod.preferred_anti_affinity:
+        raw = [_inter_pod_raw(pod, n, all_nodes) for n in nodes]
+        low, high = min(raw), max(raw)
+        spread = high - low
+        totals = [t + WEIGHTS["InterPodAffinity"] * (
+            (r - low) * MAX_NODE_SCORE // spread if spread else 0)
+            for t, r in zip(totals, raw, strict=True)]
+    if any(not c.hard for c in pod.spread):
+        raws = [_spread_raw(pod, n, all_nodes) for n in nodes]
+        present = [r for r in raws if r is not None]
+        low, high = min(present, default=0), max(present, default=0)
+        totals = [t + WEIGHTS["PodTopologySpread"] * (
+            0 if r is None else MAX_NODE_SCORE if high == 0
+            else MAX_NODE_SCORE * (high + low - r) // high)
+            for t, r in zip(totals, raws, strict=True)]
+    return totals
