@@ -5,10 +5,11 @@ higher ``spec.priority`` first, then earlier enqueue), ``backoffQ`` (pods that f
 their backoff ends: 1 s doubling per attempt up to 10 s) and ``unschedulable`` (pods no node
 fits, waiting for a cluster event that may help). ``move_all(event)`` is
 ``MoveAllToActiveOrBackoffQueue``: unschedulable pods whose rejecting plugins care about the
-event move to the backoff queue (still backing off) or the active queue; a pod that was being
-scheduled when the event came goes to backoff rather than unschedulable (kube's
-``moveRequestCycle``). Pods left unschedulable for 5 minutes are moved anyway
-(``podMaxInUnschedulablePodsDuration``). The clock is passed in; nothing here waits.
+event move to the backoff queue (still backing off) or the active queue. (kube also sends a
+pod to backoff when an event came while it was being scheduled; here a scheduling cycle runs
+without yielding to the event loop, so no event can come meanwhile.) Pods left unschedulable
+for 5 minutes are moved anyway (``podMaxInUnschedulablePodsDuration``). The clock is passed
+in; nothing here waits.
 
 kube decides per plugin with QueueingHints which events may help; kubewire uses the
 coarser table ``EVENT_PLUGINS`` (which plugins' rejections an event can undo).
@@ -65,8 +66,6 @@ class SchedulingQueue:
         self.pods: dict[str, QueuedPod] = {}  # every queued pod by key
         self.where: dict[str, str] = {}  # key -> "active" | "backoff" | "unschedulable"
         self.in_flight: set[str] = set()
-        self._move_cycle = -1
-        self.cycle = 0
         self._by_plugin: dict[str, set[str]] = {}  # unschedulable keys by rejecting plugin
         self._last_long_flush = clock()
 
@@ -128,7 +127,6 @@ class SchedulingQueue:
             queued = self.pods.pop(key)
             del self.where[key]
             queued.attempts += 1
-            self.cycle += 1
             self.in_flight.add(key)
             return queued
         return None
@@ -137,9 +135,8 @@ class SchedulingQueue:
         """Scheduling of ``key`` ended (bound, or handed back with ``unschedulable``)."""
         self.in_flight.discard(key)
 
-    def unschedulable(self, queued: QueuedPod, rejectors: frozenset[str],
-                      cycle: int) -> None:
-        """No node fits: wait for an event (or backoff, if one came meanwhile)."""
+    def unschedulable(self, queued: QueuedPod, rejectors: frozenset[str]) -> None:
+        """No node fits: wait for an event that may help."""
         key = queued.info.key
         self.in_flight.discard(key)
         now = self.clock()
@@ -147,13 +144,10 @@ class SchedulingQueue:
         queued.backoff_until = now + self.backoff_s(queued.attempts)
         queued.timestamp = now
         self.pods[key] = queued
-        if self._move_cycle >= cycle:
-            self._push_backoff(queued)
-        else:
-            queued.unschedulable_since = now
-            self.where[key] = "unschedulable"
-            for plugin in rejectors or ("",):
-                self._by_plugin.setdefault(plugin, set()).add(key)
+        queued.unschedulable_since = now
+        self.where[key] = "unschedulable"
+        for plugin in rejectors or ("",):
+            self._by_plugin.setdefault(plugin, set()).add(key)
 
     def error(self, queued: QueuedPod) -> None:
         """Scheduling failed for another reason (binding): retry after backoff."""
@@ -169,7 +163,6 @@ class SchedulingQueue:
 
     def move_all(self, event: str) -> int:
         """An event that may make unschedulable pods fit: move those it may help."""
-        self._move_cycle = self.cycle
         keys: set[str] = set()
         for plugin in (*EVENT_PLUGINS[event], ""):
             keys |= self._by_plugin.get(plugin, set())

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import random
@@ -294,10 +295,9 @@ class Scheduler:
     def schedule_one(self, queued: QueuedPod) -> None:
         """Filter, score, assume and start binding; or record why no node fits."""
         pod = queued.info
-        cycle = self.queue.cycle
         nodes = self.node_list
         if not nodes:
-            self.queue.unschedulable(queued, frozenset({"NoNodes"}), cycle)
+            self.queue.unschedulable(queued, frozenset({"NoNodes"}))
             self._spawn(self._record_failure(pod, "Unschedulable", NO_NODES))
             return
         state = (prefilter(pod, nodes)
@@ -319,7 +319,7 @@ class Scheduler:
                 failed.append((node, status))
         self.next_start = (start + len(feasible) + len(failed)) % total
         if not feasible:
-            self.queue.unschedulable(queued, frozenset(s.plugin for _, s in failed), cycle)
+            self.queue.unschedulable(queued, frozenset(s.plugin for _, s in failed))
             message = unschedulable_message(total, (s.reasons for _, s in failed),
                                             self._preemption(pod, failed, state, total))
             self._spawn(self._record_failure(pod, "Unschedulable", message))
@@ -425,14 +425,12 @@ class Scheduler:
 def _refresh(info: NodeInfo, parsed: NodeInfo) -> None:
     info.labels, info.unschedulable = parsed.labels, parsed.unschedulable
     info.hard_taints, info.soft_taints = parsed.hard_taints, parsed.soft_taints
-    info.allocatable = parsed.allocatable
+    info.set_allocatable(parsed.allocatable)
 
 
 def _assigned(pod: PodInfo, node: str) -> PodInfo:
     """The pod as the cache assumes it once bound to ``node``."""
-    info = pod_info(pod.obj)
-    info.node_name = node
-    return info
+    return dataclasses.replace(pod, node_name=node)
 
 
 def make_scheduler(ctx: ClusterContext, options: object = None) -> Scheduler:

@@ -173,8 +173,13 @@ def filter_node(pod: PodInfo, node: NodeInfo, state: CycleState) -> Status | Non
 
 def fit_reasons(pod: PodInfo, node: NodeInfo) -> tuple[str, ...]:
     """NodeResourcesFit's ``fitsRequest``: every resource the node lacks for the pod."""
+    if len(node.pods) < node.alloc_pods and (pod.cpu == 0 or pod.cpu <= node.alloc_cpu - node.cpu) \
+            and (pod.memory == 0 or pod.memory <= node.alloc_memory - node.memory) \
+            and (pod.ephemeral == 0 or pod.ephemeral <= node.alloc_ephemeral - node.ephemeral) \
+            and not pod.scalars:
+        return ()  # the common case, from the attributes alone
     reasons = []
-    if len(node.pods) + 1 > node.allocatable.get(PODS, 0):
+    if len(node.pods) + 1 > node.alloc_pods:
         reasons.append(REASON_TOO_MANY_PODS)
     requests = pod.requests
     if not requests:

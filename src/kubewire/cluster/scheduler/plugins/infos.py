@@ -313,6 +313,22 @@ class PodInfo:
     spread: tuple[SpreadConstraint, ...]
     host_ports: tuple[HostPort, ...]
     obj: Obj = field(repr=False)
+    # the hot numbers as attributes (filters and scores read them for every node)
+    cpu: int = 0
+    memory: int = 0
+    ephemeral: int = 0
+    nz_cpu: int = 0
+    nz_memory: int = 0
+    scalars: bool = False  # requests anything but cpu, memory, ephemeral-storage
+
+    def __post_init__(self) -> None:
+        self.cpu = self.requests.get(CPU, 0)
+        self.memory = self.requests.get(MEMORY, 0)
+        self.ephemeral = self.requests.get(EPHEMERAL, 0)
+        self.nz_cpu = self.nonzero.get(CPU, 0)
+        self.nz_memory = self.nonzero.get(MEMORY, 0)
+        self.scalars = any(v for k, v in self.requests.items()
+                           if k not in (CPU, MEMORY, EPHEMERAL, PODS))
 
     def matches_node_affinity(self, labels: Mapping[str, str], name: str) -> bool:
         """``nodeSelector`` and the required node affinity (``RequiredNodeAffinity.Match``)."""
@@ -409,6 +425,33 @@ class NodeInfo:
     pods: dict[str, PodInfo] = field(default_factory=dict)
     ports: list[HostPort] = field(default_factory=list)
     with_affinity: int = 0  # pods here with any pod (anti-)affinity
+    # the hot numbers as attributes: allocatable, and what the pods here request
+    alloc_cpu: int = 0
+    alloc_memory: int = 0
+    alloc_ephemeral: int = 0
+    alloc_pods: int = 0
+    cpu: int = 0
+    memory: int = 0
+    ephemeral: int = 0
+    nz_cpu: int = 0
+    nz_memory: int = 0
+
+    def __post_init__(self) -> None:
+        self.set_allocatable(self.allocatable)
+
+    def set_allocatable(self, allocatable: dict[str, int]) -> None:
+        self.allocatable = allocatable
+        self.alloc_cpu = allocatable.get(CPU, 0)
+        self.alloc_memory = allocatable.get(MEMORY, 0)
+        self.alloc_ephemeral = allocatable.get(EPHEMERAL, 0)
+        self.alloc_pods = allocatable.get(PODS, 0)
+
+    def _sync(self) -> None:
+        self.cpu = self.requested.get(CPU, 0)
+        self.memory = self.requested.get(MEMORY, 0)
+        self.ephemeral = self.requested.get(EPHEMERAL, 0)
+        self.nz_cpu = self.nonzero.get(CPU, 0)
+        self.nz_memory = self.nonzero.get(MEMORY, 0)
 
     def add_pod(self, pod: PodInfo) -> None:
         if pod.key in self.pods:
@@ -416,6 +459,7 @@ class NodeInfo:
         self.pods[pod.key] = pod
         _add(self.requested, pod.requests)
         _add(self.nonzero, pod.nonzero)
+        self._sync()
         self.ports.extend(pod.host_ports)
         if has_pod_affinity(pod):
             self.with_affinity += 1
@@ -428,6 +472,7 @@ class NodeInfo:
             self.requested[name] = self.requested.get(name, 0) - value
         for name, value in pod.nonzero.items():
             self.nonzero[name] = self.nonzero.get(name, 0) - value
+        self._sync()
         for port in pod.host_ports:
             self.ports.remove(port)
         if has_pod_affinity(pod):
