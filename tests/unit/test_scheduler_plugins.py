@@ -41,7 +41,11 @@ from kubewire.cluster.scheduler.queue import (
     POD_DELETED,
     SchedulingQueue,
 )
-from kubewire.cluster.scheduler.scheduler import num_feasible_nodes_to_find, scheduled_condition
+from kubewire.cluster.scheduler.scheduler import (
+    num_feasible_nodes_to_find,
+    pod_updated,
+    scheduled_condition,
+)
 
 
 def a_pod(name: str = "p", labels: dict[str, str] | None = None, namespace: str = "default",
@@ -288,3 +292,24 @@ def test_unschedulable_pods_move_on_events_that_may_help() -> None:
     assert leftover is not None and leftover.info.name == "tainted"
     queue.delete("default/tainted")
     assert len(queue) == 0
+
+
+def test_only_spec_or_metadata_changes_requeue_an_unschedulable_pod() -> None:
+    clock = Clock()
+    queue = SchedulingQueue(clock)
+    old = {"metadata": {"name": "p", "namespace": "default", "resourceVersion": "1"},
+           "spec": {"containers": [{"name": "c"}]}, "status": {}}
+    queue.add(pod_info(old))
+    popped = queue.pop()
+    assert popped is not None
+    queue.unschedulable(popped, frozenset({"NodeResourcesFit"}))
+    clock.now += 20
+    status_only = {**old, "metadata": {**old["metadata"], "resourceVersion": "2"},
+                   "status": {"conditions": [{"type": "PodScheduled", "status": "False"}]}}
+    assert not pod_updated(old, status_only)
+    queue.add(pod_info(status_only), changed=pod_updated(old, status_only))
+    assert queue.pop() is None  # its own condition does not make it schedulable
+    relabelled = {**status_only, "metadata": {**status_only["metadata"], "labels": {"a": "b"}}}
+    assert pod_updated(status_only, relabelled)
+    queue.add(pod_info(relabelled), changed=True)
+    assert queue.pop() is not None

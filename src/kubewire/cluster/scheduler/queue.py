@@ -72,13 +72,14 @@ class SchedulingQueue:
     def __len__(self) -> int:
         return len(self.pods)
 
-    def add(self, info: PodInfo) -> None:
-        """A new pending pod (or an update of one): to activeQ unless already queued."""
+    def add(self, info: PodInfo, changed: bool = True) -> None:
+        """A new pending pod, or an update of one (``changed``: more than its status changed,
+        which may make an unschedulable pod fit): to activeQ unless already queued."""
         queued = self.pods.get(info.key)
         if queued is not None:
             queued.info = info
-            if self.where.get(info.key) == "unschedulable":
-                self._requeue(queued)  # an update of the pod may make it schedulable
+            if changed and self.where.get(info.key) == "unschedulable":
+                self._requeue(queued)
             return
         if info.key in self.in_flight:
             return

@@ -231,7 +231,7 @@ class Scheduler:
         elif info.key in self.assumed:
             return
         elif self._wants(info):
-            self.queue.add(info)
+            self.queue.add(info, changed=pod_updated(old, new))
         else:
             self.queue.delete(info.key)
         self._wake.set()
@@ -420,6 +420,20 @@ class Scheduler:
             return
         except (StatusError, ClientError) as err:
             log.info("PodScheduled of %s not updated: %s", pod.key, err)
+
+
+_NOT_COMPARED = frozenset({"resourceVersion", "generation", "managedFields", "finalizers"})
+
+
+def pod_updated(old: Obj, new: Obj) -> bool:
+    """``isPodUpdated``: did more change than status, resourceVersion, generation, managed
+    fields and finalizers? (The scheduler's own status patch must not requeue the pod.)"""
+    def stripped(pod: Obj) -> tuple[Any, ...]:
+        meta = {k: v for k, v in (pod.get("metadata") or {}).items() if k not in _NOT_COMPARED}
+        rest = {k: v for k, v in pod.items() if k not in ("metadata", "status")}
+        return meta, rest
+
+    return stripped(old) != stripped(new)
 
 
 def _refresh(info: NodeInfo, parsed: NodeInfo) -> None:
