@@ -99,8 +99,10 @@ async def scheduler(server: ServerThread) -> AsyncIterator[Scheduler]:
             yield sched
         finally:
             task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
+            # the scheduler stops when cancelled (it once swallowed a cancellation and ran on)
+            async with asyncio.timeout(10):
+                with pytest.raises(asyncio.CancelledError):
+                    await task
             await ctx.close()
 
 
@@ -263,3 +265,36 @@ async def test_priority_orders_the_queue(server: ServerThread, scheduler: Schedu
     cond = await until(lambda: scheduled_condition(server, "huge"), what="huge's condition")
     assert cond["message"] == ("0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 "
                                "nodes are available: 1 Insufficient cpu..")
+
+
+async def test_finished_or_deleted_pods_free_their_node(server: ServerThread,
+                                                        scheduler: Scheduler) -> None:
+    add_node(server, node("one", cpu="1"))
+    add_pod(server, pod("first", cpu="1"))
+    await until(lambda: node_of(server, "first") == "one", what="first bound")
+    add_pod(server, pod("second", cpu="1"))
+    add_pod(server, pod("third", cpu="1"))
+    await until(lambda: scheduled_condition(server, "second")
+                and scheduled_condition(server, "third"), what="both unschedulable")
+    # a terminal pod leaves the scheduler's informer (status.phase!=Succeeded) and its node
+    ok(call(server, "PATCH", "/api/v1/namespaces/default/pods/first/status",
+            {"status": {"phase": "Succeeded"}},
+            headers={"Content-Type": "application/merge-patch+json"}), 200)
+    await until(lambda: node_of(server, "second") or node_of(server, "third"), what="one more")
+    waiting = "third" if node_of(server, "second") else "second"
+    bound = "second" if waiting == "third" else "third"
+    ok(call(server, "DELETE", f"/api/v1/namespaces/default/pods/{bound}?gracePeriodSeconds=0"),
+       200)
+    await until(lambda: node_of(server, waiting) == "one", what="the last one after a delete")
+
+
+async def test_scheduling_gates_hold_a_pod(server: ServerThread,
+                                          scheduler: Scheduler) -> None:
+    add_node(server, node("n"))
+    add_pod(server, pod("gated", schedulingGates=[{"name": "example.com/wait"}]))
+    add_pod(server, pod("later"))
+    await until(lambda: node_of(server, "later") == "n", what="the later pod bound")
+    assert node_of(server, "gated") == ""
+    cond = scheduled_condition(server, "gated")  # the API server's, not the scheduler's
+    assert cond is not None and cond["reason"] == "SchedulingGated"
+    assert not new_events(server, "gated", "FailedScheduling")

@@ -274,9 +274,11 @@ class Scheduler:
             if queued is None:
                 self._wake.clear()
                 wait = self.queue.next_wakeup()
+                # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation
+                # that arrives as the event is set, and the scheduler would never stop
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(),
-                                           IDLE_WAKEUP_S if wait is None else wait)
+                    async with asyncio.timeout(IDLE_WAKEUP_S if wait is None else wait):
+                        await self._wake.wait()
                 continue
             try:
                 self.schedule_one(queued)
