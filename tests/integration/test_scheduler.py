@@ -154,7 +154,7 @@ async def test_requests_fill_nodes_and_pod_count_limits(server: ServerThread,
     cond = await until(lambda: scheduled_condition(server, "one-too-many"), what="condition")
     assert cond["message"] == ("0/1 nodes are available: 1 Too many pods. preemption: 0/1 "
                                "nodes are available: 1 No preemption victims found for "
-                               "incoming pod..")
+                               "incoming pod.")
     too_big = scheduled_condition(server, "too-big")
     assert too_big is not None
     assert too_big["message"].startswith("0/1 nodes are available: 1 Insufficient cpu, 1 Too "
@@ -168,7 +168,7 @@ async def test_unschedulable_pod_gets_condition_event_and_retries_on_new_node(
     message = ("0/3 nodes are available: 1 node(s) had untolerated taint "
                "{node-role.kubernetes.io/control-plane: }, 2 Insufficient cpu. preemption: "
                "0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
-               "2 No preemption victims found for incoming pod..")
+               "2 No preemption victims found for incoming pod.")
     cond = await until(lambda: scheduled_condition(server, "hungry"), what="condition")
     assert cond["status"] == "False" and cond["reason"] == "Unschedulable"
     assert cond["message"] == message
@@ -185,8 +185,19 @@ async def test_unschedulable_pod_gets_condition_event_and_retries_on_new_node(
         subprocess.run, ["kubectl", "--kubeconfig", str(server.kubeconfig), "describe", "pod",
                          "hungry"], capture_output=True, text=True, timeout=30)
     assert "FailedScheduling" in out.stdout and "2 Insufficient cpu" in out.stdout
+    # pinned to one node by name, as the DaemonSet controller pins its pods
+    pinned = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}]}}}
+    add_pod(server, pod("pinned", cpu="3", affinity=pinned))
+    cond = await until(lambda: scheduled_condition(server, "pinned"), what="pinned condition")
+    assert cond["message"] == (
+        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) "
+        "[NodeAffinity]. preemption: 0/3 nodes are available: 1 No preemption victims found "
+        "for incoming pod, 2 Preemption is not helpful for scheduling.")
     add_node(server, node("big", cpu="8"))
     await until(lambda: node_of(server, "hungry") == "big", what="retry on the new node")
+    assert node_of(server, "pinned") == ""
     cond = scheduled_condition(server, "hungry")
     assert cond is not None and cond["status"] == "True"
 
@@ -205,7 +216,7 @@ async def test_no_nodes_and_cordon_and_untaint(server: ServerThread,
     assert cond is not None
     assert cond["message"] == ("0/2 nodes are available: 1 node(s) had untolerated taint "
                                "{k: v}, 1 node(s) were unschedulable. preemption: 0/2 nodes "
-                               "are available: 2 Preemption is not helpful for scheduling..")
+                               "are available: 2 Preemption is not helpful for scheduling.")
     ok(call(server, "PATCH", "/api/v1/nodes/tainted", {"spec": {"taints": []}},
             headers={"Content-Type": "application/merge-patch+json"}), 200)
     await until(lambda: node_of(server, "early") == "tainted", what="bound after untaint")
@@ -257,14 +268,14 @@ async def test_priority_orders_the_queue(server: ServerThread, scheduler: Schedu
     await asyncio.sleep(0.3)
     assert node_of(server, "low") == ""
     low = ("0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
-           "1 No preemption victims found for incoming pod..")  # only a higher-priority pod
+           "1 No preemption victims found for incoming pod.")  # only a higher-priority pod
     await until(lambda: (scheduled_condition(server, "low") or {}).get("message") == low,
                 what="low's message")
     # a pod that outranks "high" but would not fit even without it keeps the filter's reason
     add_pod(server, pod("huge", cpu="3", priorityClassName="system-node-critical"))
     cond = await until(lambda: scheduled_condition(server, "huge"), what="huge's condition")
     assert cond["message"] == ("0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 "
-                               "nodes are available: 1 Insufficient cpu..")
+                               "nodes are available: 1 Insufficient cpu.")
 
 
 async def test_finished_or_deleted_pods_free_their_node(server: ServerThread,

@@ -135,6 +135,22 @@ def test_node_affinity_operators() -> None:
         "node(s) didn't match Pod's node affinity/selector",)
 
 
+def test_node_names_from_required_match_fields() -> None:
+    def names(*terms: dict[str, Any]) -> frozenset[str] | None:
+        return a_pod(affinity={"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": list(terms)}}}).node_names
+
+    def by_name(*values: str) -> dict[str, Any]:
+        return {"key": "metadata.name", "operator": "In", "values": list(values)}
+
+    assert names({"matchFields": [by_name("a", "b"), by_name("b", "c")]}) == {"b"}
+    assert names({"matchFields": [by_name("a")]}, {"matchFields": [by_name("z")]}) == {"a", "z"}
+    assert names({"matchFields": [by_name("a")]},
+                 {"matchExpressions": [{"key": "k", "operator": "Exists"}]}) is None
+    assert a_pod().node_names is None
+
+
 def test_topology_spread_skew_and_min_domains() -> None:
     nodes = [a_node("a1", labels={"zone": "a"}), a_node("b1", labels={"zone": "b"}),
              a_node("x", labels={})]
@@ -187,10 +203,10 @@ def test_fit_error_text_sorted_as_strings_with_preemption() -> None:
         "0/3 nodes are available: 1 node(s) had untolerated taint "
         "{node-role.kubernetes.io/control-plane: }, 2 Insufficient cpu. preemption: 0/3 nodes "
         "are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims "
-        "found for incoming pod..")
+        "found for incoming pod.")
     assert unschedulable_message(1, [("Insufficient cpu",)], NOT_ELIGIBLE) == (
         "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to "
-        "preemptionPolicy=Never..")
+        "preemptionPolicy=Never.")
     # "10 ..." sorts before "2 ...": kube sorts the strings, not the counts
     assert fit_error(12, [("b",)] * 2 + [("a",)] * 10) == "0/12 nodes are available: 10 a, 2 b."
     long = truncate("x" * 2000)

@@ -49,6 +49,7 @@ from kubewire.client.resource import PatchType
 from kubewire.client.transport import Request
 from kubewire.cluster.runtime import ClusterContext, Obj, now_rfc3339
 from kubewire.cluster.scheduler.plugins.filters import (
+    REASON_PREFILTER_AFFINITY,
     UNRESOLVABLE,
     CycleState,
     Status,
@@ -305,13 +306,18 @@ class Scheduler:
         state = (prefilter(pod, nodes)
                  if self.affinity_pods or pod.spread or pod.affinity or pod.anti_affinity
                  else CycleState())
-        want = num_feasible_nodes_to_find(len(nodes))
+        total = len(nodes)
+        candidates = nodes
+        skipped = 0  # nodes NodeAffinity's PreFilterResult left out: not filtered at all
+        if pod.node_names is not None:
+            candidates = [self.nodes[n] for n in sorted(pod.node_names) if n in self.nodes]
+            skipped = total - len(candidates)
+        want = num_feasible_nodes_to_find(len(candidates))
         feasible: list[NodeInfo] = []
         failed: list[tuple[NodeInfo, Status]] = []
-        total = len(nodes)
-        start = self.next_start % total
-        for i in range(total):
-            node = nodes[(start + i) % total]
+        start = self.next_start
+        for i in range(len(candidates)):
+            node = candidates[(start + i) % len(candidates)]
             status = filter_node(pod, node, state)
             if status is None:
                 feasible.append(node)
@@ -321,10 +327,12 @@ class Scheduler:
                 failed.append((node, status))
         self.next_start = (start + len(feasible) + len(failed)) % total
         if not feasible:
-            self.queue.unschedulable(queued, frozenset(s.plugin for _, s in failed))
-            message = unschedulable_message(total, (s.reasons for _, s in failed),
-                                            self._preemption(pod, failed, state, total))
-            self._spawn(self._record_failure(pod, "Unschedulable", message))
+            rejectors = {s.plugin for _, s in failed} | ({"NodeAffinity"} if skipped else set())
+            self.queue.unschedulable(queued, frozenset(rejectors))
+            reasons = [s.reasons for _, s in failed] + [(REASON_PREFILTER_AFFINITY,)] * skipped
+            preemption = self._preemption(pod, failed, state, total)
+            self._spawn(self._record_failure(
+                pod, "Unschedulable", unschedulable_message(total, reasons, preemption)))
             return
         chosen = feasible[0] if len(feasible) == 1 else self._select(pod, feasible)
         self.queue.done(pod.key)
@@ -345,7 +353,8 @@ class Scheduler:
         """What DefaultPreemption's PostFilter would say (kubewire evicts nothing)."""
         if pod.preempt_never:
             return NOT_ELIGIBLE
-        reasons: list[tuple[str, ...]] = []
+        # nodes left out by a PreFilterResult, and unresolvable ones, cannot be helped
+        reasons: list[tuple[str, ...]] = [(NOT_HELPFUL,)] * (total - len(failed))
         for node, status in failed:
             if status.code == UNRESOLVABLE:
                 reasons.append((NOT_HELPFUL,))

@@ -44,6 +44,7 @@ REASON_TOO_MANY_PODS = "Too many pods"
 REASON_SPREAD = "node(s) didn't match pod topology spread constraints"
 REASON_SPREAD_LABEL = ("node(s) didn't match pod topology spread constraints "
                        "(missing required label)")
+REASON_PREFILTER_AFFINITY = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
 REASON_POD_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"

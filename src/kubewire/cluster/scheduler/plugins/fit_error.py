@@ -3,7 +3,7 @@
 
 ``0/<all> nodes are available: `` + the histogram of reasons (``"<count> <reason>"``, sorted
 as strings, joined with ``, ``) + ``.``, then `` preemption: `` + the preemption attempt's own
-FitError + ``.`` — which is why kube's messages end in two dots (``... for incoming pod..``).
+FitError (since 1.30 without a second period: kubernetes#117588).
 Preemption: nodes whose status is ``UnschedulableAndUnresolvable`` are "Preemption is not
 helpful for scheduling"; on the others kube looks for lower-priority victims: none there is
 "No preemption victims found for incoming pod", and when removing them all still leaves the
@@ -43,7 +43,7 @@ def unschedulable_message(num_nodes: int, reasons: Iterable[tuple[str, ...]],
     the PostFilter's message, ``""`` for none)."""
     text = fit_error(num_nodes, reasons)
     if preemption:
-        text += f" preemption: {preemption}."
+        text += f" preemption: {preemption}"
     return text
 
 

@@ -320,8 +320,10 @@ class PodInfo:
     nz_cpu: int = 0
     nz_memory: int = 0
     scalars: bool = False  # requests anything but cpu, memory, ephemeral-storage
+    node_names: frozenset[str] | None = None  # NodeAffinity's PreFilterResult
 
     def __post_init__(self) -> None:
+        self.node_names = prefilter_node_names(self.required_terms)
         self.cpu = self.requests.get(CPU, 0)
         self.memory = self.requests.get(MEMORY, 0)
         self.ephemeral = self.requests.get(EPHEMERAL, 0)
@@ -338,6 +340,24 @@ class PodInfo:
         if self.required_terms is None:
             return True
         return any(term.matches(labels, name) for term in self.required_terms)
+
+
+def prefilter_node_names(terms: tuple[NodeTerm, ...] | None) -> frozenset[str] | None:
+    """NodeAffinity's PreFilter: when every required term names nodes (``matchFields``
+    ``metadata.name In``, intersected within a term), only those nodes (the union) can fit,
+    as for DaemonSet pods; None: any node may."""
+    if not terms:
+        return None
+    names: set[str] = set()
+    for term in terms:
+        in_term: set[str] | None = None
+        for req in term.fields:
+            if req.key == "metadata.name" and req.operator == "In":
+                in_term = set(req.values) if in_term is None else in_term & set(req.values)
+        if in_term is None:
+            return None  # this term may match any node: the terms are ORed
+        names |= in_term
+    return frozenset(names) if names else None
 
 
 def pod_key(obj: Obj) -> str:
