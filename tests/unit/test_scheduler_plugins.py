@@ -329,3 +329,21 @@ def test_only_spec_or_metadata_changes_requeue_an_unschedulable_pod() -> None:
     assert pod_updated(status_only, relabelled)
     queue.add(pod_info(relabelled), changed=True)
     assert queue.pop() is not None
+
+
+def test_namespace_selector_in_affinity_terms() -> None:
+    nodes = [a_node("n1", labels={"h": "n1"})]
+    nodes[0].add_pod(a_pod("db", {"app": "db"}, namespace="prod", node="n1"))
+    term = {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "h"}
+
+    def blocked(term: dict[str, Any], ns_labels: dict[str, dict[str, str]]) -> bool:
+        pod = a_pod("p", affinity={"podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [term]}})
+        return filter_node(pod, nodes[0], prefilter(pod, nodes, ns_labels)) is not None
+
+    labels = {"prod": {"env": "prod"}, "default": {}}
+    assert not blocked(term, labels)  # the pod's own namespace only: no db there
+    assert blocked({**term, "namespaces": ["prod"]}, labels)
+    assert blocked({**term, "namespaceSelector": {}}, labels)  # every namespace
+    assert blocked({**term, "namespaceSelector": {"matchLabels": {"env": "prod"}}}, labels)
+    assert not blocked({**term, "namespaceSelector": {"matchLabels": {"env": "dev"}}}, labels)

@@ -31,6 +31,7 @@ LONG_FLUSH_PERIOD_S = 30.0  # flushUnschedulablePodsLeftover runs every 30 s
 
 NODE_ADD, NODE_UPDATE, POD_ASSIGNED, POD_DELETED = ("NodeAdd", "NodeUpdate", "AssignedPodAdd",
                                                     "AssignedPodDelete")
+NAMESPACE_CHANGE = "NamespaceChange"
 ALL = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity",
                  "NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity",
                  "NoNodes"})
@@ -40,6 +41,7 @@ EVENT_PLUGINS: dict[str, frozenset[str]] = {
     POD_ASSIGNED: frozenset({"PodTopologySpread", "InterPodAffinity"}),
     POD_DELETED: frozenset({"NodePorts", "NodeResourcesFit", "PodTopologySpread",
                             "InterPodAffinity"}),
+    NAMESPACE_CHANGE: frozenset({"InterPodAffinity"}),
 }
 
 

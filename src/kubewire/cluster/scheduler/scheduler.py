@@ -4,8 +4,10 @@
 kube's scheduler cache does, a ``NodeInfo`` per node holding the sums of the requests of the
 pods assigned to it, fed by one Node informer and one Pod informer (field selector
 ``status.phase!=Succeeded,status.phase!=Failed``, kube's ``newPodInformer``: terminal pods
-leave the cache and free their node). Unassigned pods of ``default-scheduler`` without
-scheduling gates enter the ``SchedulingQueue``; each is scheduled in turn:
+leave the cache and free their node) and a Namespace informer (the labels
+``namespaceSelector`` in pod affinity terms selects). Unassigned pods of
+``default-scheduler`` without scheduling gates enter the ``SchedulingQueue``; each is
+scheduled in turn:
 
 - PreFilter (inter-pod affinity and spread counts, only when the pod or an existing pod uses
   them), then the filters on nodes taken round-robin from where the last pod stopped, until
@@ -27,9 +29,9 @@ scheduling gates enter the ``SchedulingQueue``; each is scheduled in turn:
 What kube does that this does not: preemption (the message says what DefaultPreemption would
 find, but no pod is evicted and ``nominatedNodeName`` is never set); QueueingHints per plugin
 (a coarser event table instead); the volume and DRA plugins, NodePorts' exact IP families,
-ImageLocality, the system-default topology spread for pods of Services/ReplicaSets, and
-``namespaceSelector`` other than ``{}`` in pod affinity terms (they count the pod's own
-namespace or the listed ones); extenders, profiles and scheduler configuration files;
+ImageLocality, the system-default topology spread for pods of Services/ReplicaSets, existing
+pods' preferred terms in InterPodAffinity's score (only the incoming pod's terms count);
+extenders, profiles and scheduler configuration files;
 parallel filtering (one core, one pod at a time; only bindings run concurrently).
 """
 
@@ -74,6 +76,7 @@ from kubewire.cluster.scheduler.plugins.infos import (
 )
 from kubewire.cluster.scheduler.plugins.scores import score_nodes
 from kubewire.cluster.scheduler.queue import (
+    NAMESPACE_CHANGE,
     NODE_ADD,
     NODE_UPDATE,
     POD_ASSIGNED,
@@ -132,6 +135,7 @@ class Scheduler:
         self.assumed: dict[str, str] = {}  # pod key -> node, until the informer shows it bound
         self.assigned: dict[str, str] = {}  # pod key -> node, for every pod in the cache
         self.affinity_pods = 0
+        self.namespace_labels: dict[str, dict[str, str]] = {}  # for namespaceSelector terms
         self.next_start = 0
         self.events = ctx.new_recorder(DEFAULT_SCHEDULER)
         self.pods_api = ctx.api("v1", "Pod")
@@ -179,6 +183,20 @@ class Scheduler:
         if info is not None and not info.pods:
             del self.infos[name]
         self._node_list_changed()
+
+    def on_namespace(self, obj: Obj, new: Obj | None = None) -> None:
+        """A namespace added or changed: its labels, for terms with a ``namespaceSelector``."""
+        obj = new if new is not None else obj
+        meta = obj.get("metadata") or {}
+        labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+        name = str(meta.get("name") or "")
+        if self.namespace_labels.get(name) != labels:
+            self.namespace_labels[name] = labels
+            self.queue.move_all(NAMESPACE_CHANGE)
+            self._wake.set()
+
+    def on_namespace_delete(self, obj: Obj) -> None:
+        self.namespace_labels.pop(str((obj.get("metadata") or {}).get("name") or ""), None)
 
     def _cache_add(self, info: PodInfo) -> None:
         previous = self.assigned.get(info.key)
@@ -255,6 +273,11 @@ class Scheduler:
                            on_delete=self.on_node_delete)
         pods.add_handlers(on_add=self.on_pod_add, on_update=self.on_pod_update,
                           on_delete=self.on_pod_delete)
+        namespaces = self.ctx.informer("v1", "Namespace")
+        namespaces.add_handlers(on_add=self.on_namespace, on_update=self.on_namespace,
+                                on_delete=self.on_namespace_delete)
+        for namespace in namespaces.cache.list():
+            self.on_namespace(namespace)
         # objects the shared informers already held before these handlers were added
         for node in nodes.cache.list():
             self.on_node_add(node)
@@ -262,6 +285,7 @@ class Scheduler:
             self.on_pod_add(pod)
         await nodes.wait_for_sync()
         await pods.wait_for_sync()
+        await namespaces.wait_for_sync()
         self._pods_informer = pods
         try:
             await self._loop()
@@ -303,7 +327,7 @@ class Scheduler:
             self.queue.unschedulable(queued, frozenset({"NoNodes"}))
             self._spawn(self._record_failure(pod, "Unschedulable", NO_NODES))
             return
-        state = (prefilter(pod, nodes)
+        state = (prefilter(pod, nodes, self.namespace_labels)
                  if self.affinity_pods or pod.spread or pod.affinity or pod.anti_affinity
                  else CycleState())
         total = len(nodes)
@@ -343,7 +367,7 @@ class Scheduler:
 
     def _select(self, pod: PodInfo, feasible: list[NodeInfo]) -> NodeInfo:
         """``selectHost``: the highest total, ties broken uniformly at random."""
-        scores = score_nodes(pod, feasible, self.node_list)
+        scores = score_nodes(pod, feasible, self.node_list, self.namespace_labels)
         best = max(scores)
         top = [node for node, score in zip(feasible, scores, strict=True) if score == best]
         return top[0] if len(top) == 1 else random.choice(top)

@@ -25,6 +25,7 @@ from kubewire.cluster.scheduler.plugins.infos import (
     EPHEMERAL,
     MEMORY,
     PODS,
+    NamespaceLabels,
     NodeInfo,
     PodInfo,
     SpreadConstraint,
@@ -72,11 +73,14 @@ class CycleState:
     anti_counts: dict[TopologyPair, int] = field(default_factory=dict)
     spread_counts: list[dict[str, int]] = field(default_factory=list)  # per hard constraint
     spread_min: list[int] = field(default_factory=list)
+    ns_labels: NamespaceLabels = field(default_factory=dict)
 
 
-def prefilter(pod: PodInfo, nodes: Iterable[NodeInfo]) -> CycleState:
-    """InterPodAffinity and PodTopologySpread PreFilter, over every node and its pods."""
-    state = CycleState()
+def prefilter(pod: PodInfo, nodes: Iterable[NodeInfo],
+              ns_labels: NamespaceLabels | None = None) -> CycleState:
+    """InterPodAffinity and PodTopologySpread PreFilter, over every node and its pods
+    (``ns_labels``: the namespaces' labels, for terms with a ``namespaceSelector``)."""
+    state = CycleState(ns_labels=ns_labels or {})
     hard = [c for c in pod.spread if c.hard]
     want_terms = bool(pod.affinity or pod.anti_affinity)
     if not hard and not want_terms:
@@ -119,7 +123,7 @@ def _spread_eligible(pod: PodInfo, node: NodeInfo, hard: list[SpreadConstraint])
 def _existing_anti(pod: PodInfo, node: NodeInfo, state: CycleState) -> None:
     for existing in node.pods.values():
         for term in existing.anti_affinity:
-            if term.topology_key in node.labels and term.matches(pod):
+            if term.topology_key in node.labels and term.matches(pod, state.ns_labels):
                 pair = (term.topology_key, node.labels[term.topology_key])
                 state.existing_anti[pair] = state.existing_anti.get(pair, 0) + 1
 
@@ -129,7 +133,8 @@ def _incoming_terms(pod: PodInfo, node: NodeInfo, state: CycleState) -> None:
         for terms, counts in ((pod.affinity, state.affinity_counts),
                               (pod.anti_affinity, state.anti_counts)):
             for term in terms:
-                if term.topology_key in node.labels and term.matches(existing):
+                if term.topology_key in node.labels and term.matches(existing,
+                                                                     state.ns_labels):
                     pair = (term.topology_key, node.labels[term.topology_key])
                     counts[pair] = counts.get(pair, 0) + 1
 
@@ -237,7 +242,7 @@ def _satisfies_affinity(pod: PodInfo, node: NodeInfo, state: CycleState) -> bool
         if state.affinity_counts.get((term.topology_key, value), 0) <= 0:
             pods_exist = False
     return pods_exist or (not state.affinity_counts
-                          and all(term.matches(pod) for term in pod.affinity))
+                          and all(term.matches(pod, state.ns_labels) for term in pod.affinity))
 
 
 __all__ = ["UNRESOLVABLE", "UNSCHEDULABLE", "CycleState", "Status", "filter_node",

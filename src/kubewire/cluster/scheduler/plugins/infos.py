@@ -185,19 +185,26 @@ def node_term(term: Any) -> NodeTerm:
                     _requirements(term.get("matchFields")))
 
 
+NamespaceLabels = Mapping[str, Mapping[str, str]]  # namespace name -> its labels
+
+
 @dataclass(frozen=True, slots=True)
 class PodAffinityTerm:
-    """A ``PodAffinityTerm`` resolved against the pod that carries it: ``namespaces`` None
-    means every namespace (an empty ``namespaceSelector``)."""
+    """A ``PodAffinityTerm`` resolved against the pod that carries it (kube's
+    ``AffinityTerm``): the listed ``namespaces`` (the pod's own when neither a list nor a
+    selector is given) and the namespaces ``ns_selector`` selects (``{}``: every one)."""
 
     selector: LabelSelector
-    namespaces: frozenset[str] | None
+    namespaces: frozenset[str]
+    ns_selector: LabelSelector | None
     topology_key: str
     weight: int = 0
 
-    def matches(self, pod: PodInfo) -> bool:
-        """``AffinityTerm.Matches``: namespace and labels."""
-        if self.namespaces is not None and pod.namespace not in self.namespaces:
+    def matches(self, pod: PodInfo, ns_labels: NamespaceLabels) -> bool:
+        """``AffinityTerm.Matches``: namespace (listed or selected) and labels."""
+        if pod.namespace not in self.namespaces and (
+                self.ns_selector is None
+                or not self.ns_selector.matches(ns_labels.get(pod.namespace, {}))):
             return False
         return self.selector.matches(pod.labels)
 
@@ -246,17 +253,20 @@ def _pod_terms(items: Any, namespace: str, labels: Mapping[str, str],
         term = item.get("podAffinityTerm") if weighted else item
         if not isinstance(term, Mapping):
             continue
-        namespaces: frozenset[str] | None = frozenset(term.get("namespaces") or ())
-        ns_selector = term.get("namespaceSelector")
-        if isinstance(ns_selector, Mapping) and not ns_selector.get("matchLabels") \
-                and not ns_selector.get("matchExpressions"):
-            namespaces = None  # {} selects every namespace
+        namespaces = frozenset(str(n) for n in term.get("namespaces") or ())
+        ns_selector: LabelSelector | None = None
+        raw = term.get("namespaceSelector")
+        if isinstance(raw, Mapping):
+            try:
+                ns_selector = label_selector_from_match(raw)
+            except SelectorError:
+                ns_selector = _NOTHING
         elif not namespaces:
             namespaces = frozenset({namespace})
         out.append(PodAffinityTerm(
             _selector(term.get("labelSelector"), labels, term.get("matchLabelKeys"),
                       term.get("mismatchLabelKeys")),
-            namespaces, str(term.get("topologyKey") or ""), weight))
+            namespaces, ns_selector, str(term.get("topologyKey") or ""), weight))
     return tuple(out)
 
 

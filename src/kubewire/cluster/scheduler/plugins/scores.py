@@ -18,6 +18,7 @@ import math
 from collections.abc import Sequence
 
 from kubewire.cluster.scheduler.plugins.infos import (
+    NamespaceLabels,
     NodeInfo,
     PodInfo,
     tolerated,
@@ -81,7 +82,8 @@ def _normalize(scores: list[int], reverse: bool = False) -> list[int]:
     return [MAX_NODE_SCORE - s for s in out] if reverse else out
 
 
-def _inter_pod_raw(pod: PodInfo, node: NodeInfo, all_nodes: Sequence[NodeInfo]) -> int:
+def _inter_pod_raw(pod: PodInfo, node: NodeInfo, all_nodes: Sequence[NodeInfo],
+                   ns_labels: NamespaceLabels) -> int:
     score = 0
     for sign, terms in ((1, pod.preferred_affinity), (-1, pod.preferred_anti_affinity)):
         for term in terms:
@@ -92,7 +94,7 @@ def _inter_pod_raw(pod: PodInfo, node: NodeInfo, all_nodes: Sequence[NodeInfo]) 
                 if other.labels.get(term.topology_key) != value:
                     continue
                 score += sign * term.weight * sum(1 for p in other.pods.values()
-                                                  if term.matches(p))
+                                                  if term.matches(p, ns_labels))
     return score
 
 
@@ -114,9 +116,10 @@ def _spread_raw(pod: PodInfo, node: NodeInfo, all_nodes: Sequence[NodeInfo]) -> 
     return round(total)
 
 
-def score_nodes(pod: PodInfo, nodes: Sequence[NodeInfo],
-                all_nodes: Sequence[NodeInfo]) -> list[int]:
-    """Each of ``nodes``' weighted total score for ``pod`` (``all_nodes`` for pod counts)."""
+def score_nodes(pod: PodInfo, nodes: Sequence[NodeInfo], all_nodes: Sequence[NodeInfo],
+                ns_labels: NamespaceLabels | None = None) -> list[int]:
+    """Each of ``nodes``' weighted total score for ``pod`` (``all_nodes`` for pod counts,
+    ``ns_labels`` for terms with a ``namespaceSelector``)."""
     totals = resource_scores(pod, nodes)
     soft_tolerations = tuple(t for t in pod.tolerations if t.effect in ("", "PreferNoSchedule"))
     if any(n.soft_taints for n in nodes):
@@ -131,7 +134,7 @@ def score_nodes(pod: PodInfo, nodes: Sequence[NodeInfo],
         totals = [t + WEIGHTS["NodeAffinity"] * s
                   for t, s in zip(totals, affinity, strict=True)]
     if pod.preferred_affinity or pod.preferred_anti_affinity:
-        raw = [_inter_pod_raw(pod, n, all_nodes) for n in nodes]
+        raw = [_inter_pod_raw(pod, n, all_nodes, ns_labels or {}) for n in nodes]
         low, high = min(raw), max(raw)
         spread = high - low
         totals = [t + WEIGHTS["InterPodAffinity"] * (
