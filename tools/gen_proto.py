@@ -48,6 +48,12 @@ POINTER_FIELDS: dict[str, tuple[str, ...]] = {
     "apimachinery.pkg.apis.meta.v1.Preconditions": ("uid", "resourceVersion"),
     "api.apps.v1.DeploymentSpec": ("replicas", "revisionHistoryLimit"),
     "api.apps.v1.DeploymentStatus": ("collisionCount",),
+    "api.apps.v1.ReplicaSetSpec": ("replicas",),
+    "api.apps.v1.StatefulSetSpec": ("replicas", "revisionHistoryLimit"),
+    "api.apps.v1.RollingUpdateStatefulSetStrategy": ("partition",),
+    "api.apps.v1.StatefulSetStatus": ("collisionCount",),
+    "api.apps.v1.DaemonSetSpec": ("revisionHistoryLimit",),
+    "api.apps.v1.DaemonSetStatus": ("collisionCount",),
     "api.core.v1.PodSpec": ("terminationGracePeriodSeconds", "activeDeadlineSeconds",
                             "automountServiceAccountToken", "shareProcessNamespace", "priority",
                             "enableServiceLinks", "preemptionPolicy", "runtimeClassName",
@@ -80,6 +86,12 @@ POINTER_FIELDS: dict[str, tuple[str, ...]] = {
     "api.core.v1.CSIVolumeSource": ("readOnly", "fsType"),
     "api.core.v1.PersistentVolumeClaimSpec": ("storageClassName", "volumeMode",
                                               "volumeAttributesClassName"),
+    "api.core.v1.PersistentVolumeClaimStatus": ("currentVolumeAttributesClassName",),
+    "api.core.v1.TypedLocalObjectReference": ("apiGroup",),
+    "api.core.v1.TypedObjectReference": ("apiGroup", "namespace"),
+    "api.core.v1.PersistentVolumeSpec": ("volumeMode", "volumeAttributesClassName"),
+    "api.storage.v1.StorageClass": ("reclaimPolicy", "allowVolumeExpansion",
+                                    "volumeBindingMode"),
     "api.core.v1.GRPCAction": ("service",),
     "api.core.v1.PodDNSConfigOption": ("value",),
     "api.core.v1.Secret": ("immutable",),
@@ -101,6 +113,7 @@ POINTER_FIELDS: dict[str, tuple[str, ...]] = {
     "api.networking.v1.HTTPIngressPath": ("pathType",),
     "api.networking.v1.IngressPortStatus": ("error",),
     "api.networking.v1.NetworkPolicyPort": ("protocol", "endPort"),
+    "api.certificates.v1.CertificateSigningRequestSpec": ("expirationSeconds",),
 }
 
 _MESSAGE = re.compile(r"^message\s+(\w+)\s*\{$")
@@ -366,6 +379,98 @@ message SubjectRulesReviewStatus {
 """
 
 
+# certificates.k8s.io/v1 (not among the inputs either), from kubernetes/api v0.32
+# certificates/v1/generated.proto: CertificateSigningRequest and the types it reaches
+# (ClusterTrustBundle, served v1beta1 only, is left out). ``request`` and ``signerName`` have no
+# omitempty; ``expirationSeconds`` is a pointer (``*int32``, POINTER_FIELDS).
+EXTRA_CERTIFICATES_PROTO = """\
+package k8s.io.api.certificates.v1;
+message CertificateSigningRequest {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+  optional CertificateSigningRequestSpec spec = 2;
+  // +optional
+  optional CertificateSigningRequestStatus status = 3;
+}
+
+message CertificateSigningRequestCondition {
+  optional string type = 1;
+  optional string status = 6;
+  // +optional
+  optional string reason = 2;
+  // +optional
+  optional string message = 3;
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.Time lastUpdateTime = 4;
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.Time lastTransitionTime = 5;
+}
+
+message CertificateSigningRequestList {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ListMeta metadata = 1;
+  repeated CertificateSigningRequest items = 2;
+}
+
+message CertificateSigningRequestSpec {
+  optional bytes request = 1;
+  optional string signerName = 7;
+  // +optional
+  optional int32 expirationSeconds = 8;
+  repeated string usages = 5;
+  // +optional
+  optional string username = 2;
+  // +optional
+  optional string uid = 3;
+  // +optional
+  repeated string groups = 4;
+  // +optional
+  map<string, ExtraValue> extra = 6;
+}
+
+message CertificateSigningRequestStatus {
+  // +optional
+  repeated CertificateSigningRequestCondition conditions = 1;
+  // +optional
+  optional bytes certificate = 2;
+}
+
+message ExtraValue {
+  repeated string items = 1;
+}
+"""
+
+
+# storage/v1 StorageClass: ../shared/proto has no storage group either; from kubernetes/api
+# v0.32 storage/v1/generated.proto as above.
+EXTRA_PROTO_STORAGE = """\
+package k8s.io.api.storage.v1;
+message StorageClass {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+  optional string provisioner = 2;
+  // +optional
+  map<string, string> parameters = 3;
+  // +optional
+  optional string reclaimPolicy = 4;
+  // +optional
+  repeated string mountOptions = 5;
+  // +optional
+  optional bool allowVolumeExpansion = 6;
+  // +optional
+  optional string volumeBindingMode = 7;
+  // +optional
+  repeated .k8s.io.api.core.v1.TopologySelectorTerm allowedTopologies = 8;
+}
+
+message StorageClassList {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ListMeta metadata = 1;
+  repeated StorageClass items = 2;
+}
+"""
+
+
 def _strip_block_comments(text: str) -> str:
     return re.sub(r"/\*.*?\*/", "", text, flags=re.S)
 
@@ -429,11 +534,12 @@ def _qualify(type_name: str, package: str) -> str:
 
 
 def load_messages(proto_root: Path) -> dict[str, ProtoMessage]:
-    """Every message of every ``generated.proto`` under ``proto_root``, of ``EXTRA_PROTO`` and
-    of ``AUTHORIZATION_PROTO``, by full name."""
+    """Every message of every ``generated.proto`` under ``proto_root``, of ``EXTRA_PROTO``,
+    ``AUTHORIZATION_PROTO`` and ``EXTRA_CERTIFICATES_PROTO``, by full name."""
     messages: dict[str, ProtoMessage] = {}
     texts = [path.read_text(encoding="utf-8") for path in sorted(proto_root.rglob("*.proto"))]
-    for text in [*texts, EXTRA_PROTO, AUTHORIZATION_PROTO]:
+    for text in [*texts, EXTRA_PROTO, AUTHORIZATION_PROTO, EXTRA_CERTIFICATES_PROTO,
+                 EXTRA_PROTO_STORAGE]:
         for message in parse_proto(text):
             messages.setdefault(message.name, message)
     for message in messages.values():

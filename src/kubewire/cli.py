@@ -156,9 +156,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="kube-controller-manager's list: '*' turns on the controllers on by "
                             "default, 'name' one more, '-name' one off (e.g. '*,-namespace'; "
                             "'' none). kubewire runs namespace, serviceaccount, "
-                            "root-ca-cert-publisher and pod-termination-controller (graceful pod "
+                            "root-ca-cert-publisher, clusterrole-aggregation, csrsigning, "
+                            "csrcleaner and pod-termination-controller (graceful pod "
                             "deletions end with their grace period); any name kube knows is "
                             "accepted (default *)")
+    serve.add_argument("--cluster-signing-duration", type=duration(), default=365 * 24 * 3600.0,
+                       help="the longest certificate the CSR signer (csrsigning) issues; "
+                            "a request's expirationSeconds may ask for less (default 8760h0m0s)")
     serve.add_argument("--namespace-deletion-delay", type=duration(zero=True), default=None,
                        help="how long a deleted namespace stays Terminating before the namespace "
                             "controller empties it, a Go duration or seconds; 0: at once "
@@ -274,6 +278,11 @@ def _add_access_flags(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--token-auth-file", type=Path, default=None,
                        help="kube-apiserver token file: token,user,uid[,\"groups\"] "
                             "(default: DIR/tokens.csv)")
+    serve.add_argument("--anonymous-auth", type=go_bool, nargs="?", const=True, default=False,
+                       help="requests without credentials are system:anonymous on every path, "
+                            "authorized as any user's, as kube's default (default: false: "
+                            "only /healthz, /livez, /readyz, /version without credentials, "
+                            "401 elsewhere)")
     serve.add_argument("--service-account-issuer", action="append", default=None,
                        help="iss of the service-account tokens (repeatable: the first issues, "
                             "all are accepted; default: "
@@ -978,6 +987,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
                         pod_grace_cap_s=args.pod_grace_cap,
                         manual_clock=args.manual_clock,
                         controllers=args.controllers,
+                        cluster_signing_duration_s=args.cluster_signing_duration,
                         leader_elect=args.leader_elect,
                         leader_elect_lease_duration_s=args.leader_elect_lease_duration,
                         leader_elect_renew_deadline_s=args.leader_elect_renew_deadline,
@@ -989,6 +999,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
                         tls_key_file=args.tls_private_key_file, tls_sans=tuple(args.tls_san),
                         client_ca_file=args.client_ca_file,
                         token_auth_file=args.token_auth_file,
+                        anonymous_auth=args.anonymous_auth,
                         **service_account_settings(args),
                         authorization_mode=",".join(args.authorization_mode),
                         authorization_policy_file=args.authorization_policy_file,

@@ -217,6 +217,21 @@ _ZERO: dict[str, Mapping[str, Any]] = {
                             "template": {"metadata": _ZERO_META, "spec": _POD_SPEC_ZERO},
                             "strategy": {}},
                    "status": {}},
+    # apps/v1 types.go: selector and template (and a StatefulSet's serviceName) have no
+    # omitempty; each status has counters without it
+    "ReplicaSet": {"spec": {"selector": None,
+                            "template": {"metadata": _ZERO_META, "spec": _POD_SPEC_ZERO}},
+                   "status": {"replicas": 0}},
+    "StatefulSet": {"spec": {"selector": None,
+                             "template": {"metadata": _ZERO_META, "spec": _POD_SPEC_ZERO},
+                             "serviceName": "", "updateStrategy": {}},
+                    "status": {"replicas": 0, "availableReplicas": 0}},
+    "DaemonSet": {"spec": {"selector": None,
+                           "template": {"metadata": _ZERO_META, "spec": _POD_SPEC_ZERO},
+                           "updateStrategy": {}},
+                  "status": {"currentNumberScheduled": 0, "numberMisscheduled": 0,
+                             "desiredNumberScheduled": 0, "numberReady": 0}},
+    "ControllerRevision": {"data": None, "revision": 0},  # RawExtension's zero encodes as null
     "events.k8s.io/Event": {"eventTime": None, "regarding": {}, "deprecatedSource": {},
                             "deprecatedFirstTimestamp": None, "deprecatedLastTimestamp": None},
     "Event": {"involvedObject": {}, "source": {}, "firstTimestamp": None, "lastTimestamp": None,
@@ -227,6 +242,16 @@ _ZERO: dict[str, Mapping[str, Any]] = {
     # rbac/v1 RoleBinding and ClusterRoleBinding: roleRef has no omitempty
     "Binding": {"roleRef": {"apiGroup": "", "kind": "", "name": ""}},
     "Role": {"rules": None},  # rules has no omitempty
+    # certificates/v1: spec.request and spec.signerName have no omitempty; status is a struct
+    "CertificateSigningRequest": {"spec": {"request": None, "signerName": ""}, "status": {}},
+    # core/v1 ResourceQuota, LimitRange (limits has no omitempty), PersistentVolumeClaim (its
+    # spec.resources is a struct), PersistentVolume; storage/v1 StorageClass (provisioner has
+    # no omitempty)
+    "ResourceQuota": {"spec": {}, "status": {}},
+    "LimitRange": {"spec": {"limits": None}},
+    "PersistentVolumeClaim": {"spec": {"resources": {}}, "status": {}},
+    "PersistentVolume": {"spec": {}, "status": {}},
+    "StorageClass": {"provisioner": ""},
 }
 
 
@@ -272,6 +297,23 @@ RESOURCES: tuple[Resource, ...] = (
              short_names=("deploy",), categories=("all",), subresources=("status", "scale"),
              field_label_style="default", generation="spec_and_annotations",
              zero_fields=_zero("Deployment")),
+    # pkg/registry/apps/{replicaset,statefulset,daemonset}/strategy.go: a spec change bumps the
+    # generation; storage.go: ShortNames, Categories "all", the scale subresource of
+    # ReplicaSets and StatefulSets. StatefulSet names are DNS labels (ValidateStatefulSetName).
+    Resource("apps", "v1", "ReplicaSet", "replicasets", "replicaset", namespaced=True,
+             short_names=("rs",), categories=("all",), subresources=("status", "scale"),
+             field_label_style="default", generation="spec", zero_fields=_zero("ReplicaSet")),
+    Resource("apps", "v1", "StatefulSet", "statefulsets", "statefulset", namespaced=True,
+             short_names=("sts",), categories=("all",), subresources=("status", "scale"),
+             field_label_style="default", name_rule="label", generation="spec",
+             zero_fields=_zero("StatefulSet")),
+    Resource("apps", "v1", "DaemonSet", "daemonsets", "daemonset", namespaced=True,
+             short_names=("ds",), categories=("all",), subresources=("status",),
+             field_label_style="default", generation="spec", zero_fields=_zero("DaemonSet")),
+    # controllerrevision/strategy.go: no status, no generation; no short name or category
+    Resource("apps", "v1", "ControllerRevision", "controllerrevisions", "controllerrevision",
+             namespaced=True, field_label_style="default",
+             zero_fields=_zero("ControllerRevision")),
     Resource("events.k8s.io", "v1", "Event", "events", "event", namespaced=True,
              short_names=("ev",), field_labels=_EVENT_FIELDS, has_watch_cache=False,
              internal_group="", zero_fields=_zero("events.k8s.io/Event")),
@@ -322,6 +364,39 @@ RESOURCES: tuple[Resource, ...] = (
              "selfsubjectrulesreview", namespaced=False, create_only=True),
     Resource("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews",
              "subjectaccessreview", namespaced=False, create_only=True),
+    # pkg/registry/certificates: cluster-scoped, short name ``csr`` (storage.go ShortNames),
+    # ``/status`` and ``/approval`` with their own strategies (writes/csr_strategy), no
+    # generation, PUT never creates; names are path segments (ValidateCertificateRequestName
+    # accepts any); certificates/v1 conversion.go accepts the ``spec.signerName`` field label
+    # with the core message.
+    Resource("certificates.k8s.io", "v1", "CertificateSigningRequest",
+             "certificatesigningrequests", "certificatesigningrequest", namespaced=False,
+             short_names=("csr",), subresources=("approval", "status"),
+             field_labels=MappingProxyType({"spec.signerName": "spec.signerName"}),
+             name_rule="path", zero_fields=_zero("CertificateSigningRequest")),
+    # Quota, limits and storage (pkg/registry/core/{resourcequota,limitrange,
+    # persistentvolumeclaim,persistentvolume}, pkg/registry/storage/storageclass): names are
+    # DNS subdomains; every storage but LimitRange's sets ReturnDeletedObject; LimitRange's
+    # strategy alone creates on PUT. core/v1 conversion.go registers only metadata.name and
+    # metadata.namespace for ResourceQuota and PersistentVolumeClaim (their strategies' "name"
+    # field cannot be selected), the others get the default conversion: "default" style.
+    Resource("", "v1", "ResourceQuota", "resourcequotas", "resourcequota", namespaced=True,
+             short_names=("quota",), subresources=("status",), field_label_style="default",
+             return_deleted_object=True, zero_fields=_zero("ResourceQuota")),
+    Resource("", "v1", "LimitRange", "limitranges", "limitrange", namespaced=True,
+             short_names=("limits",), field_label_style="default", allow_create_on_update=True,
+             zero_fields=_zero("LimitRange")),
+    Resource("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims",
+             "persistentvolumeclaim", namespaced=True, short_names=("pvc",),
+             subresources=("status",), field_label_style="default", return_deleted_object=True,
+             zero_fields=_zero("PersistentVolumeClaim")),
+    Resource("", "v1", "PersistentVolume", "persistentvolumes", "persistentvolume",
+             namespaced=False, short_names=("pv",), subresources=("status",),
+             field_label_style="default", return_deleted_object=True,
+             zero_fields=_zero("PersistentVolume")),
+    Resource("storage.k8s.io", "v1", "StorageClass", "storageclasses", "storageclass",
+             namespaced=False, short_names=("sc",), field_label_style="default",
+             return_deleted_object=True, zero_fields=_zero("StorageClass")),
     # apiextensions-apiserver's registry/customresourcedefinition: strategy bumps generation on
     # spec changes; ShortNames, Categories from etcd.go.
     Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition",

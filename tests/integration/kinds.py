@@ -24,6 +24,9 @@ class Kind:
     mutation: JSON  # a merge patch that changes the spec (or equivalent) validly
     has_status: bool = True
     is_custom: bool = False
+    # a controller writes the new object's status (ResourceQuota: the quota controller), as
+    # kube-controller-manager would: tests that need no other writer wait for it first
+    controller_status: bool = False
 
     @property
     def group(self) -> str:
@@ -74,6 +77,28 @@ DEPLOYMENT = Kind(
               "template": {"metadata": {"labels": {"app": "web"}},
                            "spec": {"containers": _CONTAINERS}}}},
     {"spec": {"replicas": 3}})
+REPLICA_SET = Kind(
+    "ReplicaSet", "apps/v1", "replicasets", True,
+    {"spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+              "template": {"metadata": {"labels": {"app": "web"}},
+                           "spec": {"containers": _CONTAINERS}}}},
+    {"spec": {"replicas": 3}})
+STATEFUL_SET = Kind(
+    "StatefulSet", "apps/v1", "statefulsets", True,
+    {"spec": {"replicas": 1, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+              "template": {"metadata": {"labels": {"app": "db"}},
+                           "spec": {"containers": _CONTAINERS}}}},
+    {"spec": {"replicas": 2}})
+DAEMON_SET = Kind(
+    "DaemonSet", "apps/v1", "daemonsets", True,
+    {"spec": {"selector": {"matchLabels": {"app": "agent"}},
+              "template": {"metadata": {"labels": {"app": "agent"}},
+                           "spec": {"containers": _CONTAINERS}}}},
+    {"spec": {"minReadySeconds": 5}})
+CONTROLLER_REVISION = Kind(
+    "ControllerRevision", "apps/v1", "controllerrevisions", True,
+    {"data": {"spec": {"template": {"metadata": {"labels": {"app": "db"}}}}}, "revision": 1},
+    {"revision": 2}, has_status=False)
 EVENT = Kind(
     "Event", "events.k8s.io/v1", "events", True,
     {"eventTime": "2024-12-11T09:15:02.123456Z", "type": "Normal", "reason": "Testing",
@@ -135,9 +160,53 @@ CLUSTER_ROLE_BINDING = Kind(
     {"subjects": [{"kind": "ServiceAccount", "name": "other", "namespace": NS}]},
     has_status=False)
 
-ALL_KINDS = [POD, SERVICE, NODE, NAMESPACE, DEPLOYMENT, EVENT, INGRESS, NETWORK_POLICY,
-             ENDPOINT_SLICE, GATEWAY, HTTP_ROUTE, CONFIG_MAP, SECRET, SERVICE_ACCOUNT, LEASE,
-             ROLE, CLUSTER_ROLE, ROLE_BINDING, CLUSTER_ROLE_BINDING]
+# a PKCS#10 request (EC P-256, CN=tests) made once with cryptography; a CSR's spec never
+# changes after create (its mutation is a label)
+_CSR_REQUEST = (
+    "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlISk1ISUNBUUF3RURFT01Bd0dBMVVFQXd3RmRHVnpk"
+    "SE13V1RBVEJnY3Foa2pPUFFJQkJnZ3Foa2pPUFFNQgpCd05DQUFReW9ReVFaVW54dHFLMnVQTHgyZEc2czlSNU1EZ0wr"
+    "SjVQd1N1Tm43UjFnODl5OGVIQWZPNG9zVm1LClRmOUpXVXZhQVhHaHhaalVaRnpoM3JTS2N5c25vQUF3Q2dZSUtvWkl6"
+    "ajBFQXdJRFJ3QXdSQUlnVU5pZXBZcVIKUTYxN0tWNmZhYVlhZzdLZWdsSjJrNWhrdTlrOGw2eWFDNXNDSUY1MXY2bzBF"
+    "SENicVRYNTF6M1VhM2hwR1dHYQpaSkpMK2xMaXF5Q1VjQm85Ci0tLS0tRU5EIENFUlRJRklDQVRFIFJFUVVFU1QtLS0t"
+    "LQo=")
+CERTIFICATE_SIGNING_REQUEST = Kind(
+    "CertificateSigningRequest", "certificates.k8s.io/v1", "certificatesigningrequests", False,
+    {"spec": {"request": _CSR_REQUEST, "signerName": "example.com/tests",
+              "usages": ["client auth"]}},
+    {"metadata": {"labels": {"mutated": "yes"}}})
+
+# Quota, limits and storage: a quota on a kind nothing serves charges nothing (other tests'
+# pods in the namespace stay free of it); claims may be given a volume once; StorageClasses
+# change only what kube lets change.
+RESOURCE_QUOTA = Kind("ResourceQuota", "v1", "resourcequotas", True,
+                      {"spec": {"hard": {"count/widgets.example.com": "5"}}},
+                      {"spec": {"hard": {"count/widgets.example.com": "6"}}},
+                      controller_status=True)
+LIMIT_RANGE = Kind(
+    "LimitRange", "v1", "limitranges", True,
+    {"spec": {"limits": [{"type": "PersistentVolumeClaim", "max": {"storage": "10Gi"}}]}},
+    {"spec": {"limits": [{"type": "PersistentVolumeClaim", "max": {"storage": "20Gi"}}]}},
+    has_status=False)
+PERSISTENT_VOLUME_CLAIM = Kind(
+    "PersistentVolumeClaim", "v1", "persistentvolumeclaims", True,
+    {"spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "",
+              "resources": {"requests": {"storage": "1Gi"}}}},
+    {"spec": {"volumeName": "pv-tests"}})
+PERSISTENT_VOLUME = Kind(
+    "PersistentVolume", "v1", "persistentvolumes", False,
+    {"spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+              "hostPath": {"path": "/tmp/tests"}}},
+    {"spec": {"persistentVolumeReclaimPolicy": "Delete"}})
+STORAGE_CLASS = Kind("StorageClass", "storage.k8s.io/v1", "storageclasses", False,
+                     {"provisioner": "example.com/tests"}, {"allowVolumeExpansion": True},
+                     has_status=False)
+
+ALL_KINDS = [POD, SERVICE, NODE, NAMESPACE, DEPLOYMENT, REPLICA_SET, STATEFUL_SET, DAEMON_SET,
+             CONTROLLER_REVISION, EVENT, INGRESS, NETWORK_POLICY, ENDPOINT_SLICE, GATEWAY,
+             HTTP_ROUTE, CONFIG_MAP, SECRET, SERVICE_ACCOUNT, LEASE, ROLE, CLUSTER_ROLE,
+             ROLE_BINDING, CLUSTER_ROLE_BINDING, CERTIFICATE_SIGNING_REQUEST,
+             RESOURCE_QUOTA, LIMIT_RANGE, PERSISTENT_VOLUME_CLAIM, PERSISTENT_VOLUME,
+             STORAGE_CLASS]
 NAMESPACED_KINDS = [k for k in ALL_KINDS if k.namespaced]
 
 

@@ -154,6 +154,13 @@ def rv_matches_mod_revision(server: ServerThread, etcd: Cluster, obj: dict[str, 
     raise AssertionError(f"{key} kept changing")
 
 
+def workload(kind: str, name: str) -> dict[str, object]:
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": NS},
+            "spec": {"selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}
+
+
 def test_kinds_land_where_kube_keeps_them(on_etcd: Callable[..., ServerThread],
                                           etcd: Cluster) -> None:
     server = on_etcd()
@@ -175,6 +182,32 @@ def test_kinds_land_where_kube_keeps_them(on_etcd: Callable[..., ServerThread],
                                   "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}},
         "/registry/namespaces/team-a": {
             "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}},
+        f"/registry/replicasets/{NS}/app-1": workload("ReplicaSet", "app-1"),
+        f"/registry/statefulsets/{NS}/db": workload("StatefulSet", "db"),
+        f"/registry/daemonsets/{NS}/agent": workload("DaemonSet", "agent"),
+        f"/registry/controllerrevisions/{NS}/db-1": {
+            "apiVersion": "apps/v1", "kind": "ControllerRevision",
+            "metadata": {"name": "db-1", "namespace": NS}, "data": {"spec": {}}, "revision": 1},
+        f"/registry/resourcequotas/{NS}/quota": {
+            "apiVersion": "v1", "kind": "ResourceQuota",
+            "metadata": {"name": "quota", "namespace": NS},
+            "spec": {"hard": {"count/widgets.example.com": "1"}}},
+        f"/registry/limitranges/{NS}/limits": {
+            "apiVersion": "v1", "kind": "LimitRange",
+            "metadata": {"name": "limits", "namespace": NS},
+            "spec": {"limits": [{"type": "PersistentVolumeClaim", "max": {"storage": "5Gi"}}]}},
+        f"/registry/persistentvolumeclaims/{NS}/data": {
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data", "namespace": NS},
+            "spec": {"accessModes": ["ReadWriteOnce"],
+                     "resources": {"requests": {"storage": "1Gi"}}}},
+        "/registry/persistentvolumes/pv1": {
+            "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv1"},
+            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                     "hostPath": {"path": "/tmp/pv1"}}},
+        "/registry/storageclasses/fast": {
+            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": {"name": "fast"}, "provisioner": "example.com/fast"},
     }
     for key, obj in objs.items():
         made = apply(server, obj)

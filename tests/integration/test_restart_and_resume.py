@@ -18,7 +18,15 @@ import pytest
 
 from tests.integration.custom_kinds import GIZMO, serve
 from tests.integration.harness import ServerThread
-from tests.integration.kinds import NS, POD, SERVICE, Kind, kind_id
+from tests.integration.kinds import (
+    NS,
+    PERSISTENT_VOLUME_CLAIM,
+    POD,
+    SERVICE,
+    STORAGE_CLASS,
+    Kind,
+    kind_id,
+)
 from tests.integration.wire import (
     Session,
     call,
@@ -34,7 +42,8 @@ from tests.storage_choice import on_etcd
 
 PODS = POD.collection()
 Labels = dict[str, str]
-KINDS = pytest.mark.parametrize("kind", [POD, GIZMO], ids=kind_id, indirect=True)
+KINDS = pytest.mark.parametrize("kind", [POD, GIZMO, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS],
+                                ids=kind_id, indirect=True)
 
 
 def test_objects_and_revisions_survive_a_restart(server: ServerThread) -> None:

@@ -1,6 +1,7 @@
 """The five ``[Conformance]`` scenarios of kube's test/e2e/apimachinery/watch.go (watch-protocol.md
-§13), on Pods, on Services and on a custom resource (a CRD installed through the API at the start
-of each test, ``tests/integration/custom_kinds.py``) instead of ConfigMaps.
+§13), on Pods, on Services, on claims, volumes, LimitRanges and StorageClasses and on a custom
+resource (a CRD installed through the API at the start of each test,
+``tests/integration/custom_kinds.py``) instead of ConfigMaps.
 
 Absence is proven without waiting: after the steps under test, a *sentinel* write that the
 watch is known to match is made; events are delivered in revision order (§2.4), so everything a
@@ -20,7 +21,17 @@ import pytest
 
 from tests.integration.custom_kinds import GIZMO
 from tests.integration.harness import ServerThread
-from tests.integration.kinds import POD, SERVICE, Kind, kind_id
+from tests.integration.kinds import (
+    LIMIT_RANGE,
+    PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIM,
+    POD,
+    SERVICE,
+    STATEFUL_SET,
+    STORAGE_CLASS,
+    Kind,
+    kind_id,
+)
 from tests.integration.wire import (
     Event,
     Session,
@@ -36,12 +47,18 @@ from tests.integration.wire import (
 from tests.storage_choice import range_writes
 
 LABEL = "watch-this-object"
-KINDS = pytest.mark.parametrize("kind", [POD, SERVICE, GIZMO], ids=kind_id, indirect=True)
+# plus the quota, limits and storage kinds that no controller writes to (a ResourceQuota's
+# status is the quota controller's, as in kube: its events would be the controller's too)
+KINDS = pytest.mark.parametrize("kind", [POD, SERVICE, STATEFUL_SET, GIZMO,
+                                         PERSISTENT_VOLUME_CLAIM, PERSISTENT_VOLUME, LIMIT_RANGE,
+                                         STORAGE_CLASS],
+                                ids=kind_id, indirect=True)
 
 
 def deletion(kind: Kind, name: str) -> list[tuple[str, str]]:
     """The events one DELETE produces for a watcher of ``name``."""
-    if kind is POD:
+    if kind in (POD, PERSISTENT_VOLUME_CLAIM, PERSISTENT_VOLUME):
+        # claims and volumes: the deletion mark, then the protection controller's release
         return [("MODIFIED", name), ("DELETED", name)]
     return [("DELETED", name)]
 

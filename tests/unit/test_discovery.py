@@ -56,12 +56,21 @@ EXPECTED: dict[tuple[str, str], tuple[str, bool, list[str], list[str], list[str]
     ("", "events"): ("Event", True, STD, ["ev"], [], {}),
     ("apps", "deployments"): ("Deployment", True, STD, ["deploy"], ["all"],
                               {"scale": STATUS, "status": STATUS}),
+    ("apps", "replicasets"): ("ReplicaSet", True, STD, ["rs"], ["all"],
+                              {"scale": STATUS, "status": STATUS}),
+    ("apps", "statefulsets"): ("StatefulSet", True, STD, ["sts"], ["all"],
+                               {"scale": STATUS, "status": STATUS}),
+    ("apps", "daemonsets"): ("DaemonSet", True, STD, ["ds"], ["all"], {"status": STATUS}),
+    ("apps", "controllerrevisions"): ("ControllerRevision", True, STD, [], [], {}),
     ("events.k8s.io", "events"): ("Event", True, STD, ["ev"], [], {}),
     ("networking.k8s.io", "ingresses"): ("Ingress", True, STD, ["ing"], [], {"status": STATUS}),
     ("networking.k8s.io", "networkpolicies"): ("NetworkPolicy", True, STD, ["netpol"], [], {}),
     ("discovery.k8s.io", "endpointslices"): ("EndpointSlice", True, STD, [], [], {}),
     ("coordination.k8s.io", "leases"): ("Lease", True, STD, [], [], {}),
     ("rbac.authorization.k8s.io", "roles"): ("Role", True, STD, [], [], {}),
+    ("certificates.k8s.io", "certificatesigningrequests"): (
+        "CertificateSigningRequest", False, STD, ["csr"], [],
+        {"approval": STATUS, "status": STATUS}),
     ("rbac.authorization.k8s.io", "rolebindings"): ("RoleBinding", True, STD, [], [], {}),
     ("rbac.authorization.k8s.io", "clusterroles"): ("ClusterRole", False, STD, [], [], {}),
     ("rbac.authorization.k8s.io", "clusterrolebindings"): ("ClusterRoleBinding", False, STD, [],
@@ -75,6 +84,12 @@ EXPECTED: dict[tuple[str, str], tuple[str, bool, list[str], list[str], list[str]
         "SelfSubjectRulesReview", False, ["create"], [], [], {}),
     ("authorization.k8s.io", "subjectaccessreviews"): (
         "SubjectAccessReview", False, ["create"], [], [], {}),
+    ("", "resourcequotas"): ("ResourceQuota", True, STD, ["quota"], [], {"status": STATUS}),
+    ("", "limitranges"): ("LimitRange", True, STD, ["limits"], [], {}),
+    ("", "persistentvolumeclaims"): ("PersistentVolumeClaim", True, STD, ["pvc"], [],
+                                     {"status": STATUS}),
+    ("", "persistentvolumes"): ("PersistentVolume", False, STD, ["pv"], [], {"status": STATUS}),
+    ("storage.k8s.io", "storageclasses"): ("StorageClass", False, STD, ["sc"], [], {}),
     ("apiextensions.k8s.io", "customresourcedefinitions"): (
         "CustomResourceDefinition", False, STD, ["crd", "crds"], ["api-extensions"],
         {"status": STATUS}),
@@ -109,6 +124,8 @@ KUBE_HASHES = {
     ("", "nodes"): "XwShjMxG9Fs=", ("", "namespaces"): "Q3oi5N2YM8M=",
     ("", "configmaps"): "qFsyl6wFWjQ=", ("", "secrets"): "S6u1pOWzb84=",
     ("", "serviceaccounts"): "pbx9ZvyFpBE=", ("apps", "deployments"): "8aSe+NMegvE=",
+    ("apps", "replicasets"): "P1RzHs8/mWQ=", ("apps", "statefulsets"): "H+vl74LkKdo=",
+    ("apps", "daemonsets"): "dd7pWHUlMKQ=", ("apps", "controllerrevisions"): "85nkx63pcBU=",
     ("", "events"): "r2yiGXH7wu8=",
     ("events.k8s.io", "events"): "r2yiGXH7wu8=", ("networking.k8s.io", "ingresses"): "39NQlfNR+bo=",
     ("networking.k8s.io", "networkpolicies"): "YpfwF18m1G8=",
@@ -118,6 +135,10 @@ KUBE_HASHES = {
     ("rbac.authorization.k8s.io", "clusterroles"): "bYE5ZWDrJ44=",
     ("rbac.authorization.k8s.io", "rolebindings"): "eGsCzGH6b1g=",
     ("rbac.authorization.k8s.io", "roles"): "7FuwZcIIItM=",
+    ("certificates.k8s.io", "certificatesigningrequests"): "95fRKMXA+00=",
+    ("", "resourcequotas"): "8uhSgffRX6w=", ("", "limitranges"): "EBKMFVe6cwo=",
+    ("", "persistentvolumeclaims"): "QWTyNDq0dC4=", ("", "persistentvolumes"): "HN/zwEC+JgM=",
+    ("storage.k8s.io", "storageclasses"): "K+m6uJwbjGY=",
 }
 
 
@@ -232,10 +253,10 @@ def test_legacy_group_list_in_kube_priority_order() -> None:
     assert doc["apiVersion"] == "v1"
     names = [g["name"] for g in doc["groups"]]
     assert names == ["apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
-                     "networking.k8s.io",
-                     "rbac.authorization.k8s.io",
+                     "certificates.k8s.io", "networking.k8s.io", "rbac.authorization.k8s.io",
+                     "storage.k8s.io",
                      "apiextensions.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
-        "gateway.networking.k8s.io"]
+                     "gateway.networking.k8s.io"]
     assert doc["groups"][0] == {
         "name": "apps", "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
         "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}}
@@ -280,6 +301,14 @@ def test_group_resource_list_shape() -> None:
     assert json.loads(body) == {
         "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "apps/v1",
         "resources": [
+            {"name": "controllerrevisions", "singularName": "controllerrevision",
+             "namespaced": True, "kind": "ControllerRevision", "verbs": STD,
+             "storageVersionHash": "85nkx63pcBU="},
+            {"name": "daemonsets", "singularName": "daemonset", "namespaced": True,
+             "kind": "DaemonSet", "verbs": STD, "shortNames": ["ds"], "categories": ["all"],
+             "storageVersionHash": "dd7pWHUlMKQ="},
+            {"name": "daemonsets/status", "singularName": "", "namespaced": True,
+             "kind": "DaemonSet", "verbs": STATUS},
             {"name": "deployments", "singularName": "deployment", "namespaced": True,
              "kind": "Deployment", "verbs": STD, "shortNames": ["deploy"], "categories": ["all"],
              "storageVersionHash": "8aSe+NMegvE="},
@@ -287,6 +316,20 @@ def test_group_resource_list_shape() -> None:
              "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": STATUS},
             {"name": "deployments/status", "singularName": "", "namespaced": True,
              "kind": "Deployment", "verbs": STATUS},
+            {"name": "replicasets", "singularName": "replicaset", "namespaced": True,
+             "kind": "ReplicaSet", "verbs": STD, "shortNames": ["rs"], "categories": ["all"],
+             "storageVersionHash": "P1RzHs8/mWQ="},
+            {"name": "replicasets/scale", "singularName": "", "namespaced": True,
+             "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": STATUS},
+            {"name": "replicasets/status", "singularName": "", "namespaced": True,
+             "kind": "ReplicaSet", "verbs": STATUS},
+            {"name": "statefulsets", "singularName": "statefulset", "namespaced": True,
+             "kind": "StatefulSet", "verbs": STD, "shortNames": ["sts"], "categories": ["all"],
+             "storageVersionHash": "H+vl74LkKdo="},
+            {"name": "statefulsets/scale", "singularName": "", "namespaced": True,
+             "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": STATUS},
+            {"name": "statefulsets/status", "singularName": "", "namespaced": True,
+             "kind": "StatefulSet", "verbs": STATUS},
         ]}
 
 
@@ -361,8 +404,10 @@ def aggregated_resources() -> dict[tuple[str, str, str], dict[str, Any]]:
     named = get_json("/apis", KUBECTL_ACCEPT)["items"]
     assert [item["metadata"]["name"] for item in named] == [
         "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
-        "networking.k8s.io", "rbac.authorization.k8s.io", "apiextensions.k8s.io",
-        "coordination.k8s.io", "discovery.k8s.io", "gateway.networking.k8s.io"]
+        "certificates.k8s.io",
+        "networking.k8s.io", "rbac.authorization.k8s.io", "storage.k8s.io",
+        "apiextensions.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
+        "gateway.networking.k8s.io"]
     for item in core + named:
         group = item["metadata"].get("name", "")
         for version in item["versions"]:
@@ -402,20 +447,28 @@ def test_every_registry_kind_in_aggregated_discovery() -> None:
 def test_aggregated_item_shape() -> None:
     items = get_json("/apis", KUBECTL_ACCEPT)["items"]
     apps = items[0]
-    assert apps == {
-        "metadata": {"name": "apps", "creationTimestamp": None},
-        "versions": [{"version": "v1", "freshness": "Current", "resources": [{
-            "resource": "deployments",
-            "responseKind": {"group": "", "version": "", "kind": "Deployment"},
-            "scope": "Namespaced", "singularResource": "deployment", "verbs": STD,
-            "shortNames": ["deploy"], "categories": ["all"],
-            "subresources": [
-                {"subresource": "scale",
-                 "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
-                 "verbs": STATUS},
-                {"subresource": "status",
-                 "responseKind": {"group": "", "version": "", "kind": "Deployment"},
-                 "verbs": STATUS}]}]}]}
+    assert apps["metadata"] == {"name": "apps", "creationTimestamp": None}
+    [version] = apps["versions"]
+    assert list(version) == ["version", "resources", "freshness"]
+    resources = {r["resource"]: r for r in version["resources"]}
+    assert list(resources) == ["controllerrevisions", "daemonsets", "deployments",
+                               "replicasets", "statefulsets"]
+    assert resources["deployments"] == {
+        "resource": "deployments",
+        "responseKind": {"group": "", "version": "", "kind": "Deployment"},
+        "scope": "Namespaced", "singularResource": "deployment", "verbs": STD,
+        "shortNames": ["deploy"], "categories": ["all"],
+        "subresources": [
+            {"subresource": "scale",
+             "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+             "verbs": STATUS},
+            {"subresource": "status",
+             "responseKind": {"group": "", "version": "", "kind": "Deployment"},
+             "verbs": STATUS}]}
+    assert resources["controllerrevisions"] == {
+        "resource": "controllerrevisions",
+        "responseKind": {"group": "", "version": "", "kind": "ControllerRevision"},
+        "scope": "Namespaced", "singularResource": "controllerrevision", "verbs": STD}
 
 
 def test_aggregated_and_legacy_agree() -> None:

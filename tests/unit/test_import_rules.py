@@ -87,7 +87,9 @@ PURE = ("kubewire.selectors", "kubewire.schema", "kubewire.models", "kubewire.se
         "kubewire.server.faults.rules", "kubewire.client.leaderelection.decision",
         "kubewire.rbac_rules", "kubewire.server.access.rbac_escalation",
         "kubewire.server.controllers.rbac_policy",
+        "kubewire.server.controllers.csr_policy", "kubewire.server.writes.csr_strategy",
         "kubewire.client.leaderelection.record",
+        "kubewire.cluster.scheduler.plugins", "kubewire.cluster.scheduler.queue",
         "kubewire.cluster.nodes.query", "kubewire.cluster.nodes.stages",
         "kubewire.cluster.nodes.gotemplate", "kubewire.cluster.nodes.pod_status",
         "kubewire.cluster.nodes.node_status", "kubewire.server.reads.simulated_logs")

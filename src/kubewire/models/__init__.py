@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from kubewire.json_types import JSON
 from kubewire.models.apiextensions_k8s_io_v1 import CustomResourceDefinition
-from kubewire.models.apps_v1 import Deployment
+from kubewire.models.apps_v1 import (
+    ControllerRevision,
+    DaemonSet,
+    Deployment,
+    ReplicaSet,
+    StatefulSet,
+)
 from kubewire.models.authentication_k8s_io_v1 import SelfSubjectReview, TokenReview
 from kubewire.models.authorization_k8s_io_v1 import (
     LocalSubjectAccessReview,
@@ -20,13 +26,18 @@ from kubewire.models.authorization_k8s_io_v1 import (
     SubjectAccessReview,
 )
 from kubewire.models.base import IntOrString, KubeObject, Model, Quantity, decode, encode, to_dict
+from kubewire.models.certificates_k8s_io_v1 import CertificateSigningRequest
 from kubewire.models.coordination_k8s_io_v1 import Lease
 from kubewire.models.core_v1 import (
     Binding,
     ConfigMap,
+    LimitRange,
     Namespace,
     Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
     Pod,
+    ResourceQuota,
     Secret,
     Service,
     ServiceAccount,
@@ -42,24 +53,33 @@ from kubewire.models.rbac_authorization_k8s_io_v1 import (
     Role,
     RoleBinding,
 )
+from kubewire.models.storage_k8s_io_v1 import StorageClass
 
 KINDS: tuple[type[KubeObject], ...] = (
     Binding,
+    CertificateSigningRequest,
     ClusterRole,
     ClusterRoleBinding,
     ConfigMap,
+    ControllerRevision,
     CoreV1Event,
     CustomResourceDefinition,
+    DaemonSet,
     Deployment,
     EndpointSlice,
     EventsK8sIoV1Event,
     Ingress,
     Lease,
+    LimitRange,
     LocalSubjectAccessReview,
     Namespace,
     NetworkPolicy,
     Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
     Pod,
+    ReplicaSet,
+    ResourceQuota,
     Role,
     RoleBinding,
     Secret,
@@ -68,6 +88,8 @@ KINDS: tuple[type[KubeObject], ...] = (
     SelfSubjectRulesReview,
     Service,
     ServiceAccount,
+    StatefulSet,
+    StorageClass,
     SubjectAccessReview,
     TokenReview,
 )
@@ -85,11 +107,14 @@ __all__ = [
     "JSON",
     "KINDS",
     "Binding",
+    "CertificateSigningRequest",
     "ClusterRole",
     "ClusterRoleBinding",
     "ConfigMap",
+    "ControllerRevision",
     "CoreV1Event",
     "CustomResourceDefinition",
+    "DaemonSet",
     "DeleteOptions",
     "Deployment",
     "EndpointSlice",
@@ -98,6 +123,7 @@ __all__ = [
     "IntOrString",
     "KubeObject",
     "Lease",
+    "LimitRange",
     "ListMeta",
     "LocalSubjectAccessReview",
     "Model",
@@ -105,8 +131,12 @@ __all__ = [
     "NetworkPolicy",
     "Node",
     "ObjectMeta",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
     "Pod",
     "Quantity",
+    "ReplicaSet",
+    "ResourceQuota",
     "Role",
     "RoleBinding",
     "Secret",
@@ -115,7 +145,9 @@ __all__ = [
     "SelfSubjectRulesReview",
     "Service",
     "ServiceAccount",
+    "StatefulSet",
     "Status",
+    "StorageClass",
     "SubjectAccessReview",
     "TokenReview",
     "WatchEvent",

@@ -100,6 +100,13 @@ class AzureDiskVolumeSource(Model, kw_only=True, omit_defaults=True):
     read_only: bool | None = msgspec.field(default=None, name="readOnly")
 
 
+class AzureFilePersistentVolumeSource(Model, kw_only=True, omit_defaults=True):
+    read_only: bool | None = msgspec.field(default=None, name="readOnly")
+    secret_name: str | None = msgspec.field(default=None, name="secretName")
+    secret_namespace: str | None = msgspec.field(default=None, name="secretNamespace")
+    share_name: str | None = msgspec.field(default=None, name="shareName")
+
+
 class AzureFileVolumeSource(Model, kw_only=True, omit_defaults=True):
     read_only: bool | None = msgspec.field(default=None, name="readOnly")
     secret_name: str | None = msgspec.field(default=None, name="secretName")
@@ -128,6 +135,29 @@ class Binding(KubeObject, kw_only=True, omit_defaults=True):
     target: ObjectReference | None = None
 
 
+class SecretReference(Model, kw_only=True, omit_defaults=True):
+    name: str | None = None
+    namespace: str | None = None
+
+
+class CSIPersistentVolumeSource(Model, kw_only=True, omit_defaults=True):
+    controller_expand_secret_ref: SecretReference | None = msgspec.field(
+        default=None, name="controllerExpandSecretRef")
+    controller_publish_secret_ref: SecretReference | None = msgspec.field(
+        default=None, name="controllerPublishSecretRef")
+    driver: str | None = None
+    fs_type: str | None = msgspec.field(default=None, name="fsType")
+    node_expand_secret_ref: SecretReference | None = msgspec.field(
+        default=None, name="nodeExpandSecretRef")
+    node_publish_secret_ref: SecretReference | None = msgspec.field(
+        default=None, name="nodePublishSecretRef")
+    node_stage_secret_ref: SecretReference | None = msgspec.field(
+        default=None, name="nodeStageSecretRef")
+    read_only: bool | None = msgspec.field(default=None, name="readOnly")
+    volume_attributes: dict[str, str] | None = msgspec.field(default=None, name="volumeAttributes")
+    volume_handle: str | None = msgspec.field(default=None, name="volumeHandle")
+
+
 class LocalObjectReference(Model, kw_only=True, omit_defaults=True):
     name: str | None = None
 
@@ -146,6 +176,15 @@ class Capabilities(Model, kw_only=True, omit_defaults=True):
     drop: list[str] | None = None
 
 
+class CephFSPersistentVolumeSource(Model, kw_only=True, omit_defaults=True):
+    monitors: list[str] | None = None
+    path: str | None = None
+    read_only: bool | None = msgspec.field(default=None, name="readOnly")
+    secret_file: str | None = msgspec.field(default=None, name="secretFile")
+    secret_ref: SecretReference | None = msgspec.field(default=None, name="secretRef")
+    user: str | None = None
+
+
 class CephFSVolumeSource(Model, kw_only=True, omit_defaults=True):
     monitors: list[str] | None = None
     path: str | None = None
@@ -153,6 +192,13 @@ class CephFSVolumeSource(Model, kw_only=True, omit_defaults=True):
     secret_file: str | None = msgspec.field(default=None, name="secretFile")
     secret_ref: LocalObjectReference | None = msgspec.field(default=None, name="secretRef")
     user: str | None = None
+
+
+class CinderPersistentVolumeSource(Model, kw_only=True, omit_defaults=True):
+    fs_type: str | None = msgspec.field(default=None, name="fsType")
+    read_only: bool | None = msgspec.field(default=None, name="readOnly")
+    secret_ref: SecretReference | None = msgspec.field(default=None, name="secretRef")
+    volume_id: str | None = msgspec.field(default=None, name="volumeID")
 
 
 class CinderVolumeSource(Model, kw_only=True, omit_defaults=True):
@@ -650,6 +696,14 @@ class FCVolumeSource(Model, kw_only=True, omit_defaults=True):
     wwids: list[str] | None = None
 
 
+class FlexPersistentVolumeSource(Model, kw_only=True, omit_defaults=True):
+    driver: str | None = None
+    fs_type: str | None = msgspec.field(default=None, name="fsType")
+    options: dict[str, str] | None = None
+    read_only: bool | None = msgspec.field(default=None, name="readOnly")
+    secret_ref: SecretReference | None = msgspec.field(default=None, name="secretRef")
+
+
 class FlexVolumeSource(Model, kw_only=True, omit_defaults=True):
     driver: str | None = None
     fs_type: str | None = msgspec.field(default=None, name="fsType")
@@ -676,6 +730,13 @@ class GitRepoVolumeSource(Model, kw_only=True, omit_defaults=True):
     revision: str | None = None
 
 
+class GlusterfsPersistentVolumeSource(Model, kw_only=True, omit_defaults=True):
+    endpoints: str | None = None
+    endpoints_namespace: str | None = msgspec.field(default=None, name="endpointsNamespace")
+    path: str | None = None
+    read_only: bool | None = msgspec.field(default=None, name="readOnly")
+
+
 class GlusterfsVolumeSource(Model, kw_only=True, omit_defaults=True):
     endpoints: str | None = None
     path: str | None = None
@@ -694,6 +755,20 @@ class HostIP(Model, kw_only=True, omit_defaults=True):
 class HostPathVolumeSource(Model, kw_only=True, omit_defaults=True):
     path: str | None = None
     type: str | None = None
+
+
+class ISCSIPersistentVolumeSource(Model, kw_only=True, omit_defaults=True):
+    chap_auth_discovery: bool | None = msgspec.field(default=None, name="chapAuthDiscovery")
+    chap_auth_session: bool | None = msgspec.field(default=None, name="chapAuthSession")
+    fs_type: str | None = msgspec.field(default=None, name="fsType")
+    initiator_name: str | None = msgspec.field(default=None, name="initiatorName")
+    iqn: str | None = None
+    iscsi_interface: str | None = msgspec.field(default=None, name="iscsiInterface")
+    lun: int | None = None
+    portals: list[str] | None = None
+    read_only: bool | None = msgspec.field(default=None, name="readOnly")
+    secret_ref: SecretReference | None = msgspec.field(default=None, name="secretRef")
+    target_portal: str | None = msgspec.field(default=None, name="targetPortal")
 
 
 class ISCSIVolumeSource(Model, kw_only=True, omit_defaults=True):
@@ -715,6 +790,32 @@ class ImageVolumeSource(Model, kw_only=True, omit_defaults=True):
     reference: str | None = None
 
 
+class LimitRangeItem(Model, kw_only=True, omit_defaults=True):
+    default: dict[str, Quantity] | None = None
+    default_request: dict[str, Quantity] | None = msgspec.field(default=None, name="defaultRequest")
+    max: dict[str, Quantity] | None = None
+    max_limit_request_ratio: dict[str, Quantity] | None = msgspec.field(
+        default=None, name="maxLimitRequestRatio")
+    min: dict[str, Quantity] | None = None
+    type: str | None = None
+
+
+class LimitRangeSpec(Model, kw_only=True, omit_defaults=True):
+    limits: list[LimitRangeItem] | None = None
+
+
+class LimitRange(KubeObject, kw_only=True, omit_defaults=True):
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "LimitRange"
+    PLURAL: ClassVar[str] = "limitranges"
+    NAMESPACED: ClassVar[bool] = True
+
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    kind: str | None = None
+    metadata: ObjectMeta | None = None
+    spec: LimitRangeSpec | None = None
+
+
 class PortStatus(Model, kw_only=True, omit_defaults=True):
     error: str | None = None
     port: int | None = None
@@ -730,6 +831,17 @@ class LoadBalancerIngress(Model, kw_only=True, omit_defaults=True):
 
 class LoadBalancerStatus(Model, kw_only=True, omit_defaults=True):
     ingress: list[LoadBalancerIngress] | None = None
+
+
+class LocalVolumeSource(Model, kw_only=True, omit_defaults=True):
+    fs_type: str | None = msgspec.field(default=None, name="fsType")
+    path: str | None = None
+
+
+class ModifyVolumeStatus(Model, kw_only=True, omit_defaults=True):
+    status: str | None = None
+    target_volume_attributes_class_name: str | None = msgspec.field(
+        default=None, name="targetVolumeAttributesClassName")
 
 
 class NFSVolumeSource(Model, kw_only=True, omit_defaults=True):
@@ -876,14 +988,172 @@ class Node(KubeObject, kw_only=True, omit_defaults=True):
     status: NodeStatus | None = None
 
 
-class PersistentVolumeClaimVolumeSource(Model, kw_only=True, omit_defaults=True):
-    claim_name: str | None = msgspec.field(default=None, name="claimName")
-    read_only: bool | None = msgspec.field(default=None, name="readOnly")
+class VolumeNodeAffinity(Model, kw_only=True, omit_defaults=True):
+    required: NodeSelector | None = None
 
 
 class PhotonPersistentDiskVolumeSource(Model, kw_only=True, omit_defaults=True):
     fs_type: str | None = msgspec.field(default=None, name="fsType")
     pd_id: str | None = msgspec.field(default=None, name="pdID")
+
+
+class PortworxVolumeSource(Model, kw_only=True, omit_defaults=True):
+    fs_type: str | None = msgspec.field(default=None, name="fsType")
+    read_only: bool | None = msgspec.field(default=None, name="readOnly")
+    volume_id: str | None = msgspec.field(default=None, name="volumeID")
+
+
+class QuobyteVolumeSource(Model, kw_only=True, omit_defaults=True):
+    group: str | None = None
+    read_only: bool | None = msgspec.field(default=None, name="readOnly")
+    registry: str | None = None
+    tenant: str | None = None
+    user: str | None = None
+    volume: str | None = None
+
+
+class RBDPersistentVolumeSource(Model, kw_only=True, omit_defaults=True):
+    fs_type: str | None = msgspec.field(default=None, name="fsType")
+    image: str | None = None
+    keyring: str | None = None
+    monitors: list[str] | None = None
+    pool: str | None = None
+    read_only: bool | None = msgspec.field(default=None, name="readOnly")
+    secret_ref: SecretReference | None = msgspec.field(default=None, name="secretRef")
+    user: str | None = None
+
+
+class ScaleIOPersistentVolumeSource(Model, kw_only=True, omit_defaults=True):
+    fs_type: str | None = msgspec.field(default=None, name="fsType")
+    gateway: str | None = None
+    protection_domain: str | None = msgspec.field(default=None, name="protectionDomain")
+    read_only: bool | None = msgspec.field(default=None, name="readOnly")
+    secret_ref: SecretReference | None = msgspec.field(default=None, name="secretRef")
+    ssl_enabled: bool | None = msgspec.field(default=None, name="sslEnabled")
+    storage_mode: str | None = msgspec.field(default=None, name="storageMode")
+    storage_pool: str | None = msgspec.field(default=None, name="storagePool")
+    system: str | None = None
+    volume_name: str | None = msgspec.field(default=None, name="volumeName")
+
+
+class StorageOSPersistentVolumeSource(Model, kw_only=True, omit_defaults=True):
+    fs_type: str | None = msgspec.field(default=None, name="fsType")
+    read_only: bool | None = msgspec.field(default=None, name="readOnly")
+    secret_ref: ObjectReference | None = msgspec.field(default=None, name="secretRef")
+    volume_name: str | None = msgspec.field(default=None, name="volumeName")
+    volume_namespace: str | None = msgspec.field(default=None, name="volumeNamespace")
+
+
+class VsphereVirtualDiskVolumeSource(Model, kw_only=True, omit_defaults=True):
+    fs_type: str | None = msgspec.field(default=None, name="fsType")
+    storage_policy_id: str | None = msgspec.field(default=None, name="storagePolicyID")
+    storage_policy_name: str | None = msgspec.field(default=None, name="storagePolicyName")
+    volume_path: str | None = msgspec.field(default=None, name="volumePath")
+
+
+class PersistentVolumeSpec(Model, kw_only=True, omit_defaults=True):
+    access_modes: list[str] | None = msgspec.field(default=None, name="accessModes")
+    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = msgspec.field(
+        default=None, name="awsElasticBlockStore")
+    azure_disk: AzureDiskVolumeSource | None = msgspec.field(default=None, name="azureDisk")
+    azure_file: AzureFilePersistentVolumeSource | None = msgspec.field(
+        default=None, name="azureFile")
+    capacity: dict[str, Quantity] | None = None
+    cephfs: CephFSPersistentVolumeSource | None = None
+    cinder: CinderPersistentVolumeSource | None = None
+    claim_ref: ObjectReference | None = msgspec.field(default=None, name="claimRef")
+    csi: CSIPersistentVolumeSource | None = None
+    fc: FCVolumeSource | None = None
+    flex_volume: FlexPersistentVolumeSource | None = msgspec.field(default=None, name="flexVolume")
+    flocker: FlockerVolumeSource | None = None
+    gce_persistent_disk: GCEPersistentDiskVolumeSource | None = msgspec.field(
+        default=None, name="gcePersistentDisk")
+    glusterfs: GlusterfsPersistentVolumeSource | None = None
+    host_path: HostPathVolumeSource | None = msgspec.field(default=None, name="hostPath")
+    iscsi: ISCSIPersistentVolumeSource | None = None
+    local: LocalVolumeSource | None = None
+    mount_options: list[str] | None = msgspec.field(default=None, name="mountOptions")
+    nfs: NFSVolumeSource | None = None
+    node_affinity: VolumeNodeAffinity | None = msgspec.field(default=None, name="nodeAffinity")
+    persistent_volume_reclaim_policy: str | None = msgspec.field(
+        default=None, name="persistentVolumeReclaimPolicy")
+    photon_persistent_disk: PhotonPersistentDiskVolumeSource | None = msgspec.field(
+        default=None, name="photonPersistentDisk")
+    portworx_volume: PortworxVolumeSource | None = msgspec.field(
+        default=None, name="portworxVolume")
+    quobyte: QuobyteVolumeSource | None = None
+    rbd: RBDPersistentVolumeSource | None = None
+    scale_io: ScaleIOPersistentVolumeSource | None = msgspec.field(default=None, name="scaleIO")
+    storage_class_name: str | None = msgspec.field(default=None, name="storageClassName")
+    storageos: StorageOSPersistentVolumeSource | None = None
+    volume_attributes_class_name: str | None = msgspec.field(
+        default=None, name="volumeAttributesClassName")
+    volume_mode: str | None = msgspec.field(default=None, name="volumeMode")
+    vsphere_volume: VsphereVirtualDiskVolumeSource | None = msgspec.field(
+        default=None, name="vsphereVolume")
+
+
+class PersistentVolumeStatus(Model, kw_only=True, omit_defaults=True):
+    last_phase_transition_time: str | None = msgspec.field(
+        default=None, name="lastPhaseTransitionTime")
+    message: str | None = None
+    phase: str | None = None
+    reason: str | None = None
+
+
+class PersistentVolume(KubeObject, kw_only=True, omit_defaults=True):
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "PersistentVolume"
+    PLURAL: ClassVar[str] = "persistentvolumes"
+    NAMESPACED: ClassVar[bool] = False
+
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    kind: str | None = None
+    metadata: ObjectMeta | None = None
+    spec: PersistentVolumeSpec | None = None
+    status: PersistentVolumeStatus | None = None
+
+
+class PersistentVolumeClaimCondition(Model, kw_only=True, omit_defaults=True):
+    last_probe_time: str | None = msgspec.field(default=None, name="lastProbeTime")
+    last_transition_time: str | None = msgspec.field(default=None, name="lastTransitionTime")
+    message: str | None = None
+    reason: str | None = None
+    status: str | None = None
+    type: str | None = None
+
+
+class PersistentVolumeClaimStatus(Model, kw_only=True, omit_defaults=True):
+    access_modes: list[str] | None = msgspec.field(default=None, name="accessModes")
+    allocated_resource_statuses: dict[str, str] | None = msgspec.field(
+        default=None, name="allocatedResourceStatuses")
+    allocated_resources: dict[str, Quantity] | None = msgspec.field(
+        default=None, name="allocatedResources")
+    capacity: dict[str, Quantity] | None = None
+    conditions: list[PersistentVolumeClaimCondition] | None = None
+    current_volume_attributes_class_name: str | None = msgspec.field(
+        default=None, name="currentVolumeAttributesClassName")
+    modify_volume_status: ModifyVolumeStatus | None = msgspec.field(
+        default=None, name="modifyVolumeStatus")
+    phase: str | None = None
+
+
+class PersistentVolumeClaim(KubeObject, kw_only=True, omit_defaults=True):
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "PersistentVolumeClaim"
+    PLURAL: ClassVar[str] = "persistentvolumeclaims"
+    NAMESPACED: ClassVar[bool] = True
+
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    kind: str | None = None
+    metadata: ObjectMeta | None = None
+    spec: PersistentVolumeClaimSpec | None = None
+    status: PersistentVolumeClaimStatus | None = None
+
+
+class PersistentVolumeClaimVolumeSource(Model, kw_only=True, omit_defaults=True):
+    claim_name: str | None = msgspec.field(default=None, name="claimName")
+    read_only: bool | None = msgspec.field(default=None, name="readOnly")
 
 
 class PodDNSConfigOption(Model, kw_only=True, omit_defaults=True):
@@ -958,12 +1228,6 @@ class TopologySpreadConstraint(Model, kw_only=True, omit_defaults=True):
     when_unsatisfiable: str | None = msgspec.field(default=None, name="whenUnsatisfiable")
 
 
-class PortworxVolumeSource(Model, kw_only=True, omit_defaults=True):
-    fs_type: str | None = msgspec.field(default=None, name="fsType")
-    read_only: bool | None = msgspec.field(default=None, name="readOnly")
-    volume_id: str | None = msgspec.field(default=None, name="volumeID")
-
-
 class SecretProjection(Model, kw_only=True, omit_defaults=True):
     items: list[KeyToPath] | None = None
     name: str | None = None
@@ -989,15 +1253,6 @@ class VolumeProjection(Model, kw_only=True, omit_defaults=True):
 class ProjectedVolumeSource(Model, kw_only=True, omit_defaults=True):
     default_mode: int | None = msgspec.field(default=None, name="defaultMode")
     sources: list[VolumeProjection] | None = None
-
-
-class QuobyteVolumeSource(Model, kw_only=True, omit_defaults=True):
-    group: str | None = None
-    read_only: bool | None = msgspec.field(default=None, name="readOnly")
-    registry: str | None = None
-    tenant: str | None = None
-    user: str | None = None
-    volume: str | None = None
 
 
 class RBDVolumeSource(Model, kw_only=True, omit_defaults=True):
@@ -1037,13 +1292,6 @@ class StorageOSVolumeSource(Model, kw_only=True, omit_defaults=True):
     secret_ref: LocalObjectReference | None = msgspec.field(default=None, name="secretRef")
     volume_name: str | None = msgspec.field(default=None, name="volumeName")
     volume_namespace: str | None = msgspec.field(default=None, name="volumeNamespace")
-
-
-class VsphereVirtualDiskVolumeSource(Model, kw_only=True, omit_defaults=True):
-    fs_type: str | None = msgspec.field(default=None, name="fsType")
-    storage_policy_id: str | None = msgspec.field(default=None, name="storagePolicyID")
-    storage_policy_name: str | None = msgspec.field(default=None, name="storagePolicyName")
-    volume_path: str | None = msgspec.field(default=None, name="volumePath")
 
 
 class Volume(Model, kw_only=True, omit_defaults=True):
@@ -1197,6 +1445,41 @@ class PodTemplateSpec(Model, kw_only=True, omit_defaults=True):
     spec: PodSpec | None = None
 
 
+class ScopedResourceSelectorRequirement(Model, kw_only=True, omit_defaults=True):
+    operator: str | None = None
+    scope_name: str | None = msgspec.field(default=None, name="scopeName")
+    values: list[str] | None = None
+
+
+class ScopeSelector(Model, kw_only=True, omit_defaults=True):
+    match_expressions: list[ScopedResourceSelectorRequirement] | None = msgspec.field(
+        default=None, name="matchExpressions")
+
+
+class ResourceQuotaSpec(Model, kw_only=True, omit_defaults=True):
+    hard: dict[str, Quantity] | None = None
+    scope_selector: ScopeSelector | None = msgspec.field(default=None, name="scopeSelector")
+    scopes: list[str] | None = None
+
+
+class ResourceQuotaStatus(Model, kw_only=True, omit_defaults=True):
+    hard: dict[str, Quantity] | None = None
+    used: dict[str, Quantity] | None = None
+
+
+class ResourceQuota(KubeObject, kw_only=True, omit_defaults=True):
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "ResourceQuota"
+    PLURAL: ClassVar[str] = "resourcequotas"
+    NAMESPACED: ClassVar[bool] = True
+
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    kind: str | None = None
+    metadata: ObjectMeta | None = None
+    spec: ResourceQuotaSpec | None = None
+    status: ResourceQuotaStatus | None = None
+
+
 class Secret(KubeObject, kw_only=True, omit_defaults=True):
     API_VERSION: ClassVar[str] = "v1"
     KIND: ClassVar[str] = "Secret"
@@ -1284,3 +1567,13 @@ class ServiceAccount(KubeObject, kw_only=True, omit_defaults=True):
     kind: str | None = None
     metadata: ObjectMeta | None = None
     secrets: list[ObjectReference] | None = None
+
+
+class TopologySelectorLabelRequirement(Model, kw_only=True, omit_defaults=True):
+    key: str | None = None
+    values: list[str] | None = None
+
+
+class TopologySelectorTerm(Model, kw_only=True, omit_defaults=True):
+    match_label_expressions: list[TopologySelectorLabelRequirement] | None = msgspec.field(
+        default=None, name="matchLabelExpressions")

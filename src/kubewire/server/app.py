@@ -22,7 +22,7 @@ import msgspec
 
 from kubewire import __version__
 from kubewire.resources import REGISTRY
-from kubewire.server.access.authn import ANONYMOUS_USER, UserInfo
+from kubewire.server.access.authn import UserInfo
 from kubewire.server.access.authorizers import parse_modes
 from kubewire.server.access.authz import Attributes
 from kubewire.server.access.chain import (
@@ -311,6 +311,7 @@ class APIServer:
         path = request.path
         public = is_public(path)
         if public and self.auditor is None:
+            self.access.user(request, anonymous=True)  # bad credentials: 401 (kube's)
             return await self._public(request)
         if public:
             route = None
@@ -351,12 +352,9 @@ class APIServer:
         auditor = self.auditor
         if auditor is None:
             return None if public else self.access.check(request, info.route)
-        try:
-            requestor = self.access.user(request)
+        try:  # on a public path, no credentials is kube's anonymous user, bad ones 401
+            requestor = self.access.user(request, anonymous=public)
         except Unauthorized as err:
-            if public:  # served without credentials; audited as kube sees an anonymous user
-                info.audit = auditor.begin(request, info.route, ANONYMOUS_USER)
-                return None
             auditor.unauthenticated(request, info.route, err)
             raise
         info.audit = auditor.begin(request, info.route, requestor)

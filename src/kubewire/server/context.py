@@ -63,6 +63,10 @@ class ServerConfig:
     tls_sans: tuple[str, ...] = ()
     client_ca_file: Path | None = None
     token_auth_file: Path | None = None
+    # --anonymous-auth: a request without credentials is system:anonymous (in
+    # system:unauthenticated) on every path and authorized as any other (kube's default is
+    # true); off, only the public-info paths are served without credentials, the rest is 401
+    anonymous_auth: bool = False
     # --service-account-issuer: the ``iss`` of the tokens the server issues and accepts (and,
     # kube's --api-audiences default, their audience); kubeadm's value
     service_account_issuer: str = "https://kubernetes.default.svc.cluster.local"
@@ -110,6 +114,9 @@ class ServerConfig:
     # which of kubewire's controllers run. The API server's own (CRDs, the ``kubernetes``
     # Service) always do.
     controllers: tuple[str, ...] = ("*",)
+    # kube-controller-manager's --cluster-signing-duration: the longest certificate the CSR
+    # signer issues (controllers/csr_signing); kube's default, a year
+    cluster_signing_duration_s: float = 365 * 24 * 3600.0
     # kube-controller-manager's --leader-elect flags (controllers/leadership): when on, the
     # controller-manager part of the in-server controllers runs only while this server holds
     # the Lease ``leader_elect_resource_namespace/leader_elect_resource_name``. Seconds.

@@ -6,21 +6,32 @@ impersonate), then authorize the user the request runs as (403).
 
 Request attributes follow kube-apiserver's ``RequestInfoFactory``: a resource request's verb
 comes from the method and the path (``list`` becomes ``watch`` with ``watch=true`` or under
-``/watch/``; DELETE on a collection is ``deletecollection``); any other path is a non-resource
-request whose verb is the lower-cased method. ``/healthz``, ``/livez``, ``/readyz`` and
-``/version`` are open to anyone; every other path needs credentials (401 without).
+``/watch/``; DELETE on a collection is ``deletecollection``; a list or watch whose field
+selector requires ``metadata.name=X`` asks for X by name); a path under ``/api/VERSION/`` or
+``/apis/GROUP/VERSION/`` that no route serves is still a resource request, as kube parses it
+(``unrouted_attributes``); any other path is a non-resource request whose verb is the
+lower-cased method. ``/healthz``, ``/livez``, ``/readyz`` and
+``/version`` are open to anyone (kube's anonymous user, as kube 1.32 with anonymous
+authentication limited to those paths); every other path needs credentials (401 without),
+unless ``--anonymous-auth`` makes a request without them ``system:anonymous`` everywhere,
+authorized as any user's (kube's default).
+Credentials that do not authenticate are 401 on every path, the public ones too: kube's
+authenticator fails on them before it would fall back to anonymous (``union.NewFailOnError``).
 """
 
 from __future__ import annotations
 
 import logging
 import ssl
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
+from kubewire.selectors.errors import SelectorError
+from kubewire.selectors.fields import parse_field_selector
 from kubewire.server.access import impersonation
 from kubewire.server.access.authn import (
     ANONYMOUS_USER,
@@ -34,6 +45,7 @@ from kubewire.server.access.authz import Attributes, forbidden, load_policy_file
 from kubewire.server.access.rbac_objects import CachedRbacObjects
 from kubewire.server.access.service_accounts import ServiceAccountTokens
 from kubewire.server.context import ServerConfig, ServerContext
+from kubewire.server.request.query_params import optional_bool
 from kubewire.server.request.routes import Route, is_watch
 from kubewire.server.wire.http_messages import Request
 from kubewire.server.wire.websocket import BearerProtocolError, bearer_token
@@ -147,9 +159,12 @@ class Access:
         self.authorizer: Chain = build_chain(modes, policies, rbac)
         # --insecure-http without a token file: a local sandbox where everyone is admin.
         self.open = config.insecure_http and not config.token_auth_file
+        self.anonymous = config.anonymous_auth  # system:anonymous on every path
 
-    def user(self, request: Request) -> UserInfo:
-        """The request's user; 401 for bad credentials and for anonymous requests."""
+    def user(self, request: Request, anonymous: bool = False) -> UserInfo:
+        """The request's user; 401 for bad credentials and for anonymous requests (with
+        ``anonymous``, for a public path, or with ``--anonymous-auth`` on any, a request
+        without credentials is ``system:anonymous``; bad credentials are still 401)."""
         if self.open:
             return INSECURE_USER
         if isinstance(request.authenticated, UserInfo):
@@ -165,7 +180,7 @@ class Access:
         except (InvalidCredentials, BearerProtocolError) as err:
             log.debug("Unable to authenticate the request: %s", err)
             raise Unauthorized("Unauthorized") from None
-        if user is ANONYMOUS_USER:
+        if user is ANONYMOUS_USER and not (anonymous or self.anonymous):
             raise Unauthorized("Unauthorized")
         return user
 
@@ -174,6 +189,7 @@ class Access:
 
         Returns the user the request runs as (the impersonated one, if it impersonates)."""
         if is_public(request.path):
+            self.user(request, anonymous=True)  # bad credentials: 401 here too
             return None
         return self.admit(request, route, self.user(request))
 
@@ -215,8 +231,7 @@ class Access:
         """Authentication alone, on a request's head before its body is read (kube's filters
         authenticate before any handler reads a body): raises ``Unauthorized`` as ``check``
         would, so a client without credentials is answered before it can send a body."""
-        if not is_public(request.path):
-            request.authenticated = self.user(request)
+        request.authenticated = self.user(request, anonymous=is_public(request.path))
 
 
 class CachedObjects:
@@ -259,13 +274,80 @@ def resource_verb(request: Request, route: Route) -> str:
 
 def attributes(user: UserInfo, request: Request, route: Route | None) -> Attributes:
     if route is None:
-        verb = "get" if request.method == "HEAD" else request.method.lower()
-        return Attributes(user=user, verb=verb, path=request.path)
+        return unrouted_attributes(user, request)
     resource = route.resource
     namespace = route.namespace
     if resource.kind == "Namespace" and route.name:
         namespace = route.name  # kube: a namespace's own requests are in that namespace
-    return Attributes(user=user, verb=resource_verb(request, route), path=request.path,
+    verb = resource_verb(request, route)
+    name = route.name
+    if not name and verb in ("list", "watch"):
+        name = selected_name(request.query)
+    return Attributes(user=user, verb=verb, path=request.path,
                       resource_request=True, namespace=namespace, api_group=resource.group,
                       api_version=resource.version, resource=resource.plural,
-                      subresource=route.subresource, name=route.name)
+                      subresource=route.subresource, name=name)
+
+
+_SPECIAL_VERBS = frozenset({"proxy", "watch"})
+_NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+_METHOD_VERBS = {"POST": "create", "GET": "get", "HEAD": "get", "PUT": "update",
+                 "PATCH": "patch", "DELETE": "delete"}
+
+
+def unrouted_attributes(user: UserInfo, request: Request) -> Attributes:
+    """A path no route serves, read as kube's ``RequestInfoFactory`` reads every path: under
+    ``/api/VERSION/...`` or ``/apis/GROUP/VERSION/...`` a resource request (kube authorizes it
+    before it finds no such resource: 403 for who may not, 404 for who may), anything else a
+    non-resource path whose verb is the method's."""
+    method = request.method
+    path = request.path
+    non_resource = Attributes(user=user, verb="get" if method == "HEAD" else method.lower(),
+                              path=path)
+    parts = path.strip("/").split("/")
+    if len(parts) < 3 or parts[0] not in ("api", "apis"):
+        return non_resource
+    group, rest = "", parts[1:]
+    if parts[0] == "apis":
+        if len(rest) < 3:
+            return non_resource
+        group, rest = rest[0], rest[1:]
+    version, rest = rest[0], rest[1:]
+    if rest[0] in _SPECIAL_VERBS:
+        if len(rest) < 2:
+            return non_resource  # kube: "unable to determine kind and namespace from url"
+        verb, rest = rest[0], rest[1:]
+    else:
+        verb = _METHOD_VERBS.get(method, "")
+    namespace = ""
+    if rest[0] == "namespaces" and len(rest) > 1:
+        namespace = rest[1]
+        if len(rest) > 2 and rest[2] not in _NAMESPACE_SUBRESOURCES:
+            rest = rest[2:]
+    name = rest[1] if len(rest) >= 2 else ""
+    subresource = rest[2] if len(rest) >= 3 and verb != "proxy" else ""
+    if not name and verb == "get":
+        verb = "watch" if optional_bool(request.query, "watch") else "list"
+        name = selected_name(request.query)
+    if not name and verb == "delete":
+        verb = "deletecollection"
+    return Attributes(user=user, verb=verb, path=path, resource_request=True,
+                      namespace=namespace, api_group=group, api_version=version,
+                      resource=rest[0], subresource=subresource, name=name)
+
+
+def selected_name(query: Mapping[str, list[str]]) -> str:
+    """requestinfo.go: a list or watch whose ``fieldSelector`` requires ``metadata.name`` to
+    equal a valid path segment name asks for that object by name (so a rule with
+    ``resourceNames`` allows it: ``kubectl get pod -w``, informers on one object); "" when it
+    does not, or the selector does not parse (kube leaves the name unset then)."""
+    values = query.get("fieldSelector")
+    if not values:
+        return ""
+    try:
+        name = parse_field_selector(values[0]).exact("metadata.name")
+    except SelectorError:
+        return ""
+    if not name or name in (".", "..") or "/" in name or "%" in name:  # IsValidPathSegmentName
+        return ""
+    return name

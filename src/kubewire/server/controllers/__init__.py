@@ -4,7 +4,9 @@ kube-apiserver's own bootstrap controller and kubelets.
 ``deletion`` empties terminating namespaces (``namespace_conditions`` holds the conditions it
 records) and removes gracefully deleted pods when their grace period ends;
 ``namespace_defaults`` keeps the ``default`` ServiceAccount and ``kube-root-ca.crt`` in every
-namespace; ``bootstrap`` keeps the ``default/kubernetes`` Service and EndpointSlice; ``manager``
+namespace; ``bootstrap`` keeps the ``default/kubernetes`` Service and EndpointSlice;
+``resource_quota`` keeps ResourceQuotas' status; ``storage_protection`` releases claims and
+volumes nothing uses any more; ``manager``
 starts and stops them together, running those ``selection`` (kube-controller-manager's
 ``--controllers``, pure) turns on; ``leadership`` runs the controller-manager part only while
 this server holds its Lease (``--leader-elect``); ``work_queue`` is their queue of keys. It may

@@ -1,6 +1,8 @@
-"""kube-apiserver's RBAC bootstrap: at start, the default cluster roles and bindings
-(``rbac_policy``) are reconciled into the store (kube's ``rbac/bootstrap-roles`` post-start
-hook, pkg/registry/rbac/rest/storage_rbac.go ``ensureRBACPolicy``).
+"""kube-apiserver's RBAC bootstrap: at start, the default policy (``rbac_policy``: the
+ClusterRoles and ClusterRoleBindings, and the Roles and RoleBindings of ``kube-system`` and
+``kube-public``, namespaces that always exist in kubewire) is reconciled into the store
+(kube's ``rbac/bootstrap-roles`` post-start hook, pkg/registry/rbac/rest/storage_rbac.go
+``ensureRBACPolicy``).
 
 Each object is read from the watch cache and created, updated or (a binding whose roleRef
 changed) deleted and created again through the ordinary write paths as ``kube-apiserver``,
@@ -14,6 +16,7 @@ retries and then gives up on one.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +28,8 @@ from kubewire.server.context import ServerContext
 from kubewire.server.controllers.rbac_policy import (
     default_cluster_role_bindings,
     default_cluster_roles,
+    default_role_bindings,
+    default_roles,
     reconcile_binding,
     reconcile_role,
 )
@@ -51,43 +56,52 @@ class RbacBootstrap:
 
     def __init__(self, ctx: ServerContext) -> None:
         self.ctx = ctx
-        roles = ctx.registry.lookup(GROUP, "v1", "clusterroles")
-        bindings = ctx.registry.lookup(GROUP, "v1", "clusterrolebindings")
-        assert roles is not None and bindings is not None
-        self.roles, self.bindings = roles, bindings
+        found = [ctx.registry.lookup(GROUP, "v1", plural) for plural in
+                 ("clusterroles", "clusterrolebindings", "roles", "rolebindings")]
+        assert all(resource is not None for resource in found)
+        self.roles, self.bindings, self.ns_roles, self.ns_bindings = (
+            resource for resource in found if resource is not None)
         self.done = False
 
     async def reconcile(self) -> None:
-        REQUESTER.set(None)  # the server's own writes (this task's context only)
+        REQUESTER.set(None)  # the server's own writes (this task's context, and its children's)
+        work: list[tuple[Resource, dict[str, Any], Reconcile]] = [
+            *((self.roles, role, reconcile_role) for role in default_cluster_roles()),
+            *((self.bindings, binding, reconcile_binding)
+              for binding in default_cluster_role_bindings()),
+            *((self.ns_roles, role, reconcile_role) for role in default_roles()),
+            *((self.ns_bindings, binding, reconcile_binding)
+              for binding in default_role_bindings())]
         try:
-            for role in default_cluster_roles():
-                await self._ensure(self.roles, role, reconcile_role)
-            for binding in default_cluster_role_bindings():
-                await self._ensure(self.bindings, binding, reconcile_binding)
+            # all at once: the store commits concurrent writes together, so the ~120 objects
+            # of a fresh data directory cost a few commits, not one each (kube's hook goes
+            # one by one; the outcome is the same, each object is reconciled on its own)
+            await asyncio.gather(*(self._ensure(*item) for item in work))
         finally:
             self.done = True
 
     async def _ensure(self, resource: Resource, expected: dict[str, Any],
                       reconcile: Reconcile) -> None:
         name = expected["metadata"]["name"]
+        namespace = expected["metadata"].get("namespace", "")
         try:
-            await self._reconcile_one(resource, name, expected, reconcile)
+            await self._reconcile_one(resource, namespace, name, expected, reconcile)
         except (StatusError, StorageError) as err:
-            log.error("reconciling %s %s failed: %s", resource.plural, name, err)
+            log.error("reconciling %s %s/%s failed: %s", resource.plural, namespace, name, err)
 
-    async def _reconcile_one(self, resource: Resource, name: str, expected: dict[str, Any],
-                             reconcile: Reconcile) -> None:
-        found = self.ctx.caches.for_resource(resource).get(resource.storage_key("", name))
+    async def _reconcile_one(self, resource: Resource, namespace: str, name: str,
+                             expected: dict[str, Any], reconcile: Reconcile) -> None:
+        found = self.ctx.caches.for_resource(resource).get(resource.storage_key(namespace, name))
         if found is None:
-            await self._create(resource, expected)
+            await self._create(resource, namespace, expected)
             return
         operation, _ = reconcile(_decode(found.value), expected)
         if operation == "none":
             return
-        route = Route(resource, "", name, "", False)
+        route = Route(resource, namespace, name, "", False)
         if operation == "recreate":
-            await delete_object(self.ctx, resource, "", name, DeleteOptions())
-            await self._create(resource, expected)
+            await delete_object(self.ctx, resource, namespace, name, DeleteOptions())
+            await self._create(resource, namespace, expected)
             return
 
         def reconciled(live: dict[str, Any]) -> dict[str, Any]:
@@ -96,9 +110,10 @@ class RbacBootstrap:
 
         await guaranteed_update(self.ctx, route, reconciled, API_SERVER)
 
-    async def _create(self, resource: Resource, obj: dict[str, Any]) -> None:
+    async def _create(self, resource: Resource, namespace: str, obj: dict[str, Any]) -> None:
         try:
-            await create_object(self.ctx, Route(resource, "", "", "", False), obj, API_SERVER)
+            await create_object(self.ctx, Route(resource, namespace, "", "", False), obj,
+                                API_SERVER)
         except StatusError as err:
             if err.code != 409:  # another replica (or a client) made it first: fine
                 raise

@@ -1,14 +1,16 @@
-"""The default cluster roles and bindings, and how kube reconciles them at start, as decisions.
+"""The default roles and bindings, and how kube reconciles them at start, as decisions.
 
-The data (``rbac_bootstrap_policy.json``, package data) is kube's bootstrap policy
-(plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go ``ClusterRoles``,
-``ClusterRoleBindings``): ``cluster-admin``, ``admin``/``edit``/``view`` with their aggregation
-rules and ``aggregate-to-*`` labels, ``system:aggregate-to-*``, ``system:discovery``,
-``system:basic-user``, ``system:public-info-viewer``, ``system:monitoring``,
-``system:auth-delegator``, ``system:service-account-issuer-discovery`` and their bindings,
-each with the ``kubernetes.io/bootstrapping: rbac-defaults`` label and the
-``rbac.authorization.kubernetes.io/autoupdate: "true"`` annotation. Roles for kube's own
-components and controllers are left out: kubewire runs none of them.
+The data (``rbac_bootstrap_policy.json``, package data made by ``tools/gen_rbac_policy.py`` from
+kube's bootstrappolicy testdata; its ``source`` says which versions) is kube's whole default
+policy (plugin/pkg/auth/authorizer/rbac/bootstrappolicy): ``ClusterRoles()`` (``cluster-admin``,
+``admin``/``edit``/``view`` with their aggregation, the ``system:`` roles of kube's components:
+``system:kube-controller-manager``, ``system:kube-scheduler``, ``system:node``,
+``system:node-proxier``, ``system:volume-scheduler``, the CSR approver roles, ...) and
+``ControllerRoles()`` (``system:controller:*``), their bindings (``system:node``'s has no
+subjects, as in kube: the Node authorizer grants nodes their part), and the namespaced Roles
+and RoleBindings in ``kube-system`` and ``kube-public`` (``NamespaceRoles()``). Each object has
+the ``kubernetes.io/bootstrapping: rbac-defaults`` label and the
+``rbac.authorization.kubernetes.io/autoupdate: "true"`` annotation.
 
 Reconciliation is kube's (pkg/registry/rbac/reconciliation, ``computeReconciledRole`` and
 ``computeReconciledRoleBinding`` with ``RemoveExtraPermissions``/``RemoveExtraSubjects`` off,
@@ -52,6 +54,16 @@ def default_cluster_roles() -> list[dict[str, Any]]:
 def default_cluster_role_bindings() -> list[dict[str, Any]]:
     """The bootstrap ClusterRoleBindings (new dicts each call)."""
     return [copy_json(binding) for binding in _policy()["clusterRoleBindings"]]
+
+
+def default_roles() -> list[dict[str, Any]]:
+    """The bootstrap Roles of ``kube-system`` and ``kube-public`` (new dicts each call)."""
+    return [copy_json(role) for role in _policy()["roles"]]
+
+
+def default_role_bindings() -> list[dict[str, Any]]:
+    """The bootstrap RoleBindings of ``kube-system`` and ``kube-public`` (new dicts)."""
+    return [copy_json(binding) for binding in _policy()["roleBindings"]]
 
 
 def is_protected(existing: Mapping[str, Any]) -> bool:

@@ -20,10 +20,16 @@ SERVICE_ACCOUNT = "serviceaccount-controller"
 ROOT_CA_PUBLISHER = "root-ca-certificate-publisher-controller"
 POD_TERMINATION = "pod-termination-controller"  # kubewire's own: what kubelets do at a deletion
 CLUSTERROLE_AGGREGATION = "clusterrole-aggregation-controller"
+CSR_SIGNING = "certificatesigningrequest-signing-controller"
+CSR_CLEANER = "certificatesigningrequest-cleaner-controller"
+RESOURCE_QUOTA = "resourcequota-controller"
+PVC_PROTECTION = "persistentvolumeclaim-protection-controller"
+PV_PROTECTION = "persistentvolume-protection-controller"
 
 # What kubewire runs, by the name that switches it.
 CONTROLLERS = (NAMESPACE, SERVICE_ACCOUNT, ROOT_CA_PUBLISHER, POD_TERMINATION,
-               CLUSTERROLE_AGGREGATION)
+               CLUSTERROLE_AGGREGATION, CSR_SIGNING, CSR_CLEANER, RESOURCE_QUOTA,
+               PVC_PROTECTION, PV_PROTECTION)
 
 # kube v1.32's aliases (cmd/kube-controller-manager/names KCMControllerAliases), alias -> name.
 ALIASES: dict[str, str] = {
@@ -33,7 +39,7 @@ ALIASES: dict[str, str] = {
     "endpointslicemirroring": "endpointslice-mirroring-controller",
     "replicationcontroller": "replicationcontroller-controller",
     "podgc": "pod-garbage-collector-controller",
-    "resourcequota": "resourcequota-controller",
+    "resourcequota": RESOURCE_QUOTA,
     "namespace": NAMESPACE,
     "serviceaccount": SERVICE_ACCOUNT,
     "garbagecollector": "garbage-collector-controller",
@@ -45,9 +51,9 @@ ALIASES: dict[str, str] = {
     "disruption": "disruption-controller",
     "statefulset": "statefulset-controller",
     "cronjob": "cronjob-controller",
-    "csrsigning": "certificatesigningrequest-signing-controller",
+    "csrsigning": CSR_SIGNING,
     "csrapproving": "certificatesigningrequest-approving-controller",
-    "csrcleaner": "certificatesigningrequest-cleaner-controller",
+    "csrcleaner": CSR_CLEANER,
     "ttl": "ttl-controller",
     "bootstrapsigner": "bootstrap-signer-controller",
     "tokencleaner": "token-cleaner-controller",
@@ -60,8 +66,8 @@ ALIASES: dict[str, str] = {
     "attachdetach": "persistentvolume-attach-detach-controller",
     "persistentvolume-expander": "persistentvolume-expander-controller",
     "clusterrole-aggregation": CLUSTERROLE_AGGREGATION,
-    "pvc-protection": "persistentvolumeclaim-protection-controller",
-    "pv-protection": "persistentvolume-protection-controller",
+    "pvc-protection": PVC_PROTECTION,
+    "pv-protection": PV_PROTECTION,
     "ttl-after-finished": "ttl-after-finished-controller",
     "root-ca-cert-publisher": ROOT_CA_PUBLISHER,
     "service-ca-cert-publisher": "service-ca-certificate-publisher-controller",

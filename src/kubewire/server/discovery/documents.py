@@ -60,9 +60,9 @@ _CACHED_ADDRESSES = 64  # /api bodies per (registry, server address); a server h
 # higher sorts first, ties by name (aggregated/handler.go calculateAPIGroupsLocked).
 _GROUP_PRIORITY: Mapping[str, int] = MappingProxyType({
     "apps": 17800, "events.k8s.io": 17750, "authentication.k8s.io": 17700,
-    "authorization.k8s.io": 17600,
+    "authorization.k8s.io": 17600, "certificates.k8s.io": 17300,
     "networking.k8s.io": 17200,
-    "rbac.authorization.k8s.io": 17000,
+    "rbac.authorization.k8s.io": 17000, "storage.k8s.io": 16800,
     "apiextensions.k8s.io": 16700, "coordination.k8s.io": 16500, "discovery.k8s.io": 16200,
 })
 _OTHER_GROUP_PRIORITY = 1000  # CRD groups (customresource_discovery_controller.go) and unknown
@@ -108,6 +108,8 @@ _SUBRESOURCES: Mapping[str, SubresourceFacts] = MappingProxyType({
     "eviction": SubresourceFacts(("create",), ("policy", "v1", "Eviction")),
     "binding": SubresourceFacts(("create",), ("", "", "Binding")),
     "ephemeralcontainers": SubresourceFacts(("get", "patch", "update")),
+    # registry/certificates/certificates/storage ApprovalREST: Get and Update
+    "approval": SubresourceFacts(("get", "patch", "update")),
     # registry/core/serviceaccount/storage TokenREST
     "token": SubresourceFacts(("create",), ("authentication.k8s.io", "v1", "TokenRequest")),
 })

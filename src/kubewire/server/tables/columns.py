@@ -26,6 +26,7 @@ from kubewire.resources import Resource
 from kubewire.server.tables import cells
 from kubewire.server.tables import kind_cells as kinds
 from kubewire.server.tables import pod_cells as pods
+from kubewire.server.tables import storage_cells as storage
 from kubewire.server.tables.cells import Cell, get_path
 from kubewire.server.tables.jsonpath import crd_cell
 
@@ -79,9 +80,18 @@ CELL_FORMATTERS: Mapping[str, CellFormatter] = MappingProxyType({
     "event_count": kinds.event_count, "event_object": kinds.event_object,
     "event_subobject": kinds.event_subobject, "event_source": kinds.event_source,
     "event_message": kinds.event_message,
+    "controller_of": kinds.controller_of,
     "binding_role": kinds.binding_role, "binding_users": kinds.binding_users,
     "binding_groups": kinds.binding_groups,
     "binding_service_accounts": kinds.binding_service_accounts,
+    "csr_duration": kinds.csr_duration, "csr_condition": kinds.csr_condition,
+    "quota_request": storage.quota_request, "quota_limit": storage.quota_limit,
+    "access_modes": storage.access_modes, "volume_status": storage.volume_status,
+    "storage_class": storage.storage_class, "or_unset": storage.or_unset,
+    "claim_capacity": storage.claim_capacity, "claim_access_modes": storage.claim_access_modes,
+    "volume_capacity": storage.volume_capacity, "volume_claim": storage.volume_claim,
+    "class_name": storage.class_name, "reclaim_policy": storage.reclaim_policy,
+    "binding_mode": storage.binding_mode, "allow_expansion": storage.allow_expansion,
 })
 """Named cell formatters ``(value at path, now) -> cell``."""
 
@@ -151,6 +161,30 @@ PRINTERS: Mapping[str, PrinterSpec] = MappingProxyType({
         Column("Available", "status.availableReplicas", "integer"), AGE, CONTAINERS, IMAGES,
         wide("Selector", "spec.selector", "selector"),
     )),
+    # printers.go replicaSetColumnDefinitions, statefulSetColumnDefinitions,
+    # daemonSetColumnDefinitions, controllerRevisionColumnDefinition
+    "apps/replicasets": PrinterSpec((
+        NAME, Column("Desired", "spec.replicas", "integer", type="integer"),
+        Column("Current", "status.replicas", "integer", type="integer"),
+        Column("Ready", "status.readyReplicas", "integer", type="integer"), AGE, CONTAINERS,
+        IMAGES, wide("Selector", "spec.selector", "selector_or_none"),
+    )),
+    "apps/statefulsets": PrinterSpec((
+        NAME, Column("Ready", cell="replicas_ready"), AGE, CONTAINERS, IMAGES,
+    )),
+    "apps/daemonsets": PrinterSpec((
+        NAME, Column("Desired", "status.desiredNumberScheduled", "integer", type="integer"),
+        Column("Current", "status.currentNumberScheduled", "integer", type="integer"),
+        Column("Ready", "status.numberReady", "integer", type="integer"),
+        Column("Up-to-date", "status.updatedNumberScheduled", "integer", type="integer"),
+        Column("Available", "status.numberAvailable", "integer", type="integer"),
+        Column("Node Selector", "spec.template.spec.nodeSelector", "labels"), AGE, CONTAINERS,
+        IMAGES, wide("Selector", "spec.selector", "selector_or_none"),
+    )),
+    "apps/controllerrevisions": PrinterSpec((
+        NAME, Column("Controller", cell="controller_of"),
+        Column("Revision", "revision", "integer"), AGE,
+    )),
     "events.k8s.io/events": PrinterSpec((
         Column("Last Seen", cell="event_last_seen"), Column("Type", "type"),
         Column("Reason", "reason"), Column("Object", cell="event_object"),
@@ -177,6 +211,44 @@ PRINTERS: Mapping[str, PrinterSpec] = MappingProxyType({
     "rbac.authorization.k8s.io/clusterrolebindings": _BINDINGS,
     "rbac.authorization.k8s.io/roles": PrinterSpec((NAME, CREATED_AT)),
     "rbac.authorization.k8s.io/clusterroles": PrinterSpec((NAME, CREATED_AT)),
+    # printers.go certificateSigningRequestColumnDefinitions
+    "certificates.k8s.io/certificatesigningrequests": PrinterSpec((
+        NAME, AGE, Column("SignerName", "spec.signerName", "text_or_none"),
+        Column("Requestor", "spec.username"),
+        Column("RequestedDuration", "spec.expirationSeconds", "csr_duration"),
+        Column("Condition", "status", "csr_condition"),
+    )),
+    # printers.go resourceQuotaColumnDefinitions, persistentVolumeClaimColumnDefinitions,
+    # persistentVolumeColumnDefinitions, storageClassColumnDefinitions; LimitRanges have the
+    # default table (limitrange/storage: NewDefaultTableConvertor)
+    "core/resourcequotas": PrinterSpec((
+        NAME, AGE, Column("Request", "", "quota_request"), Column("Limit", "", "quota_limit"),
+    )),
+    "core/limitranges": PrinterSpec((NAME, CREATED_AT)),
+    "core/persistentvolumeclaims": PrinterSpec((
+        NAME, Column("Status", "", "volume_status"), Column("Volume", "spec.volumeName"),
+        Column("Capacity", "", "claim_capacity"),
+        Column("Access Modes", "", "claim_access_modes"),
+        Column("StorageClass", "", "storage_class"),
+        Column("VolumeAttributesClass", "spec.volumeAttributesClassName", "or_unset"), AGE,
+        wide("VolumeMode", "spec.volumeMode", "or_unset"),
+    )),
+    "core/persistentvolumes": PrinterSpec((
+        NAME, Column("Capacity", "spec.capacity", "volume_capacity"),
+        Column("Access Modes", "spec.accessModes", "access_modes"),
+        Column("Reclaim Policy", "spec.persistentVolumeReclaimPolicy"),
+        Column("Status", "", "volume_status"), Column("Claim", "spec.claimRef", "volume_claim"),
+        Column("StorageClass", "", "storage_class"),
+        Column("VolumeAttributesClass", "spec.volumeAttributesClassName", "or_unset"),
+        Column("Reason", "status.reason"), AGE,
+        wide("VolumeMode", "spec.volumeMode", "or_unset"),
+    )),
+    "storage.k8s.io/storageclasses": PrinterSpec((
+        Column("Name", "", "class_name", format="name"), Column("Provisioner", "provisioner"),
+        Column("ReclaimPolicy", "reclaimPolicy", "reclaim_policy"),
+        Column("VolumeBindingMode", "volumeBindingMode", "binding_mode"),
+        Column("AllowVolumeExpansion", "allowVolumeExpansion", "allow_expansion"), AGE,
+    )),
     # apiextensions-apiserver serves CRDs with the default table (no printer handlers)
     "apiextensions.k8s.io/customresourcedefinitions": PrinterSpec((NAME, CREATED_AT)),
 })

@@ -49,7 +49,8 @@ _UNKNOWN = "k8s.io.apimachinery.pkg.runtime.Unknown"
 # Go ``[]string`` types that go-to-protobuf wraps in a message of ``items``: their JSON is the
 # list itself (``null`` when empty, as a nil slice).
 _STRING_LISTS = frozenset({"k8s.io.api.authorization.v1.ExtraValue",
-                           "k8s.io.api.authentication.v1.ExtraValue"})
+                           "k8s.io.api.authentication.v1.ExtraValue",
+                           "k8s.io.api.certificates.v1.ExtraValue"})
 _GO_NAMES = {"uid": "UID", "apiVersion": "APIVersion", "apiGroup": "APIGroup", "ip": "IP",
              "ips": "IPs", "fsType": "FSType", "url": "URL", "tls": "TLS"}
 _ZEROS: tuple[JSON, ...] = ("", 0, b"")

@@ -9,7 +9,10 @@ write into pods; ``validate`` runs the Go decode checks and ``validation``
 their own kinds are ``pod_binding`` (and the ``bindings`` collection) and ``eviction``
 (``payloads`` holds what they share); ``token_request`` answers ``serviceaccounts/token`` with
 a token ``access`` signs; ``access_reviews`` answers authorization.k8s.io's reviews with the
-server's authorizer (its pure parts in ``review_attributes``). It may import the wire,
+server's authorizer (its pure parts in ``review_attributes``). Quota and limits admission:
+``quota`` (ResourceQuota's evaluators and verdicts, pure), ``limit_ranger`` (LimitRanger's
+defaults and bounds, pure), ``quota_admission`` (their I/O: reading LimitRanges and quotas,
+charging ``status.used``); ``storage_admission`` is DefaultStorageClass. It may import the wire,
 ``request``, ``patch``, ``allocation``, ``context``, ``access`` (met before it), storage and the
 shared core. Admission (mutating and
 validating webhooks and policies) becomes a stage beside these handlers.

@@ -43,7 +43,7 @@ from kubewire.server.wire.encoding import (
     with_type_meta,
 )
 from kubewire.server.wire.http_messages import Request, Response
-from kubewire.server.writes import lifecycle
+from kubewire.server.writes import certificate_requests, lifecycle
 from kubewire.server.writes.admission import (
     DEFAULT_SERVICE_ACCOUNT,
     PodFacts,
@@ -54,7 +54,13 @@ from kubewire.server.writes.admission import (
 )
 from kubewire.server.writes.defaults import apply_kind_defaults
 from kubewire.server.writes.deletes import delete, delete_collection
+from kubewire.server.writes.quota_admission import (
+    charge_quota,
+    check_limits,
+    default_pod_limits,
+)
 from kubewire.server.writes.rbac_writes import check_rbac_write
+from kubewire.server.writes.storage_admission import default_claim_class, protect
 from kubewire.server.writes.validate import (
     check_namespace_usable,
     check_type_meta,
@@ -87,8 +93,9 @@ __all__ = ["create", "delete", "delete_collection", "ensure_initial_namespaces",
            "update"]
 
 # Subresources written through the object's own update path, with their own strategies
-# (lifecycle.prepare_update): the object itself, /status, pods' /ephemeralcontainers.
-PATCHABLE_SUBRESOURCES = frozenset({"", "status", "ephemeralcontainers"})
+# (lifecycle.prepare_update): the object itself, /status, pods' /ephemeralcontainers,
+# CertificateSigningRequests' /approval.
+PATCHABLE_SUBRESOURCES = frozenset({"", "status", "ephemeralcontainers", "approval"})
 # A namespace's ``/finalize`` is PUT only (kube's FinalizeREST has no Get, so no PATCH).
 UPDATABLE_SUBRESOURCES = PATCHABLE_SUBRESOURCES | {"finalize"}
 GENERATE_NAME_ATTEMPTS = 8  # kube store.go maxNameGenerationCreateAttempts
@@ -98,6 +105,7 @@ INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
 # refusing a pod: the serviceaccounts controller may not have made it yet in a new namespace.
 DEFAULT_ACCOUNT_ATTEMPTS = 10
 POD_RESOURCE_ID = "core/pods"
+CLAIM_RESOURCE_ID = "core/persistentvolumeclaims"
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 
@@ -164,6 +172,7 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
             defaulted = _decoded_body(resource, obj)
         ctx_create = lifecycle.CreateContext(namespace=route.namespace, now=ctx.now(),
                                              rng=ctx.rng)
+        protect(resource.id, defaulted)  # StorageObjectInUseProtection: claims and volumes
         prepared = lifecycle.prepare_create(resource, defaulted, ctx_create)
         namespace = prepared["metadata"].get("namespace", "")
         if resource.namespaced:
@@ -172,6 +181,8 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
             # answer whatever else is wrong; its 403 names the object as admission sees it,
             # before a name is generated
             await check_namespace_usable(ctx, resource, namespace, admission_name(obj))
+        if resource.id == CLAIM_RESOURCE_ID:
+            default_claim_class(ctx, prepared)  # DefaultStorageClass (mutating admission)
         # a pod's own rules run once, on what admission makes of it (validate_admitted)
         prepared, warnings = validate(resource, prepared, wopts, kind_rules=facts is None)
         prepared = as_go_encodes(prepared)
@@ -179,10 +190,11 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
         # fields admission adds belong to no manager
         prepared = track_write(WriteFacts(route, wopts, ctx_create.now), None, obj, prepared)
         name = prepared["metadata"]["name"]  # validate required one
-        if facts is not None:
-            # the pod's rules, on what admission left (kube validates after admitting)
-            prepared = validate_admitted(resource, admit_pod_create(prepared, namespace, facts,
-                                                                    owned=True))
+        # a CSR: the requester in its spec (kube's strategy runs after the managedFields are
+        # taken from the body), then its validating admission
+        prepared = certificate_requests.with_requester(route, prepared)
+        certificate_requests.admit_create(route, prepared, name)
+        prepared = await _admit_create(ctx, route, prepared, facts, wopts)
         if allocate:
             prepared = await ctx.allocations.allocate_on_create(resource, prepared,
                                                                 dry_run=wopts.dry_run)
@@ -202,6 +214,22 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
             raise already_exists(resource.group, resource.plural, name) from None
         return change.value, warnings
     raise generate_name_conflict(resource.group, resource.plural, name)
+
+
+async def _admit_create(ctx: ServerContext, route: Route, prepared: dict[str, Any],
+                        facts: PodFacts | None, wopts: WriteOptions) -> dict[str, Any]:
+    """A create's admission after its validation: a pod's mutating plugins (LimitRanger's
+    defaults, then ServiceAccount, Priority, DefaultTolerationSeconds) and its own rules again
+    on what they left; then the validating LimitRanger and ResourceQuota (last in kube's
+    chain), which may charge the namespace's quotas."""
+    namespace = route.namespace
+    if facts is not None:
+        default_pod_limits(ctx, namespace, prepared)
+        prepared = validate_admitted(route.resource, admit_pod_create(prepared, namespace, facts,
+                                                                      owned=True))
+    check_limits(ctx, route.resource, namespace, prepared)
+    await charge_quota(ctx, route, prepared, None, dry_run=wopts.dry_run)
+    return prepared
 
 
 async def update(ctx: ServerContext, request: Request, route: Route) -> Response:
@@ -350,11 +378,11 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Mutation,
         prepared = lifecycle.prepare_update(resource, old, new, uctx, owned=True)
         prepared, warnings = validate(resource, prepared, wopts, old=old,
                                       subresource=route.subresource)
+        certificate_requests.admit_update(route, old, prepared)  # a CSR's admission
         prepared = as_go_encodes(prepared)
         prepared = track_write(WriteFacts(route, wopts, uctx.now), old, asked, prepared)
         if not route.subresource:  # status writes keep the stored spec: nothing to allocate
-            prepared = await ctx.allocations.allocate_on_update(resource, old, prepared,
-                                                                dry_run=wopts.dry_run)
+            prepared = await _admit_update(ctx, route, old, prepared, wopts)
         if wopts.dry_run:
             return prepared, warnings
         if lifecycle.is_noop_update(old, prepared) and not _stored_otherwise(ctx, resource, key):
@@ -377,6 +405,19 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Mutation,
             raise not_found(resource.group, resource.plural, route.name) from None
         return _decode(change.value), warnings
     raise conflict(resource.group, resource.plural, route.name)
+
+
+async def _admit_update(ctx: ServerContext, route: Route, old: dict[str, Any],
+                        prepared: dict[str, Any], wopts: WriteOptions) -> dict[str, Any]:
+    """An update's validating admission and allocations: LimitRanger bounds a claim's new size,
+    ResourceQuota charges services and claims again for what a change adds, then cluster IPs
+    and node ports follow the spec."""
+    if not lifecycle.is_noop_update(old, prepared):
+        if route.resource.id == CLAIM_RESOURCE_ID:  # LimitRanger bounds claims on update too
+            check_limits(ctx, route.resource, route.namespace, prepared)
+        await charge_quota(ctx, route, prepared, old, dry_run=wopts.dry_run)
+    return await ctx.allocations.allocate_on_update(route.resource, old, prepared,
+                                                    dry_run=wopts.dry_run)
 
 
 async def _mutated(ctx: ServerContext, resource: Resource, key: str, current: CachedObject,

@@ -242,10 +242,117 @@ def default_deployment(deployment: dict[str, JSON]) -> None:
                 _set_if_nil(rolling, "maxSurge", "25%")
     _set_if_nil(spec, "revisionHistoryLimit", 10)
     _set_if_nil(spec, "progressDeadlineSeconds", 600)
+    _default_template(spec)
+
+
+def _default_template(spec: dict[str, JSON]) -> None:
+    """The generated walk into ``spec.template.spec`` (every apps/v1 workload), and the
+    template's metadata as Go writes it back (``embedded_meta``)."""
     template = _child(spec, "template")
+    if template is not None:
+        embedded_meta(template)
     pod_spec = _child(template, "spec") if template is not None else None
     if pod_spec is not None:
         default_pod_spec(pod_spec)
+
+
+_META_BEFORE_CREATION = ("name", "generateName", "namespace", "selfLink", "uid",
+                         "resourceVersion", "generation")
+
+
+def embedded_meta(holder: dict[str, JSON]) -> None:
+    """An embedded ObjectMeta (a pod or claim template's) as kube encodes it: the struct is
+    never omitted and its zero ``creationTimestamp`` is written as ``null`` (metav1.Time has
+    no omitempty effect), in ObjectMeta's field order."""
+    meta = holder.get("metadata")
+    if meta is None:
+        holder["metadata"] = {"creationTimestamp": None}
+    elif isinstance(meta, dict) and "creationTimestamp" not in meta:
+        before = {k: v for k, v in meta.items() if k in _META_BEFORE_CREATION}
+        after = {k: v for k, v in meta.items() if k not in _META_BEFORE_CREATION}
+        holder["metadata"] = {**before, "creationTimestamp": None, **after}
+
+
+def default_replica_set(replica_set: dict[str, JSON]) -> None:
+    """apps/v1 SetDefaults_ReplicaSet (``replicas: 1``), then the pod template's spec."""
+    spec = _child(replica_set, "spec")
+    if spec is None:
+        return
+    _set_if_nil(spec, "replicas", 1)
+    _default_template(spec)
+
+
+def default_stateful_set(stateful_set: dict[str, JSON]) -> None:
+    """apps/v1 SetDefaults_StatefulSet (StatefulSetAutoDeletePVC is on in v1.32), then the pod
+    template's spec and each volume claim template (SetDefaults_PersistentVolumeClaim: phase
+    Pending; SetDefaults_PersistentVolumeClaimSpec: volumeMode Filesystem)."""
+    spec = _child(stateful_set, "spec")
+    if spec is None:
+        return
+    _set_if_zero(spec, "podManagementPolicy", "OrderedReady")
+    strategy = spec.get("updateStrategy")
+    if strategy is None:
+        strategy = spec["updateStrategy"] = {}
+    if isinstance(strategy, dict):
+        if _is_zero(strategy.get("type")):
+            strategy["type"] = "RollingUpdate"
+            _set_if_nil(strategy, "rollingUpdate", {})
+        rolling = _child(strategy, "rollingUpdate")
+        if strategy["type"] == "RollingUpdate" and rolling is not None:
+            _set_if_nil(rolling, "partition", 0)
+    policy = spec.get("persistentVolumeClaimRetentionPolicy")
+    if policy is None:
+        policy = spec["persistentVolumeClaimRetentionPolicy"] = {}
+    if isinstance(policy, dict):
+        _set_if_zero(policy, "whenDeleted", "Retain")
+        _set_if_zero(policy, "whenScaled", "Retain")
+    _set_if_nil(spec, "replicas", 1)
+    _set_if_nil(spec, "revisionHistoryLimit", 10)
+    _default_template(spec)
+    _default_claim_templates(spec)
+
+
+def _default_claim_templates(spec: dict[str, JSON]) -> None:
+    claims = spec.get("volumeClaimTemplates")
+    if not isinstance(claims, list):
+        return
+    # kube writes each template's TypeMeta (``kind: PersistentVolumeClaim``, ``apiVersion:
+    # v1``) when it converts the StatefulSet back to apps/v1: GitOps tools know the diff
+    spec["volumeClaimTemplates"] = [
+        {"kind": "PersistentVolumeClaim", "apiVersion": "v1",
+         **{k: v for k, v in claim.items() if k not in ("kind", "apiVersion")}}
+        if isinstance(claim, dict) else claim for claim in claims]
+    for claim in _items(spec, "volumeClaimTemplates"):
+        embedded_meta(claim)
+        status = claim.get("status")
+        if status is None:
+            status = claim["status"] = {}
+        if isinstance(status, dict):
+            _set_if_zero(status, "phase", "Pending")
+        claim_spec = _child(claim, "spec")
+        if claim_spec is not None:
+            _set_if_nil(claim_spec, "volumeMode", "Filesystem")
+
+
+def default_daemon_set(daemon_set: dict[str, JSON]) -> None:
+    """apps/v1 SetDefaults_DaemonSet (RollingUpdate with maxUnavailable 1 and maxSurge 0,
+    ``revisionHistoryLimit: 10``), then the pod template's spec."""
+    spec = _child(daemon_set, "spec")
+    if spec is None:
+        return
+    strategy = spec.get("updateStrategy")
+    if strategy is None:
+        strategy = spec["updateStrategy"] = {}
+    if isinstance(strategy, dict):
+        _set_if_zero(strategy, "type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":
+            _set_if_nil(strategy, "rollingUpdate", {})
+            rolling = _child(strategy, "rollingUpdate")
+            if rolling is not None:
+                _set_if_nil(rolling, "maxUnavailable", 1)
+                _set_if_nil(rolling, "maxSurge", 0)
+    _set_if_nil(spec, "revisionHistoryLimit", 10)
+    _default_template(spec)
 
 
 # --- services and the rest -----------------------------------------------------------------------
@@ -353,9 +460,68 @@ def default_binding(binding: dict[str, JSON]) -> None:
 
 _RBAC_GROUP = "rbac.authorization.k8s.io"
 
+# --- quota, limits and storage (core/v1 and storage/v1 defaults.go) ----------------------------
+
+def default_persistent_volume_claim(claim: dict[str, JSON]) -> None:
+    """SetDefaults_PersistentVolumeClaim (``status.phase`` Pending) and _ClaimSpec
+    (``spec.volumeMode`` Filesystem)."""
+    spec = _child(claim, "spec")
+    if spec is not None:
+        _set_if_nil(spec, "volumeMode", "Filesystem")
+    status = _child(claim, "status")
+    if status is not None:
+        _set_if_zero(status, "phase", "Pending")
+
+
+def default_persistent_volume(volume: dict[str, JSON]) -> None:
+    """SetDefaults_PersistentVolume: reclaim policy Retain, volumeMode Filesystem, phase
+    Pending; SetDefaults_HostPathVolumeSource: an unset hostPath ``type`` is ""."""
+    spec = _child(volume, "spec")
+    if spec is not None:
+        _set_if_zero(spec, "persistentVolumeReclaimPolicy", "Retain")
+        _set_if_nil(spec, "volumeMode", "Filesystem")
+        host_path = _child(spec, "hostPath")
+        if host_path is not None:
+            _set_if_nil(host_path, "type", "")
+    status = _child(volume, "status")
+    if status is not None:
+        _set_if_zero(status, "phase", "Pending")
+
+
+def default_storage_class(storage_class: dict[str, JSON]) -> None:
+    """storage/v1 SetDefaults_StorageClass: reclaimPolicy Delete, volumeBindingMode
+    Immediate."""
+    _set_if_nil(storage_class, "reclaimPolicy", "Delete")
+    _set_if_nil(storage_class, "volumeBindingMode", "Immediate")
+
+
+def default_limit_range(limit_range: dict[str, JSON]) -> None:
+    """SetDefaults_LimitRangeItem, for Container items: ``default`` from ``max``, then
+    ``defaultRequest`` from ``default``, then from ``min`` (empty lists stay out: omitempty)."""
+    for item in _items(_child(limit_range, "spec"), "limits"):
+        if item.get("type") != "Container":
+            continue
+        default = dict(_child(item, "default") or {})
+        request = dict(_child(item, "defaultRequest") or {})
+        for key, value in (_child(item, "max") or {}).items():
+            default.setdefault(key, value)
+        for key, value in default.items():
+            request.setdefault(key, value)
+        for key, value in (_child(item, "min") or {}).items():
+            request.setdefault(key, value)
+        if default:
+            item["default"] = default
+        if request:
+            item["defaultRequest"] = request
+
+
 KIND_DEFAULTERS: Mapping[str, tuple[Defaulter, ...]] = MappingProxyType({
     "core/pods": (default_pod,),
     "apps/deployments": (default_deployment,),
+    "apps/replicasets": (default_replica_set,),
+    "apps/statefulsets": (default_stateful_set,),
+    "apps/daemonsets": (default_daemon_set,),
+    "apps/controllerrevisions": (),
     "core/services": (default_service,),
     "core/nodes": (default_node,),
     "core/secrets": (default_secret,),
@@ -365,7 +531,13 @@ KIND_DEFAULTERS: Mapping[str, tuple[Defaulter, ...]] = MappingProxyType({
     "rbac.authorization.k8s.io/rolebindings": (default_binding,),
     "rbac.authorization.k8s.io/clusterrolebindings": (default_binding,),
     "rbac.authorization.k8s.io/roles": (),
+    "certificates.k8s.io/certificatesigningrequests": (),  # certificates/v1 has no defaulters
     "rbac.authorization.k8s.io/clusterroles": (),
+    "core/persistentvolumeclaims": (default_persistent_volume_claim,),
+    "core/persistentvolumes": (default_persistent_volume,),
+    "storage.k8s.io/storageclasses": (default_storage_class,),
+    "core/limitranges": (default_limit_range,),
+    "core/resourcequotas": (),
     # No visible defaults: ConfigMap's ``data: {}`` is dropped by omitempty; Ingress has none
     # (``pathType`` is required); ServiceAccount, Lease and both Events have no defaulter.
     "core/configmaps": (),
@@ -398,5 +570,6 @@ def apply_kind_defaults(resource: Resource, obj: Mapping[str, JSON], *,
 
 
 __all__ = ["KIND_DEFAULTERS", "Defaulter", "apply_kind_defaults", "default_container",
-           "default_deployment", "default_pod", "default_pod_spec", "default_probe",
-           "default_service", "default_volume", "image_tag"]
+           "default_daemon_set", "default_deployment", "default_pod", "default_pod_spec",
+           "default_probe", "default_replica_set", "default_service", "default_stateful_set",
+           "default_volume", "image_tag"]

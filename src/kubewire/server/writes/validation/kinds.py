@@ -13,7 +13,22 @@ from types import MappingProxyType
 from typing import Any
 
 from kubewire.resources import Resource
-from kubewire.server.writes.validation.apps import validate_deployment
+from kubewire.server.writes.validation.apps import (
+    validate_controller_revision,
+    validate_daemon_set,
+    validate_daemon_set_status,
+    validate_deployment,
+    validate_deployment_status,
+    validate_replica_set,
+    validate_replica_set_status,
+    validate_stateful_set,
+    validate_stateful_set_status,
+)
+from kubewire.server.writes.validation.certificates import (
+    validate_certificate_signing_request,
+    validate_certificate_signing_request_approval,
+    validate_certificate_signing_request_status,
+)
 from kubewire.server.writes.validation.config import validate_config_map, validate_secret
 from kubewire.server.writes.validation.crds import (
     validate_custom_resource_definition,
@@ -32,6 +47,13 @@ from kubewire.server.writes.validation.rbac import (
     validate_role_binding,
 )
 from kubewire.server.writes.validation.service import validate_service
+from kubewire.server.writes.validation.storage import (
+    validate_limit_range,
+    validate_persistent_volume,
+    validate_persistent_volume_claim,
+    validate_resource_quota,
+    validate_storage_class,
+)
 from kubewire.status import FieldError
 
 KindValidator = Callable[[Resource, Mapping[str, Any], Mapping[str, Any] | None],
@@ -42,6 +64,10 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "core/pods": validate_pod,
     "core/services": validate_service,
     "apps/deployments": validate_deployment,
+    "apps/replicasets": validate_replica_set,
+    "apps/statefulsets": validate_stateful_set,
+    "apps/daemonsets": validate_daemon_set,
+    "apps/controllerrevisions": validate_controller_revision,
     "core/configmaps": validate_config_map,
     "core/secrets": validate_secret,
     "core/nodes": validate_node,
@@ -55,6 +81,12 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "rbac.authorization.k8s.io/rolebindings": validate_role_binding,
     "rbac.authorization.k8s.io/clusterrolebindings": validate_cluster_role_binding,
     "apiextensions.k8s.io/customresourcedefinitions": validate_custom_resource_definition,
+    "certificates.k8s.io/certificatesigningrequests": validate_certificate_signing_request,
+    "core/resourcequotas": validate_resource_quota,
+    "core/limitranges": validate_limit_range,
+    "core/persistentvolumeclaims": validate_persistent_volume_claim,
+    "core/persistentvolumes": validate_persistent_volume,
+    "storage.k8s.io/storageclasses": validate_storage_class,
 })
 
 
@@ -62,6 +94,16 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
 # narrower than the main resource's (the status write keeps the stored spec).
 STATUS_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "apiextensions.k8s.io/customresourcedefinitions": validate_custom_resource_definition_status,
+    "apps/deployments": validate_deployment_status,
+    "apps/replicasets": validate_replica_set_status,
+    "apps/statefulsets": validate_stateful_set_status,
+    "apps/daemonsets": validate_daemon_set_status,
+    "certificates.k8s.io/certificatesigningrequests": validate_certificate_signing_request_status,
+})
+# CertificateSigningRequests' ``/approval`` (ApprovalStrategy.ValidateUpdate)
+APPROVAL_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
+    "certificates.k8s.io/certificatesigningrequests":
+        validate_certificate_signing_request_approval,
 })
 
 
@@ -73,6 +115,8 @@ def validate_kind(resource: Resource, obj: Mapping[str, Any],
     validator = None
     if subresource == "status" and old is not None:
         validator = STATUS_VALIDATORS.get(resource.id)
+    elif subresource == "approval" and old is not None:
+        validator = APPROVAL_VALIDATORS.get(resource.id)
     if validator is None:
         validator = KIND_VALIDATORS.get(resource.id)
     return [] if validator is None else validator(resource, obj, old)
