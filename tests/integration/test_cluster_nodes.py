@@ -1,7 +1,8 @@
 """Simulated nodes and kubelets (``kubewire.cluster.nodes``) against a real server: nodes
 register with a kubelet's status and keep Leases fresh; pods bound to them go Pending → Running
 → Ready with kube's status shapes, kubelet events, pod IPs from the node's CIDR; graceful
-deletion ends with the kubelet's grace-0 delete; kwok Stage files drive pods as kwok's do."""
+deletion ends with the kubelet's grace-0 delete; kwok Stage files drive pods as kwok's do;
+with the scheduler and the workload controllers, a Deployment rolls out onto the nodes."""
 
 from __future__ import annotations
 
@@ -14,9 +15,12 @@ from typing import Any
 import pytest
 
 from kubewire.client.client import Client, create_client
+from kubewire.cluster.controllers.deployment import make_deployment_controller
+from kubewire.cluster.controllers.replicaset import make_replicaset_controller
 from kubewire.cluster.nodes import FleetOptions, NodeFleet, make_fleet
 from kubewire.cluster.nodes.stages import load_stages
 from kubewire.cluster.runtime import ClusterContext
+from kubewire.cluster.scheduler.scheduler import make_scheduler
 from tests.integration import kubectl
 from tests.integration.harness import ServerThread
 from tests.integration.kubectl import needs_kubectl
@@ -462,4 +466,39 @@ async def test_a_failed_status_write_is_retried(server: ServerThread, client: Cl
         faults = ok(await asyncio.to_thread(call, server, "GET", "/kubewire/faults"), 200)
         assert fault["id"] not in [f["id"] for f in faults["items"]]  # both were injected
     finally:
+        await stopped(ctx, task)
+
+
+@needs_kubectl
+async def test_a_deployment_rolls_out_onto_simulated_nodes(server: ServerThread,
+                                                           client: Client) -> None:
+    """The issue's story with the scheduler and the workload controllers beside the fleet:
+    kubectl create deployment, rollout status, wait for Ready pods, delete one."""
+    ctx = ClusterContext(client)
+    fleet = make_fleet(ctx, FleetOptions(count=3))
+    task = await started(fleet)
+    others = [asyncio.create_task(make(ctx, None).run()) for make in (
+        make_scheduler, make_deployment_controller, make_replicaset_controller)]
+    try:
+        for args in (("create", "deployment", "web", "--image=nginx", "--replicas=3"),
+                     ("rollout", "status", "deploy/web", "--timeout=60s"),
+                     ("wait", "--for=condition=Ready", "pod", "-l", "app=web",
+                      "--timeout=60s")):
+            done = await asyncio.to_thread(kubectl.run, server, *args)
+            assert done.returncode == 0, (args, done.stdout, done.stderr)
+        pods = ok(await asyncio.to_thread(call, server, "GET",
+                                          "/api/v1/namespaces/default/pods"), 200)["items"]
+        assert len(pods) == 3
+        assert all(p["spec"]["nodeName"].startswith("kubewire-node-") for p in pods)
+        assert all(p["status"]["podIP"].startswith("10.224.") for p in pods)
+        victim = pods[0]["metadata"]["name"]
+        done = await asyncio.to_thread(kubectl.run, server, "delete", "pod", victim)
+        assert done.returncode == 0, done.stderr
+        done = await asyncio.to_thread(kubectl.run, server, "rollout", "status", "deploy/web",
+                                       "--timeout=60s")
+        assert done.returncode == 0, done.stderr
+    finally:
+        for other in others:
+            other.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
         await stopped(ctx, task)
