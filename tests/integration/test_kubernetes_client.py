@@ -46,6 +46,11 @@ _TYPED_APIS: dict[str, tuple[type[Any], str]] = {
     "ClusterRole": (client.RbacAuthorizationV1Api, "cluster_role"),
     "RoleBinding": (client.RbacAuthorizationV1Api, "role_binding"),
     "ClusterRoleBinding": (client.RbacAuthorizationV1Api, "cluster_role_binding"),
+    "Job": (client.BatchV1Api, "job"),
+    "CronJob": (client.BatchV1Api, "cron_job"),
+    "PodDisruptionBudget": (client.PolicyV1Api, "pod_disruption_budget"),
+    "PriorityClass": (client.SchedulingV1Api, "priority_class"),
+    "IngressClass": (client.NetworkingV1Api, "ingress_class"),
 }
 
 

@@ -13,6 +13,7 @@ from kubewire.json_types import JSON
 from kubewire.models.apiextensions_k8s_io_v1 import CustomResourceDefinition
 from kubewire.models.apps_v1 import Deployment
 from kubewire.models.base import IntOrString, KubeObject, Model, Quantity, decode, encode, to_dict
+from kubewire.models.batch_v1 import CronJob, Job
 from kubewire.models.coordination_k8s_io_v1 import Lease
 from kubewire.models.core_v1 import (
     Binding,
@@ -28,13 +29,15 @@ from kubewire.models.core_v1 import Event as CoreV1Event
 from kubewire.models.discovery_k8s_io_v1 import EndpointSlice
 from kubewire.models.events_k8s_io_v1 import Event as EventsK8sIoV1Event
 from kubewire.models.meta_v1 import DeleteOptions, ListMeta, ObjectMeta, Status, WatchEvent
-from kubewire.models.networking_k8s_io_v1 import Ingress, NetworkPolicy
+from kubewire.models.networking_k8s_io_v1 import Ingress, IngressClass, NetworkPolicy
+from kubewire.models.policy_v1 import PodDisruptionBudget
 from kubewire.models.rbac_authorization_k8s_io_v1 import (
     ClusterRole,
     ClusterRoleBinding,
     Role,
     RoleBinding,
 )
+from kubewire.models.scheduling_k8s_io_v1 import PriorityClass
 
 KINDS: tuple[type[KubeObject], ...] = (
     Binding,
@@ -42,16 +45,21 @@ KINDS: tuple[type[KubeObject], ...] = (
     ClusterRoleBinding,
     ConfigMap,
     CoreV1Event,
+    CronJob,
     CustomResourceDefinition,
     Deployment,
     EndpointSlice,
     EventsK8sIoV1Event,
     Ingress,
+    IngressClass,
+    Job,
     Lease,
     Namespace,
     NetworkPolicy,
     Node,
     Pod,
+    PodDisruptionBudget,
+    PriorityClass,
     Role,
     RoleBinding,
     Secret,
@@ -76,13 +84,16 @@ __all__ = [
     "ClusterRoleBinding",
     "ConfigMap",
     "CoreV1Event",
+    "CronJob",
     "CustomResourceDefinition",
     "DeleteOptions",
     "Deployment",
     "EndpointSlice",
     "EventsK8sIoV1Event",
     "Ingress",
+    "IngressClass",
     "IntOrString",
+    "Job",
     "KubeObject",
     "Lease",
     "ListMeta",
@@ -92,6 +103,8 @@ __all__ = [
     "Node",
     "ObjectMeta",
     "Pod",
+    "PodDisruptionBudget",
+    "PriorityClass",
     "Quantity",
     "Role",
     "RoleBinding",

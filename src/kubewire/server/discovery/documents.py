@@ -61,6 +61,7 @@ _CACHED_ADDRESSES = 64  # /api bodies per (registry, server address); a server h
 _GROUP_PRIORITY: Mapping[str, int] = MappingProxyType({
     "apps": 17800, "events.k8s.io": 17750, "networking.k8s.io": 17200,
     "rbac.authorization.k8s.io": 17000,
+    "batch": 17400, "policy": 17100, "scheduling.k8s.io": 16600,
     "apiextensions.k8s.io": 16700, "coordination.k8s.io": 16500, "discovery.k8s.io": 16200,
 })
 _OTHER_GROUP_PRIORITY = 1000  # CRD groups (customresource_discovery_controller.go) and unknown

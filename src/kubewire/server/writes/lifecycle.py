@@ -35,6 +35,7 @@ from kubewire.quantity import parse_quantity
 from kubewire.resources import Resource
 from kubewire.server.apiextensions.crd import crd_strategy
 from kubewire.server.patch.json_patch import json_equal
+from kubewire.server.writes.batch_strategy import generate_job_selector
 from kubewire.status import (
     BadRequest,
     FieldError,
@@ -88,7 +89,13 @@ _TRAITS: Mapping[str, LifecycleTraits] = MappingProxyType({
     "apps/deployments": LifecycleTraits("set", status_keeps_metadata=("labels",)),
     "networking.k8s.io/ingresses": LifecycleTraits("set", MappingProxyType({"loadBalancer": {}}),
                                                    etcd_prefix="ingress"),
+    # poddisruptionbudget/strategy.go PrepareForCreate: the zero status (four counters
+    # without omitempty)
+    "policy/poddisruptionbudgets": LifecycleTraits("set", MappingProxyType({
+        "disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0,
+        "expectedPods": 0})),
 })
+_JOBS_ID = "batch/jobs"
 
 
 def lifecycle_traits(resource: Resource) -> LifecycleTraits:
@@ -155,6 +162,10 @@ def prepare_create(resource: Resource, obj: dict[str, JSON], ctx: CreateContext)
         crd_strategy.prepare_for_create(new)
     if resource.generation != "none":
         meta["generation"] = 1
+    if resource.id == _JOBS_ID:  # job/strategy.go PrepareForCreate: the generated selector
+        new["metadata"] = meta
+        generate_job_selector(new)
+        meta = new["metadata"]
     if traits.namespace_rules:
         if isinstance(new.get("spec"), dict):
             new["spec"] = dict(new["spec"])  # _namespace_defaults sets its finalizers

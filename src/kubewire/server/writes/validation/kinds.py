@@ -14,6 +14,11 @@ from typing import Any
 
 from kubewire.resources import Resource
 from kubewire.server.writes.validation.apps import validate_deployment
+from kubewire.server.writes.validation.batch import (
+    validate_cron_job,
+    validate_job,
+    validate_job_status,
+)
 from kubewire.server.writes.validation.config import validate_config_map, validate_secret
 from kubewire.server.writes.validation.crds import (
     validate_custom_resource_definition,
@@ -55,6 +60,9 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "rbac.authorization.k8s.io/rolebindings": validate_role_binding,
     "rbac.authorization.k8s.io/clusterrolebindings": validate_cluster_role_binding,
     "apiextensions.k8s.io/customresourcedefinitions": validate_custom_resource_definition,
+    # issue 20 kinds
+    "batch/jobs": validate_job,
+    "batch/cronjobs": validate_cron_job,
 })
 
 
@@ -62,6 +70,7 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
 # narrower than the main resource's (the status write keeps the stored spec).
 STATUS_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "apiextensions.k8s.io/customresourcedefinitions": validate_custom_resource_definition_status,
+    "batch/jobs": validate_job_status,
 })
 
 
