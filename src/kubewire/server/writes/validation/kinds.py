@@ -30,6 +30,10 @@ from kubewire.server.writes.validation.lease import validate_lease
 from kubewire.server.writes.validation.networking import validate_ingress, validate_network_policy
 from kubewire.server.writes.validation.node import validate_namespace, validate_node
 from kubewire.server.writes.validation.pods.spec import validate_pod
+from kubewire.server.writes.validation.policy import (
+    validate_pod_disruption_budget,
+    validate_pod_disruption_budget_status,
+)
 from kubewire.server.writes.validation.rbac import (
     validate_cluster_role,
     validate_cluster_role_binding,
@@ -63,6 +67,7 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     # issue 20 kinds
     "batch/jobs": validate_job,
     "batch/cronjobs": validate_cron_job,
+    "policy/poddisruptionbudgets": validate_pod_disruption_budget,
 })
 
 
@@ -71,6 +76,7 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
 STATUS_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "apiextensions.k8s.io/customresourcedefinitions": validate_custom_resource_definition_status,
     "batch/jobs": validate_job_status,
+    "policy/poddisruptionbudgets": validate_pod_disruption_budget_status,
 })
 
 
