@@ -54,6 +54,7 @@ from kubewire.server.writes.admission import (
 )
 from kubewire.server.writes.defaults import apply_kind_defaults
 from kubewire.server.writes.deletes import delete, delete_collection
+from kubewire.server.writes.priority_classes import global_default_conflict
 from kubewire.server.writes.rbac_writes import check_rbac_write
 from kubewire.server.writes.validate import (
     check_namespace_usable,
@@ -98,6 +99,7 @@ INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
 # refusing a pod: the serviceaccounts controller may not have made it yet in a new namespace.
 DEFAULT_ACCOUNT_ATTEMPTS = 10
 POD_RESOURCE_ID = "core/pods"
+PRIORITY_CLASS_ID = "scheduling.k8s.io/priorityclasses"
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 
@@ -174,6 +176,7 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
             await check_namespace_usable(ctx, resource, namespace, admission_name(obj))
         # a pod's own rules run once, on what admission makes of it (validate_admitted)
         prepared, warnings = validate(resource, prepared, wopts, kind_rules=facts is None)
+        _admit_priority_class(ctx, resource, prepared, creating=True)
         prepared = as_go_encodes(prepared)
         # managedFields first, as kube's create handler does before mutating admission: the
         # fields admission adds belong to no manager
@@ -350,6 +353,7 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Mutation,
         prepared = lifecycle.prepare_update(resource, old, new, uctx, owned=True)
         prepared, warnings = validate(resource, prepared, wopts, old=old,
                                       subresource=route.subresource)
+        _admit_priority_class(ctx, resource, prepared, creating=False)
         prepared = as_go_encodes(prepared)
         prepared = track_write(WriteFacts(route, wopts, uctx.now), old, asked, prepared)
         if not route.subresource:  # status writes keep the stored spec: nothing to allocate
@@ -418,13 +422,35 @@ async def pod_admission_facts(ctx: ServerContext, namespace: str,
     key = accounts.storage_key(namespace, name)
     cache = ctx.caches.for_resource(accounts)
     attempts = DEFAULT_ACCOUNT_ATTEMPTS if name == DEFAULT_SERVICE_ACCOUNT else 1
+    classes = priority_classes(ctx)
     for attempt in range(attempts):
         if attempt:
             await asyncio.sleep(ctx.rng.uniform(0.1, 0.2))
         found = cache.get(key)
         if found is not None:
-            return PodFacts(_decode(found.value), suffix)
-    return PodFacts(None, suffix)
+            return PodFacts(_decode(found.value), suffix, classes)
+    return PodFacts(None, suffix, classes)
+
+
+def priority_classes(ctx: ServerContext) -> dict[str, dict[str, Any]]:
+    """The PriorityClasses by name, as the Priority admission plugin's lister holds them."""
+    resource = ctx.registry.lookup("scheduling.k8s.io", "v1", "priorityclasses")
+    if resource is None:
+        return {}
+    found = (_decode(item.value) for item in
+             ctx.caches.for_resource(resource).scan(resource.storage_prefix()))
+    return {str(pc["metadata"]["name"]): pc for pc in found}
+
+
+def _admit_priority_class(ctx: ServerContext, resource: Resource, obj: dict[str, Any],
+                          *, creating: bool) -> None:
+    """The Priority plugin's validation of a PriorityClass write (after the object's own
+    validation, as validating admission runs): one global default at most."""
+    if resource.id != PRIORITY_CLASS_ID:
+        return
+    refused = global_default_conflict(obj, priority_classes(ctx).values(), creating=creating)
+    if refused is not None:
+        raise refused
 
 
 async def ensure_initial_namespaces(ctx: ServerContext) -> None:

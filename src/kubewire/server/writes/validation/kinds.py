@@ -40,6 +40,7 @@ from kubewire.server.writes.validation.rbac import (
     validate_role,
     validate_role_binding,
 )
+from kubewire.server.writes.validation.scheduling import validate_priority_class
 from kubewire.server.writes.validation.service import validate_service
 from kubewire.status import FieldError
 
@@ -68,6 +69,7 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "batch/jobs": validate_job,
     "batch/cronjobs": validate_cron_job,
     "policy/poddisruptionbudgets": validate_pod_disruption_budget,
+    "scheduling.k8s.io/priorityclasses": validate_priority_class,
 })
 
 
