@@ -54,6 +54,7 @@ from kubewire.server.writes.admission import (
 )
 from kubewire.server.writes.defaults import apply_kind_defaults
 from kubewire.server.writes.deletes import delete, delete_collection
+from kubewire.server.writes.ingress_classes import admit_ingress
 from kubewire.server.writes.priority_classes import global_default_conflict
 from kubewire.server.writes.rbac_writes import check_rbac_write
 from kubewire.server.writes.validate import (
@@ -100,6 +101,7 @@ INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
 DEFAULT_ACCOUNT_ATTEMPTS = 10
 POD_RESOURCE_ID = "core/pods"
 PRIORITY_CLASS_ID = "scheduling.k8s.io/priorityclasses"
+INGRESS_ID = "networking.k8s.io/ingresses"
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 
@@ -140,6 +142,15 @@ def _decoded_body(resource: Resource, obj: dict[str, Any]) -> dict[str, Any]:
     return apply_kind_defaults(resource, obj)  # kube defaults while decoding the body
 
 
+def _admitted_body(ctx: ServerContext, route: Route, obj: dict[str, Any]) -> dict[str, Any]:
+    """``_decoded_body``, then the DefaultIngressClass plugin for a new Ingress (mutating
+    admission runs before the strategy, on the decoded object)."""
+    defaulted = _decoded_body(route.resource, obj)
+    if route.resource.id == INGRESS_ID and not route.subresource:
+        admit_ingress(defaulted, _stored(ctx, "networking.k8s.io", "ingressclasses"))
+    return defaulted
+
+
 async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
                         wopts: WriteOptions, *, allocate: bool = True,
                         ) -> tuple[bytes, list[str]]:
@@ -157,13 +168,13 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
         raise err
     generated = not (obj.get("metadata") or {}).get("name")
     attempts = GENERATE_NAME_ATTEMPTS if generated else 1
-    defaulted = _decoded_body(resource, obj)
+    defaulted = _admitted_body(ctx, route, obj)
     check_rbac_write(ctx, route, defaulted, None)  # kube's policy-based storages, first
     is_pod = resource.id == POD_RESOURCE_ID and not route.subresource
     facts = await pod_admission_facts(ctx, route.namespace, defaulted) if is_pod else None
     for attempt in range(attempts):
         if attempt:  # the steps below change this attempt's copy in place (admission)
-            defaulted = _decoded_body(resource, obj)
+            defaulted = _admitted_body(ctx, route, obj)
         ctx_create = lifecycle.CreateContext(namespace=route.namespace, now=ctx.now(),
                                              rng=ctx.rng)
         prepared = lifecycle.prepare_create(resource, defaulted, ctx_create)
@@ -432,14 +443,19 @@ async def pod_admission_facts(ctx: ServerContext, namespace: str,
     return PodFacts(None, suffix, classes)
 
 
+def _stored(ctx: ServerContext, group: str, plural: str) -> list[dict[str, Any]]:
+    """Every object of a cluster-scoped kind, as an admission plugin's lister holds them."""
+    resource = ctx.registry.lookup(group, "v1", plural)
+    if resource is None:
+        return []
+    return [_decode(item.value) for item in
+            ctx.caches.for_resource(resource).scan(resource.storage_prefix())]
+
+
 def priority_classes(ctx: ServerContext) -> dict[str, dict[str, Any]]:
     """The PriorityClasses by name, as the Priority admission plugin's lister holds them."""
-    resource = ctx.registry.lookup("scheduling.k8s.io", "v1", "priorityclasses")
-    if resource is None:
-        return {}
-    found = (_decode(item.value) for item in
-             ctx.caches.for_resource(resource).scan(resource.storage_prefix()))
-    return {str(pc["metadata"]["name"]): pc for pc in found}
+    return {str(pc["metadata"]["name"]): pc
+            for pc in _stored(ctx, "scheduling.k8s.io", "priorityclasses")}
 
 
 def _admit_priority_class(ctx: ServerContext, resource: Resource, obj: dict[str, Any],

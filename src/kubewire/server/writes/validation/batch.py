@@ -34,6 +34,7 @@ from kubewire.server.writes.batch_strategy import (
 )
 from kubewire.server.writes.validation.apps import go_label_selector, go_string_map
 from kubewire.server.writes.validation.cron_schedule import cron_schedule_error
+from kubewire.server.writes.validation.ingress_class import domain_prefixed_path_errors
 from kubewire.server.writes.validation.meta import (
     dict_at,
     validate_annotations,
@@ -64,9 +65,6 @@ _REPLACEMENT_POLICIES = ("Failed", "TerminatingOrFailed")
 _CONCURRENCY = ("Allow", "Forbid", "Replace")
 _TZ_PART = re.compile(r"^[A-Za-z.\-_0-9+]{1,14}$")
 _TEMPLATE_LITERAL = GoLiteral("core.PodTemplateSpec{...}")
-_DOMAIN_PREFIXED_PATH = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_HTTP_PATH = re.compile(r"^[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$")
 
 
 def _omit(path: str, detail: str) -> FieldError:
@@ -359,20 +357,7 @@ def _success_rule_errors(rule: Mapping[str, JSON], rule_path: str,
 
 def _managed_by_errors(value: str, path: str) -> list[FieldError]:
     """``IsDomainPrefixedPath`` and the length limit."""
-    errors: list[FieldError] = []
-    if not value:
-        errors.append(required(path))
-    else:
-        domain, slash, rest = value.partition("/")
-        if not slash or not rest:
-            errors.append(invalid(path, value, "must be a domain-prefixed path (such as "
-                                               '"acme.io/foo")'))
-        else:
-            from kubewire.names import is_dns1123_subdomain
-            errors += [invalid(path, domain, m) for m in is_dns1123_subdomain(domain)]
-            if not _HTTP_PATH.fullmatch(rest):
-                errors.append(invalid(path, rest, "Invalid path: must match the regex "
-                                                  "^[A-Za-z0-9/\\-._~%!$&'()*+,;=:]+$"))
+    errors = domain_prefixed_path_errors(value, path)
     if len(value) > MAX_MANAGED_BY:
         errors.append(FieldError("FieldValueTooLong", path,
                                  detail=f"may not be more than {MAX_MANAGED_BY} bytes"))

@@ -26,6 +26,7 @@ from kubewire.server.writes.validation.crds import (
 )
 from kubewire.server.writes.validation.discovery import validate_endpoint_slice
 from kubewire.server.writes.validation.events import validate_event
+from kubewire.server.writes.validation.ingress_class import validate_ingress_class
 from kubewire.server.writes.validation.lease import validate_lease
 from kubewire.server.writes.validation.networking import validate_ingress, validate_network_policy
 from kubewire.server.writes.validation.node import validate_namespace, validate_node
@@ -70,6 +71,7 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "batch/cronjobs": validate_cron_job,
     "policy/poddisruptionbudgets": validate_pod_disruption_budget,
     "scheduling.k8s.io/priorityclasses": validate_priority_class,
+    "networking.k8s.io/ingressclasses": validate_ingress_class,
 })
 
 
