@@ -180,3 +180,28 @@ def test_two_budgets_is_a_failure_status_in_a_201(server: ServerThread) -> None:
                           "metadata": {"name": "new", "labels": {"app": "web"}},
                           "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
     assert _evict(server, "new").status == 201
+
+
+def test_kubectl_drain_is_held_by_the_budget_then_drains(server: ServerThread) -> None:
+    create(server, "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node",
+                                     "metadata": {"name": "n1"}})
+    pod = create(server, PODS, {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}], "nodeName": "n1",
+                 "terminationGracePeriodSeconds": 0}})
+    pod["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    ok(call(server, "PUT", f"{PODS}/x/status", pod), 200)
+    status = {"observedGeneration": 1, "disruptionsAllowed": 0, "currentHealthy": 1,
+              "desiredHealthy": 1, "expectedPods": 1}
+    budget = _pdb(server, "web", status, minAvailable=1)
+    done = kubectl.run(server, "drain", "n1", "--force", "--timeout=2s")
+    assert done.returncode != 0
+    assert ("Cannot evict pod as it would violate the pod's disruption budget."
+            in done.stderr), done.stderr
+    assert get(server, f"{PODS}/x")["metadata"]["name"] == "x"
+    budget["status"]["disruptionsAllowed"] = 1
+    ok(call(server, "PUT", f"{PDBS}/web/status", budget), 200)
+    done = kubectl.run(server, "drain", "n1", "--force", "--timeout=30s")
+    assert done.returncode == 0, done.stderr
+    assert "pod/x evicted" in done.stdout
+    assert call(server, "GET", f"{PODS}/x").status == 404

@@ -171,7 +171,37 @@ SCALE: dict[str, Any] = {"kind": "Scale", "apiVersion": "autoscaling/v1",
          "metadata": {"name": "web", "namespace": "default", "creationTimestamp": None},
          "spec": {"replicas": 4}, "status": {"replicas": 0}}
 
-REALISTIC = [DEPLOYMENT, NAMESPACE, SERVICE, SECRET, CONFIGMAP, SERVICE_ACCOUNT, POD, LEASE, SCALE]
+# issue 20 kinds: pointer zeros (suspend: false, completions: 0) and value 0 survive
+_TEMPLATE: dict[str, Any] = {"metadata": {"creationTimestamp": None},
+                             "spec": {"containers": [{"name": "c", "image": "busybox"}],
+                                      "restartPolicy": "Never"}}
+JOB: dict[str, Any] = {"kind": "Job", "apiVersion": "batch/v1",
+       "metadata": {"name": "j", "creationTimestamp": None},
+       "spec": {"parallelism": 0, "completions": 1, "backoffLimit": 6,
+                "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "u"}},
+                "manualSelector": False, "template": _TEMPLATE,
+                "completionMode": "NonIndexed", "suspend": False,
+                "podReplacementPolicy": "TerminatingOrFailed"},
+       "status": {"ready": 0, "terminating": 0}}
+CRON_JOB: dict[str, Any] = {"kind": "CronJob", "apiVersion": "batch/v1",
+            "metadata": {"name": "c", "creationTimestamp": None},
+            "spec": {"schedule": "*/5 * * * *", "timeZone": "", "concurrencyPolicy": "Allow",
+                     "suspend": False,
+                     "jobTemplate": {"metadata": {"creationTimestamp": None},
+                                     "spec": {"template": _TEMPLATE}},
+                     "successfulJobsHistoryLimit": 0, "failedJobsHistoryLimit": 1},
+            "status": {}}
+PDB: dict[str, Any] = {"kind": "PodDisruptionBudget", "apiVersion": "policy/v1",
+       "metadata": {"name": "b", "creationTimestamp": None},
+       "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "web"}}},
+       "status": {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0,
+                  "expectedPods": 0}}
+PRIORITY_CLASS: dict[str, Any] = {"kind": "PriorityClass", "apiVersion": "scheduling.k8s.io/v1",
+                  "metadata": {"name": "p", "creationTimestamp": None}, "value": 0,
+                  "preemptionPolicy": "Never"}
+
+REALISTIC = [DEPLOYMENT, NAMESPACE, SERVICE, SECRET, CONFIGMAP, SERVICE_ACCOUNT, POD, LEASE, SCALE,
+             JOB, CRON_JOB, PDB, PRIORITY_CLASS]
 
 
 @pytest.mark.parametrize("obj", REALISTIC, ids=[o["kind"] for o in REALISTIC])
