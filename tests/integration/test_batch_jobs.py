@@ -206,3 +206,22 @@ def test_cronjob_tz_in_schedule_and_time_zones(server: ServerThread) -> None:
     assert _causes(reply) == [("FieldValueInvalid", "metadata.name",
                                f'Invalid value: "{body["metadata"]["name"]}": must be no more '
                                "than 52 characters")]
+
+
+def test_create_warnings(server: ServerThread) -> None:
+    reply = call(server, "POST", JOBS, _job("dotted.name"))
+    assert reply.status == 201
+    assert reply.headers["warning"] == (
+        '299 - "metadata.name: this is used in Pod names and hostnames, which can result in '
+        "surprising behavior; a DNS label is recommended: [must not contain dots]\"")
+    assert "warning" not in call(server, "POST", JOBS, _job("plain")).headers
+    reply = call(server, "POST", CRON_JOBS, _cron_job("c.d", "TZ=UTC @hourly"))
+    assert reply.status == 422  # a TZ in a new CronJob's schedule is refused outright
+    reply = call(server, "POST", CRON_JOBS, _cron_job("c.d", "@hourly"))
+    assert reply.status == 201
+    assert reply.headers["warning"].startswith('299 - "metadata.name: this is used in Pod names')
+    cron = reply.json
+    # the status subresource writes the status (cronJobStatusStrategy keeps the spec)
+    cron["status"] = {"lastScheduleTime": "2024-01-01T00:00:00Z"}
+    updated = ok(call(server, "PUT", CRON_JOBS + "/c.d/status", cron), 200)
+    assert updated["status"] == {"lastScheduleTime": "2024-01-01T00:00:00Z"}

@@ -758,3 +758,40 @@ def validate_cron_job(resource: Resource, obj: Mapping[str, JSON],
     if old is None and len(name) > CRON_JOB_NAME_MAX:
         errors.append(invalid("metadata.name", name, "must be no more than 52 characters"))
     return errors
+
+
+# --- warnings ----------------------------------------------------------------------------------
+
+def _name_warnings(obj: Mapping[str, JSON]) -> list[str]:
+    name = str(dict_at(obj, "metadata").get("name") or "")
+    problems = is_dns1123_label(name)
+    if not problems:
+        return []
+    return ["metadata.name: this is used in Pod names and hostnames, which can result in "
+            f"surprising behavior; a DNS label is recommended: [{' '.join(problems)}]"]
+
+
+def _job_spec_warnings(spec: Mapping[str, JSON], path: str) -> list[str]:
+    """``WarningsForJobSpec`` (its pod template warnings are not kubewire's)."""
+    if spec.get("completionMode") == "Indexed" and \
+            (_int(spec, "completions") or 0) > COMPLETIONS_SOFT_LIMIT and \
+            (_int(spec, "parallelism") or 0) > PARALLELISM_LIMIT_HIGH_COMPLETIONS:
+        return [f"{path}: In Indexed Jobs with a number of completions higher than 10^5 and a "
+                "parallelism higher than 10^4, Kubernetes might not be able to track "
+                "completedIndexes when a big number of indexes fail"]
+    return []
+
+
+def job_create_warnings(obj: Mapping[str, JSON]) -> list[str]:
+    """job/strategy.go ``WarningsOnCreate``."""
+    return _name_warnings(obj) + _job_spec_warnings(dict_at(obj, "spec"), "spec")
+
+
+def cron_job_create_warnings(obj: Mapping[str, JSON]) -> list[str]:
+    """cronjob/strategy.go ``WarningsOnCreate``."""
+    spec = dict_at(obj, "spec")
+    warnings = _name_warnings(obj) + _job_spec_warnings(
+        dict_at(dict_at(spec, "jobTemplate"), "spec"), "spec.jobTemplate.spec")
+    if "TZ" in str(spec.get("schedule") or ""):
+        warnings.append("cannot use TZ or CRON_TZ in schedule, use timeZone field instead")
+    return warnings

@@ -15,6 +15,8 @@ from typing import Any
 from kubewire.resources import Resource
 from kubewire.server.writes.validation.apps import validate_deployment
 from kubewire.server.writes.validation.batch import (
+    cron_job_create_warnings,
+    job_create_warnings,
     validate_cron_job,
     validate_job,
     validate_job_status,
@@ -81,7 +83,20 @@ STATUS_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "apiextensions.k8s.io/customresourcedefinitions": validate_custom_resource_definition_status,
     "batch/jobs": validate_job_status,
     "policy/poddisruptionbudgets": validate_pod_disruption_budget_status,
+    "batch/cronjobs": lambda resource, obj, old: [],  # cronJobStatusStrategy: validates nothing
 })
+
+# A kind's strategy ``WarningsOnCreate``: ``Warning: 299`` texts for a create it accepts.
+CREATE_WARNINGS: Mapping[str, Callable[[Mapping[str, Any]], list[str]]] = MappingProxyType({
+    "batch/jobs": job_create_warnings,
+    "batch/cronjobs": cron_job_create_warnings,
+})
+
+
+def create_warnings(resource: Resource, obj: Mapping[str, Any]) -> list[str]:
+    """The kind's ``WarningsOnCreate`` for ``obj`` ([] for kinds without)."""
+    warn = CREATE_WARNINGS.get(resource.id)
+    return [] if warn is None else warn(obj)
 
 
 def validate_kind(resource: Resource, obj: Mapping[str, Any],
