@@ -225,3 +225,17 @@ def test_create_warnings(server: ServerThread) -> None:
     cron["status"] = {"lastScheduleTime": "2024-01-01T00:00:00Z"}
     updated = ok(call(server, "PUT", CRON_JOBS + "/c.d/status", cron), 200)
     assert updated["status"] == {"lastScheduleTime": "2024-01-01T00:00:00Z"}
+
+
+def test_a_suspended_job_that_never_ran_may_change_its_scheduling(server: ServerThread) -> None:
+    ok(call(server, "POST", JOBS, _job("held", suspend=True)), 201)
+    patch = {"spec": {"template": {"spec": {"nodeSelector": {"zone": "a"}},
+                                   "metadata": {"annotations": {"note": "moved"}}}}}
+    changed = ok(call(server, "PATCH", JOBS + "/held", patch), 200)
+    assert changed["spec"]["template"]["spec"]["nodeSelector"] == {"zone": "a"}
+    # not so for the containers, nor once it runs
+    ok(call(server, "PATCH", JOBS + "/held", {"spec": {"suspend": False}}), 200)
+    reply = call(server, "PATCH", JOBS + "/held",
+                 {"spec": {"template": {"spec": {"nodeSelector": {"zone": "b"}}}}})
+    assert reply.status == 422
+    assert [c[1] for c in _causes(reply)] == ["spec.template"]
