@@ -25,8 +25,9 @@ FieldLabelStyle = Literal["core", "default", "crd", "batchv1.Job"]
 batchv1.Job``."""
 
 GenerationPolicy = Literal["none", "spec", "spec_and_annotations", "non_metadata",
-                           "non_metadata_and_labels"]
-"""When ``metadata.generation`` is set and bumped (objects-and-clients.md §1.4)."""
+                           "non_metadata_and_labels", "create_only"]
+"""When ``metadata.generation`` is set and bumped (objects-and-clients.md §1.4);
+``create_only``: 1 at create, never bumped (PriorityClass's strategy)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,10 +336,11 @@ RESOURCES: tuple[Resource, ...] = (
              "poddisruptionbudget", namespaced=True, short_names=("pdb",),
              subresources=("status",), field_label_style="default", generation="spec",
              zero_fields=_zero("PodDisruptionBudget")),
-    # pkg/registry/scheduling/priorityclass: no status, no generation, PUT does not create.
+    # pkg/registry/scheduling/priorityclass: no status, generation 1 at create and never
+    # bumped (PrepareForUpdate changes nothing), PUT does not create.
     Resource("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", "priorityclass",
              namespaced=False, short_names=("pc",), field_label_style="default",
-             zero_fields=_zero("PriorityClass")),
+             generation="create_only", zero_fields=_zero("PriorityClass")),
     # pkg/registry/networking/ingressclass: generation on spec changes, no status.
     Resource("networking.k8s.io", "v1", "IngressClass", "ingressclasses", "ingressclass",
              namespaced=False, field_label_style="default", generation="spec",

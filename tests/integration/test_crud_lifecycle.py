@@ -65,7 +65,7 @@ def name_for(kind: Kind) -> str:
 # Pod (v1.32), Service, Node, ...: none
 GENERATION_ON_CREATE = {"Deployment": 1, "Ingress": 1, "NetworkPolicy": 1, "EndpointSlice": 1,
                         "Gateway": 1, "HTTPRoute": 1, "Job": 1, "CronJob": 1,
-                        "PodDisruptionBudget": 1, "IngressClass": 1}
+                        "PodDisruptionBudget": 1, "IngressClass": 1, "PriorityClass": 1}
 
 
 @pytest.mark.parametrize("kind", ALL_KINDS, ids=kind_id)

@@ -67,7 +67,8 @@ def test_kubectl_create_priorityclass_and_validation(server: ServerThread) -> No
     assert reply.status_object()["message"] == (
         'PriorityClass.scheduling.k8s.io "high" is invalid: value: Forbidden: may not be '
         "changed in an update.")
-    ok(call(server, "PATCH", f"{PCS}/high", {"description": "changed"}), 200)
+    changed = ok(call(server, "PATCH", f"{PCS}/high", {"description": "changed"}), 200)
+    assert changed["metadata"]["generation"] == high["metadata"]["generation"] == 1
 
 
 def test_one_global_default_and_pods_get_its_priority(server: ServerThread) -> None:
