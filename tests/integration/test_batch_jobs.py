@@ -239,3 +239,14 @@ def test_a_suspended_job_that_never_ran_may_change_its_scheduling(server: Server
                  {"spec": {"template": {"spec": {"nodeSelector": {"zone": "b"}}}}})
     assert reply.status == 422
     assert [c[1] for c in _causes(reply)] == ["spec.template"]
+
+
+def test_generated_selector_and_labels_belong_to_no_manager(server: ServerThread) -> None:
+    created = ok(call(server, "POST", JOBS + "?fieldManager=maker", _job("owned")), 201)
+    (entry,) = created["metadata"]["managedFields"]
+    assert entry["manager"] == "maker"
+    fields = entry["fieldsV1"]
+    assert "f:metadata" not in fields
+    assert "f:selector" not in fields["f:spec"]
+    assert "f:metadata" not in fields["f:spec"]["f:template"]
+    assert "f:backoffLimit" in fields["f:spec"]  # defaults are the writer's, as in kube

@@ -19,7 +19,7 @@ from kubewire.json_copy import copy_json
 from kubewire.json_types import JSON
 
 __all__ = ["CONTROLLER_UID_LABEL", "JOB_NAME_LABEL", "LEGACY_CONTROLLER_UID_LABEL",
-           "LEGACY_JOB_NAME_LABEL", "generate_job_selector"]
+           "LEGACY_JOB_NAME_LABEL", "generate_job_selector", "ownership_basis"]
 
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
@@ -63,3 +63,43 @@ def generate_job_selector(job: dict[str, JSON]) -> None:
     own = meta.get("labels")
     if not own or own == given:  # the defaulter's copy of the template's labels, or none
         meta["labels"] = dict(labels)
+
+
+def ownership_basis(prepared: dict[str, JSON], decoded: dict[str, JSON]) -> dict[str, JSON]:
+    """``prepared`` with the selector and labels as the request's decoded body had them: kube's
+    create handler records the writer's fields before the strategy generates these, so the
+    generated ones belong to no manager (a shallow copy; ``prepared`` is not changed)."""
+    def at(obj: dict[str, JSON], *path: str) -> JSON:
+        value: JSON = obj
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value
+
+    basis = dict(prepared)
+    meta = dict(prepared.get("metadata") or {}) if isinstance(prepared.get("metadata"),
+                                                               dict) else {}
+    _put(meta, "labels", at(decoded, "metadata", "labels"))
+    basis["metadata"] = meta
+    spec = prepared.get("spec")
+    if isinstance(spec, dict):
+        spec = dict(spec)
+        _put(spec, "selector", at(decoded, "spec", "selector"))
+        template = spec.get("template")
+        if isinstance(template, dict):
+            template = dict(template)
+            template_meta = template.get("metadata")
+            if isinstance(template_meta, dict):
+                template_meta = dict(template_meta)
+                _put(template_meta, "labels", at(decoded, "spec", "template", "metadata",
+                                                 "labels"))
+                template["metadata"] = template_meta
+            spec["template"] = template
+        basis["spec"] = spec
+    return basis
+
+
+def _put(holder: dict[str, JSON], key: str, value: JSON) -> None:
+    if value is None:
+        holder.pop(key, None)
+    else:
+        holder[key] = value

@@ -52,6 +52,7 @@ from kubewire.server.writes.admission import (
     admit_pod_update,
     service_account_name,
 )
+from kubewire.server.writes.batch_strategy import ownership_basis
 from kubewire.server.writes.defaults import apply_kind_defaults
 from kubewire.server.writes.deletes import delete, delete_collection
 from kubewire.server.writes.ingress_classes import admit_ingress
@@ -102,6 +103,7 @@ DEFAULT_ACCOUNT_ATTEMPTS = 10
 POD_RESOURCE_ID = "core/pods"
 PRIORITY_CLASS_ID = "scheduling.k8s.io/priorityclasses"
 INGRESS_ID = "networking.k8s.io/ingresses"
+JOBS_ID = "batch/jobs"
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 
@@ -140,6 +142,20 @@ def _decoded_body(resource: Resource, obj: dict[str, Any]) -> dict[str, Any]:
     if resource.crd is not None:
         return copy_json(obj)
     return apply_kind_defaults(resource, obj)  # kube defaults while decoding the body
+
+
+def _track_create(facts: WriteFacts, obj: dict[str, Any], decoded: dict[str, Any],
+                  prepared: dict[str, Any]) -> dict[str, Any]:
+    """``track_write`` for a create; a Job's generated selector and labels are the strategy's,
+    owned by no manager (``batch_strategy.ownership_basis``)."""
+    if facts.route.resource.id != JOBS_ID:
+        return track_write(facts, None, obj, prepared)
+    tracked = track_write(facts, None, obj, ownership_basis(prepared, decoded))
+    entries = tracked["metadata"].get("managedFields")
+    prepared["metadata"].pop("managedFields", None)
+    if entries is not None:
+        prepared["metadata"]["managedFields"] = entries
+    return prepared
 
 
 def _admitted_body(ctx: ServerContext, route: Route, obj: dict[str, Any]) -> dict[str, Any]:
@@ -191,7 +207,8 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
         prepared = as_go_encodes(prepared)
         # managedFields first, as kube's create handler does before mutating admission: the
         # fields admission adds belong to no manager
-        prepared = track_write(WriteFacts(route, wopts, ctx_create.now), None, obj, prepared)
+        prepared = _track_create(WriteFacts(route, wopts, ctx_create.now), obj, defaulted,
+                                 prepared)
         name = prepared["metadata"]["name"]  # validate required one
         if facts is not None:
             # the pod's rules, on what admission left (kube validates after admitting)
