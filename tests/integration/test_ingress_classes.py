@@ -70,7 +70,12 @@ def test_default_ingress_class_is_given_to_ingresses_without_one(server: ServerT
     time.sleep(1.1)  # creationTimestamps have second precision: the newer default wins
     create(server, CLASSES, _class("new", DEFAULT))
     create(server, CLASSES, _class("other"))
-    assert create(server, INGRESSES, _ingress("a"))["spec"]["ingressClassName"] == "new"
+    defaulted = create(server, INGRESSES, _ingress("a"))
+    assert list(defaulted["spec"])[0] == "ingressClassName"
+    assert defaulted["spec"]["ingressClassName"] == "new"
+    # admission's field belongs to no manager
+    (entry,) = defaulted["metadata"]["managedFields"]
+    assert "f:ingressClassName" not in entry["fieldsV1"]["f:spec"]
     named = create(server, INGRESSES, _ingress("b", ingressClassName="other"))
     assert named["spec"]["ingressClassName"] == "other"
     legacy = create(server, INGRESSES, _ingress("c", {"kubernetes.io/ingress.class": "x"}))

@@ -144,27 +144,24 @@ def _decoded_body(resource: Resource, obj: dict[str, Any]) -> dict[str, Any]:
     return apply_kind_defaults(resource, obj)  # kube defaults while decoding the body
 
 
-def _track_create(facts: WriteFacts, obj: dict[str, Any], decoded: dict[str, Any],
-                  prepared: dict[str, Any]) -> dict[str, Any]:
-    """``track_write`` for a create; a Job's generated selector and labels are the strategy's,
-    owned by no manager (``batch_strategy.ownership_basis``)."""
-    if facts.route.resource.id != JOBS_ID:
-        return track_write(facts, None, obj, prepared)
-    tracked = track_write(facts, None, obj, ownership_basis(prepared, decoded))
-    entries = tracked["metadata"].get("managedFields")
-    prepared["metadata"].pop("managedFields", None)
-    if entries is not None:
-        prepared["metadata"]["managedFields"] = entries
+def _track_create(ctx: ServerContext, facts: WriteFacts, obj: dict[str, Any],
+                  decoded: dict[str, Any], prepared: dict[str, Any]) -> dict[str, Any]:
+    """``track_write`` for a create, then the DefaultIngressClass plugin for a new Ingress:
+    kube's create handler records the writer's fields first, so what the strategy generates
+    (a Job's selector and labels: ``batch_strategy.ownership_basis``) and what mutating
+    admission adds (an Ingress's default class) belong to no manager."""
+    resource = facts.route.resource
+    if resource.id != JOBS_ID:
+        prepared = track_write(facts, None, obj, prepared)
+    else:
+        tracked = track_write(facts, None, obj, ownership_basis(prepared, decoded))
+        entries = tracked["metadata"].get("managedFields")
+        prepared["metadata"].pop("managedFields", None)
+        if entries is not None:
+            prepared["metadata"]["managedFields"] = entries
+    if resource.id == INGRESS_ID and not facts.route.subresource:
+        admit_ingress(prepared, _stored(ctx, "networking.k8s.io", "ingressclasses"))
     return prepared
-
-
-def _admitted_body(ctx: ServerContext, route: Route, obj: dict[str, Any]) -> dict[str, Any]:
-    """``_decoded_body``, then the DefaultIngressClass plugin for a new Ingress (mutating
-    admission runs before the strategy, on the decoded object)."""
-    defaulted = _decoded_body(route.resource, obj)
-    if route.resource.id == INGRESS_ID and not route.subresource:
-        admit_ingress(defaulted, _stored(ctx, "networking.k8s.io", "ingressclasses"))
-    return defaulted
 
 
 async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
@@ -184,13 +181,13 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
         raise err
     generated = not (obj.get("metadata") or {}).get("name")
     attempts = GENERATE_NAME_ATTEMPTS if generated else 1
-    defaulted = _admitted_body(ctx, route, obj)
+    defaulted = _decoded_body(resource, obj)
     check_rbac_write(ctx, route, defaulted, None)  # kube's policy-based storages, first
     is_pod = resource.id == POD_RESOURCE_ID and not route.subresource
     facts = await pod_admission_facts(ctx, route.namespace, defaulted) if is_pod else None
     for attempt in range(attempts):
         if attempt:  # the steps below change this attempt's copy in place (admission)
-            defaulted = _admitted_body(ctx, route, obj)
+            defaulted = _decoded_body(resource, obj)
         ctx_create = lifecycle.CreateContext(namespace=route.namespace, now=ctx.now(),
                                              rng=ctx.rng)
         prepared = lifecycle.prepare_create(resource, defaulted, ctx_create)
@@ -207,7 +204,7 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
         prepared = as_go_encodes(prepared)
         # managedFields first, as kube's create handler does before mutating admission: the
         # fields admission adds belong to no manager
-        prepared = _track_create(WriteFacts(route, wopts, ctx_create.now), obj, defaulted,
+        prepared = _track_create(ctx, WriteFacts(route, wopts, ctx_create.now), obj, defaulted,
                                  prepared)
         name = prepared["metadata"]["name"]  # validate required one
         if facts is not None:

@@ -44,4 +44,4 @@ def admit_ingress(ingress: dict[str, Any], classes: Iterable[Mapping[str, Any]])
         return
     name = default_class(classes)
     if name is not None:
-        ingress["spec"] = {**spec, "ingressClassName": name}
+        ingress["spec"] = {"ingressClassName": name, **spec}  # IngressSpec's first field
