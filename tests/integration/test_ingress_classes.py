@@ -71,7 +71,7 @@ def test_default_ingress_class_is_given_to_ingresses_without_one(server: ServerT
     create(server, CLASSES, _class("new", DEFAULT))
     create(server, CLASSES, _class("other"))
     defaulted = create(server, INGRESSES, _ingress("a"))
-    assert list(defaulted["spec"])[0] == "ingressClassName"
+    assert next(iter(defaulted["spec"])) == "ingressClassName"
     assert defaulted["spec"]["ingressClassName"] == "new"
     # admission's field belongs to no manager
     (entry,) = defaulted["metadata"]["managedFields"]
