@@ -126,7 +126,12 @@ def test_eviction_refused_then_allowed_and_recorded(server: ServerThread) -> Non
     with pytest.raises(ApiException) as caught:
         api.read_namespaced_pod("p1", "default")
     assert caught.value.status == 404
-    after = get(server, f"{PDBS}/web")["status"]
+    written = get(server, f"{PDBS}/web")
+    after = written["status"]
+    # written as kube's loopback client's UpdateStatus
+    entries = {(e["manager"], e["operation"], e.get("subresource", ""))
+               for e in written["metadata"]["managedFields"]}
+    assert ("kube-apiserver", "Update", "status") in entries
     assert after["disruptionsAllowed"] == 0
     assert list(after["disruptedPods"]) == ["p1"]
     assert [(c["type"], c["status"], c["reason"]) for c in after["conditions"]] == [

@@ -31,8 +31,10 @@ from kubewire.server.context import ServerContext
 from kubewire.server.patch.field_ownership import parse_tracked_write_options
 from kubewire.server.request.options import DeleteOptions, parse_delete_options
 from kubewire.server.request.routes import Route
+from kubewire.server.request.write_options import WriteOptions
 from kubewire.server.wire.encoding import encode_json, json_response, negotiate_json
 from kubewire.server.wire.http_messages import Request, Response
+from kubewire.server.writes.create_update import guaranteed_update
 from kubewire.server.writes.deletes import delete_object
 from kubewire.server.writes.disruption_budgets import (
     MULTIPLE_BUDGETS,
@@ -52,7 +54,6 @@ from kubewire.status import (
     Conflict,
     MethodNotAllowed,
     StatusError,
-    Timeout,
     conflict,
     not_found,
     success_status,
@@ -63,6 +64,7 @@ __all__ = ["can_ignore_budgets", "serve_eviction"]
 
 EVICTION_API_VERSION = "policy/v1"
 UPDATE_RETRIES = 16
+API_SERVER = WriteOptions(field_manager="kube-apiserver")  # kube's loopback client
 DISRUPTION_TARGET = {"type": "DisruptionTarget", "status": "True",
                      "reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting"}
 
@@ -133,28 +135,22 @@ async def _budgets(ctx: ServerContext, pod: dict[str, Any]) -> list[dict[str, An
 
 async def _check_and_decrement(ctx: ServerContext, budget: dict[str, Any], pod_name: str,
                                dry_run: bool) -> None:
-    """``checkAndDecrement`` through the budget's status, again on a fresh read after a
-    conflict (``retry.RetryOnConflict`` with ``EvictionsRetry``: kube's 10 s Timeout after)."""
+    """``checkAndDecrement``, written as kube's loopback client's ``UpdateStatus`` (manager
+    ``kube-apiserver``, the status strategy and its validation), decided again on the budget
+    as it is now after a conflict (``retry.RetryOnConflict``)."""
     resource = ctx.registry.lookup("policy", "v1", "poddisruptionbudgets")
     assert resource is not None
     meta = budget["metadata"]
-    name, namespace = str(meta["name"]), str(meta["namespace"])
-    key = resource.storage_key(namespace, name)
-    for _ in range(UPDATE_RETRIES):
-        current = await ctx.live_now(resource, namespace, name)
-        updated = decremented(_decode(current.value), pod_name, ctx.now())
-        if dry_run:
-            return
-        try:
-            await ctx.store.write(Update(key, updated, current.revision))
-        except RevisionMismatchError as err:
-            await ctx.caught_up(err.actual)
-            continue
-        except KeyNotFoundError:
-            raise not_found(resource.group, resource.plural, name) from None
+    route = Route(resource, str(meta["namespace"]), str(meta["name"]), "status", False)
+    if dry_run:  # the checks alone
+        decremented(_decode((await ctx.live_now(resource, route.namespace,
+                                                route.name)).value), pod_name, ctx.now())
         return
-    raise Timeout(f'Timeout: couldn\'t update PodDisruptionBudget "{name}" due to conflicts',
-                  {"retryAfterSeconds": 10})
+
+    def decrement(live: dict[str, Any]) -> dict[str, Any]:
+        return decremented(live, pod_name, ctx.now())
+
+    await guaranteed_update(ctx, route, decrement, API_SERVER)
 
 
 async def _evict(ctx: ServerContext, pods: Resource, route: Route, dopts: DeleteOptions) -> None:
