@@ -48,6 +48,12 @@ POINTER_FIELDS: dict[str, tuple[str, ...]] = {
     "apimachinery.pkg.apis.meta.v1.Preconditions": ("uid", "resourceVersion"),
     "api.apps.v1.DeploymentSpec": ("replicas", "revisionHistoryLimit"),
     "api.apps.v1.DeploymentStatus": ("collisionCount",),
+    "api.apps.v1.ReplicaSetSpec": ("replicas",),
+    "api.apps.v1.StatefulSetSpec": ("replicas", "revisionHistoryLimit"),
+    "api.apps.v1.RollingUpdateStatefulSetStrategy": ("partition",),
+    "api.apps.v1.StatefulSetStatus": ("collisionCount",),
+    "api.apps.v1.DaemonSetSpec": ("revisionHistoryLimit",),
+    "api.apps.v1.DaemonSetStatus": ("collisionCount",),
     "api.core.v1.PodSpec": ("terminationGracePeriodSeconds", "activeDeadlineSeconds",
                             "automountServiceAccountToken", "shareProcessNamespace", "priority",
                             "enableServiceLinks", "preemptionPolicy", "runtimeClassName",
@@ -80,6 +86,9 @@ POINTER_FIELDS: dict[str, tuple[str, ...]] = {
     "api.core.v1.CSIVolumeSource": ("readOnly", "fsType"),
     "api.core.v1.PersistentVolumeClaimSpec": ("storageClassName", "volumeMode",
                                               "volumeAttributesClassName"),
+    "api.core.v1.PersistentVolumeClaimStatus": ("currentVolumeAttributesClassName",),
+    "api.core.v1.TypedLocalObjectReference": ("apiGroup",),
+    "api.core.v1.TypedObjectReference": ("apiGroup", "namespace"),
     "api.core.v1.GRPCAction": ("service",),
     "api.core.v1.PodDNSConfigOption": ("value",),
     "api.core.v1.Secret": ("immutable",),
@@ -101,6 +110,7 @@ POINTER_FIELDS: dict[str, tuple[str, ...]] = {
     "api.networking.v1.HTTPIngressPath": ("pathType",),
     "api.networking.v1.IngressPortStatus": ("error",),
     "api.networking.v1.NetworkPolicyPort": ("protocol", "endPort"),
+    "api.certificates.v1.CertificateSigningRequestSpec": ("expirationSeconds",),
     # batch/v1, policy/v1, scheduling/v1 and networking/v1 IngressClass (k8s.io/api types.go)
     "api.batch.v1.JobSpec": ("parallelism", "completions", "activeDeadlineSeconds",
                              "backoffLimit", "backoffLimitPerIndex", "maxFailedIndexes",
@@ -229,6 +239,214 @@ message Subject {
   optional string name = 3;
   // +optional
   optional string namespace = 4;
+}
+"""
+
+# authorization/v1 (the access reviews), from kubernetes/api v0.32 authorization/v1/generated.proto
+# in the same way; SelfSubjectRulesReviewSpec.namespace carries a marker its .proto lacks (Go's
+# field is omitempty). ExtraValue is Go's ``[]string``: its JSON is the items themselves
+# (``server/wire/protobuf.py`` reads it so).
+AUTHORIZATION_PROTO = """\
+package k8s.io.api.authorization.v1;
+message ExtraValue {
+  repeated string items = 1;
+}
+
+message FieldSelectorAttributes {
+  // +optional
+  optional string rawSelector = 1;
+  // +optional
+  repeated .k8s.io.apimachinery.pkg.apis.meta.v1.FieldSelectorRequirement requirements = 2;
+}
+
+message LabelSelectorAttributes {
+  // +optional
+  optional string rawSelector = 1;
+  // +optional
+  repeated .k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement requirements = 2;
+}
+
+message LocalSubjectAccessReview {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+  optional SubjectAccessReviewSpec spec = 2;
+  // +optional
+  optional SubjectAccessReviewStatus status = 3;
+}
+
+message NonResourceAttributes {
+  // +optional
+  optional string path = 1;
+  // +optional
+  optional string verb = 2;
+}
+
+message NonResourceRule {
+  repeated string verbs = 1;
+  // +optional
+  repeated string nonResourceURLs = 2;
+}
+
+message ResourceAttributes {
+  // +optional
+  optional string namespace = 1;
+  // +optional
+  optional string verb = 2;
+  // +optional
+  optional string group = 3;
+  // +optional
+  optional string version = 4;
+  // +optional
+  optional string resource = 5;
+  // +optional
+  optional string subresource = 6;
+  // +optional
+  optional string name = 7;
+  // +optional
+  optional FieldSelectorAttributes fieldSelector = 8;
+  // +optional
+  optional LabelSelectorAttributes labelSelector = 9;
+}
+
+message ResourceRule {
+  repeated string verbs = 1;
+  // +optional
+  repeated string apiGroups = 2;
+  // +optional
+  repeated string resources = 3;
+  // +optional
+  repeated string resourceNames = 4;
+}
+
+message SelfSubjectAccessReview {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+  optional SelfSubjectAccessReviewSpec spec = 2;
+  // +optional
+  optional SubjectAccessReviewStatus status = 3;
+}
+
+message SelfSubjectAccessReviewSpec {
+  // +optional
+  optional ResourceAttributes resourceAttributes = 1;
+  // +optional
+  optional NonResourceAttributes nonResourceAttributes = 2;
+}
+
+message SelfSubjectRulesReview {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+  optional SelfSubjectRulesReviewSpec spec = 2;
+  // +optional
+  optional SubjectRulesReviewStatus status = 3;
+}
+
+message SelfSubjectRulesReviewSpec {
+  // +optional
+  optional string namespace = 1;
+}
+
+message SubjectAccessReview {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+  optional SubjectAccessReviewSpec spec = 2;
+  // +optional
+  optional SubjectAccessReviewStatus status = 3;
+}
+
+message SubjectAccessReviewSpec {
+  // +optional
+  optional ResourceAttributes resourceAttributes = 1;
+  // +optional
+  optional NonResourceAttributes nonResourceAttributes = 2;
+  // +optional
+  optional string user = 3;
+  // +optional
+  repeated string groups = 4;
+  // +optional
+  map<string, ExtraValue> extra = 5;
+  // +optional
+  optional string uid = 6;
+}
+
+message SubjectAccessReviewStatus {
+  optional bool allowed = 1;
+  // +optional
+  optional bool denied = 4;
+  // +optional
+  optional string reason = 2;
+  // +optional
+  optional string evaluationError = 3;
+}
+
+message SubjectRulesReviewStatus {
+  repeated ResourceRule resourceRules = 1;
+  repeated NonResourceRule nonResourceRules = 2;
+  optional bool incomplete = 3;
+  // +optional
+  optional string evaluationError = 4;
+}
+"""
+
+
+# certificates.k8s.io/v1 (not among the inputs either), from kubernetes/api v0.32
+# certificates/v1/generated.proto: CertificateSigningRequest and the types it reaches
+# (ClusterTrustBundle, served v1beta1 only, is left out). ``request`` and ``signerName`` have no
+# omitempty; ``expirationSeconds`` is a pointer (``*int32``, POINTER_FIELDS).
+EXTRA_CERTIFICATES_PROTO = """\
+package k8s.io.api.certificates.v1;
+message CertificateSigningRequest {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+  optional CertificateSigningRequestSpec spec = 2;
+  // +optional
+  optional CertificateSigningRequestStatus status = 3;
+}
+
+message CertificateSigningRequestCondition {
+  optional string type = 1;
+  optional string status = 6;
+  // +optional
+  optional string reason = 2;
+  // +optional
+  optional string message = 3;
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.Time lastUpdateTime = 4;
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.Time lastTransitionTime = 5;
+}
+
+message CertificateSigningRequestList {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ListMeta metadata = 1;
+  repeated CertificateSigningRequest items = 2;
+}
+
+message CertificateSigningRequestSpec {
+  optional bytes request = 1;
+  optional string signerName = 7;
+  // +optional
+  optional int32 expirationSeconds = 8;
+  repeated string usages = 5;
+  // +optional
+  optional string username = 2;
+  // +optional
+  optional string uid = 3;
+  // +optional
+  repeated string groups = 4;
+  // +optional
+  map<string, ExtraValue> extra = 6;
+}
+
+message CertificateSigningRequestStatus {
+  // +optional
+  repeated CertificateSigningRequestCondition conditions = 1;
+  // +optional
+  optional bytes certificate = 2;
+}
+
+message ExtraValue {
+  repeated string items = 1;
 }
 """
 
@@ -480,11 +698,12 @@ def _qualify(type_name: str, package: str) -> str:
 
 
 def load_messages(proto_root: Path) -> dict[str, ProtoMessage]:
-    """Every message of every ``generated.proto`` under ``proto_root`` and of ``EXTRA_PROTO``,
-    by full name."""
+    """Every message of every ``generated.proto`` under ``proto_root``, of ``EXTRA_PROTO``,
+    ``AUTHORIZATION_PROTO`` and ``EXTRA_CERTIFICATES_PROTO``, by full name."""
     messages: dict[str, ProtoMessage] = {}
     texts = [path.read_text(encoding="utf-8") for path in sorted(proto_root.rglob("*.proto"))]
-    for text in [*texts, EXTRA_PROTO, EXTRA_PROTO_BATCH_SCHEDULING]:
+    for text in [*texts, EXTRA_PROTO, AUTHORIZATION_PROTO, EXTRA_CERTIFICATES_PROTO,
+                 EXTRA_PROTO_BATCH_SCHEDULING]:
         for message in parse_proto(text):
             messages.setdefault(message.name, message)
     for message in messages.values():
@@ -573,7 +792,9 @@ def field_row(message: ProtoMessage, f: ProtoField, definitions: dict[str, Any],
 # body of serviceaccounts/token) as protobuf. Its rows as k8s.io/api/authentication/v1
 # generated.proto (v1.32) numbers the fields, in the form ``field_row`` gives.
 _AUTHN = "k8s.io.api.authentication.v1."
-HAND_KINDS = {"authentication.k8s.io/v1": {"TokenRequest": _AUTHN + "TokenRequest"}}
+HAND_KINDS = {"authentication.k8s.io/v1": {"SelfSubjectReview": _AUTHN + "SelfSubjectReview",
+                                           "TokenRequest": _AUTHN + "TokenRequest",
+                                           "TokenReview": _AUTHN + "TokenReview"}}
 HAND_MESSAGES: dict[str, list[list[Any]]] = {
     _AUTHN + "TokenRequest": [[1, "metadata", "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta",
                                ""],
@@ -587,6 +808,22 @@ HAND_MESSAGES: dict[str, list[list[Any]]] = {
                                      "k8s.io.apimachinery.pkg.apis.meta.v1.Time", ""]],
     _AUTHN + "BoundObjectReference": [[1, "kind", "string", "e"], [2, "apiVersion", "string", "e"],
                                       [3, "name", "string", "e"], [4, "uid", "string", "e"]],
+    # The reviews (kubectl auth whoami sends a SelfSubjectReview as protobuf). ExtraValue is
+    # Go's ``[]string``, decoded as its list (``server/wire/protobuf.py`` ``_STRING_LISTS``).
+    _AUTHN + "SelfSubjectReview": [
+        [1, "metadata", "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta", ""],
+        [2, "status", _AUTHN + "SelfSubjectReviewStatus", ""]],
+    _AUTHN + "SelfSubjectReviewStatus": [[1, "userInfo", _AUTHN + "UserInfo", ""]],
+    _AUTHN + "TokenReview": [[1, "metadata", "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta", ""],
+                             [2, "spec", _AUTHN + "TokenReviewSpec", ""],
+                             [3, "status", _AUTHN + "TokenReviewStatus", ""]],
+    _AUTHN + "TokenReviewSpec": [[1, "token", "string", "e"], [2, "audiences", "string", "r"]],
+    _AUTHN + "TokenReviewStatus": [[1, "authenticated", "bool", "e"],
+                                   [2, "user", _AUTHN + "UserInfo", ""],
+                                   [4, "audiences", "string", "r"], [3, "error", "string", "e"]],
+    _AUTHN + "UserInfo": [[1, "username", "string", "e"], [2, "uid", "string", "e"],
+                          [3, "groups", "string", "r"], [4, "extra", _AUTHN + "ExtraValue", "m"]],
+    _AUTHN + "ExtraValue": [[1, "items", "string", "r"]],
 }
 
 

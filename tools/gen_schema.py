@@ -62,7 +62,8 @@ _API_GROUPS = {"core": "", "apps": "apps", "autoscaling": "autoscaling",
                "coordination": "coordination.k8s.io", "discovery": "discovery.k8s.io",
                "events": "events.k8s.io", "networking": "networking.k8s.io",
                "policy": "policy", "authentication": "authentication.k8s.io",
-               "rbac": "rbac.authorization.k8s.io", "batch": "batch",
+               "rbac": "rbac.authorization.k8s.io", "authorization": "authorization.k8s.io",
+               "certificates": "certificates.k8s.io", "batch": "batch",
                "scheduling": "scheduling.k8s.io"}
 
 # Keys copied unchanged when present (facts, not prose).

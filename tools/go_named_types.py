@@ -8,7 +8,8 @@ those are listed here, per definition and JSON field name, as ``reflect.Type.Str
 them (through a pointer the element type is named).
 
 Source: the Go declarations in ``kubernetes/api`` (``core/v1/types.go``, ``apps/v1/types.go``,
-``networking/v1/types.go``, ``discovery/v1/types.go``, ``coordination/v1/types.go``) and
+``networking/v1/types.go``, ``discovery/v1/types.go``, ``coordination/v1/types.go``,
+``certificates/v1/types.go``) and
 ``kubernetes/apimachinery`` (``pkg/apis/meta/v1/types.go``), release-1.32. ``gen_schema.py``
 fails on an entry whose definition or field is not in the generated closure.
 """
@@ -56,6 +57,12 @@ GO_NAMED_TYPES: dict[str, dict[str, str]] = {
     _CORE + "ObjectReference": {"uid": _UID},
     _CORE + "PersistentVolumeClaimSpec": {"accessModes": "[]v1.PersistentVolumeAccessMode",
                                           "volumeMode": "v1.PersistentVolumeMode"},
+    _CORE + "PersistentVolumeClaimCondition": {"status": _CONDITION_STATUS,
+                                               "type": "v1.PersistentVolumeClaimConditionType"},
+    _CORE + "PersistentVolumeClaimStatus": {
+        "accessModes": "[]v1.PersistentVolumeAccessMode", "allocatedResources": _RESOURCE_LIST,
+        "allocatedResourceStatuses": "map[v1.ResourceName]v1.ClaimResourceStatus",
+        "capacity": _RESOURCE_LIST, "phase": "v1.PersistentVolumeClaimPhase"},
     _CORE + "PodCondition": {"status": _CONDITION_STATUS, "type": "v1.PodConditionType"},
     _CORE + "PodOS": {"name": "v1.OSName"},
     _CORE + "PodReadinessGate": {"conditionType": "v1.PodConditionType"},
@@ -95,6 +102,18 @@ GO_NAMED_TYPES: dict[str, dict[str, str]] = {
     "io.k8s.api.apps.v1.DeploymentCondition": {"status": _CONDITION_STATUS,
                                                "type": "v1.DeploymentConditionType"},
     "io.k8s.api.apps.v1.DeploymentStrategy": {"type": "v1.DeploymentStrategyType"},
+    "io.k8s.api.apps.v1.ReplicaSetCondition": {"status": _CONDITION_STATUS,
+                                               "type": "v1.ReplicaSetConditionType"},
+    "io.k8s.api.apps.v1.StatefulSetCondition": {"status": _CONDITION_STATUS,
+                                                "type": "v1.StatefulSetConditionType"},
+    "io.k8s.api.apps.v1.StatefulSetSpec": {"podManagementPolicy": "v1.PodManagementPolicyType"},
+    "io.k8s.api.apps.v1.StatefulSetUpdateStrategy": {"type": "v1.StatefulSetUpdateStrategyType"},
+    "io.k8s.api.apps.v1.StatefulSetPersistentVolumeClaimRetentionPolicy": {
+        "whenDeleted": "v1.PersistentVolumeClaimRetentionPolicyType",
+        "whenScaled": "v1.PersistentVolumeClaimRetentionPolicyType"},
+    "io.k8s.api.apps.v1.DaemonSetCondition": {"status": _CONDITION_STATUS,
+                                              "type": "v1.DaemonSetConditionType"},
+    "io.k8s.api.apps.v1.DaemonSetUpdateStrategy": {"type": "v1.DaemonSetUpdateStrategyType"},
     "io.k8s.api.networking.v1.HTTPIngressPath": {"pathType": "v1.PathType"},
     "io.k8s.api.networking.v1.IngressPortStatus": {"protocol": "v1.Protocol"},
     "io.k8s.api.networking.v1.NetworkPolicyPort": {"protocol": "v1.Protocol"},
@@ -102,6 +121,10 @@ GO_NAMED_TYPES: dict[str, dict[str, str]] = {
     "io.k8s.api.discovery.v1.EndpointPort": {"protocol": "v1.Protocol"},
     "io.k8s.api.discovery.v1.EndpointSlice": {"addressType": "v1.AddressType"},
     "io.k8s.api.coordination.v1.LeaseSpec": {"strategy": "v1.CoordinatedLeaseStrategy"},
+    # certificates/v1
+    "io.k8s.api.certificates.v1.CertificateSigningRequestSpec": {"usages": "[]v1.KeyUsage"},
+    "io.k8s.api.certificates.v1.CertificateSigningRequestCondition": {
+        "status": _CONDITION_STATUS, "type": "v1.RequestConditionType"},
     # meta/v1
     _META + "APIResource": {"verbs": "v1.Verbs"},
     _META + "Condition": {"status": _CONDITION_STATUS},

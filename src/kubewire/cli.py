@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn, cast
 
 import kubewire
 from kubewire.go_text import parse_go_duration
-from kubewire.server.access.authn import TokenFileError
+from kubewire.server.access.authn import ServiceAccountKeyError, TokenFileError
+from kubewire.server.access.authorizers import AuthorizationModeError
 from kubewire.server.access.authz import PolicyFileError
 from kubewire.server.access.user_bindings import ROLES as USER_ROLES
 from kubewire.server.allocation.rules import DEFAULT_SERVICE_CIDR
@@ -155,9 +156,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="kube-controller-manager's list: '*' turns on the controllers on by "
                             "default, 'name' one more, '-name' one off (e.g. '*,-namespace'; "
                             "'' none). kubewire runs namespace, serviceaccount, "
-                            "root-ca-cert-publisher and pod-termination-controller (graceful pod "
+                            "root-ca-cert-publisher, clusterrole-aggregation, csrsigning, "
+                            "csrcleaner and pod-termination-controller (graceful pod "
                             "deletions end with their grace period); any name kube knows is "
                             "accepted (default *)")
+    serve.add_argument("--cluster-signing-duration", type=duration(), default=365 * 24 * 3600.0,
+                       help="the longest certificate the CSR signer (csrsigning) issues; "
+                            "a request's expirationSeconds may ask for less (default 8760h0m0s)")
     serve.add_argument("--namespace-deletion-delay", type=duration(zero=True), default=None,
                        help="how long a deleted namespace stays Terminating before the namespace "
                             "controller empties it, a Go duration or seconds; 0: at once "
@@ -229,6 +234,34 @@ def leader_election_error(args: argparse.Namespace) -> str | None:
     return errors[0] if errors else None
 
 
+DEFAULT_ISSUER = "https://kubernetes.default.svc.cluster.local"
+
+
+def service_account_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``ServerConfig`` fields of the service-account flags."""
+    issuers = args.service_account_issuer or [DEFAULT_ISSUER]
+    return {"service_account_issuer": issuers[0],
+            "service_account_other_issuers": tuple(issuers[1:]),
+            "service_account_key_files": tuple(args.service_account_key_file),
+            "service_account_signing_key_file": args.service_account_signing_key_file,
+            "api_audiences": tuple(a for a in args.api_audiences.split(",") if a),
+            "service_account_jwks_uri": args.service_account_jwks_uri,
+            "service_account_max_token_expiration_s":
+                int(args.service_account_max_token_expiration)}
+
+
+def service_account_error(args: argparse.Namespace) -> str | None:
+    """kube-apiserver's refusal of the service-account flags (``sa_keys``)."""
+    from kubewire.server.access.sa_options import issuer_errors, max_expiration_error
+
+    errors = issuer_errors(args.service_account_issuer or [DEFAULT_ISSUER],
+                           args.service_account_jwks_uri)
+    cap = max_expiration_error(args.service_account_max_token_expiration)
+    if cap:
+        errors.append(cap)
+    return errors[0] if errors else None
+
+
 def _add_access_flags(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--insecure-http", action="store_true",
                        help="serve plain HTTP (local experiments only: without a token file "
@@ -245,13 +278,34 @@ def _add_access_flags(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--token-auth-file", type=Path, default=None,
                        help="kube-apiserver token file: token,user,uid[,\"groups\"] "
                             "(default: DIR/tokens.csv)")
-    serve.add_argument("--service-account-issuer",
-                       default="https://kubernetes.default.svc.cluster.local",
-                       help="iss of the service-account tokens the server issues and accepts "
-                            "(also their default audience)")
+    serve.add_argument("--service-account-issuer", action="append", default=None,
+                       help="iss of the service-account tokens (repeatable: the first issues, "
+                            "all are accepted; default: "
+                            "https://kubernetes.default.svc.cluster.local)")
+    serve.add_argument("--service-account-key-file", type=Path, action="append", default=[],
+                       help="PEM file of public (or private) keys that verify service-account "
+                            "tokens (repeatable; default: the signing key)")
+    serve.add_argument("--service-account-signing-key-file", type=Path, default=None,
+                       help="private key (RSA or ECDSA PEM) that signs service-account tokens "
+                            "(default: DIR/pki/sa.key, made on first use)")
+    serve.add_argument("--api-audiences", default="",
+                       help="comma-separated audiences a token must name to authenticate "
+                            "(default: the first service-account issuer)")
+    serve.add_argument("--service-account-jwks-uri", default="",
+                       help="jwks_uri of /.well-known/openid-configuration (default: "
+                            "https://ADDRESS/openid/v1/jwks)")
+    serve.add_argument("--service-account-max-token-expiration", type=duration(zero=True),
+                       default=0.0,
+                       help="longest service-account token a TokenRequest gets, e.g. 48h "
+                            "(1h to 2^32s; default: no limit)")
+    serve.add_argument("--authorization-mode", action="append", default=[],
+                       help="ordered, comma-separated authorizers, as kube-apiserver's (the flag "
+                            "may repeat: its lists are joined): "
+                            "AlwaysAllow, AlwaysDeny, ABAC, RBAC (default: ABAC with "
+                            "--authorization-policy-file, else AlwaysAllow; system:masters "
+                            "may always do everything)")
     serve.add_argument("--authorization-policy-file", type=Path, default=None,
-                       help="ABAC policy, one JSON Policy per line (default: authenticated "
-                            "users may do everything)")
+                       help="ABAC policy, one JSON Policy per line, for mode ABAC (default: none)")
     serve.add_argument("--audit-log-path", default=None,
                        help="append audit.k8s.io/v1 events, one JSON line each, to this file "
                             "('-': standard output); needs --audit-policy-file (default: "
@@ -928,6 +982,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
                         pod_grace_cap_s=args.pod_grace_cap,
                         manual_clock=args.manual_clock,
                         controllers=args.controllers,
+                        cluster_signing_duration_s=args.cluster_signing_duration,
                         leader_elect=args.leader_elect,
                         leader_elect_lease_duration_s=args.leader_elect_lease_duration,
                         leader_elect_renew_deadline_s=args.leader_elect_renew_deadline,
@@ -939,7 +994,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
                         tls_key_file=args.tls_private_key_file, tls_sans=tuple(args.tls_san),
                         client_ca_file=args.client_ca_file,
                         token_auth_file=args.token_auth_file,
-                        service_account_issuer=args.service_account_issuer,
+                        **service_account_settings(args),
+                        authorization_mode=",".join(args.authorization_mode),
                         authorization_policy_file=args.authorization_policy_file,
                         audit_log_path=args.audit_log_path,
                         audit_policy_file=args.audit_policy_file,
@@ -1297,7 +1353,7 @@ class CannotStart(Exception):
 # What a server that cannot start raises: its disk, its store, a file it reads at start that it
 # refuses (token, policy, audit policy); anything else is a bug and keeps its traceback.
 START_ERRORS = (OSError, sqlite3.Error, StorageError, AuditPolicyError, PolicyFileError,
-                TokenFileError)
+                TokenFileError, ServiceAccountKeyError, AuthorizationModeError)
 
 
 def start_error_text(exc: BaseException, data_dir: Path) -> str:
@@ -1605,7 +1661,8 @@ def _prepare_workers(config: ServerConfig, host: str, port: int) -> str:
     from kubewire.server.app import write_admin_kubeconfig
 
     tls = None if config.insecure_http else tls_files(config)
-    service_account_key(config.data_dir / "pki")  # tokens one worker issues, all accept
+    if config.service_account_signing_key_file is None:
+        service_account_key(config.data_dir / "pki")  # tokens one worker issues, all accept
     url = server_url(host, port, tls=tls is not None)
     write_admin_kubeconfig(config.data_dir, url, tls)
     return url
@@ -1733,6 +1790,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "merge_kubeconfig", False) and not args.detach:
         parser.error("--merge-kubeconfig goes with --detach")
     if args.command == "serve" and (refused := leader_election_error(args)) is not None:
+        parser.error(refused)
+    if args.command == "serve" and (refused := service_account_error(args)) is not None:
         parser.error(refused)
     worker = getattr(args, "worker", None)  # ``serve --workers``: say which worker logs
     who = "" if worker is None else f"worker {worker} pid {os.getpid()} "

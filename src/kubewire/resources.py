@@ -220,6 +220,21 @@ _ZERO: dict[str, Mapping[str, Any]] = {
                             "template": {"metadata": _ZERO_META, "spec": _POD_SPEC_ZERO},
                             "strategy": {}},
                    "status": {}},
+    # apps/v1 types.go: selector and template (and a StatefulSet's serviceName) have no
+    # omitempty; each status has counters without it
+    "ReplicaSet": {"spec": {"selector": None,
+                            "template": {"metadata": _ZERO_META, "spec": _POD_SPEC_ZERO}},
+                   "status": {"replicas": 0}},
+    "StatefulSet": {"spec": {"selector": None,
+                             "template": {"metadata": _ZERO_META, "spec": _POD_SPEC_ZERO},
+                             "serviceName": "", "updateStrategy": {}},
+                    "status": {"replicas": 0, "availableReplicas": 0}},
+    "DaemonSet": {"spec": {"selector": None,
+                           "template": {"metadata": _ZERO_META, "spec": _POD_SPEC_ZERO},
+                           "updateStrategy": {}},
+                  "status": {"currentNumberScheduled": 0, "numberMisscheduled": 0,
+                             "desiredNumberScheduled": 0, "numberReady": 0}},
+    "ControllerRevision": {"data": None, "revision": 0},  # RawExtension's zero encodes as null
     "events.k8s.io/Event": {"eventTime": None, "regarding": {}, "deprecatedSource": {},
                             "deprecatedFirstTimestamp": None, "deprecatedLastTimestamp": None},
     "Event": {"involvedObject": {}, "source": {}, "firstTimestamp": None, "lastTimestamp": None,
@@ -230,6 +245,8 @@ _ZERO: dict[str, Mapping[str, Any]] = {
     # rbac/v1 RoleBinding and ClusterRoleBinding: roleRef has no omitempty
     "Binding": {"roleRef": {"apiGroup": "", "kind": "", "name": ""}},
     "Role": {"rules": None},  # rules has no omitempty
+    # certificates/v1: spec.request and spec.signerName have no omitempty; status is a struct
+    "CertificateSigningRequest": {"spec": {"request": None, "signerName": ""}, "status": {}},
     # batch/v1: JobSpec.template, CronJobSpec.schedule and .jobTemplate have no omitempty (a
     # JobTemplateSpec's metadata and spec are structs)
     "Job": {"spec": {"template": {"metadata": _ZERO_META, "spec": _POD_SPEC_ZERO}}, "status": {}},
@@ -287,6 +304,23 @@ RESOURCES: tuple[Resource, ...] = (
              short_names=("deploy",), categories=("all",), subresources=("status", "scale"),
              field_label_style="default", generation="spec_and_annotations",
              zero_fields=_zero("Deployment")),
+    # pkg/registry/apps/{replicaset,statefulset,daemonset}/strategy.go: a spec change bumps the
+    # generation; storage.go: ShortNames, Categories "all", the scale subresource of
+    # ReplicaSets and StatefulSets. StatefulSet names are DNS labels (ValidateStatefulSetName).
+    Resource("apps", "v1", "ReplicaSet", "replicasets", "replicaset", namespaced=True,
+             short_names=("rs",), categories=("all",), subresources=("status", "scale"),
+             field_label_style="default", generation="spec", zero_fields=_zero("ReplicaSet")),
+    Resource("apps", "v1", "StatefulSet", "statefulsets", "statefulset", namespaced=True,
+             short_names=("sts",), categories=("all",), subresources=("status", "scale"),
+             field_label_style="default", name_rule="label", generation="spec",
+             zero_fields=_zero("StatefulSet")),
+    Resource("apps", "v1", "DaemonSet", "daemonsets", "daemonset", namespaced=True,
+             short_names=("ds",), categories=("all",), subresources=("status",),
+             field_label_style="default", generation="spec", zero_fields=_zero("DaemonSet")),
+    # controllerrevision/strategy.go: no status, no generation; no short name or category
+    Resource("apps", "v1", "ControllerRevision", "controllerrevisions", "controllerrevision",
+             namespaced=True, field_label_style="default",
+             zero_fields=_zero("ControllerRevision")),
     Resource("events.k8s.io", "v1", "Event", "events", "event", namespaced=True,
              short_names=("ev",), field_labels=_EVENT_FIELDS, has_watch_cache=False,
              internal_group="", zero_fields=_zero("events.k8s.io/Event")),
@@ -319,6 +353,34 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", "rolebinding",
              namespaced=True, field_label_style="default", name_rule="path",
              allow_create_on_update=True, zero_fields=_zero("Binding")),
+    # authentication.k8s.io/v1's reviews (pkg/registry/authentication/*): Creaters alone,
+    # nothing stored; the answer is the review with its status (server/writes/authn_reviews.py).
+    Resource("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews",
+             "selfsubjectreview", namespaced=False, create_only=True),
+    Resource("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", "tokenreview",
+             namespaced=False, create_only=True),
+    # authorization.k8s.io/v1's reviews (pkg/registry/authorization/*): Creaters alone, nothing
+    # stored; the answer is the review with its status (server/writes/access_reviews.py).
+    Resource("authorization.k8s.io", "v1", "LocalSubjectAccessReview",
+             "localsubjectaccessreviews", "localsubjectaccessreview", namespaced=True,
+             create_only=True),
+    Resource("authorization.k8s.io", "v1", "SelfSubjectAccessReview",
+             "selfsubjectaccessreviews", "selfsubjectaccessreview", namespaced=False,
+             create_only=True),
+    Resource("authorization.k8s.io", "v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews",
+             "selfsubjectrulesreview", namespaced=False, create_only=True),
+    Resource("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews",
+             "subjectaccessreview", namespaced=False, create_only=True),
+    # pkg/registry/certificates: cluster-scoped, short name ``csr`` (storage.go ShortNames),
+    # ``/status`` and ``/approval`` with their own strategies (writes/csr_strategy), no
+    # generation, PUT never creates; names are path segments (ValidateCertificateRequestName
+    # accepts any); certificates/v1 conversion.go accepts the ``spec.signerName`` field label
+    # with the core message.
+    Resource("certificates.k8s.io", "v1", "CertificateSigningRequest",
+             "certificatesigningrequests", "certificatesigningrequest", namespaced=False,
+             short_names=("csr",), subresources=("approval", "status"),
+             field_labels=MappingProxyType({"spec.signerName": "spec.signerName"}),
+             name_rule="path", zero_fields=_zero("CertificateSigningRequest")),
     # --- issue 20: batch, policy, scheduling kinds and IngressClass ---
     # pkg/registry/batch/{job,cronjob}/strategy.go: a spec change bumps the generation, create
     # clears status; storage.go: Categories "all", CronJob's short name. A Job's selectable

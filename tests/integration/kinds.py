@@ -74,6 +74,28 @@ DEPLOYMENT = Kind(
               "template": {"metadata": {"labels": {"app": "web"}},
                            "spec": {"containers": _CONTAINERS}}}},
     {"spec": {"replicas": 3}})
+REPLICA_SET = Kind(
+    "ReplicaSet", "apps/v1", "replicasets", True,
+    {"spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+              "template": {"metadata": {"labels": {"app": "web"}},
+                           "spec": {"containers": _CONTAINERS}}}},
+    {"spec": {"replicas": 3}})
+STATEFUL_SET = Kind(
+    "StatefulSet", "apps/v1", "statefulsets", True,
+    {"spec": {"replicas": 1, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+              "template": {"metadata": {"labels": {"app": "db"}},
+                           "spec": {"containers": _CONTAINERS}}}},
+    {"spec": {"replicas": 2}})
+DAEMON_SET = Kind(
+    "DaemonSet", "apps/v1", "daemonsets", True,
+    {"spec": {"selector": {"matchLabels": {"app": "agent"}},
+              "template": {"metadata": {"labels": {"app": "agent"}},
+                           "spec": {"containers": _CONTAINERS}}}},
+    {"spec": {"minReadySeconds": 5}})
+CONTROLLER_REVISION = Kind(
+    "ControllerRevision", "apps/v1", "controllerrevisions", True,
+    {"data": {"spec": {"template": {"metadata": {"labels": {"app": "db"}}}}}, "revision": 1},
+    {"revision": 2}, has_status=False)
 EVENT = Kind(
     "Event", "events.k8s.io/v1", "events", True,
     {"eventTime": "2024-12-11T09:15:02.123456Z", "type": "Normal", "reason": "Testing",
@@ -135,6 +157,21 @@ CLUSTER_ROLE_BINDING = Kind(
     {"subjects": [{"kind": "ServiceAccount", "name": "other", "namespace": NS}]},
     has_status=False)
 
+# a PKCS#10 request (EC P-256, CN=tests) made once with cryptography; a CSR's spec never
+# changes after create (its mutation is a label)
+_CSR_REQUEST = (
+    "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlISk1ISUNBUUF3RURFT01Bd0dBMVVFQXd3RmRHVnpk"
+    "SE13V1RBVEJnY3Foa2pPUFFJQkJnZ3Foa2pPUFFNQgpCd05DQUFReW9ReVFaVW54dHFLMnVQTHgyZEc2czlSNU1EZ0wr"
+    "SjVQd1N1Tm43UjFnODl5OGVIQWZPNG9zVm1LClRmOUpXVXZhQVhHaHhaalVaRnpoM3JTS2N5c25vQUF3Q2dZSUtvWkl6"
+    "ajBFQXdJRFJ3QXdSQUlnVU5pZXBZcVIKUTYxN0tWNmZhYVlhZzdLZWdsSjJrNWhrdTlrOGw2eWFDNXNDSUY1MXY2bzBF"
+    "SENicVRYNTF6M1VhM2hwR1dHYQpaSkpMK2xMaXF5Q1VjQm85Ci0tLS0tRU5EIENFUlRJRklDQVRFIFJFUVVFU1QtLS0t"
+    "LQo=")
+CERTIFICATE_SIGNING_REQUEST = Kind(
+    "CertificateSigningRequest", "certificates.k8s.io/v1", "certificatesigningrequests", False,
+    {"spec": {"request": _CSR_REQUEST, "signerName": "example.com/tests",
+              "usages": ["client auth"]}},
+    {"metadata": {"labels": {"mutated": "yes"}}})
+
 # issue 20: batch/v1, policy/v1, scheduling.k8s.io/v1, networking.k8s.io/v1 IngressClass
 _JOB_TEMPLATE = {"spec": {"containers": _CONTAINERS, "restartPolicy": "Never"}}
 JOB = Kind("Job", "batch/v1", "jobs", True, {"spec": {"template": _JOB_TEMPLATE}},
@@ -155,9 +192,10 @@ INGRESS_CLASS = Kind("IngressClass", "networking.k8s.io/v1", "ingressclasses", F
                      {"spec": {"parameters": {"kind": "Params", "name": "p"}}},
                      has_status=False)
 
-ALL_KINDS = [POD, SERVICE, NODE, NAMESPACE, DEPLOYMENT, EVENT, INGRESS, NETWORK_POLICY,
-             ENDPOINT_SLICE, GATEWAY, HTTP_ROUTE, CONFIG_MAP, SECRET, SERVICE_ACCOUNT, LEASE,
-             ROLE, CLUSTER_ROLE, ROLE_BINDING, CLUSTER_ROLE_BINDING,
+ALL_KINDS = [POD, SERVICE, NODE, NAMESPACE, DEPLOYMENT, REPLICA_SET, STATEFUL_SET, DAEMON_SET,
+             CONTROLLER_REVISION, EVENT, INGRESS, NETWORK_POLICY, ENDPOINT_SLICE, GATEWAY,
+             HTTP_ROUTE, CONFIG_MAP, SECRET, SERVICE_ACCOUNT, LEASE, ROLE, CLUSTER_ROLE,
+             ROLE_BINDING, CLUSTER_ROLE_BINDING, CERTIFICATE_SIGNING_REQUEST,
              JOB, CRON_JOB, POD_DISRUPTION_BUDGET, PRIORITY_CLASS, INGRESS_CLASS]
 NAMESPACED_KINDS = [k for k in ALL_KINDS if k.namespaced]
 

@@ -154,6 +154,13 @@ def rv_matches_mod_revision(server: ServerThread, etcd: Cluster, obj: dict[str, 
     raise AssertionError(f"{key} kept changing")
 
 
+def workload(kind: str, name: str) -> dict[str, object]:
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": NS},
+            "spec": {"selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}
+
+
 def test_kinds_land_where_kube_keeps_them(on_etcd: Callable[..., ServerThread],
                                           etcd: Cluster) -> None:
     server = on_etcd()
@@ -175,6 +182,12 @@ def test_kinds_land_where_kube_keeps_them(on_etcd: Callable[..., ServerThread],
                                   "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}},
         "/registry/namespaces/team-a": {
             "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}},
+        f"/registry/replicasets/{NS}/app-1": workload("ReplicaSet", "app-1"),
+        f"/registry/statefulsets/{NS}/db": workload("StatefulSet", "db"),
+        f"/registry/daemonsets/{NS}/agent": workload("DaemonSet", "agent"),
+        f"/registry/controllerrevisions/{NS}/db-1": {
+            "apiVersion": "apps/v1", "kind": "ControllerRevision",
+            "metadata": {"name": "db-1", "namespace": NS}, "data": {"spec": {}}, "revision": 1},
         # issue 20: kube keys these by plural alone
         f"/registry/jobs/{NS}/once": {
             "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "once", "namespace": NS},

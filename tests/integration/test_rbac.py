@@ -1,6 +1,6 @@
 """RBAC objects with real clients: a chart-like manifest set through kubectl (apply, re-apply,
 get, delete), kube's Tables, and escalation prevention for a user who is not an admin (its
-requests authorized by an ABAC policy file, its RBAC rules from bindings)."""
+requests authorized by an ABAC policy file, then by RBAC: ``--authorization-mode ABAC,RBAC``)."""
 
 from __future__ import annotations
 
@@ -169,7 +169,8 @@ def kubectl_as(config: Path, *args: str, stdin: str | None = None,
 
 @pytest.fixture
 def escalation_server(tmp_path: Path) -> Any:
-    with kubewire.Server(users={"dev": ["devs"]},
+    # ABAC lets dev write bindings in team; RBAC, after it, what the bindings grant (``bind``)
+    with kubewire.Server(users={"dev": ["devs"]}, authorization_mode="ABAC,RBAC",
                          authorization_policy_file=abac_file(tmp_path / "abac.jsonl")) as server:
         server.apply_sync([
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}},

@@ -20,7 +20,7 @@ import pytest
 
 from tests.integration.custom_kinds import GIZMO
 from tests.integration.harness import ServerThread
-from tests.integration.kinds import POD, SERVICE, Kind, kind_id
+from tests.integration.kinds import POD, SERVICE, STATEFUL_SET, Kind, kind_id
 from tests.integration.wire import (
     Event,
     Session,
@@ -36,7 +36,8 @@ from tests.integration.wire import (
 from tests.storage_choice import range_writes
 
 LABEL = "watch-this-object"
-KINDS = pytest.mark.parametrize("kind", [POD, SERVICE, GIZMO], ids=kind_id, indirect=True)
+KINDS = pytest.mark.parametrize("kind", [POD, SERVICE, STATEFUL_SET, GIZMO], ids=kind_id,
+                                indirect=True)
 
 
 def deletion(kind: Kind, name: str) -> list[tuple[str, str]]:

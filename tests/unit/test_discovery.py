@@ -43,6 +43,9 @@ EXPECTED: dict[tuple[str, str], tuple[str, bool, list[str], list[str], list[str]
         "eviction": ["create"], "binding": ["create"],
         "ephemeralcontainers": ["get", "patch", "update"]}),
     ("", "bindings"): ("Binding", True, ["create"], [], [], {}),
+    ("authentication.k8s.io", "selfsubjectreviews"): ("SelfSubjectReview", False, ["create"],
+                                                      [], [], {}),
+    ("authentication.k8s.io", "tokenreviews"): ("TokenReview", False, ["create"], [], [], {}),
     ("", "services"): ("Service", True, STD, ["svc"], ["all"], {"status": STATUS}),
     ("", "nodes"): ("Node", False, STD, ["no"], [], {"status": STATUS}),
     ("", "namespaces"): ("Namespace", False, [v for v in STD if v != "deletecollection"],
@@ -53,16 +56,34 @@ EXPECTED: dict[tuple[str, str], tuple[str, bool, list[str], list[str], list[str]
     ("", "events"): ("Event", True, STD, ["ev"], [], {}),
     ("apps", "deployments"): ("Deployment", True, STD, ["deploy"], ["all"],
                               {"scale": STATUS, "status": STATUS}),
+    ("apps", "replicasets"): ("ReplicaSet", True, STD, ["rs"], ["all"],
+                              {"scale": STATUS, "status": STATUS}),
+    ("apps", "statefulsets"): ("StatefulSet", True, STD, ["sts"], ["all"],
+                               {"scale": STATUS, "status": STATUS}),
+    ("apps", "daemonsets"): ("DaemonSet", True, STD, ["ds"], ["all"], {"status": STATUS}),
+    ("apps", "controllerrevisions"): ("ControllerRevision", True, STD, [], [], {}),
     ("events.k8s.io", "events"): ("Event", True, STD, ["ev"], [], {}),
     ("networking.k8s.io", "ingresses"): ("Ingress", True, STD, ["ing"], [], {"status": STATUS}),
     ("networking.k8s.io", "networkpolicies"): ("NetworkPolicy", True, STD, ["netpol"], [], {}),
     ("discovery.k8s.io", "endpointslices"): ("EndpointSlice", True, STD, [], [], {}),
     ("coordination.k8s.io", "leases"): ("Lease", True, STD, [], [], {}),
     ("rbac.authorization.k8s.io", "roles"): ("Role", True, STD, [], [], {}),
+    ("certificates.k8s.io", "certificatesigningrequests"): (
+        "CertificateSigningRequest", False, STD, ["csr"], [],
+        {"approval": STATUS, "status": STATUS}),
     ("rbac.authorization.k8s.io", "rolebindings"): ("RoleBinding", True, STD, [], [], {}),
     ("rbac.authorization.k8s.io", "clusterroles"): ("ClusterRole", False, STD, [], [], {}),
     ("rbac.authorization.k8s.io", "clusterrolebindings"): ("ClusterRoleBinding", False, STD, [],
                                                            [], {}),
+    # authorization.k8s.io's reviews: Creaters alone, no hash
+    ("authorization.k8s.io", "localsubjectaccessreviews"): (
+        "LocalSubjectAccessReview", True, ["create"], [], [], {}),
+    ("authorization.k8s.io", "selfsubjectaccessreviews"): (
+        "SelfSubjectAccessReview", False, ["create"], [], [], {}),
+    ("authorization.k8s.io", "selfsubjectrulesreviews"): (
+        "SelfSubjectRulesReview", False, ["create"], [], [], {}),
+    ("authorization.k8s.io", "subjectaccessreviews"): (
+        "SubjectAccessReview", False, ["create"], [], [], {}),
     ("batch", "jobs"): ("Job", True, STD, [], ["all"], {"status": STATUS}),
     ("batch", "cronjobs"): ("CronJob", True, STD, ["cj"], ["all"], {"status": STATUS}),
     ("policy", "poddisruptionbudgets"): ("PodDisruptionBudget", True, STD, ["pdb"], [],
@@ -103,6 +124,8 @@ KUBE_HASHES = {
     ("", "nodes"): "XwShjMxG9Fs=", ("", "namespaces"): "Q3oi5N2YM8M=",
     ("", "configmaps"): "qFsyl6wFWjQ=", ("", "secrets"): "S6u1pOWzb84=",
     ("", "serviceaccounts"): "pbx9ZvyFpBE=", ("apps", "deployments"): "8aSe+NMegvE=",
+    ("apps", "replicasets"): "P1RzHs8/mWQ=", ("apps", "statefulsets"): "H+vl74LkKdo=",
+    ("apps", "daemonsets"): "dd7pWHUlMKQ=", ("apps", "controllerrevisions"): "85nkx63pcBU=",
     ("", "events"): "r2yiGXH7wu8=",
     ("events.k8s.io", "events"): "r2yiGXH7wu8=", ("networking.k8s.io", "ingresses"): "39NQlfNR+bo=",
     ("networking.k8s.io", "networkpolicies"): "YpfwF18m1G8=",
@@ -112,6 +135,7 @@ KUBE_HASHES = {
     ("rbac.authorization.k8s.io", "clusterroles"): "bYE5ZWDrJ44=",
     ("rbac.authorization.k8s.io", "rolebindings"): "eGsCzGH6b1g=",
     ("rbac.authorization.k8s.io", "roles"): "7FuwZcIIItM=",
+    ("certificates.k8s.io", "certificatesigningrequests"): "95fRKMXA+00=",
     ("batch", "cronjobs"): "sd5LIXh4Fjs=", ("batch", "jobs"): "mudhfqk/qZY=",
     ("policy", "poddisruptionbudgets"): "EVWiDmWqyJw=",
     ("scheduling.k8s.io", "priorityclasses"): "1QwjyaZjj3Y=",
@@ -229,7 +253,8 @@ def test_legacy_group_list_in_kube_priority_order() -> None:
     assert doc["kind"] == "APIGroupList"
     assert doc["apiVersion"] == "v1"
     names = [g["name"] for g in doc["groups"]]
-    assert names == ["apps", "events.k8s.io", "batch", "networking.k8s.io", "policy",
+    assert names == ["apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
+                     "batch", "certificates.k8s.io", "networking.k8s.io", "policy",
                      "rbac.authorization.k8s.io", "apiextensions.k8s.io", "scheduling.k8s.io",
                      "coordination.k8s.io", "discovery.k8s.io", "gateway.networking.k8s.io"]
     assert doc["groups"][0] == {
@@ -276,6 +301,14 @@ def test_group_resource_list_shape() -> None:
     assert json.loads(body) == {
         "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "apps/v1",
         "resources": [
+            {"name": "controllerrevisions", "singularName": "controllerrevision",
+             "namespaced": True, "kind": "ControllerRevision", "verbs": STD,
+             "storageVersionHash": "85nkx63pcBU="},
+            {"name": "daemonsets", "singularName": "daemonset", "namespaced": True,
+             "kind": "DaemonSet", "verbs": STD, "shortNames": ["ds"], "categories": ["all"],
+             "storageVersionHash": "dd7pWHUlMKQ="},
+            {"name": "daemonsets/status", "singularName": "", "namespaced": True,
+             "kind": "DaemonSet", "verbs": STATUS},
             {"name": "deployments", "singularName": "deployment", "namespaced": True,
              "kind": "Deployment", "verbs": STD, "shortNames": ["deploy"], "categories": ["all"],
              "storageVersionHash": "8aSe+NMegvE="},
@@ -283,6 +316,20 @@ def test_group_resource_list_shape() -> None:
              "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": STATUS},
             {"name": "deployments/status", "singularName": "", "namespaced": True,
              "kind": "Deployment", "verbs": STATUS},
+            {"name": "replicasets", "singularName": "replicaset", "namespaced": True,
+             "kind": "ReplicaSet", "verbs": STD, "shortNames": ["rs"], "categories": ["all"],
+             "storageVersionHash": "P1RzHs8/mWQ="},
+            {"name": "replicasets/scale", "singularName": "", "namespaced": True,
+             "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": STATUS},
+            {"name": "replicasets/status", "singularName": "", "namespaced": True,
+             "kind": "ReplicaSet", "verbs": STATUS},
+            {"name": "statefulsets", "singularName": "statefulset", "namespaced": True,
+             "kind": "StatefulSet", "verbs": STD, "shortNames": ["sts"], "categories": ["all"],
+             "storageVersionHash": "H+vl74LkKdo="},
+            {"name": "statefulsets/scale", "singularName": "", "namespaced": True,
+             "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": STATUS},
+            {"name": "statefulsets/status", "singularName": "", "namespaced": True,
+             "kind": "StatefulSet", "verbs": STATUS},
         ]}
 
 
@@ -356,8 +403,9 @@ def aggregated_resources() -> dict[tuple[str, str, str], dict[str, Any]]:
     assert [item["metadata"] for item in core] == [{"creationTimestamp": None}]
     named = get_json("/apis", KUBECTL_ACCEPT)["items"]
     assert [item["metadata"]["name"] for item in named] == [
-        "apps", "events.k8s.io", "batch", "networking.k8s.io", "policy",
-        "rbac.authorization.k8s.io", "apiextensions.k8s.io", "scheduling.k8s.io",
+        "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io", "batch",
+        "certificates.k8s.io", "networking.k8s.io", "policy", "rbac.authorization.k8s.io",
+        "apiextensions.k8s.io", "scheduling.k8s.io",
         "coordination.k8s.io", "discovery.k8s.io", "gateway.networking.k8s.io"]
     for item in core + named:
         group = item["metadata"].get("name", "")
@@ -398,20 +446,28 @@ def test_every_registry_kind_in_aggregated_discovery() -> None:
 def test_aggregated_item_shape() -> None:
     items = get_json("/apis", KUBECTL_ACCEPT)["items"]
     apps = items[0]
-    assert apps == {
-        "metadata": {"name": "apps", "creationTimestamp": None},
-        "versions": [{"version": "v1", "freshness": "Current", "resources": [{
-            "resource": "deployments",
-            "responseKind": {"group": "", "version": "", "kind": "Deployment"},
-            "scope": "Namespaced", "singularResource": "deployment", "verbs": STD,
-            "shortNames": ["deploy"], "categories": ["all"],
-            "subresources": [
-                {"subresource": "scale",
-                 "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
-                 "verbs": STATUS},
-                {"subresource": "status",
-                 "responseKind": {"group": "", "version": "", "kind": "Deployment"},
-                 "verbs": STATUS}]}]}]}
+    assert apps["metadata"] == {"name": "apps", "creationTimestamp": None}
+    [version] = apps["versions"]
+    assert list(version) == ["version", "resources", "freshness"]
+    resources = {r["resource"]: r for r in version["resources"]}
+    assert list(resources) == ["controllerrevisions", "daemonsets", "deployments",
+                               "replicasets", "statefulsets"]
+    assert resources["deployments"] == {
+        "resource": "deployments",
+        "responseKind": {"group": "", "version": "", "kind": "Deployment"},
+        "scope": "Namespaced", "singularResource": "deployment", "verbs": STD,
+        "shortNames": ["deploy"], "categories": ["all"],
+        "subresources": [
+            {"subresource": "scale",
+             "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+             "verbs": STATUS},
+            {"subresource": "status",
+             "responseKind": {"group": "", "version": "", "kind": "Deployment"},
+             "verbs": STATUS}]}
+    assert resources["controllerrevisions"] == {
+        "resource": "controllerrevisions",
+        "responseKind": {"group": "", "version": "", "kind": "ControllerRevision"},
+        "scope": "Namespaced", "singularResource": "controllerrevision", "verbs": STD}
 
 
 def test_aggregated_and_legacy_agree() -> None:

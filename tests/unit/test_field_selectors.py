@@ -80,6 +80,12 @@ ACCEPTED = {
                "regarding.uid", "regarding.apiVersion", "regarding.resourceVersion",
                "regarding.fieldPath"],
     "deployments": ["metadata.name", "metadata.namespace"],
+    # apps/v1 registers no field label conversion: kube's default one (ReplicaSets'
+    # status.replicas is a selectable field that the default converter never lets through)
+    "replicasets": ["metadata.name", "metadata.namespace"],
+    "statefulsets": ["metadata.name", "metadata.namespace"],
+    "daemonsets": ["metadata.name", "metadata.namespace"],
+    "controllerrevisions": ["metadata.name", "metadata.namespace"],
     "ingresses": ["metadata.name", "metadata.namespace"],
     "networkpolicies": ["metadata.name", "metadata.namespace"],
     "endpointslices": ["metadata.name", "metadata.namespace"],
@@ -97,6 +103,7 @@ ACCEPTED = {
     "rolebindings": ["metadata.name", "metadata.namespace"],
     "clusterroles": ["metadata.name"],
     "clusterrolebindings": ["metadata.name"],
+    "certificatesigningrequests": ["metadata.name", "spec.signerName"],
     "jobs": ["metadata.name", "metadata.namespace", "status.successful"],
     "cronjobs": ["metadata.name", "metadata.namespace"],
     "poddisruptionbudgets": ["metadata.name", "metadata.namespace"],
@@ -105,6 +112,8 @@ ACCEPTED = {
 }
 REJECTED = {"pods": "spec.foo", "services": "spec.ports", "nodes": "metadata.namespace",
             "namespaces": "name", "events": "involvedObject.name", "deployments": "spec.replicas",
+            "replicasets": "status.replicas", "statefulsets": "status.successful",
+            "daemonsets": "spec.selector", "controllerrevisions": "revision",
             "ingresses": "spec.rules", "networkpolicies": "spec.podSelector",
             "endpointslices": "addressType", "gateways": "spec.gatewayClassName",
             "httproutes": "spec.hostnames", "gatewayclasses": "spec.controllerName",
@@ -113,7 +122,8 @@ REJECTED = {"pods": "spec.foo", "services": "spec.ports", "nodes": "metadata.nam
             "serviceaccounts": "secrets", "leases": "spec.holderIdentity",
             "customresourcedefinitions": "spec.group", "roles": "rules",
             "rolebindings": "roleRef.name", "clusterroles": "aggregationRule",
-            "clusterrolebindings": "subjects", "jobs": "status.succeeded",
+            "clusterrolebindings": "subjects", "certificatesigningrequests": "spec.username",
+            "jobs": "status.succeeded",
             "cronjobs": "spec.schedule", "poddisruptionbudgets": "spec.minAvailable",
             "priorityclasses": "value", "ingressclasses": "spec.controller"}
 
@@ -150,7 +160,8 @@ def test_convert_rejects_with_the_kinds_message(plural: str) -> None:
 
 def test_default_style_kinds_and_message_quoting() -> None:
     assert {r.plural for r in REGISTRY if r.field_label_style == "default"} == {
-        "deployments", "ingresses", "networkpolicies", "endpointslices", "configmaps",
+        "deployments", "replicasets", "statefulsets", "daemonsets", "controllerrevisions",
+        "ingresses", "networkpolicies", "endpointslices", "configmaps",
         "serviceaccounts", "leases", "customresourcedefinitions", "roles", "rolebindings",
         "clusterroles", "clusterrolebindings", "cronjobs", "poddisruptionbudgets",
         "priorityclasses", "ingressclasses"}

@@ -25,13 +25,16 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = "kubewire"
-WINGS = ("kubewire.server", "kubewire.storage", "kubewire.client", "kubewire.testing")
+WINGS = ("kubewire.server", "kubewire.storage", "kubewire.client", "kubewire.testing",
+         "kubewire.cluster")
 SHARED = frozenset({"core", "selectors", "schema", "models"})
 # Each wing room and the rooms it may import besides itself and SHARED (docs/architecture.md
 # draws the same table). A request meets the server's rooms roughly in this order.
 ROOMS: dict[str, frozenset[str]] = {
     "storage": frozenset(),
     "client": frozenset(),
+    # controllers, scheduler, simulated kubelets: clients of the API, never the server's insides
+    "cluster": frozenset({"client"}),
     "server.wire": frozenset(),
     "server.request": frozenset({"server.wire"}),
     "server.allocation": frozenset({"storage"}),
@@ -55,7 +58,7 @@ ROOMS: dict[str, frozenset[str]] = {
     # own write path
     "server.controllers": frozenset({"server.request", "server.writes", "server.context",
                                      "server.apiextensions",
-                                     "storage", "client"}),
+                                     "storage", "client", "cluster"}),
     "server.daemon": frozenset(),  # the server as a process: its lock, --detach, stop
     # faults on demand (requests, watch streams, the store) and the clock's admin endpoint
     "server.faults": frozenset({"server.wire", "server.request", "server.observe",
@@ -68,7 +71,7 @@ ROOMS: dict[str, frozenset[str]] = {
     "testing": frozenset({"server.app", "server.wire", "server.request", "server.access",
                           "server.observe", "server.context", "server.admin",
                           "server.faults", "server.controllers", "server.daemon", "storage",
-                          "client"}),
+                          "client", "cluster"}),
 }
 # Where decisions live: no module here may reach I/O. Packages or single modules.
 PURE = ("kubewire.selectors", "kubewire.schema", "kubewire.models", "kubewire.server.request",
@@ -84,6 +87,7 @@ PURE = ("kubewire.selectors", "kubewire.schema", "kubewire.models", "kubewire.se
         "kubewire.server.faults.rules", "kubewire.client.leaderelection.decision",
         "kubewire.rbac_rules", "kubewire.server.access.rbac_escalation",
         "kubewire.server.controllers.rbac_policy",
+        "kubewire.server.controllers.csr_policy", "kubewire.server.writes.csr_strategy",
         "kubewire.client.leaderelection.record")
 # (httptools is a parser, not I/O: the sans-I/O ``http_parse`` drives it.)
 IO_LIBRARIES = frozenset({"asyncio", "socket", "ssl", "sqlite3", "uvloop", "threading",
@@ -184,7 +188,7 @@ def room_of(module: str) -> str:
     if parts[1:2] == ["server"]:
         return "server." + parts[2] if len(parts) > 2 else "server.app"
     if len(parts) > 1 and parts[1] in ("storage", "client", "selectors", "schema", "models",
-                                       "testing"):
+                                       "testing", "cluster"):
         return parts[1]
     return "core"
 

@@ -170,6 +170,14 @@ LEASE: dict[str, Any] = {"kind": "Lease", "apiVersion": "coordination.k8s.io/v1"
 SCALE: dict[str, Any] = {"kind": "Scale", "apiVersion": "autoscaling/v1",
          "metadata": {"name": "web", "namespace": "default", "creationTimestamp": None},
          "spec": {"replicas": 4}, "status": {"replicas": 0}}
+CSR: dict[str, Any] = {"kind": "CertificateSigningRequest", "apiVersion": "certificates.k8s.io/v1",
+       "metadata": {"name": "c", "creationTimestamp": None},
+       "spec": {"request": base64.b64encode(b"-----BEGIN").decode(),
+                "signerName": "kubernetes.io/kube-apiserver-client", "expirationSeconds": 0,
+                "usages": ["client auth"], "username": "u", "groups": ["g"]},
+       "status": {"conditions": [{"type": "Approved", "status": "True", "reason": "R",
+                                  "lastUpdateTime": "2024-12-11T09:15:02Z",
+                                  "lastTransitionTime": None}]}}
 
 # issue 20 kinds: pointer zeros (suspend: false, completions: 0) and value 0 survive
 _TEMPLATE: dict[str, Any] = {"metadata": {"creationTimestamp": None},
@@ -201,7 +209,15 @@ PRIORITY_CLASS: dict[str, Any] = {"kind": "PriorityClass", "apiVersion": "schedu
                   "preemptionPolicy": "Never"}
 
 REALISTIC = [DEPLOYMENT, NAMESPACE, SERVICE, SECRET, CONFIGMAP, SERVICE_ACCOUNT, POD, LEASE, SCALE,
-             JOB, CRON_JOB, PDB, PRIORITY_CLASS]
+             CSR, JOB, CRON_JOB, PDB, PRIORITY_CLASS]
+
+
+def test_csr_extra_values_decode_as_their_lists() -> None:
+    # ExtraValue is Go's []string in a message of items: its JSON is the list (nil when empty)
+    sent = {**CSR, "spec": {**CSR["spec"], "extra": {"a": {"items": ["1", "2"]}, "b": {}}}}
+    decoded = decode_protobuf_object(encode_body(sent), "certificates.k8s.io/v1",
+                                     "CertificateSigningRequest")
+    assert decoded["spec"]["extra"] == {"a": ["1", "2"], "b": None}
 
 
 @pytest.mark.parametrize("obj", REALISTIC, ids=[o["kind"] for o in REALISTIC])

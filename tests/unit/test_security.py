@@ -21,9 +21,9 @@ from kubewire.server.access.authn import (
     UserInfo,
     parse_token_file,
 )
+from kubewire.server.access.authorizers import build_chain
 from kubewire.server.access.authz import (
     Attributes,
-    Authorizer,
     PolicyFileError,
     forbidden,
     parse_policy_file,
@@ -168,7 +168,7 @@ def _attrs(user: UserInfo, verb: str, namespace: str = "", resource: str = "pods
 
 
 def test_abac_policies_match_as_kube_does() -> None:
-    authz = Authorizer(parse_policy_file(POLICIES))
+    authz = build_chain(("ABAC",), parse_policy_file(POLICIES), None)
     assert authz.authorize(_attrs(BOB, "watch", "a"))[0]
     assert authz.authorize(_attrs(BOB, "create", "a", "deployments", "apps"))[0]
     assert authz.authorize(_attrs(BOB, "watch", "b")) == (False, "No policy matched.")

@@ -11,9 +11,23 @@ from __future__ import annotations
 
 from kubewire.json_types import JSON
 from kubewire.models.apiextensions_k8s_io_v1 import CustomResourceDefinition
-from kubewire.models.apps_v1 import Deployment
+from kubewire.models.apps_v1 import (
+    ControllerRevision,
+    DaemonSet,
+    Deployment,
+    ReplicaSet,
+    StatefulSet,
+)
+from kubewire.models.authentication_k8s_io_v1 import SelfSubjectReview, TokenReview
+from kubewire.models.authorization_k8s_io_v1 import (
+    LocalSubjectAccessReview,
+    SelfSubjectAccessReview,
+    SelfSubjectRulesReview,
+    SubjectAccessReview,
+)
 from kubewire.models.base import IntOrString, KubeObject, Model, Quantity, decode, encode, to_dict
 from kubewire.models.batch_v1 import CronJob, Job
+from kubewire.models.certificates_k8s_io_v1 import CertificateSigningRequest
 from kubewire.models.coordination_k8s_io_v1 import Lease
 from kubewire.models.core_v1 import (
     Binding,
@@ -41,12 +55,15 @@ from kubewire.models.scheduling_k8s_io_v1 import PriorityClass
 
 KINDS: tuple[type[KubeObject], ...] = (
     Binding,
+    CertificateSigningRequest,
     ClusterRole,
     ClusterRoleBinding,
     ConfigMap,
+    ControllerRevision,
     CoreV1Event,
     CronJob,
     CustomResourceDefinition,
+    DaemonSet,
     Deployment,
     EndpointSlice,
     EventsK8sIoV1Event,
@@ -54,17 +71,25 @@ KINDS: tuple[type[KubeObject], ...] = (
     IngressClass,
     Job,
     Lease,
+    LocalSubjectAccessReview,
     Namespace,
     NetworkPolicy,
     Node,
     Pod,
     PodDisruptionBudget,
     PriorityClass,
+    ReplicaSet,
     Role,
     RoleBinding,
     Secret,
+    SelfSubjectAccessReview,
+    SelfSubjectReview,
+    SelfSubjectRulesReview,
     Service,
     ServiceAccount,
+    StatefulSet,
+    SubjectAccessReview,
+    TokenReview,
 )
 """Every served kind's model."""
 
@@ -80,12 +105,15 @@ __all__ = [
     "JSON",
     "KINDS",
     "Binding",
+    "CertificateSigningRequest",
     "ClusterRole",
     "ClusterRoleBinding",
     "ConfigMap",
+    "ControllerRevision",
     "CoreV1Event",
     "CronJob",
     "CustomResourceDefinition",
+    "DaemonSet",
     "DeleteOptions",
     "Deployment",
     "EndpointSlice",
@@ -97,6 +125,7 @@ __all__ = [
     "KubeObject",
     "Lease",
     "ListMeta",
+    "LocalSubjectAccessReview",
     "Model",
     "Namespace",
     "NetworkPolicy",
@@ -106,12 +135,19 @@ __all__ = [
     "PodDisruptionBudget",
     "PriorityClass",
     "Quantity",
+    "ReplicaSet",
     "Role",
     "RoleBinding",
     "Secret",
+    "SelfSubjectAccessReview",
+    "SelfSubjectReview",
+    "SelfSubjectRulesReview",
     "Service",
     "ServiceAccount",
+    "StatefulSet",
     "Status",
+    "SubjectAccessReview",
+    "TokenReview",
     "WatchEvent",
     "decode",
     "encode",

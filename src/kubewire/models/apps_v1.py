@@ -6,9 +6,80 @@ from typing import ClassVar
 
 import msgspec
 
+from kubewire.json_types import JSON
 from kubewire.models.base import IntOrString, KubeObject, Model
-from kubewire.models.core_v1 import PodTemplateSpec
+from kubewire.models.core_v1 import PersistentVolumeClaim, PodTemplateSpec
 from kubewire.models.meta_v1 import LabelSelector, ObjectMeta
+
+
+class ControllerRevision(KubeObject, kw_only=True, omit_defaults=True):
+    API_VERSION: ClassVar[str] = "apps/v1"
+    KIND: ClassVar[str] = "ControllerRevision"
+    PLURAL: ClassVar[str] = "controllerrevisions"
+    NAMESPACED: ClassVar[bool] = True
+
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    data: dict[str, JSON] | None = None
+    kind: str | None = None
+    metadata: ObjectMeta | None = None
+    revision: int | None = None
+
+
+class RollingUpdateDaemonSet(Model, kw_only=True, omit_defaults=True):
+    max_surge: IntOrString | None = msgspec.field(default=None, name="maxSurge")
+    max_unavailable: IntOrString | None = msgspec.field(default=None, name="maxUnavailable")
+
+
+class DaemonSetUpdateStrategy(Model, kw_only=True, omit_defaults=True):
+    rolling_update: RollingUpdateDaemonSet | None = msgspec.field(
+        default=None, name="rollingUpdate")
+    type: str | None = None
+
+
+class DaemonSetSpec(Model, kw_only=True, omit_defaults=True):
+    min_ready_seconds: int | None = msgspec.field(default=None, name="minReadySeconds")
+    revision_history_limit: int | None = msgspec.field(default=None, name="revisionHistoryLimit")
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec | None = None
+    update_strategy: DaemonSetUpdateStrategy | None = msgspec.field(
+        default=None, name="updateStrategy")
+
+
+class DaemonSetCondition(Model, kw_only=True, omit_defaults=True):
+    last_transition_time: str | None = msgspec.field(default=None, name="lastTransitionTime")
+    message: str | None = None
+    reason: str | None = None
+    status: str | None = None
+    type: str | None = None
+
+
+class DaemonSetStatus(Model, kw_only=True, omit_defaults=True):
+    collision_count: int | None = msgspec.field(default=None, name="collisionCount")
+    conditions: list[DaemonSetCondition] | None = None
+    current_number_scheduled: int | None = msgspec.field(
+        default=None, name="currentNumberScheduled")
+    desired_number_scheduled: int | None = msgspec.field(
+        default=None, name="desiredNumberScheduled")
+    number_available: int | None = msgspec.field(default=None, name="numberAvailable")
+    number_misscheduled: int | None = msgspec.field(default=None, name="numberMisscheduled")
+    number_ready: int | None = msgspec.field(default=None, name="numberReady")
+    number_unavailable: int | None = msgspec.field(default=None, name="numberUnavailable")
+    observed_generation: int | None = msgspec.field(default=None, name="observedGeneration")
+    updated_number_scheduled: int | None = msgspec.field(
+        default=None, name="updatedNumberScheduled")
+
+
+class DaemonSet(KubeObject, kw_only=True, omit_defaults=True):
+    API_VERSION: ClassVar[str] = "apps/v1"
+    KIND: ClassVar[str] = "DaemonSet"
+    PLURAL: ClassVar[str] = "daemonsets"
+    NAMESPACED: ClassVar[bool] = True
+
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    kind: str | None = None
+    metadata: ObjectMeta | None = None
+    spec: DaemonSetSpec | None = None
+    status: DaemonSetStatus | None = None
 
 
 class RollingUpdateDeployment(Model, kw_only=True, omit_defaults=True):
@@ -65,3 +136,112 @@ class Deployment(KubeObject, kw_only=True, omit_defaults=True):
     metadata: ObjectMeta | None = None
     spec: DeploymentSpec | None = None
     status: DeploymentStatus | None = None
+
+
+class ReplicaSetSpec(Model, kw_only=True, omit_defaults=True):
+    min_ready_seconds: int | None = msgspec.field(default=None, name="minReadySeconds")
+    replicas: int | None = None
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec | None = None
+
+
+class ReplicaSetCondition(Model, kw_only=True, omit_defaults=True):
+    last_transition_time: str | None = msgspec.field(default=None, name="lastTransitionTime")
+    message: str | None = None
+    reason: str | None = None
+    status: str | None = None
+    type: str | None = None
+
+
+class ReplicaSetStatus(Model, kw_only=True, omit_defaults=True):
+    available_replicas: int | None = msgspec.field(default=None, name="availableReplicas")
+    conditions: list[ReplicaSetCondition] | None = None
+    fully_labeled_replicas: int | None = msgspec.field(default=None, name="fullyLabeledReplicas")
+    observed_generation: int | None = msgspec.field(default=None, name="observedGeneration")
+    ready_replicas: int | None = msgspec.field(default=None, name="readyReplicas")
+    replicas: int | None = None
+
+
+class ReplicaSet(KubeObject, kw_only=True, omit_defaults=True):
+    API_VERSION: ClassVar[str] = "apps/v1"
+    KIND: ClassVar[str] = "ReplicaSet"
+    PLURAL: ClassVar[str] = "replicasets"
+    NAMESPACED: ClassVar[bool] = True
+
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    kind: str | None = None
+    metadata: ObjectMeta | None = None
+    spec: ReplicaSetSpec | None = None
+    status: ReplicaSetStatus | None = None
+
+
+class RollingUpdateStatefulSetStrategy(Model, kw_only=True, omit_defaults=True):
+    max_unavailable: IntOrString | None = msgspec.field(default=None, name="maxUnavailable")
+    partition: int | None = None
+
+
+class StatefulSetOrdinals(Model, kw_only=True, omit_defaults=True):
+    start: int | None = None
+
+
+class StatefulSetPersistentVolumeClaimRetentionPolicy(Model, kw_only=True, omit_defaults=True):
+    when_deleted: str | None = msgspec.field(default=None, name="whenDeleted")
+    when_scaled: str | None = msgspec.field(default=None, name="whenScaled")
+
+
+class StatefulSetUpdateStrategy(Model, kw_only=True, omit_defaults=True):
+    rolling_update: RollingUpdateStatefulSetStrategy | None = msgspec.field(
+        default=None, name="rollingUpdate")
+    type: str | None = None
+
+
+class StatefulSetSpec(Model, kw_only=True, omit_defaults=True):
+    min_ready_seconds: int | None = msgspec.field(default=None, name="minReadySeconds")
+    ordinals: StatefulSetOrdinals | None = None
+    persistent_volume_claim_retention_policy: (
+        StatefulSetPersistentVolumeClaimRetentionPolicy | None
+    ) = msgspec.field(default=None, name="persistentVolumeClaimRetentionPolicy")
+    pod_management_policy: str | None = msgspec.field(default=None, name="podManagementPolicy")
+    replicas: int | None = None
+    revision_history_limit: int | None = msgspec.field(default=None, name="revisionHistoryLimit")
+    selector: LabelSelector | None = None
+    service_name: str | None = msgspec.field(default=None, name="serviceName")
+    template: PodTemplateSpec | None = None
+    update_strategy: StatefulSetUpdateStrategy | None = msgspec.field(
+        default=None, name="updateStrategy")
+    volume_claim_templates: list[PersistentVolumeClaim] | None = msgspec.field(
+        default=None, name="volumeClaimTemplates")
+
+
+class StatefulSetCondition(Model, kw_only=True, omit_defaults=True):
+    last_transition_time: str | None = msgspec.field(default=None, name="lastTransitionTime")
+    message: str | None = None
+    reason: str | None = None
+    status: str | None = None
+    type: str | None = None
+
+
+class StatefulSetStatus(Model, kw_only=True, omit_defaults=True):
+    available_replicas: int | None = msgspec.field(default=None, name="availableReplicas")
+    collision_count: int | None = msgspec.field(default=None, name="collisionCount")
+    conditions: list[StatefulSetCondition] | None = None
+    current_replicas: int | None = msgspec.field(default=None, name="currentReplicas")
+    current_revision: str | None = msgspec.field(default=None, name="currentRevision")
+    observed_generation: int | None = msgspec.field(default=None, name="observedGeneration")
+    ready_replicas: int | None = msgspec.field(default=None, name="readyReplicas")
+    replicas: int | None = None
+    update_revision: str | None = msgspec.field(default=None, name="updateRevision")
+    updated_replicas: int | None = msgspec.field(default=None, name="updatedReplicas")
+
+
+class StatefulSet(KubeObject, kw_only=True, omit_defaults=True):
+    API_VERSION: ClassVar[str] = "apps/v1"
+    KIND: ClassVar[str] = "StatefulSet"
+    PLURAL: ClassVar[str] = "statefulsets"
+    NAMESPACED: ClassVar[bool] = True
+
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    kind: str | None = None
+    metadata: ObjectMeta | None = None
+    spec: StatefulSetSpec | None = None
+    status: StatefulSetStatus | None = None

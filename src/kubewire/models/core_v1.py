@@ -732,6 +732,12 @@ class LoadBalancerStatus(Model, kw_only=True, omit_defaults=True):
     ingress: list[LoadBalancerIngress] | None = None
 
 
+class ModifyVolumeStatus(Model, kw_only=True, omit_defaults=True):
+    status: str | None = None
+    target_volume_attributes_class_name: str | None = msgspec.field(
+        default=None, name="targetVolumeAttributesClassName")
+
+
 class NFSVolumeSource(Model, kw_only=True, omit_defaults=True):
     path: str | None = None
     read_only: bool | None = msgspec.field(default=None, name="readOnly")
@@ -874,6 +880,38 @@ class Node(KubeObject, kw_only=True, omit_defaults=True):
     metadata: ObjectMeta | None = None
     spec: NodeSpec | None = None
     status: NodeStatus | None = None
+
+
+class PersistentVolumeClaimCondition(Model, kw_only=True, omit_defaults=True):
+    last_probe_time: str | None = msgspec.field(default=None, name="lastProbeTime")
+    last_transition_time: str | None = msgspec.field(default=None, name="lastTransitionTime")
+    message: str | None = None
+    reason: str | None = None
+    status: str | None = None
+    type: str | None = None
+
+
+class PersistentVolumeClaimStatus(Model, kw_only=True, omit_defaults=True):
+    access_modes: list[str] | None = msgspec.field(default=None, name="accessModes")
+    allocated_resource_statuses: dict[str, str] | None = msgspec.field(
+        default=None, name="allocatedResourceStatuses")
+    allocated_resources: dict[str, Quantity] | None = msgspec.field(
+        default=None, name="allocatedResources")
+    capacity: dict[str, Quantity] | None = None
+    conditions: list[PersistentVolumeClaimCondition] | None = None
+    current_volume_attributes_class_name: str | None = msgspec.field(
+        default=None, name="currentVolumeAttributesClassName")
+    modify_volume_status: ModifyVolumeStatus | None = msgspec.field(
+        default=None, name="modifyVolumeStatus")
+    phase: str | None = None
+
+
+class PersistentVolumeClaim(Model, kw_only=True, omit_defaults=True):
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    kind: str | None = None
+    metadata: ObjectMeta | None = None
+    spec: PersistentVolumeClaimSpec | None = None
+    status: PersistentVolumeClaimStatus | None = None
 
 
 class PersistentVolumeClaimVolumeSource(Model, kw_only=True, omit_defaults=True):

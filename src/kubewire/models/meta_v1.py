@@ -34,6 +34,12 @@ class DeleteOptions(Model, kw_only=True, omit_defaults=True):
     propagation_policy: str | None = msgspec.field(default=None, name="propagationPolicy")
 
 
+class FieldSelectorRequirement(Model, kw_only=True, omit_defaults=True):
+    key: str | None = None
+    operator: str | None = None
+    values: list[str] | None = None
+
+
 class LabelSelectorRequirement(Model, kw_only=True, omit_defaults=True):
     key: str | None = None
     operator: str | None = None

@@ -31,6 +31,7 @@ from kubewire.status import FieldError, not_supported, required
 
 # What encoding/json writes for a Go scalar field's zero value (a field without omitempty).
 _GO_ZERO: dict[str, JSON] = {"string": "", "integer": 0, "boolean": False}
+_RAW_EXTENSION = "io.k8s.apimachinery.pkg.runtime.RawExtension"
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
 # Declared JSON types per compact type, as kube-openapi joins them in messages.
@@ -77,7 +78,9 @@ def _compile(node: TypeNode, memo: dict[str, SchemaNode]) -> SchemaNode:
     out = SchemaNode()
     if bare:
         memo[node.ref] = out
-    out.type = node.type
+    # runtime.RawExtension decodes any JSON value (its UnmarshalJSON keeps the bytes), though
+    # the OpenAPI documents call it an object: a ControllerRevision's data may be a string
+    out.type = "any" if node.ref == _RAW_EXTENSION else node.type
     out.declared = _DECLARED.get(out.type, ())
     out.format = node.format
     out.enum = node.enum

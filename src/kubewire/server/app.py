@@ -23,6 +23,7 @@ import msgspec
 from kubewire import __version__
 from kubewire.resources import REGISTRY
 from kubewire.server.access.authn import ANONYMOUS_USER, UserInfo
+from kubewire.server.access.authorizers import parse_modes
 from kubewire.server.access.authz import Attributes
 from kubewire.server.access.chain import (
     Access,
@@ -34,6 +35,7 @@ from kubewire.server.access.chain import (
     tls_files,
 )
 from kubewire.server.access.kubeconfig import Credentials, kubeconfig_text, server_url
+from kubewire.server.access.oidc_discovery import openid_response
 from kubewire.server.access.rbac_escalation import Check
 from kubewire.server.admin import endpoints as admin
 from kubewire.server.admin.reset import Baseline, ResetReport, reset_to_baseline
@@ -66,6 +68,10 @@ from kubewire.server.wire.http import HTTPServer
 from kubewire.server.wire.http_messages import Request, Response, status_response
 from kubewire.server.wire.websocket import HandshakeError
 from kubewire.server.writes import create_update as writes
+from kubewire.server.writes.access_reviews import GROUP as REVIEW_GROUP
+from kubewire.server.writes.access_reviews import serve_access_review
+from kubewire.server.writes.authn_reviews import GROUP as AUTHN_REVIEW_GROUP
+from kubewire.server.writes.authn_reviews import serve_authentication_review
 from kubewire.server.writes.eviction import serve_eviction
 from kubewire.server.writes.pod_binding import serve_binding
 from kubewire.server.writes.rbac_writes import REQUESTER, Requester, rbac_resolver
@@ -103,6 +109,8 @@ class APIServer:
 
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
+        # refuse an --authorization-mode kube would refuse before anything is opened
+        parse_modes(config.authorization_mode, config.authorization_policy_file is not None)
         config.data_dir.mkdir(parents=True, exist_ok=True)
         store = _open_store(config)
         store.on_commit = self._observe_commit
@@ -363,10 +371,11 @@ class APIServer:
             return Response(200, self.observer.metrics.render(), METRICS_CONTENT_TYPE)
         if route is None and admin.is_admin_path(path):
             return await admin.serve(self, request, user)
-        if route is None:
-            health = await self._health(request)  # a single check: /livez/ping, /readyz/etcd
-            if health is not None:
-                return health
+        if route is None:  # a single health check (/livez/ping), or OIDC issuer discovery
+            found = (openid_response(path, request.method, self.config, self.address)
+                     or await self._health(request))
+            if found is not None:
+                return found
         if request.method in ("GET", "HEAD"):
             found = self._describe(request)
             if found is not None:
@@ -397,7 +406,7 @@ class APIServer:
         _warn_if_deprecated(request, route)
         handler = _SUBRESOURCE_HANDLERS.get(route.subresource)
         if handler is None and route.resource.create_only:
-            handler = serve_binding  # the core bindings collection: a Creater alone
+            handler = self._creater(route)
         if handler is not None:
             return await handler(ctx, request, route)
         if method in ("GET", "HEAD"):
@@ -417,6 +426,14 @@ class APIServer:
             return await writes.delete(ctx, request, route)
         raise MethodNotAllowed("the server does not allow this method on the requested resource",
                                {})
+
+    def _creater(self, route: Route) -> SubresourceHandler:
+        """The handler of a kind served by a Creater alone."""
+        if route.resource.group == REVIEW_GROUP:  # authorization.k8s.io's reviews
+            return partial(serve_access_review, authorizer=self.access.authorizer)
+        if route.resource.group == AUTHN_REVIEW_GROUP:  # SelfSubjectReview, TokenReview
+            return partial(serve_authentication_review, authenticator=self.access.authenticator)
+        return serve_binding  # the core bindings collection
 
     async def _get_collection(self, request: Request, route: Route) -> Response | None:
         opts = parse_list_options(request.query, route.resource, force_watch=route.watch_path,

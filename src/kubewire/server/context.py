@@ -66,6 +66,20 @@ class ServerConfig:
     # --service-account-issuer: the ``iss`` of the tokens the server issues and accepts (and,
     # kube's --api-audiences default, their audience); kubeadm's value
     service_account_issuer: str = "https://kubernetes.default.svc.cluster.local"
+    # The other --service-account-issuer values (kube allows it repeated: the first issues,
+    # all are accepted), --service-account-key-file (keys that verify tokens; default the
+    # signing key), --service-account-signing-key-file (default DIR/pki/sa.key),
+    # --api-audiences (default the issuer), --service-account-jwks-uri (default
+    # https://<address>/openid/v1/jwks), --service-account-max-token-expiration (0: no cap)
+    service_account_other_issuers: tuple[str, ...] = ()
+    service_account_key_files: tuple[Path, ...] = ()
+    service_account_signing_key_file: Path | None = None
+    api_audiences: tuple[str, ...] = ()
+    service_account_jwks_uri: str = ""
+    service_account_max_token_expiration_s: int = 0
+    # --authorization-mode, kube's comma-separated list (access/authorizers.py); "": ABAC
+    # with a policy file, else AlwaysAllow
+    authorization_mode: str = ""
     authorization_policy_file: Path | None = None
     audit_log_path: str | None = None  # a file, or "-" for standard output
     audit_policy_file: Path | None = None
@@ -96,6 +110,9 @@ class ServerConfig:
     # which of kubewire's controllers run. The API server's own (CRDs, the ``kubernetes``
     # Service) always do.
     controllers: tuple[str, ...] = ("*",)
+    # kube-controller-manager's --cluster-signing-duration: the longest certificate the CSR
+    # signer issues (controllers/csr_signing); kube's default, a year
+    cluster_signing_duration_s: float = 365 * 24 * 3600.0
     # kube-controller-manager's --leader-elect flags (controllers/leadership): when on, the
     # controller-manager part of the in-server controllers runs only while this server holds
     # the Lease ``leader_elect_resource_namespace/leader_elect_resource_name``. Seconds.

@@ -67,8 +67,9 @@ class Server:
       ``kubeconfig_for(user)``) and anonymous requests get 401. TLS by default then (kubectl
       sends no token over plain HTTP); with ``tls=False`` the admin's kubeconfig holds a
       token too. Who may do
-      what is ``authorization_policy_file`` (a ``ServerConfig`` field; default: everyone
-      authenticated may do everything).
+      what is ``authorization_mode`` (``ServerConfig`` fields, kube's syntax: ``"RBAC"``,
+      ``"ABAC,RBAC"`` with ``authorization_policy_file``, ...; default: everyone authenticated
+      may do everything).
     - ``crds``: CustomResourceDefinitions (YAML/JSON files or dicts) installed and established
       before the block starts.
     - ``controllers``: which of kubewire's controllers run, as kube-controller-manager's

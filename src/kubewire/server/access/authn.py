@@ -56,6 +56,10 @@ class TokenFileError(ValueError):
     """A token file kube-apiserver would refuse to start with."""
 
 
+class ServiceAccountKeyError(ValueError):
+    """A service-account key file kube-apiserver would refuse to start with (``sa_keys``)."""
+
+
 def parse_token_file(text: str, source: str = "token file") -> dict[str, UserInfo]:
     """``token,user,uid[,groups]`` lines → token → user (kube's tokenfile.NewCSV)."""
     users: dict[str, UserInfo] = {}

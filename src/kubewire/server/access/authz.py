@@ -5,16 +5,18 @@ A policy file holds one JSON object per line (``--authorization-policy-file``), 
 with ``user`` / ``group`` (``*`` for any), ``readonly`` (get, list, watch only), and either
 ``namespace`` / ``resource`` / ``apiGroup`` (``*`` for any) for resource requests or
 ``nonResourcePath`` (exact, ``*``, or a ``/prefix/*``) for others. A request is allowed when
-any line matches (plugin/pkg/auth/authorizer/abac). Members of ``system:masters`` may do
-everything, as with kube's privileged-group authorizer.
+any line matches (plugin/pkg/auth/authorizer/abac; ``authorizers.AbacAuthorizer``).
 
-A refusal is 403 with ``responsewriters.Forbidden``'s message, ending in ABAC's reason.
+A refusal is 403 with ``responsewriters.Forbidden``'s message, ending in the authorizers' reasons.
+
+``Decision`` (kube's ``Authorize`` result: allowed, denied, reason, evaluation error) and
+``RulesResult`` (``RulesFor``'s) are the shapes every authorizer of the chain answers with
+(``authorizers.py`` builds the chain; the access reviews answer with them).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,29 @@ class Attributes:
     resource: str = ""
     subresource: str = ""
     name: str = ""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """An authorizer's answer (``authorizer.Decision``, reason, error): allowed and denied are
+    both False for "no opinion"."""
+
+    allowed: bool
+    denied: bool
+    reason: str
+    evaluation_error: str = ""
+
+
+@dataclass(frozen=True)
+class RulesResult:
+    """``RulesFor``: the rules a user holds in a namespace, in kube's JSON shape
+    (``ResourceRule``: verbs, apiGroups, resources, resourceNames; ``NonResourceRule``: verbs,
+    nonResourceURLs), ``incomplete`` when an authorizer could not list them all."""
+
+    resource_rules: list[dict[str, Any]]
+    non_resource_rules: list[dict[str, Any]]
+    incomplete: bool
+    evaluation_error: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,25 +157,6 @@ def load_policy_file(path: Path) -> list[Policy]:
     return parse_policy_file(path.read_text(), str(path))
 
 
-@dataclass(slots=True)
-class Authorizer:
-    """``policies`` None: every authenticated user may do everything (no policy file given)."""
-
-    policies: Sequence[Policy] | None = None
-
-    def authorize(self, attrs: Attributes) -> tuple[bool, str]:
-        if MASTERS in attrs.user.groups or self.policies is None:
-            return True, ""
-        if any(policy.allows(attrs) for policy in self.policies):
-            return True, ""
-        return False, NO_POLICY_MATCHED
-
-    def check(self, attrs: Attributes) -> None:
-        allowed, reason = self.authorize(attrs)
-        if not allowed:
-            raise forbidden(attrs, reason)
-
-
 def forbidden_message(attrs: Attributes) -> str:
     """responsewriters ``forbiddenMessage``."""
     user = attrs.user.name
@@ -182,3 +188,4 @@ def forbidden(attrs: Attributes, reason: str) -> Forbidden:
         details["group"] = attrs.api_group
     details["kind"] = attrs.resource
     return Forbidden(f"{subject} is forbidden: {detail}", details)
+

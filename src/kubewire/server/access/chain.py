@@ -29,7 +29,9 @@ from kubewire.server.access.authn import (
     TokenFile,
     UserInfo,
 )
-from kubewire.server.access.authz import Attributes, Authorizer, forbidden, load_policy_file
+from kubewire.server.access.authorizers import Chain, build_chain, parse_modes
+from kubewire.server.access.authz import Attributes, forbidden, load_policy_file
+from kubewire.server.access.rbac_objects import CachedRbacObjects
 from kubewire.server.access.service_accounts import ServiceAccountTokens
 from kubewire.server.context import ServerConfig, ServerContext
 from kubewire.server.request.routes import Route, is_watch
@@ -125,20 +127,24 @@ class Access:
     def __init__(self, config: ServerConfig, tls: TLSFiles | None = None,
                  ctx: ServerContext | None = None) -> None:
         tokens = TokenFile(token_file_path(config))
+        # the flags first (kube validates them before it reads any file)
+        modes = parse_modes(config.authorization_mode,
+                            config.authorization_policy_file is not None)
         policies = (load_policy_file(config.authorization_policy_file)
                     if config.authorization_policy_file else None)
         service_accounts = None
         if ctx is not None:  # tokens name objects: accepted only where they can be looked up
-            service_accounts = ServiceAccountTokens(config.data_dir,
-                                                    config.service_account_issuer,
-                                                    CachedObjects(ctx))
+            service_accounts = ServiceAccountTokens(config, CachedObjects(ctx))
         self.authenticator = Authenticator(tokens, service_accounts)
         self.client_certs: ClientCertificates | None = None
         if tls is not None:
             from kubewire.server.access.client_certs import ClientCertificates
 
             self.client_certs = ClientCertificates.from_file(tls.client_ca)
-        self.authorizer = Authorizer(policies)
+        rbac = CachedRbacObjects(ctx) if ctx is not None else None
+        # the union of system:masters and the modes (kube's chain): ``decide``, ``authorize``,
+        # ``rules_for``
+        self.authorizer: Chain = build_chain(modes, policies, rbac)
         # --insecure-http without a token file: a local sandbox where everyone is admin.
         self.open = config.insecure_http and not config.token_auth_file
 

@@ -19,6 +19,7 @@ from kubewire.server.context import ServerContext
 
 MEMO_LIMIT = 50_000  # decoded objects kept, at most
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
+_KINDS = ("clusterrolebindings", "rolebindings", "clusterroles", "roles")
 
 
 class CachedRbacObjects:
@@ -27,9 +28,14 @@ class CachedRbacObjects:
     def __init__(self, ctx: ServerContext) -> None:
         self.ctx = ctx
         self._memo: dict[str, tuple[int, dict[str, Any]]] = {}
+        self._resources: dict[str, Resource | None] = {}
+        self._watched: tuple[Any, ...] | None = None  # the kinds' watch caches
 
     def _resource(self, plural: str) -> Resource | None:
-        return self.ctx.registry.lookup(RBAC_GROUP, "v1", plural)
+        found = self._resources.get(plural)
+        if found is None:  # built-in kinds: their entries never change while serving
+            found = self._resources[plural] = self.ctx.registry.lookup(RBAC_GROUP, "v1", plural)
+        return found
 
     def _decoded(self, key: str, revision: int, value: bytes) -> dict[str, Any]:
         seen = self._memo.get(key)
@@ -56,6 +62,18 @@ class CachedRbacObjects:
             self._memo.clear()
         for item in cache.scan(resource.storage_prefix(namespace)):
             yield self._decoded(item.key, item.revision, item.value)
+
+    def revision(self) -> tuple[int, int, int, int]:
+        """The newest revision that touched each RBAC kind: changes when any object does
+        (``rbac_authorizer.RbacSource``)."""
+        watched = self._watched
+        if watched is None:  # built-in kinds' caches: made at start, never replaced
+            caches = self.ctx.caches
+            watched = self._watched = tuple(
+                caches.for_resource(resource)
+                for resource in map(self._resource, _KINDS) if resource is not None)
+        a, b, c, d = watched
+        return a.last_change_rev, b.last_change_rev, c.last_change_rev, d.last_change_rev
 
     def role(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self._get("roles", namespace, name)

@@ -6,7 +6,8 @@ ServiceAccount and ``kube-root-ca.crt`` in every namespace), ``crds`` (naming, e
 serving and cleanup of CustomResourceDefinitions), ``preinstalled_crds`` (the Gateway API CRDs
 created at start when absent), ``rbac_bootstrap`` (the default cluster roles and bindings
 reconciled at start), ``priority_bootstrap`` (kube's two system PriorityClasses, created at
-start when absent), ``clusterrole_aggregation`` (aggregated ClusterRoles' rules) and
+start when absent), ``clusterrole_aggregation`` (aggregated ClusterRoles' rules),
+``csr_signing`` (the CSR signer, when the server holds its CA's key, and the CSR cleaner) and
 ``bootstrap`` (the ``default/kubernetes`` Service and EndpointSlice, once the server listens).
 ``ServerConfig.controllers`` (kube-controller-manager's ``--controllers``, read by
 ``selection``) switches the first two and the aggregation off or on, part by part; the API
@@ -20,12 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from typing import TYPE_CHECKING
 
 from kubewire.server.context import ServerContext, elects_leader
 from kubewire.server.controllers.bootstrap import KubernetesService
 from kubewire.server.controllers.clusterrole_aggregation import ClusterRoleAggregation
 from kubewire.server.controllers.crds import CustomResourceDefinitions
+from kubewire.server.controllers.csr_signing import CsrCleaner, CsrSigning, signing_files
 from kubewire.server.controllers.deletion import Controllers
 from kubewire.server.controllers.namespace_defaults import NamespaceDefaults
 from kubewire.server.controllers.preinstalled_crds import PreinstalledCRDs
@@ -33,6 +36,8 @@ from kubewire.server.controllers.priority_bootstrap import PriorityClassBootstra
 from kubewire.server.controllers.rbac_bootstrap import RbacBootstrap
 from kubewire.server.controllers.selection import (
     CLUSTERROLE_AGGREGATION,
+    CSR_CLEANER,
+    CSR_SIGNING,
     NAMESPACE,
     POD_TERMINATION,
     ROOT_CA_PUBLISHER,
@@ -42,6 +47,8 @@ from kubewire.server.controllers.selection import (
 
 if TYPE_CHECKING:
     from kubewire.server.controllers.leadership import Leadership
+
+log = logging.getLogger(__name__)
 
 SETTLE_TIMEOUT_S = 10.0
 # ``settled`` wakes when a queue runs dry or the pre-installing ends; it looks again at least
@@ -68,6 +75,14 @@ class ControllerManager:
         self._priority_classes: asyncio.Task[None] | None = None
         self.aggregation = (ClusterRoleAggregation(ctx)
                             if chosen.enabled(CLUSTERROLE_AGGREGATION) else None)
+        self.csr_signing: CsrSigning | None = None
+        if chosen.enabled(CSR_SIGNING):
+            files = signing_files(ctx.config)
+            if files is None:  # kube: no signing key, no signer
+                log.info("Skipping CSR signer controller because no csr cert/key was specified")
+            else:
+                self.csr_signing = CsrSigning(ctx, files)
+        self.csr_cleaner = CsrCleaner(ctx) if chosen.enabled(CSR_CLEANER) else None
         self._installing: asyncio.Task[None] | None = None
         self._bootstrapping: asyncio.Task[None] | None = None
         self._serving = False
@@ -77,6 +92,8 @@ class ControllerManager:
             queue.on_idle = self._changed.set
         if self.aggregation is not None:
             self.aggregation.queue.on_idle = self._changed.set
+        if self.csr_signing is not None:
+            self.csr_signing.queue.on_idle = self._changed.set
         # kube-controller-manager's part: on from start, or while elected
         self.leadership: Leadership | None = None
         if elects_leader(ctx.config):
@@ -109,12 +126,20 @@ class ControllerManager:
         self.namespace_defaults.start()
         if self.aggregation is not None:
             self.aggregation.start()
+        if self.csr_signing is not None:
+            self.csr_signing.start()
+        if self.csr_cleaner is not None:
+            self.csr_cleaner.start()
         self._changed.set()
 
     async def _step_down(self) -> None:
         """Stop it (on losing the Lease, or at stop)."""
         if self._kcm_running:
             self._kcm_running = False
+            if self.csr_cleaner is not None:
+                await self.csr_cleaner.stop()
+            if self.csr_signing is not None:
+                await self.csr_signing.stop()
             if self.aggregation is not None:
                 await self.aggregation.stop()
             await self.namespace_defaults.stop()
@@ -135,8 +160,8 @@ class ControllerManager:
         if election is not None and not (election.tried
                                          and election.leading == self._kcm_running):
             return False
-        kcm_idle = self.namespace_defaults.queue.idle and (
-            self.aggregation is None or self.aggregation.queue.idle)
+        kcm_idle = self.namespace_defaults.queue.idle and all(
+            part is None or part.queue.idle for part in (self.aggregation, self.csr_signing))
         return ((not self._kcm_running or kcm_idle)
                 and self.kubernetes_service.queue.idle
                 and self.crds.queue.idle and self.preinstalled.served

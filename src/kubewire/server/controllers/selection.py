@@ -20,10 +20,12 @@ SERVICE_ACCOUNT = "serviceaccount-controller"
 ROOT_CA_PUBLISHER = "root-ca-certificate-publisher-controller"
 POD_TERMINATION = "pod-termination-controller"  # kubewire's own: what kubelets do at a deletion
 CLUSTERROLE_AGGREGATION = "clusterrole-aggregation-controller"
+CSR_SIGNING = "certificatesigningrequest-signing-controller"
+CSR_CLEANER = "certificatesigningrequest-cleaner-controller"
 
 # What kubewire runs, by the name that switches it.
 CONTROLLERS = (NAMESPACE, SERVICE_ACCOUNT, ROOT_CA_PUBLISHER, POD_TERMINATION,
-               CLUSTERROLE_AGGREGATION)
+               CLUSTERROLE_AGGREGATION, CSR_SIGNING, CSR_CLEANER)
 
 # kube v1.32's aliases (cmd/kube-controller-manager/names KCMControllerAliases), alias -> name.
 ALIASES: dict[str, str] = {
@@ -45,9 +47,9 @@ ALIASES: dict[str, str] = {
     "disruption": "disruption-controller",
     "statefulset": "statefulset-controller",
     "cronjob": "cronjob-controller",
-    "csrsigning": "certificatesigningrequest-signing-controller",
+    "csrsigning": CSR_SIGNING,
     "csrapproving": "certificatesigningrequest-approving-controller",
-    "csrcleaner": "certificatesigningrequest-cleaner-controller",
+    "csrcleaner": CSR_CLEANER,
     "ttl": "ttl-controller",
     "bootstrapsigner": "bootstrap-signer-controller",
     "tokencleaner": "token-cleaner-controller",

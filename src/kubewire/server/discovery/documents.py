@@ -59,7 +59,9 @@ _CACHED_ADDRESSES = 64  # /api bodies per (registry, server address); a server h
 # apiserver/aggregator.go DefaultGenericAPIServicePriorities and its kube-apiserver list);
 # higher sorts first, ties by name (aggregated/handler.go calculateAPIGroupsLocked).
 _GROUP_PRIORITY: Mapping[str, int] = MappingProxyType({
-    "apps": 17800, "events.k8s.io": 17750, "networking.k8s.io": 17200,
+    "apps": 17800, "events.k8s.io": 17750, "authentication.k8s.io": 17700,
+    "authorization.k8s.io": 17600, "certificates.k8s.io": 17300,
+    "networking.k8s.io": 17200,
     "rbac.authorization.k8s.io": 17000,
     "batch": 17400, "policy": 17100, "scheduling.k8s.io": 16600,
     "apiextensions.k8s.io": 16700, "coordination.k8s.io": 16500, "discovery.k8s.io": 16200,
@@ -107,6 +109,8 @@ _SUBRESOURCES: Mapping[str, SubresourceFacts] = MappingProxyType({
     "eviction": SubresourceFacts(("create",), ("policy", "v1", "Eviction")),
     "binding": SubresourceFacts(("create",), ("", "", "Binding")),
     "ephemeralcontainers": SubresourceFacts(("get", "patch", "update")),
+    # registry/certificates/certificates/storage ApprovalREST: Get and Update
+    "approval": SubresourceFacts(("get", "patch", "update")),
     # registry/core/serviceaccount/storage TokenREST
     "token": SubresourceFacts(("create",), ("authentication.k8s.io", "v1", "TokenRequest")),
 })

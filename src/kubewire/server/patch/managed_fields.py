@@ -129,10 +129,13 @@ def is_reset_request(entries: JSON) -> bool:
 
 def endpoint_fields(paths: FieldSet, subresource: str, has_status: bool) -> FieldSet:
     """Reset fields: the main endpoint of a kind with status never owns ``.status``, and the
-    status endpoint owns only ``.status`` (the strategies' ``GetResetFields``)."""
+    status endpoint owns only ``.status``, a CSR's ``/approval`` only ``.status.conditions``
+    (the strategies' ``GetResetFields``)."""
     paths = paths - STRIPPED_PATHS
     if subresource == "status":
         return frozenset(p for p in paths if p[:1] == ("f:status",))
+    if subresource == "approval":  # CertificateSigningRequests: only the conditions
+        return frozenset(p for p in paths if p[:2] == ("f:status", "f:conditions"))
     if has_status:
         return without_subtree(paths, ("f:status",))
     return paths

@@ -80,9 +80,11 @@ CELL_FORMATTERS: Mapping[str, CellFormatter] = MappingProxyType({
     "event_count": kinds.event_count, "event_object": kinds.event_object,
     "event_subobject": kinds.event_subobject, "event_source": kinds.event_source,
     "event_message": kinds.event_message,
+    "controller_of": kinds.controller_of,
     "binding_role": kinds.binding_role, "binding_users": kinds.binding_users,
     "binding_groups": kinds.binding_groups,
     "binding_service_accounts": kinds.binding_service_accounts,
+    "csr_duration": kinds.csr_duration, "csr_condition": kinds.csr_condition,
     # issue 20 kinds (workload_cells)
     "job_status": workloads.job_status, "job_completions": workloads.job_completions,
     "job_duration": workloads.job_duration, "bool_pointer": workloads.bool_pointer,
@@ -159,6 +161,30 @@ PRINTERS: Mapping[str, PrinterSpec] = MappingProxyType({
         Column("Available", "status.availableReplicas", "integer"), AGE, CONTAINERS, IMAGES,
         wide("Selector", "spec.selector", "selector"),
     )),
+    # printers.go replicaSetColumnDefinitions, statefulSetColumnDefinitions,
+    # daemonSetColumnDefinitions, controllerRevisionColumnDefinition
+    "apps/replicasets": PrinterSpec((
+        NAME, Column("Desired", "spec.replicas", "integer", type="integer"),
+        Column("Current", "status.replicas", "integer", type="integer"),
+        Column("Ready", "status.readyReplicas", "integer", type="integer"), AGE, CONTAINERS,
+        IMAGES, wide("Selector", "spec.selector", "selector_or_none"),
+    )),
+    "apps/statefulsets": PrinterSpec((
+        NAME, Column("Ready", cell="replicas_ready"), AGE, CONTAINERS, IMAGES,
+    )),
+    "apps/daemonsets": PrinterSpec((
+        NAME, Column("Desired", "status.desiredNumberScheduled", "integer", type="integer"),
+        Column("Current", "status.currentNumberScheduled", "integer", type="integer"),
+        Column("Ready", "status.numberReady", "integer", type="integer"),
+        Column("Up-to-date", "status.updatedNumberScheduled", "integer", type="integer"),
+        Column("Available", "status.numberAvailable", "integer", type="integer"),
+        Column("Node Selector", "spec.template.spec.nodeSelector", "labels"), AGE, CONTAINERS,
+        IMAGES, wide("Selector", "spec.selector", "selector_or_none"),
+    )),
+    "apps/controllerrevisions": PrinterSpec((
+        NAME, Column("Controller", cell="controller_of"),
+        Column("Revision", "revision", "integer"), AGE,
+    )),
     "events.k8s.io/events": PrinterSpec((
         Column("Last Seen", cell="event_last_seen"), Column("Type", "type"),
         Column("Reason", "reason"), Column("Object", cell="event_object"),
@@ -185,6 +211,13 @@ PRINTERS: Mapping[str, PrinterSpec] = MappingProxyType({
     "rbac.authorization.k8s.io/clusterrolebindings": _BINDINGS,
     "rbac.authorization.k8s.io/roles": PrinterSpec((NAME, CREATED_AT)),
     "rbac.authorization.k8s.io/clusterroles": PrinterSpec((NAME, CREATED_AT)),
+    # printers.go certificateSigningRequestColumnDefinitions
+    "certificates.k8s.io/certificatesigningrequests": PrinterSpec((
+        NAME, AGE, Column("SignerName", "spec.signerName", "text_or_none"),
+        Column("Requestor", "spec.username"),
+        Column("RequestedDuration", "spec.expirationSeconds", "csr_duration"),
+        Column("Condition", "status", "csr_condition"),
+    )),
     # printers.go jobColumnDefinitions, cronJobColumnDefinitions,
     # podDisruptionBudgetColumnDefinitions, priorityClassColumnDefinitions,
     # ingressClassColumnDefinitions

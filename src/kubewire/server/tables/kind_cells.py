@@ -8,7 +8,7 @@ prints with ``Wide: true``, so load-balancer addresses are never clipped).
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from kubewire.json_types import JSON
 from kubewire.server.tables.cells import (
@@ -20,6 +20,7 @@ from kubewire.server.tables.cells import (
     as_int,
     as_str,
     dicts,
+    human_duration,
     list_with_more,
     since,
 )
@@ -260,3 +261,41 @@ def binding_groups(value: JSON, now: datetime) -> Cell:
 
 def binding_service_accounts(value: JSON, now: datetime) -> Cell:
     return _subjects(value, "ServiceAccount")
+
+
+def csr_duration(value: JSON, now: datetime) -> Cell:
+    """``printCertificateSigningRequest``'s REQUESTEDDURATION: ``spec.expirationSeconds`` as a
+    human duration, ``<none>`` when unset."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return NONE
+    return human_duration(timedelta(seconds=value))
+
+
+def csr_condition(value: JSON, now: datetime) -> Cell:
+    """``extractCSRStatus``: Denied, else Approved, else Pending; then ``,Failed`` and
+    ``,Issued`` (a certificate is there)."""
+    status = as_dict(value)
+    types = {c.get("type") for c in status.get("conditions") or [] if isinstance(c, dict)}
+    text = "Denied" if "Denied" in types else "Approved" if "Approved" in types else "Pending"
+    if "Failed" in types:
+        text += ",Failed"
+    if status.get("certificate"):
+        text += ",Issued"
+    return text
+
+
+def controller_of(value: JSON, now: datetime) -> Cell:
+    """ControllerRevisions' CONTROLLER: ``metav1.GetControllerOf`` as ``formatResourceName``
+    prints it (``statefulset.apps/web``: the kind lower-cased, dotted with the group),
+    ``<none>`` without a controller reference."""
+    meta = as_dict(as_dict(value).get("metadata"))
+    for owner in dicts(meta.get("ownerReferences")):
+        if owner.get("controller") is not True:
+            continue
+        parts = as_str(owner.get("apiVersion")).split("/")
+        group = parts[0] if len(parts) == 2 else ""  # schema.ParseGroupVersion
+        kind, name = as_str(owner.get("kind")), as_str(owner.get("name"))
+        if not group and not kind:
+            return name
+        return (f"{kind}.{group}" if group else kind).lower() + "/" + name
+    return NONE

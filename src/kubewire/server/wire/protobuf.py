@@ -46,6 +46,11 @@ _INT_OR_STRING = "k8s.io.apimachinery.pkg.util.intstr.IntOrString"
 _QUANTITY = "k8s.io.apimachinery.pkg.api.resource.Quantity"
 _RAW_EXTENSION = "k8s.io.apimachinery.pkg.runtime.RawExtension"
 _UNKNOWN = "k8s.io.apimachinery.pkg.runtime.Unknown"
+# Go ``[]string`` types that go-to-protobuf wraps in a message of ``items``: their JSON is the
+# list itself (``null`` when empty, as a nil slice).
+_STRING_LISTS = frozenset({"k8s.io.api.authorization.v1.ExtraValue",
+                           "k8s.io.api.authentication.v1.ExtraValue",
+                           "k8s.io.api.certificates.v1.ExtraValue"})
 _GO_NAMES = {"uid": "UID", "apiVersion": "APIVersion", "apiGroup": "APIGroup", "ip": "IP",
              "ips": "IPs", "fsType": "FSType", "url": "URL", "tls": "TLS"}
 _ZEROS: tuple[JSON, ...] = ("", 0, b"")
@@ -344,6 +349,10 @@ def _message_value(chunk: memoryview, message: str, depth: int, previous: JSON) 
         return _Rendered(_time(chunk, message == _MICRO_TIME, depth))
     if message in (_QUANTITY, _RAW_EXTENSION, _FIELDS_V1, _INT_OR_STRING):
         return _Rendered(_special(_parse(chunk, message, depth, {}), message))
+    if message in _STRING_LISTS:
+        items = _parse(chunk, message, depth, {}).get(1)
+        return _Rendered([go_utf8(item) for item in items] if isinstance(items, list) and items
+                         else None)
     return _parse(chunk, message, depth, previous if isinstance(previous, dict) else {})
 
 

@@ -8,7 +8,9 @@ write into pods; ``validate`` runs the Go decode checks and ``validation``
 ``/scale``; ``json_copy`` copies decoded objects fast. The pod subresources with bodies of
 their own kinds are ``pod_binding`` (and the ``bindings`` collection) and ``eviction``
 (``payloads`` holds what they share); ``token_request`` answers ``serviceaccounts/token`` with
-a token ``access`` signs. It may import the wire, ``request``, ``patch``, ``allocation``,
-``context``, ``access`` (met before it), storage and the shared core. Admission (mutating and
+a token ``access`` signs; ``access_reviews`` answers authorization.k8s.io's reviews with the
+server's authorizer (its pure parts in ``review_attributes``). It may import the wire,
+``request``, ``patch``, ``allocation``, ``context``, ``access`` (met before it), storage and the
+shared core. Admission (mutating and
 validating webhooks and policies) becomes a stage beside these handlers.
 """

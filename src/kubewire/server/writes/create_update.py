@@ -43,7 +43,7 @@ from kubewire.server.wire.encoding import (
     with_type_meta,
 )
 from kubewire.server.wire.http_messages import Request, Response
-from kubewire.server.writes import lifecycle
+from kubewire.server.writes import certificate_requests, lifecycle
 from kubewire.server.writes.admission import (
     DEFAULT_SERVICE_ACCOUNT,
     PodFacts,
@@ -90,8 +90,9 @@ __all__ = ["create", "delete", "delete_collection", "ensure_initial_namespaces",
            "update"]
 
 # Subresources written through the object's own update path, with their own strategies
-# (lifecycle.prepare_update): the object itself, /status, pods' /ephemeralcontainers.
-PATCHABLE_SUBRESOURCES = frozenset({"", "status", "ephemeralcontainers"})
+# (lifecycle.prepare_update): the object itself, /status, pods' /ephemeralcontainers,
+# CertificateSigningRequests' /approval.
+PATCHABLE_SUBRESOURCES = frozenset({"", "status", "ephemeralcontainers", "approval"})
 # A namespace's ``/finalize`` is PUT only (kube's FinalizeREST has no Get, so no PATCH).
 UPDATABLE_SUBRESOURCES = PATCHABLE_SUBRESOURCES | {"finalize"}
 GENERATE_NAME_ATTEMPTS = 8  # kube store.go maxNameGenerationCreateAttempts
@@ -207,6 +208,10 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
         prepared = _track_create(ctx, WriteFacts(route, wopts, ctx_create.now), obj, defaulted,
                                  prepared)
         name = prepared["metadata"]["name"]  # validate required one
+        # a CSR: the requester in its spec (kube's strategy runs after the managedFields are
+        # taken from the body), then its validating admission
+        prepared = certificate_requests.with_requester(route, prepared)
+        certificate_requests.admit_create(route, prepared, name)
         if facts is not None:
             # the pod's rules, on what admission left (kube validates after admitting)
             prepared = validate_admitted(resource, admit_pod_create(prepared, namespace, facts,
@@ -378,6 +383,7 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Mutation,
         prepared = lifecycle.prepare_update(resource, old, new, uctx, owned=True)
         prepared, warnings = validate(resource, prepared, wopts, old=old,
                                       subresource=route.subresource)
+        certificate_requests.admit_update(route, old, prepared)  # a CSR's admission
         _admit_priority_class(ctx, resource, prepared, creating=False)
         prepared = as_go_encodes(prepared)
         prepared = track_write(WriteFacts(route, wopts, uctx.now), old, asked, prepared)

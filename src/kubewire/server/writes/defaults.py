@@ -242,10 +242,117 @@ def default_deployment(deployment: dict[str, JSON]) -> None:
                 _set_if_nil(rolling, "maxSurge", "25%")
     _set_if_nil(spec, "revisionHistoryLimit", 10)
     _set_if_nil(spec, "progressDeadlineSeconds", 600)
+    _default_template(spec)
+
+
+def _default_template(spec: dict[str, JSON]) -> None:
+    """The generated walk into ``spec.template.spec`` (every apps/v1 workload), and the
+    template's metadata as Go writes it back (``embedded_meta``)."""
     template = _child(spec, "template")
+    if template is not None:
+        embedded_meta(template)
     pod_spec = _child(template, "spec") if template is not None else None
     if pod_spec is not None:
         default_pod_spec(pod_spec)
+
+
+_META_BEFORE_CREATION = ("name", "generateName", "namespace", "selfLink", "uid",
+                         "resourceVersion", "generation")
+
+
+def embedded_meta(holder: dict[str, JSON]) -> None:
+    """An embedded ObjectMeta (a pod or claim template's) as kube encodes it: the struct is
+    never omitted and its zero ``creationTimestamp`` is written as ``null`` (metav1.Time has
+    no omitempty effect), in ObjectMeta's field order."""
+    meta = holder.get("metadata")
+    if meta is None:
+        holder["metadata"] = {"creationTimestamp": None}
+    elif isinstance(meta, dict) and "creationTimestamp" not in meta:
+        before = {k: v for k, v in meta.items() if k in _META_BEFORE_CREATION}
+        after = {k: v for k, v in meta.items() if k not in _META_BEFORE_CREATION}
+        holder["metadata"] = {**before, "creationTimestamp": None, **after}
+
+
+def default_replica_set(replica_set: dict[str, JSON]) -> None:
+    """apps/v1 SetDefaults_ReplicaSet (``replicas: 1``), then the pod template's spec."""
+    spec = _child(replica_set, "spec")
+    if spec is None:
+        return
+    _set_if_nil(spec, "replicas", 1)
+    _default_template(spec)
+
+
+def default_stateful_set(stateful_set: dict[str, JSON]) -> None:
+    """apps/v1 SetDefaults_StatefulSet (StatefulSetAutoDeletePVC is on in v1.32), then the pod
+    template's spec and each volume claim template (SetDefaults_PersistentVolumeClaim: phase
+    Pending; SetDefaults_PersistentVolumeClaimSpec: volumeMode Filesystem)."""
+    spec = _child(stateful_set, "spec")
+    if spec is None:
+        return
+    _set_if_zero(spec, "podManagementPolicy", "OrderedReady")
+    strategy = spec.get("updateStrategy")
+    if strategy is None:
+        strategy = spec["updateStrategy"] = {}
+    if isinstance(strategy, dict):
+        if _is_zero(strategy.get("type")):
+            strategy["type"] = "RollingUpdate"
+            _set_if_nil(strategy, "rollingUpdate", {})
+        rolling = _child(strategy, "rollingUpdate")
+        if strategy["type"] == "RollingUpdate" and rolling is not None:
+            _set_if_nil(rolling, "partition", 0)
+    policy = spec.get("persistentVolumeClaimRetentionPolicy")
+    if policy is None:
+        policy = spec["persistentVolumeClaimRetentionPolicy"] = {}
+    if isinstance(policy, dict):
+        _set_if_zero(policy, "whenDeleted", "Retain")
+        _set_if_zero(policy, "whenScaled", "Retain")
+    _set_if_nil(spec, "replicas", 1)
+    _set_if_nil(spec, "revisionHistoryLimit", 10)
+    _default_template(spec)
+    _default_claim_templates(spec)
+
+
+def _default_claim_templates(spec: dict[str, JSON]) -> None:
+    claims = spec.get("volumeClaimTemplates")
+    if not isinstance(claims, list):
+        return
+    # kube writes each template's TypeMeta (``kind: PersistentVolumeClaim``, ``apiVersion:
+    # v1``) when it converts the StatefulSet back to apps/v1: GitOps tools know the diff
+    spec["volumeClaimTemplates"] = [
+        {"kind": "PersistentVolumeClaim", "apiVersion": "v1",
+         **{k: v for k, v in claim.items() if k not in ("kind", "apiVersion")}}
+        if isinstance(claim, dict) else claim for claim in claims]
+    for claim in _items(spec, "volumeClaimTemplates"):
+        embedded_meta(claim)
+        status = claim.get("status")
+        if status is None:
+            status = claim["status"] = {}
+        if isinstance(status, dict):
+            _set_if_zero(status, "phase", "Pending")
+        claim_spec = _child(claim, "spec")
+        if claim_spec is not None:
+            _set_if_nil(claim_spec, "volumeMode", "Filesystem")
+
+
+def default_daemon_set(daemon_set: dict[str, JSON]) -> None:
+    """apps/v1 SetDefaults_DaemonSet (RollingUpdate with maxUnavailable 1 and maxSurge 0,
+    ``revisionHistoryLimit: 10``), then the pod template's spec."""
+    spec = _child(daemon_set, "spec")
+    if spec is None:
+        return
+    strategy = spec.get("updateStrategy")
+    if strategy is None:
+        strategy = spec["updateStrategy"] = {}
+    if isinstance(strategy, dict):
+        _set_if_zero(strategy, "type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":
+            _set_if_nil(strategy, "rollingUpdate", {})
+            rolling = _child(strategy, "rollingUpdate")
+            if rolling is not None:
+                _set_if_nil(rolling, "maxUnavailable", 1)
+                _set_if_nil(rolling, "maxSurge", 0)
+    _set_if_nil(spec, "revisionHistoryLimit", 10)
+    _default_template(spec)
 
 
 # --- services and the rest -----------------------------------------------------------------------
@@ -438,6 +545,10 @@ def default_ingress_class(ingress_class: dict[str, JSON]) -> None:
 KIND_DEFAULTERS: Mapping[str, tuple[Defaulter, ...]] = MappingProxyType({
     "core/pods": (default_pod,),
     "apps/deployments": (default_deployment,),
+    "apps/replicasets": (default_replica_set,),
+    "apps/statefulsets": (default_stateful_set,),
+    "apps/daemonsets": (default_daemon_set,),
+    "apps/controllerrevisions": (),
     "core/services": (default_service,),
     "core/nodes": (default_node,),
     "core/secrets": (default_secret,),
@@ -447,6 +558,7 @@ KIND_DEFAULTERS: Mapping[str, tuple[Defaulter, ...]] = MappingProxyType({
     "rbac.authorization.k8s.io/rolebindings": (default_binding,),
     "rbac.authorization.k8s.io/clusterrolebindings": (default_binding,),
     "rbac.authorization.k8s.io/roles": (),
+    "certificates.k8s.io/certificatesigningrequests": (),  # certificates/v1 has no defaulters
     "rbac.authorization.k8s.io/clusterroles": (),
     "batch/jobs": (default_job,),
     "batch/cronjobs": (default_cron_job,),
@@ -485,5 +597,6 @@ def apply_kind_defaults(resource: Resource, obj: Mapping[str, JSON], *,
 
 
 __all__ = ["KIND_DEFAULTERS", "Defaulter", "apply_kind_defaults", "default_container",
-           "default_deployment", "default_pod", "default_pod_spec", "default_probe",
-           "default_service", "default_volume", "image_tag"]
+           "default_daemon_set", "default_deployment", "default_pod", "default_pod_spec",
+           "default_probe", "default_replica_set", "default_service", "default_stateful_set",
+           "default_volume", "image_tag"]

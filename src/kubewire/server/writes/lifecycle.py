@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import random
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -35,7 +36,9 @@ from kubewire.quantity import parse_quantity
 from kubewire.resources import Resource
 from kubewire.server.apiextensions.crd import crd_strategy
 from kubewire.server.patch.json_patch import json_equal
+from kubewire.server.writes import csr_strategy
 from kubewire.server.writes.batch_strategy import generate_job_selector
+from kubewire.server.writes.validation.certificates import CSR_ID
 from kubewire.status import (
     BadRequest,
     FieldError,
@@ -74,6 +77,10 @@ class LifecycleTraits:
     status_keeps_metadata: tuple[str, ...] = ()  # metadata /status restores from the stored object
     status_keeps_all_metadata: bool = False  # CRs: /status changes nothing but .status
     pod_rules: bool = False  # qosClass on create, graceful deletion (pod/strategy.go)
+    template_generation: bool = False  # DaemonSets' templateGeneration annotation
+    # fields of a feature gate off in v1.32: dropped on create, and on update unless the stored
+    # object uses them (the strategies' drop*DisabledFields)
+    disabled_fields: tuple[tuple[str, ...], ...] = ()
     namespace_rules: bool = False  # finalizers, Terminating, immortal names (namespace/*.go)
     etcd_prefix: str = ""  # key prefix quoted in storage errors; "" means the plural
 
@@ -87,6 +94,15 @@ _TRAITS: Mapping[str, LifecycleTraits] = MappingProxyType({
     "core/services": LifecycleTraits("set", MappingProxyType({"loadBalancer": {}}),
                                      etcd_prefix="services/specs"),
     "apps/deployments": LifecycleTraits("set", status_keeps_metadata=("labels",)),
+    # {replicaset,statefulset,daemonset}/strategy.go PrepareForCreate: the zero status (its
+    # counters without omitempty)
+    "apps/replicasets": LifecycleTraits("set", MappingProxyType({"replicas": 0})),
+    "apps/statefulsets": LifecycleTraits(
+        "set", MappingProxyType({"replicas": 0, "availableReplicas": 0}),
+        disabled_fields=(("spec", "updateStrategy", "rollingUpdate", "maxUnavailable"),)),
+    "apps/daemonsets": LifecycleTraits("set", MappingProxyType({
+        "currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0,
+        "numberReady": 0}), template_generation=True),
     "networking.k8s.io/ingresses": LifecycleTraits("set", MappingProxyType({"loadBalancer": {}}),
                                                    etcd_prefix="ingress"),
     # poddisruptionbudget/strategy.go PrepareForCreate: the zero status (four counters
@@ -162,10 +178,11 @@ def prepare_create(resource: Resource, obj: dict[str, JSON], ctx: CreateContext)
         crd_strategy.prepare_for_create(new)
     if resource.generation != "none":
         meta["generation"] = 1
-    if resource.id == _JOBS_ID:  # job/strategy.go PrepareForCreate: the generated selector
-        new["metadata"] = meta
-        generate_job_selector(new)
-        meta = new["metadata"]
+    for path in traits.disabled_fields:
+        _drop_at(new, path)
+    if traits.template_generation:  # daemonset/strategy.go: templateGeneration at least 1
+        _set_template_generation(meta, max(template_generation(meta), 1))
+    meta = _generated_selector(resource, new, meta)
     if traits.namespace_rules:
         if isinstance(new.get("spec"), dict):
             new["spec"] = dict(new["spec"])  # _namespace_defaults sets its finalizers
@@ -173,6 +190,17 @@ def prepare_create(resource: Resource, obj: dict[str, JSON], ctx: CreateContext)
     _check_create_resource_version(meta)
     new["metadata"] = _ordered(meta)
     return new
+
+
+def _generated_selector(resource: Resource, new: dict[str, JSON],
+                        meta: dict[str, JSON]) -> dict[str, JSON]:
+    """job/strategy.go PrepareForCreate: a Job's generated selector and labels; returns the
+    object's metadata (``meta`` itself for other kinds)."""
+    if resource.id != _JOBS_ID:
+        return meta
+    new["metadata"] = meta
+    generate_job_selector(new)
+    return metadata_of(new)
 
 
 def _status_on_create(traits: LifecycleTraits, obj: dict[str, JSON], now: datetime) -> None:
@@ -253,7 +281,7 @@ def prepare_update(resource: Resource, old: dict[str, JSON], new: dict[str, JSON
     meta.pop("generation", None)  # rest/update.go BeforeUpdate: clients cannot set generation
     if "generation" in old_meta:
         meta["generation"] = old_meta["generation"]
-    obj = _apply_update_strategy(resource, old, obj, ctx.subresource)
+    obj = _apply_update_strategy(resource, old, obj, ctx)
     meta = obj["metadata"]
     errors = _keep_system_fields(old_meta, meta)
     if errors:
@@ -277,11 +305,16 @@ def _check_uid_precondition(resource: Resource, meta: dict[str, JSON],
 
 
 def _apply_update_strategy(resource: Resource, old: dict[str, JSON], obj: dict[str, JSON],
-                           subresource: str) -> dict[str, JSON]:
+                           ctx: UpdateContext) -> dict[str, JSON]:
     """The strategies' ``PrepareForUpdate``: what each endpoint may change, and generation."""
+    subresource = ctx.subresource
+    if resource.id == CSR_ID:  # the object, /status and /approval: strategies of their own
+        return csr_strategy.prepare_update(old, obj, subresource, ctx.now)
     traits = lifecycle_traits(resource)
     if subresource == "status":
-        return _status_endpoint_update(traits, old, obj)
+        result = _status_endpoint_update(traits, old, obj)
+        _workload_rules(traits, old, result, subresource)
+        return result
     if subresource == "ephemeralcontainers":
         return _ephemeral_containers_update(old, obj)
     if resource.id == crd_strategy.CRD_ID:
@@ -292,11 +325,83 @@ def _apply_update_strategy(resource: Resource, old: dict[str, JSON], obj: dict[s
         if subresource == "":  # only /finalize may change spec.finalizers
             _copy_key(_mapping(old.get("spec")), obj.setdefault("spec", {}), "finalizers")
         _namespace_defaults(obj, on_create=False)
+    _workload_rules(traits, old, obj, subresource)
     # /scale writes the parent through its own strategy (ScaleREST): a spec change like any
     if subresource in ("", "scale") and _generation_changed(resource, old, obj):
         old_meta = _mapping(old.get("metadata"))
         obj["metadata"]["generation"] = int(old_meta.get("generation") or 0) + 1
     return obj
+
+
+def _workload_rules(traits: LifecycleTraits, old: dict[str, JSON], obj: dict[str, JSON],
+                    subresource: str) -> None:
+    """apps/v1 strategies: disabled fields the stored object does not use are dropped (before
+    the generation compares specs); a DaemonSet's templateGeneration is the stored one."""
+    for path in traits.disabled_fields:
+        if _at(old, path) is None:
+            _drop_at(obj, path)
+    if traits.template_generation:
+        _update_template_generation(old, obj, subresource)
+
+
+def _at(obj: Mapping[str, JSON], path: tuple[str, ...]) -> JSON:
+    value: JSON = obj  # a JSON object
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _drop_at(obj: dict[str, JSON], path: tuple[str, ...]) -> None:
+    """Remove ``path`` from ``obj``, copying the dicts along it (they may be shared)."""
+    holder = _at(obj, path[:-1])
+    if not isinstance(holder, dict) or path[-1] not in holder:
+        return
+    parent = obj
+    for key in path[:-1]:
+        child = dict(parent[key])  # a dict: _at found it
+        parent[key] = child
+        parent = child
+    del parent[path[-1]]
+
+
+TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"  # apps/v1 annotation
+
+
+def template_generation(meta: Mapping[str, JSON]) -> int:
+    """A DaemonSet's internal ``spec.templateGeneration``, which apps/v1 keeps in an
+    annotation (``Convert_v1_DaemonSet_To_apps_DaemonSet``): 0 when absent. Raises BadRequest
+    with Go's ``strconv.ParseInt`` text when it is not an int64."""
+    annotations = _mapping(meta.get("annotations"))
+    text = annotations.get(TEMPLATE_GENERATION)
+    if not isinstance(text, str):
+        return 0
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        raise BadRequest(f'strconv.ParseInt: parsing "{text}": invalid syntax')
+    value = int(text)
+    if not -(2**63) <= value < 2**63:
+        raise BadRequest(f'strconv.ParseInt: parsing "{text}": value out of range')
+    return value
+
+
+def _set_template_generation(meta: dict[str, JSON], value: int) -> None:
+    # Convert_apps_DaemonSet_To_v1_DaemonSet writes the annotation on every encode
+    annotations = dict(_mapping(meta.get("annotations")))
+    annotations[TEMPLATE_GENERATION] = str(value)
+    meta["annotations"] = annotations
+
+
+def _update_template_generation(old: dict[str, JSON], obj: dict[str, JSON],
+                                subresource: str) -> None:
+    """daemonset/strategy.go PrepareForUpdate: "update is not allowed to set
+    TemplateGeneration": the stored one, plus one when the main endpoint changed the template
+    (``/status`` keeps the stored spec)."""
+    template_generation(obj["metadata"])  # decoding the body refuses an unparseable one
+    value = template_generation(_mapping(old.get("metadata")))
+    template = _mapping(obj.get("spec")).get("template")
+    if subresource != "status" and not semantic_equal(
+            _mapping(old.get("spec")).get("template"), template):
+        value += 1
+    _set_template_generation(obj["metadata"], value)
 
 
 def _ephemeral_containers_update(old: dict[str, JSON], obj: dict[str, JSON]) -> dict[str, JSON]:
@@ -338,7 +443,7 @@ def _status_endpoint_update(traits: LifecycleTraits, old: dict[str, JSON],
 
 def _generation_changed(resource: Resource, old: dict[str, JSON], obj: dict[str, JSON]) -> bool:
     # Built-ins compare typed structs (apiequality.Semantic: nil == empty); CRs compare raw JSON.
-    equal = json_equal if resource.is_custom else _semantic_equal
+    equal = json_equal if resource.is_custom else semantic_equal
     old_meta, meta = _mapping(old.get("metadata")), _mapping(obj.get("metadata"))
     policy = resource.generation
     if policy in ("spec", "spec_and_annotations"):
@@ -741,12 +846,12 @@ def _is_empty(value: JSON) -> bool:
     return value is None or (isinstance(value, dict | list) and not value)
 
 
-def _semantic_equal(a: JSON, b: JSON) -> bool:
+def semantic_equal(a: JSON, b: JSON) -> bool:
     """apiequality.Semantic.DeepEqual on JSON: absent, null, {} and [] are all equal."""
     if _is_empty(a) and _is_empty(b):
         return True
     if isinstance(a, dict) and isinstance(b, dict):
-        return all(_semantic_equal(a.get(k), b.get(k)) for k in a.keys() | b.keys())
+        return all(semantic_equal(a.get(k), b.get(k)) for k in a.keys() | b.keys())
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_semantic_equal(x, y) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(semantic_equal(x, y) for x, y in zip(a, b, strict=True))
     return json_equal(a, b)

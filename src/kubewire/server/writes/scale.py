@@ -1,9 +1,10 @@
-"""The ``deployments/scale`` subresource: autoscaling/v1 ``Scale`` to and from a Deployment.
+"""The ``scale`` subresource: autoscaling/v1 ``Scale`` to and from a Deployment, ReplicaSet,
+StatefulSet or custom resource.
 
 Pure functions on JSON dicts (objects-and-clients.md §2.4), after kube's
 ``pkg/registry/apps/deployment/storage/storage.go`` (``scaleFromDeployment`` and
-``scaleUpdatedObjectInfo.UpdatedObject``) and ``pkg/apis/autoscaling/validation``
-(``ValidateScale``).
+``scaleUpdatedObjectInfo.UpdatedObject``; ``replicaset`` and ``statefulset`` have the same
+``ScaleREST`` with their own names) and ``pkg/apis/autoscaling/validation`` (``ValidateScale``).
 """
 
 from __future__ import annotations
@@ -48,7 +49,21 @@ class ScaleShape:
     resource: str = _PARENT_RESOURCE
 
 
+    @property
+    def custom(self) -> bool:
+        """A custom resource's Scale: its CRD's paths, not validated as a built-in Scale."""
+        return self.selector_string is not None
+
+
 DEPLOYMENT_SCALE = ScaleShape()
+_BUILTIN_SHAPES = {plural: ScaleShape(resource=plural)
+                   for plural in ("deployments", "replicasets", "statefulsets")}
+
+
+def builtin_scale_shape(plural: str) -> ScaleShape:
+    """The shape of an apps/v1 kind with a scale subresource (``spec.replicas``,
+    ``status.replicas``, ``spec.selector``)."""
+    return _BUILTIN_SHAPES.get(plural) or ScaleShape(resource=plural)
 
 
 def custom_scale_shape(group: str, plural: str, scale: Mapping[str, Any]) -> ScaleShape:
@@ -104,7 +119,7 @@ def scale_for_update(parent: dict[str, JSON], shape: ScaleShape = DEPLOYMENT_SCA
     """The Scale an update applies to: ``scale_from_deployment``, with kube's marker for a
     custom resource that has no spec replicas (``scaleUpdatedObjectInfo.UpdatedObject``)."""
     scale = scale_from_deployment(parent, shape)
-    if shape is not DEPLOYMENT_SCALE and _at(parent, shape.spec_replicas) is None:
+    if shape.custom and _at(parent, shape.spec_replicas) is None:
         spec = scale["spec"]
         assert isinstance(spec, dict)
         spec["replicas"] = _UNSET_REPLICAS
@@ -129,7 +144,7 @@ def apply_scale(deployment: dict[str, JSON], scale: dict[str, JSON],
     name = str(meta.get("name") or "")
     scale_meta = _mapping(scale.get("metadata"))
     replicas = _replicas_of(scale)
-    custom = shape is not DEPLOYMENT_SCALE
+    custom = shape.custom
     if custom and replicas == _UNSET_REPLICAS:
         path = "." + ".".join(shape.spec_replicas)
         raise BadRequest(f'the spec replicas field "{path}" cannot be empty')

@@ -29,11 +29,11 @@ from kubewire.server.writes.create_update import guaranteed_update
 from kubewire.server.writes.custom_resources import version_facts
 from kubewire.server.writes.lifecycle import ensure_namespace, metadata_of
 from kubewire.server.writes.scale import (
-    DEPLOYMENT_SCALE,
     SCALE_API_VERSION,
     SCALE_KIND,
     ScaleShape,
     apply_scale,
+    builtin_scale_shape,
     custom_scale_shape,
     scale_for_update,
     scale_from_deployment,
@@ -62,9 +62,9 @@ async def serve_scale(ctx: ServerContext, request: Request, route: Route) -> Res
 
 
 def shape_of(resource: Resource) -> ScaleShape:
-    """Where the parent keeps its replicas: a Deployment's fields, or its CRD's paths."""
+    """Where the parent keeps its replicas: an apps/v1 kind's fields, or its CRD's paths."""
     if resource.crd is None:
-        return DEPLOYMENT_SCALE
+        return builtin_scale_shape(resource.plural)
     scale = (version_facts(resource.crd, resource.version).get("subresources") or {}).get(
         "scale") or {}
     return custom_scale_shape(resource.group, resource.plural, scale)

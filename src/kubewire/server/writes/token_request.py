@@ -7,10 +7,14 @@ service account name if specified``); the service account must exist (404); audi
 to the server's (``--api-audiences``: its issuer) and ``expirationSeconds`` to 3600;
 ``ValidateTokenRequest`` wants at least 10 minutes and at most 2^32 seconds (422, with the
 TokenRequest unnamed, as kube validates it). A ``boundObjectRef`` to a Pod needs the pod (404),
-running as this service account (400) and with the referenced uid, if one is given (409).
-Binding to Secrets and Nodes is not served yet (400, kube's text for a kind it cannot bind).
-With ``--service-account-extend-token-expiration`` (kube's default), a pod-bound request for
-3607 seconds with the server's audiences gets a year-long token that carries ``warnafter``.
+running as this service account (400) and with the referenced uid, if one is given (409);
+its node, if it has one, is named in the token too (``ServiceAccountTokenPodNodeInfo``, on in
+1.32; only its name when the Node is gone). A Secret (same namespace) or a Node
+(``ServiceAccountTokenNodeBinding``, beta and on in 1.32) may be bound the same way; any other
+kind is 400. ``--service-account-max-token-expiration`` shortens a longer request, with kube's
+warning. With ``--service-account-extend-token-expiration`` (kube's default), a pod-bound
+request for 3607 seconds with the server's audiences gets a year-long token that carries
+``warnafter``.
 The answer is 201 with the request, its ``status.token`` and ``status.expirationTimestamp``.
 Tokens are signed by ``access/service_accounts.py`` and accepted by the authenticator there.
 """
@@ -23,6 +27,7 @@ from typing import Any
 import msgspec
 
 from kubewire.json_types import JSON
+from kubewire.resources import Resource
 from kubewire.server.access.service_accounts import (
     BoundObject,
     TokenSpec,
@@ -84,7 +89,7 @@ async def serve_token_request(ctx: ServerContext, request: Request, route: Route
         raise invalid_object(GROUP, KIND, route.name, [invalid(
             "metadata.name", name, "must match the service account name if specified")])
     account = await _current(ctx, "serviceaccounts", route.namespace, route.name)
-    issuer = issuer_for(ctx.config.data_dir, ctx.config.service_account_issuer)
+    issuer = issuer_for(ctx.config)
     spec = token_request.get("spec")
     spec = spec if isinstance(spec, dict) else {}
     audiences = spec.get("audiences") or list(issuer.audiences)
@@ -94,13 +99,19 @@ async def serve_token_request(ctx: ServerContext, request: Request, route: Route
     errors = expiration_errors(expiration)
     if errors:
         raise invalid_object(GROUP, KIND, "", errors)
-    pod = await _bound_pod(ctx, route, spec.get("boundObjectRef"))
+    bound, pod_node = await _bound_object(ctx, route, spec.get("boundObjectRef"))
+    cap = ctx.config.service_account_max_token_expiration_s
+    warnings: list[str] = []
+    if cap and expiration > cap:
+        warnings.append(f"requested expiration of {expiration} seconds shortened to {cap} "
+                        "seconds")
+        expiration = cap
     lifetime, warn_after = int(expiration), 0
-    if (pod is not None and lifetime == WARN_ONLY_EXPIRATION_S
+    if (bound is not None and bound.kind == "Pod" and lifetime == WARN_ONLY_EXPIRATION_S
             and set(audiences) <= set(issuer.audiences)):
         lifetime, warn_after = EXTENDED_EXPIRATION_S, WARN_ONLY_EXPIRATION_S
-    claims = token_claims(issuer, account, TokenSpec(tuple(audiences), lifetime, pod, warn_after),
-                          now)
+    claims = token_claims(issuer, account,
+                          TokenSpec(tuple(audiences), lifetime, bound, warn_after, pod_node), now)
     meta = token_request["metadata"]
     out_meta: dict[str, JSON] = {"name": name or route.name, "namespace": route.namespace,
                                  "creationTimestamp": format_time(now)}
@@ -112,32 +123,51 @@ async def serve_token_request(ctx: ServerContext, request: Request, route: Route
                      "boundObjectRef": spec.get("boundObjectRef")},
             "status": {"token": issuer.sign(claims),
                        "expirationTimestamp": format_time(now + timedelta(seconds=expiration))}}
-    return json_response(201, body)
+    return json_response(201, body, [
+        ("Warning", '299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"')
+        for text in warnings])
 
 
 async def _current(ctx: ServerContext, plural: str, namespace: str,
                    name: str) -> dict[str, Any]:
     """The object (one another replica just made included), or kube's 404."""
-    resource = ctx.registry.lookup("", "v1", plural)
-    assert resource is not None
-    return _decode((await ctx.live_now(resource, namespace, name)).value)
+    return _decode((await ctx.live_now(_core(ctx, plural), namespace, name)).value)
 
 
-async def _bound_pod(ctx: ServerContext, route: Route, ref: JSON) -> BoundObject | None:
+async def _bound_object(ctx: ServerContext, route: Route,
+                        ref: JSON) -> tuple[BoundObject | None, BoundObject | None]:
+    """The object a ``boundObjectRef`` names, and a bound pod's node (kube's switch on the
+    reference's group and kind)."""
     if not isinstance(ref, dict):
-        return None
+        return None, None
     api_version, kind = str(ref.get("apiVersion") or ""), str(ref.get("kind") or "")
     group, _, version = api_version.rpartition("/")
-    if group or kind != "Pod":
+    plural = {"Pod": "pods", "Secret": "secrets", "Node": "nodes"}.get(kind)
+    if group or plural is None:
         raise BadRequest(f"cannot bind token to object of type {group}/{version}, Kind={kind}")
     ref_name = str(ref.get("name") or "")
-    pod = await _current(ctx, "pods", route.namespace, ref_name)
-    if (pod.get("spec") or {}).get("serviceAccountName") != route.name:
-        raise BadRequest(f'cannot bind token for serviceaccount "{route.name}" to pod running '
-                         "with different serviceaccount name.")
-    uid = str((pod.get("metadata") or {}).get("uid") or "")
+    found = await _current(ctx, plural, "" if kind == "Node" else route.namespace, ref_name)
+    pod_node = None
+    if kind == "Pod":
+        spec = found.get("spec") or {}
+        if spec.get("serviceAccountName") != route.name:
+            raise BadRequest(f'cannot bind token for serviceaccount "{route.name}" to pod '
+                             "running with different serviceaccount name.")
+        node_name = str(spec.get("nodeName") or "")
+        if node_name:  # a Node that is gone still gives its name (token.go)
+            nodes = _core(ctx, "nodes")
+            node = ctx.caches.for_resource(nodes).get(nodes.storage_key("", node_name))
+            node_meta = (_decode(node.value).get("metadata") or {}) if node is not None else {}
+            pod_node = BoundObject("Node", node_name, str(node_meta.get("uid") or ""))
+    uid = str((found.get("metadata") or {}).get("uid") or "")
     if ref.get("uid") and ref["uid"] != uid:
-        raise conflict("", "Pod", ref_name,
+        raise conflict("", kind, ref_name,
                        f"the UID in the bound object reference ({ref['uid']}) does not match "
                        "the UID in record. The object might have been deleted and then recreated")
-    return BoundObject("Pod", ref_name, uid)
+    return BoundObject(kind, ref_name, uid), pod_node
+
+
+def _core(ctx: ServerContext, plural: str) -> Resource:
+    resource = ctx.registry.lookup("", "v1", plural)
+    assert resource is not None
+    return resource

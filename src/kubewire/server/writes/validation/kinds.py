@@ -13,13 +13,28 @@ from types import MappingProxyType
 from typing import Any
 
 from kubewire.resources import Resource
-from kubewire.server.writes.validation.apps import validate_deployment
+from kubewire.server.writes.validation.apps import (
+    validate_controller_revision,
+    validate_daemon_set,
+    validate_daemon_set_status,
+    validate_deployment,
+    validate_deployment_status,
+    validate_replica_set,
+    validate_replica_set_status,
+    validate_stateful_set,
+    validate_stateful_set_status,
+)
 from kubewire.server.writes.validation.batch import (
     cron_job_create_warnings,
     job_create_warnings,
     validate_cron_job,
     validate_job,
     validate_job_status,
+)
+from kubewire.server.writes.validation.certificates import (
+    validate_certificate_signing_request,
+    validate_certificate_signing_request_approval,
+    validate_certificate_signing_request_status,
 )
 from kubewire.server.writes.validation.config import validate_config_map, validate_secret
 from kubewire.server.writes.validation.crds import (
@@ -55,6 +70,10 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "core/pods": validate_pod,
     "core/services": validate_service,
     "apps/deployments": validate_deployment,
+    "apps/replicasets": validate_replica_set,
+    "apps/statefulsets": validate_stateful_set,
+    "apps/daemonsets": validate_daemon_set,
+    "apps/controllerrevisions": validate_controller_revision,
     "core/configmaps": validate_config_map,
     "core/secrets": validate_secret,
     "core/nodes": validate_node,
@@ -68,6 +87,7 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "rbac.authorization.k8s.io/rolebindings": validate_role_binding,
     "rbac.authorization.k8s.io/clusterrolebindings": validate_cluster_role_binding,
     "apiextensions.k8s.io/customresourcedefinitions": validate_custom_resource_definition,
+    "certificates.k8s.io/certificatesigningrequests": validate_certificate_signing_request,
     # issue 20 kinds
     "batch/jobs": validate_job,
     "batch/cronjobs": validate_cron_job,
@@ -84,6 +104,16 @@ STATUS_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "batch/jobs": validate_job_status,
     "policy/poddisruptionbudgets": validate_pod_disruption_budget_status,
     "batch/cronjobs": lambda resource, obj, old: [],  # cronJobStatusStrategy: validates nothing
+    "apps/deployments": validate_deployment_status,
+    "apps/replicasets": validate_replica_set_status,
+    "apps/statefulsets": validate_stateful_set_status,
+    "apps/daemonsets": validate_daemon_set_status,
+    "certificates.k8s.io/certificatesigningrequests": validate_certificate_signing_request_status,
+})
+# CertificateSigningRequests' ``/approval`` (ApprovalStrategy.ValidateUpdate)
+APPROVAL_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
+    "certificates.k8s.io/certificatesigningrequests":
+        validate_certificate_signing_request_approval,
 })
 
 # A kind's strategy ``WarningsOnCreate``: ``Warning: 299`` texts for a create it accepts.
@@ -107,6 +137,8 @@ def validate_kind(resource: Resource, obj: Mapping[str, Any],
     validator = None
     if subresource == "status" and old is not None:
         validator = STATUS_VALIDATORS.get(resource.id)
+    elif subresource == "approval" and old is not None:
+        validator = APPROVAL_VALIDATORS.get(resource.id)
     if validator is None:
         validator = KIND_VALIDATORS.get(resource.id)
     return [] if validator is None else validator(resource, obj, old)

@@ -1,0 +1,288 @@
+"""What the cluster's components share: one client, shared informers, event recorders, a clock.
+
+``ClusterContext.informer(api_version, kind, ...)`` is client-go's shared informer factory: one
+informer per (kind, namespace, selectors), started on first use and shared by every component
+that asks for it, so the kube-controller-manager part holds one watch of Pods however many
+controllers read them. Objects are plain dicts (``Api(dict, ...)``).
+
+``ClusterContext.recorder(component, host)`` records core/v1 Events as client-go's
+``tools/record`` does (the API most controllers and the kubelet use): named
+``<involvedObject.name>.<hex nanoseconds>``, with ``source.component`` (and ``host``),
+``firstTimestamp``/``lastTimestamp`` and ``count``; an event identical to one recorded in the
+last ten minutes (same object, type, reason, message, source) PATCHes the earlier one's
+``count`` and ``lastTimestamp`` instead, as the correlator does.
+``ClusterContext.new_recorder(component)`` records events.k8s.io/v1 Events as ``tools/events``
+does (the scheduler's API: ``regarding``, ``note``, ``action``, ``eventTime``,
+``reportingController``). Both send from a bounded queue in the background: a component never
+waits for an event, and when the queue is full the event is dropped and counted, as client-go's
+broadcaster drops (``maxQueuedEvents`` 1000).
+
+A ``Component`` is anything with a ``name`` and ``async run()`` that works until cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from kubewire.client import Api, Client
+from kubewire.client.errors import ClientError, NotFound, StatusError
+from kubewire.client.informers.informer import Informer
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+MAX_QUEUED_EVENTS = 1000  # client-go tools/record maxQueuedEvents
+AGGREGATE_WINDOW_S = 600.0  # the correlator's cache: identical events within ten minutes
+_AGGREGATE_CACHE = 4096  # client-go's LRU maxLruCacheEntries
+
+
+class Component(Protocol):
+    """One control loop (or scheduler, or kubelet): works until cancelled."""
+
+    name: str
+
+    async def run(self) -> None: ...
+
+
+def now_rfc3339(clock: Callable[[], float]) -> str:
+    """A ``metav1.Time`` (seconds) for ``clock()``."""
+    return datetime.fromtimestamp(clock(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def now_micro(clock: Callable[[], float]) -> str:
+    """A ``metav1.MicroTime`` for ``clock()``."""
+    return datetime.fromtimestamp(clock(), UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def object_reference(obj: Mapping[str, Any]) -> Obj:
+    """``ref.GetReference``: kind, namespace, name, uid, apiVersion, resourceVersion."""
+    meta = obj.get("metadata") or {}
+    ref: Obj = {"kind": obj.get("kind", ""), "apiVersion": obj.get("apiVersion", "")}
+    if meta.get("namespace"):
+        ref["namespace"] = meta["namespace"]
+    ref["name"] = meta.get("name", "")
+    if meta.get("uid"):
+        ref["uid"] = meta["uid"]
+    if meta.get("resourceVersion"):
+        ref["resourceVersion"] = meta["resourceVersion"]
+    return ref
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """What an event says: type (Normal/Warning), reason, message, and (events.k8s.io) action."""
+
+    type: str
+    reason: str
+    message: str
+    action: str = ""
+
+
+@dataclass(slots=True)
+class _Aggregate:
+    name: str
+    namespace: str
+    count: int
+    first: str
+    seen: float
+
+
+class EventRecorder:
+    """core/v1 Events (``tools/record``), aggregated, sent in the background."""
+
+    def __init__(self, client: Client, clock: Callable[[], float]) -> None:
+        self.client = client
+        self.clock = clock
+        self.api: Api[Obj] = Api(dict, client=client, namespace=None, api_version="v1",
+                                 kind="Event")
+        self.queue: asyncio.Queue[tuple[Obj, tuple[str, ...]]] = asyncio.Queue(
+            MAX_QUEUED_EVENTS)
+        self.dropped = 0
+        self.sent = 0
+        self._recent: OrderedDict[tuple[str, ...], _Aggregate] = OrderedDict()
+        self._task: asyncio.Task[None] | None = None
+
+    def recorder(self, component: str, host: str = "") -> Recorder:
+        """A recorder for one source (client-go's ``NewRecorder(scheme, EventSource{...})``)."""
+        return Recorder(self, component, host)
+
+    def event(self, involved: Mapping[str, Any], note: Note, component: str,
+              host: str = "") -> None:
+        """Record one event about ``involved`` (an object with kind/apiVersion/metadata)."""
+        type_, reason, message = note.type, note.reason, note.message
+        ref = object_reference(involved)
+        namespace = ref.get("namespace") or "default"
+        stamp = now_rfc3339(self.clock)
+        source_of: Obj = {"component": component}
+        if host:
+            source_of["host"] = host
+        event: Obj = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": f"{ref['name']}.{time.time_ns():x}", "namespace": namespace},
+            "involvedObject": ref, "reason": reason, "message": message, "source": source_of,
+            "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1, "type": type_,
+            "eventTime": None, "reportingComponent": component, "reportingInstance": host,
+        }
+        key = (namespace, ref.get("kind", ""), ref["name"], ref.get("uid", ""), type_, reason,
+               message, component, host)
+        self._offer(event, key)
+
+    def _offer(self, event: Obj, key: tuple[str, ...]) -> None:
+        try:
+            self.queue.put_nowait((event, key))
+        except asyncio.QueueFull:
+            self.dropped += 1
+            return
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._send_all())
+
+    async def _send_all(self) -> None:
+        while not self.queue.empty():
+            event, key = self.queue.get_nowait()
+            try:
+                await self._send(event, key)
+                self.sent += 1
+            except (StatusError, ClientError) as err:
+                log.debug("event %s/%s not recorded: %s", event["metadata"]["namespace"],
+                          event["metadata"]["name"], err)
+
+    async def _send(self, event: Obj, key: tuple[str, ...]) -> None:
+        seen = self.clock()
+        earlier = self._recent.get(key)
+        if earlier is not None and seen - earlier.seen < AGGREGATE_WINDOW_S:
+            earlier.count += 1
+            earlier.seen = seen
+            self._recent.move_to_end(key)
+            with contextlib.suppress(NotFound):
+                await self.api.patch(earlier.name, {
+                    "count": earlier.count, "lastTimestamp": event["lastTimestamp"]},
+                    namespace=earlier.namespace)
+                return
+        meta = event["metadata"]
+        await self.api.create(event, namespace=meta["namespace"])
+        self._recent[key] = _Aggregate(meta["name"], meta["namespace"], 1,
+                                       event["firstTimestamp"], seen)
+        self._recent.move_to_end(key)
+        while len(self._recent) > _AGGREGATE_CACHE:
+            self._recent.popitem(last=False)
+
+    async def drain(self) -> None:
+        """Wait until every queued event was sent (tests, shutdown)."""
+        while self._task is not None and not self._task.done():
+            await asyncio.shield(self._task)
+
+
+class NewEventRecorder(EventRecorder):
+    """events.k8s.io/v1 Events (``tools/events``): the scheduler's."""
+
+    def __init__(self, client: Client, clock: Callable[[], float]) -> None:
+        super().__init__(client, clock)
+        self.api = Api(dict, client=client, namespace=None, api_version="events.k8s.io/v1",
+                       kind="Event")
+
+    def recorder(self, component: str, host: str = "") -> Recorder:
+        return Recorder(self, component, host)
+
+    def event(self, involved: Mapping[str, Any], note: Note, component: str,
+              host: str = "") -> None:
+        type_, reason, message, action = note.type, note.reason, note.message, note.action
+        ref = object_reference(involved)
+        namespace = ref.get("namespace") or "default"
+        event: Obj = {
+            "apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"name": f"{ref['name']}.{time.time_ns():x}", "namespace": namespace},
+            "eventTime": now_micro(self.clock), "reportingController": component,
+            "reportingInstance": host or f"{component}-kubewire", "action": action or reason,
+            "reason": reason, "regarding": ref, "note": message, "type": type_,
+        }
+        key = (namespace, ref.get("kind", ""), ref["name"], ref.get("uid", ""), type_, reason,
+               message, component, "new")
+        self._offer(event, key)
+
+    async def _send(self, event: Obj, key: tuple[str, ...]) -> None:
+        # tools/events keeps series for repeats; kubewire records each once per ten minutes
+        seen = self.clock()
+        earlier = self._recent.get(key)
+        if earlier is not None and seen - earlier.seen < AGGREGATE_WINDOW_S:
+            earlier.seen = seen
+            return
+        meta = event["metadata"]
+        await self.api.create(event, namespace=meta["namespace"])
+        self._recent[key] = _Aggregate(meta["name"], meta["namespace"], 1, "", seen)
+        while len(self._recent) > _AGGREGATE_CACHE:
+            self._recent.popitem(last=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Recorder:
+    """Events from one source: ``event(obj, "Normal", "SuccessfulCreate", "Created pod: x")``
+    (an events.k8s.io recorder also takes ``action``)."""
+
+    sink: EventRecorder
+    component: str
+    host: str = ""
+
+    def event(self, involved: Mapping[str, Any], type_: str, reason: str, message: str,
+              action: str = "") -> None:
+        self.sink.event(involved, Note(type_, reason, message, action), self.component,
+                        self.host)
+
+
+@dataclass
+class ClusterContext:
+    """What every component gets: the client, shared informers, event recorders, the clock."""
+
+    client: Client
+    clock: Callable[[], float] = time.time
+    events: EventRecorder = field(init=False)
+    new_events: NewEventRecorder = field(init=False)
+    _informers: dict[tuple[str, str, str | None, str | None, str | None], Informer[Obj]] = (
+        field(default_factory=dict, init=False))
+
+    def __post_init__(self) -> None:
+        self.events = EventRecorder(self.client, self.clock)
+        self.new_events = NewEventRecorder(self.client, self.clock)
+
+    def recorder(self, component: str, host: str = "") -> Recorder:
+        """core/v1 events from ``component`` (most controllers, the kubelet with ``host``)."""
+        return self.events.recorder(component, host)
+
+    def new_recorder(self, component: str, host: str = "") -> Recorder:
+        """events.k8s.io/v1 events from ``component`` (the scheduler)."""
+        return self.new_events.recorder(component, host)
+
+    def api(self, api_version: str, kind: str, namespace: str | None = None) -> Api[Obj]:
+        """An ``Api`` of plain dicts for one kind."""
+        return Api(dict, client=self.client, namespace=namespace, api_version=api_version,
+                   kind=kind)
+
+    def informer(self, api_version: str, kind: str, *, namespace: str | None = None,
+                 label_selector: str | None = None,
+                 field_selector: str | None = None) -> Informer[Obj]:
+        """The shared informer for these arguments, started on first use (add handlers and
+        indexers before awaiting ``wait_for_sync``; handlers added later see later events)."""
+        key = (api_version, kind, namespace, label_selector, field_selector)
+        found = self._informers.get(key)
+        if found is None:
+            found = Informer(self.api(api_version, kind, namespace),
+                             label_selector=label_selector, field_selector=field_selector)
+            self._informers[key] = found
+            found.start()
+        return found
+
+    async def close(self) -> None:
+        """Stop every informer and send the queued events."""
+        for informer in self._informers.values():
+            await informer.stop()
+        self._informers.clear()
+        for recorder in (self.events, self.new_events):
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(recorder.drain(), 5.0)
