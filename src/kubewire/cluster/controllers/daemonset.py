@@ -60,8 +60,9 @@ class DaemonSetController:
         self.nodes = ctx.informer("v1", "Node")
         self.pods = ctx.informer("v1", "Pod")
         self.revisions = ctx.informer("apps/v1", "ControllerRevision")
-        self.pods.add_owner_indexer()
-        self.revisions.add_owner_indexer()
+        for informer in (self.pods, self.revisions):  # shared: another may have indexed it
+            with contextlib.suppress(ValueError):
+                informer.add_owner_indexer()
         self.set_api = ctx.api("apps/v1", "DaemonSet")
         self.pod_api = ctx.api("v1", "Pod")
         self.rev_api = ctx.api("apps/v1", "ControllerRevision")

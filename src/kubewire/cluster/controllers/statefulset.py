@@ -67,8 +67,9 @@ class StatefulSetController:
         self.pods = ctx.informer("v1", "Pod")
         self.revisions = ctx.informer("apps/v1", "ControllerRevision")
         self.claims = ctx.informer("v1", "PersistentVolumeClaim")
-        self.pods.add_owner_indexer()
-        self.revisions.add_owner_indexer()
+        for informer in (self.pods, self.revisions):  # shared: another may have indexed it
+            with contextlib.suppress(ValueError):
+                informer.add_owner_indexer()
         self.set_api = ctx.api("apps/v1", "StatefulSet")
         self.pod_api = ctx.api("v1", "Pod")
         self.rev_api = ctx.api("apps/v1", "ControllerRevision")
