@@ -14,20 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubewire.client import WorkQueue
-from kubewire.client.errors import AlreadyExists, ClientError, NotFound, StatusError
+from kubewire.client.errors import AlreadyExists, NotFound, StatusError
 from kubewire.client.informers.informer import NAMESPACE_INDEX
-from kubewire.client.informers.workqueue import QueueShutDown
 from kubewire.cluster.controllers import adoption, history, pod_state
 from kubewire.cluster.controllers import daemonset_rules as rules
 from kubewire.cluster.controllers.statefulset import controller_of, key_of, option
-from kubewire.cluster.runtime import ClusterContext
-
-log = logging.getLogger(__name__)
+from kubewire.cluster.runtime import ClusterContext, run_workers
 
 Obj = dict[str, Any]
 NAME = "daemonset-controller"
@@ -80,13 +76,7 @@ class DaemonSetController:
         for informer in (self.sets, self.nodes, self.pods, self.revisions):
             await informer.wait_for_sync()
         await self._node_changed({})
-        workers = [asyncio.ensure_future(self._work()) for _ in range(self.workers)]
-        try:
-            await asyncio.gather(*workers)
-        finally:
-            await self.queue.shut_down()
-            for task in workers:
-                task.cancel()
+        await run_workers(self.queue, self.sync, workers=self.workers, what="daemonset")
 
     async def _enqueue(self, ds: Obj) -> None:
         await self.queue.add(key_of(ds))
@@ -114,21 +104,6 @@ class DaemonSetController:
         for ds in self.sets.cache.list():
             if rules.should_run(ds, old) != rules.should_run(ds, new):
                 await self._enqueue(ds)
-
-    async def _work(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except QueueShutDown:
-                return
-            try:
-                await self.sync(key)
-                self.queue.forget(key)
-            except (StatusError, ClientError) as err:
-                log.debug("daemonset %s: %s", key, err)
-                self.queue.add_rate_limited(key)
-            finally:
-                await self.queue.done(key)
 
     # --- one set --------------------------------------------------------------------------
 

@@ -11,21 +11,16 @@ The decisions are in ``statefulset_rules``.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import logging
 from collections.abc import Mapping
 from typing import Any
 
 from kubewire.client import PatchType, WorkQueue
 from kubewire.client.errors import AlreadyExists, ClientError, Conflict, NotFound, StatusError
 from kubewire.client.informers.informer import NAMESPACE_INDEX
-from kubewire.client.informers.workqueue import QueueShutDown
 from kubewire.cluster.controllers import adoption, history, pod_state
 from kubewire.cluster.controllers import statefulset_rules as rules
-from kubewire.cluster.runtime import ClusterContext
-
-log = logging.getLogger(__name__)
+from kubewire.cluster.runtime import ClusterContext, run_workers
 
 Obj = dict[str, Any]
 NAME = "statefulset-controller"
@@ -85,13 +80,7 @@ class StatefulSetController:
             await informer.wait_for_sync()
         for sts in self.sets.cache.list():
             await self._enqueue(sts)
-        workers = [asyncio.ensure_future(self._work()) for _ in range(self.workers)]
-        try:
-            await asyncio.gather(*workers)
-        finally:
-            await self.queue.shut_down()
-            for task in workers:
-                task.cancel()
+        await run_workers(self.queue, self.sync, workers=self.workers, what="statefulset")
 
     async def _enqueue(self, sts: Obj) -> None:
         await self.queue.add(key_of(sts))
@@ -106,21 +95,6 @@ class StatefulSetController:
             for owner in self.sets.by_index(NAMESPACE_INDEX, namespace):
                 if adoption.selects(owner, pod):  # an orphan to adopt
                     await self._enqueue(owner)
-
-    async def _work(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except QueueShutDown:
-                return
-            try:
-                await self.sync(key)
-                self.queue.forget(key)
-            except (StatusError, ClientError) as err:
-                log.debug("statefulset %s: %s", key, err)
-                self.queue.add_rate_limited(key)
-            finally:
-                await self.queue.done(key)
 
     # --- one set --------------------------------------------------------------------------
 
