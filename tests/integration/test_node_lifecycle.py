@@ -235,3 +235,45 @@ async def test_silent_node_is_tainted_its_pods_evicted_and_recovers(
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await ctx.close()
+
+
+async def test_node_that_never_posted_status(server: ServerThread, client: Client) -> None:
+    """A node whose kubelet never posted Ready turns Unknown after the startup grace period
+    (NodeStatusNeverUpdated), unless its Lease is being renewed; new nodes are registered."""
+    ctx = ClusterContext(client)
+    lifecycle = make_node_lifecycle_controller(ctx, {"node_startup_grace_period": 1.0,
+                                                     "node_monitor_period": 0.2})
+    create(server, "/api/v1/nodes", {"metadata": {"name": "silent"}})
+    create(server, "/api/v1/nodes", {"metadata": {"name": "leased"}})
+    leases = ctx.api("coordination.k8s.io/v1", "Lease", "kube-node-lease")
+    await leases.create({"metadata": {"name": "leased"}, "spec": {
+        "holderIdentity": "leased", "renewTime": micro_now()}})
+
+    async def renew() -> None:
+        while True:
+            await asyncio.sleep(0.3)
+            await leases.patch("leased", {"spec": {"renewTime": micro_now()}},
+                               type=PatchType.MERGE)
+
+    tasks = [asyncio.create_task(lifecycle.run()), asyncio.create_task(renew())]
+    try:
+        unreachable = {("node.kubernetes.io/unreachable", "NoSchedule"),
+                       ("node.kubernetes.io/unreachable", "NoExecute")}
+        await until(lambda: taints(server, "silent") == unreachable, what="silent unreachable")
+        ready = condition(node(server, "silent"), "Ready")
+        assert (ready["status"], ready["reason"], ready["message"]) == (
+            "Unknown", "NodeStatusNeverUpdated", "Kubelet never posted node status.")
+        assert {c["type"] for c in node(server, "silent")["status"]["conditions"]} == {
+            "Ready", "MemoryPressure", "DiskPressure", "PIDPressure"}
+        # the renewed Lease keeps the other node alive past the startup grace period
+        await asyncio.sleep(0.6)
+        assert "conditions" not in node(server, "leased").get("status", {})
+        assert taints(server, "leased") == set()
+        await ctx.events.drain()
+        assert ("RegisteredNode", "Node silent event: Registered Node silent in Controller",
+                "node-lifecycle-controller") in events_about(server, "silent")
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await ctx.close()

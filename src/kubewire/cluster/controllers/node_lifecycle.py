@@ -143,8 +143,9 @@ class NodeLifecycleController:
             if ready is None:
                 created = parse_time_or_none(node["metadata"].get("creationTimestamp"))
                 probe = created.timestamp() if created is not None else now
+            # a Lease seen for the first time counts as a probe (kube's savedLease == nil)
             saved = _Health(probe, None if ready is None else ready.get("lastHeartbeatTime"),
-                            renew, decide.ready_status(node))
+                            None, decide.ready_status(node))
             self._health[name] = saved
         heartbeat = None if ready is None else ready.get("lastHeartbeatTime")
         if ready is not None and heartbeat != saved.heartbeat:
