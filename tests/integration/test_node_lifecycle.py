@@ -207,10 +207,16 @@ async def test_silent_node_is_tainted_its_pods_evicted_and_recovers(
             return body if body["metadata"].get("deletionTimestamp") else False
 
         evicted = await until(short_gone_or_going, timeout=10, what="eviction")
-        if isinstance(evicted, dict):
-            target = condition(evicted, "DisruptionTarget")
-            assert (target["status"], target["reason"], target["message"]) == (
-                "True", "DeletionByTaintManager", "Taint manager: deleting due to NoExecute taint")
+        # not before its 2 s toleration (both stamps in whole seconds)
+        deleted = datetime.fromisoformat(evicted["metadata"]["deletionTimestamp"])
+        added = datetime.fromisoformat(no_execute[0]["timeAdded"])
+        assert (deleted - added).total_seconds() - 30 >= 2, (deleted, added)
+        # no kubelet confirms the deletion: the bound pod stays terminating for its 30 s
+        assert isinstance(evicted, dict)
+        target = condition(evicted, "DisruptionTarget")
+        assert (target["status"], target["reason"], target["message"]) == (
+            "True", "DeletionByTaintManager", "Taint manager: deleting due to NoExecute taint")
+        assert evicted["metadata"]["deletionGracePeriodSeconds"] == 30
         await ctx.events.drain()
         assert ("TaintManagerEviction", "Marking for deletion Pod default/short",
                 "taint-eviction-controller") in events_about(server, "short")
