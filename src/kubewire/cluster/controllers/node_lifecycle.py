@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 NAME = "node-lifecycle-controller"
 NODE_LEASE_NAMESPACE = "kube-node-lease"
-NODE_NAME_INDEX = "spec.nodeName"
+NODE_NAME_INDEX = "node-lifecycle/spec.nodeName"  # ours: another index may differ
 Obj = dict[str, Any]
 
 
@@ -74,7 +74,7 @@ class NodeLifecycleController:
         self.leases = ctx.informer("coordination.k8s.io/v1", "Lease",
                                    namespace=NODE_LEASE_NAMESPACE)
         self.pods = ctx.informer("v1", "Pod")
-        with contextlib.suppress(ValueError):  # another component added it first
+        with contextlib.suppress(ValueError):  # the other node controller added it first
             self.pods.add_indexer(NODE_NAME_INDEX, pods_by_node)
         self.node_api = ctx.api("v1", "Node")
         self.pod_api = ctx.api("v1", "Pod")

@@ -58,7 +58,7 @@ class TaintEvictionController:
         ctx = self.ctx
         self.nodes = ctx.informer("v1", "Node")
         self.pods = ctx.informer("v1", "Pod")
-        with contextlib.suppress(ValueError):  # another component added it first
+        with contextlib.suppress(ValueError):  # the other node controller added it first
             self.pods.add_indexer(NODE_NAME_INDEX, pods_by_node)
         self.pod_api = ctx.api("v1", "Pod")
         self.events = ctx.recorder(NAME)
