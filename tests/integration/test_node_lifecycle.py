@@ -20,7 +20,7 @@ import pytest
 from kubewire.client.client import Client, create_client
 from kubewire.client.resource import PatchType
 from kubewire.cluster.controllers.node_lifecycle import make_node_lifecycle_controller
-from kubewire.cluster.controllers.taint_eviction import make_taint_eviction_controller
+from kubewire.cluster.controllers.taint_eviction import REASON, make_taint_eviction_controller
 from kubewire.cluster.runtime import ClusterContext
 from tests.integration import kubectl
 from tests.integration.harness import ServerThread
@@ -282,4 +282,44 @@ async def test_node_that_never_posted_status(server: ServerThread, client: Clien
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await ctx.close()
+
+
+async def test_taint_eviction_on_a_tainted_node(server: ServerThread, client: Client) -> None:
+    """``kubectl taint ... :NoExecute``: an untolerated pod goes at once, a pod tolerating it
+    for 60 s waits (its deletion cancelled, with the event, when someone else deletes it), a
+    pod tolerating it without tolerationSeconds and a pod on another node stay."""
+    ctx = ClusterContext(client)
+    eviction = make_taint_eviction_controller(ctx, None)
+    for name in ("t1", "t2"):
+        create(server, "/api/v1/nodes", {"metadata": {"name": name}})
+    taint = {"key": "example.com/maintenance", "operator": "Exists", "effect": "NoExecute"}
+    bound_pod(server, "untolerated", "t1")
+    bound_pod(server, "waits", "t1", [{**taint, "tolerationSeconds": 60}])
+    bound_pod(server, "forever", "t1", [taint])
+    bound_pod(server, "elsewhere", "t2")
+    task = asyncio.create_task(eviction.run())
+    try:
+        await run_kubectl(server, "taint", "node", "t1", "example.com/maintenance=now:NoExecute")
+
+        def terminating(name: str) -> bool:
+            pod = ok(call(server, "GET", f"/api/v1/namespaces/default/pods/{name}"), 200)
+            return "deletionTimestamp" in pod["metadata"]
+
+        await until(lambda: terminating("untolerated"), timeout=5, what="untolerated evicted")
+        await asyncio.sleep(0.5)
+        assert not any(map(terminating, ("waits", "forever", "elsewhere")))
+        assert set(eviction.scheduled) == {"default/waits"}
+        ok(call(server, "DELETE", "/api/v1/namespaces/default/pods/waits",
+                {"gracePeriodSeconds": 0}), 200)
+        await until(lambda: "default/waits" not in eviction.scheduled, what="cancelled")
+        await ctx.events.drain()
+        assert ("TaintManagerEviction", "Marking for deletion Pod default/untolerated",
+                "taint-eviction-controller") in events_about(server, "untolerated")
+        assert ("TaintManagerEviction", "Cancelling deletion of Pod default/waits",
+                "taint-eviction-controller") in events_about(server, "waits")
+        assert not [e for e in events_about(server, "forever") if e[0] == REASON]
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
         await ctx.close()

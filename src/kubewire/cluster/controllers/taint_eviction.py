@@ -7,8 +7,9 @@ of their matching tolerations has passed since the controller first saw them und
 ``tolerationSeconds``): a Normal ``TaintManagerEviction`` event "Marking for deletion Pod
 ns/name", the ``DisruptionTarget`` condition (``DeletionByTaintManager``, "Taint manager:
 deleting due to NoExecute taint") patched into the pod's status, then a DELETE with the pod's
-own grace period. A scheduled deletion whose taints go away (or stop applying) is cancelled with
-"Cancelling deletion of Pod ns/name". Pods already being deleted are left alone. Decisions are
+own grace period. A scheduled deletion whose taints go away (or stop applying), or whose pod
+is deleted meanwhile, is cancelled with "Cancelling deletion of Pod ns/name". Pods already
+being deleted are left alone (their pending deletion dropped without an event). Decisions are
 in ``taint_eviction_decisions``.
 """
 
@@ -97,13 +98,9 @@ class TaintEvictionController:
             meta = pods[-1]["metadata"]
             await self.queue.add(("pod", f"{meta['namespace']}/{meta['name']}"))
 
-        def pod_deleted(pod: Obj) -> None:
-            meta = pod["metadata"]
-            self.cancel(f"{meta['namespace']}/{meta['name']}", event=False)
-
         self.nodes.add_handlers(on_add=node_added, on_update=node_updated,
                                 on_delete=node_deleted)
-        self.pods.add_handlers(on_add=pod_changed, on_update=pod_changed, on_delete=pod_deleted)
+        self.pods.add_handlers(on_add=pod_changed, on_update=pod_changed, on_delete=pod_changed)
 
     def handle(self, kind: str, key: str) -> None:
         if kind == "node":
