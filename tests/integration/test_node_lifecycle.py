@@ -245,7 +245,8 @@ async def test_silent_node_is_tainted_its_pods_evicted_and_recovers(
 
 async def test_node_that_never_posted_status(server: ServerThread, client: Client) -> None:
     """A node whose kubelet never posted Ready turns Unknown after the startup grace period
-    (NodeStatusNeverUpdated), unless its Lease is being renewed; new nodes are registered."""
+    (NodeStatusNeverUpdated), unless its Lease is being renewed; nodes are registered and, when
+deleted, removed (events)."""
     ctx = ClusterContext(client)
     lifecycle = make_node_lifecycle_controller(ctx, {"node_startup_grace_period": 1.0,
                                                      "node_monitor_period": 0.2})
@@ -278,6 +279,19 @@ async def test_node_that_never_posted_status(server: ServerThread, client: Clien
         await ctx.events.drain()
         assert ("RegisteredNode", "Node silent event: Registered Node silent in Controller",
                 "node-lifecycle-controller") in events_about(server, "silent")
+        ok(call(server, "DELETE", "/api/v1/nodes/silent"), 200)
+        removed = ("RemovingNode", "Node silent event: Removing Node silent from Controller",
+                   "node-lifecycle-controller")
+
+        async def removal_recorded() -> bool:
+            await ctx.events.drain()
+            return removed in await asyncio.to_thread(events_about, server, "silent")
+
+        for _ in range(50):
+            if await removal_recorded():
+                break
+            await asyncio.sleep(0.1)
+        assert await removal_recorded()
     finally:
         for task in tasks:
             task.cancel()

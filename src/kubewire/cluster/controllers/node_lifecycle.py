@@ -10,10 +10,11 @@ Lease's ``renewTime`` change (the controller's own clock measures when it saw th
 leaves True the node gets the ``NodeNotReady`` event (``Node x status is now: NodeNotReady``)
 and its pods' Ready condition is set False with a Warning ``NodeNotReady`` "Node is not ready"
 (``MarkPodsNotReady``; pods later bound to a not-ready node get the same). Taints follow the
-conditions and ``spec.unschedulable`` (``node_lifecycle_decisions``): the NoSchedule pass runs
-on every node change, the NoExecute pass with the monitor; a recovered node loses them. New
-nodes get ``RegisteredNode``. Kube's zone rate limiting of NoExecute tainting (and its
-full-disruption mode) is not modelled: every node is tainted when its state says so.
+conditions and ``spec.unschedulable`` (``node_lifecycle_decisions``): both tainting passes run
+on every node change and with the monitor (kube runs the NoExecute one only with the monitor);
+a recovered node loses them. New nodes get ``RegisteredNode``, deleted ones ``RemovingNode``.
+Kube's zone rate limiting of NoExecute tainting (and its full-disruption mode) is not
+modelled: every node is tainted when its state says so.
 """
 
 from __future__ import annotations
@@ -85,7 +86,11 @@ class NodeLifecycleController:
             await self.queue.add(objs[-1]["metadata"]["name"])
 
         def gone(obj: Obj) -> None:
-            self._health.pop(obj["metadata"]["name"], None)
+            name = obj["metadata"]["name"]
+            if self._health.pop(name, None) is not None:
+                self.events.event(_node_ref(obj, obj["metadata"].get("uid", name)), "Normal",
+                                  "RemovingNode",
+                                  f"Node {name} event: Removing Node {name} from Controller")
 
         self.nodes.add_handlers(on_add=changed, on_update=changed, on_delete=gone)
         await asyncio.gather(self.nodes.wait_for_sync(), self.leases.wait_for_sync(),
