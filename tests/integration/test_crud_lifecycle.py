@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -474,6 +475,28 @@ def test_scheduled_pod_is_deleted_gracefully(make_server: Callable[..., ServerTh
         assert deleted["type"] == "DELETED"
         assert rv_of(deleted) > rv_of(marked)
     assert call(server, "GET", POD.item("bound")).status == 404
+
+
+def test_a_simulated_nodes_pods_are_left_to_its_kubelet(
+        make_server: Callable[..., ServerThread]) -> None:
+    """The server's pod-termination stand-in finishes graceful deletions only where no
+    simulated kubelet runs: a pod on a ``kubewire://`` node stays Terminating for that node's
+    kubelet (none runs here), while a pod on any other node is removed when its grace ends."""
+    server = make_server(pod_grace_cap_s=0.2)
+    create(server, "/api/v1/nodes", {"metadata": {"name": "sim-1"},
+                                     "spec": {"providerID": "kubewire://sim-1"}})
+    for name, node in (("on-sim", "sim-1"), ("on-other", "node-1")):
+        body = POD.obj(name)
+        body["spec"]["nodeName"] = node
+        create(server, POD.collection(), body)
+        ok(call(server, "DELETE", POD.item(name)), 200)
+    deadline = time.monotonic() + 15
+    while call(server, "GET", POD.item("on-other")).status != 404:
+        assert time.monotonic() < deadline, "the other node's pod was never removed"
+        time.sleep(0.05)
+    time.sleep(0.5)
+    left = ok(call(server, "GET", POD.item("on-sim")), 200)
+    assert left["metadata"]["deletionTimestamp"]
 
 
 def test_scheduled_pod_with_grace_zero_is_deleted_at_once(server: ServerThread) -> None:

@@ -140,6 +140,27 @@ def test_pod_spec_update_is_forbidden_but_image_may_change(server: ServerThread)
     assert get(server, POD.item("p")) == current
 
 
+def test_scheduling_gates_may_only_be_removed(server: ServerThread) -> None:
+    """ValidatePodUpdate: a gated pod's gates may be deleted (what lets a scheduler see it);
+    a new gate is refused with validateOnlyDeletedSchedulingGates' text."""
+    body = POD.obj("gated")
+    body["spec"]["schedulingGates"] = [{"name": "a"}, {"name": "b"}]
+    current = create(server, POD.collection(), body)
+    added = copy.deepcopy(current)
+    added["spec"]["schedulingGates"] = [{"name": "a"}, {"name": "b"}, {"name": "c"}]
+    reply = call(server, "PUT", POD.item("gated"), added)
+    assert reply.status == 422
+    causes = {(c["field"], c["message"]) for c in reply.json["details"]["causes"]}
+    assert ("spec.schedulingGates[2].name",
+            "Forbidden: only deletion is allowed, but found new scheduling gate 'c'") in causes
+    assert get(server, POD.item("gated")) == current
+    current["spec"]["schedulingGates"] = [{"name": "b"}]
+    current = ok(call(server, "PUT", POD.item("gated"), current), 200)
+    del current["spec"]["schedulingGates"]
+    current = ok(call(server, "PUT", POD.item("gated"), current), 200)
+    assert "schedulingGates" not in current["spec"]
+
+
 def test_service_port_zero(unchanged: ServerThread) -> None:
     body = SERVICE.obj("s")
     body["spec"]["ports"] = [{"port": 0}]
