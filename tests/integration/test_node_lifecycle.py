@@ -114,6 +114,18 @@ def events_about(server: ServerThread, name: str) -> list[tuple[str, str, str]]:
             for e in items if e["involvedObject"].get("name") == name]
 
 
+async def recorded(ctx: ClusterContext, server: ServerThread, name: str,
+                   event: tuple[str, str, str], timeout: float = 10.0) -> None:
+    """Wait until ``event`` (reason, message, component) about ``name`` was recorded."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        await ctx.events.drain()
+        if event in await asyncio.to_thread(events_about, server, name):
+            return
+        assert asyncio.get_running_loop().time() < deadline, f"no event {event} about {name}"
+        await asyncio.sleep(0.1)
+
+
 def bound_pod(server: ServerThread, name: str, node_name: str,
               tolerations: list[Obj] | None = None) -> Obj:
     spec: Obj = {"nodeName": node_name, "containers": [{"name": "c", "image": "nginx"}]}
@@ -188,15 +200,14 @@ async def test_silent_node_is_tainted_its_pods_evicted_and_recovers(
         assert shown.split()[1] == "NotReady", shown
         described = await run_kubectl(server, "describe", "node", "n1")
         assert "node.kubernetes.io/unreachable:NoExecute" in described, described
-        # pods marked not ready, with kube's events
-        pod_ready = condition(ok(call(server, "GET", "/api/v1/namespaces/default/pods/stays"),
-                                 200), "Ready")
-        assert pod_ready["status"] == "False"
-        await ctx.events.drain()
-        assert ("NodeNotReady", "Node is not ready", "node-lifecycle-controller") in \
-            events_about(server, "stays")
-        assert ("NodeNotReady", "Node n1 status is now: NodeNotReady",
-                "node-lifecycle-controller") in events_about(server, "n1")
+        # pods marked not ready (after the taints, in the same pass), with kube's events
+        await until(lambda: condition(ok(call(
+            server, "GET", "/api/v1/namespaces/default/pods/stays"), 200), "Ready")[
+                "status"] == "False", what="pod not ready")
+        await recorded(ctx, server, "stays",
+                       ("NodeNotReady", "Node is not ready", "node-lifecycle-controller"))
+        await recorded(ctx, server, "n1", ("NodeNotReady", "Node n1 status is now: NodeNotReady",
+                                           "node-lifecycle-controller"))
 
         # the 2 s pod is evicted: DisruptionTarget, then deleted; the 300 s pod stays
         def short_gone_or_going() -> Obj | bool:
@@ -229,10 +240,9 @@ async def test_silent_node_is_tainted_its_pods_evicted_and_recovers(
         await until(lambda: taints(server, "n1") == set(), what="recovery")
         shown = await run_kubectl(server, "get", "node", "n1", "--no-headers")
         assert shown.split()[1] == "Ready", shown
-        await asyncio.sleep(0.3)
-        await ctx.events.drain()
-        assert ("TaintManagerEviction", "Cancelling deletion of Pod default/stays",
-                "taint-eviction-controller") in events_about(server, "stays")
+        await recorded(ctx, server, "stays", ("TaintManagerEviction",
+                                              "Cancelling deletion of Pod default/stays",
+                                              "taint-eviction-controller"))
         assert "deletionTimestamp" not in ok(
             call(server, "GET", "/api/v1/namespaces/default/pods/stays"), 200)["metadata"]
     finally:
@@ -283,15 +293,7 @@ deleted, removed (events)."""
         removed = ("RemovingNode", "Node silent event: Removing Node silent from Controller",
                    "node-lifecycle-controller")
 
-        async def removal_recorded() -> bool:
-            await ctx.events.drain()
-            return removed in await asyncio.to_thread(events_about, server, "silent")
-
-        for _ in range(50):
-            if await removal_recorded():
-                break
-            await asyncio.sleep(0.1)
-        assert await removal_recorded()
+        await recorded(ctx, server, "silent", removed)
     finally:
         for task in tasks:
             task.cancel()

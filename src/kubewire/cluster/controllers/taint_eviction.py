@@ -8,8 +8,9 @@ of their matching tolerations has passed since the controller first saw them und
 ns/name", the ``DisruptionTarget`` condition (``DeletionByTaintManager``, "Taint manager:
 deleting due to NoExecute taint") patched into the pod's status, then a DELETE with the pod's
 own grace period. A scheduled deletion whose taints go away (or stop applying), or whose pod
-is deleted meanwhile, is cancelled with "Cancelling deletion of Pod ns/name". Pods already
-being deleted are left alone (their pending deletion dropped without an event). Decisions are
+is deleted meanwhile, is cancelled with "Cancelling deletion of Pod ns/name". No new deletion
+is scheduled for a pod already being deleted (so one this controller deleted is not deleted
+again while it terminates); one scheduled before stays until the pod is gone. Decisions are
 in ``taint_eviction_decisions``.
 """
 
@@ -124,8 +125,7 @@ class TaintEvictionController:
         meta = pod["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
         if meta.get("deletionTimestamp"):
-            self.cancel(key, event=False)
-            return
+            return  # going already: nothing new scheduled; its removal cancels what was
         delay = eviction_delay((pod.get("spec") or {}).get("tolerations") or [], taints)
         if delay is None:
             self.cancel(key, event=True)
