@@ -21,6 +21,7 @@ from kubewire.client.client import Client, create_client
 from kubewire.client.resource import PatchType
 from kubewire.cluster.controllers.node_lifecycle import make_node_lifecycle_controller
 from kubewire.cluster.controllers.taint_eviction import REASON, make_taint_eviction_controller
+from kubewire.cluster.nodes import FleetOptions, make_fleet
 from kubewire.cluster.runtime import ClusterContext
 from tests.integration import kubectl
 from tests.integration.harness import ServerThread
@@ -106,6 +107,13 @@ def taints(server: ServerThread, name: str) -> set[tuple[str, str]]:
 
 def condition(obj: Obj, type_: str) -> Obj:
     return next(c for c in obj["status"].get("conditions") or [] if c["type"] == type_)
+
+
+def pod_ready(server: ServerThread, name: str) -> str | None:
+    """The pod's Ready condition status, None without one."""
+    pod = ok(call(server, "GET", f"/api/v1/namespaces/default/pods/{name}"), 200)
+    found = [c for c in pod.get("status", {}).get("conditions") or [] if c["type"] == "Ready"]
+    return found[0]["status"] if found else None
 
 
 def events_about(server: ServerThread, name: str) -> list[tuple[str, str, str]]:
@@ -201,9 +209,7 @@ async def test_silent_node_is_tainted_its_pods_evicted_and_recovers(
         described = await run_kubectl(server, "describe", "node", "n1")
         assert "node.kubernetes.io/unreachable:NoExecute" in described, described
         # pods marked not ready (after the taints, in the same pass), with kube's events
-        await until(lambda: condition(ok(call(
-            server, "GET", "/api/v1/namespaces/default/pods/stays"), 200), "Ready")[
-                "status"] == "False", what="pod not ready")
+        await until(lambda: pod_ready(server, "stays") == "False", what="pod not ready")
         await recorded(ctx, server, "stays",
                        ("NodeNotReady", "Node is not ready", "node-lifecycle-controller"))
         await recorded(ctx, server, "n1", ("NodeNotReady", "Node n1 status is now: NodeNotReady",
@@ -339,3 +345,43 @@ async def test_taint_eviction_on_a_tainted_node(server: ServerThread, client: Cl
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         await ctx.close()
+
+
+async def test_simulated_kubelets_keep_their_nodes_ready(server: ServerThread,
+                                                         client: Client) -> None:
+    """The simulated kubelets' Leases and status keep their nodes healthy; when they stop, the
+    nodes go NotReady with the unreachable taints and a pod on them is marked not ready."""
+    ctx = ClusterContext(client)
+    fleet = make_fleet(ctx, FleetOptions(count=2, lease_interval_s=0.3))
+    lifecycle = make_node_lifecycle_controller(ctx, {"node_monitor_grace_period": GRACE_S,
+                                                     "node_monitor_period": 0.2})
+    kubelets = asyncio.create_task(fleet.run())
+    controller = asyncio.create_task(lifecycle.run())
+    try:
+        await asyncio.wait_for(fleet.registered.wait(), 30)
+        names = sorted(fleet.nodes)
+        assert len(names) == 2
+        create(server, "/api/v1/namespaces/default/pods", {
+            "metadata": {"name": "on-sim"},
+            "spec": {"nodeName": names[0], "containers": [{"name": "c", "image": "nginx"}]}})
+        await until(lambda: pod_ready(server, "on-sim") == "True",
+                    what="pod ready on a simulated node")
+        await asyncio.sleep(GRACE_S * 2)
+        assert all(taints(server, name) == set() for name in names)
+        shown = await run_kubectl(server, "get", "nodes", "--no-headers")
+        assert [line.split()[1] for line in shown.splitlines()] == ["Ready", "Ready"], shown
+        kubelets.cancel()
+        await asyncio.gather(kubelets, return_exceptions=True)
+        unreachable = {("node.kubernetes.io/unreachable", "NoSchedule"),
+                       ("node.kubernetes.io/unreachable", "NoExecute")}
+        for name in names:
+            await until(lambda n=name: taints(server, n) == unreachable, what=f"{name} tainted")
+        await until(lambda: pod_ready(server, "on-sim") == "False", what="pod not ready")
+        shown = await run_kubectl(server, "get", "nodes", "--no-headers")
+        assert [line.split()[1] for line in shown.splitlines()] == ["NotReady", "NotReady"], shown
+    finally:
+        for task in (kubelets, controller):
+            task.cancel()
+        await asyncio.gather(kubelets, controller, return_exceptions=True)
+        await ctx.close()
+
