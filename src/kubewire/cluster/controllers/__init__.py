@@ -1,8 +1,11 @@
 """kube-controller-manager's control loops, as clients of the API.
 
 ``replicaset`` (``replicaset-controller``) and ``deployment`` (``deployment-controller``) with
-their pure decisions in ``replica_rules`` and ``rollout``; ``statefulset``
-(``statefulset-controller``) and ``daemonset`` (``daemonset-controller``) with theirs in
-``statefulset_rules`` and ``daemonset_rules``, sharing ``history`` (ControllerRevisions),
-``adoption`` (claiming pods) and ``pod_state`` (Ready, available).
+their pure decisions in ``replica_rules`` and ``rollout``; ``node_lifecycle``
+(``node-lifecycle-controller``) and ``taint_eviction`` (``taint-eviction-controller``) with
+theirs in ``node_lifecycle_decisions`` and ``taint_eviction_decisions`` (``options`` reads a
+component's settings); ``statefulset`` (``statefulset-controller``) and ``daemonset``
+(``daemonset-controller``) with theirs in ``statefulset_rules`` and ``daemonset_rules``,
+sharing ``history`` (ControllerRevisions), ``adoption`` (claiming pods) and ``pod_state``
+(Ready, available).
 """
