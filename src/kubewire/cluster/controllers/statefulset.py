@@ -20,6 +20,7 @@ from kubewire.client.errors import AlreadyExists, ClientError, Conflict, NotFoun
 from kubewire.client.informers.informer import NAMESPACE_INDEX
 from kubewire.cluster.controllers import adoption, history, pod_state
 from kubewire.cluster.controllers import statefulset_rules as rules
+from kubewire.cluster.controllers.options import settings_of
 from kubewire.cluster.runtime import ClusterContext, run_workers
 
 Obj = dict[str, Any]
@@ -29,11 +30,8 @@ MAX_COLLISIONS = 100
 
 
 def option(options: object, key: str, default: int) -> int:
-    """An option from a mapping or an options object's ``extra`` mapping."""
-    extra = options if isinstance(options, Mapping) else getattr(options, "extra", None)
-    if isinstance(extra, Mapping) and key in extra:
-        return int(extra[key])
-    return default
+    """A whole-number setting from the factory's options (``options.settings_of``)."""
+    return int(settings_of(options).get(key, default))
 
 
 def key_of(obj: Mapping[str, Any]) -> str:
