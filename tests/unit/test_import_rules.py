@@ -95,7 +95,10 @@ PURE = ("kubewire.selectors", "kubewire.schema", "kubewire.models", "kubewire.se
         "kubewire.cluster.nodes.node_status", "kubewire.server.reads.simulated_logs",
         "kubewire.cluster.controllers.node_lifecycle_decisions",
         "kubewire.cluster.controllers.taint_eviction_decisions",
-        "kubewire.cluster.controllers.options")
+        "kubewire.cluster.controllers.options",
+        "kubewire.cluster.controllers.history", "kubewire.cluster.controllers.pod_state",
+        "kubewire.cluster.controllers.statefulset_rules",
+        "kubewire.cluster.controllers.daemonset_rules")
 # (httptools is a parser, not I/O: the sans-I/O ``http_parse`` drives it.)
 IO_LIBRARIES = frozenset({"asyncio", "socket", "ssl", "sqlite3", "uvloop", "threading",
                           "subprocess", "multiprocessing", "selectors"})

@@ -4,5 +4,8 @@
 their pure decisions in ``replica_rules`` and ``rollout``; ``node_lifecycle``
 (``node-lifecycle-controller``) and ``taint_eviction`` (``taint-eviction-controller``) with
 theirs in ``node_lifecycle_decisions`` and ``taint_eviction_decisions`` (``options`` reads a
-component's settings).
+component's settings); ``statefulset`` (``statefulset-controller``) and ``daemonset``
+(``daemonset-controller``) with theirs in ``statefulset_rules`` and ``daemonset_rules``,
+sharing ``history`` (ControllerRevisions), ``adoption`` (claiming pods) and ``pod_state``
+(Ready, available).
 """
