@@ -851,9 +851,16 @@ def _set_or_pop(target: dict[str, JSON], key: str, value: JSON) -> None:
         target[key] = value
 
 
+# ObjectMeta's omitempty collections: an empty (or null) one is not written (Go's encoder; a
+# custom resource's metadata is coerced through ObjectMeta too)
+_OMITTED_WHEN_EMPTY = frozenset({"labels", "annotations", "ownerReferences", "finalizers"})
+
+
 def _ordered(meta: dict[str, JSON]) -> dict[str, JSON]:
-    known = {k: meta[k] for k in _META_ORDER if k in meta}
-    return {**known, **{k: v for k, v in meta.items() if k not in known}}
+    """``meta`` in ObjectMeta's field order, without empty omitempty collections."""
+    kept = {k: v for k, v in meta.items() if not (k in _OMITTED_WHEN_EMPTY and _is_empty(v))}
+    known = {k: kept[k] for k in _META_ORDER if k in kept}
+    return {**known, **{k: v for k, v in kept.items() if k not in known}}
 
 
 def _with_ordered_meta(obj: dict[str, JSON]) -> dict[str, JSON]:
