@@ -51,6 +51,7 @@ EXPECTED: dict[tuple[str, str], tuple[str, bool, list[str], list[str], list[str]
     ("", "namespaces"): ("Namespace", False, [v for v in STD if v != "deletecollection"],
                          ["ns"], [], {"finalize": ["update"], "status": STATUS}),
     ("", "configmaps"): ("ConfigMap", True, STD, ["cm"], [], {}),
+    ("", "endpoints"): ("Endpoints", True, STD, ["ep"], [], {}),
     ("", "secrets"): ("Secret", True, STD, [], [], {}),
     ("", "serviceaccounts"): ("ServiceAccount", True, STD, ["sa"], [], {"token": ["create"]}),
     ("", "events"): ("Event", True, STD, ["ev"], [], {}),
@@ -138,7 +139,7 @@ KUBE_HASHES = {
     ("certificates.k8s.io", "certificatesigningrequests"): "95fRKMXA+00=",
     ("", "resourcequotas"): "8uhSgffRX6w=", ("", "limitranges"): "EBKMFVe6cwo=",
     ("", "persistentvolumeclaims"): "QWTyNDq0dC4=", ("", "persistentvolumes"): "HN/zwEC+JgM=",
-    ("storage.k8s.io", "storageclasses"): "K+m6uJwbjGY=",
+    ("storage.k8s.io", "storageclasses"): "K+m6uJwbjGY=", ("", "endpoints"): "fWeeMqaN/OA=",
 }
 
 

@@ -108,6 +108,7 @@ ACCEPTED = {
     "persistentvolumeclaims": ["metadata.name", "metadata.namespace"],
     "persistentvolumes": ["metadata.name"],
     "storageclasses": ["metadata.name"],
+    "endpoints": ["metadata.name", "metadata.namespace"],
 }
 REJECTED = {"pods": "spec.foo", "services": "spec.ports", "nodes": "metadata.namespace",
             "namespaces": "name", "events": "involvedObject.name", "deployments": "spec.replicas",
@@ -126,7 +127,7 @@ REJECTED = {"pods": "spec.foo", "services": "spec.ports", "nodes": "metadata.nam
             # the claim and volume strategies' legacy "name" field: core/v1's conversion
             # does not take it, so it cannot be selected
             "limitranges": "spec.limits", "persistentvolumeclaims": "name",
-            "persistentvolumes": "name", "storageclasses": "provisioner"}
+            "persistentvolumes": "name", "storageclasses": "provisioner", "endpoints": "subsets"}
 
 
 def test_every_registry_kind_is_covered() -> None:
@@ -163,7 +164,7 @@ def test_default_style_kinds_and_message_quoting() -> None:
         "ingresses", "networkpolicies", "endpointslices", "configmaps",
         "serviceaccounts", "leases", "customresourcedefinitions", "roles", "rolebindings",
         "clusterroles", "clusterrolebindings", "resourcequotas", "limitranges",
-        "persistentvolumeclaims", "persistentvolumes", "storageclasses"}
+        "persistentvolumeclaims", "persistentvolumes", "storageclasses", "endpoints"}
     with pytest.raises(SelectorError) as info:
         convert_field_selector(resource("deployments"), parse_field_selector('a"b=1'))
     assert info.value.message.startswith('"a\\"b" is not a known field selector')

@@ -31,6 +31,7 @@ from kubewire.models.coordination_k8s_io_v1 import Lease
 from kubewire.models.core_v1 import (
     Binding,
     ConfigMap,
+    Endpoints,
     LimitRange,
     Namespace,
     Node,
@@ -67,6 +68,7 @@ KINDS: tuple[type[KubeObject], ...] = (
     DaemonSet,
     Deployment,
     EndpointSlice,
+    Endpoints,
     EventsK8sIoV1Event,
     Ingress,
     Lease,
@@ -118,6 +120,7 @@ __all__ = [
     "DeleteOptions",
     "Deployment",
     "EndpointSlice",
+    "Endpoints",
     "EventsK8sIoV1Event",
     "Ingress",
     "IntOrString",
