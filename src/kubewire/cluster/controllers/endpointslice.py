@@ -39,6 +39,7 @@ WORKERS = 5  # --concurrent-service-endpoint-syncs
 STALE_RETRY_S = 0.05
 Obj = dict[str, Any]
 Key = tuple[str, str]
+NODE_INDEX = f"{NAME}:nodeName"  # pods by spec.nodeName, for node (zone) changes
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -80,6 +81,8 @@ class EndpointSliceController:
         ctx = self.ctx
         self.services = ctx.informer("v1", "Service")
         self.pods = ctx.informer("v1", "Pod")
+        with contextlib.suppress(ValueError):  # another run of this controller added it
+            self.pods.add_indexer(NODE_INDEX, _node_name_of)
         self.nodes = ctx.informer("v1", "Node")
         self.slices = ctx.informer(
             "discovery.k8s.io/v1", "EndpointSlice",
@@ -152,9 +155,8 @@ class EndpointSliceController:
 
     async def _pods_on(self, node_name: str) -> None:
         keys: dict[Key, None] = {}
-        for pod in self.pods.cache.list():
-            if rules.spec(pod).get("nodeName") == node_name:
-                keys.update(dict.fromkeys(self._services_of(pod)))
+        for pod in self.pods.by_index(NODE_INDEX, node_name):
+            keys.update(dict.fromkeys(self._services_of(pod)))
         for key in keys:
             await self.queue.add(key)
 
@@ -227,7 +229,11 @@ class EndpointSliceController:
             return "stale"
         pods = [p for p in self.pods.by_index("namespace", namespace)
                 if rules.selects(selector, p)]
-        nodes = {str(_meta(n).get("name")): n for n in self.nodes.cache.list()}
+        nodes: dict[str, Obj] = {}
+        for node_name in {str(rules.spec(p).get("nodeName") or "") for p in pods}:
+            found = self.nodes.get(node_name) if node_name else None
+            if found is not None:
+                nodes[node_name] = found
         trigger = self.triggers.compute(service, pods)
         plan = rules.plan(service, pods, nodes, slices, max_per_slice=self.max_per_slice)
         await self._apply(key, service, plan, trigger)
@@ -256,6 +262,11 @@ class EndpointSliceController:
             with contextlib.suppress(NotFound):
                 await self.api.delete(name, namespace=namespace)
             written[name] = None
+
+
+def _node_name_of(pod: Obj) -> list[str]:
+    node_name = rules.spec(pod).get("nodeName")
+    return [str(node_name)] if node_name else []
 
 
 def _namespace_terminating(err: StatusError) -> bool:
