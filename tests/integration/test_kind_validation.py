@@ -366,7 +366,8 @@ def test_endpoints_defaults_and_table(server: ServerThread) -> None:
                         "ports": [{"name": "a", "port": 80}, {"name": "b", "port": 81}]},
                        {"notReadyAddresses": [{"ip": "10.0.1.1"}]}]
     created = create(server, ENDPOINTS.collection(), body)
-    assert [p["protocol"] for p in created["subsets"][0]["ports"]] == ["TCP", "TCP"]
+    [with_ports] = [s for s in created["subsets"] if s.get("ports")]
+    assert [p["protocol"] for p in with_ports["ports"]] == ["TCP", "TCP"]
     table = ok(call(server, "GET", ENDPOINTS.item("many"), headers={
         "Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}), 200)
     assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Endpoints", "Age"]
@@ -376,6 +377,33 @@ def test_endpoints_defaults_and_table(server: ServerThread) -> None:
     table = ok(call(server, "GET", ENDPOINTS.item("empty"), headers={
         "Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}), 200)
     assert table["rows"][0]["cells"][1] == "<none>"
+
+
+def test_endpoints_are_stored_repacked(server: ServerThread) -> None:
+    """The Endpoints strategy's Canonicalize (RepackSubsets): addresses offering the same
+    ports share a subset, sorted by IP; an address ready on a port stays ready there."""
+    port = [{"name": "http", "port": 80, "protocol": "TCP"}]
+    body = ENDPOINTS.obj("packed")
+    body["subsets"] = [
+        {"addresses": [{"ip": "10.0.0.9"}], "ports": port},
+        {"addresses": [{"ip": "10.0.0.2"}], "notReadyAddresses": [{"ip": "10.0.0.5"}],
+         "ports": port},
+        {"notReadyAddresses": [{"ip": "10.0.0.9"}], "ports": port},
+        {"addresses": [{"ip": "10.0.0.7"}], "ports": [{"name": "dns", "port": 53,
+                                                        "protocol": "UDP"}]}]
+    created = create(server, ENDPOINTS.collection(), body)
+    assert created["subsets"] == [
+        {"addresses": [{"ip": "10.0.0.7"}],
+         "ports": [{"name": "dns", "port": 53, "protocol": "UDP"}]},
+        {"addresses": [{"ip": "10.0.0.2"}, {"ip": "10.0.0.9"}],
+         "notReadyAddresses": [{"ip": "10.0.0.5"}], "ports": port}]
+    assert get(server, ENDPOINTS.item("packed"))["subsets"] == created["subsets"]
+    # an update is repacked too
+    updated = ok(call(server, "PATCH", ENDPOINTS.item("packed"), {"subsets": [
+        {"addresses": [{"ip": "10.0.0.4"}], "ports": port},
+        {"addresses": [{"ip": "10.0.0.3"}], "ports": port}]}), 200)
+    assert updated["subsets"] == [{"addresses": [{"ip": "10.0.0.3"}, {"ip": "10.0.0.4"}],
+                                   "ports": port}]
 
 
 def test_valid_objects_of_every_checked_kind_are_accepted(server: ServerThread) -> None:
