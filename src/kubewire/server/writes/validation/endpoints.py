@@ -3,8 +3,8 @@ pkg/apis/core/validation/validation.go): every subset has addresses or not-ready
 each address a valid IP that is not special (``ValidateNonSpecialIP`` but its loopback rule),
 its hostname a DNS label and its nodeName a DNS subdomain; each port named (when a subset has
 more than one) with a DNS label, numbered 1-65535, a supported protocol and a qualified-name
-appProtocol. kube's ``ValidateEndpointsSpecificAnnotations`` checks nothing; kube's strategy
-also repacks the subsets (``Canonicalize``: ``RepackSubsets``), which kubewire does not.
+appProtocol. kube's ``ValidateEndpointsSpecificAnnotations`` checks nothing. The subsets are
+repacked after validation (``writes/canonicalize``), so error paths name the body's subsets.
 
 Pure: objects in, ``FieldError``s out.
 """
