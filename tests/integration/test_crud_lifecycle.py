@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +21,7 @@ from tests.integration.kinds import (
     DEPLOYMENT,
     GATEWAY,
     HTTP_ROUTE,
+    JOB,
     NAMESPACE,
     NS,
     POD,
@@ -61,9 +63,11 @@ def name_for(kind: Kind) -> str:
 
 # --- §1.1-1.4 server-set metadata ---------------------------------------------------------------
 
+# Pod (v1.32), Service, Node, ...: none
 GENERATION_ON_CREATE = {"Deployment": 1, "ReplicaSet": 1, "StatefulSet": 1, "DaemonSet": 1,
                         "Ingress": 1, "NetworkPolicy": 1, "EndpointSlice": 1,
-                        "Gateway": 1, "HTTPRoute": 1}  # Pod (v1.32), Service, Node, ...: none
+                        "Gateway": 1, "HTTPRoute": 1, "Job": 1, "CronJob": 1,
+                        "PodDisruptionBudget": 1, "IngressClass": 1, "PriorityClass": 1}
 
 
 @pytest.mark.parametrize("kind", ALL_KINDS, ids=kind_id)
@@ -267,6 +271,8 @@ def test_put_without_resource_version_is_unconditional_for_builtins(server: Serv
     created = create(server, kind.collection(), kind.obj(name_for(kind)))
     body = kind.obj(name_for(kind), labels={"put": "blind"})
     if kind is POD:  # admission gave the pod a token volume, whose removal pod updates refuse
+        body["spec"] = created["spec"]
+    if kind is JOB:  # a Job's selector and template are generated on create, then immutable
         body["spec"] = created["spec"]
     replaced = ok(call(server, "PUT", kind.item(name_for(kind)), body), 200)
     assert replaced["metadata"]["labels"]["put"] == "blind"
@@ -474,6 +480,28 @@ def test_scheduled_pod_is_deleted_gracefully(make_server: Callable[..., ServerTh
         assert deleted["type"] == "DELETED"
         assert rv_of(deleted) > rv_of(marked)
     assert call(server, "GET", POD.item("bound")).status == 404
+
+
+def test_a_simulated_nodes_pods_are_left_to_its_kubelet(
+        make_server: Callable[..., ServerThread]) -> None:
+    """The server's pod-termination stand-in finishes graceful deletions only where no
+    simulated kubelet runs: a pod on a ``kubewire://`` node stays Terminating for that node's
+    kubelet (none runs here), while a pod on any other node is removed when its grace ends."""
+    server = make_server(pod_grace_cap_s=0.2)
+    create(server, "/api/v1/nodes", {"metadata": {"name": "sim-1"},
+                                     "spec": {"providerID": "kubewire://sim-1"}})
+    for name, node in (("on-sim", "sim-1"), ("on-other", "node-1")):
+        body = POD.obj(name)
+        body["spec"]["nodeName"] = node
+        create(server, POD.collection(), body)
+        ok(call(server, "DELETE", POD.item(name)), 200)
+    deadline = time.monotonic() + 15
+    while call(server, "GET", POD.item("on-other")).status != 404:
+        assert time.monotonic() < deadline, "the other node's pod was never removed"
+        time.sleep(0.05)
+    time.sleep(0.5)
+    left = ok(call(server, "GET", POD.item("on-sim")), 200)
+    assert left["metadata"]["deletionTimestamp"]
 
 
 def test_scheduled_pod_with_grace_zero_is_deleted_at_once(server: ServerThread) -> None:

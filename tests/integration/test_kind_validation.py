@@ -15,15 +15,20 @@ import pytest
 from tests.integration.harness import ServerThread
 from tests.integration.kinds import (
     CONFIG_MAP,
+    CRON_JOB,
     DEPLOYMENT,
     ENDPOINT_SLICE,
     ENDPOINTS,
     INGRESS,
+    INGRESS_CLASS,
+    JOB,
     LEASE,
     NAMESPACE,
     NETWORK_POLICY,
     NODE,
     POD,
+    POD_DISRUPTION_BUDGET,
+    PRIORITY_CLASS,
     SECRET,
     SERVICE,
     Kind,
@@ -33,7 +38,8 @@ from tests.integration.wire import call, create, get, ok
 
 PORT_RANGE = "must be between 1 and 65535, inclusive"
 SNAPSHOT = [POD, SERVICE, DEPLOYMENT, CONFIG_MAP, NODE, NAMESPACE, INGRESS, NETWORK_POLICY,
-            ENDPOINT_SLICE, LEASE, ENDPOINTS]
+            ENDPOINT_SLICE, LEASE, JOB, CRON_JOB, POD_DISRUPTION_BUDGET, PRIORITY_CLASS,
+            INGRESS_CLASS, ENDPOINTS]
 
 
 def snapshot(server: ServerThread) -> list[Any]:
@@ -139,6 +145,27 @@ def test_pod_spec_update_is_forbidden_but_image_may_change(server: ServerThread)
         "be set to 1 if it was previously negative)\n")
     assert status["message"] == f'Pod "p" is invalid: spec: {cause["message"]}'
     assert get(server, POD.item("p")) == current
+
+
+def test_scheduling_gates_may_only_be_removed(server: ServerThread) -> None:
+    """ValidatePodUpdate: a gated pod's gates may be deleted (what lets a scheduler see it);
+    a new gate is refused with validateOnlyDeletedSchedulingGates' text."""
+    body = POD.obj("gated")
+    body["spec"]["schedulingGates"] = [{"name": "a"}, {"name": "b"}]
+    current = create(server, POD.collection(), body)
+    added = copy.deepcopy(current)
+    added["spec"]["schedulingGates"] = [{"name": "a"}, {"name": "b"}, {"name": "c"}]
+    reply = call(server, "PUT", POD.item("gated"), added)
+    assert reply.status == 422
+    causes = {(c["field"], c["message"]) for c in reply.json["details"]["causes"]}
+    assert ("spec.schedulingGates[2].name",
+            "Forbidden: only deletion is allowed, but found new scheduling gate 'c'") in causes
+    assert get(server, POD.item("gated")) == current
+    current["spec"]["schedulingGates"] = [{"name": "b"}]
+    current = ok(call(server, "PUT", POD.item("gated"), current), 200)
+    del current["spec"]["schedulingGates"]
+    current = ok(call(server, "PUT", POD.item("gated"), current), 200)
+    assert "schedulingGates" not in current["spec"]
 
 
 def test_service_port_zero(unchanged: ServerThread) -> None:
@@ -409,6 +436,7 @@ def test_endpoints_are_stored_repacked(server: ServerThread) -> None:
 def test_valid_objects_of_every_checked_kind_are_accepted(server: ServerThread) -> None:
     """The rules refuse nothing kube accepts in the minimal objects of every kind."""
     for kind in (POD, SERVICE, DEPLOYMENT, NODE, NAMESPACE, CONFIG_MAP, SECRET, INGRESS,
-                 NETWORK_POLICY, ENDPOINT_SLICE, LEASE, ENDPOINTS):
+                 NETWORK_POLICY, ENDPOINT_SLICE, LEASE, JOB, CRON_JOB, POD_DISRUPTION_BUDGET,
+                 PRIORITY_CLASS, INGRESS_CLASS, ENDPOINTS):
         created = create(server, kind.collection(), kind.obj("ok"))
         assert ok(call(server, "PATCH", kind.item("ok"), kind.mutation), 200), created

@@ -89,7 +89,17 @@ PURE = ("kubewire.selectors", "kubewire.schema", "kubewire.models", "kubewire.se
         "kubewire.rbac_rules", "kubewire.server.access.rbac_escalation",
         "kubewire.server.controllers.rbac_policy",
         "kubewire.server.controllers.csr_policy", "kubewire.server.writes.csr_strategy",
-        "kubewire.client.leaderelection.record")
+        "kubewire.client.leaderelection.record",
+        "kubewire.cluster.scheduler.plugins", "kubewire.cluster.scheduler.queue",
+        "kubewire.cluster.nodes.query", "kubewire.cluster.nodes.stages",
+        "kubewire.cluster.nodes.gotemplate", "kubewire.cluster.nodes.pod_status",
+        "kubewire.cluster.nodes.node_status", "kubewire.server.reads.simulated_logs",
+        "kubewire.cluster.controllers.node_lifecycle_decisions",
+        "kubewire.cluster.controllers.taint_eviction_decisions",
+        "kubewire.cluster.controllers.options",
+        "kubewire.cluster.controllers.history", "kubewire.cluster.controllers.pod_state",
+        "kubewire.cluster.controllers.statefulset_rules",
+        "kubewire.cluster.controllers.daemonset_rules")
 # (httptools is a parser, not I/O: the sans-I/O ``http_parse`` drives it.)
 IO_LIBRARIES = frozenset({"asyncio", "socket", "ssl", "sqlite3", "uvloop", "threading",
                           "subprocess", "multiprocessing", "selectors"})

@@ -1,2 +1,14 @@
-"""kube-controller-manager's control loops, as clients of the API (each a component with its
-pure decisions in a module beside it)."""
+"""kube-controller-manager's control loops, as clients of the API.
+
+``replicaset`` (``replicaset-controller``) and ``deployment`` (``deployment-controller``) with
+their pure decisions in ``replica_rules`` and ``rollout``; ``node_lifecycle``
+(``node-lifecycle-controller``) and ``taint_eviction`` (``taint-eviction-controller``) with
+theirs in ``node_lifecycle_decisions`` and ``taint_eviction_decisions`` (``options`` reads a
+component's settings); ``statefulset`` (``statefulset-controller``) and ``daemonset``
+(``daemonset-controller``) with theirs in ``statefulset_rules`` and ``daemonset_rules``,
+sharing ``history`` (ControllerRevisions), ``adoption`` (claiming pods) and ``pod_state``
+(Ready, available); ``endpointslice`` (``endpointslice-controller``), ``endpoints``
+(``endpoints-controller``) and ``endpointslice_mirroring``
+(``endpointslice-mirroring-controller``) with theirs in ``endpointslice_rules``,
+``endpoints_rules`` and ``endpointslice_mirroring_rules``.
+"""

@@ -11,7 +11,9 @@
   ``kubectl delete ns x`` returns.
 - Graceful pods: with no kubelet to finish them, a pod marked for graceful deletion is removed
   when its grace period ends (``pod_grace_cap_s`` shortens it), as kubelet's final grace-0
-  delete would (§1.11).
+  delete would (§1.11). A pod bound to a simulated node (``spec.providerID`` ``kubewire://...``,
+  registered by ``kubewire.cluster.nodes``) is left to that node's kubelet, which terminates it
+  as a kubelet does.
 
 Both resume after a restart from what the store holds (marked objects are found on start).
 Their waits (the namespace deletion delay, a pod's grace period) run on ``ctx.clock``: with a
@@ -41,6 +43,8 @@ from kubewire.storage.base import Change, ChangeType
 from kubewire.times import format_time, parse_time_or_none
 
 log = logging.getLogger(__name__)
+
+SIMULATED_PROVIDER = "kubewire://"  # kubewire.cluster.nodes' nodes' spec.providerID
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 NAMESPACE_RETRY_S = 1.0  # re-check a namespace whose contents wait on finalizers
@@ -258,9 +262,23 @@ class Controllers:
         current = self.ctx.caches.for_resource(resource).get(key)
         if current is None:
             return
-        meta = _decode(current.value).get("metadata") or {}
+        pod = _decode(current.value)
+        meta = pod.get("metadata") or {}
+        if self._kubelet_runs((pod.get("spec") or {}).get("nodeName")):
+            return
         if meta.get("uid") == uid and meta.get("deletionTimestamp") and not meta.get("finalizers"):
             await remove_if_finished(self.ctx, resource, key, current.revision)
+
+    def _kubelet_runs(self, node_name: object) -> bool:
+        """Whether ``node_name`` is a simulated node, whose kubelet finishes its pods."""
+        nodes = self.ctx.registry.lookup("", "v1", "nodes")
+        if not isinstance(node_name, str) or not node_name or nodes is None:
+            return False
+        found = self.ctx.caches.for_resource(nodes).get(nodes.storage_key("", node_name))
+        if found is None:
+            return False
+        provider = (_decode(found.value).get("spec") or {}).get("providerID")
+        return isinstance(provider, str) and provider.startswith(SIMULATED_PROVIDER)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)

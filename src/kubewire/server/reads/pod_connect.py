@@ -35,13 +35,16 @@ kube cluster answers when it has no kubelet to give the request to, not an error
   waiting gets ``container "c" in pod "x" is waiting to start: ContainerCreating``, one
   without a status ``... is not available``, and so on. A container that is running or has
   run gets 200 with an empty ``text/plain`` body: it has written nothing anyone kept, and an
-  empty log is what every client handles (``kubectl logs`` prints nothing).
+  empty log is what every client handles (``kubectl logs`` prints nothing). A pod on one of
+  kubewire's simulated nodes (``simulated_logs``) gets the short log its simulated kubelet
+  would serve instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
@@ -49,6 +52,7 @@ import msgspec
 from kubewire.json_types import JSON
 from kubewire.schema.go_values import time_error
 from kubewire.server.context import ServerContext
+from kubewire.server.reads.simulated_logs import LogWindow, is_simulated, simulated_log
 from kubewire.server.request.query_params import Query, first_value, int64_param, parse_bool
 from kubewire.server.request.routes import Route
 from kubewire.server.wire.http_messages import Request, Response
@@ -269,11 +273,26 @@ def _log(ctx: ServerContext, route: Route, query: Query) -> Response:
     node_name = str(_mapping(pod.get("spec")).get("nodeName") or "")
     if not node_name:
         return Response(204, b"", "")
-    kubelet_address(_node(ctx, node_name))
+    node = _node(ctx, node_name)
+    kubelet_address(node)
     refusal = kubelet_log_refusal(pod, container, opts.previous)
     if refusal is not None:
         raise BadRequest(refusal)
-    return Response(200, b"", "text/plain")
+    if not is_simulated(node):
+        return Response(200, b"", "text/plain")
+    since = (_parsed_time(opts.since_time) if opts.since_time else
+             datetime.now(UTC) - timedelta(seconds=opts.since_seconds)
+             if opts.since_seconds is not None else None)
+    window = LogWindow(previous=opts.previous, timestamps=opts.timestamps, since=since,
+                       tail_lines=opts.tail_lines, limit_bytes=opts.limit_bytes)
+    return Response(200, simulated_log(pod, container, window), "text/plain")
+
+
+def _parsed_time(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
 
 
 def _pod(ctx: ServerContext, route: Route) -> dict[str, Any]:

@@ -432,7 +432,25 @@ def _munged_spec(new: Mapping[str, JSON], old: Mapping[str, JSON]) -> dict[str, 
         old, "terminationGracePeriodSeconds")
     if grace == 1 and old_grace is not None and old_grace < 0:
         munged["terminationGracePeriodSeconds"] = old_grace
+    if _list(old, "schedulingGates"):  # a gated pod's gates may go (only deletions: checked)
+        munged.pop("schedulingGates", None)
+        if "schedulingGates" in old:
+            munged["schedulingGates"] = old["schedulingGates"]
     return munged
+
+
+def _only_deleted_scheduling_gates(new: Mapping[str, JSON],
+                                   old: Mapping[str, JSON]) -> list[FieldError]:
+    """validateOnlyDeletedSchedulingGates: a gate the old pod did not have is refused."""
+    old_names = {g.get("name") for g in _list(old, "schedulingGates") if isinstance(g, dict)}
+    errors = []
+    for i, gate in enumerate(_list(new, "schedulingGates")):
+        name = gate.get("name") if isinstance(gate, dict) else None
+        if name not in old_names:
+            errors.append(forbidden(f"spec.schedulingGates[{i}].name",
+                                    "only deletion is allowed, but found new scheduling gate "
+                                    f"'{name}'"))
+    return errors
 
 
 def _changed_fields(new: Mapping[str, JSON], old: Mapping[str, JSON]) -> list[str]:
@@ -456,6 +474,7 @@ def validate_pod(resource: Resource, obj: Mapping[str, JSON],
                                  "must be less than or equal to previous value"
                                  if deadline is not None else
                                  "must not update from a positive integer to nil value")]
+    errors += _only_deleted_scheduling_gates(spec, old_spec)
     munged = _munged_spec(spec, old_spec)
     if munged != old_spec:
         # kube appends cmp.Diff of the internal PodSpecs, whose spacing go-cmp randomizes on
