@@ -298,6 +298,10 @@ RESOURCES: tuple[Resource, ...] = (
                                             "spec.type": "spec.type"}),
              name_rule="dns1035", return_deleted_object=True, allow_create_on_update=True,
              zero_fields=_zero("Service")),
+    # pkg/registry/core/endpoint: short name ``ep``, names are DNS subdomains, PUT creates
+    # (AllowCreateOnUpdate true), default field labels; stored under services/endpoints.
+    Resource("", "v1", "Endpoints", "endpoints", "endpoints", namespaced=True,
+             short_names=("ep",), field_label_style="default", allow_create_on_update=True),
     Resource("", "v1", "ConfigMap", "configmaps", "configmap", namespaced=True,
              short_names=("cm",), field_label_style="default"),
     Resource("", "v1", "Secret", "secrets", "secret", namespaced=True,

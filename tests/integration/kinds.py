@@ -119,6 +119,13 @@ ENDPOINT_SLICE = Kind(
     {"addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"]}],
      "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]},
     {"endpoints": [{"addresses": ["10.0.0.2"]}]}, has_status=False)
+ENDPOINTS = Kind(
+    "Endpoints", "v1", "endpoints", True,
+    {"subsets": [{"addresses": [{"ip": "10.0.0.1"}],
+                  "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]}]},
+    {"subsets": [{"addresses": [{"ip": "10.0.0.2"}],
+                  "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]}]},
+    has_status=False)
 GATEWAY = Kind(
     "Gateway", "gateway.networking.k8s.io/v1", "gateways", True,
     {"spec": {"gatewayClassName": "example",
@@ -225,7 +232,8 @@ ALL_KINDS = [POD, SERVICE, NODE, NAMESPACE, DEPLOYMENT, REPLICA_SET, STATEFUL_SE
              HTTP_ROUTE, CONFIG_MAP, SECRET, SERVICE_ACCOUNT, LEASE, ROLE, CLUSTER_ROLE,
              ROLE_BINDING, CLUSTER_ROLE_BINDING, CERTIFICATE_SIGNING_REQUEST,
              RESOURCE_QUOTA, LIMIT_RANGE, PERSISTENT_VOLUME_CLAIM, PERSISTENT_VOLUME,
-             STORAGE_CLASS, JOB, CRON_JOB, POD_DISRUPTION_BUDGET, PRIORITY_CLASS, INGRESS_CLASS]
+             STORAGE_CLASS, JOB, CRON_JOB, POD_DISRUPTION_BUDGET, PRIORITY_CLASS, INGRESS_CLASS,
+             ENDPOINTS]
 NAMESPACED_KINDS = [k for k in ALL_KINDS if k.namespaced]
 
 

@@ -208,6 +208,9 @@ def test_kinds_land_where_kube_keeps_them(on_etcd: Callable[..., ServerThread],
         "/registry/storageclasses/fast": {
             "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
             "metadata": {"name": "fast"}, "provisioner": "example.com/fast"},
+        f"/registry/services/endpoints/{NS}/db": {
+            "apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "db", "namespace": NS},
+            "subsets": [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 5432}]}]},
         # issue 20: kube keys these by plural alone
         f"/registry/jobs/{NS}/once": {
             "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "once", "namespace": NS},
@@ -246,6 +249,10 @@ def test_kinds_land_where_kube_keeps_them(on_etcd: Callable[..., ServerThread],
         "/registry/priorityclasses/system-node-critical"]
     assert keys_under(etcd, "/registry/services/specs/default/") == [
         "/registry/services/specs/default/kubernetes", "/registry/services/specs/default/web"]
+    # Endpoints share kube's services/ prefix, beside the Services (the bootstrap's too)
+    assert keys_under(etcd, "/registry/services/endpoints/default/") == [
+        "/registry/services/endpoints/default/db",
+        "/registry/services/endpoints/default/kubernetes"]
 
 
 def test_a_custom_resource_is_stored_under_its_group_with_sorted_keys(

@@ -43,6 +43,7 @@ _TYPED_APIS: dict[str, tuple[type[Any], str]] = {
     "NetworkPolicy": (client.NetworkingV1Api, "network_policy"),
     "EndpointSlice": (client.DiscoveryV1Api, "endpoint_slice"),
     "ConfigMap": (client.CoreV1Api, "config_map"),
+    "Endpoints": (client.CoreV1Api, "endpoints"),
     "Secret": (client.CoreV1Api, "secret"),
     "ServiceAccount": (client.CoreV1Api, "service_account"),
     "Lease": (client.CoordinationV1Api, "lease"),

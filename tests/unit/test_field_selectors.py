@@ -109,6 +109,7 @@ ACCEPTED = {
     "persistentvolumeclaims": ["metadata.name", "metadata.namespace"],
     "persistentvolumes": ["metadata.name"],
     "storageclasses": ["metadata.name"],
+    "endpoints": ["metadata.name", "metadata.namespace"],
     "jobs": ["metadata.name", "metadata.namespace", "status.successful"],
     "cronjobs": ["metadata.name", "metadata.namespace"],
     "poddisruptionbudgets": ["metadata.name", "metadata.namespace"],
@@ -135,7 +136,8 @@ REJECTED = {"pods": "spec.foo", "services": "spec.ports", "nodes": "metadata.nam
             "persistentvolumes": "name", "storageclasses": "provisioner",
             "jobs": "status.succeeded",
             "cronjobs": "spec.schedule", "poddisruptionbudgets": "spec.minAvailable",
-            "priorityclasses": "value", "ingressclasses": "spec.controller"}
+            "priorityclasses": "value", "ingressclasses": "spec.controller",
+            "endpoints": "subsets"}
 
 
 def test_every_registry_kind_is_covered() -> None:
@@ -175,7 +177,7 @@ def test_default_style_kinds_and_message_quoting() -> None:
         "serviceaccounts", "leases", "customresourcedefinitions", "roles", "rolebindings",
         "clusterroles", "clusterrolebindings", "resourcequotas", "limitranges",
         "persistentvolumeclaims", "persistentvolumes", "storageclasses", "cronjobs",
-        "poddisruptionbudgets", "priorityclasses", "ingressclasses"}
+        "poddisruptionbudgets", "priorityclasses", "ingressclasses", "endpoints"}
     with pytest.raises(SelectorError) as info:
         convert_field_selector(resource("deployments"), parse_field_selector('a"b=1'))
     assert info.value.message.startswith('"a\\"b" is not a known field selector')

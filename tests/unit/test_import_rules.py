@@ -78,6 +78,7 @@ PURE = ("kubewire.selectors", "kubewire.schema", "kubewire.models", "kubewire.se
         "kubewire.server.patch", "kubewire.server.discovery", "kubewire.server.tables.columns",
         "kubewire.server.allocation.rules", "kubewire.server.allocation.ranges",
         "kubewire.server.writes.validation", "kubewire.server.writes.lifecycle",
+        "kubewire.server.writes.canonicalize", "kubewire.endpoints_subsets",
         "kubewire.server.writes.defaults", "kubewire.server.writes.scale",
         "kubewire.server.wire.http_messages", "kubewire.server.wire.http_parse",
         "kubewire.server.wire.encoding", "kubewire.server.wire.websocket",

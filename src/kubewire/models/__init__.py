@@ -32,6 +32,7 @@ from kubewire.models.coordination_k8s_io_v1 import Lease
 from kubewire.models.core_v1 import (
     Binding,
     ConfigMap,
+    Endpoints,
     LimitRange,
     Namespace,
     Node,
@@ -71,6 +72,7 @@ KINDS: tuple[type[KubeObject], ...] = (
     DaemonSet,
     Deployment,
     EndpointSlice,
+    Endpoints,
     EventsK8sIoV1Event,
     Ingress,
     IngressClass,
@@ -127,6 +129,7 @@ __all__ = [
     "DeleteOptions",
     "Deployment",
     "EndpointSlice",
+    "Endpoints",
     "EventsK8sIoV1Event",
     "Ingress",
     "IngressClass",

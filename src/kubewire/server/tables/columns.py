@@ -76,7 +76,8 @@ CELL_FORMATTERS: Mapping[str, CellFormatter] = MappingProxyType({
     "node_internal_ip": kinds.node_internal_ip, "node_external_ip": kinds.node_external_ip,
     "ingress_hosts": kinds.ingress_hosts, "ingress_address": kinds.ingress_address,
     "ingress_ports": kinds.ingress_ports, "slice_ports": kinds.slice_ports,
-    "slice_endpoints": kinds.slice_endpoints, "configmap_data": kinds.configmap_data,
+    "slice_endpoints": kinds.slice_endpoints, "endpoints_endpoints": kinds.endpoints_endpoints,
+    "configmap_data": kinds.configmap_data,
     "event_last_seen": kinds.event_last_seen, "event_first_seen": kinds.event_first_seen,
     "event_count": kinds.event_count, "event_object": kinds.event_object,
     "event_subobject": kinds.event_subobject, "event_source": kinds.event_source,
@@ -209,6 +210,9 @@ PRINTERS: Mapping[str, PrinterSpec] = MappingProxyType({
     )),
     "networking.k8s.io/networkpolicies": PrinterSpec((
         NAME, Column("Pod-Selector", "spec.podSelector", "selector_or_none"), AGE)),
+    # printers.go endpointColumnDefinitions
+    "core/endpoints": PrinterSpec((
+        NAME, Column("Endpoints", "subsets", "endpoints_endpoints"), AGE)),
     "discovery.k8s.io/endpointslices": PrinterSpec((
         NAME, Column("AddressType", "addressType"), Column("Ports", "ports", "slice_ports"),
         Column("Endpoints", "endpoints", "slice_endpoints"), AGE,

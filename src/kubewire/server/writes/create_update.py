@@ -53,6 +53,7 @@ from kubewire.server.writes.admission import (
     service_account_name,
 )
 from kubewire.server.writes.batch_strategy import ownership_basis
+from kubewire.server.writes.canonicalize import canonicalize
 from kubewire.server.writes.defaults import apply_kind_defaults
 from kubewire.server.writes.deletes import delete, delete_collection
 from kubewire.server.writes.ingress_classes import admit_ingress
@@ -211,6 +212,7 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
             default_claim_class(ctx, prepared)  # DefaultStorageClass (mutating admission)
         # a pod's own rules run once, on what admission makes of it (validate_admitted)
         prepared, warnings = validate(resource, prepared, wopts, kind_rules=facts is None)
+        prepared = canonicalize(resource, prepared)
         _admit_priority_class(ctx, resource, prepared, creating=True)
         prepared = as_go_encodes(prepared)
         # managedFields first, as kube's create handler does before mutating admission: the
@@ -406,6 +408,7 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Mutation,
         prepared = lifecycle.prepare_update(resource, old, new, uctx, owned=True)
         prepared, warnings = validate(resource, prepared, wopts, old=old,
                                       subresource=route.subresource)
+        prepared = canonicalize(resource, prepared)
         certificate_requests.admit_update(route, old, prepared)  # a CSR's admission
         _admit_priority_class(ctx, resource, prepared, creating=False)
         prepared = as_go_encodes(prepared)

@@ -595,6 +595,13 @@ def default_ingress_class(ingress_class: dict[str, JSON]) -> None:
         _set_if_nil(parameters, "scope", "Cluster")
 
 
+def default_endpoints(endpoints: dict[str, JSON]) -> None:
+    """core/v1 SetDefaults_Endpoints: a port without a protocol gets TCP."""
+    for subset in _items(endpoints, "subsets"):
+        for port in _items(subset, "ports"):
+            _set_if_zero(port, "protocol", "TCP")
+
+
 KIND_DEFAULTERS: Mapping[str, tuple[Defaulter, ...]] = MappingProxyType({
     "core/pods": (default_pod,),
     "apps/deployments": (default_deployment,),
@@ -607,6 +614,7 @@ KIND_DEFAULTERS: Mapping[str, tuple[Defaulter, ...]] = MappingProxyType({
     "core/secrets": (default_secret,),
     "networking.k8s.io/networkpolicies": (default_network_policy,),
     "discovery.k8s.io/endpointslices": (default_endpoint_slice,),
+    "core/endpoints": (default_endpoints,),
     "apiextensions.k8s.io/customresourcedefinitions": (default_crd,),
     "rbac.authorization.k8s.io/rolebindings": (default_binding,),
     "rbac.authorization.k8s.io/clusterrolebindings": (default_binding,),

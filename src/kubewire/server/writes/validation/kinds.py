@@ -42,6 +42,7 @@ from kubewire.server.writes.validation.crds import (
     validate_custom_resource_definition_status,
 )
 from kubewire.server.writes.validation.discovery import validate_endpoint_slice
+from kubewire.server.writes.validation.endpoints import validate_endpoints
 from kubewire.server.writes.validation.events import validate_event
 from kubewire.server.writes.validation.ingress_class import validate_ingress_class
 from kubewire.server.writes.validation.lease import validate_lease
@@ -88,6 +89,7 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "networking.k8s.io/ingresses": validate_ingress,
     "networking.k8s.io/networkpolicies": validate_network_policy,
     "discovery.k8s.io/endpointslices": validate_endpoint_slice,
+    "core/endpoints": validate_endpoints,
     "coordination.k8s.io/leases": validate_lease,
     "rbac.authorization.k8s.io/roles": validate_role,
     "rbac.authorization.k8s.io/clusterroles": validate_cluster_role,
