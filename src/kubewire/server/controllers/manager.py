@@ -31,6 +31,7 @@ from kubewire.server.controllers.preinstalled_crds import PreinstalledCRDs
 from kubewire.server.controllers.rbac_bootstrap import RbacBootstrap
 from kubewire.server.controllers.selection import (
     CLUSTERROLE_AGGREGATION,
+    GARBAGE_COLLECTOR,
     NAMESPACE,
     POD_TERMINATION,
     ROOT_CA_PUBLISHER,
@@ -53,6 +54,9 @@ class ControllerManager:
 
     def __init__(self, ctx: ServerContext, root_ca: bytes | None) -> None:
         chosen = parse_controllers(ctx.config.controllers)  # ValueError: an unknown name
+        gc_flag = ctx.config.enable_garbage_collector
+        ctx.garbage_collection = bool(gc_flag)  # the in-server collector comes next
+        _ = GARBAGE_COLLECTOR
         self.deletion = Controllers(ctx, namespaces=chosen.enabled(NAMESPACE),
                                     pods=chosen.enabled(POD_TERMINATION))
         self.namespace_defaults = NamespaceDefaults(

@@ -20,10 +20,11 @@ SERVICE_ACCOUNT = "serviceaccount-controller"
 ROOT_CA_PUBLISHER = "root-ca-certificate-publisher-controller"
 POD_TERMINATION = "pod-termination-controller"  # kubewire's own: what kubelets do at a deletion
 CLUSTERROLE_AGGREGATION = "clusterrole-aggregation-controller"
+GARBAGE_COLLECTOR = "garbage-collector-controller"  # kubewire.cluster (a client of the API)
 
 # What kubewire runs, by the name that switches it.
 CONTROLLERS = (NAMESPACE, SERVICE_ACCOUNT, ROOT_CA_PUBLISHER, POD_TERMINATION,
-               CLUSTERROLE_AGGREGATION)
+               CLUSTERROLE_AGGREGATION, GARBAGE_COLLECTOR)
 
 # kube v1.32's aliases (cmd/kube-controller-manager/names KCMControllerAliases), alias -> name.
 ALIASES: dict[str, str] = {
