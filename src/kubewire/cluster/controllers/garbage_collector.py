@@ -117,7 +117,7 @@ class GarbageCollector:
     async def run(self) -> None:
         tasks: list[asyncio.Task[None]] = []
         try:
-            await self._sync_monitors()
+            await self._first_discovery()
             await self._wait_synced()
             loop = asyncio.get_running_loop()
             tasks.append(loop.create_task(self._process_changes(), name="gc-graph"))
@@ -137,6 +137,19 @@ class GarbageCollector:
             for informer in self.monitors.values():
                 await informer.stop()
             self.monitors.clear()
+
+    async def _first_discovery(self) -> None:
+        """Discovery until it succeeds (a server still starting may refuse at first: its
+        default RBAC roles are written a moment after it listens)."""
+        delay = 0.1
+        while True:
+            try:
+                await self._sync_monitors()
+                return
+            except (StatusError, ClientError) as err:
+                log.info("garbage collector: discovery failed (%s); retrying", err)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
 
     async def _wait_synced(self) -> None:
         with contextlib.suppress(TimeoutError):
@@ -519,7 +532,3 @@ def _as_object(identity: Identity) -> Obj:
             "metadata": {"name": identity.name, "namespace": identity.namespace,
                          "uid": identity.uid}}
 
-
-def new_garbage_collector(ctx: ClusterContext, _options: Any) -> GarbageCollector:
-    """The registry's factory."""
-    return GarbageCollector(ctx)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -135,10 +136,12 @@ class Leadership:
 
     def __init__(self, ctx: ServerContext, lead: Callable[[], None],
                  step_down: Callable[[], Awaitable[None]], identity: str | None = None,
-                 ) -> None:
+                 lease: str | None = None) -> None:
         self.ctx = ctx
         self.identity = identity if identity is not None else new_identity()
-        self.config = election_config(ctx.config, self.identity)
+        config = ctx.config if lease is None else dataclasses.replace(
+            ctx.config, leader_elect_resource_name=lease)  # kube-scheduler's own Lease
+        self.config = election_config(config, self.identity)
         self._lead, self._step_down = lead, step_down
         self._leases = ServerLeases(ctx)
         self.events = ServerEventRecorder(ctx)

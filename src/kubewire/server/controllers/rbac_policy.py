@@ -7,8 +7,10 @@ rules and ``aggregate-to-*`` labels, ``system:aggregate-to-*``, ``system:discove
 ``system:basic-user``, ``system:public-info-viewer``, ``system:monitoring``,
 ``system:auth-delegator``, ``system:service-account-issuer-discovery`` and their bindings,
 each with the ``kubernetes.io/bootstrapping: rbac-defaults`` label and the
-``rbac.authorization.kubernetes.io/autoupdate: "true"`` annotation. Roles for kube's own
-components and controllers are left out: kubewire runs none of them.
+``rbac.authorization.kubernetes.io/autoupdate: "true"`` annotation. Of kube's roles for its own
+components and controllers, those of the components kubewire runs (``system:kube-controller-
+manager``, ``system:kube-scheduler``, ``system:controller:generic-garbage-collector``, from
+testdata/controller-roles.yaml) and their bindings; the others are left out.
 
 Reconciliation is kube's (pkg/registry/rbac/reconciliation, ``computeReconciledRole`` and
 ``computeReconciledRoleBinding`` with ``RemoveExtraPermissions``/``RemoveExtraSubjects`` off,

@@ -22,6 +22,9 @@ POD_TERMINATION = "pod-termination-controller"  # kubewire's own: what kubelets 
 CLUSTERROLE_AGGREGATION = "clusterrole-aggregation-controller"
 GARBAGE_COLLECTOR = "garbage-collector-controller"  # kubewire.cluster (a client of the API)
 
+# Those of them that are kubewire.cluster's components (its ``COMPONENTS`` registry; named here
+# too so that a server running none of them never imports the client)
+CLUSTER_COMPONENTS = (GARBAGE_COLLECTOR,)
 # What kubewire runs, by the name that switches it.
 CONTROLLERS = (NAMESPACE, SERVICE_ACCOUNT, ROOT_CA_PUBLISHER, POD_TERMINATION,
                CLUSTERROLE_AGGREGATION, GARBAGE_COLLECTOR)

@@ -1,0 +1,123 @@
+"""``kubewire serve`` runs the cluster's components against itself: the garbage collector
+(as ``system:serviceaccount:kube-system:generic-garbage-collector``, allowed by kube's default
+RBAC roles) finishes ``kubectl delete --cascade=...`` with no client of the test's own, on a
+thread's loop or the server's, under ``--authorization-mode RBAC`` too; ``--controllers``
+turns it off (and DELETE then adds no GC finalizers)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import ssl
+import subprocess
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.integration.harness import ServerThread
+from tests.integration.wire import Reply, ok
+from tests.integration.wire import call as plain_call
+
+NS = "/api/v1/namespaces/default"
+
+
+def call(server: ServerThread, method: str, path: str, body: Any = None) -> Reply:
+    """Plain HTTP, or HTTPS as the admin (the data directory's certificate)."""
+    if not server.url.startswith("https://"):
+        return plain_call(server, method, path, body)
+    pki = server.config.data_dir / "pki"
+    ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+    ctx.load_cert_chain(pki / "admin.crt", pki / "admin.key")
+    conn = http.client.HTTPSConnection("127.0.0.1", server.port, context=ctx, timeout=10)
+    data = json.dumps(body).encode() if body is not None else None
+    try:
+        conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        return Reply(resp.status, dict(resp.getheaders()), resp.read())
+    finally:
+        conn.close()
+
+
+def create(server: ServerThread, collection: str, obj: Any) -> Any:
+    return ok(call(server, "POST", collection, obj), 201)
+
+
+def kubectl(server: ServerThread, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["kubectl", "--kubeconfig", str(server.kubeconfig), *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def owned_pair(server: ServerThread, name: str) -> None:
+    owner = create(server, f"{NS}/configmaps", {"metadata": {"name": name}})
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": name,
+           "uid": owner["metadata"]["uid"], "blockOwnerDeletion": True}
+    create(server, f"{NS}/configmaps", {"metadata": {"name": f"{name}-child",
+                                                     "ownerReferences": [ref]}})
+    create(server, f"{NS}/secrets", {"metadata": {"name": f"{name}-secret",
+                                                  "ownerReferences": [ref]}})
+
+
+def wait_gone(server: ServerThread, path: str, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if call(server, "GET", path).status == 404:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{path} still there")
+
+
+def cascade_story(server: ServerThread) -> None:
+    for cascade in ("background", "foreground", "orphan"):
+        owned_pair(server, f"cm-{cascade}")
+        done = kubectl(server, "delete", "configmap", f"cm-{cascade}", f"--cascade={cascade}",
+                       "--timeout=20s")
+        assert done.returncode == 0, done.stderr
+        wait_gone(server, f"{NS}/configmaps/cm-{cascade}")
+        if cascade == "orphan":
+            time.sleep(0.3)
+            for path in (f"{NS}/configmaps/cm-orphan-child", f"{NS}/secrets/cm-orphan-secret"):
+                kept = ok(call(server, "GET", path), 200)
+                assert not kept["metadata"].get("ownerReferences")
+        else:
+            wait_gone(server, f"{NS}/configmaps/cm-{cascade}-child")
+            wait_gone(server, f"{NS}/secrets/cm-{cascade}-secret")
+
+
+@pytest.mark.parametrize("loop", ["thread", "loop"])
+def test_serve_collects_garbage(make_server: Callable[..., ServerThread], loop: str) -> None:
+    server = make_server(components_loop=loop)
+    assert server.server is not None
+    assert server.server.controllers.components.names == ["garbage-collector-controller"]
+    cascade_story(server)
+
+
+def test_components_work_under_rbac(make_server: Callable[..., ServerThread]) -> None:
+    server = make_server(insecure_http=False, authorization_mode="RBAC")
+    cascade_story(server)
+    # the collector's identity is bound by kube's default role, and nothing more
+    allowed = kubectl(server, "auth", "can-i", "delete", "configmaps", "--as",
+                      "system:serviceaccount:kube-system:generic-garbage-collector")
+    assert allowed.stdout.strip() == "yes"
+    scheduler = kubectl(server, "auth", "can-i", "create", "pods", "--subresource=binding", "--as",
+                        "system:kube-scheduler")
+    assert scheduler.stdout.strip() == "yes"
+    kcm = kubectl(server, "auth", "can-i", "delete", "configmaps", "--as",
+                  "system:kube-controller-manager")
+    assert kcm.stdout.strip() == "no"
+
+
+def test_controllers_flag_turns_it_off(make_server: Callable[..., ServerThread]) -> None:
+    server = make_server(controllers=("*", "-garbage-collector-controller"))
+    assert server.server is not None
+    assert server.server.controllers.components.names == []
+    owned_pair(server, "kept")
+    body: Any = ok(call(server, "DELETE", f"{NS}/configmaps/kept",
+                        {"propagationPolicy": "Foreground"}), 200)
+    assert not body["metadata"].get("finalizers")  # no collector: no GC finalizers
+    wait_gone(server, f"{NS}/configmaps/kept")
+    time.sleep(0.3)
+    ok(call(server, "GET", f"{NS}/configmaps/kept-child"), 200)
+    envtest = make_server(controllers=())
+    assert envtest.server is not None and envtest.server.controllers.components.names == []
