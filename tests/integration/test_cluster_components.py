@@ -121,3 +121,39 @@ def test_controllers_flag_turns_it_off(make_server: Callable[..., ServerThread])
     ok(call(server, "GET", f"{NS}/configmaps/kept-child"), 200)
     envtest = make_server(controllers=())
     assert envtest.server is not None and envtest.server.controllers.components.names == []
+
+
+def test_controller_manager_process_against_kubewire(
+        make_server: Callable[..., ServerThread]) -> None:
+    """``kubewire controller-manager --kubeconfig`` runs the collector against a server that
+    runs none itself (``--enable-garbage-collector`` keeps DELETE's finalizers), holding the
+    controller-manager Lease with ``--leader-elect``."""
+    import os
+    import signal
+    import sys
+
+    server = make_server(controllers=("*", "-garbage-collector-controller"),
+                         enable_garbage_collector=True)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kubewire.cli", "controller-manager", "--kubeconfig",
+         str(server.kubeconfig), "--controllers", "garbage-collector-controller",
+         "--leader-elect", "--log-level", "warning"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        lease: Any = None
+        while time.monotonic() < deadline:
+            reply = call(server, "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/"
+                                        "leases/kube-controller-manager")
+            if reply.status == 200:
+                lease = json.loads(reply.body)
+                if lease["spec"].get("holderIdentity"):
+                    break
+            time.sleep(0.1)
+        assert lease is not None and lease["spec"]["holderIdentity"], process.poll()
+        cascade_story(server)
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=20)
+    assert process.returncode == 0, err
