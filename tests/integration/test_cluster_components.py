@@ -157,3 +157,27 @@ def test_controller_manager_process_against_kubewire(
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=20)
     assert process.returncode == 0, err
+
+
+def test_components_run_only_while_leading(make_server: Callable[..., ServerThread]) -> None:
+    """With ``--leader-elect`` the collector runs once this server holds the
+    controller-manager Lease, and stops when it steps down."""
+    import asyncio
+
+    server = make_server(leader_elect=True)
+    assert server.server is not None and server._loop is not None
+    manager = server.server.controllers
+    part = manager.components.parts["kube-controller-manager"]
+    deadline = time.monotonic() + 10
+    while not part.tasks and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert manager.leadership is not None and manager.leadership.leading
+    assert part.tasks
+    cascade_story(server)
+    asyncio.run_coroutine_threadsafe(manager._step_down(), server._loop).result(10)
+    assert not part.tasks and not part.wanted
+    owned_pair(server, "unled")
+    ok(call(server, "DELETE", f"{NS}/configmaps/unled", {"propagationPolicy": "Background"}),
+       200)
+    time.sleep(0.5)
+    ok(call(server, "GET", f"{NS}/configmaps/unled-child"), 200)  # nobody collects it now
