@@ -270,3 +270,27 @@ async def test_kubernetes_package_delete_options(server: ServerThread,
     cm = await stays(server, f"{NS}/configmaps/py-child2", 0.2)
     assert not cm["metadata"].get("ownerReferences")
     api_client.close()
+
+
+async def test_foreground_goes_down_a_chain(server: ServerThread,
+                                            collector: GarbageCollector) -> None:
+    """A foreground deletion deletes a dependent that has dependents of its own in the
+    foreground too: grandchildren first, then the child, then the owner."""
+    top = configmap(server, "top")
+    middle = configmap(server, "middle", owner_ref(top, block=True))
+    configmap(server, "bottom", owner_ref(middle, block=True),
+              finalizers=["example.com/hold"])
+    ok(call(server, "DELETE", f"{NS}/configmaps/top", {"propagationPolicy": "Foreground"}), 200)
+    for _ in range(200):
+        mid = ok(call(server, "GET", f"{NS}/configmaps/middle"), 200)
+        if "foregroundDeletion" in (mid["metadata"].get("finalizers") or []):
+            break
+        await asyncio.sleep(0.05)
+    assert mid["metadata"]["finalizers"] == ["foregroundDeletion"]  # deleted in the foreground
+    held = await stays(server, f"{NS}/configmaps/top", 0.3)
+    assert held["metadata"]["finalizers"] == ["foregroundDeletion"]
+    ok(call(server, "PATCH", f"{NS}/configmaps/bottom", {"metadata": {"finalizers": None}},
+            headers={"Content-Type": "application/merge-patch+json"}), 200)
+    await gone(server, f"{NS}/configmaps/bottom")
+    await gone(server, f"{NS}/configmaps/middle")
+    await gone(server, f"{NS}/configmaps/top")

@@ -431,11 +431,39 @@ class GarbageCollector:
                 await self._drop_refs(node.identity, latest, drop)
             return
         policy = gc.deletion_policy(latest, bool(node.dependents), classified)
-        api = self._api(node.identity.api_version, node.identity.kind)
-        with contextlib.suppress(NotFound, Conflict):  # gone, or another object by now
-            await api.delete(node.identity.name, namespace=node.identity.namespace or None,
-                             propagation_policy=policy,
-                             preconditions={"uid": node.identity.uid})
+        if classified.waiting and node.dependents and any(
+                gc.deleting_dependents(self.nodes[d].obj) for d in node.dependents
+                if d in self.nodes):
+            # a dependent of its own deletes in the foreground too: unblock, lest they wait
+            # on each other
+            await self._patch(node.identity, gc.strategic_unblock(node.identity.uid,
+                                                                  gc.owner_refs(latest)),
+                              gc.json_patch_unblock(latest))
+        await self._delete(node.identity, latest, policy)
+
+    async def _delete(self, identity: Identity, latest: Obj, policy: str) -> None:
+        """kube's ``deleteObject``: preconditions uid and the resourceVersion classified; on a
+        conflict, again with the uid alone if the owner references have not changed (another
+        change does not matter), else the item is tried again (``Conflict`` raised)."""
+        api = self._api(identity.api_version, identity.kind)
+        namespace = identity.namespace or None
+        meta = latest.get("metadata") or {}
+        try:
+            await api.delete(identity.name, namespace=namespace, propagation_policy=policy,
+                             preconditions={"uid": identity.uid,
+                                            "resourceVersion": str(meta.get("resourceVersion"))})
+            return
+        except NotFound:
+            return
+        except Conflict:
+            now = await self._get(identity)
+            if now is None:
+                return
+            if gc.owner_refs(now) != gc.owner_refs(latest):
+                raise
+        with contextlib.suppress(NotFound):
+            await api.delete(identity.name, namespace=namespace, propagation_policy=policy,
+                             preconditions={"uid": identity.uid})
 
     async def _owner(self, dependent: Identity, ref: Obj) -> Obj | object | None:
         kind = self.kinds.get((gc.group_of(str(ref.get("apiVersion", ""))),
@@ -456,14 +484,20 @@ class GarbageCollector:
     async def _drop_refs(self, identity: Identity, obj: Obj, uids: list[str]) -> None:
         """Remove the references to ``uids`` from the object (strategic merge; JSON patch for
         kinds that do not take it)."""
+        await self._patch(identity, gc.strategic_delete_refs(identity.uid, uids),
+                          gc.json_patch_delete_refs(obj, uids))
+
+    async def _patch(self, identity: Identity, strategic: Obj,
+                     json_patch: list[Obj]) -> None:
+        """A strategic merge patch; kinds that refuse it (custom resources) get the JSON patch
+        (kube falls back to a JSON merge patch with the same preconditions)."""
         api = self._api(identity.api_version, identity.kind)
         namespace = identity.namespace or None
         try:
-            await api.patch(identity.name, gc.strategic_delete_refs(identity.uid, uids),
-                            namespace=namespace, type=PatchType.STRATEGIC)
+            await api.patch(identity.name, strategic, namespace=namespace,
+                            type=PatchType.STRATEGIC)
         except (UnsupportedMediaType, ValueError):
-            await api.patch(identity.name, gc.json_patch_delete_refs(obj, uids),
-                            namespace=namespace, type=PatchType.JSON)
+            await api.patch(identity.name, json_patch, namespace=namespace, type=PatchType.JSON)
         except NotFound:
             pass
 

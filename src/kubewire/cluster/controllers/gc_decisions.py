@@ -132,6 +132,26 @@ def strategic_delete_refs(dependent_uid: str, uids: Iterable[str]) -> dict[str, 
                          "uid": dependent_uid}}
 
 
+def unblock_refs(refs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The references with ``blockOwnerDeletion`` turned off (all of them, as kube's
+    ``unblockOwnerReferences`` does, to break a possible foreground-deletion cycle)."""
+    return [dict(ref, blockOwnerDeletion=False) for ref in refs if blocks(ref)]
+
+
+def strategic_unblock(dependent_uid: str, refs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    return {"metadata": {"ownerReferences": unblock_refs(refs), "uid": dependent_uid}}
+
+
+def json_patch_unblock(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    meta = obj.get("metadata") or {}
+    refs = [dict(ref, blockOwnerDeletion=False) if blocks(ref) else ref
+            for ref in meta.get("ownerReferences") or []]
+    return [{"op": "test", "path": "/metadata/uid", "value": meta.get("uid")},
+            {"op": "test", "path": "/metadata/resourceVersion",
+             "value": meta.get("resourceVersion")},
+            {"op": "replace", "path": "/metadata/ownerReferences", "value": refs}]
+
+
 def json_patch_delete_refs(obj: Mapping[str, Any], uids: Iterable[str]) -> list[dict[str, Any]]:
     """For kinds without strategic merge (custom resources): a JSON patch that tests the uid
     and resourceVersion, then replaces the references (kube's ``jsonMergePatch`` fallback
