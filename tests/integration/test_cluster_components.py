@@ -181,3 +181,44 @@ def test_components_run_only_while_leading(make_server: Callable[..., ServerThre
        200)
     time.sleep(0.5)
     ok(call(server, "GET", f"{NS}/configmaps/unled-child"), 200)  # nobody collects it now
+
+
+def test_a_scheduler_part_runs_on_its_own_lease_as_kube_scheduler(
+        make_server: Callable[..., ServerThread], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A component registered in the ``kube-scheduler`` part (as the scheduler will be) runs
+    once this server holds the Lease ``kube-system/kube-scheduler``, as
+    ``system:kube-scheduler``, which kube's default role lets list pods and nodes."""
+    import asyncio
+
+    from kubewire.cluster import components
+    from kubewire.cluster.runtime import ClusterContext
+    from kubewire.server.controllers import components as server_components
+
+    seen: list[tuple[int, int]] = []
+
+    class Probe:
+        name = "probe-scheduler"
+
+        def __init__(self, ctx: ClusterContext) -> None:
+            self.ctx = ctx
+
+        async def run(self) -> None:
+            pods = await self.ctx.api("v1", "Pod").list(namespace=None)
+            nodes = await self.ctx.api("v1", "Node").list()
+            seen.append((len(pods.items), len(nodes.items)))
+            await asyncio.get_running_loop().create_future()
+
+    registration = components.Registration(
+        "probe-scheduler", lambda ctx, _options: Probe(ctx), part=components.KUBE_SCHEDULER,
+        identity=components.SCHEDULER_USER)
+    monkeypatch.setitem(components.COMPONENTS, registration.name, registration)
+    monkeypatch.setattr(server_components, "CLUSTER_COMPONENTS",
+                        (*server_components.CLUSTER_COMPONENTS, registration.name))
+    server = make_server(insecure_http=False, authorization_mode="RBAC", leader_elect=True)
+    deadline = time.monotonic() + 15
+    while not seen and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert seen == [(0, 0)]
+    lease = ok(call(server, "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/"
+                                   "leases/kube-scheduler"), 200)
+    assert lease["spec"]["holderIdentity"]
