@@ -294,3 +294,28 @@ async def test_foreground_goes_down_a_chain(server: ServerThread,
     await gone(server, f"{NS}/configmaps/bottom")
     await gone(server, f"{NS}/configmaps/middle")
     await gone(server, f"{NS}/configmaps/top")
+
+
+async def test_cluster_scoped_dependent_of_a_namespaced_owner(
+        server: ServerThread, collector: GarbageCollector) -> None:
+    """A cluster-scoped object cannot have a namespaced owner: kube reports it on the dependent
+    (in ``default``, where cluster-scoped objects' events go) and never collects it."""
+    owner = configmap(server, "ns-owner")
+    await asyncio.sleep(0.3)  # the collector observes the owner first
+    create(server, "/apis/rbac.authorization.k8s.io/v1/clusterroles", {
+        "metadata": {"name": "odd-dependent", "ownerReferences": [owner_ref(owner)]},
+        "rules": []})
+    uid = owner["metadata"]["uid"]
+    message = (f"ownerRef [v1/ConfigMap, namespace: , name: ns-owner, uid: {uid}] does not "
+               'exist in namespace ""')
+    for _ in range(100):
+        events = ok(call(server, "GET", f"{NS}/events"), 200)["items"]
+        found = [e for e in events if e["reason"] == "OwnerRefInvalidNamespace"
+                 and e["involvedObject"]["name"] == "odd-dependent"]
+        if found:
+            break
+        await asyncio.sleep(0.05)
+    assert [e["message"] for e in found] == [message]
+    assert found[0]["involvedObject"]["kind"] == "ClusterRole"
+    ok(call(server, "DELETE", f"{NS}/configmaps/ns-owner"), 200)
+    await stays(server, "/apis/rbac.authorization.k8s.io/v1/clusterroles/odd-dependent", 0.5)
