@@ -11,4 +11,9 @@ sharing ``history`` (ControllerRevisions), ``adoption`` (claiming pods) and ``po
 (``endpoints-controller``) and ``endpointslice_mirroring``
 (``endpointslice-mirroring-controller``) with theirs in ``endpointslice_rules``,
 ``endpoints_rules`` and ``endpointslice_mirroring_rules``.
+``garbage_collector`` (``garbage-collector-controller``, kube's
+``pkg/controller/garbagecollector``) keeps a graph of owners and dependents over every served
+kind and deletes or orphans dependents as their owners' deletions ask; ``gc_decisions`` holds
+its pure decisions. The registry of runnable components (name → factory) is
+``kubewire.cluster.components``.
 """

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from kubewire.server.context import ServerContext, elects_leader
 from kubewire.server.controllers.bootstrap import KubernetesService
 from kubewire.server.controllers.clusterrole_aggregation import ClusterRoleAggregation
+from kubewire.server.controllers.components import KUBE_SCHEDULER, ClusterComponents, Issue
 from kubewire.server.controllers.crds import CustomResourceDefinitions
 from kubewire.server.controllers.csr_signing import CsrCleaner, CsrSigning, signing_files
 from kubewire.server.controllers.deletion import Controllers
@@ -39,6 +40,7 @@ from kubewire.server.controllers.selection import (
     CLUSTERROLE_AGGREGATION,
     CSR_CLEANER,
     CSR_SIGNING,
+    GARBAGE_COLLECTOR,
     NAMESPACE,
     POD_TERMINATION,
     PV_PROTECTION,
@@ -67,6 +69,11 @@ class ControllerManager:
 
     def __init__(self, ctx: ServerContext, root_ca: bytes | None) -> None:
         chosen = parse_controllers(ctx.config.controllers)  # ValueError: an unknown name
+        gc_flag = ctx.config.enable_garbage_collector
+        ctx.garbage_collection = chosen.enabled(GARBAGE_COLLECTOR) if gc_flag is None else gc_flag
+        # kubewire.cluster's components, as clients of this server (``components``)
+        self.components = ClusterComponents(chosen.enabled, ctx.config.nodes,
+                                            ctx.config.components_loop)
         self.deletion = Controllers(ctx, namespaces=chosen.enabled(NAMESPACE),
                                     pods=chosen.enabled(POD_TERMINATION))
         self.namespace_defaults = NamespaceDefaults(
@@ -116,13 +123,22 @@ class ControllerManager:
             from kubewire.server.controllers.leadership import Leadership
 
             self.leadership = Leadership(ctx, self._lead, self._step_down)  # ValueError
+        # kube-scheduler campaigns for its own Lease
+        self.scheduler_leadership: Leadership | None = None
+        if self.leadership is not None and KUBE_SCHEDULER in self.components.parts:
+            self.scheduler_leadership = Leadership(
+                ctx, lambda: self.components.lead(KUBE_SCHEDULER),
+                lambda: self.components.step_down(KUBE_SCHEDULER), lease=KUBE_SCHEDULER)
         self._kcm_running = False
 
     def start(self) -> None:
         if self.leadership is None:
             self._lead()
+            self.components.lead(KUBE_SCHEDULER)
         else:
             self.leadership.start()
+        if self.scheduler_leadership is not None:
+            self.scheduler_leadership.start()
         self.crds.start()  # listens to the feed before the pre-installed CRDs are written
         self._installing = asyncio.get_running_loop().create_task(
             self.preinstalled.install(), name="preinstalled-crds")
@@ -137,6 +153,9 @@ class ControllerManager:
     def _lead(self) -> None:
         """Start kube-controller-manager's part (at start, or on acquiring the Lease)."""
         self._kcm_running = True
+        for part in self.components.parts:  # kube-controller-manager's, and the kubelets
+            if part != KUBE_SCHEDULER:
+                self.components.lead(part)
         self.deletion.start()
         self.namespace_defaults.start()
         if self.aggregation is not None:
@@ -159,6 +178,9 @@ class ControllerManager:
                 await self.csr_cleaner.stop()
             if self.csr_signing is not None:
                 await self.csr_signing.stop()
+            for part in self.components.parts:
+                if part != KUBE_SCHEDULER:
+                    await self.components.step_down(part)
             if self.aggregation is not None:
                 await self.aggregation.stop()
             if self.resource_quota is not None:
@@ -172,6 +194,16 @@ class ControllerManager:
     def serving(self, host: str, port: int) -> None:
         self.kubernetes_service.start(host, port)
         self._serving = True
+
+    def serve_components(self, url: str, ca_pem: bytes | None, issue: Issue) -> None:
+        """Start kubewire.cluster's components as clients of ``url`` (tokens from ``issue``)."""
+        self.components.serving(url, ca_pem, issue)
+
+    async def stop_components(self) -> None:
+        """Stop them (before the server stops listening: their last requests are answered)."""
+        if self.scheduler_leadership is not None:
+            await self.scheduler_leadership.stop()
+        await self.components.stop()
 
     @property
     def idle(self) -> bool:
@@ -217,6 +249,7 @@ class ControllerManager:
             self.deletion.find_marked()
 
     async def stop(self) -> None:
+        await self.stop_components()
         if self.leadership is not None:
             await self.leadership.stop()  # its controllers stop, then the Lease is released
         if self._serving:

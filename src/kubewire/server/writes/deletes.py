@@ -61,7 +61,7 @@ async def delete_object(ctx: ServerContext, resource: Resource, namespace: str, 
         current = await ctx.live_now(resource, namespace, name)
         old = _decode(current.value)
         try:
-            plan = lifecycle.plan_delete(resource, old, _delete_request(dopts), ctx.now())
+            plan = lifecycle.plan_delete(resource, old, _delete_request(ctx, dopts), ctx.now())
         except StatusError:  # preconditions checked on cached data, maybe stale: again
             if await ctx.was_stale(resource, key, current.revision):
                 continue
@@ -126,12 +126,14 @@ def _options_body(request: Request) -> bytes:
     return request.body
 
 
-def _delete_request(dopts: DeleteOptions) -> lifecycle.DeleteRequest:
+def _delete_request(ctx: ServerContext, dopts: DeleteOptions) -> lifecycle.DeleteRequest:
     return lifecycle.DeleteRequest(
         grace_period_seconds=dopts.grace_period_seconds,
         precondition_uid=dopts.precondition_uid,
         precondition_resource_version=dopts.precondition_resource_version,
-        propagation_policy=dopts.propagation_policy)
+        propagation_policy=dopts.propagation_policy,
+        orphan_dependents=dopts.orphan_dependents,
+        garbage_collection=ctx.garbage_collection)
 
 
 async def delete_collection(ctx: ServerContext, request: Request, route: Route) -> Response:

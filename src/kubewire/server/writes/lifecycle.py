@@ -11,11 +11,12 @@ Call order for a write, mirroring kube: ``prepare_create`` | (``prepare_update``
 ``update_precondition`` on the request body, compared by storage), then ``is_noop_update`` and
 ``should_remove_after_update``. For DELETE: ``plan_delete`` then ``delete_response``.
 
-What kubewire deliberately does not do: garbage-collector finalizers (``orphan``,
-``foregroundDeletion``) are never added for ``propagationPolicy`` — with no garbage collector
-nothing would remove them and objects would hang (store.go
-``deletionFinalizersForGarbageCollection``); ``managedFields`` are dropped on every write because
-no field manager keeps them current (§1.5).
+Garbage-collector finalizers (``orphan``, ``foregroundDeletion``) are added for a DELETE's
+``propagationPolicy``/``orphanDependents`` (or the kind's default policy) only when
+``DeleteRequest.garbage_collection`` says a garbage collector runs to remove them (kube-apiserver's
+``--enable-garbage-collector``; store.go ``deletionFinalizersForGarbageCollection``): without
+one, objects would hang. ``managedFields`` are dropped on every write because no field manager
+keeps them current (§1.5).
 """
 
 from __future__ import annotations
@@ -563,6 +564,10 @@ class DeleteRequest:
     precondition_uid: str | None = None
     precondition_resource_version: str | None = None
     propagation_policy: str | None = None
+    orphan_dependents: bool | None = None
+    # a garbage collector runs (kube-apiserver's --enable-garbage-collector): the policy's
+    # finalizers are added
+    garbage_collection: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -617,7 +622,49 @@ def plan_delete(resource: Resource, obj: dict[str, JSON], opts: DeleteRequest,
         # customresourcedefinition/etcd.go REST.Delete: mark, the cleanup controller finishes
         marked = crd_strategy.mark_deleting(copy.deepcopy(obj), format_time(now))
         return DeletePlan("mark", _with_ordered_meta(marked))
-    return _plan_store_delete(traits, obj, opts, now)
+    return _plan_store_delete(traits, obj, opts, now, default_gc_policy(resource))
+
+
+ORPHAN_FINALIZER = "orphan"  # metav1.FinalizerOrphanDependents
+FOREGROUND_FINALIZER = "foregroundDeletion"  # metav1.FinalizerDeleteDependents
+GcPolicy = Literal["Unsupported", "Orphan", "Delete"]
+# kinds whose strategy's DefaultGarbageCollectionPolicy is not DeleteDependents (for the
+# versions kubewire serves): Events are never GC-managed; ReplicationControllers and batch/v1
+# Jobs orphan by default (pkg/registry/{core/event,core/replicationcontroller,batch/job})
+_GC_POLICIES: Mapping[str, GcPolicy] = MappingProxyType({
+    "core/events": "Unsupported", "events.k8s.io/events": "Unsupported",
+    "core/replicationcontrollers": "Orphan", "batch/jobs": "Orphan"})
+
+
+def default_gc_policy(resource: Resource) -> GcPolicy:
+    """The kind's ``DefaultGarbageCollectionPolicy``."""
+    return _GC_POLICIES.get(resource.id, "Delete")
+
+
+def gc_finalizers(finalizers: list[str], opts: DeleteRequest,
+                  default: GcPolicy) -> list[str] | None:
+    """store.go ``deletionFinalizersForGarbageCollection``: the finalizers after this DELETE
+    (``orphan`` and ``foregroundDeletion`` removed, then added back as the options, the
+    object's own finalizers or the kind's default ask), or None when they do not change."""
+    if not opts.garbage_collection or default == "Unsupported":
+        return None
+    policy = opts.propagation_policy
+    if opts.orphan_dependents is not None:
+        orphan, foreground = opts.orphan_dependents, False
+    elif policy is not None:
+        orphan, foreground = policy == "Orphan", policy == "Foreground"
+    elif ORPHAN_FINALIZER in finalizers:
+        orphan, foreground = True, False
+    elif FOREGROUND_FINALIZER in finalizers:
+        orphan, foreground = False, True
+    else:
+        orphan, foreground = default == "Orphan", False
+    kept = [f for f in finalizers if f not in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER)]
+    if orphan:
+        kept.append(ORPHAN_FINALIZER)
+    if foreground:
+        kept.append(FOREGROUND_FINALIZER)
+    return None if set(kept) == set(finalizers) else kept
 
 
 def _failed_precondition(meta: Mapping[str, JSON], opts: DeleteRequest, template: str) -> str:
@@ -632,8 +679,9 @@ def _failed_precondition(meta: Mapping[str, JSON], opts: DeleteRequest, template
 
 
 def _plan_store_delete(traits: LifecycleTraits, obj: dict[str, JSON], opts: DeleteRequest,
-                       now: datetime) -> DeletePlan:
-    """store.go Delete / updateForGracefulDeletionAndFinalizers, without GC finalizers."""
+                       now: datetime, gc_policy: GcPolicy = "Unsupported") -> DeletePlan:
+    """store.go Delete / updateForGracefulDeletionAndFinalizers (GC finalizers after the
+    pending-graceful check: a pod already counting down keeps its finalizers)."""
     marked = copy.deepcopy(obj)
     meta = metadata_of(marked)
     grace = opts.grace_period_seconds
@@ -646,6 +694,11 @@ def _plan_store_delete(traits: LifecycleTraits, obj: dict[str, JSON], opts: Dele
         graceful, pending = _graceful_delete(marked, grace, now)
         if pending:
             return DeletePlan("unchanged", obj)
+    finalizers = meta.get("finalizers")
+    changed = gc_finalizers([str(f) for f in finalizers] if isinstance(finalizers, list) else [],
+                            opts, gc_policy)
+    if changed is not None:
+        _set_or_pop(meta, "finalizers", changed or None)
     has_finalizers = bool(meta.get("finalizers"))
     if graceful:
         lingers = has_finalizers or meta.get("deletionGracePeriodSeconds", 0) > 0
