@@ -15,14 +15,19 @@ import pytest
 from tests.integration.harness import ServerThread
 from tests.integration.kinds import (
     CONFIG_MAP,
+    CRON_JOB,
     DEPLOYMENT,
     ENDPOINT_SLICE,
     INGRESS,
+    INGRESS_CLASS,
+    JOB,
     LEASE,
     NAMESPACE,
     NETWORK_POLICY,
     NODE,
     POD,
+    POD_DISRUPTION_BUDGET,
+    PRIORITY_CLASS,
     SECRET,
     SERVICE,
     Kind,
@@ -32,7 +37,8 @@ from tests.integration.wire import call, create, get, ok
 
 PORT_RANGE = "must be between 1 and 65535, inclusive"
 SNAPSHOT = [POD, SERVICE, DEPLOYMENT, CONFIG_MAP, NODE, NAMESPACE, INGRESS, NETWORK_POLICY,
-            ENDPOINT_SLICE, LEASE]
+            ENDPOINT_SLICE, LEASE, JOB, CRON_JOB, POD_DISRUPTION_BUDGET, PRIORITY_CLASS,
+            INGRESS_CLASS]
 
 
 def snapshot(server: ServerThread) -> list[Any]:
@@ -347,6 +353,7 @@ def test_endpoint_slice_addresses_and_ports(unchanged: ServerThread) -> None:
 def test_valid_objects_of_every_checked_kind_are_accepted(server: ServerThread) -> None:
     """The rules refuse nothing kube accepts in the minimal objects of every kind."""
     for kind in (POD, SERVICE, DEPLOYMENT, NODE, NAMESPACE, CONFIG_MAP, SECRET, INGRESS,
-                 NETWORK_POLICY, ENDPOINT_SLICE, LEASE):
+                 NETWORK_POLICY, ENDPOINT_SLICE, LEASE, JOB, CRON_JOB, POD_DISRUPTION_BUDGET,
+                 PRIORITY_CLASS, INGRESS_CLASS):
         created = create(server, kind.collection(), kind.obj("ok"))
         assert ok(call(server, "PATCH", kind.item("ok"), kind.mutation), 200), created

@@ -56,6 +56,11 @@ _TYPED_APIS: dict[str, tuple[type[Any], str]] = {
     "PersistentVolumeClaim": (client.CoreV1Api, "persistent_volume_claim"),
     "PersistentVolume": (client.CoreV1Api, "persistent_volume"),
     "StorageClass": (client.StorageV1Api, "storage_class"),
+    "Job": (client.BatchV1Api, "job"),
+    "CronJob": (client.BatchV1Api, "cron_job"),
+    "PodDisruptionBudget": (client.PolicyV1Api, "pod_disruption_budget"),
+    "PriorityClass": (client.SchedulingV1Api, "priority_class"),
+    "IngressClass": (client.NetworkingV1Api, "ingress_class"),
 }
 
 

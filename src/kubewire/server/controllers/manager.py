@@ -5,7 +5,8 @@ kube-apiserver's own bootstrap controller).
 ServiceAccount and ``kube-root-ca.crt`` in every namespace), ``crds`` (naming, establishing,
 serving and cleanup of CustomResourceDefinitions), ``preinstalled_crds`` (the Gateway API CRDs
 created at start when absent), ``rbac_bootstrap`` (the default cluster roles and bindings
-reconciled at start), ``clusterrole_aggregation`` (aggregated ClusterRoles' rules),
+reconciled at start), ``priority_bootstrap`` (kube's two system PriorityClasses, created at
+start when absent), ``clusterrole_aggregation`` (aggregated ClusterRoles' rules),
 ``csr_signing`` (the CSR signer, when the server holds its CA's key, and the CSR cleaner) and
 ``bootstrap`` (the ``default/kubernetes`` Service and EndpointSlice, once the server listens).
 ``ServerConfig.controllers`` (kube-controller-manager's ``--controllers``, read by
@@ -31,6 +32,7 @@ from kubewire.server.controllers.csr_signing import CsrCleaner, CsrSigning, sign
 from kubewire.server.controllers.deletion import Controllers
 from kubewire.server.controllers.namespace_defaults import NamespaceDefaults
 from kubewire.server.controllers.preinstalled_crds import PreinstalledCRDs
+from kubewire.server.controllers.priority_bootstrap import PriorityClassBootstrap
 from kubewire.server.controllers.rbac_bootstrap import RbacBootstrap
 from kubewire.server.controllers.resource_quota import ResourceQuotaController
 from kubewire.server.controllers.selection import (
@@ -74,6 +76,8 @@ class ControllerManager:
         self.crds = CustomResourceDefinitions(ctx)
         self.preinstalled = PreinstalledCRDs(ctx)
         self.rbac_bootstrap = RbacBootstrap(ctx)
+        self.priority_bootstrap = PriorityClassBootstrap(ctx)
+        self._priority_classes: asyncio.Task[None] | None = None
         self.aggregation = (ClusterRoleAggregation(ctx)
                             if chosen.enabled(CLUSTERROLE_AGGREGATION) else None)
         self.csr_signing: CsrSigning | None = None
@@ -126,6 +130,9 @@ class ControllerManager:
         self._bootstrapping = asyncio.get_running_loop().create_task(
             self.rbac_bootstrap.reconcile(), name="rbac-bootstrap")
         self._bootstrapping.add_done_callback(lambda _: self._changed.set())
+        self._priority_classes = asyncio.get_running_loop().create_task(
+            self.priority_bootstrap.ensure(), name="priority-class-bootstrap")
+        self._priority_classes.add_done_callback(lambda _: self._changed.set())
 
     def _lead(self) -> None:
         """Start kube-controller-manager's part (at start, or on acquiring the Lease)."""
@@ -183,7 +190,7 @@ class ControllerManager:
         return ((not self._kcm_running or kcm_idle)
                 and self.kubernetes_service.queue.idle
                 and self.crds.queue.idle and self.preinstalled.served
-                and self.rbac_bootstrap.done)
+                and self.rbac_bootstrap.done and self.priority_bootstrap.done)
 
     async def settled(self, timeout_s: float = SETTLE_TIMEOUT_S) -> None:
         """Wait (at most ``timeout_s``) until the start-up work is written: a server whose
@@ -214,7 +221,7 @@ class ControllerManager:
             await self.leadership.stop()  # its controllers stop, then the Lease is released
         if self._serving:
             await self.kubernetes_service.stop()
-        for task in (self._installing, self._bootstrapping):
+        for task in (self._installing, self._bootstrapping, self._priority_classes):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

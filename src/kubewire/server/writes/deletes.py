@@ -22,6 +22,7 @@ from kubewire.server.wire.encoding import encode_json, json_response, media_type
 from kubewire.server.wire.http_messages import Request, Response
 from kubewire.server.wire.protobuf import PROTOBUF_MEDIA_TYPE, decode_protobuf_object
 from kubewire.server.writes import lifecycle
+from kubewire.server.writes.priority_classes import system_class_delete_forbidden
 from kubewire.status import MethodNotAllowed, StatusError, conflict, not_found
 from kubewire.storage.base import (
     ChangeType,
@@ -44,6 +45,10 @@ async def delete(ctx: ServerContext, request: Request, route: Route) -> Response
                                {})
     negotiate_json(request.header("accept"))
     dopts = parse_delete_options(_options_body(request), request.query)
+    if route.resource.id == "scheduling.k8s.io/priorityclasses":
+        refused = system_class_delete_forbidden(route.name)  # its REST.Delete, before the store
+        if refused is not None:
+            raise refused
     result = await delete_object(ctx, route.resource, route.namespace, route.name, dopts)
     return json_response(200, result)
 

@@ -37,6 +37,7 @@ from kubewire.resources import Resource
 from kubewire.server.apiextensions.crd import crd_strategy
 from kubewire.server.patch.json_patch import json_equal
 from kubewire.server.writes import csr_strategy
+from kubewire.server.writes.batch_strategy import generate_job_selector
 from kubewire.server.writes.validation.certificates import CSR_ID
 from kubewire.status import (
     BadRequest,
@@ -110,7 +111,13 @@ _TRAITS: Mapping[str, LifecycleTraits] = MappingProxyType({
     "core/persistentvolumeclaims": LifecycleTraits("set", MappingProxyType({"phase": "Pending"})),
     "core/persistentvolumes": LifecycleTraits("set", MappingProxyType({"phase": "Pending"}),
                                               phase_time=True),
+    # poddisruptionbudget/strategy.go PrepareForCreate: the zero status (four counters
+    # without omitempty)
+    "policy/poddisruptionbudgets": LifecycleTraits("set", MappingProxyType({
+        "disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0,
+        "expectedPods": 0})),
 })
+_JOBS_ID = "batch/jobs"
 
 
 def lifecycle_traits(resource: Resource) -> LifecycleTraits:
@@ -181,6 +188,7 @@ def prepare_create(resource: Resource, obj: dict[str, JSON], ctx: CreateContext)
         _drop_at(new, path)
     if traits.template_generation:  # daemonset/strategy.go: templateGeneration at least 1
         _set_template_generation(meta, max(template_generation(meta), 1))
+    meta = _generated_selector(resource, new, meta)
     if traits.namespace_rules:
         if isinstance(new.get("spec"), dict):
             new["spec"] = dict(new["spec"])  # _namespace_defaults sets its finalizers
@@ -188,6 +196,17 @@ def prepare_create(resource: Resource, obj: dict[str, JSON], ctx: CreateContext)
     _check_create_resource_version(meta)
     new["metadata"] = _ordered(meta)
     return new
+
+
+def _generated_selector(resource: Resource, new: dict[str, JSON],
+                        meta: dict[str, JSON]) -> dict[str, JSON]:
+    """job/strategy.go PrepareForCreate: a Job's generated selector and labels; returns the
+    object's metadata (``meta`` itself for other kinds)."""
+    if resource.id != _JOBS_ID:
+        return meta
+    new["metadata"] = meta
+    generate_job_selector(new)
+    return metadata_of(new)
 
 
 def _status_on_create(traits: LifecycleTraits, obj: dict[str, JSON], now: datetime) -> None:
