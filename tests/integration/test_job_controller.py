@@ -1,0 +1,183 @@
+"""The Job controller (``kubewire.cluster.controllers.job``) against a real server, with
+simulated nodes and the scheduler in the loop: kubectl create job and wait for Complete;
+Indexed Jobs with their indexes, hostnames and completedIndexes; failed pods retried after the
+back-off until backoffLimit fails the Job; activeDeadlineSeconds, suspend, podFailurePolicy;
+pod tracking finalizers removed once counted."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from kubewire.client.client import Client, create_client
+from kubewire.cluster.controllers.job import make_job_controller
+from kubewire.cluster.nodes import FleetOptions, make_fleet
+from kubewire.cluster.runtime import ClusterContext
+from kubewire.cluster.scheduler.scheduler import make_scheduler
+from tests.integration import kubectl
+from tests.integration.harness import ServerThread
+from tests.integration.kubectl import needs_kubectl
+from tests.integration.wire import call, create, ok
+
+Obj = dict[str, Any]
+JOBS = "/apis/batch/v1/namespaces/default/jobs"
+
+
+@pytest.fixture
+async def client(server: ServerThread) -> AsyncIterator[Client]:
+    async with await create_client(server.kubeconfig) as c:
+        yield c
+
+
+@pytest.fixture
+async def cluster(client: Client) -> AsyncIterator[ClusterContext]:
+    """One simulated node, the scheduler and the Job controller (back-off base 200 ms)."""
+    ctx = ClusterContext(client)
+    fleet = make_fleet(ctx, FleetOptions(count=1))
+    tasks = [asyncio.create_task(fleet.run())]
+    await asyncio.wait_for(fleet.registered.wait(), 60)
+    tasks += [asyncio.create_task(make_scheduler(ctx, None).run()),
+              asyncio.create_task(make_job_controller(ctx, {"backoff_base_ms": 200}).run())]
+    try:
+        yield ctx
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await ctx.events.drain()
+        await ctx.close()
+
+
+async def until(server: ServerThread, path: str, check: Callable[[Obj], bool],
+                timeout: float = 30.0) -> Obj:
+    deadline = time.monotonic() + timeout
+    while True:
+        response = await asyncio.to_thread(call, server, "GET", path)
+        body = response.json if response.status == 200 else {}
+        if response.status == 200 and check(body):
+            return body
+        assert time.monotonic() < deadline, (path, response.status, body)
+        await asyncio.sleep(0.1)
+
+
+def conditions(job: Obj) -> list[tuple[str, str, str]]:
+    return [(c["type"], c["status"], c.get("reason", ""))
+            for c in job.get("status", {}).get("conditions", ())]
+
+
+def job(name: str, **spec: Any) -> Obj:
+    annotations = spec.pop("pod_annotations", None)
+    template: Obj = {"spec": {"containers": [{"name": "c", "image": "busybox"}],
+                              "restartPolicy": "Never"}}
+    if annotations:
+        template["metadata"] = {"annotations": annotations}
+    return {"metadata": {"name": name}, "spec": {"template": template, **spec}}
+
+
+def pods_of(server: ServerThread, name: str) -> list[Obj]:
+    body = ok(call(server, "GET", "/api/v1/namespaces/default/pods?labelSelector="
+                   f"batch.kubernetes.io/job-name={name}"), 200)
+    items: list[Obj] = body["items"]
+    return items
+
+
+def events_of(server: ServerThread, name: str) -> list[tuple[str, str, str]]:
+    body = ok(call(server, "GET", "/api/v1/namespaces/default/events"), 200)
+    return [(e["type"], e["reason"], e["message"]) for e in body["items"]
+            if e["involvedObject"].get("kind") == "Job"
+            and e["involvedObject"].get("name") == name]
+
+
+@needs_kubectl
+async def test_kubectl_create_job_and_wait_complete(server: ServerThread,
+                                                    cluster: ClusterContext) -> None:
+    for args in (("create", "job", "once", "--image=busybox"),
+                 ("wait", "--for=condition=complete", "job/once", "--timeout=60s")):
+        done = await asyncio.to_thread(kubectl.run, server, *args)
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
+    body = ok(call(server, "GET", f"{JOBS}/once"), 200)
+    st = body["status"]
+    assert st["succeeded"] == 1 and "active" not in st and "failed" not in st
+    assert st["ready"] == 0 and st["terminating"] == 0
+    assert st["uncountedTerminatedPods"] == {}
+    assert conditions(body) == [("SuccessCriteriaMet", "True", "CompletionsReached"),
+                                ("Complete", "True", "CompletionsReached")]
+    assert st["startTime"] <= st["completionTime"]
+    pods = pods_of(server, "once")
+    assert len(pods) == 1
+    pod = pods[0]
+    assert pod["metadata"]["name"].startswith("once-")
+    assert pod["metadata"].get("finalizers", []) == []  # counted, then released
+    assert pod["metadata"]["labels"]["batch.kubernetes.io/controller-uid"] == \
+        body["metadata"]["uid"]
+    assert pod["metadata"]["ownerReferences"][0]["kind"] == "Job"
+    await cluster.events.drain()
+    seen = events_of(server, "once")
+    assert ("Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}") in seen
+    assert ("Normal", "Completed", "Job completed") in seen
+    done = await asyncio.to_thread(kubectl.run, server, "get", "job", "once")
+    assert "Complete" in done.stdout and "1/1" in done.stdout, done.stdout
+
+
+async def test_completions_and_parallelism(server: ServerThread,
+                                           cluster: ClusterContext) -> None:
+    create(server, JOBS, job("three", completions=3, parallelism=2))
+    seen_active: set[int] = set()
+
+    def check(body: Obj) -> bool:
+        seen_active.add(body.get("status", {}).get("active", 0))
+        return ("Complete", "True", "CompletionsReached") in conditions(body)
+
+    body = await until(server, f"{JOBS}/three", check, timeout=60)
+    assert body["status"]["succeeded"] == 3
+    assert max(seen_active) <= 2
+    assert len(pods_of(server, "three")) == 3
+
+
+async def test_indexed_job(server: ServerThread, cluster: ClusterContext) -> None:
+    create(server, JOBS, job("idx", completions=3, parallelism=3, completionMode="Indexed"))
+    body = await until(server, f"{JOBS}/idx",
+                       lambda b: ("Complete", "True", "CompletionsReached") in conditions(b),
+                       timeout=60)
+    assert body["status"]["completedIndexes"] == "0-2"
+    assert body["status"]["succeeded"] == 3
+    pods = sorted(pods_of(server, "idx"),
+                  key=lambda p: p["metadata"]["annotations"][
+                      "batch.kubernetes.io/job-completion-index"])
+    assert [p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"]
+            for p in pods] == ["0", "1", "2"]
+    assert [p["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"]
+            for p in pods] == ["0", "1", "2"]
+    assert [p["spec"]["hostname"] for p in pods] == ["idx-0", "idx-1", "idx-2"]
+    assert all(p["metadata"]["name"].startswith(f"idx-{i}-") for i, p in enumerate(pods))
+    env = pods[0]["spec"]["containers"][0]["env"]
+    assert {"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {
+        "apiVersion": "v1",
+        "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}} \
+        in env
+
+
+async def test_backoff_to_failure(server: ServerThread, cluster: ClusterContext) -> None:
+    create(server, JOBS, job("doomed", backoffLimit=2,
+                             pod_annotations={"kubewire.io/exit-code": "1",
+                                              "kubewire.io/run-duration": "100ms"}))
+    body = await until(server, f"{JOBS}/doomed",
+                       lambda b: ("Failed", "True", "BackoffLimitExceeded") in conditions(b),
+                       timeout=60)
+    assert body["status"]["failed"] == 3
+    assert "succeeded" not in body["status"]
+    assert conditions(body) == [("FailureTarget", "True", "BackoffLimitExceeded"),
+                                ("Failed", "True", "BackoffLimitExceeded")]
+    failed = next(c for c in body["status"]["conditions"] if c["type"] == "Failed")
+    assert failed["message"] == "Job has reached the specified backoff limit"
+    pods = sorted(pods_of(server, "doomed"), key=lambda p: p["metadata"]["creationTimestamp"])
+    assert len(pods) == 3
+    assert all(p["status"]["phase"] == "Failed" for p in pods)
+    assert all(not p["metadata"].get("finalizers") for p in pods)
+    await cluster.events.drain()
+    assert ("Warning", "BackoffLimitExceeded", "Job has reached the specified backoff limit") \
+        in events_of(server, "doomed")
