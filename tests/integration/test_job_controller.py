@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
+from datetime import datetime
 from typing import Any
 
 import pytest
 
 from kubewire.client.client import Client, create_client
 from kubewire.cluster.controllers.job import make_job_controller
+from kubewire.cluster.controllers.ttl_after_finished import make_ttl_after_finished_controller
 from kubewire.cluster.nodes import FleetOptions, make_fleet
 from kubewire.cluster.runtime import ClusterContext
 from kubewire.cluster.scheduler.scheduler import make_scheduler
@@ -181,3 +183,44 @@ async def test_backoff_to_failure(server: ServerThread, cluster: ClusterContext)
     await cluster.events.drain()
     assert ("Warning", "BackoffLimitExceeded", "Job has reached the specified backoff limit") \
         in events_of(server, "doomed")
+
+
+async def test_ttl_after_finished_deletes_the_job(server: ServerThread, client: Client,
+                                                  cluster: ClusterContext) -> None:
+    """A finished Job with ttlSecondsAfterFinished goes that long after it finished, deleted
+    as kube's controller deletes it (Foreground, uid precondition); one without a TTL
+    stays."""
+    ttl = asyncio.create_task(make_ttl_after_finished_controller(cluster, None).run())
+    try:
+        create(server, JOBS, job("brief", ttlSecondsAfterFinished=2))
+        create(server, JOBS, job("kept"))
+        finished = await until(server, f"{JOBS}/brief",
+                               lambda b: ("Complete", "True", "CompletionsReached")
+                               in conditions(b), timeout=60)
+        assert finished["metadata"].get("deletionTimestamp") is None
+
+        def gone_or_deleting(response_path: str) -> bool:
+            response = call(server, "GET", response_path)
+            return response.status == 404 or bool(
+                response.json["metadata"].get("deletionTimestamp"))
+
+        deadline = time.monotonic() + 30
+        while not await asyncio.to_thread(gone_or_deleting, f"{JOBS}/brief"):
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.1)
+        complete = next(c for c in finished["status"]["conditions"] if c["type"] == "Complete")
+        finished_at = datetime.fromisoformat(complete["lastTransitionTime"].replace("Z",
+                                                                                    "+00:00"))
+        assert time.time() >= finished_at.timestamp() + 2
+        response = call(server, "GET", f"{JOBS}/brief")
+        if response.status == 200:  # no garbage collector here: Foreground's finalizer stays
+            assert response.json["metadata"]["finalizers"] == ["foregroundDeletion"]
+        await until(server, f"{JOBS}/kept",
+                    lambda b: ("Complete", "True", "CompletionsReached") in conditions(b),
+                    timeout=60)
+        await asyncio.sleep(1.0)
+        assert not call(server, "GET", f"{JOBS}/kept").json["metadata"].get(
+            "deletionTimestamp")
+    finally:
+        ttl.cancel()
+        await asyncio.gather(ttl, return_exceptions=True)
