@@ -224,3 +224,70 @@ async def test_ttl_after_finished_deletes_the_job(server: ServerThread, client: 
     finally:
         ttl.cancel()
         await asyncio.gather(ttl, return_exceptions=True)
+
+
+async def test_active_deadline(server: ServerThread, cluster: ClusterContext) -> None:
+    create(server, JOBS, job("slow", activeDeadlineSeconds=2,
+                             pod_annotations={"kubewire.io/run-duration": "1h"}))
+    body = await until(server, f"{JOBS}/slow",
+                       lambda b: ("Failed", "True", "DeadlineExceeded") in conditions(b),
+                       timeout=60)
+    assert conditions(body) == [("FailureTarget", "True", "DeadlineExceeded"),
+                                ("Failed", "True", "DeadlineExceeded")]
+    failed = next(c for c in body["status"]["conditions"] if c["type"] == "Failed")
+    assert failed["message"] == "Job was active longer than specified deadline"
+    assert "active" not in body["status"]
+    assert "completionTime" not in body["status"]
+    await cluster.events.drain()
+    assert ("Warning", "DeadlineExceeded", "Job was active longer than specified deadline") \
+        in events_of(server, "slow")
+
+
+async def test_suspend_and_resume(server: ServerThread, cluster: ClusterContext) -> None:
+    create(server, JOBS, job("held", suspend=True))
+    body = await until(server, f"{JOBS}/held",
+                       lambda b: ("Suspended", "True", "JobSuspended") in conditions(b))
+    assert "startTime" not in body["status"]
+    await asyncio.sleep(0.5)
+    assert pods_of(server, "held") == []
+    ok(call(server, "PATCH", f"{JOBS}/held", {"spec": {"suspend": False}}), 200)
+    body = await until(server, f"{JOBS}/held",
+                       lambda b: ("Complete", "True", "CompletionsReached") in conditions(b),
+                       timeout=60)
+    assert conditions(body)[0] == ("Suspended", "False", "JobResumed")
+    assert "startTime" in body["status"]
+    await cluster.events.drain()
+    seen = events_of(server, "held")
+    assert ("Normal", "Suspended", "Job suspended") in seen
+    assert ("Normal", "Resumed", "Job resumed") in seen
+
+
+async def test_pod_failure_policy(server: ServerThread, cluster: ClusterContext) -> None:
+    policy = {"rules": [{"action": "FailJob",
+                         "onExitCodes": {"containerName": "c", "operator": "In",
+                                         "values": [42]}}]}
+    create(server, JOBS, job("fatal", backoffLimit=6, podFailurePolicy=policy,
+                             pod_annotations={"kubewire.io/exit-code": "42",
+                                              "kubewire.io/run-duration": "100ms"}))
+    body = await until(server, f"{JOBS}/fatal",
+                       lambda b: ("Failed", "True", "PodFailurePolicy") in conditions(b),
+                       timeout=60)
+    failed = next(c for c in body["status"]["conditions"] if c["type"] == "Failed")
+    pod = pods_of(server, "fatal")[0]
+    assert failed["message"] == (f"Container c for pod default/{pod['metadata']['name']} "
+                                 "failed with exit code 42 matching FailJob rule at index 0")
+    assert body["status"]["failed"] == 1  # no retry
+    assert len(pods_of(server, "fatal")) == 1
+
+
+async def test_orphaned_pods_lose_the_tracking_finalizer(server: ServerThread,
+                                                         cluster: ClusterContext) -> None:
+    create(server, JOBS, job("dropped", pod_annotations={"kubewire.io/run-duration": "1h"}))
+    await until(server, f"{JOBS}/dropped", lambda b: b.get("status", {}).get("active") == 1)
+    pod = pods_of(server, "dropped")[0]
+    assert pod["metadata"]["finalizers"] == ["batch.kubernetes.io/job-tracking"]
+    ok(call(server, "DELETE", f"{JOBS}/dropped", {"propagationPolicy": "Orphan"}), 200)
+    name = pod["metadata"]["name"]
+    released = await until(server, f"/api/v1/namespaces/default/pods/{name}",
+                           lambda b: not b["metadata"].get("finalizers"))
+    assert released["status"]["phase"] == "Running"

@@ -94,6 +94,8 @@ class JobController:
         self.queue: WorkQueue[str] = WorkQueue()
         self.expectations: dict[str, Expectations] = {}
         self.backoff: dict[str, BackoffRecord] = {}
+        self.synced = False  # orphans are judged only once the Job cache is complete
+        self.orphans: WorkQueue[str] = WorkQueue()  # pod keys (kube's orphanQueue)
         self.job_informer = ctx.informer("batch/v1", "Job")
         self.pod_informer = ctx.informer("v1", "Pod")
         with contextlib.suppress(ValueError):
@@ -116,6 +118,30 @@ class JobController:
         self.expectations.pop(key, None)
         self.backoff.pop(key, None)
         await self.queue.add(key)
+        for pod in self.pod_informer.by_index(OWNER_INDEX, meta(job).get("uid", "")):
+            if has_finalizer(pod):
+                await self.orphans.add(_key(pod))
+
+    async def _release_orphan(self, pod: Obj) -> None:
+        """``syncOrphanPod``: a pod holding the tracking finalizer whose Job is gone (or was
+        replaced by another of the same name) loses the finalizer, else it could never be
+        deleted."""
+        if not has_finalizer(pod):
+            return
+        ref = controller_ref(pod)
+        if ref is not None and (ref.get("kind") != "Job" or ref.get("apiVersion") != "batch/v1"):
+            return
+        if ref is not None:
+            job = self.job_informer.get(ref.get("name", ""), meta(pod).get("namespace", ""))
+            if job is not None and meta(job).get("uid") == ref.get("uid") \
+                    and not is_finished(job):
+                return
+        try:
+            fresh = await self.pod_api.get(meta(pod)["name"], namespace=meta(pod)["namespace"])
+        except NotFound:
+            return
+        if meta(fresh).get("uid") == meta(pod).get("uid") and has_finalizer(fresh):
+            await self._remove_finalizer(fresh)
 
     def _owner_key(self, pod: Mapping[str, Any]) -> str | None:
         ref = controller_ref(pod)
@@ -129,7 +155,9 @@ class JobController:
 
     async def _pod_added(self, pod: Obj) -> None:
         key = self._owner_key(pod)
-        if key is not None:
+        if key is None:
+            await self._orphan_seen(pod)
+        else:
             found = self.expectations.get(key)
             if found is not None and found.adds > 0:
                 found.adds -= 1
@@ -140,12 +168,19 @@ class JobController:
             return
         key = self._owner_key(new)
         if key is None:
+            await self._orphan_seen(new)
             return
         if meta(new).get("deletionTimestamp") and not meta(old).get("deletionTimestamp"):
             found = self.expectations.get(key)
             if found is not None:
                 found.deletes.discard(_key(new))
         await self.queue.add(key)
+
+    async def _orphan_seen(self, pod: Obj) -> None:
+        ref = controller_ref(pod)
+        if has_finalizer(pod) and ref is not None and ref.get("kind") == "Job" \
+                and ref.get("apiVersion") == "batch/v1" and self.synced:
+            await self.orphans.add(_key(pod))
 
     async def _pod_deleted(self, pod: Obj) -> None:
         key = self._owner_key(pod)
@@ -160,14 +195,37 @@ class JobController:
     async def run(self) -> None:
         await self.job_informer.wait_for_sync()
         await self.pod_informer.wait_for_sync()
+        self.synced = True
         for job in self.job_informer.cache.list():
             await self.queue.add(_key(job))
+        for pod in self.pod_informer.cache.list():
+            await self._orphan_seen(pod)
         try:
             async with asyncio.TaskGroup() as group:
                 for _ in range(self.workers):
                     group.create_task(self._worker())
+                group.create_task(self._orphan_worker())
         finally:
             await self.queue.shut_down()
+            await self.orphans.shut_down()
+
+    async def _orphan_worker(self) -> None:
+        while True:
+            try:
+                key = await self.orphans.get()
+            except QueueShutDown:
+                return
+            try:
+                namespace, name = key.split("/", 1)
+                pod = self.pod_informer.get(name, namespace)
+                if pod is not None:
+                    await self._release_orphan(pod)
+                self.orphans.forget(key)
+            except (StatusError, ClientError) as err:
+                log.debug("job orphan pod %s: %s", key, err)
+                self.orphans.add_rate_limited(key)
+            finally:
+                await self.orphans.done(key)
 
     async def _worker(self) -> None:
         while True:
