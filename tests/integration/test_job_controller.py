@@ -291,3 +291,57 @@ async def test_orphaned_pods_lose_the_tracking_finalizer(server: ServerThread,
     released = await until(server, f"/api/v1/namespaces/default/pods/{name}",
                            lambda b: not b["metadata"].get("finalizers"))
     assert released["status"]["phase"] == "Running"
+
+
+async def test_backoff_limit_per_index(server: ServerThread, cluster: ClusterContext) -> None:
+    """Index 1 fails (exit 3) until its per-index limit; index 0 succeeds; index 2's pod exits
+    42, which a FailIndex rule fails at once; the Job fails with FailedIndexes. No node fits
+    these pods: the test reports their end as a kubelet would."""
+    body = job("perindex", completions=3, parallelism=3, completionMode="Indexed",
+               backoffLimitPerIndex=1,
+               podFailurePolicy={"rules": [{"action": "FailIndex", "onExitCodes": {
+                   "operator": "In", "values": [42]}}]})
+    body["spec"]["template"]["spec"]["nodeSelector"] = {"kubewire.io/nowhere": "true"}
+    create(server, JOBS, body)
+    exit_codes = {"0": 0, "1": 3, "2": 42}
+
+    def finish(pod: Obj) -> None:
+        index = pod["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"]
+        code = exit_codes[index]
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        ok(call(server, "PATCH",
+                f"/api/v1/namespaces/default/pods/{pod['metadata']['name']}/status",
+                {"status": {"phase": "Failed" if code else "Succeeded", "containerStatuses": [{
+                    "name": "c", "image": "busybox", "imageID": "", "ready": False,
+                    "restartCount": 0, "state": {"terminated": {
+                        "exitCode": code, "reason": "Error" if code else "Completed",
+                        "startedAt": now, "finishedAt": now}}}]}}), 200)
+
+    async def kubelet() -> None:
+        done: set[str] = set()
+        while True:
+            for pod in await asyncio.to_thread(pods_of, server, "perindex"):
+                if pod["metadata"]["name"] not in done:
+                    await asyncio.to_thread(finish, pod)
+                    done.add(pod["metadata"]["name"])
+            await asyncio.sleep(0.05)
+
+    reporter = asyncio.create_task(kubelet())
+    try:
+        body = await until(server, f"{JOBS}/perindex",
+                           lambda b: ("Failed", "True", "FailedIndexes") in conditions(b),
+                           timeout=60)
+    finally:
+        reporter.cancel()
+        await asyncio.gather(reporter, return_exceptions=True)
+    st = body["status"]
+    assert st["completedIndexes"] == "0"
+    assert st["failedIndexes"] == "1,2"
+    assert st["failed"] == 3  # index 1 twice (limit 1), index 2 once
+    assert st["succeeded"] == 1
+    failed = next(c for c in st["conditions"] if c["type"] == "Failed")
+    assert failed["message"] == "Job has failed indexes"
+    counts = sorted((p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"],
+                     p["metadata"]["annotations"]["batch.kubernetes.io/job-index-failure-count"])
+                    for p in pods_of(server, "perindex"))
+    assert counts == [("0", "0"), ("1", "0"), ("1", "1"), ("2", "0")]

@@ -88,8 +88,9 @@ def test_most_recent_schedule_time() -> None:
 
 
 def test_indexes_round_trip() -> None:
-    assert rules.format_indexes([5, 0, 1, 2, 7, 8]) == "0-2,5,7-8"
+    assert rules.format_indexes([5, 0, 1, 2, 7, 8]) == "0-2,5,7,8"
     assert rules.parse_indexes("0-2,5,7-8", 8) == {0, 1, 2, 5, 7}
+    assert rules.parse_indexes(rules.format_indexes([3, 4]), 8) == {3, 4}
     assert rules.format_indexes([]) == ""
 
 

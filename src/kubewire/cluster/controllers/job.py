@@ -55,6 +55,7 @@ class _Round:
 
     active: list[Obj]
     terminating: list[Obj]
+    pods: list[Obj]
     key: str
     events: list[tuple[str, str, str]]
 
@@ -343,7 +344,7 @@ class JobController:
             active_count, terminating = 0, terminating + active
         else:
             conditions, active_count = await self._manage(
-                job, st, conditions, _Round(active, terminating, key, events))
+                job, st, conditions, _Round(active, terminating, pods, key, events))
         st["conditions"] = conditions
         ready = sum(1 for p in active if rules.is_ready(p)) if active_count else 0
         st = rules.counts_into(st, active_count, ready, len(terminating))
@@ -390,8 +391,7 @@ class JobController:
             st["startTime"] = now_rfc3339(lambda: now)
         if not st.get("startTime"):
             st["startTime"] = now_rfc3339(lambda: now)
-        completed = rules.parse_indexes(st.get("completedIndexes"),
-                                        int(spec(job).get("completions") or 0))
+        completed = rules.done_indexes({**job, "status": st}, now_round.pods)
         if rules.is_indexed(job):
             excess = self._indexed_excess(active, completed,
                                           int(spec(job).get("completions") or 0))
@@ -414,7 +414,7 @@ class JobController:
             if wait > 0:
                 self.queue.add_after(key, wait)
                 return conditions, len(active)
-        made = await self._create_pods(job, active + terminating, completed,
+        made = await self._create_pods(job, now_round.pods, completed,
                                        min(want - count, rules.MAX_POD_CREATE_DELETE_PER_SYNC),
                                        key)
         return conditions, len(active) + made
@@ -434,9 +434,11 @@ class JobController:
                 seen.add(index)
         return excess
 
-    async def _create_pods(self, job: Obj, held: list[Obj], completed: set[int], count: int,
+    async def _create_pods(self, job: Obj, pods: list[Obj], completed: set[int], count: int,
                            key: str) -> int:
         indexes: list[int | None]
+        held = [p for p in pods if rules.is_active(p) or rules.is_terminating(p)]
+        failures = rules.index_failures(job, pods)
         if rules.is_indexed(job):
             indexes = list(rules.missing_indexes(job, completed, held, count))
         else:
@@ -452,7 +454,8 @@ class JobController:
             chunk = indexes[position:position + batch]
             position += batch
             results = await asyncio.gather(
-                *(self.pod_api.create(rules.pod_for_job(job, i), namespace=namespace)
+                *(self.pod_api.create(rules.pod_for_job(
+                    job, i, failures.get(i, 0) if i is not None else 0), namespace=namespace)
                   for i in chunk), return_exceptions=True)
             for result in results:
                 if isinstance(result, BaseException):

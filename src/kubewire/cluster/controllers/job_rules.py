@@ -23,6 +23,7 @@ TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+INDEX_FAILURE_COUNT = "batch.kubernetes.io/job-index-failure-count"
 DEFAULT_BACKOFF_S = 10.0  # DefaultJobPodFailureBackOff
 MAX_BACKOFF_S = 600.0  # MaxJobPodFailureBackOff (10 * time.Minute in 1.32's source)
 MAX_POD_CREATE_DELETE_PER_SYNC = 500  # MaxPodCreateDeletePerSync
@@ -32,6 +33,9 @@ MAX_UNCOUNTED_PODS = 500  # MaxUncountedPods
 BACKOFF_LIMIT_EXCEEDED = ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
 DEADLINE_EXCEEDED = ("DeadlineExceeded", "Job was active longer than specified deadline")
 COMPLETIONS_REACHED = ("CompletionsReached", "Reached expected number of succeeded pods")
+MAX_FAILED_INDEXES_EXCEEDED = ("MaxFailedIndexesExceeded",
+                               "Job has exceeded the specified maximal number of failed indexes")
+FAILED_INDEXES = ("FailedIndexes", "Job has failed indexes")
 
 
 def spec(job: Mapping[str, Any]) -> Obj:
@@ -112,6 +116,44 @@ def pod_index(pod: Mapping[str, Any]) -> int | None:
     return index if index >= 0 and str(index) == str(value) else None
 
 
+def per_index_limit(job: Mapping[str, Any]) -> int | None:
+    """``backoffLimitPerIndex`` of an Indexed Job (None: the Job-wide backoffLimit rules)."""
+    found = spec(job).get("backoffLimitPerIndex")
+    return int(found) if found is not None and is_indexed(job) else None
+
+
+def index_failure_count(pod: Mapping[str, Any]) -> int:
+    """The failures of the pod's index before it (``job-index-failure-count``)."""
+    try:
+        return max(0, int((meta(pod).get("annotations") or {}).get(INDEX_FAILURE_COUNT, 0)))
+    except (TypeError, ValueError):
+        return 0
+
+
+def index_failures(job: Mapping[str, Any], pods: Sequence[Obj]) -> dict[int, int]:
+    """``getNewIndexFailureCounts`` per index: failed pods so far (the latest failed pod's
+    count plus one)."""
+    out: dict[int, int] = {}
+    for pod in pods:
+        index = pod_index(pod)
+        if index is not None and is_pod_failed(pod, job):
+            out[index] = max(out.get(index, 0), index_failure_count(pod) + 1)
+    return out
+
+
+def done_indexes(job: Mapping[str, Any], pods: Sequence[Obj]) -> set[int]:
+    """Indexes that need no more pods: completed, and (per-index back-off) failed, judged
+    from the pods too as ``calculateFailedIndexes`` does (a failed pod not yet counted still
+    fails its index)."""
+    completions = int(spec(job).get("completions") or 0)
+    done = parse_indexes(status(job).get("completedIndexes"), completions)
+    limit = per_index_limit(job)
+    if limit is not None:
+        failed = [p for p in pods if is_pod_failed(p, job)]
+        done |= failed_indexes(job, failed, done, limit)
+    return done
+
+
 # --- completed indexes ("0-2,5") ------------------------------------------------------------
 
 def parse_indexes(text: str | None, completions: int) -> set[int]:
@@ -130,7 +172,7 @@ def parse_indexes(text: str | None, completions: int) -> set[int]:
 
 
 def format_indexes(indexes: Iterable[int]) -> str:
-    """``orderedIntervals.String``: sorted, consecutive runs as ``a-b``."""
+    """``orderedIntervals.String``: sorted, runs of three or more as ``a-b``."""
     ordered = sorted(set(indexes))
     parts: list[str] = []
     start = prev = None
@@ -148,8 +190,11 @@ def format_indexes(indexes: Iterable[int]) -> str:
 
 
 def _interval(first: int, last: int | None) -> str:
+    """kube writes a two-index interval as ``a,b`` and longer ones as ``a-b``."""
     if last is None or last == first:
         return str(first)
+    if last == first + 1:
+        return f"{first},{last}"
     return f"{first}-{last}"
 
 
@@ -327,7 +372,7 @@ def set_condition(conditions: list[Obj], cond: Obj) -> list[Obj]:
     return out
 
 
-def pod_for_job(job: Mapping[str, Any], index: int | None) -> Obj:
+def pod_for_job(job: Mapping[str, Any], index: int | None, failures: int = 0) -> Obj:
     """``GetPodFromTemplate`` plus the Job's additions: ``generateName`` (``<job>-<index>-``
     when Indexed), the tracking finalizer, the completion index as annotation and label, the
     hostname ``<job>-<index>`` and ``JOB_COMPLETION_INDEX`` in every container's env."""
@@ -346,6 +391,8 @@ def pod_for_job(job: Mapping[str, Any], index: int | None) -> Obj:
     if index is not None:
         pod_meta["generateName"] = f"{name}-{index}-"
         annotations[COMPLETION_INDEX] = str(index)
+        if per_index_limit(job) is not None:
+            annotations[INDEX_FAILURE_COUNT] = str(failures)
         labels[COMPLETION_INDEX] = str(index)
         if not pod_spec.get("hostname"):
             pod_spec["hostname"] = f"{name}-{index}"
@@ -475,7 +522,30 @@ def count_released(job: Mapping[str, Any], tracking: Tracking, still_held: set[s
             final["completedIndexes"] = text
         else:
             final.pop("completedIndexes", None)
+    limit = per_index_limit(job)
+    if limit is not None:
+        counted = [pods_by_uid[uid] for uid in tracking.failed
+                   if uid not in still_held and uid in pods_by_uid]
+        final["failedIndexes"] = format_indexes(
+            failed_indexes(job, counted, completed, limit))
     return Counted(final, successes, times)
+
+
+def failed_indexes(job: Mapping[str, Any], newly_failed: Sequence[Obj], completed: set[int],
+                   limit: int) -> set[int]:
+    """``status.failedIndexes`` after counting failed pods: an index fails when a FailIndex
+    rule matched its pod or its failures exceed ``backoffLimitPerIndex``."""
+    completions = int(spec(job).get("completions") or 0)
+    out = parse_indexes(status(job).get("failedIndexes"), completions)
+    for pod in newly_failed:
+        index = pod_index(pod)
+        if index is None or index >= completions or index in completed:
+            continue
+        match = match_pod_failure_policy(job, pod) if phase(pod) == "Failed" else None
+        if (match is not None and match.action == "FailIndex") \
+                or index_failure_count(pod) + 1 > limit:
+            out.add(index)
+    return out
 
 
 def finish_time(pod: Mapping[str, Any], now: float) -> float:
@@ -519,7 +589,15 @@ def interim_condition(job: Mapping[str, Any], pods: Sequence[Obj], now: float) -
         return new_condition("FailureTarget", *BACKOFF_LIMIT_EXCEEDED, now)
     if not spec(job).get("suspend") and past_deadline(job, now):
         return new_condition("FailureTarget", *DEADLINE_EXCEEDED, now)
-    completed = parse_indexes(st.get("completedIndexes"), int(spec(job).get("completions") or 0))
+    completions = int(spec(job).get("completions") or 0)
+    completed = parse_indexes(st.get("completedIndexes"), completions)
+    if per_index_limit(job) is not None:
+        failed_indexes = parse_indexes(st.get("failedIndexes"), completions)
+        most = spec(job).get("maxFailedIndexes")
+        if most is not None and len(failed_indexes) > int(most):
+            return new_condition("FailureTarget", *MAX_FAILED_INDEXES_EXCEEDED, now)
+        if failed_indexes and len(failed_indexes | completed) >= completions:
+            return new_condition("FailureTarget", *FAILED_INDEXES, now)
     active = sum(1 for p in pods if is_active(p))
     if succeeded_enough(job, int(st.get("succeeded") or 0), completed, active):
         return new_condition("SuccessCriteriaMet", *COMPLETIONS_REACHED, now)
