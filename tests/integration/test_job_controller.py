@@ -290,7 +290,7 @@ async def test_orphaned_pods_lose_the_tracking_finalizer(server: ServerThread,
     name = pod["metadata"]["name"]
     released = await until(server, f"/api/v1/namespaces/default/pods/{name}",
                            lambda b: not b["metadata"].get("finalizers"))
-    assert released["status"]["phase"] == "Running"
+    assert released["status"]["phase"] in ("Pending", "Running")  # released, not finished
 
 
 async def test_backoff_limit_per_index(server: ServerThread, cluster: ClusterContext) -> None:
