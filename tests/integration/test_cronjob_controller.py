@@ -206,3 +206,30 @@ async def test_missed_deadline_and_suspend(server: ServerThread,
     assert names == [f"late-{int(boundary) // 60 + 1}"]
     await ctx.events.drain()
     assert events_of(server, "paused") == []
+
+
+async def test_history_limits(server: ServerThread,
+                              cluster: tuple[ClusterContext, Clock]) -> None:
+    ctx, clock = cluster
+    made = create(server, CRONJOBS, cronjob("kept", successfulJobsHistoryLimit=1))
+    created = time.mktime(time.strptime(made["metadata"]["creationTimestamp"],
+                                        "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+    names = []
+    for minute in (1, 2):
+        boundary = clock.to_minute_after(created, minute)
+        await asyncio.to_thread(poke, server, "kept", str(minute))
+        names.append(f"kept-{int(boundary) // 60}")
+        await until(server, f"{JOBS}/{names[-1]}",
+                    lambda b: any(c["type"] == "Complete" and c["status"] == "True"
+                                  for c in b.get("status", {}).get("conditions", ())),
+                    timeout=60)
+    await until(server, CRONJOBS + "/kept",
+                lambda b: not b["status"].get("active")
+                and b["status"].get("lastScheduleTime") == rfc3339(boundary))
+    deadline = time.monotonic() + 30
+    while call(server, "GET", f"{JOBS}/{names[0]}").status != 404:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.1)
+    assert call(server, "GET", f"{JOBS}/{names[1]}").status == 200
+    await ctx.events.drain()
+    assert ("Normal", "SuccessfulDelete", f"Deleted job {names[0]}") in events_of(server, "kept")
