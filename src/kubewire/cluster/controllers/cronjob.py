@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubewire.client import QueueShutDown, WorkQueue
-from kubewire.client.errors import AlreadyExists, ClientError, NotFound, StatusError
+from kubewire.client.errors import AlreadyExists, ClientError, Conflict, NotFound, StatusError
 from kubewire.client.informers.informer import OWNER_INDEX
 from kubewire.cluster.controllers.cron_schedule import (
     Schedule,
@@ -164,6 +164,7 @@ class CronJobController:
         if cj is None:
             return
         jobs = self._owned_jobs(cj)
+        cj = await self._fresh_if_behind(cj, jobs)
         st = copy.deepcopy(cj.get("status") or {})
         await self._reconcile_active(cj, st, jobs)
         if not meta(cj).get("deletionTimestamp"):
@@ -171,7 +172,7 @@ class CronJobController:
             await self._maybe_start(cj, st, key)
         st = {k: v for k, v in st.items() if v not in (None, [])}
         if st != (cj.get("status") or {}):
-            await self.cj_api.replace_status({**cj, "status": st}, namespace=namespace)
+            await self._write_status(cj, st)
 
     async def _reconcile_active(self, cj: Obj, st: Obj, jobs: list[Obj]) -> None:
         active: list[Obj] = list(st.get("active") or [])
@@ -180,9 +181,9 @@ class CronJobController:
             uid = meta(job).get("uid")
             finished = is_finished(job)
             if uid not in active_uids and not finished:
-                # kube: UnexpectedJob when the Job is newer than lastScheduleTime
-                active.append(object_reference(job))
-                active_uids.add(uid)
+                self.recorder.event(cj, "Warning", "UnexpectedJob",
+                                    "Saw a job that the controller did not create or forgot: "
+                                    f"{meta(job).get('name', '')}")
             elif uid in active_uids and finished:
                 state = finished_status(job)
                 active = [ref for ref in active if ref.get("uid") != uid]
@@ -195,7 +196,11 @@ class CronJobController:
                 last = parse_time(st.get("lastSuccessfulTime"))
                 if done is not None and (last is None or done > last):
                     st["lastSuccessfulTime"] = rfc3339(done)
-        listed = {meta(j).get("uid") for j in jobs}
+        st["active"] = await self._drop_missing(cj, active, {meta(j).get("uid") for j in jobs})
+
+    async def _drop_missing(self, cj: Obj, active: list[Obj], listed: set[Any]) -> list[Obj]:
+        """Active references to Jobs neither cached nor found by a GET leave the list
+        (``MissingJob``)."""
         for ref in list(active):
             if ref.get("uid") in listed:
                 continue
@@ -208,7 +213,31 @@ class CronJobController:
                 active = [r for r in active if r.get("uid") != ref.get("uid")]
                 self.recorder.event(cj, "Normal", "MissingJob",
                                     f"Active job went missing: {ref.get('name', '')}")
-        st["active"] = active
+        return active
+
+    async def _fresh_if_behind(self, cj: Obj, jobs: list[Obj]) -> Obj:
+        """The CronJob read fresh when an unfinished Job of ours is missing from the cached
+        ``active`` (the cache may lag behind this controller's own status write; kube reads
+        it again too before calling the Job unexpected)."""
+        known = {ref.get("uid") for ref in (cj.get("status") or {}).get("active") or []}
+        if all(is_finished(j) or meta(j).get("uid") in known for j in jobs):
+            return cj
+        try:
+            fresh: Obj = await self.cj_api.get(meta(cj)["name"], namespace=meta(cj)["namespace"])
+        except NotFound:
+            return cj
+        return fresh if meta(fresh).get("uid") == meta(cj).get("uid") else cj
+
+    async def _write_status(self, cj: Obj, st: Obj) -> None:
+        """PUT status; once more on a fresh read after a conflict (the CronJob's spec or
+        metadata changed under this sync)."""
+        namespace = meta(cj)["namespace"]
+        try:
+            await self.cj_api.replace_status({**cj, "status": st}, namespace=namespace)
+        except Conflict:
+            fresh = await self.cj_api.get(meta(cj)["name"], namespace=namespace)
+            if meta(fresh).get("uid") == meta(cj).get("uid"):
+                await self.cj_api.replace_status({**fresh, "status": st}, namespace=namespace)
 
     async def _cleanup(self, cj: Obj, jobs: list[Obj]) -> None:
         """``cleanupFinishedJobs``: finished Jobs beyond the history limits, oldest first."""
