@@ -345,3 +345,14 @@ async def test_backoff_limit_per_index(server: ServerThread, cluster: ClusterCon
                      p["metadata"]["annotations"]["batch.kubernetes.io/job-index-failure-count"])
                     for p in pods_of(server, "perindex"))
     assert counts == [("0", "0"), ("1", "0"), ("1", "1"), ("2", "0")]
+
+
+async def test_a_job_managed_elsewhere_is_left_alone(server: ServerThread,
+                                                     cluster: ClusterContext) -> None:
+    create(server, JOBS, job("foreign", managedBy="example.com/other"))
+    create(server, JOBS, job("ours"))
+    await until(server, f"{JOBS}/ours",
+                lambda b: ("Complete", "True", "CompletionsReached") in conditions(b),
+                timeout=60)
+    assert pods_of(server, "foreign") == []
+    assert ok(call(server, "GET", f"{JOBS}/foreign"), 200).get("status", {}) == {}

@@ -259,6 +259,8 @@ class JobController:
             self.expectations.pop(key, None)
             self.backoff.pop(key, None)
             return
+        if spec(job).get("managedBy", rules.JOB_CONTROLLER_NAME) != rules.JOB_CONTROLLER_NAME:
+            return  # another controller manages it (JobManagedBy, beta in 1.32)
         pods = self._pods(job)
         if is_finished(job) or meta(job).get("deletionTimestamp"):
             # a finished (or deleted) Job's pods must not keep its finalizer

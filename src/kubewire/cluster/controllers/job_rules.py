@@ -24,6 +24,7 @@ JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 INDEX_FAILURE_COUNT = "batch.kubernetes.io/job-index-failure-count"
+JOB_CONTROLLER_NAME = "kubernetes.io/job-controller"  # spec.managedBy's built-in value
 DEFAULT_BACKOFF_S = 10.0  # DefaultJobPodFailureBackOff
 MAX_BACKOFF_S = 600.0  # MaxJobPodFailureBackOff (10 * time.Minute in 1.32's source)
 MAX_POD_CREATE_DELETE_PER_SYNC = 500  # MaxPodCreateDeletePerSync
