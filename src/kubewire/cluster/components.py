@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubewire.cluster.controllers.cronjob import make_cronjob_controller
 from kubewire.cluster.controllers.daemonset import make_daemonset_controller
 from kubewire.cluster.controllers.deployment import make_deployment_controller
 from kubewire.cluster.controllers.endpoints import make_endpoints_controller
@@ -27,10 +28,12 @@ from kubewire.cluster.controllers.endpointslice_mirroring import (
 )
 from kubewire.cluster.controllers.garbage_collector import NAME as GARBAGE_COLLECTOR
 from kubewire.cluster.controllers.garbage_collector import GarbageCollector
+from kubewire.cluster.controllers.job import make_job_controller
 from kubewire.cluster.controllers.node_lifecycle import make_node_lifecycle_controller
 from kubewire.cluster.controllers.replicaset import make_replicaset_controller
 from kubewire.cluster.controllers.statefulset import make_statefulset_controller
 from kubewire.cluster.controllers.taint_eviction import make_taint_eviction_controller
+from kubewire.cluster.controllers.ttl_after_finished import make_ttl_after_finished_controller
 from kubewire.cluster.nodes.fleet import make_fleet
 from kubewire.cluster.nodes.node_status import FleetOptions
 from kubewire.cluster.runtime import ClusterContext, Component
@@ -112,6 +115,10 @@ COMPONENTS: dict[str, Registration] = {r.name: r for r in (
     _controller("endpoints-controller", make_endpoints_controller, "endpoint-controller"),
     _controller("endpointslice-mirroring-controller", make_endpointslice_mirroring_controller,
                 "endpointslicemirroring-controller"),
+    _controller("job-controller", make_job_controller, "job-controller"),
+    _controller("cronjob-controller", make_cronjob_controller, "cronjob-controller"),
+    _controller("ttl-after-finished-controller", make_ttl_after_finished_controller,
+                "ttl-after-finished-controller"),
     _controller("node-lifecycle-controller", make_node_lifecycle_controller, "node-controller"),
     _controller("taint-eviction-controller", make_taint_eviction_controller, "node-controller"),
     Registration(KUBE_SCHEDULER, make_scheduler, part=KUBE_SCHEDULER, identity=SCHEDULER_USER),

@@ -16,4 +16,7 @@ sharing ``history`` (ControllerRevisions), ``adoption`` (claiming pods) and ``po
 kind and deletes or orphans dependents as their owners' deletions ask; ``gc_decisions`` holds
 its pure decisions. The registry of runnable components (name → factory) is
 ``kubewire.cluster.components``.
+``job`` (``job-controller``), ``cronjob`` (``cronjob-controller``) and ``ttl_after_finished``
+(``ttl-after-finished-controller``), with the pure ``job_rules`` and ``cron_schedule``
+(robfig/cron schedules, ``mostRecentScheduleTime``).
 """

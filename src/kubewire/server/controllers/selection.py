@@ -34,7 +34,9 @@ KUBELET = "kubelet"  # kubewire.cluster's simulated kubelets (``--nodes``)
 CLUSTER_COMPONENTS = (GARBAGE_COLLECTOR, "replicaset-controller", "deployment-controller",
                       "statefulset-controller", "daemonset-controller",
                       "endpointslice-controller", "endpoints-controller",
-                      "endpointslice-mirroring-controller", "node-lifecycle-controller",
+                      "endpointslice-mirroring-controller", "job-controller",
+                      "cronjob-controller", "ttl-after-finished-controller",
+                      "node-lifecycle-controller",
                       "taint-eviction-controller", KUBE_SCHEDULER, KUBELET)
 # What kubewire runs, by the name that switches it.
 CONTROLLERS = (NAMESPACE, SERVICE_ACCOUNT, ROOT_CA_PUBLISHER, POD_TERMINATION,
