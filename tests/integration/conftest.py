@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from kubewire.server.context import ServerConfig
+from kubewire.server.controllers.selection import CLUSTER_COMPONENTS
 from tests.integration.custom_kinds import serve
 from tests.integration.harness import ServerThread
 from tests.integration.kinds import Kind
@@ -31,7 +32,8 @@ def make_server(tmp_path: Path) -> Iterator[Callable[..., ServerThread]]:
         # The cluster's components (kubewire.cluster: the garbage collector, ...) are clients
         # of the server whose requests, watches and audit events a test would see beside its
         # own: off unless a test asks for them (``controllers=("*",)``).
-        overrides.setdefault("controllers", ("*", "-garbage-collector-controller"))
+        overrides.setdefault("controllers",
+                             ("*", *(f"-{name}" for name in CLUSTER_COMPONENTS)))
         config = ServerConfig(data_dir=data_dir, host="127.0.0.1", port=0, **overrides)
         server = ServerThread(config).start()
         started.append(server)

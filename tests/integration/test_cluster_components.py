@@ -89,7 +89,7 @@ def cascade_story(server: ServerThread) -> None:
 def test_serve_collects_garbage(make_server: Callable[..., ServerThread], loop: str) -> None:
     server = make_server(components_loop=loop, controllers=("*",))
     assert server.server is not None
-    assert server.server.controllers.components.names == ["garbage-collector-controller"]
+    assert "garbage-collector-controller" in server.server.controllers.components.names
     cascade_story(server)
 
 
@@ -111,7 +111,7 @@ def test_components_work_under_rbac(make_server: Callable[..., ServerThread]) ->
 def test_controllers_flag_turns_it_off(make_server: Callable[..., ServerThread]) -> None:
     server = make_server(controllers=("*", "-garbage-collector-controller"))
     assert server.server is not None
-    assert server.server.controllers.components.names == []
+    assert "garbage-collector-controller" not in server.server.controllers.components.names
     owned_pair(server, "kept")
     body: Any = ok(call(server, "DELETE", f"{NS}/configmaps/kept",
                         {"propagationPolicy": "Foreground"}), 200)
@@ -219,7 +219,7 @@ def test_a_scheduler_part_runs_on_its_own_lease_as_kube_scheduler(
     deadline = time.monotonic() + 15
     while not seen and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert seen == [(0, 0)]
+    assert len(seen) == 1 and seen[0][0] == 0  # listed once; the simulated node may be there
     lease = ok(call(server, "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/"
                                    "leases/kube-scheduler"), 200)
     assert lease["spec"]["holderIdentity"]

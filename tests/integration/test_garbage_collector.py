@@ -15,6 +15,7 @@ import pytest
 from kubewire.client.client import create_client
 from kubewire.cluster.controllers.garbage_collector import GarbageCollector
 from kubewire.cluster.runtime import ClusterContext
+from kubewire.server.controllers.selection import CLUSTER_COMPONENTS
 from tests.integration.harness import ServerThread
 from tests.integration.wire import call, create, ok
 
@@ -25,7 +26,7 @@ NS = "/api/v1/namespaces/default"
 def server(make_server: Callable[..., ServerThread]) -> ServerThread:
     # the server adds the GC finalizers; this test's loop runs the collector
     return make_server(enable_garbage_collector=True,
-                       controllers=("*", "-garbage-collector-controller"))
+                       controllers=("*", *(f"-{name}" for name in CLUSTER_COMPONENTS)))
 
 
 @pytest.fixture

@@ -298,6 +298,10 @@ class ClusterContext:
 
     client: Client
     clock: Callable[[], float] = time.time
+    # Where ``informer()`` comes from: another context's shared informers (kube-controller-
+    # manager's shared informer factory runs as the manager itself, each loop writes as its
+    # own service account); None: this context's own, on ``client``.
+    informers_from: ClusterContext | None = None
     events: EventRecorder = field(init=False)
     new_events: NewEventRecorder = field(init=False)
     _informers: dict[tuple[str, str, str | None, str | None, str | None], Informer[Obj]] = (
@@ -325,6 +329,10 @@ class ClusterContext:
                  field_selector: str | None = None) -> Informer[Obj]:
         """The shared informer for these arguments, started on first use (add handlers and
         indexers before awaiting ``wait_for_sync``; handlers added later see later events)."""
+        if self.informers_from is not None:
+            return self.informers_from.informer(api_version, kind, namespace=namespace,
+                                                label_selector=label_selector,
+                                                field_selector=field_selector)
         key = (api_version, kind, namespace, label_selector, field_selector)
         found = self._informers.get(key)
         if found is None:

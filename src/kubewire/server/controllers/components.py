@@ -195,15 +195,23 @@ class ClusterComponents:
 
     def _start(self, part: Part) -> None:
         from kubewire.client import Client
+        from kubewire.cluster.components import CONTROLLER_MANAGER_USER
         from kubewire.cluster.runtime import ClusterContext
 
         assert self._make_config is not None
         loop = asyncio.get_running_loop()
+        shared: ClusterContext | None = None
+        if part.name == KUBE_CONTROLLER_MANAGER:  # its informers: list/watch as the manager
+            shared = part.contexts.get(CONTROLLER_MANAGER_USER)
+            if shared is None:
+                shared = part.contexts[CONTROLLER_MANAGER_USER] = ClusterContext(
+                    Client(self._make_config(CONTROLLER_MANAGER_USER)))
         for registration in part.registrations:
             ctx = part.contexts.get(registration.identity)
             if ctx is None:
                 client = Client(self._make_config(registration.identity))
-                ctx = part.contexts[registration.identity] = ClusterContext(client)
+                ctx = part.contexts[registration.identity] = ClusterContext(
+                    client, informers_from=shared)
             task = loop.create_task(self._run(registration, ctx), name=registration.name)
             part.tasks.append(task)
         log.info("%s: started %s", part.name, ", ".join(r.name for r in part.registrations))
