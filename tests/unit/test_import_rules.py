@@ -92,7 +92,8 @@ PURE = ("kubewire.selectors", "kubewire.schema", "kubewire.models", "kubewire.se
         "kubewire.cluster.scheduler.plugins", "kubewire.cluster.scheduler.queue",
         "kubewire.cluster.nodes.query", "kubewire.cluster.nodes.stages",
         "kubewire.cluster.nodes.gotemplate", "kubewire.cluster.nodes.pod_status",
-        "kubewire.cluster.nodes.node_status", "kubewire.server.reads.simulated_logs")
+        "kubewire.cluster.nodes.node_status", "kubewire.server.reads.simulated_logs",
+        "kubewire.cluster.churn")
 # (httptools is a parser, not I/O: the sans-I/O ``http_parse`` drives it.)
 IO_LIBRARIES = frozenset({"asyncio", "socket", "ssl", "sqlite3", "uvloop", "threading",
                           "subprocess", "multiprocessing", "selectors"})

@@ -164,10 +164,11 @@ class ChurnPlan:
         """Seconds after the start that operation ``index`` (from 0) is due."""
         return index / self.options.rate
 
-    def done(self, elapsed: float) -> bool:
-        """Whether the run is over (duration passed or ``max_ops`` issued)."""
+    def done(self, due: float) -> bool:
+        """Whether the run is over before a slot ``due`` seconds after the start (the slot is
+        at or past the duration, or ``max_ops`` were issued)."""
         o = self.options
-        return ((o.duration is not None and elapsed >= o.duration)
+        return ((o.duration is not None and due >= o.duration)
                 or (o.max_ops is not None and self.issued >= o.max_ops))
 
     def _choices(self) -> list[tuple[str, str, float]]:

@@ -132,15 +132,16 @@ class ChurnRunner:
             finally:
                 slots.release()
 
-        while not stop.is_set() and not self.plan.done(self.clock() - start):
+        while not stop.is_set() and not self.plan.done(self.plan.due(index)):
             due = start + self.plan.due(index)
             now = self.clock()
+            if now >= next_line:  # also when behind the pace (no waiting between slots)
+                if self.out is not None:
+                    print(self.stats.line(now), file=self.out, flush=True)
+                next_line += SUMMARY_EVERY_S
             if due > now:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), min(due, next_line) - now)
-                if self.out is not None and self.clock() >= next_line:
-                    print(self.stats.line(self.clock()), file=self.out, flush=True)
-                    next_line += SUMMARY_EVERY_S
                 continue
             index += 1
             await slots.acquire()
