@@ -507,7 +507,8 @@ def _add_simulate_command(sub: argparse._SubParsersAction[argparse.ArgumentParse
     where.add_argument("--namespace", "-n", default=None,
                        help="the one namespace to work in (default: default)")
     where.add_argument("--namespaces", type=int, default=None, metavar="N",
-                       help="work in N namespaces sim-0..sim-N-1 (created if missing)")
+                       help="work in N namespaces sim-0..sim-N-1, created if missing "
+                            "(default: the one --namespace)")
     simulate.add_argument("--duration", type=duration(), default=None,
                           help="stop after this long (default: at Ctrl-C)")
     simulate.add_argument("--max-ops", type=int, default=None,
