@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import subprocess
 import tempfile
 import threading
@@ -64,7 +65,7 @@ class ScaleOptions:
 
     @classmethod
     def smoke(cls) -> Self:
-        return cls(nodes=10, pods=100, deployments=2, watchers=1, timeout_s=30.0)
+        return cls(nodes=10, pods=100, deployments=2, watchers=1, timeout_s=120.0)
 
     @classmethod
     def full(cls) -> Self:
@@ -202,18 +203,13 @@ async def measure(server: ServerProcess, kubeconfig: Path, opts: ScaleOptions) -
         for i in range(opts.deployments):
             await deployments.create(deployment(f"d{i}", share + (1 if i < extra else 0)))
         deadline = t1 + opts.timeout_s
-        while not watchers.all_ready.is_set():
+        while not watchers.all_ready.is_set() and time.monotonic() < deadline:
             for t in tasks:
                 if t.done():
                     t.result()
-            if time.monotonic() > deadline:
-                pods = await Api(dict, client=client, namespace=NAMESPACE, api_version="v1",
-                                 kind="Pod").list()
-                ready = sum(1 for p in pods.items if is_ready(p))
-                raise TimeoutError(f"{len(watchers.ready)} of {opts.pods} pods Ready after "
-                                   f"{opts.timeout_s:.0f} s (as listed: {len(pods.items)} "
-                                   f"pods, {ready} Ready; {watchers.events} watch events)")
             await asyncio.sleep(0.05)
+        # past the time limit the run reports how far it got rather than nothing
+        out["ready"] = len(watchers.ready)
         out["pods_s"] = time.monotonic() - t1
         out["server_cpu_s"] = process_cpu_seconds(server.pid) - server_cpu0
         out["components_cpu_s"] = time.thread_time() - cpu1
@@ -269,7 +265,9 @@ def run_size(opts: ScaleOptions) -> tuple[list[dict[str, Any]], str]:
         finally:
             server.stop()
     size = f"{opts.nodes:,} nodes, {opts.pods:,} pods in {opts.deployments} Deployments"
-    rate = opts.pods / got["pods_s"]
+    rate = got["ready"] / got["pods_s"]
+    reached = ("all pods Ready" if got["ready"] >= opts.pods else
+               f"time limit, {got['ready']:,} pods Ready")
     watch_rate = got["watch_events"] / got["pods_s"] / max(opts.watchers, 1)
     per_pod = {"server_cpu_ms_per_pod": fmt(1000 * got["server_cpu_s"] / opts.pods),
                "components_cpu_ms_per_pod": fmt(1000 * got["components_cpu_s"] / opts.pods)}
@@ -279,12 +277,13 @@ def run_size(opts: ScaleOptions) -> tuple[list[dict[str, Any]], str]:
             met=got["nodes_s"] <= opts.nodes / KWOK_NODES_PER_S,
             nodes_per_s=fmt(opts.nodes / got["nodes_s"]),
             fleet_start_cpu_s=fmt(got["fleet_start_cpu_s"])),
-        one(f"{size}: Deployments created → all pods Ready", "s", got["pods_s"],
+        one(f"{size}: Deployments created → {reached}", "s", got["pods_s"],
             opts.pods / KWOK_PODS_PER_S, target="≤ kwok's budget rate",
-            met=got["pods_s"] <= opts.pods / KWOK_PODS_PER_S, pods_per_s=fmt(rate), **per_pod),
+            met=got["ready"] >= opts.pods and got["pods_s"] <= opts.pods / KWOK_PODS_PER_S,
+            pods_per_s=fmt(rate), **per_pod),
     ]
     note = (
-        f"{size}: meanwhile (Deployments created → all Ready, {fmt(got['pods_s'])} s): server "
+        f"{size}: meanwhile (Deployments created → {reached}, {fmt(got['pods_s'])} s): server "
         f"CPU {fmt(got['server_cpu_s'])} s, server RSS {fmt(got['server_rss_mib'])} MiB at "
         f"the end (peak {fmt(got['server_peak_rss_mib'])} MiB); components' CPU (fleet, "
         f"scheduler, RS/Deployment controllers, one process) {fmt(got['components_cpu_s'])} "
@@ -302,13 +301,15 @@ def main() -> None:
     size.add_argument("--full", action="store_true",
                       help="the quick size, then the issue's 1,000 nodes, 10,000 pods")
     parser.add_argument("--out", type=Path, default=report.RESULTS_DIR)
+    parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                        help="per size: report how many pods are Ready after this long "
+                             "(default 120 smoke, 900 quick, 1800 full)")
     args = parser.parse_args()
-    if args.smoke:
-        result = run(SMOKE)
-    elif args.full:
-        result = run(ScaleOptions(), ScaleOptions.full())
-    else:
-        result = run(ScaleOptions())
+    sizes = ([SMOKE] if args.smoke else [ScaleOptions(), ScaleOptions.full()] if args.full
+             else [ScaleOptions()])
+    if args.time_limit is not None:
+        sizes = [dataclasses.replace(s, timeout_s=args.time_limit) for s in sizes]
+    result = run(*sizes)
     report.finish(result, args.out)
 
 
