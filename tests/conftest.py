@@ -9,6 +9,12 @@ Importing the backend here, at collection, rewrites it before any test runs.
 """
 
 import anyio._backends._asyncio  # noqa: F401
+from hypothesis import settings
+
+# Hypothesis' per-example deadline (200 ms) is a timed assertion: on a shared machine a slow
+# example fails a property that holds. No test here asserts time.
+settings.register_profile("kubewire", deadline=None)
+settings.load_profile("kubewire")
 
 # Vendored third-party tests: they run against a server of their own, in a subprocess, from
 # tests/integration/test_kubernetes_e2e.py, not in this session.

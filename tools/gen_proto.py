@@ -114,6 +114,19 @@ POINTER_FIELDS: dict[str, tuple[str, ...]] = {
     "api.networking.v1.IngressPortStatus": ("error",),
     "api.networking.v1.NetworkPolicyPort": ("protocol", "endPort"),
     "api.certificates.v1.CertificateSigningRequestSpec": ("expirationSeconds",),
+    # batch/v1, policy/v1, scheduling/v1 and networking/v1 IngressClass (k8s.io/api types.go)
+    "api.batch.v1.JobSpec": ("parallelism", "completions", "activeDeadlineSeconds",
+                             "backoffLimit", "backoffLimitPerIndex", "maxFailedIndexes",
+                             "manualSelector", "ttlSecondsAfterFinished", "completionMode",
+                             "suspend", "podReplacementPolicy", "managedBy"),
+    "api.batch.v1.JobStatus": ("ready", "terminating", "failedIndexes"),
+    "api.batch.v1.CronJobSpec": ("timeZone", "startingDeadlineSeconds", "suspend",
+                                 "successfulJobsHistoryLimit", "failedJobsHistoryLimit"),
+    "api.batch.v1.PodFailurePolicyOnExitCodesRequirement": ("containerName",),
+    "api.batch.v1.SuccessPolicyRule": ("succeededIndexes", "succeededCount"),
+    "api.policy.v1.PodDisruptionBudgetSpec": ("unhealthyPodEvictionPolicy",),
+    "api.scheduling.v1.PriorityClass": ("preemptionPolicy",),
+    "api.networking.v1.IngressClassParametersReference": ("aPIGroup", "scope", "namespace"),
 }
 
 _MESSAGE = re.compile(r"^message\s+(\w+)\s*\{$")
@@ -470,6 +483,189 @@ message StorageClassList {
 }
 """
 
+# batch/v1 and scheduling.k8s.io/v1 are not among the inputs either: their messages as in
+# kubernetes/api v0.32.9 {batch,scheduling}/v1/generated.proto, comments cut to the
+# ``+optional`` markers the ``e`` flag needs.
+EXTRA_PROTO_BATCH_SCHEDULING = """\
+package k8s.io.api.batch.v1;
+message CronJob {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+  // +optional
+  optional CronJobSpec spec = 2;
+  // +optional
+  optional CronJobStatus status = 3;
+}
+message CronJobList {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ListMeta metadata = 1;
+  repeated CronJob items = 2;
+}
+message CronJobSpec {
+  optional string schedule = 1;
+  // +optional
+  optional string timeZone = 8;
+  // +optional
+  optional int64 startingDeadlineSeconds = 2;
+  // +optional
+  optional string concurrencyPolicy = 3;
+  // +optional
+  optional bool suspend = 4;
+  optional JobTemplateSpec jobTemplate = 5;
+  // +optional
+  optional int32 successfulJobsHistoryLimit = 6;
+  // +optional
+  optional int32 failedJobsHistoryLimit = 7;
+}
+message CronJobStatus {
+  // +optional
+  repeated .k8s.io.api.core.v1.ObjectReference active = 1;
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.Time lastScheduleTime = 4;
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.Time lastSuccessfulTime = 5;
+}
+message Job {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+  // +optional
+  optional JobSpec spec = 2;
+  // +optional
+  optional JobStatus status = 3;
+}
+message JobCondition {
+  optional string type = 1;
+  optional string status = 2;
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.Time lastProbeTime = 3;
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.Time lastTransitionTime = 4;
+  // +optional
+  optional string reason = 5;
+  // +optional
+  optional string message = 6;
+}
+message JobList {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ListMeta metadata = 1;
+  repeated Job items = 2;
+}
+message JobSpec {
+  // +optional
+  optional int32 parallelism = 1;
+  // +optional
+  optional int32 completions = 2;
+  // +optional
+  optional int64 activeDeadlineSeconds = 3;
+  // +optional
+  optional PodFailurePolicy podFailurePolicy = 11;
+  // +optional
+  optional SuccessPolicy successPolicy = 16;
+  // +optional
+  optional int32 backoffLimit = 7;
+  // +optional
+  optional int32 backoffLimitPerIndex = 12;
+  // +optional
+  optional int32 maxFailedIndexes = 13;
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector selector = 4;
+  // +optional
+  optional bool manualSelector = 5;
+  optional .k8s.io.api.core.v1.PodTemplateSpec template = 6;
+  // +optional
+  optional int32 ttlSecondsAfterFinished = 8;
+  // +optional
+  optional string completionMode = 9;
+  // +optional
+  optional bool suspend = 10;
+  // +optional
+  optional string podReplacementPolicy = 14;
+  // +optional
+  optional string managedBy = 15;
+}
+message JobStatus {
+  // +optional
+  repeated JobCondition conditions = 1;
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.Time startTime = 2;
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.Time completionTime = 3;
+  // +optional
+  optional int32 active = 4;
+  // +optional
+  optional int32 succeeded = 5;
+  // +optional
+  optional int32 failed = 6;
+  // +optional
+  optional int32 terminating = 11;
+  // +optional
+  optional string completedIndexes = 7;
+  // +optional
+  optional string failedIndexes = 10;
+  // +optional
+  optional UncountedTerminatedPods uncountedTerminatedPods = 8;
+  optional int32 ready = 9;
+}
+message JobTemplateSpec {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+  // +optional
+  optional JobSpec spec = 2;
+}
+message PodFailurePolicy {
+  repeated PodFailurePolicyRule rules = 1;
+}
+message PodFailurePolicyOnExitCodesRequirement {
+  // +optional
+  optional string containerName = 1;
+  optional string operator = 2;
+  repeated int32 values = 3;
+}
+message PodFailurePolicyOnPodConditionsPattern {
+  optional string type = 1;
+  optional string status = 2;
+}
+message PodFailurePolicyRule {
+  optional string action = 1;
+  // +optional
+  optional PodFailurePolicyOnExitCodesRequirement onExitCodes = 2;
+  // +optional
+  repeated PodFailurePolicyOnPodConditionsPattern onPodConditions = 3;
+}
+message SuccessPolicy {
+  repeated SuccessPolicyRule rules = 1;
+}
+message SuccessPolicyRule {
+  // +optional
+  optional string succeededIndexes = 1;
+  // +optional
+  optional int32 succeededCount = 2;
+}
+message UncountedTerminatedPods {
+  // +optional
+  repeated string succeeded = 1;
+  // +optional
+  repeated string failed = 2;
+}
+package k8s.io.api.scheduling.v1;
+message PriorityClass {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+  optional int32 value = 2;
+  // +optional
+  optional bool globalDefault = 3;
+  // +optional
+  optional string description = 4;
+  // +optional
+  optional string preemptionPolicy = 5;
+}
+message PriorityClassList {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ListMeta metadata = 1;
+  repeated PriorityClass items = 2;
+}
+"""
+
 
 def _strip_block_comments(text: str) -> str:
     return re.sub(r"/\*.*?\*/", "", text, flags=re.S)
@@ -539,7 +735,7 @@ def load_messages(proto_root: Path) -> dict[str, ProtoMessage]:
     messages: dict[str, ProtoMessage] = {}
     texts = [path.read_text(encoding="utf-8") for path in sorted(proto_root.rglob("*.proto"))]
     for text in [*texts, EXTRA_PROTO, AUTHORIZATION_PROTO, EXTRA_CERTIFICATES_PROTO,
-                 EXTRA_PROTO_STORAGE]:
+                 EXTRA_PROTO_STORAGE, EXTRA_PROTO_BATCH_SCHEDULING]:
         for message in parse_proto(text):
             messages.setdefault(message.name, message)
     for message in messages.values():

@@ -63,7 +63,8 @@ _API_GROUPS = {"core": "", "apps": "apps", "autoscaling": "autoscaling",
                "events": "events.k8s.io", "networking": "networking.k8s.io",
                "policy": "policy", "authentication": "authentication.k8s.io",
                "rbac": "rbac.authorization.k8s.io", "authorization": "authorization.k8s.io",
-               "certificates": "certificates.k8s.io", "storage": "storage.k8s.io"}
+               "certificates": "certificates.k8s.io", "storage": "storage.k8s.io",
+               "batch": "batch", "scheduling": "scheduling.k8s.io"}
 
 # Keys copied unchanged when present (facts, not prose).
 _COPIED = ("format", "enum", "nullable", "maxLength", "minLength", "pattern", "maxItems",

@@ -157,12 +157,27 @@ def build_parser() -> argparse.ArgumentParser:
                             "default, 'name' one more, '-name' one off (e.g. '*,-namespace'; "
                             "'' none). kubewire runs namespace, serviceaccount, "
                             "root-ca-cert-publisher, clusterrole-aggregation, csrsigning, "
-                            "csrcleaner and pod-termination-controller (graceful pod "
-                            "deletions end with their grace period); any name kube knows is "
-                            "accepted (default *)")
+                            "csrcleaner, resourcequota, pvc-protection, pv-protection, the "
+                            "cluster's components (garbage collector, workload controllers, "
+                            "scheduler, kubelets: clients of the server) and "
+                            "pod-termination-controller (graceful pod deletions end with their "
+                            "grace period); any name kube knows is accepted (default *)")
     serve.add_argument("--cluster-signing-duration", type=duration(), default=365 * 24 * 3600.0,
                        help="the longest certificate the CSR signer (csrsigning) issues; "
                             "a request's expirationSeconds may ask for less (default 8760h0m0s)")
+    serve.add_argument("--nodes", type=node_count, default=1,
+                       help="how many simulated nodes the server runs (kubewire.cluster.nodes; "
+                            "0: none, as envtest) (default 1)")
+    serve.add_argument("--enable-garbage-collector", type=go_bool, nargs="?", const=True,
+                       default=None,
+                       help="kube-apiserver's flag: DELETE's propagationPolicy adds the orphan "
+                            "and foregroundDeletion finalizers for a garbage collector to finish "
+                            "(default: true when this server runs garbage-collector-controller; "
+                            "set it when a separate 'kubewire controller-manager' runs it)")
+    serve.add_argument("--components-loop", choices=("thread", "loop"), default="thread",
+                       help="where the cluster's components (garbage collector, scheduler, "
+                            "kubelets) run: an event loop of their own in a thread, or the "
+                            "server's (default thread)")
     serve.add_argument("--namespace-deletion-delay", type=duration(zero=True), default=None,
                        help="how long a deleted namespace stays Terminating before the namespace "
                             "controller empties it, a Go duration or seconds; 0: at once "
@@ -176,6 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"one of {', '.join(LOG_LEVELS)}, any case")
     _add_access_flags(serve)
     _add_background_flags(serve)
+    _add_controller_manager_command(sub)
     _add_user_command(sub)
     _add_repair_command(sub)
     _add_stop_command(sub)
@@ -209,6 +225,63 @@ def _add_leader_election_flags(serve: argparse.ArgumentParser) -> None:
                        help="the Lease's name (default kube-controller-manager)")
     serve.add_argument("--leader-elect-resource-namespace", default="kube-system",
                        help="the Lease's namespace (default kube-system)")
+
+
+def _add_controller_manager_command(
+        sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    cm = sub.add_parser("controller-manager",
+                        help="run the cluster's components (garbage collector, scheduler, "
+                             "kubelets) in their own process against any server",
+                        formatter_class=HelpFormatter)
+    cm.add_argument("--kubeconfig", type=Path, default=None,
+                    help="the server and credential (default: KUBECONFIG, ~/.kube/config)")
+    cm.add_argument("--context", default=None, help="the kubeconfig context (default: current)")
+    cm.add_argument("--controllers", type=controller_list, default=("*",),
+                    help="kube-controller-manager's list ('*', 'name', '-name') (default *)")
+    cm.add_argument("--nodes", type=node_count, default=1,
+                    help="how many simulated nodes to run (default 1)")
+    cm.add_argument("--leader-elect", type=go_bool, nargs="?", const=True, default=False,
+                    help="run only while holding the Lease kube-system/kube-controller-manager "
+                         "(kube-system/kube-scheduler for the scheduler) (default false)")
+    cm.add_argument("--leader-elect-lease-duration", type=duration(), default=15.0,
+                    help="a Go duration (default 15s)")
+    cm.add_argument("--leader-elect-renew-deadline", type=duration(), default=10.0,
+                    help="a Go duration (default 10s)")
+    cm.add_argument("--leader-elect-retry-period", type=duration(), default=2.0,
+                    help="a Go duration (default 2s)")
+    cm.add_argument("--log-level", type=log_level, default="INFO",
+                    help=f"one of {', '.join(LOG_LEVELS)}, any case")
+
+
+def node_count(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of nodes: {text!r}") from None
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"the number of nodes must be 0 or more: {count}")
+    return count
+
+
+def controller_manager_command(args: argparse.Namespace) -> int:
+    """``kubewire controller-manager``: until interrupted."""
+    from kubewire.client import create_client
+    from kubewire.cluster.components import ComponentOptions
+    from kubewire.cluster.manager import Election, run_controller_manager
+    from kubewire.server.controllers.selection import parse_controllers
+
+    chosen = parse_controllers(args.controllers)
+    election = Election(args.leader_elect_lease_duration, args.leader_elect_renew_deadline,
+                        args.leader_elect_retry_period) if args.leader_elect else None
+
+    async def run() -> None:
+        async with await create_client(args.kubeconfig, context=args.context) as client:
+            await run_controller_manager(client, chosen.enabled,
+                                         ComponentOptions(nodes=args.nodes), election)
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(run())
+    return 0
 
 
 def go_bool(text: str) -> bool:
@@ -1088,6 +1161,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
                         manual_clock=args.manual_clock,
                         controllers=args.controllers,
                         cluster_signing_duration_s=args.cluster_signing_duration,
+                        nodes=args.nodes, enable_garbage_collector=args.enable_garbage_collector,
+                        components_loop=args.components_loop,
                         leader_elect=args.leader_elect,
                         leader_elect_lease_duration_s=args.leader_elect_lease_duration,
                         leader_elect_renew_deadline_s=args.leader_elect_renew_deadline,
@@ -1884,7 +1959,7 @@ def _run_locked(args: argparse.Namespace) -> int:
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "repair": repair, "stop": stop, "models": write_models, "fault": run_fault,
     "record": trace_command, "replay": trace_command, "snapshot": trace_command,
-    "simulate": simulate}
+    "controller-manager": controller_manager_command, "simulate": simulate}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

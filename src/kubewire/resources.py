@@ -17,14 +17,17 @@ from kubewire.conversions import SchemaConversion
 NameRule = Literal["subdomain", "label", "dns1035", "path"]
 """How ``metadata.name`` is validated (objects-and-clients.md §1.7)."""
 
-FieldLabelStyle = Literal["core", "default", "crd"]
+FieldLabelStyle = Literal["core", "default", "crd", "batchv1.Job"]
 """Which converter rejects unknown field-selector labels (watch-protocol.md §9.3):
 ``core``/``crd``: ``field label not supported: X``; ``default``:
-``"X" is not a known field selector: only "metadata.name", "metadata.namespace"``."""
+``"X" is not a known field selector: only "metadata.name", "metadata.namespace"``;
+``batchv1.Job`` (pkg/apis/batch/v1/conversion.go): ``field label "X" not supported for
+batchv1.Job``."""
 
 GenerationPolicy = Literal["none", "spec", "spec_and_annotations", "non_metadata",
-                           "non_metadata_and_labels"]
-"""When ``metadata.generation`` is set and bumped (objects-and-clients.md §1.4)."""
+                           "non_metadata_and_labels", "create_only"]
+"""When ``metadata.generation`` is set and bumped (objects-and-clients.md §1.4);
+``create_only``: 1 at create, never bumped (PriorityClass's strategy)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +48,7 @@ class Resource:
     # "bool:" renders a missing/false bool as "false", "first_ip:" takes the first
     # ``ip`` of a list of {ip: ...}, falling back to the path without the list; "never:" is
     # accepted but never has a value (status.podIPs, §9.3); "or:a|b" takes the first
-    # non-empty path.
+    # non-empty path; "int:" renders a missing integer as "0" (Go's strconv.Itoa of an int32).
     field_labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # Aliases accepted by the field-label converter (pods: spec.host -> spec.nodeName).
     field_label_aliases: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
@@ -252,6 +255,18 @@ _ZERO: dict[str, Mapping[str, Any]] = {
     "PersistentVolumeClaim": {"spec": {"resources": {}}, "status": {}},
     "PersistentVolume": {"spec": {}, "status": {}},
     "StorageClass": {"provisioner": ""},
+    # batch/v1: JobSpec.template, CronJobSpec.schedule and .jobTemplate have no omitempty (a
+    # JobTemplateSpec's metadata and spec are structs)
+    "Job": {"spec": {"template": {"metadata": _ZERO_META, "spec": _POD_SPEC_ZERO}}, "status": {}},
+    "CronJob": {"spec": {"schedule": "", "jobTemplate": {
+        "metadata": _ZERO_META,
+        "spec": {"template": {"metadata": _ZERO_META, "spec": _POD_SPEC_ZERO}}}},
+        "status": {}},
+    # policy/v1 PodDisruptionBudgetStatus: four counters without omitempty
+    "PodDisruptionBudget": {"spec": {}, "status": {
+        "disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}},
+    "PriorityClass": {"value": 0},  # scheduling/v1: value has no omitempty
+    "IngressClass": {"spec": {}},
 }
 
 
@@ -283,6 +298,10 @@ RESOURCES: tuple[Resource, ...] = (
                                             "spec.type": "spec.type"}),
              name_rule="dns1035", return_deleted_object=True, allow_create_on_update=True,
              zero_fields=_zero("Service")),
+    # pkg/registry/core/endpoint: short name ``ep``, names are DNS subdomains, PUT creates
+    # (AllowCreateOnUpdate true), default field labels; stored under services/endpoints.
+    Resource("", "v1", "Endpoints", "endpoints", "endpoints", namespaced=True,
+             short_names=("ep",), field_label_style="default", allow_create_on_update=True),
     Resource("", "v1", "ConfigMap", "configmaps", "configmap", namespaced=True,
              short_names=("cm",), field_label_style="default"),
     Resource("", "v1", "Secret", "secrets", "secret", namespaced=True,
@@ -397,6 +416,32 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("storage.k8s.io", "v1", "StorageClass", "storageclasses", "storageclass",
              namespaced=False, short_names=("sc",), field_label_style="default",
              return_deleted_object=True, zero_fields=_zero("StorageClass")),
+    # --- issue 20: batch, policy, scheduling kinds and IngressClass ---
+    # pkg/registry/batch/{job,cronjob}/strategy.go: a spec change bumps the generation, create
+    # clears status; storage.go: Categories "all", CronJob's short name. A Job's selectable
+    # fields add status.successful (job/strategy.go JobToSelectableFields).
+    Resource("batch", "v1", "Job", "jobs", "job", namespaced=True, categories=("all",),
+             subresources=("status",),
+             field_labels=MappingProxyType({"status.successful": "int:status.succeeded"}),
+             field_label_style="batchv1.Job", generation="spec", zero_fields=_zero("Job")),
+    Resource("batch", "v1", "CronJob", "cronjobs", "cronjob", namespaced=True,
+             short_names=("cj",), categories=("all",), subresources=("status",),
+             field_label_style="default", generation="spec", zero_fields=_zero("CronJob")),
+    # pkg/registry/policy/poddisruptionbudget: generation on spec changes, status cleared on
+    # create; short name pdb.
+    Resource("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets",
+             "poddisruptionbudget", namespaced=True, short_names=("pdb",),
+             subresources=("status",), field_label_style="default", generation="spec",
+             zero_fields=_zero("PodDisruptionBudget")),
+    # pkg/registry/scheduling/priorityclass: no status, generation 1 at create and never
+    # bumped (PrepareForUpdate changes nothing), PUT does not create.
+    Resource("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", "priorityclass",
+             namespaced=False, short_names=("pc",), field_label_style="default",
+             generation="create_only", zero_fields=_zero("PriorityClass")),
+    # pkg/registry/networking/ingressclass: generation on spec changes, no status.
+    Resource("networking.k8s.io", "v1", "IngressClass", "ingressclasses", "ingressclass",
+             namespaced=False, field_label_style="default", generation="spec",
+             zero_fields=_zero("IngressClass")),
     # apiextensions-apiserver's registry/customresourcedefinition: strategy bumps generation on
     # spec changes; ShortNames, Categories from etcd.go.
     Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition",

@@ -20,6 +20,7 @@ def make_server(tmp_path: Path) -> Iterator[Callable[..., ServerThread]]:
 
     Servers are plain HTTP with access open (``insecure_http=True``) unless the test passes
     ``insecure_http=False``: then HTTPS, with ``DIR/kubeconfig`` holding the admin certificate.
+    The cluster's components run only when a test passes ``controllers`` naming them.
     """
     started: list[ServerThread] = []
 
@@ -27,6 +28,10 @@ def make_server(tmp_path: Path) -> Iterator[Callable[..., ServerThread]]:
         data_dir = overrides.pop("data_dir", tmp_path / f"data{len(started)}")
         # Plain HTTP with everyone admin unless a test asks for TLS and credentials.
         overrides.setdefault("insecure_http", True)
+        # The cluster's components (kubewire.cluster: the garbage collector, ...) are clients
+        # of the server whose requests, watches and audit events a test would see beside its
+        # own: off unless a test asks for them (``controllers=("*",)``).
+        overrides.setdefault("controllers", ("*", "-garbage-collector-controller"))
         config = ServerConfig(data_dir=data_dir, host="127.0.0.1", port=0, **overrides)
         server = ServerThread(config).start()
         started.append(server)

@@ -119,6 +119,13 @@ ENDPOINT_SLICE = Kind(
     {"addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"]}],
      "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]},
     {"endpoints": [{"addresses": ["10.0.0.2"]}]}, has_status=False)
+ENDPOINTS = Kind(
+    "Endpoints", "v1", "endpoints", True,
+    {"subsets": [{"addresses": [{"ip": "10.0.0.1"}],
+                  "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]}]},
+    {"subsets": [{"addresses": [{"ip": "10.0.0.2"}],
+                  "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]}]},
+    has_status=False)
 GATEWAY = Kind(
     "Gateway", "gateway.networking.k8s.io/v1", "gateways", True,
     {"spec": {"gatewayClassName": "example",
@@ -200,13 +207,33 @@ PERSISTENT_VOLUME = Kind(
 STORAGE_CLASS = Kind("StorageClass", "storage.k8s.io/v1", "storageclasses", False,
                      {"provisioner": "example.com/tests"}, {"allowVolumeExpansion": True},
                      has_status=False)
+# issue 20: batch/v1, policy/v1, scheduling.k8s.io/v1, networking.k8s.io/v1 IngressClass
+_JOB_TEMPLATE = {"spec": {"containers": _CONTAINERS, "restartPolicy": "Never"}}
+JOB = Kind("Job", "batch/v1", "jobs", True, {"spec": {"template": _JOB_TEMPLATE}},
+           {"spec": {"parallelism": 2}})
+CRON_JOB = Kind("CronJob", "batch/v1", "cronjobs", True,
+                {"spec": {"schedule": "*/5 * * * *",
+                          "jobTemplate": {"spec": {"template": _JOB_TEMPLATE}}}},
+                {"spec": {"schedule": "*/10 * * * *"}})
+POD_DISRUPTION_BUDGET = Kind(
+    "PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", True,
+    {"spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}},
+    {"spec": {"minAvailable": 2}})
+PRIORITY_CLASS = Kind("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", False,
+                      {"value": 1000, "description": "tests"}, {"description": "changed"},
+                      has_status=False)
+INGRESS_CLASS = Kind("IngressClass", "networking.k8s.io/v1", "ingressclasses", False,
+                     {"spec": {"controller": "example.com/ingress"}},
+                     {"spec": {"parameters": {"kind": "Params", "name": "p"}}},
+                     has_status=False)
 
 ALL_KINDS = [POD, SERVICE, NODE, NAMESPACE, DEPLOYMENT, REPLICA_SET, STATEFUL_SET, DAEMON_SET,
              CONTROLLER_REVISION, EVENT, INGRESS, NETWORK_POLICY, ENDPOINT_SLICE, GATEWAY,
              HTTP_ROUTE, CONFIG_MAP, SECRET, SERVICE_ACCOUNT, LEASE, ROLE, CLUSTER_ROLE,
              ROLE_BINDING, CLUSTER_ROLE_BINDING, CERTIFICATE_SIGNING_REQUEST,
              RESOURCE_QUOTA, LIMIT_RANGE, PERSISTENT_VOLUME_CLAIM, PERSISTENT_VOLUME,
-             STORAGE_CLASS]
+             STORAGE_CLASS, JOB, CRON_JOB, POD_DISRUPTION_BUDGET, PRIORITY_CLASS, INGRESS_CLASS,
+             ENDPOINTS]
 NAMESPACED_KINDS = [k for k in ALL_KINDS if k.namespaced]
 
 

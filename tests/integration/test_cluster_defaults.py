@@ -92,6 +92,30 @@ def test_kubernetes_service_and_endpointslice(tls_server: ServerThread,
                                    "default"), what="the EndpointSlice again")
 
 
+def test_kubernetes_endpoints(tls_server: ServerThread, core: k8s.CoreV1Api) -> None:
+    """kube's endpoint reconciler also keeps an Endpoints ``kubernetes`` (skip-mirror label)."""
+    eps = wait_for(lambda: _read_or_none(core.read_namespaced_endpoints, "kubernetes",
+                                         "default"), what="the kubernetes Endpoints")
+    assert eps.metadata.labels == {"endpointslice.kubernetes.io/skip-mirror": "true"}
+    [subset] = eps.subsets
+    assert [a.ip for a in subset.addresses] == ["127.0.0.1"]
+    assert subset.not_ready_addresses is None
+    [port] = subset.ports
+    assert (port.name, port.port, port.protocol) == ("https", tls_server.port, "TCP")
+    listed = kubectl.ok(tls_server, "get", "endpoints", "kubernetes", "-n", "default")
+    assert re.split(r"\s+", listed.splitlines()[1])[:2] == [
+        "kubernetes", f"127.0.0.1:{tls_server.port}"]
+    # kept in place: deleted or changed, it comes back as it was
+    core.delete_namespaced_endpoints("kubernetes", "default")
+    back = wait_for(lambda: _read_or_none(core.read_namespaced_endpoints, "kubernetes",
+                                          "default"), what="the Endpoints again")
+    assert back.metadata.uid != eps.metadata.uid
+    core.patch_namespaced_endpoints("kubernetes", "default", {"subsets": [
+        {"addresses": [{"ip": "10.1.2.3"}], "ports": [{"port": 1}]}]})
+    wait_for(lambda: core.read_namespaced_endpoints("kubernetes", "default").subsets[0]
+             .addresses[0].ip == "127.0.0.1", what="the Endpoints set right")
+
+
 def test_kubernetes_service_follows_the_port_after_restart(
         make_server: Callable[..., ServerThread]) -> None:
     server = make_server()

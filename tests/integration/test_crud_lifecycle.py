@@ -21,6 +21,7 @@ from tests.integration.kinds import (
     DEPLOYMENT,
     GATEWAY,
     HTTP_ROUTE,
+    JOB,
     NAMESPACE,
     NS,
     POD,
@@ -62,9 +63,11 @@ def name_for(kind: Kind) -> str:
 
 # --- §1.1-1.4 server-set metadata ---------------------------------------------------------------
 
+# Pod (v1.32), Service, Node, ...: none
 GENERATION_ON_CREATE = {"Deployment": 1, "ReplicaSet": 1, "StatefulSet": 1, "DaemonSet": 1,
                         "Ingress": 1, "NetworkPolicy": 1, "EndpointSlice": 1,
-                        "Gateway": 1, "HTTPRoute": 1}  # Pod (v1.32), Service, Node, ...: none
+                        "Gateway": 1, "HTTPRoute": 1, "Job": 1, "CronJob": 1,
+                        "PodDisruptionBudget": 1, "IngressClass": 1, "PriorityClass": 1}
 
 
 @pytest.mark.parametrize("kind", ALL_KINDS, ids=kind_id)
@@ -268,6 +271,8 @@ def test_put_without_resource_version_is_unconditional_for_builtins(server: Serv
     created = create(server, kind.collection(), kind.obj(name_for(kind)))
     body = kind.obj(name_for(kind), labels={"put": "blind"})
     if kind is POD:  # admission gave the pod a token volume, whose removal pod updates refuse
+        body["spec"] = created["spec"]
+    if kind is JOB:  # a Job's selector and template are generated on create, then immutable
         body["spec"] = created["spec"]
     replaced = ok(call(server, "PUT", kind.item(name_for(kind)), body), 200)
     assert replaced["metadata"]["labels"]["put"] == "blind"

@@ -208,6 +208,30 @@ def test_kinds_land_where_kube_keeps_them(on_etcd: Callable[..., ServerThread],
         "/registry/storageclasses/fast": {
             "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
             "metadata": {"name": "fast"}, "provisioner": "example.com/fast"},
+        f"/registry/services/endpoints/{NS}/db": {
+            "apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "db", "namespace": NS},
+            "subsets": [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 5432}]}]},
+        # issue 20: kube keys these by plural alone
+        f"/registry/jobs/{NS}/once": {
+            "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "once", "namespace": NS},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox"}],
+                                           "restartPolicy": "Never"}}}},
+        f"/registry/cronjobs/{NS}/tick": {
+            "apiVersion": "batch/v1", "kind": "CronJob",
+            "metadata": {"name": "tick", "namespace": NS},
+            "spec": {"schedule": "@hourly", "jobTemplate": {"spec": {"template": {"spec": {
+                "containers": [{"name": "c", "image": "busybox"}],
+                "restartPolicy": "OnFailure"}}}}}},
+        f"/registry/poddisruptionbudgets/{NS}/web": {
+            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "web", "namespace": NS},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}},
+        "/registry/priorityclasses/high": {
+            "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": "high"}, "value": 1000},
+        "/registry/ingressclasses/nginx": {
+            "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+            "metadata": {"name": "nginx"}, "spec": {"controller": "example.com/ingress"}},
     }
     for key, obj in objs.items():
         made = apply(server, obj)
@@ -219,8 +243,16 @@ def test_kinds_land_where_kube_keeps_them(on_etcd: Callable[..., ServerThread],
         assert json.loads(value)["metadata"]["uid"] == made["metadata"]["uid"], key
         assert rv_matches_mod_revision(server, etcd, obj, key), key
     assert keys_under(etcd, "/registry/apps/") == []
+    assert keys_under(etcd, "/registry/batch/") == []
+    assert keys_under(etcd, "/registry/priorityclasses/") == [
+        "/registry/priorityclasses/high", "/registry/priorityclasses/system-cluster-critical",
+        "/registry/priorityclasses/system-node-critical"]
     assert keys_under(etcd, "/registry/services/specs/default/") == [
         "/registry/services/specs/default/kubernetes", "/registry/services/specs/default/web"]
+    # Endpoints share kube's services/ prefix, beside the Services (the bootstrap's too)
+    assert keys_under(etcd, "/registry/services/endpoints/default/") == [
+        "/registry/services/endpoints/default/db",
+        "/registry/services/endpoints/default/kubernetes"]
 
 
 def test_a_custom_resource_is_stored_under_its_group_with_sorted_keys(

@@ -291,6 +291,8 @@ def _bootstrap_state(port: int) -> dict[str, Any]:
                    for s in items("/apis/discovery.k8s.io/v1/endpointslices")],
         "accounts": sorted((a["metadata"]["namespace"], a["metadata"]["name"])
                            for a in items("/api/v1/serviceaccounts")),
+        "priorityclasses": {(p["metadata"]["name"], p["metadata"]["uid"])
+                            for p in items("/apis/scheduling.k8s.io/v1/priorityclasses")},
     }
 
 
@@ -299,7 +301,8 @@ def _bootstrap_state(port: int) -> dict[str, Any]:
 # seconds by design, as on a cluster, so the store's revision never holds still.
 _BOOTSTRAP_LISTS = ("/api/v1/namespaces", "/api/v1/services", "/api/v1/serviceaccounts",
                     "/api/v1/configmaps", "/apis/discovery.k8s.io/v1/endpointslices",
-                    "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")
+                    "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                    "/apis/scheduling.k8s.io/v1/priorityclasses")
 
 
 def _objects_revision(port: int) -> int:
@@ -336,6 +339,8 @@ def _check_bootstrap(replicas: Replicas) -> dict[str, Any]:
     assert state["services"] == [("default", "kubernetes")]
     assert state["slices"] == [("default", "kubernetes")]
     assert state["accounts"] == sorted((ns, "default") for ns, _ in state["namespaces"])
+    assert {name for name, _ in state["priorityclasses"]} == {"system-node-critical",
+                                                             "system-cluster-critical"}
     for server in replicas.servers:
         # every pre-installed kind is served, from a cache of its own, on every replica
         for kind, version in GATEWAY_KINDS:
@@ -376,6 +381,7 @@ def test_a_replica_starts_on_a_populated_etcd(tmp_path: Path) -> None:
             after = _check_bootstrap(replicas)
             # the second replica re-made nothing (same uids and revisions)
             assert (after["namespaces"], after["crds"]) == (before["namespaces"], before["crds"])
+            assert after["priorityclasses"] == before["priorityclasses"]
             assert call(replicas[1].port, "GET", CM.format(ns=ns)).body["items"] == listed
         finally:
             replicas.stop()

@@ -15,14 +15,20 @@ import pytest
 from tests.integration.harness import ServerThread
 from tests.integration.kinds import (
     CONFIG_MAP,
+    CRON_JOB,
     DEPLOYMENT,
     ENDPOINT_SLICE,
+    ENDPOINTS,
     INGRESS,
+    INGRESS_CLASS,
+    JOB,
     LEASE,
     NAMESPACE,
     NETWORK_POLICY,
     NODE,
     POD,
+    POD_DISRUPTION_BUDGET,
+    PRIORITY_CLASS,
     SECRET,
     SERVICE,
     Kind,
@@ -32,7 +38,8 @@ from tests.integration.wire import call, create, get, ok
 
 PORT_RANGE = "must be between 1 and 65535, inclusive"
 SNAPSHOT = [POD, SERVICE, DEPLOYMENT, CONFIG_MAP, NODE, NAMESPACE, INGRESS, NETWORK_POLICY,
-            ENDPOINT_SLICE, LEASE]
+            ENDPOINT_SLICE, LEASE, JOB, CRON_JOB, POD_DISRUPTION_BUDGET, PRIORITY_CLASS,
+            INGRESS_CLASS, ENDPOINTS]
 
 
 def snapshot(server: ServerThread) -> list[Any]:
@@ -344,9 +351,92 @@ def test_endpoint_slice_addresses_and_ports(unchanged: ServerThread) -> None:
         group="discovery.k8s.io")
 
 
+DNS_LABEL = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
+             "or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  "
+             "or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+
+
+def test_endpoints_subsets(unchanged: ServerThread) -> None:
+    """validateEndpointSubsets: kube's texts in kube's order (ports default to TCP first)."""
+    body = ENDPOINTS.obj("ep")
+    body["subsets"] = [
+        {"addresses": [{"ip": "10.0.0.256", "hostname": "Bad_Host"}],
+         "notReadyAddresses": [{"ip": "0.0.0.0"}],
+         "ports": [{"port": 0, "protocol": "ICMP"}, {"name": "b", "port": 81}]},
+        {"addresses": [{"ip": "169.254.1.1"}]},
+        {"ports": [{"port": 80}]}]
+    assert rejected(unchanged, ENDPOINTS, body) == invalid("Endpoints", "ep", [
+        ("FieldValueInvalid", "subsets[0].addresses[0].ip",
+         'Invalid value: "10.0.0.256": must be a valid IP address, (e.g. 10.9.8.7 or '
+         "2001:db8::ffff)"),
+        ("FieldValueInvalid", "subsets[0].addresses[0].hostname",
+         f'Invalid value: "Bad_Host": {DNS_LABEL}'),
+        ("FieldValueInvalid", "subsets[0].addresses[0].ip",
+         'Invalid value: "10.0.0.256": must be a valid IP address'),
+        ("FieldValueInvalid", "subsets[0].notReadyAddresses[0].ip",
+         'Invalid value: "0.0.0.0": may not be unspecified (0.0.0.0)'),
+        ("FieldValueRequired", "subsets[0].ports[0].name", "Required value"),
+        ("FieldValueInvalid", "subsets[0].ports[0].port", f"Invalid value: 0: {PORT_RANGE}"),
+        ("FieldValueNotSupported", "subsets[0].ports[0].protocol",
+         'Unsupported value: "ICMP": supported values: "SCTP", "TCP", "UDP"'),
+        ("FieldValueInvalid", "subsets[1].addresses[0].ip",
+         'Invalid value: "169.254.1.1": may not be in the link-local range (169.254.0.0/16, '
+         "fe80::/10)"),
+        ("FieldValueRequired", "subsets[2]",
+         "Required value: must specify `addresses` or `notReadyAddresses`")])
+
+
+def test_endpoints_defaults_and_table(server: ServerThread) -> None:
+    """SetDefaults_Endpoints (protocol TCP) and printers.go's ENDPOINTS cell (three, + more)."""
+    body = ENDPOINTS.obj("many")
+    body["subsets"] = [{"addresses": [{"ip": f"10.0.0.{i}"} for i in range(1, 4)],
+                        "ports": [{"name": "a", "port": 80}, {"name": "b", "port": 81}]},
+                       {"notReadyAddresses": [{"ip": "10.0.1.1"}]}]
+    created = create(server, ENDPOINTS.collection(), body)
+    [with_ports] = [s for s in created["subsets"] if s.get("ports")]
+    assert [p["protocol"] for p in with_ports["ports"]] == ["TCP", "TCP"]
+    table = ok(call(server, "GET", ENDPOINTS.item("many"), headers={
+        "Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}), 200)
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Endpoints", "Age"]
+    assert table["rows"][0]["cells"][:2] == [
+        "many", "10.0.0.1:80,10.0.0.2:80,10.0.0.3:80 + 3 more..."]
+    create(server, ENDPOINTS.collection(), {**ENDPOINTS.obj("empty"), "subsets": []})
+    table = ok(call(server, "GET", ENDPOINTS.item("empty"), headers={
+        "Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}), 200)
+    assert table["rows"][0]["cells"][1] == "<none>"
+
+
+def test_endpoints_are_stored_repacked(server: ServerThread) -> None:
+    """The Endpoints strategy's Canonicalize (RepackSubsets): addresses offering the same
+    ports share a subset, sorted by IP; an address ready on a port stays ready there."""
+    port = [{"name": "http", "port": 80, "protocol": "TCP"}]
+    body = ENDPOINTS.obj("packed")
+    body["subsets"] = [
+        {"addresses": [{"ip": "10.0.0.9"}], "ports": port},
+        {"addresses": [{"ip": "10.0.0.2"}], "notReadyAddresses": [{"ip": "10.0.0.5"}],
+         "ports": port},
+        {"notReadyAddresses": [{"ip": "10.0.0.9"}], "ports": port},
+        {"addresses": [{"ip": "10.0.0.7"}], "ports": [{"name": "dns", "port": 53,
+                                                        "protocol": "UDP"}]}]
+    created = create(server, ENDPOINTS.collection(), body)
+    assert created["subsets"] == [
+        {"addresses": [{"ip": "10.0.0.7"}],
+         "ports": [{"name": "dns", "port": 53, "protocol": "UDP"}]},
+        {"addresses": [{"ip": "10.0.0.2"}, {"ip": "10.0.0.9"}],
+         "notReadyAddresses": [{"ip": "10.0.0.5"}], "ports": port}]
+    assert get(server, ENDPOINTS.item("packed"))["subsets"] == created["subsets"]
+    # an update is repacked too
+    updated = ok(call(server, "PATCH", ENDPOINTS.item("packed"), {"subsets": [
+        {"addresses": [{"ip": "10.0.0.4"}], "ports": port},
+        {"addresses": [{"ip": "10.0.0.3"}], "ports": port}]}), 200)
+    assert updated["subsets"] == [{"addresses": [{"ip": "10.0.0.3"}, {"ip": "10.0.0.4"}],
+                                   "ports": port}]
+
+
 def test_valid_objects_of_every_checked_kind_are_accepted(server: ServerThread) -> None:
     """The rules refuse nothing kube accepts in the minimal objects of every kind."""
     for kind in (POD, SERVICE, DEPLOYMENT, NODE, NAMESPACE, CONFIG_MAP, SECRET, INGRESS,
-                 NETWORK_POLICY, ENDPOINT_SLICE, LEASE):
+                 NETWORK_POLICY, ENDPOINT_SLICE, LEASE, JOB, CRON_JOB, POD_DISRUPTION_BUDGET,
+                 PRIORITY_CLASS, INGRESS_CLASS, ENDPOINTS):
         created = create(server, kind.collection(), kind.obj("ok"))
         assert ok(call(server, "PATCH", kind.item("ok"), kind.mutation), 200), created

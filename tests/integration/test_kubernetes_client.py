@@ -43,6 +43,7 @@ _TYPED_APIS: dict[str, tuple[type[Any], str]] = {
     "NetworkPolicy": (client.NetworkingV1Api, "network_policy"),
     "EndpointSlice": (client.DiscoveryV1Api, "endpoint_slice"),
     "ConfigMap": (client.CoreV1Api, "config_map"),
+    "Endpoints": (client.CoreV1Api, "endpoints"),
     "Secret": (client.CoreV1Api, "secret"),
     "ServiceAccount": (client.CoreV1Api, "service_account"),
     "Lease": (client.CoordinationV1Api, "lease"),
@@ -56,6 +57,11 @@ _TYPED_APIS: dict[str, tuple[type[Any], str]] = {
     "PersistentVolumeClaim": (client.CoreV1Api, "persistent_volume_claim"),
     "PersistentVolume": (client.CoreV1Api, "persistent_volume"),
     "StorageClass": (client.StorageV1Api, "storage_class"),
+    "Job": (client.BatchV1Api, "job"),
+    "CronJob": (client.BatchV1Api, "cron_job"),
+    "PodDisruptionBudget": (client.PolicyV1Api, "pod_disruption_budget"),
+    "PriorityClass": (client.SchedulingV1Api, "priority_class"),
+    "IngressClass": (client.NetworkingV1Api, "ingress_class"),
 }
 
 

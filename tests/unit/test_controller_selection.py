@@ -55,3 +55,15 @@ def test_an_unknown_name_is_refused_with_kubes_message(entry: str, named: str) -
 def test_names_kube_knows_are_accepted_even_where_kubewire_runs_nothing() -> None:
     chosen = parse_controllers(["*", "-deployment", "-garbage-collector-controller"])
     assert not chosen.enabled("deployment-controller")
+
+
+def test_cluster_components_are_named_in_the_selection() -> None:
+    """Every component of the registry is a name ``--controllers`` switches, and the server's
+    list of them (which spares a server running none the client's import) is the registry's."""
+    from kubewire.cluster.components import COMPONENTS
+    from kubewire.server.controllers.selection import CLUSTER_COMPONENTS, CONTROLLERS, KNOWN
+
+    assert set(CLUSTER_COMPONENTS) == set(COMPONENTS)
+    assert set(COMPONENTS) <= set(CONTROLLERS) & KNOWN
+    assert parse_controllers(["garbagecollector"]).enabled("garbage-collector-controller")
+    assert not parse_controllers([]).enabled("garbage-collector-controller")

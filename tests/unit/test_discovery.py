@@ -51,6 +51,7 @@ EXPECTED: dict[tuple[str, str], tuple[str, bool, list[str], list[str], list[str]
     ("", "namespaces"): ("Namespace", False, [v for v in STD if v != "deletecollection"],
                          ["ns"], [], {"finalize": ["update"], "status": STATUS}),
     ("", "configmaps"): ("ConfigMap", True, STD, ["cm"], [], {}),
+    ("", "endpoints"): ("Endpoints", True, STD, ["ep"], [], {}),
     ("", "secrets"): ("Secret", True, STD, [], [], {}),
     ("", "serviceaccounts"): ("ServiceAccount", True, STD, ["sa"], [], {"token": ["create"]}),
     ("", "events"): ("Event", True, STD, ["ev"], [], {}),
@@ -90,6 +91,12 @@ EXPECTED: dict[tuple[str, str], tuple[str, bool, list[str], list[str], list[str]
                                      {"status": STATUS}),
     ("", "persistentvolumes"): ("PersistentVolume", False, STD, ["pv"], [], {"status": STATUS}),
     ("storage.k8s.io", "storageclasses"): ("StorageClass", False, STD, ["sc"], [], {}),
+    ("batch", "jobs"): ("Job", True, STD, [], ["all"], {"status": STATUS}),
+    ("batch", "cronjobs"): ("CronJob", True, STD, ["cj"], ["all"], {"status": STATUS}),
+    ("policy", "poddisruptionbudgets"): ("PodDisruptionBudget", True, STD, ["pdb"], [],
+                                         {"status": STATUS}),
+    ("scheduling.k8s.io", "priorityclasses"): ("PriorityClass", False, STD, ["pc"], [], {}),
+    ("networking.k8s.io", "ingressclasses"): ("IngressClass", False, STD, [], [], {}),
     ("apiextensions.k8s.io", "customresourcedefinitions"): (
         "CustomResourceDefinition", False, STD, ["crd", "crds"], ["api-extensions"],
         {"status": STATUS}),
@@ -138,7 +145,11 @@ KUBE_HASHES = {
     ("certificates.k8s.io", "certificatesigningrequests"): "95fRKMXA+00=",
     ("", "resourcequotas"): "8uhSgffRX6w=", ("", "limitranges"): "EBKMFVe6cwo=",
     ("", "persistentvolumeclaims"): "QWTyNDq0dC4=", ("", "persistentvolumes"): "HN/zwEC+JgM=",
-    ("storage.k8s.io", "storageclasses"): "K+m6uJwbjGY=",
+    ("storage.k8s.io", "storageclasses"): "K+m6uJwbjGY=", ("", "endpoints"): "fWeeMqaN/OA=",
+    ("batch", "cronjobs"): "sd5LIXh4Fjs=", ("batch", "jobs"): "mudhfqk/qZY=",
+    ("policy", "poddisruptionbudgets"): "EVWiDmWqyJw=",
+    ("scheduling.k8s.io", "priorityclasses"): "1QwjyaZjj3Y=",
+    ("networking.k8s.io", "ingressclasses"): "l/iqIbDgFyQ=",
 }
 
 
@@ -253,9 +264,9 @@ def test_legacy_group_list_in_kube_priority_order() -> None:
     assert doc["apiVersion"] == "v1"
     names = [g["name"] for g in doc["groups"]]
     assert names == ["apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
-                     "certificates.k8s.io", "networking.k8s.io", "rbac.authorization.k8s.io",
-                     "storage.k8s.io",
-                     "apiextensions.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
+                     "batch", "certificates.k8s.io", "networking.k8s.io", "policy",
+                     "rbac.authorization.k8s.io", "storage.k8s.io", "apiextensions.k8s.io",
+                     "scheduling.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
                      "gateway.networking.k8s.io"]
     assert doc["groups"][0] == {
         "name": "apps", "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
@@ -403,11 +414,10 @@ def aggregated_resources() -> dict[tuple[str, str, str], dict[str, Any]]:
     assert [item["metadata"] for item in core] == [{"creationTimestamp": None}]
     named = get_json("/apis", KUBECTL_ACCEPT)["items"]
     assert [item["metadata"]["name"] for item in named] == [
-        "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
-        "certificates.k8s.io",
-        "networking.k8s.io", "rbac.authorization.k8s.io", "storage.k8s.io",
-        "apiextensions.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
-        "gateway.networking.k8s.io"]
+        "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io", "batch",
+        "certificates.k8s.io", "networking.k8s.io", "policy", "rbac.authorization.k8s.io",
+        "storage.k8s.io", "apiextensions.k8s.io", "scheduling.k8s.io",
+        "coordination.k8s.io", "discovery.k8s.io", "gateway.networking.k8s.io"]
     for item in core + named:
         group = item["metadata"].get("name", "")
         for version in item["versions"]:

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from kubewire.resources import REGISTRY, Resource
 from kubewire.selectors.errors import SelectorError
+from kubewire.selectors.field_sets import field_set
 from kubewire.selectors.fields import (
     FieldSelector,
     convert_field_selector,
@@ -108,6 +109,12 @@ ACCEPTED = {
     "persistentvolumeclaims": ["metadata.name", "metadata.namespace"],
     "persistentvolumes": ["metadata.name"],
     "storageclasses": ["metadata.name"],
+    "endpoints": ["metadata.name", "metadata.namespace"],
+    "jobs": ["metadata.name", "metadata.namespace", "status.successful"],
+    "cronjobs": ["metadata.name", "metadata.namespace"],
+    "poddisruptionbudgets": ["metadata.name", "metadata.namespace"],
+    "priorityclasses": ["metadata.name"],
+    "ingressclasses": ["metadata.name"],
 }
 REJECTED = {"pods": "spec.foo", "services": "spec.ports", "nodes": "metadata.namespace",
             "namespaces": "name", "events": "involvedObject.name", "deployments": "spec.replicas",
@@ -126,7 +133,11 @@ REJECTED = {"pods": "spec.foo", "services": "spec.ports", "nodes": "metadata.nam
             # the claim and volume strategies' legacy "name" field: core/v1's conversion
             # does not take it, so it cannot be selected
             "limitranges": "spec.limits", "persistentvolumeclaims": "name",
-            "persistentvolumes": "name", "storageclasses": "provisioner"}
+            "persistentvolumes": "name", "storageclasses": "provisioner",
+            "jobs": "status.succeeded",
+            "cronjobs": "spec.schedule", "poddisruptionbudgets": "spec.minAvailable",
+            "priorityclasses": "value", "ingressclasses": "spec.controller",
+            "endpoints": "subsets"}
 
 
 def test_every_registry_kind_is_covered() -> None:
@@ -152,6 +163,8 @@ def test_convert_rejects_with_the_kinds_message(plural: str) -> None:
     if res.field_label_style == "default":
         expected = (f'"{label}" is not a known field selector: only "metadata.name", '
                     '"metadata.namespace"')
+    elif res.field_label_style == "batchv1.Job":  # pkg/apis/batch/v1/conversion.go
+        expected = f'field label "{label}" not supported for batchv1.Job'
     else:
         expected = f"field label not supported: {label}"
     assert info.value.message == expected
@@ -163,7 +176,8 @@ def test_default_style_kinds_and_message_quoting() -> None:
         "ingresses", "networkpolicies", "endpointslices", "configmaps",
         "serviceaccounts", "leases", "customresourcedefinitions", "roles", "rolebindings",
         "clusterroles", "clusterrolebindings", "resourcequotas", "limitranges",
-        "persistentvolumeclaims", "persistentvolumes", "storageclasses"}
+        "persistentvolumeclaims", "persistentvolumes", "storageclasses", "cronjobs",
+        "poddisruptionbudgets", "priorityclasses", "ingressclasses", "endpoints"}
     with pytest.raises(SelectorError) as info:
         convert_field_selector(resource("deployments"), parse_field_selector('a"b=1'))
     assert info.value.message.startswith('"a\\"b" is not a known field selector')
@@ -185,3 +199,12 @@ def test_field_selector_round_trip(terms: list[tuple[str, str, str]]) -> None:
     sel = parse_field_selector(",".join(escaped))
     assert parse_field_selector(str(sel)) == sel
     assert sorted((t.field, t.operator, t.value) for t in sel.terms) == sorted(terms)
+
+
+def test_job_status_successful_is_the_succeeded_count_zero_when_unset() -> None:
+    # job/strategy.go JobToSelectableFields: strconv.Itoa(int(job.Status.Succeeded))
+    jobs = resource("jobs")
+    job = {"metadata": {"name": "j", "namespace": "ns"}, "status": {}}
+    assert field_set(jobs, job)["status.successful"] == "0"
+    job["status"] = {"succeeded": 3}
+    assert field_set(jobs, job)["status.successful"] == "3"

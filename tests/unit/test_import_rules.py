@@ -78,6 +78,7 @@ PURE = ("kubewire.selectors", "kubewire.schema", "kubewire.models", "kubewire.se
         "kubewire.server.patch", "kubewire.server.discovery", "kubewire.server.tables.columns",
         "kubewire.server.allocation.rules", "kubewire.server.allocation.ranges",
         "kubewire.server.writes.validation", "kubewire.server.writes.lifecycle",
+        "kubewire.server.writes.canonicalize", "kubewire.endpoints_subsets",
         "kubewire.server.writes.defaults", "kubewire.server.writes.scale",
         "kubewire.server.wire.http_messages", "kubewire.server.wire.http_parse",
         "kubewire.server.wire.encoding", "kubewire.server.wire.websocket",
@@ -93,7 +94,12 @@ PURE = ("kubewire.selectors", "kubewire.schema", "kubewire.models", "kubewire.se
         "kubewire.cluster.nodes.query", "kubewire.cluster.nodes.stages",
         "kubewire.cluster.nodes.gotemplate", "kubewire.cluster.nodes.pod_status",
         "kubewire.cluster.nodes.node_status", "kubewire.server.reads.simulated_logs",
-        "kubewire.cluster.churn")
+        "kubewire.cluster.controllers.node_lifecycle_decisions",
+        "kubewire.cluster.controllers.taint_eviction_decisions",
+        "kubewire.cluster.controllers.options",
+        "kubewire.cluster.controllers.history", "kubewire.cluster.controllers.pod_state",
+        "kubewire.cluster.controllers.statefulset_rules",
+        "kubewire.cluster.controllers.daemonset_rules", "kubewire.cluster.churn")
 # (httptools is a parser, not I/O: the sans-I/O ``http_parse`` drives it.)
 IO_LIBRARIES = frozenset({"asyncio", "socket", "ssl", "sqlite3", "uvloop", "threading",
                           "subprocess", "multiprocessing", "selectors"})

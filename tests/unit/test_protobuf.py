@@ -179,8 +179,37 @@ CSR: dict[str, Any] = {"kind": "CertificateSigningRequest", "apiVersion": "certi
                                   "lastUpdateTime": "2024-12-11T09:15:02Z",
                                   "lastTransitionTime": None}]}}
 
+# issue 20 kinds: pointer zeros (suspend: false, completions: 0) and value 0 survive
+_TEMPLATE: dict[str, Any] = {"metadata": {"creationTimestamp": None},
+                             "spec": {"containers": [{"name": "c", "image": "busybox"}],
+                                      "restartPolicy": "Never"}}
+JOB: dict[str, Any] = {"kind": "Job", "apiVersion": "batch/v1",
+       "metadata": {"name": "j", "creationTimestamp": None},
+       "spec": {"parallelism": 0, "completions": 1, "backoffLimit": 6,
+                "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "u"}},
+                "manualSelector": False, "template": _TEMPLATE,
+                "completionMode": "NonIndexed", "suspend": False,
+                "podReplacementPolicy": "TerminatingOrFailed"},
+       "status": {"ready": 0, "terminating": 0}}
+CRON_JOB: dict[str, Any] = {"kind": "CronJob", "apiVersion": "batch/v1",
+            "metadata": {"name": "c", "creationTimestamp": None},
+            "spec": {"schedule": "*/5 * * * *", "timeZone": "", "concurrencyPolicy": "Allow",
+                     "suspend": False,
+                     "jobTemplate": {"metadata": {"creationTimestamp": None},
+                                     "spec": {"template": _TEMPLATE}},
+                     "successfulJobsHistoryLimit": 0, "failedJobsHistoryLimit": 1},
+            "status": {}}
+PDB: dict[str, Any] = {"kind": "PodDisruptionBudget", "apiVersion": "policy/v1",
+       "metadata": {"name": "b", "creationTimestamp": None},
+       "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "web"}}},
+       "status": {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0,
+                  "expectedPods": 0}}
+PRIORITY_CLASS: dict[str, Any] = {"kind": "PriorityClass", "apiVersion": "scheduling.k8s.io/v1",
+                  "metadata": {"name": "p", "creationTimestamp": None}, "value": 0,
+                  "preemptionPolicy": "Never"}
+
 REALISTIC = [DEPLOYMENT, NAMESPACE, SERVICE, SECRET, CONFIGMAP, SERVICE_ACCOUNT, POD, LEASE, SCALE,
-             CSR]
+             CSR, JOB, CRON_JOB, PDB, PRIORITY_CLASS]
 
 
 def test_csr_extra_values_decode_as_their_lists() -> None:

@@ -110,7 +110,8 @@ def manifest(kind: str, namespace: str, name: str, run_id: str, rng: random.Rand
         return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": {
             "replicas": rng.randint(1, 3),
             "selector": {"matchLabels": {"app": name}},
-            "template": {"metadata": {"labels": labels(run_id, name)},
+            # the pods carry only ``app``: ours are the objects the plan made, not their pods
+            "template": {"metadata": {"labels": {"app": name}},
                          "spec": {"containers": [_container(image)]}}}}
     if kind == "Pod":
         return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
@@ -140,8 +141,8 @@ def update_patch(kind: str, rng: random.Random, step: int) -> Obj:
 
 class ChurnPlan:
     """The sequence of operations for one run; ``next()`` the next one, ``settle()`` its
-    outcome (the plan counts an object as existing once its create succeeded, and as gone once
-    its delete was sent, so the bound holds whatever the answers)."""
+    outcome (an object counts against the bound from its create's sending until its delete's
+    answer, so the server never holds more than the bound whatever the answers' order)."""
 
     def __init__(self, options: ChurnOptions) -> None:
         if options.rate <= 0:
@@ -218,8 +219,7 @@ class ChurnPlan:
         free = [x for x in self.live[kind] if (kind, *x) not in self.busy]
         namespace, name = self.rng.choice(free)
         self.busy.add((kind, namespace, name))
-        if op == "delete":
-            self.live[kind].remove((namespace, name))
+        if op == "delete":  # held until the answer: the server never holds more than the bound
             return Op("delete", kind, namespace, name)
         if op == "scale":
             return Op("scale", kind, namespace, name,
@@ -235,5 +235,5 @@ class ChurnPlan:
             self.pending_creates -= 1
             if ok:
                 self.live[op.kind].append(key)
-        elif gone and key in self.live[op.kind]:
+        elif (gone or (ok and op.op == "delete")) and key in self.live[op.kind]:
             self.live[op.kind].remove(key)

@@ -30,12 +30,12 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-from kubewire.client import Api, Client
+from kubewire.client import Api, Client, QueueShutDown, WorkQueue
 from kubewire.client.errors import ClientError, NotFound, StatusError
 from kubewire.client.informers.informer import Informer
 
@@ -48,12 +48,48 @@ AGGREGATE_WINDOW_S = 600.0  # the correlator's cache: identical events within te
 _AGGREGATE_CACHE = 4096  # client-go's LRU maxLruCacheEntries
 
 
+K = TypeVar("K", bound=Hashable)
+
+
 class Component(Protocol):
     """One control loop (or scheduler, or kubelet): works until cancelled."""
 
     name: str
 
     async def run(self) -> None: ...
+
+
+async def run_workers(queue: WorkQueue[K], sync: Callable[[K], Awaitable[None]], *,
+                      workers: int, what: str) -> None:
+    """client-go's ``processNextWorkItem`` loop on ``workers`` tasks until cancelled: each key
+    is synced, forgotten on success and requeued rate-limited on failure (an API error logged
+    at debug, anything else with its traceback: a bug must not stop the loop, as kube's
+    ``HandleError``). The queue is shut down on the way out."""
+
+    async def worker() -> None:
+        while True:
+            try:
+                key = await queue.get()
+            except QueueShutDown:
+                return
+            try:
+                await sync(key)
+                queue.forget(key)
+            except (StatusError, ClientError) as err:
+                log.debug("%s %s: %s", what, key, err)
+                queue.add_rate_limited(key)
+            except Exception:
+                log.exception("%s %s", what, key)
+                queue.add_rate_limited(key)
+            finally:
+                await queue.done(key)
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for _ in range(workers):
+                group.create_task(worker())
+    finally:
+        await queue.shut_down()
 
 
 def now_rfc3339(clock: Callable[[], float]) -> str:

@@ -26,11 +26,13 @@ from kubewire.models.authorization_k8s_io_v1 import (
     SubjectAccessReview,
 )
 from kubewire.models.base import IntOrString, KubeObject, Model, Quantity, decode, encode, to_dict
+from kubewire.models.batch_v1 import CronJob, Job
 from kubewire.models.certificates_k8s_io_v1 import CertificateSigningRequest
 from kubewire.models.coordination_k8s_io_v1 import Lease
 from kubewire.models.core_v1 import (
     Binding,
     ConfigMap,
+    Endpoints,
     LimitRange,
     Namespace,
     Node,
@@ -46,13 +48,15 @@ from kubewire.models.core_v1 import Event as CoreV1Event
 from kubewire.models.discovery_k8s_io_v1 import EndpointSlice
 from kubewire.models.events_k8s_io_v1 import Event as EventsK8sIoV1Event
 from kubewire.models.meta_v1 import DeleteOptions, ListMeta, ObjectMeta, Status, WatchEvent
-from kubewire.models.networking_k8s_io_v1 import Ingress, NetworkPolicy
+from kubewire.models.networking_k8s_io_v1 import Ingress, IngressClass, NetworkPolicy
+from kubewire.models.policy_v1 import PodDisruptionBudget
 from kubewire.models.rbac_authorization_k8s_io_v1 import (
     ClusterRole,
     ClusterRoleBinding,
     Role,
     RoleBinding,
 )
+from kubewire.models.scheduling_k8s_io_v1 import PriorityClass
 from kubewire.models.storage_k8s_io_v1 import StorageClass
 
 KINDS: tuple[type[KubeObject], ...] = (
@@ -63,12 +67,16 @@ KINDS: tuple[type[KubeObject], ...] = (
     ConfigMap,
     ControllerRevision,
     CoreV1Event,
+    CronJob,
     CustomResourceDefinition,
     DaemonSet,
     Deployment,
     EndpointSlice,
+    Endpoints,
     EventsK8sIoV1Event,
     Ingress,
+    IngressClass,
+    Job,
     Lease,
     LimitRange,
     LocalSubjectAccessReview,
@@ -78,6 +86,8 @@ KINDS: tuple[type[KubeObject], ...] = (
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
+    PodDisruptionBudget,
+    PriorityClass,
     ReplicaSet,
     ResourceQuota,
     Role,
@@ -113,14 +123,18 @@ __all__ = [
     "ConfigMap",
     "ControllerRevision",
     "CoreV1Event",
+    "CronJob",
     "CustomResourceDefinition",
     "DaemonSet",
     "DeleteOptions",
     "Deployment",
     "EndpointSlice",
+    "Endpoints",
     "EventsK8sIoV1Event",
     "Ingress",
+    "IngressClass",
     "IntOrString",
+    "Job",
     "KubeObject",
     "Lease",
     "LimitRange",
@@ -134,6 +148,8 @@ __all__ = [
     "PersistentVolume",
     "PersistentVolumeClaim",
     "Pod",
+    "PodDisruptionBudget",
+    "PriorityClass",
     "Quantity",
     "ReplicaSet",
     "ResourceQuota",

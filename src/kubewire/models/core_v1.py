@@ -581,6 +581,39 @@ class EmptyDirVolumeSource(Model, kw_only=True, omit_defaults=True):
     size_limit: Quantity | None = msgspec.field(default=None, name="sizeLimit")
 
 
+class EndpointAddress(Model, kw_only=True, omit_defaults=True):
+    hostname: str | None = None
+    ip: str | None = None
+    node_name: str | None = msgspec.field(default=None, name="nodeName")
+    target_ref: ObjectReference | None = msgspec.field(default=None, name="targetRef")
+
+
+class EndpointPort(Model, kw_only=True, omit_defaults=True):
+    app_protocol: str | None = msgspec.field(default=None, name="appProtocol")
+    name: str | None = None
+    port: int | None = None
+    protocol: str | None = None
+
+
+class EndpointSubset(Model, kw_only=True, omit_defaults=True):
+    addresses: list[EndpointAddress] | None = None
+    not_ready_addresses: list[EndpointAddress] | None = msgspec.field(
+        default=None, name="notReadyAddresses")
+    ports: list[EndpointPort] | None = None
+
+
+class Endpoints(KubeObject, kw_only=True, omit_defaults=True):
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "Endpoints"
+    PLURAL: ClassVar[str] = "endpoints"
+    NAMESPACED: ClassVar[bool] = True
+
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    kind: str | None = None
+    metadata: ObjectMeta | None = None
+    subsets: list[EndpointSubset] | None = None
+
+
 class EphemeralContainer(Model, kw_only=True, omit_defaults=True):
     args: list[str] | None = None
     command: list[str] | None = None

@@ -92,6 +92,31 @@ class Ingress(KubeObject, kw_only=True, omit_defaults=True):
     status: IngressStatus | None = None
 
 
+class IngressClassParametersReference(Model, kw_only=True, omit_defaults=True):
+    api_group: str | None = msgspec.field(default=None, name="apiGroup")
+    kind: str | None = None
+    name: str | None = None
+    namespace: str | None = None
+    scope: str | None = None
+
+
+class IngressClassSpec(Model, kw_only=True, omit_defaults=True):
+    controller: str | None = None
+    parameters: IngressClassParametersReference | None = None
+
+
+class IngressClass(KubeObject, kw_only=True, omit_defaults=True):
+    API_VERSION: ClassVar[str] = "networking.k8s.io/v1"
+    KIND: ClassVar[str] = "IngressClass"
+    PLURAL: ClassVar[str] = "ingressclasses"
+    NAMESPACED: ClassVar[bool] = False
+
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    kind: str | None = None
+    metadata: ObjectMeta | None = None
+    spec: IngressClassSpec | None = None
+
+
 class NetworkPolicyPort(Model, kw_only=True, omit_defaults=True):
     end_port: int | None = msgspec.field(default=None, name="endPort")
     port: IntOrString | None = None

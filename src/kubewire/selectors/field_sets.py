@@ -46,6 +46,8 @@ def _compile_source(source: str) -> Extractor:
     paths = [tuple(p.split(".")) for p in rest.split("|") if p]
     if kind == "never":
         return lambda obj: ""
+    if kind == "int":
+        return lambda obj: _render(_walk(obj, paths[0])) or "0"
     if kind == "bool":
         return lambda obj: "true" if _walk(obj, paths[0]) is True else "false"
     if kind == "or":

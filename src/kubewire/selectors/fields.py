@@ -146,5 +146,7 @@ def _unsupported_label_message(resource: Resource, label: str) -> str:
         # runtime.DefaultMetaV1FieldSelectorConversion
         return (f"{go_quote(label)} is not a known field selector: only "
                 '"metadata.name", "metadata.namespace"')
+    if resource.field_label_style == "batchv1.Job":  # pkg/apis/batch/v1/conversion.go
+        return f"field label {go_quote(label)} not supported for batchv1.Job"
     # k8s pkg/apis/core/v1/conversion.go; apiextensions pkg/apiserver/conversion/converter.go
     return f"field label not supported: {label}"

@@ -169,6 +169,8 @@ class APIServer:
         if not self.config.worker:
             write_admin_kubeconfig(self.config.data_dir, self.url, self.tls)
         self.controllers.serving(*self.address)
+        self.controllers.serve_components(self.url, _loopback_ca(self.tls),
+                                          self.access.loopback.issue)
         await self.controllers.settled()
         # what ``reset`` goes back to (read now from memory, or later from the SQLite history)
         self._baseline = await Baseline.capture(self.ctx.store,
@@ -188,6 +190,7 @@ class APIServer:
     async def stop(self) -> None:
         self.ready = False
         self.health.stopping = True
+        await self.controllers.stop_components()  # clients of this server: before it closes
         await self.http.close()
         await self.controllers.stop()
         await self.ctx.allocations.stop()
@@ -577,3 +580,11 @@ def storage_failure(err: StorageError) -> StatusError:
     if isinstance(err, StorageTimeoutError):
         return deadline_exceeded()
     return StatusError(str(err))
+
+
+def _loopback_ca(tls: TLSFiles | None) -> bytes | None:
+    """The CA the components verify this server with: kubewire's own, when it made the
+    serving certificate (None: a user's certificate, whose CA is not known; loopback only)."""
+    if tls is None or tls.pki is None:
+        return None
+    return tls.pki.ca_cert.read_bytes()

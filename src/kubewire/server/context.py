@@ -122,6 +122,14 @@ class ServerConfig:
     # the Lease ``leader_elect_resource_namespace/leader_elect_resource_name``. Seconds.
     # None: on where servers share the store (etcd, SQLite workers), off where one owns it.
     leader_elect: bool | None = None
+    # kube-apiserver's --enable-garbage-collector: DELETE's propagationPolicy adds the GC
+    # finalizers. None: when this server runs the garbage collector (``controllers``).
+    enable_garbage_collector: bool | None = None
+    # ``serve --nodes``: simulated nodes (kubewire.cluster.nodes) the server runs
+    nodes: int = 1
+    # where the cluster components (kubewire.cluster) run: "thread" (an event loop of their
+    # own) or "loop" (the server's)
+    components_loop: str = "thread"
     leader_elect_lease_duration_s: float = 15.0
     leader_elect_renew_deadline_s: float = 10.0
     leader_elect_retry_period_s: float = 2.0
@@ -164,6 +172,10 @@ class ServerContext:
     clock: Clock = field(default_factory=RealClock)
     # the running server's ``Faults`` (server/faults), set by ``APIServer``; None elsewhere
     faults: Any = None
+    # a garbage collector finishes what ``propagationPolicy`` asks (kube-apiserver's
+    # --enable-garbage-collector; ``ServerConfig.enable_garbage_collector``): DELETE adds the
+    # ``orphan``/``foregroundDeletion`` finalizers. Set by the controller manager.
+    garbage_collection: bool = False
     _allocations: AllocationState = field(init=False)
 
     def __post_init__(self) -> None:

@@ -13,14 +13,13 @@ retry, never a double step. The arithmetic is in ``rollout``.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubewire.client import QueueShutDown, WorkQueue
+from kubewire.client import WorkQueue
 from kubewire.client.errors import AlreadyExists, ClientError, Conflict, NotFound, StatusError
 from kubewire.client.informers.informer import NAMESPACE_INDEX, OWNER_INDEX
 from kubewire.cluster.controllers import rollout as ro
@@ -31,7 +30,7 @@ from kubewire.cluster.controllers.replica_rules import (
     option,
     parse_time,
 )
-from kubewire.cluster.runtime import ClusterContext
+from kubewire.cluster.runtime import ClusterContext, run_workers
 from kubewire.selectors.errors import SelectorError
 from kubewire.selectors.labels import LabelSelector, label_selector_from_match
 
@@ -162,30 +161,7 @@ class DeploymentController:
             await informer.wait_for_sync()
         for d in self.d_informer.cache.list():
             await self.queue.add(_key(d))
-        try:
-            async with asyncio.TaskGroup() as group:
-                for _ in range(self.workers):
-                    group.create_task(self._worker())
-        finally:
-            await self.queue.shut_down()
-
-    async def _worker(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except QueueShutDown:
-                return
-            try:
-                await self.sync(key)
-                self.queue.forget(key)
-            except (StatusError, ClientError) as err:
-                log.debug("deployment %s: %s", key, err)
-                self.queue.add_rate_limited(key)
-            except Exception:  # a bug must not stop the loop; kube's HandleError logs too
-                log.exception("deployment %s", key)
-                self.queue.add_rate_limited(key)
-            finally:
-                await self.queue.done(key)
+        await run_workers(self.queue, self.sync, workers=self.workers, what="deployment")
 
     async def sync(self, key: str) -> None:
         """``syncDeployment``."""

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubewire.client import QueueShutDown, WorkQueue
+from kubewire.client import WorkQueue
 from kubewire.client.errors import ClientError, Conflict, NotFound, StatusError
 from kubewire.client.informers.informer import NAMESPACE_INDEX, OWNER_INDEX
 from kubewire.cluster.controllers.replica_rules import (
@@ -34,7 +34,7 @@ from kubewire.cluster.controllers.replica_rules import (
     replicaset_status,
     slow_start_batches,
 )
-from kubewire.cluster.runtime import ClusterContext
+from kubewire.cluster.runtime import ClusterContext, run_workers
 from kubewire.selectors.errors import SelectorError
 from kubewire.selectors.labels import LabelSelector, label_selector_from_match
 
@@ -187,30 +187,7 @@ class ReplicaSetController:
         await self.pod_informer.wait_for_sync()
         for rs in self.rs_informer.cache.list():
             await self.queue.add(_key(rs))
-        try:
-            async with asyncio.TaskGroup() as group:
-                for _ in range(self.workers):
-                    group.create_task(self._worker())
-        finally:
-            await self.queue.shut_down()
-
-    async def _worker(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except QueueShutDown:
-                return
-            try:
-                await self.sync(key)
-                self.queue.forget(key)
-            except (StatusError, ClientError) as err:
-                log.debug("replicaset %s: %s", key, err)
-                self.queue.add_rate_limited(key)
-            except Exception:  # a bug must not stop the loop; kube's HandleError logs too
-                log.exception("replicaset %s", key)
-                self.queue.add_rate_limited(key)
-            finally:
-                await self.queue.done(key)
+        await run_workers(self.queue, self.sync, workers=self.workers, what="replicaset")
 
     async def sync(self, key: str) -> None:
         """``syncReplicaSet``."""

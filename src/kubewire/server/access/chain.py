@@ -37,6 +37,7 @@ from kubewire.server.access.authn import (
     ANONYMOUS_USER,
     Authenticator,
     InvalidCredentials,
+    IssuedTokens,
     TokenFile,
     UserInfo,
 )
@@ -147,7 +148,9 @@ class Access:
         service_accounts = None
         if ctx is not None:  # tokens name objects: accepted only where they can be looked up
             service_accounts = ServiceAccountTokens(config, CachedObjects(ctx))
-        self.authenticator = Authenticator(tokens, service_accounts)
+        # the file's tokens, behind the ones the server issues its components (``loopback``)
+        self.loopback = IssuedTokens(tokens)
+        self.authenticator = Authenticator(self.loopback, service_accounts)
         self.client_certs: ClientCertificates | None = None
         if tls is not None:
             from kubewire.server.access.client_certs import ClientCertificates

@@ -1,5 +1,5 @@
-"""The ``default/kubernetes`` Service and its EndpointSlice, as kube-apiserver's bootstrap
-controller keeps them (``pkg/controlplane/controller/kubernetesservice/controller.go``,
+"""The ``default/kubernetes`` Service, its Endpoints and EndpointSlice, as kube-apiserver's
+bootstrap controller keeps them (``pkg/controlplane/controller/kubernetesservice/controller.go``,
 ``pkg/controlplane/reconcilers``).
 
 - Service ``kubernetes`` in ``default``: labels ``component: apiserver``, ``provider:
@@ -13,9 +13,12 @@ controller keeps them (``pkg/controlplane/controller/kubernetesservice/controlle
   that is a loopback or wildcard address or a host name (the endpoint must be an IP and a
   wildcard is none).
 
-Both are made at start (once the server listens, so the port is known) and again whenever they
-are deleted or changed, through the create and update paths as ``kube-apiserver``. kube also
-writes an Endpoints object; kubewire serves no Endpoints kind.
+- Endpoints ``kubernetes`` (label ``endpointslice.kubernetes.io/skip-mirror: "true"``, so the
+  mirroring controller leaves it alone), written by the same reconciler (``reconcilers``
+  ``createEndpoints``): one subset, the same addresses, the port ``https``/TCP.
+
+All are made at start (once the server listens, so the port is known) and again whenever they
+are deleted or changed, through the create and update paths as ``kube-apiserver``.
 
 On a store other servers share (etcd, SQLite workers), every replica renews a master lease and
 the endpoints list the live replicas, as kube's lease endpoint reconciler does
@@ -59,6 +62,7 @@ NAMESPACE = "default"
 SERVICE_PORT = 443
 SERVICE_LABELS = {"provider": "kubernetes", "component": "apiserver"}
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+SKIP_MIRROR_LABEL = "endpointslice.kubernetes.io/skip-mirror"
 API_SERVER = WriteOptions(field_manager="kube-apiserver")
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
@@ -99,6 +103,14 @@ def desired_slice(ips: Sequence[str], port: int) -> dict[str, Any]:
             "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}
 
 
+def desired_endpoints(ips: Sequence[str], port: int) -> dict[str, Any]:
+    """The Endpoints as kube's endpoint reconcilers write them (one subset, addresses sorted)."""
+    return {"metadata": {"name": SERVICE_NAME, "namespace": NAMESPACE,
+                         "labels": {SKIP_MIRROR_LABEL: "true"}},
+            "subsets": [{"addresses": [{"ip": ip} for ip in sorted(ips)],
+                         "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}]}
+
+
 def _ports_match(current: list[dict[str, Any]], wanted: list[dict[str, Any]]) -> bool:
     if len(current) != len(wanted):
         return False
@@ -107,17 +119,20 @@ def _ports_match(current: list[dict[str, Any]], wanted: list[dict[str, Any]]) ->
 
 
 class KubernetesService:
-    """Keeps ``default/kubernetes`` (Service and EndpointSlice) pointing at this server."""
+    """Keeps ``default/kubernetes`` (Service, Endpoints, EndpointSlice) pointing at this
+    server."""
 
     def __init__(self, ctx: ServerContext) -> None:
         self.ctx = ctx
         services = ctx.registry.lookup("", "v1", "services")
         slices = ctx.registry.lookup("discovery.k8s.io", "v1", "endpointslices")
-        assert services is not None and slices is not None
-        self.services, self.slices = services, slices
+        endpoints = ctx.registry.lookup("", "v1", "endpoints")
+        assert services is not None and slices is not None and endpoints is not None
+        self.services, self.slices, self.endpoints = services, slices, endpoints
         self.queue = WorkQueue("kubernetes-service", self._sync)
         self._keys = {services.storage_key(NAMESPACE, SERVICE_NAME): "service",
-                      slices.storage_key(NAMESPACE, SERVICE_NAME): "slice"}
+                      slices.storage_key(NAMESPACE, SERVICE_NAME): "slice",
+                      endpoints.storage_key(NAMESPACE, SERVICE_NAME): "endpoints"}
         self.ip = "127.0.0.1"
         self.port = 0
         # what the endpoints list: this server, or the live replicas (``master_leases``)
@@ -138,6 +153,7 @@ class KubernetesService:
                 self._renew_leases(), name="master-leases")
         self.queue.mark("service")
         self.queue.mark("slice")
+        self.queue.mark("endpoints")
 
     async def stop(self) -> None:
         if self._leasing is not None:
@@ -150,6 +166,7 @@ class KubernetesService:
             with contextlib.suppress(Exception):
                 if await self._reconcile_leases(leaving=True):
                     await self._ensure_slice()
+                    await self._ensure_endpoints()
         await self.queue.stop()
 
     async def _renew_leases(self) -> None:
@@ -158,6 +175,7 @@ class KubernetesService:
                 if await self._reconcile_leases(renew=True):
                     self.queue.mark("service")
                     self.queue.mark("slice")
+                    self.queue.mark("endpoints")
             except (StorageError, StatusError) as exc:
                 log.warning("master lease reconcile failed: %s", exc)
             await asyncio.sleep(master_leases.RENEW_S)
@@ -204,6 +222,8 @@ class KubernetesService:
             await self._reconcile_leases()
         if which == "service":
             await self._ensure_service()
+        elif which == "endpoints":
+            await self._ensure_endpoints()
         else:
             await self._ensure_slice()
 
@@ -250,6 +270,31 @@ class KubernetesService:
             eps.update({k: wanted[k] for k in fields})
             meta = eps.setdefault("metadata", {})
             meta["labels"] = {**(meta.get("labels") or {}), SERVICE_NAME_LABEL: SERVICE_NAME}
+            return eps
+
+        await _update_quietly(self.ctx, Route(resource, NAMESPACE, SERVICE_NAME, "", False),
+                              reconciled)
+
+
+    async def _ensure_endpoints(self) -> None:
+        resource = self.endpoints
+        current = self.ctx.caches.for_resource(resource).get(
+            resource.storage_key(NAMESPACE, SERVICE_NAME))
+        wanted = desired_endpoints(self.addresses, self.endpoint_port)
+        if current is None:
+            obj = _typed(resource, wanted)
+            await _create_quietly(self.ctx, Route(resource, NAMESPACE, "", "", False), obj)
+            return
+        existing = _decode(current.value)
+        labels = (existing.get("metadata") or {}).get("labels") or {}
+        if existing.get("subsets") == wanted["subsets"] and \
+                labels.get(SKIP_MIRROR_LABEL) == "true":
+            return
+
+        def reconciled(eps: dict[str, Any]) -> dict[str, Any]:
+            eps["subsets"] = wanted["subsets"]
+            meta = eps.setdefault("metadata", {})
+            meta["labels"] = {**(meta.get("labels") or {}), SKIP_MIRROR_LABEL: "true"}
             return eps
 
         await _update_quietly(self.ctx, Route(resource, NAMESPACE, SERVICE_NAME, "", False),

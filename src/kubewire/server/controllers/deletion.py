@@ -176,7 +176,9 @@ class Controllers:
                 if b'"deletionTimestamp"' in obj.value:
                     continue  # already marked; its finalizers or grace period decide
                 try:
-                    await delete_object(self.ctx, resource, namespace, obj.name, DeleteOptions())
+                    # as kube's namespace controller: Background, whatever the kind's default
+                    await delete_object(self.ctx, resource, namespace, obj.name,
+                                        DeleteOptions(propagation_policy="Background"))
                 except StatusError as err:
                     if err.code != 404:
                         totals.errors.append(err.message)

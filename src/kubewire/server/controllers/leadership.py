@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -100,16 +101,17 @@ class ServerEventRecorder:
     leading``), created through the create path in tasks of their own; ``flush()`` waits for
     them (a failure is logged: events are best effort)."""
 
-    def __init__(self, ctx: ServerContext) -> None:
+    def __init__(self, ctx: ServerContext,
+                 component: str = CONTROLLER_MANAGER_COMPONENT) -> None:
         resource = ctx.registry.lookup("", "v1", "events")
         assert resource is not None
-        self.ctx, self.resource = ctx, resource
+        self.ctx, self.resource, self.component = ctx, resource, component
         self._pending: set[asyncio.Task[None]] = set()
 
     def eventf(self, lease: Mapping[str, Any], event_type: str, reason: str,
                message: str) -> None:
         event = lease_event(lease, event_type, reason, message,
-                            component=CONTROLLER_MANAGER_COMPONENT, now=self.ctx.now())
+                            component=self.component, now=self.ctx.now())
         task = asyncio.get_running_loop().create_task(self._create(event))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
@@ -135,13 +137,16 @@ class Leadership:
 
     def __init__(self, ctx: ServerContext, lead: Callable[[], None],
                  step_down: Callable[[], Awaitable[None]], identity: str | None = None,
-                 ) -> None:
+                 lease: str | None = None) -> None:
         self.ctx = ctx
         self.identity = identity if identity is not None else new_identity()
-        self.config = election_config(ctx.config, self.identity)
+        config = ctx.config if lease is None else dataclasses.replace(
+            ctx.config, leader_elect_resource_name=lease)  # kube-scheduler's own Lease
+        self.config = election_config(config, self.identity)
         self._lead, self._step_down = lead, step_down
         self._leases = ServerLeases(ctx)
-        self.events = ServerEventRecorder(ctx)
+        # kube-scheduler records its own Lease's events
+        self.events = ServerEventRecorder(ctx, lease or CONTROLLER_MANAGER_COMPONENT)
         self.elector = self._new_elector()  # ValueError: client-go's text for a bad config
         self._task: asyncio.Task[None] | None = None
         self._tried = False  # an earlier campaign's elector tried

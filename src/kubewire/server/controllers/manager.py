@@ -5,7 +5,8 @@ kube-apiserver's own bootstrap controller).
 ServiceAccount and ``kube-root-ca.crt`` in every namespace), ``crds`` (naming, establishing,
 serving and cleanup of CustomResourceDefinitions), ``preinstalled_crds`` (the Gateway API CRDs
 created at start when absent), ``rbac_bootstrap`` (the default cluster roles and bindings
-reconciled at start), ``clusterrole_aggregation`` (aggregated ClusterRoles' rules),
+reconciled at start), ``priority_bootstrap`` (kube's two system PriorityClasses, created at
+start when absent), ``clusterrole_aggregation`` (aggregated ClusterRoles' rules),
 ``csr_signing`` (the CSR signer, when the server holds its CA's key, and the CSR cleaner) and
 ``bootstrap`` (the ``default/kubernetes`` Service and EndpointSlice, once the server listens).
 ``ServerConfig.controllers`` (kube-controller-manager's ``--controllers``, read by
@@ -26,17 +27,20 @@ from typing import TYPE_CHECKING
 from kubewire.server.context import ServerContext, elects_leader
 from kubewire.server.controllers.bootstrap import KubernetesService
 from kubewire.server.controllers.clusterrole_aggregation import ClusterRoleAggregation
+from kubewire.server.controllers.components import KUBE_SCHEDULER, ClusterComponents, Issue
 from kubewire.server.controllers.crds import CustomResourceDefinitions
 from kubewire.server.controllers.csr_signing import CsrCleaner, CsrSigning, signing_files
 from kubewire.server.controllers.deletion import Controllers
 from kubewire.server.controllers.namespace_defaults import NamespaceDefaults
 from kubewire.server.controllers.preinstalled_crds import PreinstalledCRDs
+from kubewire.server.controllers.priority_bootstrap import PriorityClassBootstrap
 from kubewire.server.controllers.rbac_bootstrap import RbacBootstrap
 from kubewire.server.controllers.resource_quota import ResourceQuotaController
 from kubewire.server.controllers.selection import (
     CLUSTERROLE_AGGREGATION,
     CSR_CLEANER,
     CSR_SIGNING,
+    GARBAGE_COLLECTOR,
     NAMESPACE,
     POD_TERMINATION,
     PV_PROTECTION,
@@ -65,6 +69,11 @@ class ControllerManager:
 
     def __init__(self, ctx: ServerContext, root_ca: bytes | None) -> None:
         chosen = parse_controllers(ctx.config.controllers)  # ValueError: an unknown name
+        gc_flag = ctx.config.enable_garbage_collector
+        ctx.garbage_collection = chosen.enabled(GARBAGE_COLLECTOR) if gc_flag is None else gc_flag
+        # kubewire.cluster's components, as clients of this server (``components``)
+        self.components = ClusterComponents(chosen.enabled, ctx.config.nodes,
+                                            ctx.config.components_loop)
         self.deletion = Controllers(ctx, namespaces=chosen.enabled(NAMESPACE),
                                     pods=chosen.enabled(POD_TERMINATION))
         self.namespace_defaults = NamespaceDefaults(
@@ -74,6 +83,8 @@ class ControllerManager:
         self.crds = CustomResourceDefinitions(ctx)
         self.preinstalled = PreinstalledCRDs(ctx)
         self.rbac_bootstrap = RbacBootstrap(ctx)
+        self.priority_bootstrap = PriorityClassBootstrap(ctx)
+        self._priority_classes: asyncio.Task[None] | None = None
         self.aggregation = (ClusterRoleAggregation(ctx)
                             if chosen.enabled(CLUSTERROLE_AGGREGATION) else None)
         self.csr_signing: CsrSigning | None = None
@@ -112,13 +123,22 @@ class ControllerManager:
             from kubewire.server.controllers.leadership import Leadership
 
             self.leadership = Leadership(ctx, self._lead, self._step_down)  # ValueError
+        # kube-scheduler campaigns for its own Lease
+        self.scheduler_leadership: Leadership | None = None
+        if self.leadership is not None and KUBE_SCHEDULER in self.components.parts:
+            self.scheduler_leadership = Leadership(
+                ctx, lambda: self.components.lead(KUBE_SCHEDULER),
+                lambda: self.components.step_down(KUBE_SCHEDULER), lease=KUBE_SCHEDULER)
         self._kcm_running = False
 
     def start(self) -> None:
         if self.leadership is None:
             self._lead()
+            self.components.lead(KUBE_SCHEDULER)
         else:
             self.leadership.start()
+        if self.scheduler_leadership is not None:
+            self.scheduler_leadership.start()
         self.crds.start()  # listens to the feed before the pre-installed CRDs are written
         self._installing = asyncio.get_running_loop().create_task(
             self.preinstalled.install(), name="preinstalled-crds")
@@ -126,10 +146,16 @@ class ControllerManager:
         self._bootstrapping = asyncio.get_running_loop().create_task(
             self.rbac_bootstrap.reconcile(), name="rbac-bootstrap")
         self._bootstrapping.add_done_callback(lambda _: self._changed.set())
+        self._priority_classes = asyncio.get_running_loop().create_task(
+            self.priority_bootstrap.ensure(), name="priority-class-bootstrap")
+        self._priority_classes.add_done_callback(lambda _: self._changed.set())
 
     def _lead(self) -> None:
         """Start kube-controller-manager's part (at start, or on acquiring the Lease)."""
         self._kcm_running = True
+        for part in self.components.parts:  # kube-controller-manager's, and the kubelets
+            if part != KUBE_SCHEDULER:
+                self.components.lead(part)
         self.deletion.start()
         self.namespace_defaults.start()
         if self.aggregation is not None:
@@ -152,6 +178,9 @@ class ControllerManager:
                 await self.csr_cleaner.stop()
             if self.csr_signing is not None:
                 await self.csr_signing.stop()
+            for part in self.components.parts:
+                if part != KUBE_SCHEDULER:
+                    await self.components.step_down(part)
             if self.aggregation is not None:
                 await self.aggregation.stop()
             if self.resource_quota is not None:
@@ -165,6 +194,16 @@ class ControllerManager:
     def serving(self, host: str, port: int) -> None:
         self.kubernetes_service.start(host, port)
         self._serving = True
+
+    def serve_components(self, url: str, ca_pem: bytes | None, issue: Issue) -> None:
+        """Start kubewire.cluster's components as clients of ``url`` (tokens from ``issue``)."""
+        self.components.serving(url, ca_pem, issue)
+
+    async def stop_components(self) -> None:
+        """Stop them (before the server stops listening: their last requests are answered)."""
+        if self.scheduler_leadership is not None:
+            await self.scheduler_leadership.stop()
+        await self.components.stop()
 
     @property
     def idle(self) -> bool:
@@ -183,7 +222,7 @@ class ControllerManager:
         return ((not self._kcm_running or kcm_idle)
                 and self.kubernetes_service.queue.idle
                 and self.crds.queue.idle and self.preinstalled.served
-                and self.rbac_bootstrap.done)
+                and self.rbac_bootstrap.done and self.priority_bootstrap.done)
 
     async def settled(self, timeout_s: float = SETTLE_TIMEOUT_S) -> None:
         """Wait (at most ``timeout_s``) until the start-up work is written: a server whose
@@ -210,11 +249,12 @@ class ControllerManager:
             self.deletion.find_marked()
 
     async def stop(self) -> None:
+        await self.stop_components()
         if self.leadership is not None:
             await self.leadership.stop()  # its controllers stop, then the Lease is released
         if self._serving:
             await self.kubernetes_service.stop()
-        for task in (self._installing, self._bootstrapping):
+        for task in (self._installing, self._bootstrapping, self._priority_classes):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

@@ -25,11 +25,23 @@ CSR_CLEANER = "certificatesigningrequest-cleaner-controller"
 RESOURCE_QUOTA = "resourcequota-controller"
 PVC_PROTECTION = "persistentvolumeclaim-protection-controller"
 PV_PROTECTION = "persistentvolume-protection-controller"
+GARBAGE_COLLECTOR = "garbage-collector-controller"  # kubewire.cluster (a client of the API)
+KUBE_SCHEDULER = "kube-scheduler"  # kubewire.cluster's scheduler: switched here too
+KUBELET = "kubelet"  # kubewire.cluster's simulated kubelets (``--nodes``)
 
+# Those of them that are kubewire.cluster's components (its ``COMPONENTS`` registry; named here
+# too so that a server running none of them never imports the client)
+CLUSTER_COMPONENTS = (GARBAGE_COLLECTOR, "replicaset-controller", "deployment-controller",
+                      "statefulset-controller", "daemonset-controller",
+                      "endpointslice-controller", "endpoints-controller",
+                      "endpointslice-mirroring-controller", "job-controller",
+                      "cronjob-controller", "ttl-after-finished-controller",
+                      "node-lifecycle-controller",
+                      "taint-eviction-controller", KUBE_SCHEDULER, KUBELET)
 # What kubewire runs, by the name that switches it.
 CONTROLLERS = (NAMESPACE, SERVICE_ACCOUNT, ROOT_CA_PUBLISHER, POD_TERMINATION,
                CLUSTERROLE_AGGREGATION, CSR_SIGNING, CSR_CLEANER, RESOURCE_QUOTA,
-               PVC_PROTECTION, PV_PROTECTION)
+               PVC_PROTECTION, PV_PROTECTION, *CLUSTER_COMPONENTS)
 
 # kube v1.32's aliases (cmd/kube-controller-manager/names KCMControllerAliases), alias -> name.
 ALIASES: dict[str, str] = {
@@ -80,7 +92,7 @@ ALIASES: dict[str, str] = {
 KNOWN = frozenset(ALIASES.values()) | {
     "validatingadmissionpolicy-status-controller", "service-cidr-controller",
     "taint-eviction-controller", "selinux-warning-controller",
-    "volumeattributesclass-protection-controller", POD_TERMINATION}
+    "volumeattributesclass-protection-controller", POD_TERMINATION, KUBE_SCHEDULER, KUBELET}
 # kube's ControllersDisabledByDefault: ``*`` leaves these off.
 DISABLED_BY_DEFAULT = frozenset({"bootstrap-signer-controller", "token-cleaner-controller",
                                  "selinux-warning-controller"})

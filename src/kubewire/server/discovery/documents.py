@@ -63,6 +63,7 @@ _GROUP_PRIORITY: Mapping[str, int] = MappingProxyType({
     "authorization.k8s.io": 17600, "certificates.k8s.io": 17300,
     "networking.k8s.io": 17200,
     "rbac.authorization.k8s.io": 17000, "storage.k8s.io": 16800,
+    "batch": 17400, "policy": 17100, "scheduling.k8s.io": 16600,
     "apiextensions.k8s.io": 16700, "coordination.k8s.io": 16500, "discovery.k8s.io": 16200,
 })
 _OTHER_GROUP_PRIORITY = 1000  # CRD groups (customresource_discovery_controller.go) and unknown

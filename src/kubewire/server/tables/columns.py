@@ -27,6 +27,7 @@ from kubewire.server.tables import cells
 from kubewire.server.tables import kind_cells as kinds
 from kubewire.server.tables import pod_cells as pods
 from kubewire.server.tables import storage_cells as storage
+from kubewire.server.tables import workload_cells as workloads
 from kubewire.server.tables.cells import Cell, get_path
 from kubewire.server.tables.jsonpath import crd_cell
 
@@ -75,7 +76,8 @@ CELL_FORMATTERS: Mapping[str, CellFormatter] = MappingProxyType({
     "node_internal_ip": kinds.node_internal_ip, "node_external_ip": kinds.node_external_ip,
     "ingress_hosts": kinds.ingress_hosts, "ingress_address": kinds.ingress_address,
     "ingress_ports": kinds.ingress_ports, "slice_ports": kinds.slice_ports,
-    "slice_endpoints": kinds.slice_endpoints, "configmap_data": kinds.configmap_data,
+    "slice_endpoints": kinds.slice_endpoints, "endpoints_endpoints": kinds.endpoints_endpoints,
+    "configmap_data": kinds.configmap_data,
     "event_last_seen": kinds.event_last_seen, "event_first_seen": kinds.event_first_seen,
     "event_count": kinds.event_count, "event_object": kinds.event_object,
     "event_subobject": kinds.event_subobject, "event_source": kinds.event_source,
@@ -92,6 +94,13 @@ CELL_FORMATTERS: Mapping[str, CellFormatter] = MappingProxyType({
     "volume_capacity": storage.volume_capacity, "volume_claim": storage.volume_claim,
     "class_name": storage.class_name, "reclaim_policy": storage.reclaim_policy,
     "binding_mode": storage.binding_mode, "allow_expansion": storage.allow_expansion,
+    # issue 20 kinds (workload_cells)
+    "job_status": workloads.job_status, "job_completions": workloads.job_completions,
+    "job_duration": workloads.job_duration, "bool_pointer": workloads.bool_pointer,
+    "last_schedule": workloads.last_schedule,
+    "text_or_none_if_unset": workloads.text_or_none_if_unset,
+    "int_or_string_or_na": workloads.int_or_string_or_na, "true_false": workloads.true_false,
+    "ingress_class_parameters": workloads.ingress_class_parameters,
 })
 """Named cell formatters ``(value at path, now) -> cell``."""
 
@@ -201,6 +210,9 @@ PRINTERS: Mapping[str, PrinterSpec] = MappingProxyType({
     )),
     "networking.k8s.io/networkpolicies": PrinterSpec((
         NAME, Column("Pod-Selector", "spec.podSelector", "selector_or_none"), AGE)),
+    # printers.go endpointColumnDefinitions
+    "core/endpoints": PrinterSpec((
+        NAME, Column("Endpoints", "subsets", "endpoints_endpoints"), AGE)),
     "discovery.k8s.io/endpointslices": PrinterSpec((
         NAME, Column("AddressType", "addressType"), Column("Ports", "ports", "slice_ports"),
         Column("Endpoints", "endpoints", "slice_endpoints"), AGE,
@@ -248,6 +260,39 @@ PRINTERS: Mapping[str, PrinterSpec] = MappingProxyType({
         Column("ReclaimPolicy", "reclaimPolicy", "reclaim_policy"),
         Column("VolumeBindingMode", "volumeBindingMode", "binding_mode"),
         Column("AllowVolumeExpansion", "allowVolumeExpansion", "allow_expansion"), AGE,
+    )),
+    # printers.go jobColumnDefinitions, cronJobColumnDefinitions,
+    # podDisruptionBudgetColumnDefinitions, priorityClassColumnDefinitions,
+    # ingressClassColumnDefinitions
+    "batch/jobs": PrinterSpec((
+        NAME, Column("Status", cell="job_status"), Column("Completions", cell="job_completions"),
+        Column("Duration", "status", "job_duration"), AGE, CONTAINERS, IMAGES,
+        wide("Selector", "spec.selector", "selector_or_none"),
+    )),
+    "batch/cronjobs": PrinterSpec((
+        NAME, Column("Schedule", "spec.schedule"),
+        Column("Timezone", "spec.timeZone", "text_or_none_if_unset"),
+        Column("Suspend", "spec.suspend", "bool_pointer", type="boolean"),
+        Column("Active", "status.active", "count", type="integer"),
+        Column("Last Schedule", "status.lastScheduleTime", "last_schedule"), AGE,
+        wide("Containers", "spec.jobTemplate.spec.template.spec.containers", "container_names"),
+        wide("Images", "spec.jobTemplate.spec.template.spec.containers", "container_images"),
+        wide("Selector", "spec.jobTemplate.spec.selector", "selector_or_none"),
+    )),
+    "policy/poddisruptionbudgets": PrinterSpec((
+        NAME, Column("Min Available", "spec.minAvailable", "int_or_string_or_na"),
+        Column("Max Unavailable", "spec.maxUnavailable", "int_or_string_or_na"),
+        Column("Allowed Disruptions", "status.disruptionsAllowed", "integer", type="integer"),
+        AGE,
+    )),
+    "scheduling.k8s.io/priorityclasses": PrinterSpec((
+        NAME, Column("Value", "value", "integer", type="integer"),
+        Column("Global-Default", "globalDefault", "true_false", type="boolean"), AGE,
+        Column("PreemptionPolicy", "preemptionPolicy", "text_or_none_if_unset"),
+    )),
+    "networking.k8s.io/ingressclasses": PrinterSpec((
+        NAME, Column("Controller", "spec.controller"),
+        Column("Parameters", "spec.parameters", "ingress_class_parameters"), AGE,
     )),
     # apiextensions-apiserver serves CRDs with the default table (no printer handlers)
     "apiextensions.k8s.io/customresourcedefinitions": PrinterSpec((NAME, CREATED_AT)),

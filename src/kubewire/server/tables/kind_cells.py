@@ -162,6 +162,30 @@ def slice_endpoints(value: JSON, now: datetime) -> Cell:
     return list_with_more(addresses, len(addresses))
 
 
+def endpoints_endpoints(value: JSON, now: datetime) -> Cell:
+    """``formatEndpoints`` (no port filter): ``ip:port`` per address and port (a subset
+    without ports lists bare addresses), the first three, then `` + N more...``; ``<none>``."""
+    listed: list[str] = []
+    count = 0
+    for subset in dicts(value):
+        addresses = [as_str(a.get("ip")) for a in dicts(subset.get("addresses"))]
+        ports: list[dict[str, JSON] | None] = list(dicts(subset.get("ports")))
+        for port in ports or [None]:
+            count += len(addresses)
+            for ip in addresses:
+                if len(listed) == LIST_LIMIT:
+                    break
+                if port is None:
+                    listed.append(ip)
+                else:
+                    host = f"[{ip}]" if ":" in ip else ip
+                    listed.append(f"{host}:{as_int(port.get('port'))}")
+    joined = ",".join(listed)
+    if count > LIST_LIMIT:
+        return f"{joined} + {count - LIST_LIMIT} more..."
+    return joined or NONE
+
+
 # -- events ----------------------------------------------------------------------------------
 # The printer works on the internal Event; events.k8s.io/v1 names its fields differently
 # (regarding, note, deprecated*), so each cell reads either spelling.

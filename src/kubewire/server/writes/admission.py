@@ -11,11 +11,13 @@ Written by hand from kube's plugins (v1.32), in the order the default plugin cha
   ``kube-root-ca.crt`` ConfigMap's ``ca.crt``, the pod's namespace from the downward API); a pod
   without ``imagePullSecrets`` gets the account's. The legacy ``spec.serviceAccount`` mirrors
   the name (core/v1 conversion: it is read when ``serviceAccountName`` is empty, and written back).
-- Priority (``plugin/pkg/admission/priority/admission.go``): on create ``spec.priority`` from the
-  PriorityClass (0 and ``PreemptLowerPriority`` without one: kubewire serves no PriorityClasses,
-  so only the two system classes every cluster has resolve; any other name is 403), a
-  contradicting ``priority`` or ``preemptionPolicy`` in the body is 403; on update the stored
-  values stay when the body leaves them out.
+- Priority (``plugin/pkg/admission/priority/admission.go``): on create ``spec.priority`` and
+  ``spec.preemptionPolicy`` from the PriorityClass the pod names (``PodFacts.priority_classes``,
+  looked up by the caller; an unknown name is 403); a pod naming none gets the global default
+  class's name, value and policy, or 0 and ``PreemptLowerPriority`` when there is none
+  (``priority_classes.priority_for_pod``); a contradicting ``priority`` or
+  ``preemptionPolicy`` in the body is 403; on update the stored values stay when the body
+  leaves them out.
 - DefaultTolerationSeconds (``plugin/pkg/admission/defaulttolerationseconds/admission.go``), on
   create and update: NoExecute tolerations of ``node.kubernetes.io/not-ready`` and
   ``.../unreachable`` for 300 s, unless the pod already tolerates those taints.
@@ -31,6 +33,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubewire.server.writes.priority_classes import (
+    SYSTEM_CLASSES,
+    PodPriority,
+    priority_for_pod,
+    system_classes,
+)
 from kubewire.status import Forbidden, forbidden_resource
 
 DEFAULT_SERVICE_ACCOUNT = "default"
@@ -46,8 +54,9 @@ NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
 PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
 # scheduling.SystemPriorityClasses(): created by every kube-apiserver at start
-SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000,
-                           "system-cluster-critical": 2000000000}
+SYSTEM_PRIORITY_CLASSES = {name: value for name, (value, _) in SYSTEM_CLASSES.items()}
+_SYSTEM_CLASS_OBJECTS = {c["metadata"]["name"]: {**c, "preemptionPolicy": PREEMPT_LOWER_PRIORITY}
+                         for c in system_classes()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +66,8 @@ class PodFacts:
 
     service_account: Mapping[str, Any] | None
     volume_suffix: str
+    # the PriorityClasses by name (the Priority plugin's lister); None: kube's system classes
+    priority_classes: Mapping[str, Mapping[str, Any]] | None = None
 
 
 def service_account_name(pod: Mapping[str, Any]) -> str:
@@ -90,7 +101,8 @@ def admit_pod_create(pod: dict[str, Any], namespace: str, facts: PodFacts, *,
                  for s in facts.service_account.get("imagePullSecrets") or []]
         if pulls:
             spec["imagePullSecrets"] = pulls
-    _admit_priority(spec, name)
+    classes = facts.priority_classes
+    _admit_priority(spec, name, _SYSTEM_CLASS_OBJECTS if classes is None else classes)
     _add_default_tolerations(spec)
     return admitted
 
@@ -176,27 +188,28 @@ def _token_volume_source() -> dict[str, Any]:
     }
 
 
-def _admit_priority(spec: dict[str, Any], name: str) -> None:
-    class_name = spec.get("priorityClassName") or ""
-    if class_name:
-        if class_name not in SYSTEM_PRIORITY_CLASSES:
-            raise _forbidden(name, f"no PriorityClass with name {class_name} was found")
-        priority = SYSTEM_PRIORITY_CLASSES[class_name]
-    else:
-        priority = 0  # scheduling.DefaultPriorityWhenNoDefaultClassExists
+def _admit_priority(spec: dict[str, Any], name: str,
+                    classes: Mapping[str, Mapping[str, Any]]) -> None:
+    resolved = priority_for_pod(str(spec.get("priorityClassName") or ""), classes)
+    if not isinstance(resolved, PodPriority):
+        raise _forbidden(name, resolved)
+    if resolved.class_name:
+        spec["priorityClassName"] = resolved.class_name
+    priority = resolved.priority
     given = spec.get("priority")
     if given is not None and given != priority:
         raise _forbidden(name, f"the integer value of priority ({given}) must not be provided "
                                f"in pod spec; priority admission controller computed {priority} "
                                "from the given PriorityClass name")
     spec["priority"] = priority
-    # the system classes are stored with the PriorityClass default, PreemptLowerPriority
-    policy = spec.get("preemptionPolicy")
-    if policy is not None and policy != PREEMPT_LOWER_PRIORITY:
+    policy, computed = spec.get("preemptionPolicy"), resolved.preemption_policy
+    if computed is None:  # a class stored without one: the pod keeps its own
+        return
+    if policy is not None and policy != computed:
         raise _forbidden(name, f"the string value of PreemptionPolicy ({policy}) must not be "
                                "provided in pod spec; priority admission controller computed "
-                               f"{PREEMPT_LOWER_PRIORITY} from the given PriorityClass name")
-    spec["preemptionPolicy"] = PREEMPT_LOWER_PRIORITY
+                               f"{computed} from the given PriorityClass name")
+    spec["preemptionPolicy"] = computed
 
 
 def _add_default_tolerations(spec: dict[str, Any]) -> None:

@@ -52,8 +52,12 @@ from kubewire.server.writes.admission import (
     admit_pod_update,
     service_account_name,
 )
+from kubewire.server.writes.batch_strategy import ownership_basis
+from kubewire.server.writes.canonicalize import canonicalize
 from kubewire.server.writes.defaults import apply_kind_defaults
 from kubewire.server.writes.deletes import delete, delete_collection
+from kubewire.server.writes.ingress_classes import admit_ingress
+from kubewire.server.writes.priority_classes import global_default_conflict
 from kubewire.server.writes.quota_admission import (
     charge_quota,
     check_limits,
@@ -106,6 +110,9 @@ INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
 DEFAULT_ACCOUNT_ATTEMPTS = 10
 POD_RESOURCE_ID = "core/pods"
 CLAIM_RESOURCE_ID = "core/persistentvolumeclaims"
+PRIORITY_CLASS_ID = "scheduling.k8s.io/priorityclasses"
+INGRESS_ID = "networking.k8s.io/ingresses"
+JOBS_ID = "batch/jobs"
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 
@@ -144,6 +151,26 @@ def _decoded_body(resource: Resource, obj: dict[str, Any]) -> dict[str, Any]:
     if resource.crd is not None:
         return copy_json(obj)
     return apply_kind_defaults(resource, obj)  # kube defaults while decoding the body
+
+
+def _track_create(ctx: ServerContext, facts: WriteFacts, obj: dict[str, Any],
+                  decoded: dict[str, Any], prepared: dict[str, Any]) -> dict[str, Any]:
+    """``track_write`` for a create, then the DefaultIngressClass plugin for a new Ingress:
+    kube's create handler records the writer's fields first, so what the strategy generates
+    (a Job's selector and labels: ``batch_strategy.ownership_basis``) and what mutating
+    admission adds (an Ingress's default class) belong to no manager."""
+    resource = facts.route.resource
+    if resource.id != JOBS_ID:
+        prepared = track_write(facts, None, obj, prepared)
+    else:
+        tracked = track_write(facts, None, obj, ownership_basis(prepared, decoded))
+        entries = tracked["metadata"].get("managedFields")
+        prepared["metadata"].pop("managedFields", None)
+        if entries is not None:
+            prepared["metadata"]["managedFields"] = entries
+    if resource.id == INGRESS_ID and not facts.route.subresource:
+        admit_ingress(prepared, _stored(ctx, "networking.k8s.io", "ingressclasses"))
+    return prepared
 
 
 async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
@@ -185,10 +212,13 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
             default_claim_class(ctx, prepared)  # DefaultStorageClass (mutating admission)
         # a pod's own rules run once, on what admission makes of it (validate_admitted)
         prepared, warnings = validate(resource, prepared, wopts, kind_rules=facts is None)
+        prepared = canonicalize(resource, prepared)
+        _admit_priority_class(ctx, resource, prepared, creating=True)
         prepared = as_go_encodes(prepared)
         # managedFields first, as kube's create handler does before mutating admission: the
         # fields admission adds belong to no manager
-        prepared = track_write(WriteFacts(route, wopts, ctx_create.now), None, obj, prepared)
+        prepared = _track_create(ctx, WriteFacts(route, wopts, ctx_create.now), obj, defaulted,
+                                 prepared)
         name = prepared["metadata"]["name"]  # validate required one
         # a CSR: the requester in its spec (kube's strategy runs after the managedFields are
         # taken from the body), then its validating admission
@@ -378,7 +408,9 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Mutation,
         prepared = lifecycle.prepare_update(resource, old, new, uctx, owned=True)
         prepared, warnings = validate(resource, prepared, wopts, old=old,
                                       subresource=route.subresource)
+        prepared = canonicalize(resource, prepared)
         certificate_requests.admit_update(route, old, prepared)  # a CSR's admission
+        _admit_priority_class(ctx, resource, prepared, creating=False)
         prepared = as_go_encodes(prepared)
         prepared = track_write(WriteFacts(route, wopts, uctx.now), old, asked, prepared)
         if not route.subresource:  # status writes keep the stored spec: nothing to allocate
@@ -459,13 +491,40 @@ async def pod_admission_facts(ctx: ServerContext, namespace: str,
     key = accounts.storage_key(namespace, name)
     cache = ctx.caches.for_resource(accounts)
     attempts = DEFAULT_ACCOUNT_ATTEMPTS if name == DEFAULT_SERVICE_ACCOUNT else 1
+    classes = priority_classes(ctx)
     for attempt in range(attempts):
         if attempt:
             await asyncio.sleep(ctx.rng.uniform(0.1, 0.2))
         found = cache.get(key)
         if found is not None:
-            return PodFacts(_decode(found.value), suffix)
-    return PodFacts(None, suffix)
+            return PodFacts(_decode(found.value), suffix, classes)
+    return PodFacts(None, suffix, classes)
+
+
+def _stored(ctx: ServerContext, group: str, plural: str) -> list[dict[str, Any]]:
+    """Every object of a cluster-scoped kind, as an admission plugin's lister holds them."""
+    resource = ctx.registry.lookup(group, "v1", plural)
+    if resource is None:
+        return []
+    return [_decode(item.value) for item in
+            ctx.caches.for_resource(resource).scan(resource.storage_prefix())]
+
+
+def priority_classes(ctx: ServerContext) -> dict[str, dict[str, Any]]:
+    """The PriorityClasses by name, as the Priority admission plugin's lister holds them."""
+    return {str(pc["metadata"]["name"]): pc
+            for pc in _stored(ctx, "scheduling.k8s.io", "priorityclasses")}
+
+
+def _admit_priority_class(ctx: ServerContext, resource: Resource, obj: dict[str, Any],
+                          *, creating: bool) -> None:
+    """The Priority plugin's validation of a PriorityClass write (after the object's own
+    validation, as validating admission runs): one global default at most."""
+    if resource.id != PRIORITY_CLASS_ID:
+        return
+    refused = global_default_conflict(obj, priority_classes(ctx).values(), creating=creating)
+    if refused is not None:
+        raise refused
 
 
 async def ensure_initial_namespaces(ctx: ServerContext) -> None:

@@ -514,6 +514,93 @@ def default_limit_range(limit_range: dict[str, JSON]) -> None:
         if request:
             item["defaultRequest"] = request
 
+# --- issue 20: batch/v1, policy/v1, scheduling.k8s.io/v1, networking.k8s.io/v1 IngressClass ------
+
+def _default_pod_failure_policy(spec: dict[str, JSON]) -> None:
+    """SetDefaults_PodFailurePolicyOnPodConditionsPattern: a pattern's ``status`` is True."""
+    policy = _child(spec, "podFailurePolicy")
+    for rule in _items(policy, "rules"):
+        for pattern in _items(rule, "onPodConditions"):
+            _set_if_zero(pattern, "status", "True")
+
+
+def _default_template_pod_spec(spec: dict[str, JSON]) -> None:
+    template = _child(spec, "template")
+    pod_spec = _child(template, "spec") if template is not None else None
+    if pod_spec is not None:
+        default_pod_spec(pod_spec)
+
+
+def default_job(job: dict[str, JSON]) -> None:
+    """batch/v1 SetDefaults_Job (v1.32: completions and parallelism 1 when both are unset,
+    backoffLimit 6 (MaxInt32 with backoffLimitPerIndex), the template's labels as the Job's
+    when it has none, completionMode NonIndexed, suspend false, podReplacementPolicy
+    TerminatingOrFailed (Failed with a podFailurePolicy), manualSelector false), then the pod
+    template's spec. The spec is a struct: defaulted even when the body has none."""
+    if job.get("spec") is None:
+        job["spec"] = {}
+    spec = _child(job, "spec")
+    if spec is None:
+        return
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+    _set_if_nil(spec, "parallelism", 1)
+    _set_if_nil(spec, "backoffLimit",
+                2**31 - 1 if spec.get("backoffLimitPerIndex") is not None else 6)
+    template = _child(spec, "template")
+    meta = _child(template, "metadata") if template is not None else None
+    labels = meta.get("labels") if meta is not None else None
+    job_meta = _child(job, "metadata")
+    if isinstance(labels, dict) and job_meta is not None and not job_meta.get("labels"):
+        job_meta["labels"] = dict(labels)
+    _set_if_nil(spec, "completionMode", "NonIndexed")
+    _set_if_nil(spec, "suspend", False)
+    _default_pod_failure_policy(spec)
+    _set_if_nil(spec, "podReplacementPolicy",
+                "Failed" if spec.get("podFailurePolicy") is not None else "TerminatingOrFailed")
+    _set_if_nil(spec, "manualSelector", False)
+    _default_template_pod_spec(spec)
+
+
+def default_cron_job(cron_job: dict[str, JSON]) -> None:
+    """batch/v1 SetDefaults_CronJob (concurrencyPolicy Allow, suspend false, history limits 3
+    and 1); the job template gets only its pod template's and pod failure policy's defaults
+    (SetDefaults_Job is the Job type's)."""
+    if cron_job.get("spec") is None:
+        cron_job["spec"] = {}
+    spec = _child(cron_job, "spec")
+    if spec is None:
+        return
+    _set_if_zero(spec, "concurrencyPolicy", "Allow")
+    _set_if_nil(spec, "suspend", False)
+    _set_if_nil(spec, "successfulJobsHistoryLimit", 3)
+    _set_if_nil(spec, "failedJobsHistoryLimit", 1)
+    job_template = _child(spec, "jobTemplate")
+    job_spec = _child(job_template, "spec") if job_template is not None else None
+    if job_spec is not None:
+        _default_pod_failure_policy(job_spec)
+        _default_template_pod_spec(job_spec)
+
+
+def default_priority_class(priority_class: dict[str, JSON]) -> None:
+    """scheduling/v1 SetDefaults_PriorityClass: preemptionPolicy PreemptLowerPriority."""
+    _set_if_nil(priority_class, "preemptionPolicy", "PreemptLowerPriority")
+
+
+def default_ingress_class(ingress_class: dict[str, JSON]) -> None:
+    """networking/v1 SetDefaults_IngressClass: parameters without a scope are Cluster's."""
+    spec = _child(ingress_class, "spec")
+    parameters = _child(spec, "parameters") if spec is not None else None
+    if parameters is not None:
+        _set_if_nil(parameters, "scope", "Cluster")
+
+
+def default_endpoints(endpoints: dict[str, JSON]) -> None:
+    """core/v1 SetDefaults_Endpoints: a port without a protocol gets TCP."""
+    for subset in _items(endpoints, "subsets"):
+        for port in _items(subset, "ports"):
+            _set_if_zero(port, "protocol", "TCP")
+
 
 KIND_DEFAULTERS: Mapping[str, tuple[Defaulter, ...]] = MappingProxyType({
     "core/pods": (default_pod,),
@@ -527,6 +614,7 @@ KIND_DEFAULTERS: Mapping[str, tuple[Defaulter, ...]] = MappingProxyType({
     "core/secrets": (default_secret,),
     "networking.k8s.io/networkpolicies": (default_network_policy,),
     "discovery.k8s.io/endpointslices": (default_endpoint_slice,),
+    "core/endpoints": (default_endpoints,),
     "apiextensions.k8s.io/customresourcedefinitions": (default_crd,),
     "rbac.authorization.k8s.io/rolebindings": (default_binding,),
     "rbac.authorization.k8s.io/clusterrolebindings": (default_binding,),
@@ -538,6 +626,11 @@ KIND_DEFAULTERS: Mapping[str, tuple[Defaulter, ...]] = MappingProxyType({
     "storage.k8s.io/storageclasses": (default_storage_class,),
     "core/limitranges": (default_limit_range,),
     "core/resourcequotas": (),
+    "batch/jobs": (default_job,),
+    "batch/cronjobs": (default_cron_job,),
+    "policy/poddisruptionbudgets": (),  # policy/v1 has no defaulter of its own
+    "scheduling.k8s.io/priorityclasses": (default_priority_class,),
+    "networking.k8s.io/ingressclasses": (default_ingress_class,),
     # No visible defaults: ConfigMap's ``data: {}`` is dropped by omitempty; Ingress has none
     # (``pathType`` is required); ServiceAccount, Lease and both Events have no defaulter.
     "core/configmaps": (),

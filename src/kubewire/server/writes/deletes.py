@@ -22,6 +22,7 @@ from kubewire.server.wire.encoding import encode_json, json_response, media_type
 from kubewire.server.wire.http_messages import Request, Response
 from kubewire.server.wire.protobuf import PROTOBUF_MEDIA_TYPE, decode_protobuf_object
 from kubewire.server.writes import lifecycle
+from kubewire.server.writes.priority_classes import system_class_delete_forbidden
 from kubewire.status import MethodNotAllowed, StatusError, conflict, not_found
 from kubewire.storage.base import (
     ChangeType,
@@ -44,6 +45,10 @@ async def delete(ctx: ServerContext, request: Request, route: Route) -> Response
                                {})
     negotiate_json(request.header("accept"))
     dopts = parse_delete_options(_options_body(request), request.query)
+    if route.resource.id == "scheduling.k8s.io/priorityclasses":
+        refused = system_class_delete_forbidden(route.name)  # its REST.Delete, before the store
+        if refused is not None:
+            raise refused
     result = await delete_object(ctx, route.resource, route.namespace, route.name, dopts)
     return json_response(200, result)
 
@@ -56,7 +61,7 @@ async def delete_object(ctx: ServerContext, resource: Resource, namespace: str, 
         current = await ctx.live_now(resource, namespace, name)
         old = _decode(current.value)
         try:
-            plan = lifecycle.plan_delete(resource, old, _delete_request(dopts), ctx.now())
+            plan = lifecycle.plan_delete(resource, old, _delete_request(ctx, dopts), ctx.now())
         except StatusError:  # preconditions checked on cached data, maybe stale: again
             if await ctx.was_stale(resource, key, current.revision):
                 continue
@@ -121,12 +126,14 @@ def _options_body(request: Request) -> bytes:
     return request.body
 
 
-def _delete_request(dopts: DeleteOptions) -> lifecycle.DeleteRequest:
+def _delete_request(ctx: ServerContext, dopts: DeleteOptions) -> lifecycle.DeleteRequest:
     return lifecycle.DeleteRequest(
         grace_period_seconds=dopts.grace_period_seconds,
         precondition_uid=dopts.precondition_uid,
         precondition_resource_version=dopts.precondition_resource_version,
-        propagation_policy=dopts.propagation_policy)
+        propagation_policy=dopts.propagation_policy,
+        orphan_dependents=dopts.orphan_dependents,
+        garbage_collection=ctx.garbage_collection)
 
 
 async def delete_collection(ctx: ServerContext, request: Request, route: Route) -> Response:

@@ -11,11 +11,12 @@ Call order for a write, mirroring kube: ``prepare_create`` | (``prepare_update``
 ``update_precondition`` on the request body, compared by storage), then ``is_noop_update`` and
 ``should_remove_after_update``. For DELETE: ``plan_delete`` then ``delete_response``.
 
-What kubewire deliberately does not do: garbage-collector finalizers (``orphan``,
-``foregroundDeletion``) are never added for ``propagationPolicy`` — with no garbage collector
-nothing would remove them and objects would hang (store.go
-``deletionFinalizersForGarbageCollection``); ``managedFields`` are dropped on every write because
-no field manager keeps them current (§1.5).
+Garbage-collector finalizers (``orphan``, ``foregroundDeletion``) are added for a DELETE's
+``propagationPolicy``/``orphanDependents`` (or the kind's default policy) only when
+``DeleteRequest.garbage_collection`` says a garbage collector runs to remove them (kube-apiserver's
+``--enable-garbage-collector``; store.go ``deletionFinalizersForGarbageCollection``): without
+one, objects would hang. ``managedFields`` are dropped on every write because no field manager
+keeps them current (§1.5).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from kubewire.resources import Resource
 from kubewire.server.apiextensions.crd import crd_strategy
 from kubewire.server.patch.json_patch import json_equal
 from kubewire.server.writes import csr_strategy
+from kubewire.server.writes.batch_strategy import generate_job_selector
 from kubewire.server.writes.validation.certificates import CSR_ID
 from kubewire.status import (
     BadRequest,
@@ -110,7 +112,13 @@ _TRAITS: Mapping[str, LifecycleTraits] = MappingProxyType({
     "core/persistentvolumeclaims": LifecycleTraits("set", MappingProxyType({"phase": "Pending"})),
     "core/persistentvolumes": LifecycleTraits("set", MappingProxyType({"phase": "Pending"}),
                                               phase_time=True),
+    # poddisruptionbudget/strategy.go PrepareForCreate: the zero status (four counters
+    # without omitempty)
+    "policy/poddisruptionbudgets": LifecycleTraits("set", MappingProxyType({
+        "disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0,
+        "expectedPods": 0})),
 })
+_JOBS_ID = "batch/jobs"
 
 
 def lifecycle_traits(resource: Resource) -> LifecycleTraits:
@@ -181,6 +189,7 @@ def prepare_create(resource: Resource, obj: dict[str, JSON], ctx: CreateContext)
         _drop_at(new, path)
     if traits.template_generation:  # daemonset/strategy.go: templateGeneration at least 1
         _set_template_generation(meta, max(template_generation(meta), 1))
+    meta = _generated_selector(resource, new, meta)
     if traits.namespace_rules:
         if isinstance(new.get("spec"), dict):
             new["spec"] = dict(new["spec"])  # _namespace_defaults sets its finalizers
@@ -188,6 +197,17 @@ def prepare_create(resource: Resource, obj: dict[str, JSON], ctx: CreateContext)
     _check_create_resource_version(meta)
     new["metadata"] = _ordered(meta)
     return new
+
+
+def _generated_selector(resource: Resource, new: dict[str, JSON],
+                        meta: dict[str, JSON]) -> dict[str, JSON]:
+    """job/strategy.go PrepareForCreate: a Job's generated selector and labels; returns the
+    object's metadata (``meta`` itself for other kinds)."""
+    if resource.id != _JOBS_ID:
+        return meta
+    new["metadata"] = meta
+    generate_job_selector(new)
+    return metadata_of(new)
 
 
 def _status_on_create(traits: LifecycleTraits, obj: dict[str, JSON], now: datetime) -> None:
@@ -544,6 +564,10 @@ class DeleteRequest:
     precondition_uid: str | None = None
     precondition_resource_version: str | None = None
     propagation_policy: str | None = None
+    orphan_dependents: bool | None = None
+    # a garbage collector runs (kube-apiserver's --enable-garbage-collector): the policy's
+    # finalizers are added
+    garbage_collection: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -598,7 +622,49 @@ def plan_delete(resource: Resource, obj: dict[str, JSON], opts: DeleteRequest,
         # customresourcedefinition/etcd.go REST.Delete: mark, the cleanup controller finishes
         marked = crd_strategy.mark_deleting(copy.deepcopy(obj), format_time(now))
         return DeletePlan("mark", _with_ordered_meta(marked))
-    return _plan_store_delete(traits, obj, opts, now)
+    return _plan_store_delete(traits, obj, opts, now, default_gc_policy(resource))
+
+
+ORPHAN_FINALIZER = "orphan"  # metav1.FinalizerOrphanDependents
+FOREGROUND_FINALIZER = "foregroundDeletion"  # metav1.FinalizerDeleteDependents
+GcPolicy = Literal["Unsupported", "Orphan", "Delete"]
+# kinds whose strategy's DefaultGarbageCollectionPolicy is not DeleteDependents (for the
+# versions kubewire serves): Events are never GC-managed; ReplicationControllers and batch/v1
+# Jobs orphan by default (pkg/registry/{core/event,core/replicationcontroller,batch/job})
+_GC_POLICIES: Mapping[str, GcPolicy] = MappingProxyType({
+    "core/events": "Unsupported", "events.k8s.io/events": "Unsupported",
+    "core/replicationcontrollers": "Orphan", "batch/jobs": "Orphan"})
+
+
+def default_gc_policy(resource: Resource) -> GcPolicy:
+    """The kind's ``DefaultGarbageCollectionPolicy``."""
+    return _GC_POLICIES.get(resource.id, "Delete")
+
+
+def gc_finalizers(finalizers: list[str], opts: DeleteRequest,
+                  default: GcPolicy) -> list[str] | None:
+    """store.go ``deletionFinalizersForGarbageCollection``: the finalizers after this DELETE
+    (``orphan`` and ``foregroundDeletion`` removed, then added back as the options, the
+    object's own finalizers or the kind's default ask), or None when they do not change."""
+    if not opts.garbage_collection or default == "Unsupported":
+        return None
+    policy = opts.propagation_policy
+    if opts.orphan_dependents is not None:
+        orphan, foreground = opts.orphan_dependents, False
+    elif policy is not None:
+        orphan, foreground = policy == "Orphan", policy == "Foreground"
+    elif ORPHAN_FINALIZER in finalizers:
+        orphan, foreground = True, False
+    elif FOREGROUND_FINALIZER in finalizers:
+        orphan, foreground = False, True
+    else:
+        orphan, foreground = default == "Orphan", False
+    kept = [f for f in finalizers if f not in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER)]
+    if orphan:
+        kept.append(ORPHAN_FINALIZER)
+    if foreground:
+        kept.append(FOREGROUND_FINALIZER)
+    return None if set(kept) == set(finalizers) else kept
 
 
 def _failed_precondition(meta: Mapping[str, JSON], opts: DeleteRequest, template: str) -> str:
@@ -613,8 +679,9 @@ def _failed_precondition(meta: Mapping[str, JSON], opts: DeleteRequest, template
 
 
 def _plan_store_delete(traits: LifecycleTraits, obj: dict[str, JSON], opts: DeleteRequest,
-                       now: datetime) -> DeletePlan:
-    """store.go Delete / updateForGracefulDeletionAndFinalizers, without GC finalizers."""
+                       now: datetime, gc_policy: GcPolicy = "Unsupported") -> DeletePlan:
+    """store.go Delete / updateForGracefulDeletionAndFinalizers (GC finalizers after the
+    pending-graceful check: a pod already counting down keeps its finalizers)."""
     marked = copy.deepcopy(obj)
     meta = metadata_of(marked)
     grace = opts.grace_period_seconds
@@ -627,6 +694,11 @@ def _plan_store_delete(traits: LifecycleTraits, obj: dict[str, JSON], opts: Dele
         graceful, pending = _graceful_delete(marked, grace, now)
         if pending:
             return DeletePlan("unchanged", obj)
+    finalizers = meta.get("finalizers")
+    changed = gc_finalizers([str(f) for f in finalizers] if isinstance(finalizers, list) else [],
+                            opts, gc_policy)
+    if changed is not None:
+        _set_or_pop(meta, "finalizers", changed or None)
     has_finalizers = bool(meta.get("finalizers"))
     if graceful:
         lingers = has_finalizers or meta.get("deletionGracePeriodSeconds", 0) > 0
@@ -832,9 +904,16 @@ def _set_or_pop(target: dict[str, JSON], key: str, value: JSON) -> None:
         target[key] = value
 
 
+# ObjectMeta's omitempty collections: an empty (or null) one is not written (Go's encoder; a
+# custom resource's metadata is coerced through ObjectMeta too)
+_OMITTED_WHEN_EMPTY = frozenset({"labels", "annotations", "ownerReferences", "finalizers"})
+
+
 def _ordered(meta: dict[str, JSON]) -> dict[str, JSON]:
-    known = {k: meta[k] for k in _META_ORDER if k in meta}
-    return {**known, **{k: v for k, v in meta.items() if k not in known}}
+    """``meta`` in ObjectMeta's field order, without empty omitempty collections."""
+    kept = {k: v for k, v in meta.items() if not (k in _OMITTED_WHEN_EMPTY and _is_empty(v))}
+    known = {k: kept[k] for k in _META_ORDER if k in kept}
+    return {**known, **{k: v for k, v in kept.items() if k not in known}}
 
 
 def _with_ordered_meta(obj: dict[str, JSON]) -> dict[str, JSON]:

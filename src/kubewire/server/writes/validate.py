@@ -29,7 +29,7 @@ from kubewire.server.wire.encoding import media_type
 from kubewire.server.wire.http_messages import Request
 from kubewire.server.writes import custom_resources, lifecycle
 from kubewire.server.writes.validation import meta as validation
-from kubewire.server.writes.validation.kinds import validate_kind
+from kubewire.server.writes.validation.kinds import create_warnings, validate_kind
 from kubewire.server.writes.validation.pods.spec import validate_ephemeral_containers_update
 from kubewire.status import BadRequest, FieldError, Invalid, invalid, invalid_object, not_found
 
@@ -153,6 +153,8 @@ def validate(  # noqa: PLR0913 (two keyword-only switches)
         if wopts.field_validation != "Ignore":
             warnings.extend(texts)
         obj = schema_validate.prune_unknown_fields(resource.api_version, resource.kind, obj)
+    if old is None and not subresource:  # the strategy's WarningsOnCreate
+        warnings.extend(create_warnings(resource, obj))
     # stored as kube's Go structs encode them: times in UTC, Time in whole seconds, missing
     # scalars as ""/0
     obj = encode_times(resource.api_version, resource.kind, obj)

@@ -24,6 +24,13 @@ from kubewire.server.writes.validation.apps import (
     validate_stateful_set,
     validate_stateful_set_status,
 )
+from kubewire.server.writes.validation.batch import (
+    cron_job_create_warnings,
+    job_create_warnings,
+    validate_cron_job,
+    validate_job,
+    validate_job_status,
+)
 from kubewire.server.writes.validation.certificates import (
     validate_certificate_signing_request,
     validate_certificate_signing_request_approval,
@@ -35,17 +42,24 @@ from kubewire.server.writes.validation.crds import (
     validate_custom_resource_definition_status,
 )
 from kubewire.server.writes.validation.discovery import validate_endpoint_slice
+from kubewire.server.writes.validation.endpoints import validate_endpoints
 from kubewire.server.writes.validation.events import validate_event
+from kubewire.server.writes.validation.ingress_class import validate_ingress_class
 from kubewire.server.writes.validation.lease import validate_lease
 from kubewire.server.writes.validation.networking import validate_ingress, validate_network_policy
 from kubewire.server.writes.validation.node import validate_namespace, validate_node
 from kubewire.server.writes.validation.pods.spec import validate_pod
+from kubewire.server.writes.validation.policy import (
+    validate_pod_disruption_budget,
+    validate_pod_disruption_budget_status,
+)
 from kubewire.server.writes.validation.rbac import (
     validate_cluster_role,
     validate_cluster_role_binding,
     validate_role,
     validate_role_binding,
 )
+from kubewire.server.writes.validation.scheduling import validate_priority_class
 from kubewire.server.writes.validation.service import validate_service
 from kubewire.server.writes.validation.storage import (
     validate_limit_range,
@@ -75,6 +89,7 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "networking.k8s.io/ingresses": validate_ingress,
     "networking.k8s.io/networkpolicies": validate_network_policy,
     "discovery.k8s.io/endpointslices": validate_endpoint_slice,
+    "core/endpoints": validate_endpoints,
     "coordination.k8s.io/leases": validate_lease,
     "rbac.authorization.k8s.io/roles": validate_role,
     "rbac.authorization.k8s.io/clusterroles": validate_cluster_role,
@@ -87,6 +102,12 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "core/persistentvolumeclaims": validate_persistent_volume_claim,
     "core/persistentvolumes": validate_persistent_volume,
     "storage.k8s.io/storageclasses": validate_storage_class,
+    # issue 20 kinds
+    "batch/jobs": validate_job,
+    "batch/cronjobs": validate_cron_job,
+    "policy/poddisruptionbudgets": validate_pod_disruption_budget,
+    "scheduling.k8s.io/priorityclasses": validate_priority_class,
+    "networking.k8s.io/ingressclasses": validate_ingress_class,
 })
 
 
@@ -94,6 +115,9 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
 # narrower than the main resource's (the status write keeps the stored spec).
 STATUS_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "apiextensions.k8s.io/customresourcedefinitions": validate_custom_resource_definition_status,
+    "batch/jobs": validate_job_status,
+    "policy/poddisruptionbudgets": validate_pod_disruption_budget_status,
+    "batch/cronjobs": lambda resource, obj, old: [],  # cronJobStatusStrategy: validates nothing
     "apps/deployments": validate_deployment_status,
     "apps/replicasets": validate_replica_set_status,
     "apps/statefulsets": validate_stateful_set_status,
@@ -105,6 +129,18 @@ APPROVAL_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "certificates.k8s.io/certificatesigningrequests":
         validate_certificate_signing_request_approval,
 })
+
+# A kind's strategy ``WarningsOnCreate``: ``Warning: 299`` texts for a create it accepts.
+CREATE_WARNINGS: Mapping[str, Callable[[Mapping[str, Any]], list[str]]] = MappingProxyType({
+    "batch/jobs": job_create_warnings,
+    "batch/cronjobs": cron_job_create_warnings,
+})
+
+
+def create_warnings(resource: Resource, obj: Mapping[str, Any]) -> list[str]:
+    """The kind's ``WarningsOnCreate`` for ``obj`` ([] for kinds without)."""
+    warn = CREATE_WARNINGS.get(resource.id)
+    return [] if warn is None else warn(obj)
 
 
 def validate_kind(resource: Resource, obj: Mapping[str, Any],
