@@ -23,7 +23,7 @@ PLOT_PNG = "fanout.png"
 # until it lands) is skipped by ``python -m bench`` and absent from RESULTS.md.
 ORDER = ("fanout", "patch_fanout", "idle_memory", "store_memory", "write_path", "request_cpu",
          "latency", "startup", "client_decode", "initial_sync", "list_paging", "crd_writes",
-         "toolkit", "scaleout", "workers", "authz")
+         "toolkit", "scaleout", "workers", "authz", "cluster_scale")
 PACKAGES = ("kubewire", "msgspec", "httptools", "uvloop", "aiohttp", "matplotlib")
 
 

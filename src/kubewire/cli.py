@@ -198,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_models_command(sub)
     _add_fault_command(sub)
     _add_trace_commands(sub)
+    _add_simulate_command(sub)
     return parser
 
 
@@ -562,6 +563,105 @@ def _add_trace_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         one = snapshot_sub.add_parser(action, help=text, formatter_class=HelpFormatter)
         one.add_argument("file", type=Path, metavar="FILE", help="the snapshot file")
         _add_server_flags(one, data_dir=True)
+
+
+def _add_simulate_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    simulate = sub.add_parser(
+        "simulate", help="churn a cluster: create, scale, update and delete objects at a rate",
+        formatter_class=HelpFormatter,
+        description="Create, scale, update (an image change: a rollout) and delete "
+                    "Deployments, Pods, Services and ConfigMaps against any server at a "
+                    "chosen rate, holding at most --max-objects, until --duration, --max-ops "
+                    "or Ctrl-C; a summary line each second and a table at the end.")
+    _add_server_flags(simulate, data_dir=True)
+    simulate.add_argument("--rate", type=float, default=10.0, metavar="OPS_PER_S",
+                          help="operations a second (default 10)")
+    where = simulate.add_mutually_exclusive_group()
+    where.add_argument("--namespace", "-n", default=None,
+                       help="the one namespace to work in (default: default)")
+    where.add_argument("--namespaces", type=int, default=None, metavar="N",
+                       help="work in N namespaces sim-0..sim-N-1, created if missing "
+                            "(default: the one --namespace)")
+    simulate.add_argument("--duration", type=duration(), default=None,
+                          help="stop after this long (default: at Ctrl-C)")
+    simulate.add_argument("--max-ops", type=int, default=None,
+                          help="stop after this many operations (default: no limit)")
+    simulate.add_argument("--max-objects", type=int, default=100,
+                          help="hold at most this many objects, all kinds together "
+                               "(default 100)")
+    simulate.add_argument("--seed", type=int, default=0, help="the random seed (default 0)")
+    simulate.add_argument("--ops", default=None, metavar="WEIGHTS",
+                          help="operation mix, e.g. create=4,scale=2,update=2,delete=2 "
+                               "(the default)")
+    simulate.add_argument("--kinds", default=None, metavar="WEIGHTS",
+                          help="kind mix, e.g. deployment=2,pod=1,service=1,configmap=2 "
+                               "(the default)")
+    simulate.add_argument("--cleanup", action="store_true",
+                          help="at the end, delete every object this run made (and the "
+                               "namespaces it created)")
+
+
+def simulate(args: argparse.Namespace) -> int:
+    """``kubewire simulate``: run a churn plan; Ctrl-C ends it cleanly."""
+    import os
+    import signal
+
+    from kubewire.client import ClientError, ConfigError, StatusError, create_client
+    from kubewire.cluster.churn import (
+        DEFAULT_KIND_WEIGHTS,
+        DEFAULT_OP_WEIGHTS,
+        KINDS,
+        OPS,
+        ChurnOptions,
+        ChurnPlan,
+        parse_weights,
+    )
+    from kubewire.cluster.churn_runner import ChurnRunner
+
+    try:
+        if args.rate <= 0 or args.max_objects < 0 or (args.max_ops or 0) < 0:
+            raise ValueError("--rate must be above 0, --max-objects and --max-ops 0 or more")
+        namespaces = ((args.namespace or "default",) if args.namespaces is None
+                      else tuple(f"sim-{i}" for i in range(args.namespaces)))
+        if not namespaces:
+            raise ValueError("--namespaces must be 1 or more")
+        options = ChurnOptions(
+            rate=args.rate, namespaces=namespaces, max_objects=args.max_objects,
+            duration=args.duration, max_ops=args.max_ops, seed=args.seed,
+            run_id=os.urandom(3).hex(),
+            op_weights=parse_weights(args.ops, OPS) if args.ops else DEFAULT_OP_WEIGHTS,
+            kind_weights=(parse_weights(args.kinds, KINDS) if args.kinds
+                          else DEFAULT_KIND_WEIGHTS))
+    except ValueError as exc:
+        print(f"kubewire: simulate: {exc}", file=sys.stderr)
+        return 2
+    kubeconfig = args.kubeconfig
+    if kubeconfig is None and args.data_dir is not None:
+        kubeconfig = args.data_dir / "kubeconfig"
+
+    async def run() -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGINT, stop.set)
+        loop.add_signal_handler(signal.SIGTERM, stop.set)
+        async with await create_client(kubeconfig, context=args.context) as client:
+            runner = ChurnRunner(client, ChurnPlan(options), out=sys.stderr)
+            made = await runner.ensure_namespaces() if args.namespaces is not None else []
+            print(f"run {options.run_id}: {options.rate:g} ops/s in "
+                  f"{', '.join(namespaces)}", file=sys.stderr)
+            stats = await runner.run(stop)
+            print(stats.table())
+            if args.cleanup:
+                deleted = await runner.cleanup(made, options.run_id)
+                print(f"cleanup: deleted {deleted} objects"
+                      + (f" and namespaces {', '.join(made)}" if made else ""))
+        return 0
+
+    try:
+        return asyncio.run(run())
+    except (ConfigError, ClientError, StatusError, OSError) as exc:
+        print(f"kubewire: simulate: {exc}", file=sys.stderr)
+        return 1
 
 
 def replay_speed(text: str) -> float | None:
@@ -1859,7 +1959,7 @@ def _run_locked(args: argparse.Namespace) -> int:
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "repair": repair, "stop": stop, "models": write_models, "fault": run_fault,
     "record": trace_command, "replay": trace_command, "snapshot": trace_command,
-    "controller-manager": controller_manager_command}
+    "controller-manager": controller_manager_command, "simulate": simulate}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,8 +8,10 @@ process against any Kubernetes-compatible server, and ``kubewire serve`` runs th
 itself. ``runtime`` holds what components share (``ClusterContext``: the client, shared
 informers, the event recorders, the clock; the ``Component`` protocol); ``controllers/``
 kube-controller-manager's loops; ``scheduler/`` the scheduler; ``nodes/`` the simulated nodes and
-kubelets. Decisions (rollout arithmetic, scheduling filters and scores, pod status from a stage)
-are pure modules beside the loops that apply them.
+kubelets; ``churn`` (pure) and ``churn_runner`` are ``kubewire simulate``, a client that
+creates, scales, updates and deletes objects at a set rate. Decisions (rollout arithmetic,
+scheduling filters and scores, pod status from a stage, the churn plan) are pure modules beside
+the loops that apply them.
 
 It may import the client and the shared core; never the server or storage.
 """
