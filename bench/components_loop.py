@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.servers import ServerProcess, kubewire_serve_argv
+from bench.servers import ServerProcess, kubewire_serve_argv, without_components
 
 NS = "/api/v1/namespaces/default/configmaps"
 
@@ -45,8 +45,9 @@ def remaining(conn: http.client.HTTPConnection) -> int:
 def side(mode: str, dependents: int, duration_s: float | None) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         argv = [*kubewire_serve_argv(Path(tmp), durability="normal"), "--storage", "memory"]
-        argv += (["--controllers", "*,-garbage-collector-controller"] if mode == "none"
-                 else ["--components-loop", mode])
+        argv += ([] if mode == "none"  # kubewire_serve_argv runs no component
+                 else [*without_components("garbage-collector-controller"),
+                       "--components-loop", mode])
         with ServerProcess(mode, argv).wait_ready() as server:
             conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
             request(conn, "POST", NS, {"metadata": {"name": "probe"}})

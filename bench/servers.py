@@ -32,10 +32,22 @@ def kubewire_command() -> list[str]:
     return [sys.executable, "-m", "kubewire.cli"]
 
 
+def without_components(*keep: str) -> list[str]:
+    """``kubewire serve`` flags that turn off the cluster's components (controllers, scheduler,
+    simulated nodes) but ``keep``: a benchmark's own load is all the server sees."""
+    from kubewire.server.controllers.selection import CLUSTER_COMPONENTS
+
+    off = [f"-{name}" for name in CLUSTER_COMPONENTS if name not in keep]
+    return ["--controllers", ",".join(["*", *off]), "--nodes", "0"]
+
+
 def kubewire_serve_argv(data_dir: Path, *, durability: str = "full", port: int = 0) -> list[str]:
-    """Plain HTTP (``--insecure-http``): the benchmarks measure the server, not TLS."""
+    """Plain HTTP (``--insecure-http``): the benchmarks measure the server, not TLS; and none
+    of the cluster's components (``without_components``; a benchmark that wants some appends
+    its own ``--controllers``, which the last one given decides)."""
     return [*kubewire_command(), "serve", "--data-dir", str(data_dir), "--port", str(port),
-            "--insecure-http", "--durability", durability, "--log-level", "WARNING"]
+            "--insecure-http", "--durability", durability, "--log-level", "WARNING",
+            *without_components()]
 
 
 def reference_argv(module: str, port: int = 0) -> list[str]:

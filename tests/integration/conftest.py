@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from kubewire.server.context import ServerConfig
-from kubewire.server.controllers.selection import CLUSTER_COMPONENTS
 from tests.integration.custom_kinds import serve
 from tests.integration.harness import ServerThread
 from tests.integration.kinds import Kind
@@ -21,7 +20,8 @@ def make_server(tmp_path: Path) -> Iterator[Callable[..., ServerThread]]:
 
     Servers are plain HTTP with access open (``insecure_http=True``) unless the test passes
     ``insecure_http=False``: then HTTPS, with ``DIR/kubeconfig`` holding the admin certificate.
-    The cluster's components run only when a test passes ``controllers`` naming them.
+    The cluster's components (``kubewire.cluster``) run only with ``cluster=True``, as
+    ``kubewire.Server`` has it; a ``controllers`` list a test gives is kept, less them.
     """
     started: list[ServerThread] = []
 
@@ -31,9 +31,8 @@ def make_server(tmp_path: Path) -> Iterator[Callable[..., ServerThread]]:
         overrides.setdefault("insecure_http", True)
         # The cluster's components (kubewire.cluster: the garbage collector, ...) are clients
         # of the server whose requests, watches and audit events a test would see beside its
-        # own: off unless a test asks for them (``controllers=("*",)``).
-        overrides.setdefault("controllers",
-                             ("*", *(f"-{name}" for name in CLUSTER_COMPONENTS)))
+        # own, and act on its objects: off unless a test asks for them (``cluster=True``).
+        overrides.setdefault("cluster", False)
         config = ServerConfig(data_dir=data_dir, host="127.0.0.1", port=0, **overrides)
         server = ServerThread(config).start()
         started.append(server)

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.api_only import API_ONLY
 from tests.integration.harness import ServerThread
 from tests.integration.kubectl import needs_kubectl, run
 from tests.integration.test_access import POLICY, _token_of, ensure_namespaces, https, issue
@@ -162,11 +163,11 @@ def test_kubewire_serve_writes_events_to_stdout_and_refuses_bad_levels(tmp_path:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     data_dir, port = tmp_path / "served", free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kubewire.cli", "serve", "--data-dir", str(data_dir), "--port",
+        [sys.executable, "-m", "kubewire.cli", "serve", *API_ONLY, "--data-dir", str(data_dir),
+         "--port",
          str(port), "--audit-log-path", "-", "--audit-policy-file", str(tmp_path / "audit.yaml"),
-         "--log-level", "WARNING",
-         # no cluster components: their requests would be audited between the test's
-         "--controllers", "*,-garbage-collector-controller"],
+         # API_ONLY: no cluster components, whose requests would be audited between the test's
+         "--log-level", "WARNING"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env)
     try:
         assert proc.stdout is not None
@@ -185,7 +186,8 @@ def test_kubewire_serve_writes_events_to_stdout_and_refuses_bad_levels(tmp_path:
     (tmp_path / "bodies.yaml").write_text(AUDIT_ALL.replace("level: Metadata",
                                                             "level: Everything"))
     done = subprocess.run(
-        [sys.executable, "-m", "kubewire.cli", "serve", "--data-dir", str(data_dir), "--port",
+        [sys.executable, "-m", "kubewire.cli", "serve", *API_ONLY, "--data-dir", str(data_dir),
+         "--port",
          str(port), "--audit-log-path", str(tmp_path / "a.log"), "--audit-policy-file",
          str(tmp_path / "bodies.yaml")], capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == 1

@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from kubewire.server.daemon.background import alive
+from tests.api_only import API_ONLY
 from tests.integration import kubectl
 from tests.integration.kubectl import needs_kubectl
 
@@ -50,7 +51,7 @@ class Server:
 
     def __init__(self, data_dir: Path, *args: str) -> None:
         self.proc = subprocess.Popen(
-            [*KUBEWIRE, "serve", "--data-dir", str(data_dir), "--log-level", "WARNING",
+            [*KUBEWIRE, "serve", *API_ONLY, "--data-dir", str(data_dir), "--log-level", "WARNING",
              *(args or ("--port", "0", "--insecure-http"))],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.ready = self._ready_line()

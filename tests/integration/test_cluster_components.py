@@ -87,14 +87,14 @@ def cascade_story(server: ServerThread) -> None:
 
 @pytest.mark.parametrize("loop", ["thread", "loop"])
 def test_serve_collects_garbage(make_server: Callable[..., ServerThread], loop: str) -> None:
-    server = make_server(components_loop=loop, controllers=("*",))
+    server = make_server(components_loop=loop, cluster=True)
     assert server.server is not None
     assert "garbage-collector-controller" in server.server.controllers.components.names
     cascade_story(server)
 
 
 def test_components_work_under_rbac(make_server: Callable[..., ServerThread]) -> None:
-    server = make_server(insecure_http=False, authorization_mode="RBAC", controllers=("*",))
+    server = make_server(insecure_http=False, authorization_mode="RBAC", cluster=True)
     cascade_story(server)
     # the collector's identity is bound by kube's default role, and nothing more
     allowed = kubectl(server, "auth", "can-i", "delete", "configmaps", "--as",
@@ -164,7 +164,7 @@ def test_components_run_only_while_leading(make_server: Callable[..., ServerThre
     controller-manager Lease, and stops when it steps down."""
     import asyncio
 
-    server = make_server(leader_elect=True, controllers=("*",))
+    server = make_server(leader_elect=True, cluster=True)
     assert server.server is not None and server._loop is not None
     manager = server.server.controllers
     part = manager.components.parts["kube-controller-manager"]
@@ -215,7 +215,7 @@ def test_a_scheduler_part_runs_on_its_own_lease_as_kube_scheduler(
     monkeypatch.setattr(server_components, "CLUSTER_COMPONENTS",
                         (*server_components.CLUSTER_COMPONENTS, registration.name))
     server = make_server(insecure_http=False, authorization_mode="RBAC", leader_elect=True,
-                         controllers=("*",))
+                         cluster=True)
     deadline = time.monotonic() + 15
     while not seen and time.monotonic() < deadline:
         time.sleep(0.05)

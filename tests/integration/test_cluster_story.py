@@ -35,7 +35,7 @@ def _names(server: ServerThread, *args: str) -> list[str]:
 @pytest.mark.parametrize("mode", ["AlwaysAllow", "RBAC"])
 def test_a_deployment_behaves_as_on_kind(make_server: Callable[..., ServerThread],
                                          mode: str) -> None:
-    server = make_server(controllers=("*",), insecure_http=False, authorization_mode=mode)
+    server = make_server(cluster=True, insecure_http=False, authorization_mode=mode)
     kubectl.ok(server, "create", "deployment", "web", "--image=nginx", "--replicas=3")
     kubectl.ok(server, "rollout", "status", "deploy/web", f"--timeout={WAIT}")
     kubectl.ok(server, "wait", "--for=condition=Ready", "pod", "-l", "app=web",

@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 
 from kubewire.server.daemon.background import alive
+from tests.api_only import API_ONLY
 from tests.etcd_cluster import ETCD, Cluster, etcd_cluster
 from tests.integration import kubectl
 from tests.integration.kubectl import needs_kubectl
@@ -64,7 +65,8 @@ class Workers:
         self.data_dir = data_dir
         self.kubeconfig = data_dir / "kubeconfig"
         self.proc = subprocess.Popen(
-            [*KUBEWIRE, "serve", "--workers", "2", "--data-dir", str(data_dir), "--port", "0",
+            [*KUBEWIRE, "serve", *API_ONLY, "--workers", "2", "--data-dir", str(data_dir),
+             "--port", "0",
              *store_flags(shared, data_dir.name), *extra],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines: list[str] = []

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.api_only import API_ONLY
+
 JSON = dict[str, Any]
 HOST = "127.0.0.1"
 START_TIMEOUT_S = 60.0
@@ -68,7 +70,8 @@ class ServerProcess:
 
     def start(self) -> ServerProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "kubewire.cli", "serve", "--data-dir", str(self.data_dir),
+        cmd = [sys.executable, "-m", "kubewire.cli", "serve", *API_ONLY, "--data-dir",
+               str(self.data_dir),
                "--host", HOST, "--port", str(self.port), "--log-level", "WARNING",
                *([] if self.tls else ["--insecure-http"]), *self.args]
         with open(self._log, "ab") as log:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.api_only import API_ONLY
 from tests.reliability.proc import ServerProcess, call, run_cli, writer_pid
 
 MOUNT_BYTES = 16 * 1024 * 1024  # two servers, each storing the Gateway API CRDs at its start
@@ -67,7 +68,7 @@ def _no_writer_left(data_dir: Path) -> None:
 
 
 def _serve_refused(data_dir: Path, *args: str) -> str:
-    result = run_cli("serve", "--data-dir", str(data_dir), "--port", "0", *args)
+    result = run_cli("serve", *API_ONLY, "--data-dir", str(data_dir), "--port", "0", *args)
     assert result.returncode == 1 and result.stdout == "", result
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr  # one line, not a traceback

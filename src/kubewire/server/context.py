@@ -125,6 +125,11 @@ class ServerConfig:
     # kube-apiserver's --enable-garbage-collector: DELETE's propagationPolicy adds the GC
     # finalizers. None: when this server runs the garbage collector (``controllers``).
     enable_garbage_collector: bool | None = None
+    # whether the cluster's components (kubewire.cluster: kube-controller-manager's workload
+    # loops, the garbage collector, the scheduler, simulated kubelets) run, those of them
+    # ``controllers`` selects: ``kubewire serve`` sets it (a cluster that runs, as kind);
+    # embedded servers and kubewire.Server leave it off unless asked (``cluster=True``)
+    cluster: bool = False
     # ``serve --nodes``: simulated nodes (kubewire.cluster.nodes) the server runs
     nodes: int = 1
     # where the cluster components (kubewire.cluster) run: "thread" (an event loop of their

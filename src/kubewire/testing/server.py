@@ -72,8 +72,14 @@ class Server:
       may do everything).
     - ``crds``: CustomResourceDefinitions (YAML/JSON files or dicts) installed and established
       before the block starts.
+    - ``cluster``: ``True`` runs a cluster's components as ``kubewire serve`` does by default
+      (kube-controller-manager's workload loops, the garbage collector, the scheduler and
+      ``nodes`` simulated nodes, default 1), so Deployments roll out and Pods become Ready;
+      ``False`` (the default) runs the API server with its own controllers (namespaces,
+      service accounts, RBAC aggregation, quotas, CSRs) and nothing that acts on workloads, so
+      a test sees only what it writes.
     - ``controllers``: which of kubewire's controllers run, as kube-controller-manager's
-      ``--controllers`` list (a ``ServerConfig`` field): ``("*",)`` by default;
+      ``--controllers`` list (a ``ServerConfig`` field): ``("*",)`` with ``cluster=True``;
       ``("*", "-namespace")`` leaves deleted namespaces Terminating; ``()`` runs none (an
       envtest-like server: nothing but the API server's own work writes).
     - any other ``ServerConfig`` field by keyword: ``Server(ring_capacity=64,
@@ -85,7 +91,7 @@ class Server:
                  data_dir: str | Path | None = None,
                  tls: bool | None = None, users: Mapping[str, Sequence[str]] | None = None,
                  crds: Iterable[Manifest] = (), host: str = "127.0.0.1", port: int = 0,
-                 **config: Any) -> None:
+                 cluster: bool = False, **config: Any) -> None:
         if storage not in ("memory", "sqlite", "etcd"):
             raise ValueError(f"storage must be 'memory', 'sqlite' or 'etcd', not {storage!r}")
         if storage == "etcd" and not config.get("etcd_servers"):
@@ -94,6 +100,7 @@ class Server:
         unknown = set(config) - names
         if unknown:
             raise TypeError(f"unknown ServerConfig fields: {', '.join(sorted(unknown))}")
+        config["cluster"] = cluster  # off: the API server and its own controllers alone
         self._own_dir = data_dir is None
         self._data_dir = Path(data_dir) if data_dir is not None else None
         if tls is None:  # kubectl sends no token over plain HTTP

@@ -27,6 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.api_only import API_ONLY
+
 HOST = "127.0.0.1"
 ROOT = Path(__file__).resolve().parents[3]  # the checkout: ``-m tests...`` resolves from here
 START_TIMEOUT_S = 60.0
@@ -91,7 +93,7 @@ class HostileServer:
                  "--authorization-policy-file", str(self.data_dir / "policy.jsonl"), *self.args]
         for name, value in self.limits.items():  # ``Limits`` fields by their flags
             flags += [f"--{name.replace('_', '-')}", f"{value:g}"]
-        return [sys.executable, "-m", "kubewire.cli", "serve", *flags]
+        return [sys.executable, "-m", "kubewire.cli", "serve", *API_ONLY, *flags]
 
     def _write_access_files(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)

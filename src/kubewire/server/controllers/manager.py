@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kubewire.server.context import ServerContext, elects_leader
@@ -63,16 +64,25 @@ SETTLE_TIMEOUT_S = 10.0
 SETTLE_POLL_S = 0.05
 
 
+def _components_enabled(cluster: bool,
+                        enabled: Callable[[str], bool]) -> Callable[[str], bool]:
+    """Which of kubewire.cluster's components run: those ``--controllers`` selects, when the
+    server runs a cluster at all (``ServerConfig.cluster``)."""
+    return enabled if cluster else (lambda _name: False)
+
+
 class ControllerManager:
     """``start()`` after the caches are filled, ``serving(host, port)`` once listening, then
     ``await settled()``; ``await stop()`` before the caches stop."""
 
     def __init__(self, ctx: ServerContext, root_ca: bytes | None) -> None:
         chosen = parse_controllers(ctx.config.controllers)  # ValueError: an unknown name
+        component_enabled = _components_enabled(ctx.config.cluster, chosen.enabled)
         gc_flag = ctx.config.enable_garbage_collector
-        ctx.garbage_collection = chosen.enabled(GARBAGE_COLLECTOR) if gc_flag is None else gc_flag
+        ctx.garbage_collection = (component_enabled(GARBAGE_COLLECTOR) if gc_flag is None
+                                  else gc_flag)
         # kubewire.cluster's components, as clients of this server (``components``)
-        self.components = ClusterComponents(chosen.enabled, ctx.config.nodes,
+        self.components = ClusterComponents(component_enabled, ctx.config.nodes,
                                             ctx.config.components_loop)
         self.deletion = Controllers(ctx, namespaces=chosen.enabled(NAMESPACE),
                                     pods=chosen.enabled(POD_TERMINATION))
@@ -91,7 +101,7 @@ class ControllerManager:
         if chosen.enabled(CSR_SIGNING):
             files = signing_files(ctx.config)
             if files is None:  # kube: no signing key, no signer
-                log.info("Skipping CSR signer controller because no csr cert/key was specified")
+                log.debug("Skipping CSR signer controller because no csr cert/key was specified")
             else:
                 self.csr_signing = CsrSigning(ctx, files)
         self.csr_cleaner = CsrCleaner(ctx) if chosen.enabled(CSR_CLEANER) else None
