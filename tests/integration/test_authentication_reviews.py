@@ -18,6 +18,7 @@ from kubernetes import config as k8s_config
 
 from kubewire.server.access.kubeconfig import Credentials, kubeconfig_text
 from kubewire.server.access.service_accounts import data_dir_issuer
+from tests.api_only import API_ONLY
 from tests.integration import kubectl
 from tests.integration.harness import ServerThread
 from tests.integration.kubectl import needs_kubectl
@@ -431,7 +432,8 @@ def test_bad_key_files_stop_the_start(tmp_path: Path, flag: str, content: str | 
     if content is not None:
         path.write_text(content)
     done = subprocess.run(
-        [sys.executable, "-m", "kubewire.cli", "serve", "--data-dir", str(tmp_path / "d"),
+        [sys.executable, "-m", "kubewire.cli", "serve", *API_ONLY,
+         "--data-dir", str(tmp_path / "d"),
          "--port", "0", flag, str(path)], capture_output=True, text=True, timeout=60,
         check=False)
     assert done.returncode != 0
@@ -451,7 +453,8 @@ def test_bad_flags_are_refused(tmp_path: Path, args: list[str], message: str) ->
     import sys
 
     done = subprocess.run(
-        [sys.executable, "-m", "kubewire.cli", "serve", "--data-dir", str(tmp_path / "d"),
+        [sys.executable, "-m", "kubewire.cli", "serve", *API_ONLY,
+         "--data-dir", str(tmp_path / "d"),
          "--port", "0", *args], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1].endswith(message), done.stderr

@@ -24,6 +24,7 @@ from kubewire.server.access.authn import UserInfo
 from kubewire.server.access.authorizers import AuthorizationModeError
 from kubewire.server.app import APIServer
 from kubewire.server.context import ServerConfig
+from tests.api_only import API_ONLY
 from tests.integration.harness import ServerThread
 from tests.integration.kubectl import background, needs_kubectl, run, stop
 from tests.integration.test_access import ensure_namespaces, https, issue
@@ -287,7 +288,7 @@ def test_modes_kube_refuses_stop_the_start(tmp_path: Path) -> None:
             APIServer(config)
         assert str(err.value) == text
     # kubewire serve says it in one line (the flag may repeat, as pflag's StringSlice)
-    done = subprocess.run([sys.executable, "-m", "kubewire.cli", "serve", "--data-dir",
+    done = subprocess.run([sys.executable, "-m", "kubewire.cli", "serve", *API_ONLY, "--data-dir",
                            str(tmp_path / "cli"), "--port", "0", "--authorization-mode",
                            "RBAC", "--authorization-mode", "Webhook"],
                           capture_output=True, text=True, timeout=60)

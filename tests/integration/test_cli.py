@@ -100,7 +100,7 @@ def test_a_second_server_on_the_same_data_dir_is_refused_naming_the_first(
     first = Server(data)
     servers.append(first)
     kubeconfig = (data / "kubeconfig").read_text()
-    second = run("serve", "--data-dir", str(data), "--port", "0", "--insecure-http")
+    second = run("serve", *API_ONLY, "--data-dir", str(data), "--port", "0", "--insecure-http")
     assert one_line_error(second) == (
         f"kubewire: cannot start: {data} is in use by kubewire serve (pid {first.proc.pid})")
     assert (data / "kubeconfig").read_text() == kubeconfig  # not overwritten
@@ -138,7 +138,7 @@ def test_a_port_in_use_is_one_line(tmp_path: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        done = run("serve", "--data-dir", str(tmp_path / "d"), "--port", str(port))
+        done = run("serve", *API_ONLY, "--data-dir", str(tmp_path / "d"), "--port", str(port))
     assert one_line_error(done) == (
         f"kubewire: cannot start: 127.0.0.1:{port} is already in use (another server? pick "
         "another --port, or 0 for a free one)")
@@ -159,7 +159,7 @@ def test_a_port_in_use_is_one_line(tmp_path: Path) -> None:
                            "'two'"),
 ])
 def test_bad_flags_are_one_line(tmp_path: Path, args: tuple[str, ...], expected: str) -> None:
-    done = run("serve", "--data-dir", str(tmp_path / "d"), *args, timeout=20)
+    done = run("serve", *API_ONLY, "--data-dir", str(tmp_path / "d"), *args, timeout=20)
     assert one_line_error(done) == expected
     assert done.returncode == 2
     assert not (tmp_path / "d").exists()
@@ -168,18 +168,18 @@ def test_bad_flags_are_one_line(tmp_path: Path, args: tuple[str, ...], expected:
 def test_bad_data_dirs_and_hosts_are_one_line(tmp_path: Path) -> None:
     a_file = tmp_path / "file"
     a_file.write_text("")
-    assert one_line_error(run("serve", "--data-dir", str(a_file))) == (
+    assert one_line_error(run("serve", *API_ONLY, "--data-dir", str(a_file))) == (
         f"kubewire: cannot start: --data-dir {a_file}: not a directory")
     # sysfs: no new directories, no new files, even for root
     assert re.fullmatch(r"kubewire: cannot start: --data-dir /sys/kubewire-test: cannot be made "
                         r"\((Operation not permitted|Permission denied)\)",
-                        one_line_error(run("serve", "--data-dir", "/sys/kubewire-test")))
+                        one_line_error(run("serve", *API_ONLY, "--data-dir", "/sys/kubewire-test")))
     assert re.fullmatch(r"kubewire: cannot start: --data-dir /sys: not writable"
                         r"( \(Permission denied: /sys/kubewire\.lock\))?",  # root: on opening
-                        one_line_error(run("serve", "--data-dir", "/sys")))
+                        one_line_error(run("serve", *API_ONLY, "--data-dir", "/sys")))
     assert re.fullmatch(
         r"kubewire: cannot start: --host no-such-host\.invalid: .+",
-        one_line_error(run("serve", "--data-dir", str(tmp_path / "d"), "--host",
+        one_line_error(run("serve", *API_ONLY, "--data-dir", str(tmp_path / "d"), "--host",
                            "no-such-host.invalid")))
 
 
@@ -232,7 +232,7 @@ def home_env(home: Path, **extra: str) -> dict[str, str]:
 @needs_kubectl
 def test_detach_returns_once_kubectl_can_use_it_and_stop_stops_it(
         tmp_path: Path, detached: Path) -> None:
-    started = run("serve", "--detach", "--data-dir", str(detached), "--port", "0",
+    started = run("serve", *API_ONLY, "--detach", "--data-dir", str(detached), "--port", "0",
                   env=home_env(tmp_path))
     assert started.returncode == 0, started.stderr
     kubeconfig = detached.absolute() / "kubeconfig"
@@ -249,7 +249,7 @@ def test_detach_returns_once_kubectl_can_use_it_and_stop_stops_it(
     assert "namespace/default" in names
     assert f"kubewire ready: {found[2]}" in (detached / "kubewire.log").read_text()
 
-    again = run("serve", "--detach", "--data-dir", str(detached), "--port", "0")
+    again = run("serve", *API_ONLY, "--detach", "--data-dir", str(detached), "--port", "0")
     assert one_line_error(again) == (
         f"kubewire: cannot start: {detached} is in use by kubewire serve (pid {pid}) "
         f"(log: {detached / 'kubewire.log'})")
@@ -267,7 +267,7 @@ def test_detach_says_why_a_server_did_not_start(tmp_path: Path, detached: Path) 
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        done = run("serve", "--detach", "--data-dir", str(detached), "--port", str(port))
+        done = run("serve", *API_ONLY, "--detach", "--data-dir", str(detached), "--port", str(port))
     assert one_line_error(done) == (
         f"kubewire: cannot start: 127.0.0.1:{port} is already in use (another server? pick "
         f"another --port, or 0 for a free one) (log: {detached / 'kubewire.log'})")
@@ -283,7 +283,7 @@ def test_merge_kubeconfig_adds_a_current_context_and_keeps_the_rest(
     first, second = tmp_path / "first.yaml", tmp_path / "second.yaml"
     second.write_text(yaml.safe_dump(other))  # KUBECONFIG=first:second: kubectl writes second,
     env = home_env(tmp_path, KUBECONFIG=f"{first}{os.pathsep}{second}")  # the one that exists
-    started = run("serve", "--detach", "--merge-kubeconfig", "--data-dir", str(detached),
+    started = run("serve", *API_ONLY, "--detach", "--merge-kubeconfig", "--data-dir", str(detached),
                   "--port", "0", env=env)
     assert started.returncode == 0, started.stderr
     assert f"kubectl --context kubewire get namespaces   # context kubewire in {second}" in (

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from tests.api_only import API_ONLY
 from tests.integration.harness import ServerThread
 from tests.integration.wire import call, create, wait_for
 
@@ -47,7 +48,7 @@ def test_namespace_controller_off_leaves_a_deleted_namespace_terminating(
 
 
 def test_serve_refuses_a_controller_kube_does_not_know(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "kubewire.cli", "serve", "--data-dir",
+    done = subprocess.run([sys.executable, "-m", "kubewire.cli", "serve", *API_ONLY, "--data-dir",
                            str(tmp_path), "--controllers", "*,-nosuch"],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 import kubewire
+from tests.api_only import API_ONLY
 from tests.etcd_cluster import ETCD, Cluster, etcd_cluster
 
 pytestmark = pytest.mark.skipif(ETCD is None, reason="no etcd binary: tools/ensure-etcd")
@@ -47,7 +48,7 @@ def test_health_and_metrics_reflect_etcd(etcd: Cluster) -> None:
 
 
 def test_serve_refuses_etcd_flags_kube_refuses(tmp_path: Path) -> None:
-    run = [sys.executable, "-m", "kubewire.cli", "serve", "--data-dir", str(tmp_path),
+    run = [sys.executable, "-m", "kubewire.cli", "serve", *API_ONLY, "--data-dir", str(tmp_path),
            "--port", "0"]
     missing = subprocess.run([*run, "--storage-backend", "etcd3"], capture_output=True,
                              text=True, timeout=60)

@@ -31,6 +31,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from kubewire.server.access import pki
 from kubewire.server.wire.http_messages import Limits
+from tests.api_only import API_ONLY
 from tests.integration.harness import ServerThread
 from tests.integration.kubectl import needs_kubectl, run
 from tests.integration.test_access import (
@@ -133,7 +134,8 @@ def uvloop_server(tmp_path: Path) -> Iterator[Served]:
     policy.write_text(POLICY + "\n")
     data_dir, port = tmp_path / "served", free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kubewire.cli", "serve", "--data-dir", str(data_dir), "--port",
+        [sys.executable, "-m", "kubewire.cli", "serve", *API_ONLY,
+         "--data-dir", str(data_dir), "--port",
          str(port), "--authorization-policy-file", str(policy), "--log-level", "WARNING"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})

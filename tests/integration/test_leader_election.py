@@ -30,6 +30,7 @@ from kubewire.client.leaderelection import (
 from kubewire.client.leaderelection.record import raw_record, record_of_spec
 from kubewire.models import Lease, ObjectMeta
 from kubewire.models.coordination_k8s_io_v1 import LeaseSpec
+from tests.api_only import API_ONLY
 from tests.integration import kubectl
 from tests.integration.harness import ServerThread
 from tests.integration.wire import call, create
@@ -418,7 +419,7 @@ def test_serve_takes_kube_controller_managers_leader_election_flags(
     from kubewire import cli
 
     def config(*flags: str) -> Any:
-        return cli.config_from_args(cli.build_parser().parse_args(["serve", *flags]))
+        return cli.config_from_args(cli.build_parser().parse_args(["serve", *API_ONLY, *flags]))
 
     default = config()
     assert not default.leader_elect
@@ -438,9 +439,9 @@ def test_serve_takes_kube_controller_managers_leader_election_flags(
     assert config("--leader-elect=true").leader_elect
     assert not config("--leader-elect=false").leader_elect
     with pytest.raises(SystemExit) as refused:
-        cli.main(["serve", "--leader-elect", "--leader-elect-renew-deadline", "20s"])
+        cli.main(["serve", *API_ONLY, "--leader-elect", "--leader-elect-renew-deadline", "20s"])
     assert refused.value.code == 2
     assert "leaseDuration must be greater than renewDeadline" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        cli.main(["serve", "--leader-elect=maybe"])
+        cli.main(["serve", *API_ONLY, "--leader-elect=maybe"])
     assert 'strconv.ParseBool: parsing "maybe": invalid syntax' in capsys.readouterr().err

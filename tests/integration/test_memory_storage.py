@@ -13,6 +13,7 @@ from kubernetes import client, watch
 from kubewire.cli import build_parser, config_from_args
 from kubewire.server.context import DATABASE_NAME
 from kubewire.storage.memory import MemoryStore
+from tests.api_only import API_ONLY
 from tests.integration import kubectl
 from tests.integration.harness import ServerThread
 from tests.integration.test_crds import CRD_NAME, CRDS, WIDGETS, install, widget
@@ -79,8 +80,8 @@ def test_memory_server_serves_kubectl_and_the_kubernetes_client(
 
 def test_serve_storage_flag_selects_the_store(tmp_path: Any) -> None:
     parser = build_parser()
-    default = config_from_args(parser.parse_args(["serve", "--data-dir", str(tmp_path)]))
-    memory = config_from_args(parser.parse_args(["serve", "--data-dir", str(tmp_path),
+    default = config_from_args(parser.parse_args(["serve", *API_ONLY, "--data-dir", str(tmp_path)]))
+    memory = config_from_args(parser.parse_args(["serve", *API_ONLY, "--data-dir", str(tmp_path),
                                                  "--storage", "memory"]))
     assert (default.storage, memory.storage) == ("sqlite", "memory")
 

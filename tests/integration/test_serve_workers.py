@@ -452,7 +452,8 @@ def test_a_killed_hub_stops_everything_and_loses_no_acknowledged_write(tmp_path:
 @needs_kubectl
 def test_detach_and_stop_with_workers(shared: Cluster | None, tmp_path: Path) -> None:
     data = tmp_path / "detached"
-    done = run("serve", "--detach", "--workers", "2", "--data-dir", str(data), "--port", "0",
+    done = run("serve", *API_ONLY,
+               "--detach", "--workers", "2", "--data-dir", str(data), "--port", "0",
                *store_flags(shared, "detached"))
     assert done.returncode == 0, done.stderr
     parent = int(done.stdout.split("(pid ")[1].split(")")[0])
@@ -466,7 +467,8 @@ def test_detach_and_stop_with_workers(shared: Cluster | None, tmp_path: Path) ->
 
 
 def test_the_memory_store_refuses_workers_in_one_line(tmp_path: Path) -> None:
-    done = run("serve", "--workers", "2", "--data-dir", str(tmp_path / "d"), "--port", "0",
+    done = run("serve", *API_ONLY,
+               "--workers", "2", "--data-dir", str(tmp_path / "d"), "--port", "0",
                "--storage", "memory")
     assert one_line_error(done) == (
         "kubewire: cannot start: --workers 2 needs a store its workers share: SQLite (the "
@@ -480,7 +482,8 @@ def test_a_port_in_use_is_refused_before_any_worker_starts(shared: Cluster | Non
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        done = run("serve", "--workers", "2", "--data-dir", str(tmp_path / "d"), "--port",
+        done = run("serve", *API_ONLY,
+                   "--workers", "2", "--data-dir", str(tmp_path / "d"), "--port",
                    str(port), *store_flags(shared, "d"))
         assert one_line_error(done) == (f"kubewire: cannot start: 127.0.0.1:{port} is already "
                                         "in use (another server? pick another --port, or 0 "
@@ -490,7 +493,8 @@ def test_a_port_in_use_is_refused_before_any_worker_starts(shared: Cluster | Non
 def test_a_worker_that_cannot_start_says_why_in_one_line(shared: Cluster | None,
                                                          tmp_path: Path) -> None:
     policy = tmp_path / "missing-policy.yaml"  # only a worker reads it
-    done = run("serve", "--workers", "2", "--data-dir", str(tmp_path / "d"), "--port", "0",
+    done = run("serve", *API_ONLY,
+               "--workers", "2", "--data-dir", str(tmp_path / "d"), "--port", "0",
                *store_flags(shared, "d"), "--audit-policy-file", str(policy),
                "--log-level", "WARNING")
     line = one_line_error(done)
@@ -519,7 +523,7 @@ def test_a_store_that_lost_revisions_is_refused_before_any_worker_starts(tmp_pat
     data = tmp_path / "d"
     data.mkdir()
     (data / "kubewire.db-revision").write_bytes(encode_revision(5))  # committed, not in a file
-    done = run("serve", "--workers", "2", "--data-dir", str(data), "--port", "0")
+    done = run("serve", *API_ONLY, "--workers", "2", "--data-dir", str(data), "--port", "0")
     line = one_line_error(done)
     assert line.startswith(f"kubewire: cannot start: {data / 'kubewire.db'} holds revisions up "
                            "to 0, but revision 5 was committed"), line
@@ -539,7 +543,8 @@ def test_a_server_whose_hub_drops_it_exits(tmp_path: Path) -> None:
     hub.start()
     try:
         proc = subprocess.Popen(
-            [*KUBEWIRE, "serve", "--data-dir", str(data), "--port", "0", "--insecure-http",
+            [*KUBEWIRE, "serve", *API_ONLY,
+             "--data-dir", str(data), "--port", "0", "--insecure-http",
              "--sqlite-hub", hub.socket_path], stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True)
         assert proc.stdout is not None

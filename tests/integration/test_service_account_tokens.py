@@ -20,6 +20,7 @@ from kubernetes import config as k8s_config
 from kubewire.cli import build_parser, config_from_args
 from kubewire.server.access.kubeconfig import Credentials, kubeconfig_text
 from kubewire.server.access.service_accounts import TokenIssuer
+from tests.api_only import API_ONLY
 from tests.integration import kubectl
 from tests.integration.harness import ServerThread
 from tests.integration.kubectl import needs_kubectl
@@ -209,7 +210,7 @@ def test_kubernetes_package_requests_a_token(secure: ServerThread) -> None:
 
 def test_the_issuer_flag_names_the_tokens_issuer(make_server: Callable[..., ServerThread],
                                                  tmp_path: Path) -> None:
-    args = build_parser().parse_args(["serve", "--data-dir", str(tmp_path / "d"),
+    args = build_parser().parse_args(["serve", *API_ONLY, "--data-dir", str(tmp_path / "d"),
                                       "--service-account-issuer", "https://issuer.test"])
     config = config_from_args(args)
     assert config.service_account_issuer == "https://issuer.test"

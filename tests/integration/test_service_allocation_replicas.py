@@ -27,6 +27,7 @@ import pytest
 
 from kubewire import Server
 from kubewire.server.allocation.ranges import decode_bitmap, encode_bitmap
+from tests.api_only import API_ONLY
 from tests.etcd_cluster import ETCD, Cluster, etcd_cluster, free_port
 
 pytestmark = pytest.mark.skipif(ETCD is None, reason="no etcd binary")
@@ -241,7 +242,7 @@ def test_serve_processes_hand_out_unique_addresses(etcd: Cluster, tmp_path: Path
         for i in range(3 - workers):
             port = free_port()
             processes.append(subprocess.Popen(
-                [sys.executable, "-m", "kubewire.cli", "serve",
+                [sys.executable, "-m", "kubewire.cli", "serve", *API_ONLY,
                  "--data-dir", str(tmp_path / str(i)), "--port", str(port),
                  "--insecure-http", "--log-level", "WARNING", "--workers", str(workers),
                  "--storage-backend", "etcd3", "--etcd-servers", etcd.endpoints[0],

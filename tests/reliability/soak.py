@@ -44,6 +44,8 @@ from typing import Any
 
 import aiohttp
 
+from tests.api_only import API_ONLY
+
 HOST = "127.0.0.1"
 KIB = 1024
 
@@ -126,7 +128,7 @@ class ServerProcess:
         self.url = f"http://{HOST}:{self.port}"
         self._log = open(data_dir / "server.log", "wb")  # noqa: SIM115 (closed in stop)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kubewire.cli", "serve", "--insecure-http",
+            [sys.executable, "-m", "kubewire.cli", "serve", *API_ONLY, "--insecure-http",
              "--data-dir", str(data_dir / "data"), "--host", HOST, "--port", str(self.port),
              "--watch-cache-size", str(watch_cache_size), "--log-level", "WARNING"],
             stdout=self._log, stderr=subprocess.STDOUT)

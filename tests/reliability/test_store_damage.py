@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.api_only import API_ONLY
 from tests.reliability.proc import HOST, ServerProcess, call, run_cli, writer_pid
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
@@ -118,7 +119,8 @@ def test_a_lost_or_damaged_wal_refuses_to_start_until_repaired(tmp_path: Path,
         DAMAGE[damage](data / "kubewire.db-wal")
         found = _files(data)
 
-        refused = run_cli("serve", "--data-dir", str(data), "--port", "0", "--insecure-http")
+        refused = run_cli("serve", *API_ONLY,
+                          "--data-dir", str(data), "--port", "0", "--insecure-http")
         assert refused.returncode == 1 and refused.stdout == ""
         [line] = refused.stderr.splitlines()  # one line, no traceback
         assert line.startswith(f"kubewire: cannot start: {data / 'kubewire.db'} holds revisions "
@@ -131,7 +133,7 @@ def test_a_lost_or_damaged_wal_refuses_to_start_until_repaired(tmp_path: Path,
         report = run_cli("repair", "--data-dir", str(data))  # without consent: a report only
         assert report.returncode == 1
         assert f"revision {last} had been committed: {last - held} revisions" in report.stdout
-        assert run_cli("serve", "--data-dir", str(data), "--port", "0",
+        assert run_cli("serve", *API_ONLY, "--data-dir", str(data), "--port", "0",
                        "--insecure-http").returncode == 1  # still refused
         assert _files(data) == found  # neither the refusals nor the report changed anything
 

@@ -13,7 +13,6 @@ context's clock.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
 import logging
@@ -21,7 +20,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from kubewire.client import QueueShutDown, WorkQueue
+from kubewire.client import WorkQueue
 from kubewire.client.errors import AlreadyExists, ClientError, Conflict, NotFound, StatusError
 from kubewire.client.informers.informer import OWNER_INDEX
 from kubewire.cluster.controllers.cron_schedule import (
@@ -33,7 +32,7 @@ from kubewire.cluster.controllers.cron_schedule import (
 )
 from kubewire.cluster.controllers.job_rules import condition, is_finished, rfc3339
 from kubewire.cluster.controllers.replica_rules import controller_ref, meta, option, parse_time
-from kubewire.cluster.runtime import ClusterContext, object_reference
+from kubewire.cluster.runtime import ClusterContext, object_reference, run_workers
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -127,30 +126,7 @@ class CronJobController:
         await self.job_informer.wait_for_sync()
         for cj in self.cj_informer.cache.list():
             await self.queue.add(_key(cj))
-        try:
-            async with asyncio.TaskGroup() as group:
-                for _ in range(self.workers):
-                    group.create_task(self._worker())
-        finally:
-            await self.queue.shut_down()
-
-    async def _worker(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except QueueShutDown:
-                return
-            try:
-                await self.sync(key)
-                self.queue.forget(key)
-            except (StatusError, ClientError) as err:
-                log.debug("cronjob %s: %s", key, err)
-                self.queue.add_rate_limited(key)
-            except Exception:  # a bug must not stop the loop
-                log.exception("cronjob %s", key)
-                self.queue.add_rate_limited(key)
-            finally:
-                await self.queue.done(key)
+        await run_workers(self.queue, self.sync, workers=self.workers, what="cronjob")
 
     def _owned_jobs(self, cj: Mapping[str, Any]) -> list[Obj]:
         uid = meta(cj).get("uid", "")

@@ -41,7 +41,7 @@ from kubewire.cluster.controllers.replica_rules import (
     slow_start_batches,
 )
 from kubewire.cluster.controllers.replicaset import Expectations
-from kubewire.cluster.runtime import ClusterContext, now_rfc3339
+from kubewire.cluster.runtime import ClusterContext, now_rfc3339, run_workers
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -203,11 +203,10 @@ class JobController:
             await self._orphan_seen(pod)
         try:
             async with asyncio.TaskGroup() as group:
-                for _ in range(self.workers):
-                    group.create_task(self._worker())
+                group.create_task(run_workers(self.queue, self.sync, workers=self.workers,
+                                              what="job"))
                 group.create_task(self._orphan_worker())
         finally:
-            await self.queue.shut_down()
             await self.orphans.shut_down()
 
     async def _orphan_worker(self) -> None:
@@ -227,24 +226,6 @@ class JobController:
                 self.orphans.add_rate_limited(key)
             finally:
                 await self.orphans.done(key)
-
-    async def _worker(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except QueueShutDown:
-                return
-            try:
-                await self.sync(key)
-                self.queue.forget(key)
-            except (StatusError, ClientError) as err:
-                log.debug("job %s: %s", key, err)
-                self.queue.add_rate_limited(key)
-            except Exception:  # a bug must not stop the loop; kube's HandleError logs too
-                log.exception("job %s", key)
-                self.queue.add_rate_limited(key)
-            finally:
-                await self.queue.done(key)
 
     def _pods(self, job: Mapping[str, Any]) -> list[Obj]:
         uid = meta(job).get("uid", "")

@@ -10,16 +10,15 @@ chooses Foreground: the garbage collector removes the pods first, the Job last).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping
 from typing import Any
 
-from kubewire.client import QueueShutDown, WorkQueue
-from kubewire.client.errors import ClientError, Conflict, NotFound, StatusError
+from kubewire.client import WorkQueue
+from kubewire.client.errors import Conflict, NotFound
 from kubewire.cluster.controllers.job_rules import is_finished, spec, status
 from kubewire.cluster.controllers.replica_rules import meta, option, parse_time
-from kubewire.cluster.runtime import ClusterContext
+from kubewire.cluster.runtime import ClusterContext, run_workers
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -72,30 +71,7 @@ class TTLAfterFinishedController:
 
     async def run(self) -> None:
         await self.informer.wait_for_sync()
-        try:
-            async with asyncio.TaskGroup() as group:
-                for _ in range(self.workers):
-                    group.create_task(self._worker())
-        finally:
-            await self.queue.shut_down()
-
-    async def _worker(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except QueueShutDown:
-                return
-            try:
-                await self.process(key)
-                self.queue.forget(key)
-            except (StatusError, ClientError) as err:
-                log.debug("ttl %s: %s", key, err)
-                self.queue.add_rate_limited(key)
-            except Exception:  # a bug must not stop the loop
-                log.exception("ttl %s", key)
-                self.queue.add_rate_limited(key)
-            finally:
-                await self.queue.done(key)
+        await run_workers(self.queue, self.process, workers=self.workers, what="ttl")
 
     def _expired(self, job: Mapping[str, Any], key: str) -> bool:
         """``processTTL``: True when expired; otherwise the key comes back when it will be."""
