@@ -49,6 +49,7 @@ _AGGREGATE_CACHE = 4096  # client-go's LRU maxLruCacheEntries
 
 
 K = TypeVar("K", bound=Hashable)
+R = TypeVar("R")
 
 
 class Component(Protocol):
@@ -59,12 +60,29 @@ class Component(Protocol):
     async def run(self) -> None: ...
 
 
-async def run_workers(queue: WorkQueue[K], sync: Callable[[K], Awaitable[None]], *,
-                      workers: int, what: str) -> None:
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """What a ``run_workers`` ``then`` hook asks after a sync that did not raise: sync the key
+    again after ``after_s`` (the cache is behind this component's own writes), or with
+    ``after_s`` None rate-limited, as after a failure. Either way its backoff is not reset."""
+
+    after_s: float | None = None
+
+
+async def run_workers(queue: WorkQueue[K], sync: Callable[[K], Awaitable[R]], *,  # noqa: PLR0913 (keywords only)
+                      workers: int, what: str,
+                      then: Callable[[K, R], Retry | None] | None = None,
+                      on_error: Callable[[K, StatusError | ClientError], None] | None = None,
+                      ) -> None:
     """client-go's ``processNextWorkItem`` loop on ``workers`` tasks until cancelled: each key
-    is synced, forgotten on success and requeued rate-limited on failure (an API error logged
-    at debug, anything else with its traceback: a bug must not stop the loop, as kube's
-    ``HandleError``). The queue is shut down on the way out."""
+    is synced, forgotten on success and requeued rate-limited on failure (anything but an API
+    or client error is logged with its traceback: a bug must not stop the loop, as kube's
+    ``HandleError``). The queue is shut down on the way out.
+
+    ``then(key, result)`` sees what ``sync`` returned and may ask for the key again
+    (``Retry``) instead of forgetting it. ``on_error(key, err)`` is told of an API or client
+    error after the key is requeued (an event, a log line, state to reset); without it the
+    error is logged at debug."""
 
     async def worker() -> None:
         while True:
@@ -73,11 +91,11 @@ async def run_workers(queue: WorkQueue[K], sync: Callable[[K], Awaitable[None]],
             except QueueShutDown:
                 return
             try:
-                await sync(key)
-                queue.forget(key)
+                result = await sync(key)
+                _settle(queue, key, then(key, result) if then is not None else None)
             except (StatusError, ClientError) as err:
-                log.debug("%s %s: %s", what, key, err)
                 queue.add_rate_limited(key)
+                _report(what, key, err, on_error)
             except Exception:
                 log.exception("%s %s", what, key)
                 queue.add_rate_limited(key)
@@ -90,6 +108,26 @@ async def run_workers(queue: WorkQueue[K], sync: Callable[[K], Awaitable[None]],
                 group.create_task(worker())
     finally:
         await queue.shut_down()
+
+
+def _settle(queue: WorkQueue[K], key: K, retry: Retry | None) -> None:
+    if retry is None:
+        queue.forget(key)
+    elif retry.after_s is None:
+        queue.add_rate_limited(key)
+    else:
+        queue.add_after(key, retry.after_s)
+
+
+def _report(what: str, key: K, err: StatusError | ClientError,
+            on_error: Callable[[K, StatusError | ClientError], None] | None) -> None:
+    if on_error is None:
+        log.debug("%s %s: %s", what, key, err)
+        return
+    try:
+        on_error(key, err)
+    except Exception:  # the hook's bug must not stop the loop either
+        log.exception("%s %s: on_error", what, key)
 
 
 def now_rfc3339(clock: Callable[[], float]) -> str:

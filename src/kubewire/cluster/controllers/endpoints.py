@@ -18,14 +18,13 @@ and record kube's ``FailedToCreateEndpoint``/``FailedToUpdateEndpoint`` events.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping
 from typing import Any
 
-from kubewire.client import QueueShutDown, WorkQueue
-from kubewire.client.errors import ClientError, Forbidden, NotFound, StatusError
+from kubewire.client import WorkQueue
+from kubewire.client.errors import Forbidden, NotFound, StatusError
 from kubewire.cluster.controllers import endpoints_rules as rules
 from kubewire.cluster.controllers.endpointslice import pod_projection
 from kubewire.cluster.controllers.endpointslice_rules import (
@@ -35,7 +34,7 @@ from kubewire.cluster.controllers.endpointslice_rules import (
     selects,
     spec,
 )
-from kubewire.cluster.runtime import ClusterContext
+from kubewire.cluster.runtime import ClusterContext, Retry, run_workers
 
 log = logging.getLogger(__name__)
 
@@ -82,17 +81,8 @@ class EndpointsController:
         for endpoints in self.endpoints.cache.list():  # checkLeftoverEndpoints
             if LEADER_ELECTION_ANNOTATION not in (meta(endpoints).get("annotations") or {}):
                 await self.queue.add(_key(endpoints))
-        workers = [asyncio.create_task(self._work(), name=f"{NAME}-{i}")
-                   for i in range(self.workers)]
-        try:
-            await asyncio.gather(*workers)
-        finally:
-            await self.queue.shut_down()
-            for task in workers:
-                task.cancel()
-            for task in workers:
-                with contextlib.suppress(asyncio.CancelledError, QueueShutDown):
-                    await task
+        await run_workers(self.queue, self.sync, workers=self.workers, what=NAME,
+                          then=self._then, on_error=self._failed)
 
     async def _queue_obj(self, obj: Obj) -> None:
         await self.queue.add(_key(obj))
@@ -112,27 +102,14 @@ class EndpointsController:
         for key in dict.fromkeys(self._services_of(old) + self._services_of(new)):
             await self.queue.add(key)
 
-    async def _work(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except QueueShutDown:
-                return
-            try:
-                stale = await self.sync(key)
-            except (StatusError, ClientError) as err:
-                log.info("%s: syncing Service %s/%s failed: %s", NAME, *key, err)
-                self.queue.add_rate_limited(key)
-            except Exception:  # a bug must not stop the controller
-                log.exception("%s: syncing Service %s/%s", NAME, *key)
-                self.queue.add_rate_limited(key)
-            else:
-                if stale:
-                    self.queue.add_after(key, STALE_RETRY_S)
-                else:
-                    self.queue.forget(key)
-            finally:
-                await self.queue.done(key)
+    @staticmethod
+    def _then(_key: Key, stale: bool) -> Retry | None:
+        """A cache behind this controller's own writes: look again shortly."""
+        return Retry(STALE_RETRY_S) if stale else None
+
+    @staticmethod
+    def _failed(key: Key, err: Exception) -> None:
+        log.info("%s: syncing Service %s/%s failed: %s", NAME, *key, err)
 
     async def sync(self, key: Key) -> bool:
         """One Service's Endpoints; True when the cache is behind this controller's writes."""

@@ -20,16 +20,15 @@ left out and the Service synced again later, as kube does.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping
 from typing import Any
 
-from kubewire.client import ItemBackoff, QueueShutDown, WorkQueue
-from kubewire.client.errors import ClientError, NotFound, StatusError
+from kubewire.client import ItemBackoff, WorkQueue
+from kubewire.client.errors import NotFound, StatusError
 from kubewire.cluster.controllers import endpointslice_rules as rules
-from kubewire.cluster.runtime import ClusterContext
+from kubewire.cluster.runtime import ClusterContext, Retry, run_workers
 
 log = logging.getLogger(__name__)
 
@@ -99,17 +98,8 @@ class EndpointSliceController:
                                 on_update=self._node_updated, on_delete=self._node_changed)
         for informer in (self.services, self.pods, self.nodes, self.slices):
             await informer.wait_for_sync()
-        workers = [asyncio.create_task(self._work(), name=f"{NAME}-{i}")
-                   for i in range(self.workers)]
-        try:
-            await asyncio.gather(*workers)
-        finally:
-            await self.queue.shut_down()
-            for task in workers:
-                task.cancel()
-            for task in workers:
-                with contextlib.suppress(asyncio.CancelledError, QueueShutDown):
-                    await task
+        await run_workers(self.queue, self.sync, workers=self.workers, what=NAME,
+                          then=self._then, on_error=self._failed)
 
     # --- event handlers ---------------------------------------------------------------------
 
@@ -162,35 +152,23 @@ class EndpointSliceController:
 
     # --- the sync ---------------------------------------------------------------------------
 
-    async def _work(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except QueueShutDown:
-                return
-            try:
-                retry = await self.sync(key)
-            except (StatusError, ClientError) as err:
-                log.info("%s: syncing Service %s/%s failed: %s", NAME, *key, err)
-                service = self.services.get(key[1], key[0])
-                if service is not None:  # kube's syncService error event
-                    self.recorder.event(service, "Warning", "FailedToUpdateEndpointSlices",
-                                        f"Error updating Endpoint Slices for Service "
-                                        f"{key[0]}/{key[1]}: {err}")
-                self.queue.add_rate_limited(key)
-            except Exception:  # a bug must not stop the controller
-                log.exception("%s: syncing Service %s/%s", NAME, *key)
-                self.queue.add_rate_limited(key)
-            else:
-                if retry == "stale":
-                    self.queue.add_after(key, STALE_RETRY_S)
-                elif retry:
-                    log.info("%s: Service %s/%s: %s", NAME, *key, retry)
-                    self.queue.add_rate_limited(key)
-                else:
-                    self.queue.forget(key)
-            finally:
-                await self.queue.done(key)
+    def _then(self, key: Key, retry: str) -> Retry | None:
+        """A stale cache waits briefly for this controller's own writes; a plan's errors back
+        off as a failure does."""
+        if retry == "stale":
+            return Retry(STALE_RETRY_S)
+        if retry:
+            log.info("%s: Service %s/%s: %s", NAME, *key, retry)
+            return Retry()
+        return None
+
+    def _failed(self, key: Key, err: Exception) -> None:
+        log.info("%s: syncing Service %s/%s failed: %s", NAME, *key, err)
+        service = self.services.get(key[1], key[0])
+        if service is not None:  # kube's syncService error event
+            self.recorder.event(service, "Warning", "FailedToUpdateEndpointSlices",
+                                f"Error updating Endpoint Slices for Service "
+                                f"{key[0]}/{key[1]}: {err}")
 
     def _cache_is_stale(self, key: Key, slices: list[Obj]) -> bool:
         """The tracker's check: a slice written is not yet in the cache at its generation, or

@@ -15,21 +15,20 @@ warnings are recorded on the Endpoints.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping
 from typing import Any
 
-from kubewire.client import ItemBackoff, QueueShutDown, WorkQueue
-from kubewire.client.errors import ClientError, NotFound, StatusError
+from kubewire.client import ItemBackoff, WorkQueue
+from kubewire.client.errors import NotFound
 from kubewire.cluster.controllers import endpointslice_mirroring_rules as rules
 from kubewire.cluster.controllers.endpointslice_rules import (
     MANAGED_BY_LABEL,
     SERVICE_NAME_LABEL,
     meta,
 )
-from kubewire.cluster.runtime import ClusterContext
+from kubewire.cluster.runtime import ClusterContext, Retry, run_workers
 
 log = logging.getLogger(__name__)
 
@@ -75,17 +74,8 @@ class EndpointSliceMirroringController:
                                  on_delete=self._queue_slice)
         for informer in (self.endpoints, self.services, self.slices):
             await informer.wait_for_sync()
-        workers = [asyncio.create_task(self._work(), name=f"{NAME}-{i}")
-                   for i in range(self.workers)]
-        try:
-            await asyncio.gather(*workers)
-        finally:
-            await self.queue.shut_down()
-            for task in workers:
-                task.cancel()
-            for task in workers:
-                with contextlib.suppress(asyncio.CancelledError, QueueShutDown):
-                    await task
+        await run_workers(self.queue, self.sync, workers=self.workers, what=NAME,
+                          then=self._then, on_error=self._failed)
 
     async def _queue_obj(self, obj: Obj) -> None:
         await self.queue.add(_key(obj))
@@ -95,27 +85,14 @@ class EndpointSliceMirroringController:
         if name:
             await self.queue.add((str(meta(slice_).get("namespace", "")), str(name)))
 
-    async def _work(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except QueueShutDown:
-                return
-            try:
-                stale = await self.sync(key)
-            except (StatusError, ClientError) as err:
-                log.info("%s: syncing Endpoints %s/%s failed: %s", NAME, *key, err)
-                self.queue.add_rate_limited(key)
-            except Exception:  # a bug must not stop the controller
-                log.exception("%s: syncing Endpoints %s/%s", NAME, *key)
-                self.queue.add_rate_limited(key)
-            else:
-                if stale:
-                    self.queue.add_after(key, STALE_RETRY_S)
-                else:
-                    self.queue.forget(key)
-            finally:
-                await self.queue.done(key)
+    @staticmethod
+    def _then(_key: Key, stale: bool) -> Retry | None:
+        """A cache behind this controller's own writes: look again shortly."""
+        return Retry(STALE_RETRY_S) if stale else None
+
+    @staticmethod
+    def _failed(key: Key, err: Exception) -> None:
+        log.info("%s: syncing Endpoints %s/%s failed: %s", NAME, *key, err)
 
     def _mirrored(self, key: Key) -> list[Obj]:
         return [s for s in self.slices.by_index("namespace", key[0])

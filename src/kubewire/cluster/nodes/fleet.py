@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from kubewire.client import Informer, PatchType, QueueShutDown, WorkQueue
+from kubewire.client import Informer, PatchType, WorkQueue
 from kubewire.client.errors import AlreadyExists, ClientError, NotFound, StatusError
 from kubewire.cluster.nodes import gotemplate
 from kubewire.cluster.nodes.node_status import (
@@ -42,7 +42,7 @@ from kubewire.cluster.nodes.node_status import (
 )
 from kubewire.cluster.nodes.pod_status import BUILDERS, Where
 from kubewire.cluster.nodes.stages import Stage, choose, default_pod_stages, load_stages
-from kubewire.cluster.runtime import ClusterContext, Recorder, now_micro, now_rfc3339
+from kubewire.cluster.runtime import ClusterContext, Recorder, now_micro, now_rfc3339, run_workers
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -102,17 +102,16 @@ class NodeFleet:
         await node_informer.wait_for_sync()
         await pod_informer.wait_for_sync()
         self.registered.set()
-        workers = [asyncio.create_task(self._work()) for _ in range(WORKERS)]
-        loops = [asyncio.create_task(self._lease_loop()), asyncio.create_task(self._status_loop())]
         try:
-            await asyncio.gather(*workers, *loops)
+            async with asyncio.TaskGroup() as group:
+                group.create_task(run_workers(self.queue, self._sync, workers=WORKERS,
+                                              what="kubelet", on_error=self._failed))
+                group.create_task(self._lease_loop())
+                group.create_task(self._status_loop())
         finally:
             for handle in self._pending.values():
                 handle.timer.cancel()
             await self.queue.shut_down()
-            for task in workers + loops:
-                task.cancel()
-            await asyncio.gather(*workers, *loops, return_exceptions=True)
 
     async def register(self) -> None:
         """Register every node and create its Lease, ``BATCH`` at a time. Registration does
@@ -281,24 +280,15 @@ class NodeFleet:
         if node and ip and not (pod.get("spec") or {}).get("hostNetwork"):
             self.pools[node].put(ip)
 
-    async def _work(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except QueueShutDown:
-                return
-            try:
-                await self._act(key)
-                self.queue.forget(key)
-            except NotFound:
-                pass  # deleted meanwhile
-            except (StatusError, ClientError) as err:
-                log.debug("pod %s/%s: %s; retrying", *key, err)
-                self._applied.pop(key, None)
-                self._retry.add(key)
-                self.queue.add_rate_limited(key)
-            finally:
-                await self.queue.done(key)
+    async def _sync(self, key: tuple[str, str]) -> None:
+        with contextlib.suppress(NotFound):  # deleted meanwhile
+            await self._act(key)
+
+    def _failed(self, key: tuple[str, str], err: Exception) -> None:
+        """A failed attempt is retried from the stage the pod is in by then."""
+        log.debug("pod %s/%s: %s; retrying", *key, err)
+        self._applied.pop(key, None)
+        self._retry.add(key)
 
     async def _act(self, key: tuple[str, str]) -> None:
         """Apply the stage whose delay ended (or, for a failed attempt, the stage the pod is in
