@@ -22,6 +22,7 @@ from kubewire.client.errors import AlreadyExists, NotFound, StatusError
 from kubewire.client.informers.informer import NAMESPACE_INDEX
 from kubewire.cluster.controllers import adoption, history, pod_state
 from kubewire.cluster.controllers import daemonset_rules as rules
+from kubewire.cluster.controllers.owner_keys import OwnerKeys, add_all
 from kubewire.cluster.controllers.statefulset import controller_of, key_of, option
 from kubewire.cluster.runtime import ClusterContext, run_workers
 
@@ -53,6 +54,7 @@ class DaemonSetController:
         self.queue: WorkQueue[str] = WorkQueue()
         self.events = ctx.recorder(NAME)
         self.sets = ctx.informer("apps/v1", "DaemonSet")
+        self.owners = OwnerKeys(self.sets, "DaemonSet")
         self.nodes = ctx.informer("v1", "Node")
         self.pods = ctx.informer("v1", "Pod")
         self.revisions = ctx.informer("apps/v1", "ControllerRevision")
@@ -82,15 +84,7 @@ class DaemonSetController:
         await self.queue.add(key_of(ds))
 
     async def _pod_changed(self, pod: Obj) -> None:
-        namespace = (pod.get("metadata") or {}).get("namespace", "")
-        ref = controller_of(pod, "DaemonSet")
-        if ref is not None:
-            await self.queue.add(f"{namespace}/{ref.get('name', '')}")
-        elif not any(r.get("controller") for r in
-                     (pod.get("metadata") or {}).get("ownerReferences") or []):
-            for owner in self.sets.by_index(NAMESPACE_INDEX, namespace):
-                if adoption.selects(owner, pod):  # an orphan to adopt
-                    await self._enqueue(owner)
+        await add_all(self.queue, self.owners.wake(pod))
 
     async def _node_changed(self, _node: Obj) -> None:
         for ds in self.sets.cache.list():

@@ -23,6 +23,7 @@ from kubewire.client import WorkQueue
 from kubewire.client.errors import AlreadyExists, ClientError, Conflict, NotFound, StatusError
 from kubewire.client.informers.informer import NAMESPACE_INDEX, OWNER_INDEX
 from kubewire.cluster.controllers import rollout as ro
+from kubewire.cluster.controllers.owner_keys import OwnerKeys, add_all
 from kubewire.cluster.controllers.replica_rules import (
     controller_ref,
     make_controller_ref,
@@ -72,6 +73,7 @@ class DeploymentController:
         self.d_informer = ctx.informer("apps/v1", "Deployment")
         self.rs_informer = ctx.informer("apps/v1", "ReplicaSet")
         self.pod_informer = ctx.informer("v1", "Pod")
+        self.owners = OwnerKeys(self.d_informer, "Deployment")
         for informer in (self.rs_informer, self.pod_informer):
             with contextlib.suppress(ValueError):
                 informer.add_owner_indexer()
@@ -89,52 +91,30 @@ class DeploymentController:
     async def _d_updated(self, old: Obj, new: Obj) -> None:
         await self.queue.add(_key(new))
 
-    def _owner_key(self, obj: Mapping[str, Any], ref: Mapping[str, Any] | None) -> str | None:
-        if ref is None or ref.get("kind") != "Deployment":
-            return None
-        namespace = meta(obj).get("namespace", "")
-        d = self.d_informer.get(ref.get("name", ""), namespace)
-        if d is None or meta(d).get("uid") != ref.get("uid"):
-            return None
-        return _key(d)
-
-    async def _enqueue_matching(self, rs: Mapping[str, Any]) -> None:
-        labels = meta(rs).get("labels") or {}
-        for d in self.d_informer.by_index(NAMESPACE_INDEX, meta(rs).get("namespace", "")):
-            selector = _selector(d)
-            if selector is not None and not selector.is_empty and selector.matches(labels):
-                await self.queue.add(_key(d))
-
     async def _rs_added(self, rs: Obj) -> None:
         if meta(rs).get("deletionTimestamp"):
             await self._rs_deleted(rs)
             return
-        ref = controller_ref(rs)
-        if ref is not None:
-            key = self._owner_key(rs, ref)
-            if key is not None:
-                await self.queue.add(key)
-            return
-        await self._enqueue_matching(rs)
+        await add_all(self.queue, self.owners.wake(rs))
 
     async def _rs_updated(self, old: Obj, new: Obj) -> None:
         if meta(old).get("resourceVersion") == meta(new).get("resourceVersion"):
             return
         old_ref, new_ref = controller_ref(old), controller_ref(new)
         if old_ref is not None and (new_ref is None or old_ref.get("uid") != new_ref.get("uid")):
-            old_key = self._owner_key(old, old_ref)
+            old_key = self.owners.controller(old)
             if old_key is not None:
                 await self.queue.add(old_key)
         if new_ref is not None:
-            key = self._owner_key(new, new_ref)
+            key = self.owners.controller(new)
             if key is not None:
                 await self.queue.add(key)
             return
         if meta(old).get("labels") != meta(new).get("labels") or old_ref is not None:
-            await self._enqueue_matching(new)
+            await add_all(self.queue, self.owners.selecting(new))
 
     async def _rs_deleted(self, rs: Obj) -> None:
-        key = self._owner_key(rs, controller_ref(rs))
+        key = self.owners.controller(rs)
         if key is not None:
             await self.queue.add(key)
 
@@ -146,7 +126,7 @@ class DeploymentController:
         rs = self.rs_informer.get(ref.get("name", ""), meta(pod).get("namespace", ""))
         if rs is None:
             return
-        key = self._owner_key(rs, controller_ref(rs))
+        key = self.owners.controller(rs)
         if key is None:
             return
         namespace, name = key.split("/", 1)

@@ -21,6 +21,7 @@ from typing import Any
 from kubewire.client import WorkQueue
 from kubewire.client.errors import ClientError, Conflict, NotFound, StatusError
 from kubewire.client.informers.informer import NAMESPACE_INDEX, OWNER_INDEX
+from kubewire.cluster.controllers.owner_keys import OwnerKeys, add_all
 from kubewire.cluster.controllers.replica_rules import (
     BURST_REPLICAS,
     controller_ref,
@@ -90,6 +91,7 @@ class ReplicaSetController:
         self.expectations: dict[str, Expectations] = {}
         self.rs_informer = ctx.informer("apps/v1", "ReplicaSet")
         self.pod_informer = ctx.informer("v1", "Pod")
+        self.owners = OwnerKeys(self.rs_informer, "ReplicaSet")
         with contextlib.suppress(ValueError):
             self.pod_informer.add_owner_indexer()
         self.rs_informer.add_handlers(on_add=self._rs_changed, on_update=self._rs_updated,
@@ -109,51 +111,33 @@ class ReplicaSetController:
         self.expectations.pop(_key(rs), None)
         await self.queue.add(_key(rs))
 
-    def _owner_key(self, pod: Mapping[str, Any], ref: Mapping[str, Any] | None) -> str | None:
-        if ref is None or ref.get("kind") != "ReplicaSet" \
-                or not str(ref.get("apiVersion", "")).startswith("apps/"):
-            return None
-        namespace = meta(pod).get("namespace", "")
-        rs = self.rs_informer.get(ref.get("name", ""), namespace)
-        if rs is None or meta(rs).get("uid") != ref.get("uid"):
-            return None
-        return f"{namespace}/{ref.get('name', '')}"
-
-    async def _enqueue_matching(self, pod: Mapping[str, Any]) -> None:
-        """An orphan: wake every ReplicaSet of its namespace that selects it (adoption)."""
-        labels = meta(pod).get("labels") or {}
-        for rs in self.rs_informer.by_index(NAMESPACE_INDEX, meta(pod).get("namespace", "")):
-            selector = _selector(rs)
-            if selector is not None and not selector.is_empty and selector.matches(labels):
-                await self.queue.add(_key(rs))
-
     async def _pod_added(self, pod: Obj) -> None:
         if meta(pod).get("deletionTimestamp"):
             await self._pod_deleted(pod)
             return
         ref = controller_ref(pod)
         if ref is not None:
-            key = self._owner_key(pod, ref)
+            key = self.owners.controller(pod)
             if key is not None:
                 self._creation_observed(key)
                 await self.queue.add(key)
             return
-        await self._enqueue_matching(pod)
+        await add_all(self.queue, self.owners.selecting(pod))
 
     async def _pod_updated(self, old: Obj, new: Obj) -> None:
         if meta(old).get("resourceVersion") == meta(new).get("resourceVersion"):
             return
         old_ref, new_ref = controller_ref(old), controller_ref(new)
         if meta(new).get("deletionTimestamp") and not meta(old).get("deletionTimestamp"):
-            key = self._owner_key(new, new_ref)
+            key = self.owners.controller(new)
             if key is not None:
                 self._deletion_observed(key, new)
         if old_ref is not None and (new_ref is None or old_ref.get("uid") != new_ref.get("uid")):
-            old_key = self._owner_key(old, old_ref)
+            old_key = self.owners.controller(old)
             if old_key is not None:
                 await self.queue.add(old_key)
         if new_ref is not None:
-            key = self._owner_key(new, new_ref)
+            key = self.owners.controller(new)
             if key is not None:
                 await self.queue.add(key)
                 rs = self.rs_informer.get(key.split("/", 1)[1], key.split("/", 1)[0])
@@ -162,10 +146,10 @@ class ReplicaSetController:
                     self.queue.add_after(key, float(min_ready) + 1.0)
             return
         if meta(old).get("labels") != meta(new).get("labels") or old_ref is not None:
-            await self._enqueue_matching(new)
+            await add_all(self.queue, self.owners.selecting(new))
 
     async def _pod_deleted(self, pod: Obj) -> None:
-        key = self._owner_key(pod, controller_ref(pod))
+        key = self.owners.controller(pod)
         if key is not None:
             self._deletion_observed(key, pod)
             await self.queue.add(key)

@@ -21,6 +21,7 @@ from kubewire.client.informers.informer import NAMESPACE_INDEX
 from kubewire.cluster.controllers import adoption, history, pod_state
 from kubewire.cluster.controllers import statefulset_rules as rules
 from kubewire.cluster.controllers.options import settings_of
+from kubewire.cluster.controllers.owner_keys import OwnerKeys, add_all
 from kubewire.cluster.runtime import ClusterContext, run_workers
 
 Obj = dict[str, Any]
@@ -57,6 +58,7 @@ class StatefulSetController:
         self.queue: WorkQueue[str] = WorkQueue()
         self.events = ctx.recorder(NAME)
         self.sets = ctx.informer("apps/v1", "StatefulSet")
+        self.owners = OwnerKeys(self.sets, "StatefulSet")
         self.pods = ctx.informer("v1", "Pod")
         self.revisions = ctx.informer("apps/v1", "ControllerRevision")
         self.claims = ctx.informer("v1", "PersistentVolumeClaim")
@@ -84,15 +86,7 @@ class StatefulSetController:
         await self.queue.add(key_of(sts))
 
     async def _pod_changed(self, pod: Obj) -> None:
-        namespace = (pod.get("metadata") or {}).get("namespace", "")
-        ref = controller_of(pod, "StatefulSet")
-        if ref is not None:
-            await self.queue.add(f"{namespace}/{ref.get('name', '')}")
-        elif not any(r.get("controller") for r in
-                     (pod.get("metadata") or {}).get("ownerReferences") or []):
-            for owner in self.sets.by_index(NAMESPACE_INDEX, namespace):
-                if adoption.selects(owner, pod):  # an orphan to adopt
-                    await self._enqueue(owner)
+        await add_all(self.queue, self.owners.wake(pod))
 
     # --- one set --------------------------------------------------------------------------
 
