@@ -15,10 +15,12 @@ last ten minutes (same object, type, reason, message, source) PATCHes the earlie
 does (the scheduler's API: ``regarding``, ``note``, ``action``, ``eventTime``,
 ``reportingController``). Both send from a bounded queue in the background: a component never
 waits for an event, and when the queue is full the event is dropped and counted, as client-go's
-broadcaster drops (``maxQueuedEvents`` 1000). Where client-go sends from one goroutine, events
-here go out on ``SEND_LANES`` concurrent lanes (a request per event costs a Python client a
-round trip: one lane managed ~130 events/s while 1,000 simulated nodes started); an event's
-lane follows its aggregation key, so repeats of one event stay in order.
+broadcaster drops (``maxQueuedEvents`` 1000; and past ``MAX_QUEUED_CHARS`` of text). The
+aggregation cache is an LRU of 4,096 keys (client-go's) and ``_AGGREGATE_CHARS`` of their
+text. Where client-go sends from one goroutine, events here go out on ``SEND_LANES``
+concurrent lanes (a request per event costs a Python client a round trip: one lane managed
+~130 events/s while 1,000 simulated nodes started); an event's lane follows its aggregation
+key, so repeats of one event stay in order.
 
 A ``Component`` is anything with a ``name`` and ``async run()`` that works until cancelled.
 """
@@ -46,6 +48,10 @@ MAX_QUEUED_EVENTS = 1000  # client-go tools/record maxQueuedEvents
 SEND_LANES = 8
 AGGREGATE_WINDOW_S = 600.0  # the correlator's cache: identical events within ten minutes
 _AGGREGATE_CACHE = 4096  # client-go's LRU maxLruCacheEntries
+# kubewire's bounds by size beside client-go's by count: an event's text (a message quoting a
+# server's error, names) is the cluster's objects' to make long
+MAX_QUEUED_CHARS = 8 * 1024 * 1024  # the text of the events waiting to be sent
+_AGGREGATE_CHARS = 4 * 1024 * 1024  # the text of the aggregation cache's keys
 
 
 K = TypeVar("K", bound=Hashable)
@@ -130,6 +136,11 @@ def _report(what: str, key: K, err: StatusError | ClientError,
         log.exception("%s %s: on_error", what, key)
 
 
+def _text_size(key: tuple[str, ...]) -> int:
+    """The characters an event's aggregation key holds (its text: names, reason, message)."""
+    return sum(len(part) for part in key)
+
+
 def now_rfc3339(clock: Callable[[], float]) -> str:
     """A ``metav1.Time`` (seconds) for ``clock()``."""
     return datetime.fromtimestamp(clock(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -185,7 +196,9 @@ class EventRecorder:
             asyncio.Queue(MAX_QUEUED_EVENTS // SEND_LANES) for _ in range(SEND_LANES)]
         self.dropped = 0
         self.sent = 0
+        self.queued_chars = 0
         self._recent: OrderedDict[tuple[str, ...], _Aggregate] = OrderedDict()
+        self._recent_chars = 0
         self._tasks: list[asyncio.Task[None] | None] = [None] * SEND_LANES
 
     def recorder(self, component: str, host: str = "") -> Recorder:
@@ -215,11 +228,16 @@ class EventRecorder:
 
     def _offer(self, event: Obj, key: tuple[str, ...]) -> None:
         lane = hash(key) % SEND_LANES
+        size = _text_size(key)
+        if self.queued_chars + size > MAX_QUEUED_CHARS:
+            self.dropped += 1
+            return
         try:
             self.lanes[lane].put_nowait((event, key))
         except asyncio.QueueFull:
             self.dropped += 1
             return
+        self.queued_chars += size
         task = self._tasks[lane]
         if task is None or task.done():
             self._tasks[lane] = asyncio.get_running_loop().create_task(self._send_all(lane))
@@ -228,6 +246,7 @@ class EventRecorder:
         queue = self.lanes[lane]
         while not queue.empty():
             event, key = queue.get_nowait()
+            self.queued_chars -= _text_size(key)
             try:
                 await self._send(event, key)
                 self.sent += 1
@@ -249,11 +268,19 @@ class EventRecorder:
                 return
         meta = event["metadata"]
         await self.api.create(event, namespace=meta["namespace"])
-        self._recent[key] = _Aggregate(meta["name"], meta["namespace"], 1,
-                                       event["firstTimestamp"], seen)
-        self._recent.move_to_end(key)
-        while len(self._recent) > _AGGREGATE_CACHE:
-            self._recent.popitem(last=False)
+        self._remember(key, _Aggregate(meta["name"], meta["namespace"], 1,
+                                       event["firstTimestamp"], seen))
+
+    def _remember(self, key: tuple[str, ...], aggregate: _Aggregate) -> None:
+        """Keep ``aggregate`` as the newest entry of the LRU, within its two bounds."""
+        if self._recent.pop(key, None) is not None:
+            self._recent_chars -= _text_size(key)
+        self._recent[key] = aggregate
+        self._recent_chars += _text_size(key)
+        while self._recent and (len(self._recent) > _AGGREGATE_CACHE
+                                or self._recent_chars > _AGGREGATE_CHARS):
+            gone, _ = self._recent.popitem(last=False)
+            self._recent_chars -= _text_size(gone)
 
     async def drain(self) -> None:
         """Wait until every queued event was sent (tests, shutdown)."""
@@ -271,7 +298,7 @@ class EventRecorder:
             queue = self.lanes[lane]
             self.dropped += queue.qsize()
             while not queue.empty():
-                queue.get_nowait()
+                self.queued_chars -= _text_size(queue.get_nowait()[1])
 
 
 class NewEventRecorder(EventRecorder):
@@ -310,9 +337,7 @@ class NewEventRecorder(EventRecorder):
             return
         meta = event["metadata"]
         await self.api.create(event, namespace=meta["namespace"])
-        self._recent[key] = _Aggregate(meta["name"], meta["namespace"], 1, "", seen)
-        while len(self._recent) > _AGGREGATE_CACHE:
-            self._recent.popitem(last=False)
+        self._remember(key, _Aggregate(meta["name"], meta["namespace"], 1, "", seen))
 
 
 @dataclass(frozen=True, slots=True)
