@@ -21,15 +21,18 @@ revision``; a write to one of them starts the memos again):
 - decisions are kept per (user, groups, namespace, verb, group, resource, subresource, name,
   path).
 
-Each memo is bounded (``MEMO_LIMIT`` entries: past it, it starts again). Pure: objects in
-through the ``RbacSource`` protocol, decisions out.
+Each memo is bounded by count and by bytes (``MEMO_LIMIT`` entries, or keys of ``MEMO_BYTES``
+characters: past either, it starts again): a request's user, groups, namespace, name and path
+are the client's to choose, each up to the request head's 1 MiB, so a count alone would let
+8,192 requests with long names hold gigabytes. Pure: objects in through the ``RbacSource``
+protocol, decisions out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from kubewire.go_text import go_quote
 from kubewire.rbac_rules import (
@@ -45,6 +48,7 @@ from kubewire.rbac_rules import (
 from kubewire.server.access.authz import Attributes, Decision, RulesResult
 
 MEMO_LIMIT = 8192
+MEMO_BYTES = 4 * 1024 * 1024  # characters of keys one memo holds (about that many bytes)
 NO_OPINION = Decision(allowed=False, denied=False, reason="")
 
 
@@ -164,6 +168,44 @@ def rule_infos(rules: list[Rule]) -> tuple[list[dict[str, Any]], list[dict[str, 
     return resource_rules, non_resource_rules
 
 
+V = TypeVar("V")
+
+
+def _key_size(key: tuple[Any, ...] | str) -> int:
+    """The characters a memo key holds (its strings and tuples of strings; 8 for the rest)."""
+    if isinstance(key, str):
+        return len(key)
+    return sum(_key_size(part) if isinstance(part, (str, tuple)) else 8 for part in key)
+
+
+class _Memo(Generic[V]):
+    """A dict bounded by entries and by the characters of its keys: past either bound it
+    starts again (every entry is cheap to work out again)."""
+
+    def __init__(self) -> None:
+        self.items: dict[Any, V] = {}
+        self.size = 0  # characters of the keys held
+
+    def get(self, key: Any) -> V | None:
+        return self.items.get(key)
+
+    def put(self, key: Any, value: V) -> V:
+        size = _key_size(key)
+        if len(self.items) >= MEMO_LIMIT or self.size + size > MEMO_BYTES:
+            self.clear()
+        if size <= MEMO_BYTES:
+            self.items[key] = value
+            self.size += size
+        return value
+
+    def clear(self) -> None:
+        self.items.clear()
+        self.size = 0
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
 class RbacAuthorizer:
     """``RBACAuthorizer``: ``decide`` (Allow or NoOpinion) and ``rules_for``."""
 
@@ -171,9 +213,9 @@ class RbacAuthorizer:
         self.objects = objects
         self._revision: Revision | None = None
         self._cluster: tuple[_Bindings, _Index] | None = None
-        self._namespaced: dict[str, tuple[_Bindings, _Index]] = {}
-        self._resolved: dict[tuple[str, tuple[str, ...], str], Resolved] = {}
-        self._decisions: dict[tuple[Any, ...], Decision] = {}
+        self._namespaced: _Memo[tuple[_Bindings, _Index]] = _Memo()
+        self._resolved: _Memo[Resolved] = _Memo()
+        self._decisions: _Memo[Decision] = _Memo()
 
     def _current(self) -> None:
         """Forget everything when an RBAC object changed since it was worked out."""
@@ -196,10 +238,8 @@ class RbacAuthorizer:
             return self._cluster
         found = self._namespaced.get(namespace)
         if found is None:
-            if len(self._namespaced) >= MEMO_LIMIT:
-                self._namespaced.clear()
             bindings = list(self.objects.role_bindings(namespace))
-            found = self._namespaced[namespace] = bindings, _index(bindings, namespace)
+            found = self._namespaced.put(namespace, (bindings, _index(bindings, namespace)))
         return found
 
     def _role_rules(self, role_ref: Mapping[str, Any], namespace: str) -> tuple[Rule, ...]:
@@ -239,10 +279,7 @@ class RbacAuthorizer:
                     continue
                 subject = binding["subjects"][subject_position]
                 grants.append(Grant(describe_binding(binding, subject, scope), rules))
-        if len(self._resolved) >= MEMO_LIMIT:
-            self._resolved.clear()
-        found = self._resolved[key] = Resolved(tuple(grants), tuple(errors))
-        return found
+        return self._resolved.put(key, Resolved(tuple(grants), tuple(errors)))
 
     def decide(self, attrs: Attributes) -> Decision:
         self._current()
@@ -264,10 +301,7 @@ class RbacAuthorizer:
             if resolved.errors:
                 decision = Decision(allowed=False, denied=False,
                                     reason=f"RBAC: {go_errors(resolved.errors)}")
-        if len(self._decisions) >= MEMO_LIMIT:
-            self._decisions.clear()
-        self._decisions[key] = decision
-        return decision
+        return self._decisions.put(key, decision)
 
     def rules_for(self, user: Subject, namespace: str) -> RulesResult:
         resolved = self.resolve(user, namespace)

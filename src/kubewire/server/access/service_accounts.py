@@ -30,7 +30,7 @@ import base64
 import binascii
 import json
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -296,7 +296,10 @@ class ServiceAccountTokens:
         audiences = [audiences] if isinstance(audiences, str) else audiences
         if not isinstance(audiences, list) or not audiences:
             audiences = list(issuer.audiences)  # a legacy token: the server's audiences
-        matched = tuple(aud for aud in wanted if aud in audiences)
+        # kube's Audiences.Intersect, through a set: a token holds thousands of audiences and
+        # a TokenReview asks for hundreds of thousands, a product that would stall the server
+        held = {aud for aud in audiences if isinstance(aud, Hashable)}
+        matched = tuple(aud for aud in wanted if aud in held)
         if not matched:
             raise TokenRejected(f"token audiences {go_quote_list(audiences)} is invalid for the "
                                 f"target audiences {go_quote_list(wanted)}")

@@ -1,0 +1,138 @@
+"""Hostile clients against what issue 20 gave the server to hold: the RBAC authorizer's memos,
+service-account token verification, the eviction and binding subresources and the disruption
+budgets they consult. Each test floods or oversizes one of them through the API, as a client
+with ordinary credentials, and proves the bound: every answer is kube's Status, what the
+server holds stays under its bound (or the time it takes under one), and it keeps serving.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubewire.server.access.rbac_authorizer import RbacAuthorizer
+from kubewire.server.context import ServerConfig
+from tests.integration.harness import ServerThread
+from tests.integration.test_access import ensure_namespaces, https, issue
+from tests.integration.wire import Reply
+
+GROUP = "rbac.authorization.k8s.io"
+LONG = 200 * 1024  # characters of one name: far over any valid name, well inside a 1 MiB head
+
+
+@pytest.fixture(scope="module")
+def rbac(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
+    data_dir: Path = tmp_path_factory.mktemp("bounds")
+    server = ServerThread(ServerConfig(data_dir=data_dir, host="127.0.0.1", port=0,
+                                       insecure_http=False, authorization_mode="RBAC",
+                                       cluster=False)).start()
+    try:
+        ensure_namespaces(server, "team")
+        admin(server, "POST", f"/apis/{GROUP}/v1/namespaces/team/rolebindings", {
+            "metadata": {"name": "alice-view"},
+            "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": "view"},
+            "subjects": [{"kind": "User", "name": "alice", "apiGroup": GROUP}]}, 201)
+        yield server
+    finally:
+        server.stop()
+
+
+def admin(server: ServerThread, method: str, path: str, body: Any = None,
+          *codes: int) -> Any:
+    pki = server.config.data_dir / "pki"
+    reply = https(server, method, path, cert=(pki / "admin.crt", pki / "admin.key"), body=body)
+    assert not codes or reply.status in codes, (reply.status, reply.body[:300])
+    return json.loads(reply.body) if reply.body else None
+
+
+def alice_token(server: ServerThread) -> str:
+    kubeconfig = issue(server, "alice", token=True)
+    return str(yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]["token"])
+
+
+def status_of(reply: Reply, code: int, reason: str) -> dict[str, Any]:
+    body = json.loads(reply.body)
+    assert (reply.status, body.get("kind"), body.get("code"), body.get("reason")) == (
+        code, "Status", code, reason), reply.body[:300]
+    return dict(body)
+
+
+def _chars(key: object) -> int:
+    if isinstance(key, str):
+        return len(key)
+    if isinstance(key, tuple):
+        return sum(_chars(part) for part in key)
+    return 0
+
+
+def held_key_chars(authorizer: RbacAuthorizer) -> int:
+    """The characters of every key the authorizer's memos hold."""
+    total = 0
+    for memo in (authorizer._namespaced, authorizer._resolved, authorizer._decisions):
+        mapping = memo if isinstance(memo, dict) else memo.items
+        total += sum(_chars(key) for key in mapping)
+    return total
+
+
+def rbac_authorizer(server: ServerThread) -> RbacAuthorizer:
+    assert server.server is not None
+    found = [a for a in server.server.access.authorizer.authorizers
+             if isinstance(a, RbacAuthorizer)]
+    assert len(found) == 1
+    return found[0]
+
+
+def test_long_names_and_namespaces_do_not_fill_the_rbac_memos(rbac: ServerThread) -> None:
+    """64 reads naming distinct 200 KiB objects and 64 in distinct 200 KiB namespaces (38 MiB
+    of keys): each gets kube's answer (404 where alice may read, 403 elsewhere) and the memos
+    hold at most their 4 MiB of keys each."""
+    token = alice_token(rbac)
+    for i in range(64):
+        name = f"{i:04d}" + "n" * LONG
+        reply = https(rbac, "GET", f"/api/v1/namespaces/team/configmaps/{name}", token=token)
+        assert status_of(reply, 404, "NotFound")["details"]["name"] == name
+        namespace = f"{i:04d}" + "s" * LONG
+        reply = https(rbac, "GET", f"/api/v1/namespaces/{namespace}/configmaps", token=token)
+        body = status_of(reply, 403, "Forbidden")
+        assert body["message"].startswith('configmaps is forbidden: User "alice" cannot list '
+                                          'resource "configmaps" in API group "" in the '
+                                          f'namespace "{i:04d}sss')
+    assert held_key_chars(rbac_authorizer(rbac)) <= 3 * 4 * 1024 * 1024
+    reply = https(rbac, "GET", "/api/v1/namespaces/team/configmaps", token=token)
+    assert reply.status == 200, reply.body[:300]  # and the memos still serve
+    assert https(rbac, "GET", "/api/v1/namespaces/team/configmaps",
+                 token=token).status == 200
+
+
+def test_a_token_review_of_many_audiences_takes_linear_time(rbac: ServerThread) -> None:
+    """A bound token carrying 6,500 audiences (under the 64 KiB a token may have) reviewed for
+    250,000 others (a 2.5 MB body): kube's refusal, in well under the time a product of the
+    two would take (1.6e9 comparisons stalled the server for half a minute)."""
+    admin(rbac, "POST", "/api/v1/namespaces/team/serviceaccounts",
+          {"metadata": {"name": "robot"}}, 201)
+    audiences = [f"{i:x}" for i in range(6500)]
+    made = admin(rbac, "POST", "/api/v1/namespaces/team/serviceaccounts/robot/token",
+                 {"spec": {"audiences": audiences}}, 201)
+    token = made["status"]["token"]
+    assert len(token) < 64 * 1024
+    wanted = [f"w{i:x}" for i in range(250_000)]
+    started = time.monotonic()
+    review = admin(rbac, "POST", "/apis/authentication.k8s.io/v1/tokenreviews",
+                   {"spec": {"token": token, "audiences": wanted}}, 201)
+    elapsed = time.monotonic() - started
+    status = review["status"]
+    assert status.get("authenticated") is not True
+    assert status["error"].startswith('token audiences ["0" "1" "2"')
+    assert '] is invalid for the target audiences ["w0" "w1"' in status["error"]
+    assert elapsed < 8.0, elapsed
+    # and one audience of the many still authenticates it
+    review = admin(rbac, "POST", "/apis/authentication.k8s.io/v1/tokenreviews",
+                   {"spec": {"token": token, "audiences": [*wanted[:100_000], "1963"]}}, 201)
+    assert review["status"]["authenticated"] is True
+    assert review["status"]["audiences"] == ["1963"]
