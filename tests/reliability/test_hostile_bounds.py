@@ -20,7 +20,7 @@ from kubewire.server.access.rbac_authorizer import RbacAuthorizer
 from kubewire.server.context import ServerConfig
 from tests.integration.harness import ServerThread
 from tests.integration.test_access import ensure_namespaces, https, issue
-from tests.integration.wire import Reply
+from tests.integration.wire import Reply, call, create, get, ok, send_oversized
 
 GROUP = "rbac.authorization.k8s.io"
 LONG = 200 * 1024  # characters of one name: far over any valid name, well inside a 1 MiB head
@@ -136,3 +136,87 @@ def test_a_token_review_of_many_audiences_takes_linear_time(rbac: ServerThread) 
                    {"spec": {"token": token, "audiences": [*wanted[:100_000], "1963"]}}, 201)
     assert review["status"]["authenticated"] is True
     assert review["status"]["audiences"] == ["1963"]
+
+
+# --- eviction, binding, disruption budgets (plain HTTP, everyone admin) -------------------------
+
+PODS = "/api/v1/namespaces/default/pods"
+PDBS = "/apis/policy/v1/namespaces/default/poddisruptionbudgets"
+
+
+def running_pod(server: ServerThread, name: str, *, bound: bool = True) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "busybox"}],
+                            "terminationGracePeriodSeconds": 0}
+    if bound:
+        spec["nodeName"] = "n1"
+    pod = create(server, PODS, {"apiVersion": "v1", "kind": "Pod",
+                                "metadata": {"name": name, "labels": {"app": "web"}},
+                                "spec": spec})
+    if not bound:
+        return pod
+    pod["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    return dict(ok(call(server, "PUT", f"{PODS}/{name}/status", pod), 200))
+
+
+def evict(server: ServerThread, name: str) -> Reply:
+    return call(server, "POST", f"{PODS}/{name}/eviction", {
+        "apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name}})
+
+
+def test_evictions_stop_growing_a_budget_at_kubes_bound(server: ServerThread) -> None:
+    """A budget whose controller never confirms evictions (``disruptedPods`` at kube's 2,000)
+    takes one more, then answers kube's 403 and changes nothing: the map a client's evictions
+    grow holds at most 2,001 pods."""
+    for name in ("p1", "p2"):
+        running_pod(server, name)
+    budget = create(server, PDBS, {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                                   "metadata": {"name": "web"},
+                                   "spec": {"selector": {"matchLabels": {"app": "web"}},
+                                            "maxUnavailable": 1}})
+    budget["status"] = {"observedGeneration": 1, "disruptionsAllowed": 100, "currentHealthy": 2,
+                        "desiredHealthy": 0, "expectedPods": 2,
+                        "disruptedPods": {f"gone-{i:04d}": "2026-01-01T00:00:00Z"
+                                          for i in range(2000)}}
+    ok(call(server, "PUT", f"{PDBS}/web/status", budget), 200)
+    assert evict(server, "p1").status == 201
+    after = get(server, f"{PDBS}/web")["status"]
+    assert (len(after["disruptedPods"]), after["disruptionsAllowed"]) == (2001, 99)
+    reply = evict(server, "p2")
+    body = status_of(reply, 403, "Forbidden")
+    assert body["message"] == ('poddisruptionbudget.policy "web" is forbidden: DisruptedPods '
+                               'map too big - too many evictions not confirmed by PDB '
+                               'controller')
+    again = get(server, f"{PDBS}/web")["status"]
+    assert (len(again["disruptedPods"]), again["disruptionsAllowed"]) == (2001, 99)
+    assert call(server, "GET", f"{PODS}/p2").status == 200  # not evicted
+
+
+@pytest.mark.parametrize("path", [f"{PODS}/p/eviction", f"{PODS}/p/binding",
+                                  "/api/v1/namespaces/default/bindings"])
+def test_oversized_bodies_to_the_new_subresources_get_413(server: ServerThread,
+                                                          path: str) -> None:
+    running_pod(server, "p", bound=False)
+    reply = send_oversized(server, "POST", path, 4 * 1024 * 1024)
+    body = status_of(reply, 413, "RequestEntityTooLarge")
+    assert body["message"] == "Request entity too large: limit is 3145728"
+    pod = get(server, f"{PODS}/p")
+    assert "nodeName" not in pod["spec"] and "deletionTimestamp" not in pod["metadata"]
+
+
+def test_a_binding_cannot_grow_a_pod_past_the_object_bound(server: ServerThread) -> None:
+    """The binding copies its annotations onto the pod with no validation (kube's
+    ``setPodNodeAndMetadata``): 2 MiB of them, inside the body bound, would make a pod over
+    the store's 1.5 MiB. kube's 413, the pod unchanged; a plain binding then works."""
+    running_pod(server, "p", bound=False)
+    binding = {"apiVersion": "v1", "kind": "Binding",
+               "metadata": {"name": "p", "annotations": {"big": "x" * (2 * 1024 * 1024)}},
+               "target": {"kind": "Node", "name": "n1"}}
+    reply = call(server, "POST", f"{PODS}/p/binding", binding)
+    body = status_of(reply, 413, "RequestEntityTooLarge")
+    assert body["message"].startswith("Request entity too large: the object is ")
+    pod = get(server, f"{PODS}/p")
+    assert "nodeName" not in pod["spec"] and "big" not in (pod["metadata"].get("annotations")
+                                                            or {})
+    del binding["metadata"]["annotations"]
+    assert call(server, "POST", f"{PODS}/p/binding", binding).status == 201
+    assert get(server, f"{PODS}/p")["spec"]["nodeName"] == "n1"
