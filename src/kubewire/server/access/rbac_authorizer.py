@@ -19,7 +19,9 @@ revision``; a write to one of them starts the memos again):
 - the rules a (user, groups, namespace) holds are resolved once, in kube's visiting order
   (cluster bindings first, each kind in the store's key order), with the error texts;
 - decisions are kept per (user, groups, namespace, verb, group, resource, subresource, name,
-  path).
+  path);
+- a role's rules are parsed once and shared by every user's resolved grants (8,000 users in
+  distinct namespaces held 73 MB of copies of ``admin``'s rules).
 
 Each memo is bounded by count and by bytes (``MEMO_LIMIT`` entries, or keys of ``MEMO_BYTES``
 characters: past either, it starts again): a request's user, groups, namespace, name and path
@@ -171,11 +173,13 @@ def rule_infos(rules: list[Rule]) -> tuple[list[dict[str, Any]], list[dict[str, 
 V = TypeVar("V")
 
 
-def _key_size(key: tuple[Any, ...] | str) -> int:
+def _key_size(key: object) -> int:
     """The characters a memo key holds (its strings and tuples of strings; 8 for the rest)."""
     if isinstance(key, str):
         return len(key)
-    return sum(_key_size(part) if isinstance(part, (str, tuple)) else 8 for part in key)
+    if isinstance(key, tuple):
+        return sum(_key_size(part) for part in key)
+    return 8
 
 
 class _Memo(Generic[V]):
@@ -216,6 +220,9 @@ class RbacAuthorizer:
         self._namespaced: _Memo[tuple[_Bindings, _Index]] = _Memo()
         self._resolved: _Memo[Resolved] = _Memo()
         self._decisions: _Memo[Decision] = _Memo()
+        # a role's parsed rules, by the identity of the role object the source handed out
+        # (kept, so the identity stays its own): every resolved user shares them
+        self._rules: _Memo[tuple[Mapping[str, Any], tuple[Rule, ...]]] = _Memo()
 
     def _current(self) -> None:
         """Forget everything when an RBAC object changed since it was worked out."""
@@ -229,6 +236,7 @@ class RbacAuthorizer:
             self._revision = revision
             self._resolved.clear()
             self._decisions.clear()
+            self._rules.clear()
 
     def _bindings(self, namespace: str) -> tuple[_Bindings, _Index]:
         if not namespace:
@@ -250,13 +258,19 @@ class RbacAuthorizer:
             role = self.objects.role(namespace, name) if namespace else None
             if role is None:
                 raise LookupError(f"role.{RBAC_GROUP} {go_quote(name)} not found")
-            return rules_of(role)
+            return self._parsed(role)
         if kind == "ClusterRole":
             cluster_role = self.objects.cluster_role(name)
             if cluster_role is None:
                 raise LookupError(f"clusterrole.{RBAC_GROUP} {go_quote(name)} not found")
-            return rules_of(cluster_role)
+            return self._parsed(cluster_role)
         raise LookupError(f"unsupported role reference kind: {go_quote(kind)}")
+
+    def _parsed(self, role: Mapping[str, Any]) -> tuple[Rule, ...]:
+        found = self._rules.get(id(role))
+        if found is not None and found[0] is role:
+            return found[1]
+        return self._rules.put(id(role), (role, rules_of(role)))[1]
 
     def resolve(self, user: Subject, namespace: str) -> Resolved:
         """``VisitRulesFor`` without the visitor: every grant and error, in kube's order."""
