@@ -18,9 +18,10 @@ import yaml
 
 from kubewire.server.access.rbac_authorizer import RbacAuthorizer
 from kubewire.server.context import ServerConfig
+from kubewire.storage.base import Change, ChangeType
 from tests.integration.harness import ServerThread
 from tests.integration.test_access import ensure_namespaces, https, issue
-from tests.integration.wire import Reply, call, create, get, ok, send_oversized
+from tests.integration.wire import Reply, Session, call, create, get, ok, send_oversized
 
 GROUP = "rbac.authorization.k8s.io"
 LONG = 200 * 1024  # characters of one name: far over any valid name, well inside a 1 MiB head
@@ -220,3 +221,31 @@ def test_a_binding_cannot_grow_a_pod_past_the_object_bound(server: ServerThread)
     del binding["metadata"]["annotations"]
     assert call(server, "POST", f"{PODS}/p/binding", binding).status == 201
     assert get(server, f"{PODS}/p")["spec"]["nodeName"] == "n1"
+
+
+def test_a_pod_write_costs_the_claims_it_names_not_every_claim(server: ServerThread) -> None:
+    """1,000 claims in a namespace: a change of a pod there makes the pvc-protection
+    controller look at the claims that pod names (kube's ``podAddedDeletedUpdated``), not
+    decode all 1,000 on every pod write (milliseconds each, in the store's change callback)."""
+    with Session(server) as session:
+        for i in range(1000):
+            reply = session.call("POST", "/api/v1/namespaces/default/persistentvolumeclaims", {
+                "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                "metadata": {"name": f"c{i}"},
+                "spec": {"accessModes": ["ReadWriteOnce"],
+                         "resources": {"requests": {"storage": "1Gi"}}}})
+            assert reply.status == 201, reply.body[:300]
+    pod = running_pod(server, "p")
+    assert server.server is not None
+    protection = server.server.controllers.storage_protection
+    assert protection is not None and protection.running
+    value = json.dumps(pod).encode()
+    change = Change(int(pod["metadata"]["resourceVersion"]), ChangeType.MODIFIED,
+                    "core/pods/default/p", value, value, time.time())
+    costs = []
+    for _ in range(10):
+        started = time.perf_counter()
+        protection._on_changes([change])  # names no claim: marks nothing
+        costs.append(time.perf_counter() - started)
+    assert min(costs) < 0.001, costs
+    assert protection.queue.idle

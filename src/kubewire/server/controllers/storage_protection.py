@@ -7,8 +7,10 @@ while a scheduled pod of its namespace names it in ``spec.volumes`` (``podUsesPV
 still running); a PersistentVolume being deleted keeps ``kubernetes.io/pv-protection`` while it
 is Bound. Otherwise the finalizer is taken off through the update path as
 ``kube-controller-manager``, and the store removes the object (its finalizers emptied). Claims
-are looked at again when they change and when a pod of their namespace changes or goes;
-volumes when they change; all at start.
+are looked at again when they change and when a pod naming them (before or after its change)
+changes or goes, as kube's ``podAddedDeletedUpdated`` enqueues the pod's claims: not every
+claim of the namespace, which would make each pod write cost a decode of them all; volumes when
+they change; all at start.
 """
 
 from __future__ import annotations
@@ -66,6 +68,28 @@ def pod_uses_claim(pod: dict[str, Any], claim: str) -> bool:
     return False
 
 
+def claims_named(change: Change) -> set[str]:
+    """The claims a changed pod names, before or after the change (``persistentVolumeClaim``
+    volumes and generic ephemeral volumes' ``<pod>-<volume>``): the ones it may release."""
+    names: set[str] = set()
+    for value in (change.value, change.prev_value):
+        if value is None:
+            continue
+        pod = _decode(value)
+        spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
+        assert isinstance(spec, dict)
+        volumes = spec.get("volumes")
+        for volume in volumes if isinstance(volumes, list) else ():
+            if not isinstance(volume, dict):
+                continue
+            source = volume.get("persistentVolumeClaim")
+            if isinstance(source, dict) and isinstance(source.get("claimName"), str):
+                names.add(source["claimName"])
+            if isinstance(volume.get("ephemeral"), dict):
+                names.add(f"{_meta(pod).get('name') or ''}-{volume.get('name')}")
+    return names
+
+
 class StorageProtection:
     """``start()`` and ``stop()`` as the other controller-manager loops; ``claims`` and
     ``volumes`` say which of the two run."""
@@ -108,10 +132,8 @@ class StorageProtection:
                 self.queue.mark(key)
             elif key.startswith(pod_prefix) and self.claims:
                 namespace = key[len(pod_prefix):].partition("/")[0]
-                cache = self.ctx.caches.for_resource(self.pvcs)
-                for found in cache.scan(self.pvcs.storage_prefix(namespace)):
-                    if _releasable(_decode(found.value), PVC_PROTECTION):
-                        self.queue.mark(found.key)
+                for claim in claims_named(change):
+                    self.queue.mark(self.pvcs.storage_key(namespace, claim))
 
     async def _sync(self, key: str) -> None:
         resource = self.pvcs if key.startswith(self.pvcs.storage_prefix()) else self.pvs
@@ -150,4 +172,4 @@ class StorageProtection:
             return
 
 
-__all__ = ["StorageProtection", "pod_uses_claim"]
+__all__ = ["StorageProtection", "claims_named", "pod_uses_claim"]
