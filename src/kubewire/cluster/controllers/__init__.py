@@ -7,7 +7,8 @@ theirs in ``node_lifecycle_decisions`` and ``taint_eviction_decisions`` (``optio
 component's settings); ``statefulset`` (``statefulset-controller``) and ``daemonset``
 (``daemonset-controller``) with theirs in ``statefulset_rules`` and ``daemonset_rules``,
 sharing ``history`` (ControllerRevisions), ``adoption`` (claiming pods) and ``pod_state``
-(Ready, available); ``endpointslice`` (``endpointslice-controller``), ``endpoints``
+(Ready, available), and with the ReplicaSet and Deployment controllers ``owner_keys`` (which
+owner a child's change wakes); ``endpointslice`` (``endpointslice-controller``), ``endpoints``
 (``endpoints-controller``) and ``endpointslice_mirroring``
 (``endpointslice-mirroring-controller``) with theirs in ``endpointslice_rules``,
 ``endpoints_rules`` and ``endpointslice_mirroring_rules``.
