@@ -21,6 +21,7 @@ from typing import Any
 from kubewire.cluster.controllers.cronjob import make_cronjob_controller
 from kubewire.cluster.controllers.daemonset import make_daemonset_controller
 from kubewire.cluster.controllers.deployment import make_deployment_controller
+from kubewire.cluster.controllers.disruption import make_disruption_controller
 from kubewire.cluster.controllers.endpoints import make_endpoints_controller
 from kubewire.cluster.controllers.endpointslice import make_endpointslice_controller
 from kubewire.cluster.controllers.endpointslice_mirroring import (
@@ -121,6 +122,7 @@ COMPONENTS: dict[str, Registration] = {r.name: r for r in (
                 "ttl-after-finished-controller"),
     _controller("node-lifecycle-controller", make_node_lifecycle_controller, "node-controller"),
     _controller("taint-eviction-controller", make_taint_eviction_controller, "node-controller"),
+    _controller("disruption-controller", make_disruption_controller, "disruption-controller"),
     Registration(KUBE_SCHEDULER, make_scheduler, part=KUBE_SCHEDULER, identity=SCHEDULER_USER),
     Registration(KUBELET, _kubelets, part=KUBELET, identity=KUBELET_USER,
                  wanted=lambda options: options.nodes > 0),
