@@ -28,6 +28,8 @@ PV_PROTECTION = "persistentvolume-protection-controller"
 GARBAGE_COLLECTOR = "garbage-collector-controller"  # kubewire.cluster (a client of the API)
 KUBE_SCHEDULER = "kube-scheduler"  # kubewire.cluster's scheduler: switched here too
 KUBELET = "kubelet"  # kubewire.cluster's simulated kubelets (``--nodes``)
+# kubewire.cluster's stand-in for kind's local-path-provisioner addon (and its default class)
+LOCAL_PATH_PROVISIONER = "local-path-provisioner"
 
 # Those of them that are kubewire.cluster's components (its ``COMPONENTS`` registry; named here
 # too so that a server running none of them never imports the client)
@@ -38,6 +40,7 @@ CLUSTER_COMPONENTS = (GARBAGE_COLLECTOR, "replicaset-controller", "deployment-co
                       "cronjob-controller", "ttl-after-finished-controller",
                       "node-lifecycle-controller",
                       "taint-eviction-controller", "disruption-controller",
+                      "persistentvolume-binder-controller", LOCAL_PATH_PROVISIONER,
                       KUBE_SCHEDULER, KUBELET)
 # What kubewire runs, by the name that switches it.
 CONTROLLERS = (NAMESPACE, SERVICE_ACCOUNT, ROOT_CA_PUBLISHER, POD_TERMINATION,
@@ -93,7 +96,8 @@ ALIASES: dict[str, str] = {
 KNOWN = frozenset(ALIASES.values()) | {
     "validatingadmissionpolicy-status-controller", "service-cidr-controller",
     "taint-eviction-controller", "selinux-warning-controller",
-    "volumeattributesclass-protection-controller", POD_TERMINATION, KUBE_SCHEDULER, KUBELET}
+    "volumeattributesclass-protection-controller", POD_TERMINATION, KUBE_SCHEDULER, KUBELET,
+    LOCAL_PATH_PROVISIONER}
 # kube's ControllersDisabledByDefault: ``*`` leaves these off.
 DISABLED_BY_DEFAULT = frozenset({"bootstrap-signer-controller", "token-cleaner-controller",
                                  "selinux-warning-controller"})
