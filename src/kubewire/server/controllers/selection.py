@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 NAMESPACE = "namespace-controller"
 SERVICE_ACCOUNT = "serviceaccount-controller"
+SERVICE_ACCOUNT_TOKEN = "serviceaccount-token-controller"  # in the server: it signs tokens
 ROOT_CA_PUBLISHER = "root-ca-certificate-publisher-controller"
 POD_TERMINATION = "pod-termination-controller"  # kubewire's own: what kubelets do at a deletion
 CLUSTERROLE_AGGREGATION = "clusterrole-aggregation-controller"
@@ -45,11 +46,11 @@ CLUSTER_COMPONENTS = (GARBAGE_COLLECTOR, "replicaset-controller", "deployment-co
 # What kubewire runs, by the name that switches it.
 CONTROLLERS = (NAMESPACE, SERVICE_ACCOUNT, ROOT_CA_PUBLISHER, POD_TERMINATION,
                CLUSTERROLE_AGGREGATION, CSR_SIGNING, CSR_CLEANER, RESOURCE_QUOTA,
-               PVC_PROTECTION, PV_PROTECTION, *CLUSTER_COMPONENTS)
+               PVC_PROTECTION, PV_PROTECTION, SERVICE_ACCOUNT_TOKEN, *CLUSTER_COMPONENTS)
 
 # kube v1.32's aliases (cmd/kube-controller-manager/names KCMControllerAliases), alias -> name.
 ALIASES: dict[str, str] = {
-    "serviceaccount-token": "serviceaccount-token-controller",
+    "serviceaccount-token": SERVICE_ACCOUNT_TOKEN,
     "endpoint": "endpoints-controller",
     "endpointslice": "endpointslice-controller",
     "endpointslicemirroring": "endpointslice-mirroring-controller",
