@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import json
+import time
+from collections.abc import AsyncIterator, Callable
 from typing import Any
+
+import pytest
 
 from kubewire.client import Api
 from kubewire.client.client import create_client
@@ -20,6 +24,13 @@ from tests.integration.harness import ServerThread
 from tests.integration.wire import call
 
 Obj = dict[str, Any]
+
+
+def _until(check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
 
 
 @contextlib.asynccontextmanager
@@ -173,3 +184,34 @@ async def test_kubectl_drain_waits_for_the_budget(server: ServerThread) -> None:
             assert drained.returncode == 0, drained.stderr
             assert drained.stdout.count("evicted") == 2, drained.stdout
             assert "node/n1 drained" in drained.stdout
+
+
+@pytest.mark.parametrize("mode", ["AlwaysAllow", "RBAC"])
+def test_drain_on_a_running_cluster_waits_for_replacements(
+        make_server: Callable[..., ServerThread], mode: str) -> None:
+    """As on a two-node kind cluster: the Deployment's pods on the drained node are evicted
+    one at a time, each after the budget allows it (a replacement Ready on the other node)."""
+    server = make_server(cluster=True, nodes=2, insecure_http=False, authorization_mode=mode)
+    cli.ok(server, "create", "deployment", "web", "--image=nginx", "--replicas=4")
+    cli.ok(server, "rollout", "status", "deploy/web", "--timeout=60s")
+    cli.ok(server, "create", "pdb", "web", "--selector=app=web", "--max-unavailable=1")
+
+    def allowed() -> bool:
+        pdb = json.loads(cli.ok(server, "get", "pdb", "web", "-o", "json"))
+        status = pdb.get("status") or {}
+        return status.get("disruptionsAllowed") == 1 and status.get("expectedPods") == 4
+
+    _until(allowed, "the budget computed")
+    table = cli.ok(server, "get", "pdb", "web")
+    assert table.split("\n")[1].split()[:4] == ["web", "N/A", "1", "1"], table
+    pods = json.loads(cli.ok(server, "get", "pods", "-l", "app=web", "-o", "json"))["items"]
+    node = pods[0]["spec"]["nodeName"]
+    on_node = [p for p in pods if p["spec"]["nodeName"] == node]
+    done = cli.run(server, "drain", node, "--ignore-daemonsets", "--delete-emptydir-data",
+                   "--timeout=90s")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count(" evicted") == len(on_node), done.stdout
+    assert f"node/{node} drained" in done.stdout
+    cli.ok(server, "rollout", "status", "deploy/web", "--timeout=60s")
+    after = json.loads(cli.ok(server, "get", "pods", "-l", "app=web", "-o", "json"))["items"]
+    assert all(p["spec"]["nodeName"] != node for p in after)

@@ -17,6 +17,8 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import pytest
+
 from kubewire.client import Api
 from kubewire.client.client import Client, create_client
 from kubewire.cluster.controllers.persistentvolume import make_persistentvolume_binder
@@ -245,9 +247,10 @@ spec:
 """
 
 
+@pytest.mark.parametrize("mode", ["AlwaysAllow", "RBAC"])
 def test_a_statefulset_with_claims_runs_as_on_kind(
-        make_server: Callable[..., ServerThread]) -> None:
-    server = make_server(cluster=True)
+        make_server: Callable[..., ServerThread], mode: str) -> None:
+    server = make_server(cluster=True, insecure_http=False, authorization_mode=mode)
     kubectl.ok(server, "apply", "-f", "-", stdin=STATEFULSET)
     kubectl.ok(server, "rollout", "status", "sts/web", "--timeout=60s")
     kubectl.ok(server, "wait", "--for=condition=Ready", "pod", "-l", "app=web",
