@@ -24,9 +24,11 @@ from kubewire.client.client import Client, create_client
 from kubewire.cluster.controllers.persistentvolume import make_persistentvolume_binder
 from kubewire.cluster.controllers.provisioner import LocalPathProvisioner
 from kubewire.cluster.runtime import ClusterContext, Component
+from kubewire.cluster.scheduler.scheduler import make_scheduler
 from tests.integration import kubectl
 from tests.integration.controller_helpers import eventually
 from tests.integration.harness import ServerThread
+from tests.integration.test_scheduler import add_node, node
 
 Obj = dict[str, Any]
 
@@ -278,3 +280,59 @@ def test_a_statefulset_with_claims_runs_as_on_kind(
     kubectl.ok(server, "delete", "pvc", "--all")
     _until(lambda: not json.loads(kubectl.ok(server, "get", "pv", "-o", "json"))["items"],
            "volumes deleted by the provisioner")
+
+
+async def test_scheduler_selects_the_node_and_binds_after_the_claims(server: ServerThread,
+                                                                     ) -> None:
+    """VolumeBinding's PreBind: the claim of a WaitForFirstConsumer class gets the chosen node;
+    the pod is bound only once its claim is Bound; a pod deleted meanwhile ends the wait."""
+    add_node(server, node("n1"))
+    async with await create_client(server.kubeconfig) as client:
+        pvs, pvcs, _events = apis(client)
+        pods = Api(dict, client=client, api_version="v1", kind="Pod")
+        classes = Api(dict, client=client, api_version="storage.k8s.io/v1", kind="StorageClass")
+        await classes.create({"metadata": {"name": "later"}, "provisioner": "example.com/none",
+                              "volumeBindingMode": "WaitForFirstConsumer"})
+        for name in ("data", "other"):
+            await pvcs.create(claim(name, "1Gi", "later"), namespace="default")
+        ctx = ClusterContext(client)
+        sched = make_scheduler(ctx, None)
+        task = asyncio.create_task(sched.run())
+        try:
+            for name, volume_claim in (("p", "data"), ("q", "other")):
+                await pods.create({"metadata": {"name": name}, "spec": {
+                    "containers": [{"name": "c", "image": "nginx"}],
+                    "volumes": [{"name": "v", "persistentVolumeClaim": {
+                        "claimName": volume_claim}}]}}, namespace="default")
+
+            async def selected() -> bool:
+                got = [await pvcs.get(n, namespace="default") for n in ("data", "other")]
+                return all(c["metadata"].get("annotations", {}).get(
+                    "volume.kubernetes.io/selected-node") == "n1" for c in got)
+
+            await eventually(selected, what="the node selected for both claims")
+            await asyncio.sleep(0.5)
+            assert not (await pods.get("p", namespace="default"))["spec"].get("nodeName")
+            # a volume for "data" (as its provisioner would make it): the binder binds it,
+            # then the scheduler binds the pod
+            await pvs.create(volume("made", "1Gi", cls="later", claimRef={
+                "namespace": "default", "name": "data"}))
+            async with components(client):
+                async def bound() -> bool:
+                    got = await pods.get("p", namespace="default")
+                    return got["spec"].get("nodeName") == "n1"
+
+                await eventually(bound, what="the pod bound after its claim")
+            # "q" waits on a claim nothing provisions; deleted, its binding task ends
+            assert len(sched._tasks) == 1
+            await pods.delete("q", namespace="default", grace_period_seconds=0)
+
+            async def idle() -> bool:
+                return not sched._tasks
+
+            await eventually(idle, what="the waiting binding given up")
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await ctx.close()

@@ -408,7 +408,8 @@ class Scheduler:
                 "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
         try:
-            await self.volumes.prebind(pod.obj, node)
+            await self.volumes.prebind(
+                pod.obj, node, lambda: self._pods_informer.get(pod.name, pod.namespace) is not None)
         except (VolumeBindingError, StatusError, ClientError) as err:
             self._binding_failed(queued, node, err)
             return

@@ -16,7 +16,7 @@ PersistentVolumeClaims`` PreFilter refusal (such a pod waits in PreBind instead)
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubewire.cluster.runtime import ClusterContext
@@ -74,8 +74,10 @@ class VolumeBinder:
         self.claims = ctx.informer("v1", "PersistentVolumeClaim")
         self.classes = ctx.informer("storage.k8s.io/v1", "StorageClass")
 
-    async def prebind(self, pod: Mapping[str, Any], node: str) -> None:
-        """Select ``node`` for the pod's waiting claims, then wait until all are Bound."""
+    async def prebind(self, pod: Mapping[str, Any], node: str,
+                      alive: Callable[[], bool] = lambda: True) -> None:
+        """Select ``node`` for the pod's waiting claims, then wait until all are Bound (or the
+        pod is gone: ``alive()`` False)."""
         names = claim_names(pod)
         if not names:
             return
@@ -97,6 +99,8 @@ class VolumeBinder:
                        if not is_bound(self.claims.get(n, namespace) or {})]
             if not waiting:
                 return
+            if not alive():
+                raise VolumeBindingError("pod deleted while its volumes were binding")
             if asyncio.get_running_loop().time() > deadline:
                 raise VolumeBindingError("binding volumes: context deadline exceeded")
             await asyncio.sleep(POLL_S)
