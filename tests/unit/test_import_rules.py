@@ -56,8 +56,9 @@ ROOMS: dict[str, frozenset[str]] = {
                                "server.context", "server.conversion", "storage"}),
     # client: the public leader elector (client.leaderelection), driven through the server's
     # own write path
+    # server.access: the token controller signs legacy tokens with the server's key
     "server.controllers": frozenset({"server.request", "server.writes", "server.context",
-                                     "server.apiextensions",
+                                     "server.apiextensions", "server.access",
                                      "storage", "client", "cluster"}),
     "server.daemon": frozenset(),  # the server as a process: its lock, --detach, stop
     # faults on demand (requests, watch streams, the store) and the clock's admin endpoint

@@ -21,6 +21,7 @@ from typing import Any
 from kubewire.cluster.controllers.cronjob import make_cronjob_controller
 from kubewire.cluster.controllers.daemonset import make_daemonset_controller
 from kubewire.cluster.controllers.deployment import make_deployment_controller
+from kubewire.cluster.controllers.disruption import make_disruption_controller
 from kubewire.cluster.controllers.endpoints import make_endpoints_controller
 from kubewire.cluster.controllers.endpointslice import make_endpointslice_controller
 from kubewire.cluster.controllers.endpointslice_mirroring import (
@@ -30,6 +31,9 @@ from kubewire.cluster.controllers.garbage_collector import NAME as GARBAGE_COLLE
 from kubewire.cluster.controllers.garbage_collector import GarbageCollector
 from kubewire.cluster.controllers.job import make_job_controller
 from kubewire.cluster.controllers.node_lifecycle import make_node_lifecycle_controller
+from kubewire.cluster.controllers.persistentvolume import make_persistentvolume_binder
+from kubewire.cluster.controllers.provisioner import NAME as LOCAL_PATH_PROVISIONER
+from kubewire.cluster.controllers.provisioner import make_local_path_provisioner
 from kubewire.cluster.controllers.replicaset import make_replicaset_controller
 from kubewire.cluster.controllers.statefulset import make_statefulset_controller
 from kubewire.cluster.controllers.taint_eviction import make_taint_eviction_controller
@@ -64,6 +68,11 @@ SCHEDULER_USER = Identity("system:kube-scheduler")
 # does not have; RBAC's system:node role is bound to no one by default, as in kube. The
 # simulated kubelets, which are the server's own, run in system:masters instead.
 KUBELET_USER = Identity("system:node:kubewire-kubelets", ("system:nodes", "system:masters"))
+# kind's local-path-provisioner is an addon whose manifest brings its own RBAC; kubewire's
+# stand-in for it is the server's own and runs in system:masters, as the kubelets do.
+PROVISIONER_USER = Identity("system:serviceaccount:local-path-storage:"
+                            "local-path-provisioner-service-account",
+                            ("system:serviceaccounts", "system:masters"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +130,11 @@ COMPONENTS: dict[str, Registration] = {r.name: r for r in (
                 "ttl-after-finished-controller"),
     _controller("node-lifecycle-controller", make_node_lifecycle_controller, "node-controller"),
     _controller("taint-eviction-controller", make_taint_eviction_controller, "node-controller"),
+    _controller("disruption-controller", make_disruption_controller, "disruption-controller"),
+    _controller("persistentvolume-binder-controller", make_persistentvolume_binder,
+                "persistent-volume-binder"),
+    Registration(LOCAL_PATH_PROVISIONER, make_local_path_provisioner,
+                 identity=PROVISIONER_USER),
     Registration(KUBE_SCHEDULER, make_scheduler, part=KUBE_SCHEDULER, identity=SCHEDULER_USER),
     Registration(KUBELET, _kubelets, part=KUBELET, identity=KUBELET_USER,
                  wanted=lambda options: options.nodes > 0),

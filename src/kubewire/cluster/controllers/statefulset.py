@@ -366,9 +366,11 @@ class StatefulSetController:
         old = sts.get("status") or {}
         if all(old.get(k) == v for k, v in status.items()):
             return
+        # kube's UpdateStatus (a PUT): the statefulset-controller role may update
+        # statefulsets/status, not patch it; a conflict comes back through the queue
         with contextlib.suppress(NotFound):
-            await self.set_api.patch_status(rules.name_of(sts), {"status": status},
-                                            namespace=sts["metadata"]["namespace"])
+            await self.set_api.replace_status({**sts, "status": {**old, **status}},
+                                              namespace=sts["metadata"]["namespace"])
 
     async def _truncate(self, sts: Obj, pods: list[Obj], current: Obj, update: Obj) -> None:
         """``truncateHistory``: drop unused revisions beyond ``revisionHistoryLimit``."""

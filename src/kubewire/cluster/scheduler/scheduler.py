@@ -28,7 +28,9 @@ scheduled in turn:
 
 What kube does that this does not: preemption (the message says what DefaultPreemption would
 find, but no pod is evicted and ``nominatedNodeName`` is never set); QueueingHints per plugin
-(a coarser event table instead); the volume and DRA plugins, NodePorts' exact IP families,
+(a coarser event table instead); the volume plugins but VolumeBinding's PreBind
+(``volume_binding``: the node chosen for a WaitForFirstConsumer claim, binding after the
+claims are), the DRA plugins, NodePorts' exact IP families,
 ImageLocality, the system-default topology spread for pods of Services/ReplicaSets, existing
 pods' preferred terms in InterPodAffinity's score (only the incoming pod's terms count);
 extenders, profiles and scheduler configuration files;
@@ -84,6 +86,7 @@ from kubewire.cluster.scheduler.queue import (
     QueuedPod,
     SchedulingQueue,
 )
+from kubewire.cluster.scheduler.volume_binding import VolumeBinder, VolumeBindingError
 
 log = logging.getLogger(__name__)
 
@@ -139,6 +142,7 @@ class Scheduler:
         self.next_start = 0
         self.events = ctx.new_recorder(DEFAULT_SCHEDULER)
         self.pods_api = ctx.api("v1", "Pod")
+        self.volumes = VolumeBinder(ctx)  # PreBind of pods with claims (volume_binding)
         self._wake = asyncio.Event()
         self._bindings = asyncio.Semaphore(MAX_BINDINGS_IN_FLIGHT)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -403,6 +407,12 @@ class Scheduler:
         body = {"apiVersion": "v1", "kind": "Binding",
                 "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+        try:
+            await self.volumes.prebind(
+                pod.obj, node, lambda: self._pods_informer.get(pod.name, pod.namespace) is not None)
+        except (VolumeBindingError, StatusError, ClientError) as err:
+            self._binding_failed(queued, node, err)
+            return
         async with self._bindings:
             try:
                 await self.pods_api.resolve()

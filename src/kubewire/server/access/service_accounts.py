@@ -22,6 +22,13 @@ carries kube's error text (a TokenReview's ``status.error``). The user is
 ``system:serviceaccount:<ns>:<name>`` in ``system:serviceaccounts`` and
 ``system:serviceaccounts:<ns>`` (the union adds ``system:authenticated``), with the pod's and
 node's names and uids and the token's credential id as extra.
+
+Legacy secret-based tokens (``legacy_claims``, issuer ``kubernetes/serviceaccount``, no audience
+nor expiry; the serviceaccount-token controller signs them into Secrets) are accepted as kube's
+``legacyValidator`` does: for the server's audiences, with all their claims, while the Secret
+they name exists, is not being deleted nor labelled ``kubernetes.io/legacy-token-invalid-since``
+and holds that very token, and while the account has the claimed uid. (kube's daily
+``kubernetes.io/legacy-token-last-used`` label on the Secret is not written.)
 """
 
 from __future__ import annotations
@@ -52,8 +59,9 @@ from kubewire.times import parse_time_or_none
 if TYPE_CHECKING:
     from kubewire.server.context import ServerConfig
 
-__all__ = ["BoundObject", "ObjectLookup", "ServiceAccountTokens", "TokenIssuer", "TokenSpec",
-           "TokenVerdict", "issuer_for", "token_claims"]
+__all__ = ["LEGACY_ISSUER", "BoundObject", "ObjectLookup", "ServiceAccountTokens",
+           "TokenIssuer", "TokenSpec", "TokenVerdict", "issuer_for", "legacy_claims",
+           "token_claims"]
 
 LEEWAY_S = 60  # go-jose jwt.DefaultLeeway; also the validator's grace for deleted objects
 MAX_TOKEN_BYTES = 64 * 1024  # no honest token comes near; nothing larger is decoded
@@ -66,6 +74,14 @@ SERVICE_ACCOUNTS_GROUP = "system:serviceaccounts"
 ALGORITHMS = ("RS256", "ES256", "ES384", "ES512")  # what kube's authenticator parses
 INVALIDATED = "service account token has been invalidated"
 BAD_SIGNATURE = "go-jose/go-jose: error in cryptographic primitive"
+# Legacy secret-based tokens (pkg/serviceaccount/legacy.go): their issuer and private claims
+LEGACY_ISSUER = "kubernetes/serviceaccount"
+LEGACY_NAMESPACE = "kubernetes.io/serviceaccount/namespace"
+LEGACY_SECRET_NAME = "kubernetes.io/serviceaccount/secret.name"
+LEGACY_ACCOUNT_NAME = "kubernetes.io/serviceaccount/service-account.name"
+LEGACY_ACCOUNT_UID = "kubernetes.io/serviceaccount/service-account.uid"
+LEGACY_INVALID_SINCE = "kubernetes.io/legacy-token-invalid-since"
+LEGACY_INVALIDATED = "token has been invalidated"
 
 
 def username(namespace: str, name: str) -> str:
@@ -100,7 +116,7 @@ class TokenIssuer:
 
     def recognizes(self, token: str) -> bool:
         """kube's ``hasCorrectIssuer``: three parts, the middle one JSON naming one of the
-        issuers (unverified: it only picks the authenticator)."""
+        issuers or the legacy one (unverified: it only picks the authenticator)."""
         parts = token.split(".")
         if len(token) > MAX_TOKEN_BYTES or len(parts) != 3:
             return False
@@ -108,7 +124,8 @@ class TokenIssuer:
             payload = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
         except (ValueError, binascii.Error, UnicodeError):
             return False
-        return isinstance(payload, dict) and payload.get("iss") in self.issuers
+        return isinstance(payload, dict) and (payload.get("iss") in self.issuers
+                                              or payload.get("iss") == LEGACY_ISSUER)
 
     def verify(self, token: str) -> dict[str, Any] | None:
         """The claims of a token one of the keys signed; None when it is not a JWS of an
@@ -226,6 +243,15 @@ def token_claims(issuer: TokenIssuer, service_account: dict[str, Any], spec: Tok
             "nbf": issued, "sub": username(namespace, name)}
 
 
+def legacy_claims(namespace: str, account: str, account_uid: str, secret: str,
+                  ) -> dict[str, Any]:
+    """``LegacyClaims``: what a secret-based token says (go-jose writes the keys sorted; no
+    audience, no expiry)."""
+    return {"iss": LEGACY_ISSUER, LEGACY_NAMESPACE: namespace, LEGACY_SECRET_NAME: secret,
+            LEGACY_ACCOUNT_NAME: account, LEGACY_ACCOUNT_UID: account_uid,
+            "sub": username(namespace, account)}
+
+
 def _ref_claim(obj: BoundObject) -> dict[str, str]:
     """claims.go ``ref``: ``name`` and ``uid``, each omitted when empty."""
     return {key: value for key, value in (("name", obj.name), ("uid", obj.uid)) if value}
@@ -284,7 +310,10 @@ class ServiceAccountTokens:
             claims = issuer.verify(token)
             if claims is None:
                 return TokenVerdict()
-            return self._accept(issuer, claims, tuple(audiences or issuer.audiences))
+            wanted = tuple(audiences or issuer.audiences)
+            if claims.get("iss") == LEGACY_ISSUER:
+                return self._accept_legacy(issuer, token, claims, wanted)
+            return self._accept(issuer, claims, wanted)
         except TokenRejected as err:
             return TokenVerdict(error=str(err))
 
@@ -309,6 +338,44 @@ class ServiceAccountTokens:
                                 "unexpected private claim")
         self._in_time(claims)
         return TokenVerdict(self._user(claims, private), matched)
+
+    def _accept_legacy(self, issuer: TokenIssuer, token: str, claims: dict[str, Any],
+                       wanted: tuple[str, ...]) -> TokenVerdict:
+        """A secret-based token: the server's audiences (it has none), then kube's
+        ``legacyValidator``: the claims, the secret still there, not being deleted nor
+        invalidated, holding this very token, and the service account with the claimed uid."""
+        matched = tuple(aud for aud in wanted if aud in issuer.audiences)
+        if not matched:
+            raise TokenRejected(f"token audiences {go_quote_list(list(issuer.audiences))} is "
+                                f"invalid for the target audiences {go_quote_list(wanted)}")
+        self._in_time(claims)
+        values = _legacy_values(claims)
+        namespace, name = values[LEGACY_NAMESPACE], values[LEGACY_ACCOUNT_NAME]
+        secret = self.objects.current("secrets", namespace, values[LEGACY_SECRET_NAME])
+        secret_meta = (secret or {}).get("metadata") or {}
+        if secret is None or secret_meta.get("deletionTimestamp") \
+                or (secret_meta.get("labels") or {}).get(LEGACY_INVALID_SINCE):
+            raise TokenRejected(LEGACY_INVALIDATED)
+        stored = (secret.get("data") or {}).get("token")
+        try:
+            held = base64.b64decode(stored or "", validate=True)
+        except (ValueError, binascii.Error):
+            held = b""
+        if held != token.encode():
+            raise TokenRejected("token does not match server's copy")
+        account = self.objects.current("serviceaccounts", namespace, name)
+        if account is None:
+            raise TokenRejected(f'serviceaccounts "{name}" not found')
+        account_meta = account.get("metadata") or {}
+        if account_meta.get("deletionTimestamp"):
+            raise TokenRejected(f"service account {namespace}/{name} has been deleted")
+        uid = values[LEGACY_ACCOUNT_UID]
+        if account_meta.get("uid") != uid:
+            raise TokenRejected(f"service account UID ({account_meta.get('uid', '')}) does not "
+                                f"match claim ({uid})")
+        return TokenVerdict(UserInfo(username(namespace, name), uid,
+                                     (SERVICE_ACCOUNTS_GROUP,
+                                      f"{SERVICE_ACCOUNTS_GROUP}:{namespace}"), ()), matched)
 
     def _in_time(self, claims: dict[str, Any]) -> None:
         """go-jose ``Claims.ValidateWithLeeway``, in its order."""
@@ -374,6 +441,24 @@ class ServiceAccountTokens:
         if deleted is not None and (deleted + timedelta(seconds=LEEWAY_S)).timestamp() < \
                 self._now():
             raise TokenRejected(deleted_text)
+
+
+def _legacy_values(claims: dict[str, Any]) -> dict[str, str]:
+    """The legacy validator's checks of the claims themselves, in its order and words."""
+    subject = claims.get("sub")
+    if not isinstance(subject, str) or not subject:
+        raise TokenRejected("sub claim is missing")
+    values: dict[str, str] = {}
+    for key, what in ((LEGACY_NAMESPACE, "namespace"), (LEGACY_SECRET_NAME, "secretName"),
+                      (LEGACY_ACCOUNT_NAME, "serviceAccountName"),
+                      (LEGACY_ACCOUNT_UID, "serviceAccountUID")):
+        value = claims.get(key)
+        if not isinstance(value, str) or not value:
+            raise TokenRejected(f"{what} claim is missing")
+        values[key] = value
+    if subject != username(values[LEGACY_NAMESPACE], values[LEGACY_ACCOUNT_NAME]):
+        raise TokenRejected("sub claim is invalid")
+    return values
 
 
 def _number(value: object) -> float | None:

@@ -7,7 +7,8 @@ serving and cleanup of CustomResourceDefinitions), ``preinstalled_crds`` (the Ga
 created at start when absent), ``rbac_bootstrap`` (the default cluster roles and bindings
 reconciled at start), ``priority_bootstrap`` (kube's two system PriorityClasses, created at
 start when absent), ``clusterrole_aggregation`` (aggregated ClusterRoles' rules),
-``csr_signing`` (the CSR signer, when the server holds its CA's key, and the CSR cleaner) and
+``csr_signing`` (the CSR signer, when the server holds its CA's key, and the CSR cleaner),
+``service_account_tokens`` (legacy token Secrets filled with the server's signing key) and
 ``bootstrap`` (the ``default/kubernetes`` Service and EndpointSlice, once the server listens).
 ``ServerConfig.controllers`` (kube-controller-manager's ``--controllers``, read by
 ``selection``) switches the first two and the aggregation off or on, part by part; the API
@@ -49,8 +50,10 @@ from kubewire.server.controllers.selection import (
     RESOURCE_QUOTA,
     ROOT_CA_PUBLISHER,
     SERVICE_ACCOUNT,
+    SERVICE_ACCOUNT_TOKEN,
     parse_controllers,
 )
+from kubewire.server.controllers.service_account_tokens import ServiceAccountTokens
 from kubewire.server.controllers.storage_protection import StorageProtection
 
 if TYPE_CHECKING:
@@ -111,21 +114,17 @@ class ControllerManager:
             StorageProtection(ctx, claims=chosen.enabled(PVC_PROTECTION),
                               volumes=chosen.enabled(PV_PROTECTION))
             if chosen.enabled(PVC_PROTECTION) or chosen.enabled(PV_PROTECTION) else None)
+        self.tokens = (ServiceAccountTokens(ctx, root_ca)
+                       if chosen.enabled(SERVICE_ACCOUNT_TOKEN) else None)
         self._installing: asyncio.Task[None] | None = None
         self._bootstrapping: asyncio.Task[None] | None = None
         self._serving = False
         self._changed = asyncio.Event()
-        for queue in (self.namespace_defaults.queue, self.kubernetes_service.queue,
-                      self.crds.queue):
+        queues = [self.namespace_defaults.queue, self.kubernetes_service.queue, self.crds.queue]
+        queues += [c.queue for c in (self.aggregation, self.csr_signing, self.resource_quota,
+                                     self.storage_protection, self.tokens) if c is not None]
+        for queue in queues:
             queue.on_idle = self._changed.set
-        if self.aggregation is not None:
-            self.aggregation.queue.on_idle = self._changed.set
-        if self.csr_signing is not None:
-            self.csr_signing.queue.on_idle = self._changed.set
-        if self.resource_quota is not None:
-            self.resource_quota.queue.on_idle = self._changed.set
-        if self.storage_protection is not None:
-            self.storage_protection.queue.on_idle = self._changed.set
         # kube-controller-manager's part: on from start, or while elected
         self.leadership: Leadership | None = None
         if elects_leader(ctx.config):
@@ -178,6 +177,8 @@ class ControllerManager:
             self.resource_quota.start()
         if self.storage_protection is not None:
             self.storage_protection.start()
+        if self.tokens is not None:
+            self.tokens.start()
         self._changed.set()
 
     async def _step_down(self) -> None:
@@ -197,6 +198,8 @@ class ControllerManager:
                 await self.resource_quota.stop()
             if self.storage_protection is not None:
                 await self.storage_protection.stop()
+            if self.tokens is not None:
+                await self.tokens.stop()
             await self.namespace_defaults.stop()
             await self.deletion.stop()
         self._changed.set()

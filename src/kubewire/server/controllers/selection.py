@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 NAMESPACE = "namespace-controller"
 SERVICE_ACCOUNT = "serviceaccount-controller"
+SERVICE_ACCOUNT_TOKEN = "serviceaccount-token-controller"  # in the server: it signs tokens
 ROOT_CA_PUBLISHER = "root-ca-certificate-publisher-controller"
 POD_TERMINATION = "pod-termination-controller"  # kubewire's own: what kubelets do at a deletion
 CLUSTERROLE_AGGREGATION = "clusterrole-aggregation-controller"
@@ -28,6 +29,8 @@ PV_PROTECTION = "persistentvolume-protection-controller"
 GARBAGE_COLLECTOR = "garbage-collector-controller"  # kubewire.cluster (a client of the API)
 KUBE_SCHEDULER = "kube-scheduler"  # kubewire.cluster's scheduler: switched here too
 KUBELET = "kubelet"  # kubewire.cluster's simulated kubelets (``--nodes``)
+# kubewire.cluster's stand-in for kind's local-path-provisioner addon (and its default class)
+LOCAL_PATH_PROVISIONER = "local-path-provisioner"
 
 # Those of them that are kubewire.cluster's components (its ``COMPONENTS`` registry; named here
 # too so that a server running none of them never imports the client)
@@ -37,15 +40,17 @@ CLUSTER_COMPONENTS = (GARBAGE_COLLECTOR, "replicaset-controller", "deployment-co
                       "endpointslice-mirroring-controller", "job-controller",
                       "cronjob-controller", "ttl-after-finished-controller",
                       "node-lifecycle-controller",
-                      "taint-eviction-controller", KUBE_SCHEDULER, KUBELET)
+                      "taint-eviction-controller", "disruption-controller",
+                      "persistentvolume-binder-controller", LOCAL_PATH_PROVISIONER,
+                      KUBE_SCHEDULER, KUBELET)
 # What kubewire runs, by the name that switches it.
 CONTROLLERS = (NAMESPACE, SERVICE_ACCOUNT, ROOT_CA_PUBLISHER, POD_TERMINATION,
                CLUSTERROLE_AGGREGATION, CSR_SIGNING, CSR_CLEANER, RESOURCE_QUOTA,
-               PVC_PROTECTION, PV_PROTECTION, *CLUSTER_COMPONENTS)
+               PVC_PROTECTION, PV_PROTECTION, SERVICE_ACCOUNT_TOKEN, *CLUSTER_COMPONENTS)
 
 # kube v1.32's aliases (cmd/kube-controller-manager/names KCMControllerAliases), alias -> name.
 ALIASES: dict[str, str] = {
-    "serviceaccount-token": "serviceaccount-token-controller",
+    "serviceaccount-token": SERVICE_ACCOUNT_TOKEN,
     "endpoint": "endpoints-controller",
     "endpointslice": "endpointslice-controller",
     "endpointslicemirroring": "endpointslice-mirroring-controller",
@@ -92,7 +97,8 @@ ALIASES: dict[str, str] = {
 KNOWN = frozenset(ALIASES.values()) | {
     "validatingadmissionpolicy-status-controller", "service-cidr-controller",
     "taint-eviction-controller", "selinux-warning-controller",
-    "volumeattributesclass-protection-controller", POD_TERMINATION, KUBE_SCHEDULER, KUBELET}
+    "volumeattributesclass-protection-controller", POD_TERMINATION, KUBE_SCHEDULER, KUBELET,
+    LOCAL_PATH_PROVISIONER}
 # kube's ControllersDisabledByDefault: ``*`` leaves these off.
 DISABLED_BY_DEFAULT = frozenset({"bootstrap-signer-controller", "token-cleaner-controller",
                                  "selinux-warning-controller"})
