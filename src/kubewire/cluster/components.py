@@ -28,6 +28,7 @@ from kubewire.cluster.controllers.endpointslice_mirroring import (
 )
 from kubewire.cluster.controllers.garbage_collector import NAME as GARBAGE_COLLECTOR
 from kubewire.cluster.controllers.garbage_collector import GarbageCollector
+from kubewire.cluster.controllers.hpa import make_hpa_controller
 from kubewire.cluster.controllers.job import make_job_controller
 from kubewire.cluster.controllers.node_lifecycle import make_node_lifecycle_controller
 from kubewire.cluster.controllers.replicaset import make_replicaset_controller
@@ -121,6 +122,8 @@ COMPONENTS: dict[str, Registration] = {r.name: r for r in (
                 "ttl-after-finished-controller"),
     _controller("node-lifecycle-controller", make_node_lifecycle_controller, "node-controller"),
     _controller("taint-eviction-controller", make_taint_eviction_controller, "node-controller"),
+    _controller("horizontal-pod-autoscaler-controller", make_hpa_controller,
+                "horizontal-pod-autoscaler"),
     Registration(KUBE_SCHEDULER, make_scheduler, part=KUBE_SCHEDULER, identity=SCHEDULER_USER),
     Registration(KUBELET, _kubelets, part=KUBELET, identity=KUBELET_USER,
                  wanted=lambda options: options.nodes > 0),

@@ -37,7 +37,8 @@ CLUSTER_COMPONENTS = (GARBAGE_COLLECTOR, "replicaset-controller", "deployment-co
                       "endpointslice-mirroring-controller", "job-controller",
                       "cronjob-controller", "ttl-after-finished-controller",
                       "node-lifecycle-controller",
-                      "taint-eviction-controller", KUBE_SCHEDULER, KUBELET)
+                      "taint-eviction-controller", "horizontal-pod-autoscaler-controller",
+                      KUBE_SCHEDULER, KUBELET)
 # What kubewire runs, by the name that switches it.
 CONTROLLERS = (NAMESPACE, SERVICE_ACCOUNT, ROOT_CA_PUBLISHER, POD_TERMINATION,
                CLUSTERROLE_AGGREGATION, CSR_SIGNING, CSR_CLEANER, RESOURCE_QUOTA,
