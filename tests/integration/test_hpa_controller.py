@@ -142,3 +142,21 @@ async def test_missing_target_reports_failed_get_scale(server: ServerThread) -> 
         assert able["reason"] == "FailedGetScale"
         assert able["message"] == ("the HPA controller was unable to get the target's current "
                                    'scale: deployments.apps "nope" not found')
+
+
+def test_kubectl_autoscale_on_a_cluster_under_rbac(make_server: Any) -> None:
+    """``kubewire serve``'s components under RBAC: the controller, as its service account
+    (kube's system:controller:horizontal-pod-autoscaler role), scales a Deployment whose pods
+    use half their CPU request against a 20% target (kube's 15 s sync period: one turn)."""
+    from tests.integration import kubectl as cli
+
+    server = make_server(cluster=True, insecure_http=False, authorization_mode="RBAC")
+    cli.ok(server, "create", "deployment", "web", "--image=nginx", "--replicas=1")
+    cli.ok(server, "set", "resources", "deployment/web", "--requests=cpu=100m")
+    cli.ok(server, "rollout", "status", "deploy/web", "--timeout=60s")
+    cli.ok(server, "autoscale", "deploy/web", "--min=1", "--max=4", "--cpu-percent=20")
+    # 50% / 20% = 2.5: ceil(2.5 x 1) = 3, within max(2 x 1, 4)
+    cli.ok(server, "wait", "--for=jsonpath={.spec.replicas}=3", "deploy/web", "--timeout=60s")
+    cli.ok(server, "rollout", "status", "deploy/web", "--timeout=60s")
+    described = cli.ok(server, "describe", "hpa", "web")
+    assert "SuccessfulRescale" in described and f"New size: 3; reason: {REASON}" in described
