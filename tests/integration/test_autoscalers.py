@@ -99,6 +99,15 @@ def test_v1_view_of_v2_and_round_trip(server: ServerThread) -> None:
     assert "annotations" not in back["metadata"]
 
 
+def test_v2_writes_drop_round_trip_annotations(server: ServerThread) -> None:
+    # v2 converts to kube's internal type without them (DropRoundTripHorizontalPodAutoscaler-
+    # Annotations): a v2 client cannot store them
+    body = _v2("noted")
+    body["metadata"]["annotations"] = {"autoscaling.alpha.kubernetes.io/behavior": "{}",
+                                       "keep": "me"}
+    assert create(server, V2, body)["metadata"]["annotations"] == {"keep": "me"}
+
+
 def test_v1_create_gets_the_cpu_default(server: ServerThread) -> None:
     body = {"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
             "metadata": {"name": "old"},

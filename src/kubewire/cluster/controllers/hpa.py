@@ -73,10 +73,18 @@ class HorizontalPodAutoscalerController:
         self.recorder = ctx.recorder(COMPONENT)
         self.queue: WorkQueue[str] = WorkQueue()
         self.histories: dict[str, History] = {}
+        self._scheduled: set[str] = set()  # keys with a turn pending: one chain per HPA
         self.hpas.add_handlers(on_add=self._added)
 
     async def _added(self, hpa: Obj) -> None:
-        self.queue.add_after(_key(hpa), self.sync_period_s)
+        self._schedule(_key(hpa))
+
+    def _schedule(self, key: str) -> None:
+        """The next turn, one sync period away (kube's fixed-interval queue: a request while
+        one is pending is dropped)."""
+        if key not in self._scheduled:
+            self._scheduled.add(key)
+            self.queue.add_after(key, self.sync_period_s)
 
     async def run(self) -> None:
         await self.hpas.wait_for_sync()
@@ -84,6 +92,7 @@ class HorizontalPodAutoscalerController:
         await run_workers(self.queue, self.process, workers=self.workers, what="hpa")
 
     async def process(self, key: str) -> None:
+        self._scheduled.discard(key)
         namespace, name = key.split("/", 1)
         hpa = self.hpas.get(name, namespace)
         if hpa is None:  # deleted: forget it (kube's deleteHPA drops its recommendations)
@@ -91,8 +100,10 @@ class HorizontalPodAutoscalerController:
             return
         try:
             await self.reconcile(key, copy.deepcopy(hpa))
+        except (StatusError, ClientError) as err:  # the next turn tries again
+            log.debug("hpa %s: %s", key, err)
         finally:
-            self.queue.add_after(key, self.sync_period_s)
+            self._schedule(key)
 
     # --- one turn ---------------------------------------------------------------------------
 
