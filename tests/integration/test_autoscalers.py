@@ -1,7 +1,7 @@
 """autoscaling/v2 and autoscaling/v1 HorizontalPodAutoscalers (kube v1.32): kubectl autoscale and
-its Table, v2 defaults, the v1 view of a v2 object (targetCPUUtilizationPercentage and the
-round-trip annotations) and back, validation texts, the status subresource, and the
-``kubernetes`` package's typed AutoscalingV1Api/V2Api."""
+its Table, protobuf request bodies, v2 defaults, the v1 view of a v2 object
+(targetCPUUtilizationPercentage and the round-trip annotations) and back, validation texts, the
+status subresource, and the ``kubernetes`` package's typed AutoscalingV1Api/V2Api."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from kubernetes import config as k8s_config
 from tests.integration import kubectl
 from tests.integration.harness import ServerThread
 from tests.integration.wire import call, create, get, ok
+from tests.unit.test_protobuf import HPA, HPA_V1, encode_body
 
 pytestmark = kubectl.needs_kubectl
 
@@ -190,3 +191,18 @@ def test_kubernetes_package_typed_apis(server: ServerThread) -> None:
         v1.delete_namespaced_horizontal_pod_autoscaler("typed", "default")
     finally:
         api_client.close()
+
+
+def test_protobuf_bodies_of_either_version(server: ServerThread) -> None:
+    # kubectl and client-go send built-in kinds as protobuf
+    headers = {"Content-Type": "application/vnd.kubernetes.protobuf",
+               "Accept": "application/json"}
+    v1 = {**HPA_V1, "metadata": {"name": "proto-v1"}}
+    ok(call(server, "POST", V1, encode_body(v1), headers), 201)
+    assert get(server, f"{V2}/proto-v1")["spec"]["metrics"][0]["resource"]["target"] == {
+        "type": "Utilization", "averageUtilization": 80}
+    v2 = {**HPA, "metadata": {"name": "proto-v2"}}
+    created = ok(call(server, "POST", V2, encode_body(v2), headers), 201)
+    assert created["spec"]["behavior"]["scaleUp"]["stabilizationWindowSeconds"] == 0
+    assert created["status"] == {"desiredReplicas": 0, "currentMetrics": None}
+    assert get(server, f"{V1}/proto-v2")["spec"]["targetCPUUtilizationPercentage"] == 80
