@@ -166,8 +166,10 @@ def render_imports(imports: dict[str, set[str]]) -> list[str]:
         else:
             lines += [f"from {module} import (", *(f"    {n}," for n in names), ")"]
         # ruff's isort keeps each ``as`` import in its own statement, after the plain ones.
-        lines += [f"from {module} import {n}" for n in sorted(n for n in imports[module]
-                                                              if " as " in n)]
+        for n in sorted(n for n in imports[module] if " as " in n):
+            one = f"from {module} import {n}"
+            lines += [one] if len(one) <= LINE_LIMIT else [f"from {module} import (",
+                                                           f"    {n},", ")"]
     return lines
 
 

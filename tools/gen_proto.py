@@ -127,6 +127,16 @@ POINTER_FIELDS: dict[str, tuple[str, ...]] = {
     "api.policy.v1.PodDisruptionBudgetSpec": ("unhealthyPodEvictionPolicy",),
     "api.scheduling.v1.PriorityClass": ("preemptionPolicy",),
     "api.networking.v1.IngressClassParametersReference": ("aPIGroup", "scope", "namespace"),
+    # autoscaling/v1 and v2 (k8s.io/api autoscaling/{v1,v2}/types.go)
+    "api.autoscaling.v1.HorizontalPodAutoscalerSpec": ("minReplicas",
+                                                       "targetCPUUtilizationPercentage"),
+    "api.autoscaling.v1.HorizontalPodAutoscalerStatus": ("observedGeneration",
+                                                         "currentCPUUtilizationPercentage"),
+    "api.autoscaling.v2.HorizontalPodAutoscalerSpec": ("minReplicas",),
+    "api.autoscaling.v2.HorizontalPodAutoscalerStatus": ("observedGeneration",),
+    "api.autoscaling.v2.HPAScalingRules": ("stabilizationWindowSeconds", "selectPolicy"),
+    "api.autoscaling.v2.MetricTarget": ("averageUtilization",),
+    "api.autoscaling.v2.MetricValueStatus": ("averageUtilization",),
 }
 
 _MESSAGE = re.compile(r"^message\s+(\w+)\s*\{$")
@@ -667,6 +677,176 @@ message PriorityClassList {
 """
 
 
+# autoscaling/v2 is not among the inputs either (v1 is): its messages as in kubernetes/api
+# v0.32.9 autoscaling/v2/generated.proto, comments cut to the ``+optional`` markers.
+EXTRA_PROTO_AUTOSCALING_V2 = """\
+package k8s.io.api.autoscaling.v2;
+message ContainerResourceMetricSource {
+  optional string name = 1;
+  optional MetricTarget target = 2;
+  optional string container = 3;
+}
+message ContainerResourceMetricStatus {
+  optional string name = 1;
+  optional MetricValueStatus current = 2;
+  optional string container = 3;
+}
+message CrossVersionObjectReference {
+  optional string kind = 1;
+  optional string name = 2;
+  // +optional
+  optional string apiVersion = 3;
+}
+message ExternalMetricSource {
+  optional MetricIdentifier metric = 1;
+  optional MetricTarget target = 2;
+}
+message ExternalMetricStatus {
+  optional MetricIdentifier metric = 1;
+  optional MetricValueStatus current = 2;
+}
+message HPAScalingPolicy {
+  optional string type = 1;
+  optional int32 value = 2;
+  optional int32 periodSeconds = 3;
+}
+message HPAScalingRules {
+  // +optional
+  optional int32 stabilizationWindowSeconds = 3;
+  // +optional
+  optional string selectPolicy = 1;
+  // +optional
+  repeated HPAScalingPolicy policies = 2;
+}
+message HorizontalPodAutoscaler {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+  // +optional
+  optional HorizontalPodAutoscalerSpec spec = 2;
+  // +optional
+  optional HorizontalPodAutoscalerStatus status = 3;
+}
+message HorizontalPodAutoscalerBehavior {
+  // +optional
+  optional HPAScalingRules scaleUp = 1;
+  // +optional
+  optional HPAScalingRules scaleDown = 2;
+}
+message HorizontalPodAutoscalerCondition {
+  optional string type = 1;
+  optional string status = 2;
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.Time lastTransitionTime = 3;
+  // +optional
+  optional string reason = 4;
+  // +optional
+  optional string message = 5;
+}
+message HorizontalPodAutoscalerList {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ListMeta metadata = 1;
+  repeated HorizontalPodAutoscaler items = 2;
+}
+message HorizontalPodAutoscalerSpec {
+  optional CrossVersionObjectReference scaleTargetRef = 1;
+  // +optional
+  optional int32 minReplicas = 2;
+  optional int32 maxReplicas = 3;
+  // +optional
+  repeated MetricSpec metrics = 4;
+  // +optional
+  optional HorizontalPodAutoscalerBehavior behavior = 5;
+}
+message HorizontalPodAutoscalerStatus {
+  // +optional
+  optional int64 observedGeneration = 1;
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.Time lastScaleTime = 2;
+  // +optional
+  optional int32 currentReplicas = 3;
+  optional int32 desiredReplicas = 4;
+  // +optional
+  repeated MetricStatus currentMetrics = 5;
+  // +optional
+  repeated HorizontalPodAutoscalerCondition conditions = 6;
+}
+message MetricIdentifier {
+  optional string name = 1;
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector selector = 2;
+}
+message MetricSpec {
+  optional string type = 1;
+  // +optional
+  optional ObjectMetricSource object = 2;
+  // +optional
+  optional PodsMetricSource pods = 3;
+  // +optional
+  optional ResourceMetricSource resource = 4;
+  // +optional
+  optional ContainerResourceMetricSource containerResource = 7;
+  // +optional
+  optional ExternalMetricSource external = 5;
+}
+message MetricStatus {
+  optional string type = 1;
+  // +optional
+  optional ObjectMetricStatus object = 2;
+  // +optional
+  optional PodsMetricStatus pods = 3;
+  // +optional
+  optional ResourceMetricStatus resource = 4;
+  // +optional
+  optional ContainerResourceMetricStatus containerResource = 7;
+  // +optional
+  optional ExternalMetricStatus external = 5;
+}
+message MetricTarget {
+  optional string type = 1;
+  // +optional
+  optional .k8s.io.apimachinery.pkg.api.resource.Quantity value = 2;
+  // +optional
+  optional .k8s.io.apimachinery.pkg.api.resource.Quantity averageValue = 3;
+  // +optional
+  optional int32 averageUtilization = 4;
+}
+message MetricValueStatus {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.api.resource.Quantity value = 1;
+  // +optional
+  optional .k8s.io.apimachinery.pkg.api.resource.Quantity averageValue = 2;
+  // +optional
+  optional int32 averageUtilization = 3;
+}
+message ObjectMetricSource {
+  optional CrossVersionObjectReference describedObject = 1;
+  optional MetricTarget target = 2;
+  optional MetricIdentifier metric = 3;
+}
+message ObjectMetricStatus {
+  optional MetricIdentifier metric = 1;
+  optional MetricValueStatus current = 2;
+  optional CrossVersionObjectReference describedObject = 3;
+}
+message PodsMetricSource {
+  optional MetricIdentifier metric = 1;
+  optional MetricTarget target = 2;
+}
+message PodsMetricStatus {
+  optional MetricIdentifier metric = 1;
+  optional MetricValueStatus current = 2;
+}
+message ResourceMetricSource {
+  optional string name = 1;
+  optional MetricTarget target = 2;
+}
+message ResourceMetricStatus {
+  optional string name = 1;
+  optional MetricValueStatus current = 2;
+}
+"""
+
+
 def _strip_block_comments(text: str) -> str:
     return re.sub(r"/\*.*?\*/", "", text, flags=re.S)
 
@@ -735,7 +915,7 @@ def load_messages(proto_root: Path) -> dict[str, ProtoMessage]:
     messages: dict[str, ProtoMessage] = {}
     texts = [path.read_text(encoding="utf-8") for path in sorted(proto_root.rglob("*.proto"))]
     for text in [*texts, EXTRA_PROTO, AUTHORIZATION_PROTO, EXTRA_CERTIFICATES_PROTO,
-                 EXTRA_PROTO_STORAGE, EXTRA_PROTO_BATCH_SCHEDULING]:
+                 EXTRA_PROTO_STORAGE, EXTRA_PROTO_BATCH_SCHEDULING, EXTRA_PROTO_AUTOSCALING_V2]:
         for message in parse_proto(text):
             messages.setdefault(message.name, message)
     for message in messages.values():

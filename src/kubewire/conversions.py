@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Protocol
 
 from kubewire import event_conversion as events
+from kubewire import hpa_conversion as hpas
 from kubewire.json_types import JSON
 
 Converter = Callable[[Mapping[str, JSON]], dict[str, JSON]]
@@ -28,6 +29,7 @@ CONVERTERS: Mapping[tuple[VersionKind, VersionKind], Converter] = MappingProxyTy
         events.core_event_to_events_v1,
     ((events.EVENTS_API_VERSION, events.KIND), (events.CORE_API_VERSION, events.KIND)):
         events.events_v1_to_core_event,
+    **hpas.CONVERTERS,  # autoscaling/v1 and v2 HorizontalPodAutoscalers
 })
 
 
@@ -61,6 +63,7 @@ class SchemaConversion(Protocol):
 # kube's decode into the Go struct and encode back does. The others keep the writer's shape.
 GO_ENCODINGS: Mapping[VersionKind, Converter] = MappingProxyType({
     (events.EVENTS_API_VERSION, events.KIND): events.events_v1_as_go,
+    (hpas.V2, hpas.KIND): hpas.v2_as_go,
 })
 
 

@@ -267,6 +267,15 @@ _ZERO: dict[str, Mapping[str, Any]] = {
         "disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}},
     "PriorityClass": {"value": 0},  # scheduling/v1: value has no omitempty
     "IngressClass": {"spec": {}},
+    # autoscaling/v2: scaleTargetRef (kind, name) and maxReplicas, status.desiredReplicas and
+    # status.currentMetrics have no omitempty
+    "HorizontalPodAutoscaler": {"spec": {"scaleTargetRef": {"kind": "", "name": ""},
+                                         "maxReplicas": 0},
+                                "status": {"desiredReplicas": 0, "currentMetrics": None}},
+    # autoscaling/v1: both status counters have no omitempty
+    "autoscaling/v1/HorizontalPodAutoscaler": {
+        "spec": {"scaleTargetRef": {"kind": "", "name": ""}, "maxReplicas": 0},
+        "status": {"currentReplicas": 0, "desiredReplicas": 0}},
 }
 
 
@@ -275,6 +284,7 @@ def _zero(key: str) -> Mapping[str, Any]:
 
 
 _EVENTS_ID = "events.k8s.io/events"
+_HPA_ID = "autoscaling/horizontalpodautoscalers"
 _POD_SUBRESOURCES = ("status", "log", "exec", "attach", "portforward", "eviction", "binding",
                      "ephemeralcontainers")
 
@@ -442,6 +452,18 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("networking.k8s.io", "v1", "IngressClass", "ingressclasses", "ingressclass",
              namespaced=False, field_label_style="default", generation="spec",
              zero_fields=_zero("IngressClass")),
+    # pkg/registry/autoscaling/horizontalpodautoscaler: stored as autoscaling/v2 (v2 is listed
+    # first: discovery's preferred version); v1 objects are v2 objects converted
+    # (kubewire.hpa_conversion). Short name hpa, category all; create clears status, updates
+    # keep it; no generation; PUT does not create; only the default field labels.
+    Resource("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers",
+             "horizontalpodautoscaler", namespaced=True, short_names=("hpa",),
+             categories=("all",), subresources=("status",), field_label_style="default",
+             zero_fields=_zero("HorizontalPodAutoscaler")),
+    Resource("autoscaling", "v1", "HorizontalPodAutoscaler", "horizontalpodautoscalers",
+             "horizontalpodautoscaler", namespaced=True, short_names=("hpa",),
+             categories=("all",), subresources=("status",), field_label_style="default",
+             stored_as=_HPA_ID, zero_fields=_zero("autoscaling/v1/HorizontalPodAutoscaler")),
     # apiextensions-apiserver's registry/customresourcedefinition: strategy bumps generation on
     # spec changes; ShortNames, Categories from etcd.go.
     Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition",

@@ -226,6 +226,12 @@ INGRESS_CLASS = Kind("IngressClass", "networking.k8s.io/v1", "ingressclasses", F
                      {"spec": {"controller": "example.com/ingress"}},
                      {"spec": {"parameters": {"kind": "Params", "name": "p"}}},
                      has_status=False)
+# autoscaling/v2 (the stored version; test_autoscalers.py covers the v1 view)
+HORIZONTAL_POD_AUTOSCALER = Kind(
+    "HorizontalPodAutoscaler", "autoscaling/v2", "horizontalpodautoscalers", True,
+    {"spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+              "maxReplicas": 3}},
+    {"spec": {"maxReplicas": 4}})
 
 ALL_KINDS = [POD, SERVICE, NODE, NAMESPACE, DEPLOYMENT, REPLICA_SET, STATEFUL_SET, DAEMON_SET,
              CONTROLLER_REVISION, EVENT, INGRESS, NETWORK_POLICY, ENDPOINT_SLICE, GATEWAY,
@@ -233,7 +239,7 @@ ALL_KINDS = [POD, SERVICE, NODE, NAMESPACE, DEPLOYMENT, REPLICA_SET, STATEFUL_SE
              ROLE_BINDING, CLUSTER_ROLE_BINDING, CERTIFICATE_SIGNING_REQUEST,
              RESOURCE_QUOTA, LIMIT_RANGE, PERSISTENT_VOLUME_CLAIM, PERSISTENT_VOLUME,
              STORAGE_CLASS, JOB, CRON_JOB, POD_DISRUPTION_BUDGET, PRIORITY_CLASS, INGRESS_CLASS,
-             ENDPOINTS]
+             ENDPOINTS, HORIZONTAL_POD_AUTOSCALER]
 NAMESPACED_KINDS = [k for k in ALL_KINDS if k.namespaced]
 
 

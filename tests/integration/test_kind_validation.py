@@ -19,6 +19,7 @@ from tests.integration.kinds import (
     DEPLOYMENT,
     ENDPOINT_SLICE,
     ENDPOINTS,
+    HORIZONTAL_POD_AUTOSCALER,
     INGRESS,
     INGRESS_CLASS,
     JOB,
@@ -39,7 +40,7 @@ from tests.integration.wire import call, create, get, ok
 PORT_RANGE = "must be between 1 and 65535, inclusive"
 SNAPSHOT = [POD, SERVICE, DEPLOYMENT, CONFIG_MAP, NODE, NAMESPACE, INGRESS, NETWORK_POLICY,
             ENDPOINT_SLICE, LEASE, JOB, CRON_JOB, POD_DISRUPTION_BUDGET, PRIORITY_CLASS,
-            INGRESS_CLASS, ENDPOINTS]
+            INGRESS_CLASS, ENDPOINTS, HORIZONTAL_POD_AUTOSCALER]
 
 
 def snapshot(server: ServerThread) -> list[Any]:
@@ -437,6 +438,6 @@ def test_valid_objects_of_every_checked_kind_are_accepted(server: ServerThread) 
     """The rules refuse nothing kube accepts in the minimal objects of every kind."""
     for kind in (POD, SERVICE, DEPLOYMENT, NODE, NAMESPACE, CONFIG_MAP, SECRET, INGRESS,
                  NETWORK_POLICY, ENDPOINT_SLICE, LEASE, JOB, CRON_JOB, POD_DISRUPTION_BUDGET,
-                 PRIORITY_CLASS, INGRESS_CLASS, ENDPOINTS):
+                 PRIORITY_CLASS, INGRESS_CLASS, ENDPOINTS, HORIZONTAL_POD_AUTOSCALER):
         created = create(server, kind.collection(), kind.obj("ok"))
         assert ok(call(server, "PATCH", kind.item("ok"), kind.mutation), 200), created

@@ -62,6 +62,7 @@ _TYPED_APIS: dict[str, tuple[type[Any], str]] = {
     "PodDisruptionBudget": (client.PolicyV1Api, "pod_disruption_budget"),
     "PriorityClass": (client.SchedulingV1Api, "priority_class"),
     "IngressClass": (client.NetworkingV1Api, "ingress_class"),
+    "HorizontalPodAutoscaler": (client.AutoscalingV2Api, "horizontal_pod_autoscaler"),
 }
 
 

@@ -92,6 +92,8 @@ EXPECTED: dict[tuple[str, str], tuple[str, bool, list[str], list[str], list[str]
     ("", "persistentvolumes"): ("PersistentVolume", False, STD, ["pv"], [], {"status": STATUS}),
     ("storage.k8s.io", "storageclasses"): ("StorageClass", False, STD, ["sc"], [], {}),
     ("batch", "jobs"): ("Job", True, STD, [], ["all"], {"status": STATUS}),
+    ("autoscaling", "horizontalpodautoscalers"): ("HorizontalPodAutoscaler", True, STD, ["hpa"],
+                                                  ["all"], {"status": STATUS}),
     ("batch", "cronjobs"): ("CronJob", True, STD, ["cj"], ["all"], {"status": STATUS}),
     ("policy", "poddisruptionbudgets"): ("PodDisruptionBudget", True, STD, ["pdb"], [],
                                          {"status": STATUS}),
@@ -147,6 +149,8 @@ KUBE_HASHES = {
     ("", "persistentvolumeclaims"): "QWTyNDq0dC4=", ("", "persistentvolumes"): "HN/zwEC+JgM=",
     ("storage.k8s.io", "storageclasses"): "K+m6uJwbjGY=", ("", "endpoints"): "fWeeMqaN/OA=",
     ("batch", "cronjobs"): "sd5LIXh4Fjs=", ("batch", "jobs"): "mudhfqk/qZY=",
+    # storageversionhashdata: v1 and v2 report the storage version's (autoscaling/v2) hash
+    ("autoscaling", "horizontalpodautoscalers"): "qwQve8ut294=",
     ("policy", "poddisruptionbudgets"): "EVWiDmWqyJw=",
     ("scheduling.k8s.io", "priorityclasses"): "1QwjyaZjj3Y=",
     ("networking.k8s.io", "ingressclasses"): "l/iqIbDgFyQ=",
@@ -264,7 +268,7 @@ def test_legacy_group_list_in_kube_priority_order() -> None:
     assert doc["apiVersion"] == "v1"
     names = [g["name"] for g in doc["groups"]]
     assert names == ["apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
-                     "batch", "certificates.k8s.io", "networking.k8s.io", "policy",
+                     "autoscaling", "batch", "certificates.k8s.io", "networking.k8s.io", "policy",
                      "rbac.authorization.k8s.io", "storage.k8s.io", "apiextensions.k8s.io",
                      "scheduling.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
                      "gateway.networking.k8s.io"]
@@ -281,6 +285,14 @@ def test_api_group(path: str) -> None:
         "kind": "APIGroup", "apiVersion": "v1", "name": "apps",
         "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
         "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}}
+
+
+def test_autoscaling_lists_v2_first_and_prefers_it() -> None:
+    # kube-aggregator's version priorities: autoscaling/v2 (30) before v1 (15)
+    doc = get_json("/apis/autoscaling", "*/*")
+    assert doc["versions"] == [{"groupVersion": "autoscaling/v2", "version": "v2"},
+                               {"groupVersion": "autoscaling/v1", "version": "v1"}]
+    assert doc["preferredVersion"] == {"groupVersion": "autoscaling/v2", "version": "v2"}
 
 
 @pytest.mark.parametrize("path", ["/apis/nope.example.com", "/apis/nope/", "/apis/apps/v9",
@@ -377,6 +389,8 @@ def test_every_registry_kind_in_legacy_resource_lists() -> None:
         else:
             # a CRD's every served version reports its storage version's hash
             stored = storage_version(res.crd) if res.crd is not None else res.version
+            if res.id == "autoscaling/horizontalpodautoscalers":
+                stored = "v2"  # autoscaling/v1 HPAs are stored as v2
             assert entry["storageVersionHash"] == storage_version_hash(
                 "" if res.id == "events.k8s.io/events" else res.group, stored, kind)
         found_subs = {k[2].split("/")[1] for k in entries
@@ -414,8 +428,9 @@ def aggregated_resources() -> dict[tuple[str, str, str], dict[str, Any]]:
     assert [item["metadata"] for item in core] == [{"creationTimestamp": None}]
     named = get_json("/apis", KUBECTL_ACCEPT)["items"]
     assert [item["metadata"]["name"] for item in named] == [
-        "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io", "batch",
-        "certificates.k8s.io", "networking.k8s.io", "policy", "rbac.authorization.k8s.io",
+        "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
+        "autoscaling", "batch", "certificates.k8s.io", "networking.k8s.io", "policy",
+        "rbac.authorization.k8s.io",
         "storage.k8s.io", "apiextensions.k8s.io", "scheduling.k8s.io",
         "coordination.k8s.io", "discovery.k8s.io", "gateway.networking.k8s.io"]
     for item in core + named:

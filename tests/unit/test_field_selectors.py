@@ -115,6 +115,7 @@ ACCEPTED = {
     "poddisruptionbudgets": ["metadata.name", "metadata.namespace"],
     "priorityclasses": ["metadata.name"],
     "ingressclasses": ["metadata.name"],
+    "horizontalpodautoscalers": ["metadata.name", "metadata.namespace"],
 }
 REJECTED = {"pods": "spec.foo", "services": "spec.ports", "nodes": "metadata.namespace",
             "namespaces": "name", "events": "involvedObject.name", "deployments": "spec.replicas",
@@ -137,7 +138,7 @@ REJECTED = {"pods": "spec.foo", "services": "spec.ports", "nodes": "metadata.nam
             "jobs": "status.succeeded",
             "cronjobs": "spec.schedule", "poddisruptionbudgets": "spec.minAvailable",
             "priorityclasses": "value", "ingressclasses": "spec.controller",
-            "endpoints": "subsets"}
+            "endpoints": "subsets", "horizontalpodautoscalers": "spec.maxReplicas"}
 
 
 def test_every_registry_kind_is_covered() -> None:
@@ -177,7 +178,8 @@ def test_default_style_kinds_and_message_quoting() -> None:
         "serviceaccounts", "leases", "customresourcedefinitions", "roles", "rolebindings",
         "clusterroles", "clusterrolebindings", "resourcequotas", "limitranges",
         "persistentvolumeclaims", "persistentvolumes", "storageclasses", "cronjobs",
-        "poddisruptionbudgets", "priorityclasses", "ingressclasses", "endpoints"}
+        "poddisruptionbudgets", "priorityclasses", "ingressclasses", "endpoints",
+        "horizontalpodautoscalers"}
     with pytest.raises(SelectorError) as info:
         convert_field_selector(resource("deployments"), parse_field_selector('a"b=1'))
     assert info.value.message.startswith('"a\\"b" is not a known field selector')

@@ -208,8 +208,28 @@ PRIORITY_CLASS: dict[str, Any] = {"kind": "PriorityClass", "apiVersion": "schedu
                   "metadata": {"name": "p", "creationTimestamp": None}, "value": 0,
                   "preemptionPolicy": "Never"}
 
+HPA: dict[str, Any] = {
+    "kind": "HorizontalPodAutoscaler", "apiVersion": "autoscaling/v2",
+    "metadata": {"name": "h", "creationTimestamp": None},
+    "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web", "apiVersion": "apps/v1"},
+             "minReplicas": 1, "maxReplicas": 3,
+             "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {
+                 "type": "Utilization", "averageUtilization": 80}}}],
+             "behavior": {"scaleUp": {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
+                                      "policies": [{"type": "Pods", "value": 4,
+                                                    "periodSeconds": 15}]}}},
+    "status": {"currentReplicas": 2, "desiredReplicas": 2, "currentMetrics": [
+        {"type": "Resource", "resource": {"name": "cpu", "current": {
+            "averageValue": "50m", "averageUtilization": 50}}}]}}
+HPA_V1: dict[str, Any] = {
+    "kind": "HorizontalPodAutoscaler", "apiVersion": "autoscaling/v1",
+    "metadata": {"name": "h", "creationTimestamp": None},
+    "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "minReplicas": 1,
+             "maxReplicas": 3, "targetCPUUtilizationPercentage": 80},
+    "status": {"currentReplicas": 0, "desiredReplicas": 0}}
+
 REALISTIC = [DEPLOYMENT, NAMESPACE, SERVICE, SECRET, CONFIGMAP, SERVICE_ACCOUNT, POD, LEASE, SCALE,
-             CSR, JOB, CRON_JOB, PDB, PRIORITY_CLASS]
+             CSR, JOB, CRON_JOB, PDB, PRIORITY_CLASS, HPA, HPA_V1]
 
 
 def test_csr_extra_values_decode_as_their_lists() -> None:
@@ -220,7 +240,8 @@ def test_csr_extra_values_decode_as_their_lists() -> None:
     assert decoded["spec"]["extra"] == {"a": ["1", "2"], "b": None}
 
 
-@pytest.mark.parametrize("obj", REALISTIC, ids=[o["kind"] for o in REALISTIC])
+@pytest.mark.parametrize("obj", REALISTIC, ids=[f'{o["kind"]}-{o["apiVersion"]}'
+                                                 for o in REALISTIC])
 def test_round_trip_of_gogo_shaped_bodies(obj: dict[str, Any]) -> None:
     decoded = decode_protobuf_object(encode_body(obj), obj["apiVersion"], obj["kind"])
     assert decoded == obj

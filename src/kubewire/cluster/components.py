@@ -29,6 +29,7 @@ from kubewire.cluster.controllers.endpointslice_mirroring import (
 )
 from kubewire.cluster.controllers.garbage_collector import NAME as GARBAGE_COLLECTOR
 from kubewire.cluster.controllers.garbage_collector import GarbageCollector
+from kubewire.cluster.controllers.hpa import make_hpa_controller
 from kubewire.cluster.controllers.job import make_job_controller
 from kubewire.cluster.controllers.node_lifecycle import make_node_lifecycle_controller
 from kubewire.cluster.controllers.persistentvolume import make_persistentvolume_binder
@@ -135,6 +136,8 @@ COMPONENTS: dict[str, Registration] = {r.name: r for r in (
                 "persistent-volume-binder"),
     Registration(LOCAL_PATH_PROVISIONER, make_local_path_provisioner,
                  identity=PROVISIONER_USER),
+    _controller("horizontal-pod-autoscaler-controller", make_hpa_controller,
+                "horizontal-pod-autoscaler"),
     Registration(KUBE_SCHEDULER, make_scheduler, part=KUBE_SCHEDULER, identity=SCHEDULER_USER),
     Registration(KUBELET, _kubelets, part=KUBELET, identity=KUBELET_USER,
                  wanted=lambda options: options.nodes > 0),

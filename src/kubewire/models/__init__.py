@@ -25,6 +25,12 @@ from kubewire.models.authorization_k8s_io_v1 import (
     SelfSubjectRulesReview,
     SubjectAccessReview,
 )
+from kubewire.models.autoscaling_v1 import (
+    HorizontalPodAutoscaler as AutoscalingV1HorizontalPodAutoscaler,
+)
+from kubewire.models.autoscaling_v2 import (
+    HorizontalPodAutoscaler as AutoscalingV2HorizontalPodAutoscaler,
+)
 from kubewire.models.base import IntOrString, KubeObject, Model, Quantity, decode, encode, to_dict
 from kubewire.models.batch_v1 import CronJob, Job
 from kubewire.models.certificates_k8s_io_v1 import CertificateSigningRequest
@@ -60,6 +66,8 @@ from kubewire.models.scheduling_k8s_io_v1 import PriorityClass
 from kubewire.models.storage_k8s_io_v1 import StorageClass
 
 KINDS: tuple[type[KubeObject], ...] = (
+    AutoscalingV1HorizontalPodAutoscaler,
+    AutoscalingV2HorizontalPodAutoscaler,
     Binding,
     CertificateSigningRequest,
     ClusterRole,
@@ -116,6 +124,8 @@ def model_for(api_version: str, kind: str) -> type[KubeObject] | None:
 __all__ = [
     "JSON",
     "KINDS",
+    "AutoscalingV1HorizontalPodAutoscaler",
+    "AutoscalingV2HorizontalPodAutoscaler",
     "Binding",
     "CertificateSigningRequest",
     "ClusterRole",

@@ -42,6 +42,7 @@ CLUSTER_COMPONENTS = (GARBAGE_COLLECTOR, "replicaset-controller", "deployment-co
                       "node-lifecycle-controller",
                       "taint-eviction-controller", "disruption-controller",
                       "persistentvolume-binder-controller", LOCAL_PATH_PROVISIONER,
+                      "horizontal-pod-autoscaler-controller",
                       KUBE_SCHEDULER, KUBELET)
 # What kubewire runs, by the name that switches it.
 CONTROLLERS = (NAMESPACE, SERVICE_ACCOUNT, ROOT_CA_PUBLISHER, POD_TERMINATION,

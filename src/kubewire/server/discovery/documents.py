@@ -63,7 +63,7 @@ _GROUP_PRIORITY: Mapping[str, int] = MappingProxyType({
     "authorization.k8s.io": 17600, "certificates.k8s.io": 17300,
     "networking.k8s.io": 17200,
     "rbac.authorization.k8s.io": 17000, "storage.k8s.io": 16800,
-    "batch": 17400, "policy": 17100, "scheduling.k8s.io": 16600,
+    "batch": 17400, "autoscaling": 17500, "policy": 17100, "scheduling.k8s.io": 16600,
     "apiextensions.k8s.io": 16700, "coordination.k8s.io": 16500, "discovery.k8s.io": 16200,
 })
 _OTHER_GROUP_PRIORITY = 1000  # CRD groups (customresource_discovery_controller.go) and unknown
@@ -84,6 +84,7 @@ _UNSERVED_VERBS: Mapping[str, frozenset[str]] = MappingProxyType({
 # (pkg/controlplane/storageversionhashdata/data.go: "r2yiGXH7wu8=" for both).
 _STORAGE_GROUP_VERSION: Mapping[str, tuple[str, str]] = MappingProxyType({
     "events.k8s.io/events": ("", "v1"),
+    "autoscaling/horizontalpodautoscalers": ("autoscaling", "v2"),  # "qwQve8ut294=" for both
 })
 
 
@@ -190,12 +191,12 @@ def _named_groups(registry: Registry) -> list[str]:
 
 
 def _versions_of(registry: Registry, group: str) -> list[str]:
-    """Served versions of ``group`` in registry order, or for a group served from CRDs in kube's
-    version priority (``v1 > v1beta2 > v1beta1 > v1alpha1 >`` other names, by name); the first
-    is the preferred one."""
+    """Served versions of ``group`` in kube's version priority (``v2 > v1 > v1beta2 > v1beta1 >
+    v1alpha1 >`` other names, by name: a CRD's versions, and the built-in groups' as
+    kube-aggregator's priorities order them, autoscaling/v2 before v1); the first is the
+    preferred one."""
     versions = [v for g, v in registry.group_versions() if g == group]
-    if any(r.group == group and r.crd is not None for r in registry):
-        versions.sort(key=cmp_to_key(compare_kube_aware_versions), reverse=True)
+    versions.sort(key=cmp_to_key(compare_kube_aware_versions), reverse=True)
     return versions
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
+from kubewire.server.tables import autoscaling_cells as autoscaling
 from kubewire.server.tables import cells
 from kubewire.server.tables import kind_cells as kinds
 from kubewire.server.tables import pod_cells as pods
@@ -101,6 +102,8 @@ CELL_FORMATTERS: Mapping[str, CellFormatter] = MappingProxyType({
     "text_or_none_if_unset": workloads.text_or_none_if_unset,
     "int_or_string_or_na": workloads.int_or_string_or_na, "true_false": workloads.true_false,
     "ingress_class_parameters": workloads.ingress_class_parameters,
+    "hpa_reference": autoscaling.hpa_reference, "hpa_targets": autoscaling.hpa_targets,
+    "hpa_min_pods": autoscaling.hpa_min_pods,
 })
 """Named cell formatters ``(value at path, now) -> cell``."""
 
@@ -293,6 +296,13 @@ PRINTERS: Mapping[str, PrinterSpec] = MappingProxyType({
     "networking.k8s.io/ingressclasses": PrinterSpec((
         NAME, Column("Controller", "spec.controller"),
         Column("Parameters", "spec.parameters", "ingress_class_parameters"), AGE,
+    )),
+    # printers.go horizontalPodAutoscalerColumnDefinitions (cells read either version)
+    "autoscaling/horizontalpodautoscalers": PrinterSpec((
+        NAME, Column("Reference", cell="hpa_reference"), Column("Targets", cell="hpa_targets"),
+        Column("MinPods", "spec", "hpa_min_pods"),
+        Column("MaxPods", "spec.maxReplicas", "integer", type="integer"),
+        Column("Replicas", "status.currentReplicas", "integer", type="integer"), AGE,
     )),
     # apiextensions-apiserver serves CRDs with the default table (no printer handlers)
     "apiextensions.k8s.io/customresourcedefinitions": PrinterSpec((NAME, CREATED_AT)),

@@ -30,6 +30,7 @@ import re
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
+from kubewire import hpa_conversion
 from kubewire.json_copy import copy_json
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
@@ -602,6 +603,48 @@ def default_endpoints(endpoints: dict[str, JSON]) -> None:
             _set_if_zero(port, "protocol", "TCP")
 
 
+# autoscaling/v2 GenerateHPAScaleUpRules / GenerateHPAScaleDownRules: what a rule that behavior
+# names gets where it says nothing (scale-down keeps no window: the controller's 300 s applies)
+_SCALE_UP_RULES: Mapping[str, JSON] = MappingProxyType({
+    "stabilizationWindowSeconds": 0, "selectPolicy": "Max",
+    "policies": [{"type": "Pods", "value": 4, "periodSeconds": 15},
+                 {"type": "Percent", "value": 100, "periodSeconds": 15}]})
+_SCALE_DOWN_RULES: Mapping[str, JSON] = MappingProxyType({
+    "selectPolicy": "Max", "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}]})
+
+
+def _hpa_rules(given: JSON, defaults: Mapping[str, JSON]) -> dict[str, JSON]:
+    """``copyHPAScalingRules``: the defaults, with each field the object sets kept."""
+    out = copy_json(dict(defaults))
+    if isinstance(given, dict):
+        for key in ("selectPolicy", "stabilizationWindowSeconds", "policies"):
+            if given.get(key) is not None:
+                out[key] = given[key]
+    order = ("stabilizationWindowSeconds", "selectPolicy", "policies")  # Go struct order
+    return {key: out[key] for key in order if key in out}
+
+
+def default_horizontal_pod_autoscaler(hpa: dict[str, JSON]) -> None:
+    """autoscaling/v2 SetDefaults_HorizontalPodAutoscaler (minReplicas 1, a CPU 80%
+    utilization metric when none, the behavior's rules filled in when behavior is set);
+    autoscaling/v1's sets only minReplicas (its CPU default comes with the conversion).
+    Either version's decode drops v2's round-trip annotations where v2 is read."""
+    spec = _child(hpa, "spec")
+    if spec is None:
+        return
+    _set_if_nil(spec, "minReplicas", 1)
+    if hpa.get("apiVersion") == hpa_conversion.V1:
+        return
+    hpa_conversion.drop_round_trip_annotations(hpa)
+    if not spec.get("metrics"):
+        spec["metrics"] = [{"type": "Resource", "resource": {"name": "cpu", "target": {
+            "type": "Utilization", "averageUtilization": hpa_conversion.DEFAULT_CPU_UTILIZATION}}}]
+    behavior = spec.get("behavior")
+    if isinstance(behavior, dict):
+        behavior["scaleUp"] = _hpa_rules(behavior.get("scaleUp"), _SCALE_UP_RULES)
+        behavior["scaleDown"] = _hpa_rules(behavior.get("scaleDown"), _SCALE_DOWN_RULES)
+
+
 KIND_DEFAULTERS: Mapping[str, tuple[Defaulter, ...]] = MappingProxyType({
     "core/pods": (default_pod,),
     "apps/deployments": (default_deployment,),
@@ -631,6 +674,7 @@ KIND_DEFAULTERS: Mapping[str, tuple[Defaulter, ...]] = MappingProxyType({
     "policy/poddisruptionbudgets": (),  # policy/v1 has no defaulter of its own
     "scheduling.k8s.io/priorityclasses": (default_priority_class,),
     "networking.k8s.io/ingressclasses": (default_ingress_class,),
+    "autoscaling/horizontalpodautoscalers": (default_horizontal_pod_autoscaler,),
     # No visible defaults: ConfigMap's ``data: {}`` is dropped by omitempty; Ingress has none
     # (``pathType`` is required); ServiceAccount, Lease and both Events have no defaulter.
     "core/configmaps": (),

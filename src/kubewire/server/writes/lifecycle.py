@@ -117,6 +117,10 @@ _TRAITS: Mapping[str, LifecycleTraits] = MappingProxyType({
     "policy/poddisruptionbudgets": LifecycleTraits("set", MappingProxyType({
         "disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0,
         "expectedPods": 0})),
+    # horizontalpodautoscaler/strategy.go PrepareForCreate: the zero status (known to both
+    # versions; v2's null currentMetrics comes with its Go encoding, hpa_conversion.v2_as_go)
+    "autoscaling/horizontalpodautoscalers": LifecycleTraits("set", MappingProxyType({
+        "desiredReplicas": 0})),
 })
 _JOBS_ID = "batch/jobs"
 

@@ -24,6 +24,10 @@ from kubewire.server.writes.validation.apps import (
     validate_stateful_set,
     validate_stateful_set_status,
 )
+from kubewire.server.writes.validation.autoscaling import (
+    validate_horizontal_pod_autoscaler,
+    validate_horizontal_pod_autoscaler_status,
+)
 from kubewire.server.writes.validation.batch import (
     cron_job_create_warnings,
     job_create_warnings,
@@ -108,6 +112,7 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "policy/poddisruptionbudgets": validate_pod_disruption_budget,
     "scheduling.k8s.io/priorityclasses": validate_priority_class,
     "networking.k8s.io/ingressclasses": validate_ingress_class,
+    "autoscaling/horizontalpodautoscalers": validate_horizontal_pod_autoscaler,
 })
 
 
@@ -117,6 +122,7 @@ STATUS_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "apiextensions.k8s.io/customresourcedefinitions": validate_custom_resource_definition_status,
     "batch/jobs": validate_job_status,
     "policy/poddisruptionbudgets": validate_pod_disruption_budget_status,
+    "autoscaling/horizontalpodautoscalers": validate_horizontal_pod_autoscaler_status,
     "batch/cronjobs": lambda resource, obj, old: [],  # cronJobStatusStrategy: validates nothing
     "apps/deployments": validate_deployment_status,
     "apps/replicasets": validate_replica_set_status,
