@@ -1,0 +1,165 @@
+"""kopf's ``examples/02-children`` operator on a server that runs as a cluster (controllers,
+scheduler, one simulated node, as ``kubewire serve`` runs by default): the operator creates a
+Pod for its custom resource, and the Pod goes Running and Ready as on kind.
+
+The example is kopf's, unchanged (``tests/external/kopf_examples/02-children``): its create
+handler renders a Pod, ``kopf.adopt``s it (namespace, ``generateName``, the parent's labels, a
+controller ownerReference) and creates it with pykube (``pykube.KubeConfig.from_env()``, which
+reads ``KUBECONFIG``), returning the Pod's uid into the parent's status. It runs as ``kopf run
+--standalone -n default example.py`` through kopf's ``KopfRunner`` (see test_crd_kopf.py); beside
+it the operator's registry holds one handler of the test's, a ``@kopf.on.field`` on the
+children's ``status.phase``, so the operator itself is shown their status moving. Deleting the
+parent with kubectl leaves the Pod to the garbage collector, as the example's README says.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import kopf
+import pytest
+from kopf.testing import KopfRunner
+
+from tests.integration import kubectl
+from tests.integration.harness import ServerThread
+from tests.integration.kinds import NS
+from tests.integration.test_crd_kopf import (
+    EXAMPLES,
+    ITEM,
+    NAME,
+    OBJ,
+    OBJ_YAML,
+    STOP_TIMEOUT_S,
+    apply_obj,
+    kopf_state_restored,
+    with_crd,
+)
+from tests.integration.wire import call, get, wait_for
+
+STEP_TIMEOUT_S = 30.0  # a Pod scheduled, started and Ready on a busy 2-core box
+CHILDREN = f"/api/v1/namespaces/{NS}/pods"
+SELECTOR = ",".join(f"{k}={v}" for k, v in OBJ["metadata"]["labels"].items())
+
+
+class PhasesSeen:
+    """What the operator's field handler saw: (pod name, old phase, new phase), in order."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.changes: list[tuple[str, str | None, str | None]] = []
+
+    def add(self, name: str, old: str | None, new: str | None) -> None:
+        with self.lock:
+            self.changes.append((name, old, new))
+
+    def of(self, name: str) -> list[tuple[str | None, str | None]]:
+        with self.lock:
+            return [(old, new) for n, old, new in self.changes if n == name]
+
+
+@pytest.fixture
+def cluster(make_server: Callable[..., ServerThread],
+            monkeypatch: pytest.MonkeyPatch) -> ServerThread:
+    """``kubewire serve``'s default cluster (every component, one node), kopf's CRD
+    established, ``KUBECONFIG`` pointing kopf and pykube at it."""
+    return with_crd(make_server(cluster=True), monkeypatch)
+
+
+def registry_watching_children(seen: PhasesSeen) -> kopf.OperatorRegistry:
+    """The registry ``kopf run`` loads the example into, with the test's handler on the
+    children's phase (kopf keeps ``status.phase`` in its diff base for it)."""
+    registry = kopf.OperatorRegistry()
+    kopf.on.login(registry=registry)(kopf.login_with_kubeconfig)
+
+    @kopf.on.field("v1", "pods", field="status.phase", labels=OBJ["metadata"]["labels"],
+                   registry=registry)
+    def child_phase(name: str, old: str | None, new: str | None, **_: Any) -> None:
+        seen.add(name, old, new)
+
+    return registry
+
+
+@pytest.fixture
+def seen() -> PhasesSeen:
+    return PhasesSeen()
+
+
+@contextlib.contextmanager
+def running_operator(seen: PhasesSeen) -> Iterator[KopfRunner]:
+    """``kopf run --standalone -n default 02-children/example.py`` until the block ends (its
+    output is there once it stopped); fails if the operator failed or did not stop."""
+    args = ["run", "--standalone", "--verbose", "-n", NS,
+            str(EXAMPLES / "02-children" / "example.py")]
+    with kopf_state_restored(), KopfRunner(args, registry=registry_watching_children(seen),
+                                           timeout=STOP_TIMEOUT_S) as runner:
+        yield runner
+    assert runner.exception is None, runner.output
+    assert runner.exit_code == 0, runner.output
+
+
+def children(server: ServerThread) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = get(server, f"{CHILDREN}?labelSelector={SELECTOR}")["items"]
+    return found
+
+
+def test_02_children_pods_go_running_and_are_collected(
+        cluster: ServerThread, seen: PhasesSeen) -> None:
+    with running_operator(seen) as operator:
+        a_child_runs_and_goes(cluster, seen)
+    assert operator.output.count("Handler 'create_fn' succeeded.") == 1
+    assert "Handler 'create_fn' failed" not in operator.output
+
+
+def a_child_runs_and_goes(cluster: ServerThread, seen: PhasesSeen) -> None:
+    parent = apply_obj(cluster)
+    parent_uid = parent["metadata"]["uid"]
+
+    def recorded_children() -> list[str] | None:
+        status = get(cluster, ITEM).get("status") or {}
+        uids: list[str] | None = (status.get("create_fn") or {}).get("children")
+        return uids
+
+    [child_uid] = wait_for(recorded_children, STEP_TIMEOUT_S, "the child's uid in the status")
+    [pod] = children(cluster)
+    meta = pod["metadata"]
+    assert meta["uid"] == child_uid
+    assert meta["generateName"] == f"{NAME}-"
+    assert meta["namespace"] == NS
+    assert meta["labels"] == OBJ["metadata"]["labels"]
+    assert meta["ownerReferences"] == [{
+        "apiVersion": "kopf.dev/v1", "kind": "KopfExample", "name": NAME, "uid": parent_uid,
+        "controller": True, "blockOwnerDeletion": True}]
+    container = pod["spec"]["containers"][0]
+    assert (container["name"], container["image"]) == ("the-only-one", "busybox")
+    assert container["env"] == [{"name": "FIELD", "value": OBJ["spec"]["field"]}]
+
+    # kubectl, as the README shows it: the pod Ready and Running on the simulated node.
+    kubectl.ok(cluster, "wait", "--for=condition=Ready", "pod", "-l", SELECTOR,
+               "-n", NS, f"--timeout={int(STEP_TIMEOUT_S)}s")
+    running = get(cluster, f"{CHILDREN}/{meta['name']}")
+    assert running["status"]["phase"] == "Running"
+    assert running["spec"]["nodeName"] == "kubewire-node-0"
+    table = kubectl.ok(cluster, "get", "pod", "-l", SELECTOR, "-n", NS, "--no-headers")
+    assert table.split()[:4] == [meta["name"], "1/1", "Running", "0"]
+    listed = kubectl.ok(cluster, "get", "kex", NAME, "-n", NS, "-o",
+                        "jsonpath={.status.create_fn.children}")
+    assert json.loads(listed) == [child_uid]
+
+    # The operator's own handler saw the child's phase become Running.
+    wait_for(lambda: seen.of(meta["name"]) and seen.of(meta["name"])[-1][1] == "Running",
+             STEP_TIMEOUT_S, "the field handler to see Running")
+    phases = seen.of(meta["name"])
+    assert phases[0][0] is None  # kopf's first sight of the field: created or already set
+    assert all(old != new for old, new in phases)
+    assert [new for _, new in phases][-1] == "Running"
+    assert set(new for _, new in phases) <= {"Pending", "Running"}
+
+    # Deleting the parent: the garbage collector deletes the child (background cascade).
+    kubectl.ok(cluster, "delete", "-n", NS, "-f", str(OBJ_YAML),
+               f"--timeout={int(STEP_TIMEOUT_S)}s")
+    assert call(cluster, "GET", ITEM).status == 404
+    wait_for(lambda: not children(cluster), STEP_TIMEOUT_S, "the child to be collected")
