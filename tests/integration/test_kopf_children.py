@@ -10,6 +10,11 @@ reads ``KUBECONFIG``), returning the Pod's uid into the parent's status. It runs
 it the operator's registry holds one handler of the test's, a ``@kopf.on.field`` on the
 children's ``status.phase``, so the operator itself is shown their status moving. Deleting the
 parent with kubectl leaves the Pod to the garbage collector, as the example's README says.
+
+The server is HTTPS with the admin's client certificate in its kubeconfig, as ``kubewire
+serve`` writes it (kopf, pykube and kubectl all read it). The CRD is created as the cluster's
+components start: this found the garbage collector missing the new kind until its 30 s
+resync, and then never noticing the deleted owner (test_garbage_collector_late_kinds.py).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import kopf
+import kubernetes
 import pytest
 from kopf.testing import KopfRunner
 
@@ -34,11 +40,10 @@ from tests.integration.test_crd_kopf import (
     OBJ,
     OBJ_YAML,
     STOP_TIMEOUT_S,
-    apply_obj,
     kopf_state_restored,
     with_crd,
 )
-from tests.integration.wire import call, get, wait_for
+from tests.integration.wire import wait_for
 
 STEP_TIMEOUT_S = 30.0  # a Pod scheduled, started and Ready on a busy 2-core box
 CHILDREN = f"/api/v1/namespaces/{NS}/pods"
@@ -64,9 +69,9 @@ class PhasesSeen:
 @pytest.fixture
 def cluster(make_server: Callable[..., ServerThread],
             monkeypatch: pytest.MonkeyPatch) -> ServerThread:
-    """``kubewire serve``'s default cluster (every component, one node), kopf's CRD
+    """``kubewire serve``'s default cluster (every component, one node, HTTPS), kopf's CRD
     established, ``KUBECONFIG`` pointing kopf and pykube at it."""
-    return with_crd(make_server(cluster=True), monkeypatch)
+    return with_crd(make_server(cluster=True, insecure_http=False), monkeypatch)
 
 
 def registry_watching_children(seen: PhasesSeen) -> kopf.OperatorRegistry:
@@ -101,30 +106,55 @@ def running_operator(seen: PhasesSeen) -> Iterator[KopfRunner]:
     assert runner.exit_code == 0, runner.output
 
 
-def children(server: ServerThread) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = get(server, f"{CHILDREN}?labelSelector={SELECTOR}")["items"]
-    return found
+class Reader:
+    """GETs over the server's kubeconfig (HTTPS, the admin's client certificate), through the
+    ``kubernetes`` package's REST client: status and JSON body."""
+
+    def __init__(self, server: ServerThread) -> None:
+        self.api = kubernetes.config.new_client_from_config(config_file=str(server.kubeconfig))
+
+    def status(self, path: str) -> int:
+        return int(self.api.rest_client.request(
+            "GET", self.api.configuration.host + path).status)
+
+    def get(self, path: str) -> dict[str, Any]:
+        reply = self.api.rest_client.request("GET", self.api.configuration.host + path)
+        assert reply.status == 200, (path, reply.status, reply.read())
+        found: dict[str, Any] = json.loads(reply.read())
+        return found
+
+    def children(self) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = self.get(
+            f"{CHILDREN}?labelSelector={SELECTOR}")["items"]
+        return found
+
+
+@pytest.fixture
+def reader(cluster: ServerThread) -> Iterator[Reader]:
+    reading = Reader(cluster)
+    yield reading
+    reading.api.close()
 
 
 def test_02_children_pods_go_running_and_are_collected(
-        cluster: ServerThread, seen: PhasesSeen) -> None:
+        cluster: ServerThread, reader: Reader, seen: PhasesSeen) -> None:
     with running_operator(seen) as operator:
-        a_child_runs_and_goes(cluster, seen)
+        a_child_runs_and_goes(cluster, reader, seen)
     assert operator.output.count("Handler 'create_fn' succeeded.") == 1
     assert "Handler 'create_fn' failed" not in operator.output
 
 
-def a_child_runs_and_goes(cluster: ServerThread, seen: PhasesSeen) -> None:
-    parent = apply_obj(cluster)
-    parent_uid = parent["metadata"]["uid"]
+def a_child_runs_and_goes(cluster: ServerThread, reader: Reader, seen: PhasesSeen) -> None:
+    kubectl.ok(cluster, "apply", "-n", NS, "-f", str(OBJ_YAML))
+    parent_uid = reader.get(ITEM)["metadata"]["uid"]
 
     def recorded_children() -> list[str] | None:
-        status = get(cluster, ITEM).get("status") or {}
+        status = reader.get(ITEM).get("status") or {}
         uids: list[str] | None = (status.get("create_fn") or {}).get("children")
         return uids
 
     [child_uid] = wait_for(recorded_children, STEP_TIMEOUT_S, "the child's uid in the status")
-    [pod] = children(cluster)
+    [pod] = reader.children()
     meta = pod["metadata"]
     assert meta["uid"] == child_uid
     assert meta["generateName"] == f"{NAME}-"
@@ -140,7 +170,7 @@ def a_child_runs_and_goes(cluster: ServerThread, seen: PhasesSeen) -> None:
     # kubectl, as the README shows it: the pod Ready and Running on the simulated node.
     kubectl.ok(cluster, "wait", "--for=condition=Ready", "pod", "-l", SELECTOR,
                "-n", NS, f"--timeout={int(STEP_TIMEOUT_S)}s")
-    running = get(cluster, f"{CHILDREN}/{meta['name']}")
+    running = reader.get(f"{CHILDREN}/{meta['name']}")
     assert running["status"]["phase"] == "Running"
     assert running["spec"]["nodeName"] == "kubewire-node-0"
     table = kubectl.ok(cluster, "get", "pod", "-l", SELECTOR, "-n", NS, "--no-headers")
@@ -161,5 +191,5 @@ def a_child_runs_and_goes(cluster: ServerThread, seen: PhasesSeen) -> None:
     # Deleting the parent: the garbage collector deletes the child (background cascade).
     kubectl.ok(cluster, "delete", "-n", NS, "-f", str(OBJ_YAML),
                f"--timeout={int(STEP_TIMEOUT_S)}s")
-    assert call(cluster, "GET", ITEM).status == 404
-    wait_for(lambda: not children(cluster), STEP_TIMEOUT_S, "the child to be collected")
+    assert reader.status(ITEM) == 404
+    wait_for(lambda: not reader.children(), STEP_TIMEOUT_S, "the child to be collected")
