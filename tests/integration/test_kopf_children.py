@@ -21,8 +21,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import kopf
@@ -34,6 +39,7 @@ from tests.integration import kubectl
 from tests.integration.harness import ServerThread
 from tests.integration.kinds import NS
 from tests.integration.test_crd_kopf import (
+    CRD_YAML,
     EXAMPLES,
     ITEM,
     NAME,
@@ -193,3 +199,72 @@ def a_child_runs_and_goes(cluster: ServerThread, reader: Reader, seen: PhasesSee
                f"--timeout={int(STEP_TIMEOUT_S)}s")
     assert reader.status(ITEM) == 404
     wait_for(lambda: not reader.children(), STEP_TIMEOUT_S, "the child to be collected")
+
+
+# --- the same, as a user types it: two processes -------------------------------------------------
+
+KUBEWIRE = (sys.executable, "-m", "kubewire.cli")
+PROCESS_WAIT_S = 60.0
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Path]:
+    """``kubewire serve --detach`` as it runs by default (every component, one node, HTTPS);
+    its kubeconfig, and ``kubewire stop`` at the end."""
+    data = tmp_path / "data"
+    env = {**os.environ, "HOME": str(tmp_path)}
+    started = subprocess.run([*KUBEWIRE, "serve", "--detach", "--data-dir", str(data),
+                              "--port", "0"], capture_output=True, text=True, env=env,
+                             timeout=PROCESS_WAIT_S, check=False)
+    assert started.returncode == 0, started.stderr
+    try:
+        yield data.absolute() / "kubeconfig"
+    finally:
+        stopped = subprocess.run([*KUBEWIRE, "stop", "--data-dir", str(data)],
+                                 capture_output=True, text=True, env=env,
+                                 timeout=PROCESS_WAIT_S, check=False)
+        assert stopped.returncode == 0, stopped.stderr
+
+
+def test_kopf_run_against_kubewire_serve(serve: Path, tmp_path: Path) -> None:
+    """``kubewire serve --detach``; ``kubectl apply -f crd.yaml``; ``kopf run --standalone
+    example.py`` in its own process; then the README's session: the object applied, its Pod
+    listed Running, the object deleted and the Pod with it."""
+    kubeconfig = serve
+    kubectl.ok(kubeconfig, "apply", "-f", str(CRD_YAML))
+    kubectl.ok(kubeconfig, "wait", "--for", "condition=established", "--timeout=30s",
+               "crd/kopfexamples.kopf.dev")
+    log = tmp_path / "kopf.log"
+    with log.open("w") as out:
+        operator = subprocess.Popen(
+            [sys.executable, "-m", "kopf", "run", "--standalone", "-n", NS,
+             str(EXAMPLES / "02-children" / "example.py")],
+            env={**os.environ, "KUBECONFIG": str(kubeconfig), "HOME": str(tmp_path)},
+            stdout=out, stderr=subprocess.STDOUT, text=True)
+    try:
+        kubectl.ok(kubeconfig, "apply", "-n", NS, "-f", str(OBJ_YAML))
+        kubectl.ok(kubeconfig, "wait", "-n", NS, "--for=jsonpath={.status.create_fn}",
+                   f"kex/{NAME}", f"--timeout={int(PROCESS_WAIT_S)}s")
+        kubectl.ok(kubeconfig, "wait", "-n", NS, "--for=condition=Ready", "pod", "-l",
+                   SELECTOR, f"--timeout={int(PROCESS_WAIT_S)}s")
+        rows = kubectl.ok(kubeconfig, "get", "pod", "-n", NS, "-l", SELECTOR,
+                          "--no-headers").splitlines()
+        [row] = rows
+        assert row.split()[1:4] == ["1/1", "Running", "0"], rows
+        listed = kubectl.ok(kubeconfig, "get", "kex", NAME, "-n", NS, "-o",
+                            "jsonpath={.status.create_fn.children}")
+        [child_uid] = json.loads(listed)
+        pod_uid = kubectl.ok(kubeconfig, "get", "pod", "-n", NS, "-l", SELECTOR, "-o",
+                             "jsonpath={.items[0].metadata.uid}")
+        assert pod_uid == child_uid
+        kubectl.ok(kubeconfig, "delete", "-n", NS, "-f", str(OBJ_YAML))
+        kubectl.ok(kubeconfig, "wait", "-n", NS, "--for=delete", "pod", "-l", SELECTOR,
+                   f"--timeout={int(PROCESS_WAIT_S)}s")
+        assert kubectl.ok(kubeconfig, "get", "pod", "-n", NS, "-l", SELECTOR, "-o",
+                          "name") == ""
+    finally:
+        operator.send_signal(signal.SIGINT)
+        operator.wait(PROCESS_WAIT_S)
+    output = log.read_text()
+    assert "Handler 'create_fn' succeeded." in output, output
+    assert "Traceback" not in output, output
