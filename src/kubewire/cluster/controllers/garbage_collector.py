@@ -9,10 +9,11 @@ added at run time are watched too.
 
 The graph builder (one task, as kube's ``processGraphChanges``) turns the informers' events into
 a graph of owners and dependents keyed by uid. A reference to an owner it has not seen makes a
-*virtual* node that ``attempt_to_delete`` verifies with a live GET; an owner that turns out
-absent (404, or another uid under that name) is removed from the graph, which queues its
-dependents. Transitions queue work: an owner marked with ``orphan`` goes to the orphan queue
-(its dependents lose their references to it, then the finalizer goes); one marked with
+*virtual* node that ``attempt_to_delete`` verifies with a live GET, and again (with the work
+queue's backoff) until an informer observes it; an owner that turns out absent (404, or
+another uid under that name) is removed from the graph, which queues its dependents.
+Transitions queue work: an owner marked with ``orphan`` goes to the orphan queue (its
+dependents lose their references to it, then the finalizer goes); one marked with
 ``foregroundDeletion`` queues its dependents and itself (once no dependent with
 ``blockOwnerDeletion`` is left, the finalizer goes and the API server removes it). A deleted
 owner queues its dependents (background deletion).
