@@ -9,10 +9,11 @@ added at run time are watched too.
 
 The graph builder (one task, as kube's ``processGraphChanges``) turns the informers' events into
 a graph of owners and dependents keyed by uid. A reference to an owner it has not seen makes a
-*virtual* node that ``attempt_to_delete`` verifies with a live GET; an owner that turns out
-absent (404, or another uid under that name) is removed from the graph, which queues its
-dependents. Transitions queue work: an owner marked with ``orphan`` goes to the orphan queue
-(its dependents lose their references to it, then the finalizer goes); one marked with
+*virtual* node that ``attempt_to_delete`` verifies with a live GET, and again (with the work
+queue's backoff) until an informer observes it; an owner that turns out absent (404, or
+another uid under that name) is removed from the graph, which queues its dependents.
+Transitions queue work: an owner marked with ``orphan`` goes to the orphan queue (its
+dependents lose their references to it, then the finalizer goes); one marked with
 ``foregroundDeletion`` queues its dependents and itself (once no dependent with
 ``blockOwnerDeletion`` is left, the finalizer goes and the API server removes it). A deleted
 owner queues its dependents (background deletion).
@@ -157,11 +158,14 @@ class GarbageCollector:
                 *(m.wait_for_sync() for m in self.monitors.values())), SYNC_TIMEOUT_S)
 
     async def _resync(self) -> None:
-        """Discovery again every ``resync_s``, or soon after a CRD changed."""
+        """Discovery again every ``resync_s``, or soon after a CRD changed. The flag is taken
+        when the pass starts, not after it: a CRD that changes during a pass (or while the
+        first monitors sync, before this loop starts) brings another pass, rather than
+        waiting for the resync."""
         while True:
-            self._rediscover.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._rediscover.wait(), self.resync_s)
+            self._rediscover.clear()
             await asyncio.sleep(0.2)  # a new CRD is served a moment after it is established
             try:
                 await self._sync_monitors()
@@ -410,7 +414,11 @@ class GarbageCollector:
         if gc.deleting_dependents(latest):
             return await self._finish_foreground(node, latest)
         await self._collect(node, latest)
-        return False
+        # A virtual node that exists is verified again until an informer observes it (kube's
+        # attemptToDeleteWorker requeues it, issue 56121): an owner of a kind no monitor
+        # watches yet would otherwise stay in the graph after it is deleted, and its
+        # dependents with it.
+        return not node.observed
 
     async def _collect(self, node: Node, latest: Obj) -> None:
         """Keep ``latest`` while an owner is solid (dropping references to absent or waiting
