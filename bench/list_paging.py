@@ -341,8 +341,15 @@ class Client:
             payload = json.dumps(body).encode()
             headers["Content-Type"] = ("application/merge-patch+json" if method == "PATCH"
                                        else "application/json")
-        self.conn.request(method, url, payload, headers)
-        reply = self.conn.getresponse()
+        try:
+            self.conn.request(method, url, payload, headers)
+            reply = self.conn.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            # the server closed the idle keep-alive connection (the run's slowest cases kept
+            # this one idle for longer than its idle timeout): once more on a new one
+            self.conn.close()
+            self.conn.request(method, url, payload, headers)
+            reply = self.conn.getresponse()
         return reply.status, reply.read()
 
     def age(self) -> str:
