@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.servers import REPO_ROOT, ServerProcess
+from bench.servers import REPO_ROOT, ServerProcess, tree_without_components
 
 SEED = 15
 # Runs inside the server process: a seeded rng and a clock of one reading per second.
@@ -66,7 +66,7 @@ class Call:
 def serve_argv(src: str, data_dir: Path) -> list[str]:
     return ["/usr/bin/env", f"PYTHONPATH={src}", sys.executable, "-c", _LAUNCHER, "serve",
             "--data-dir", str(data_dir), "--port", "0", "--insecure-http",
-            "--log-level", "WARNING"]
+            "--log-level", "WARNING", *tree_without_components(src)]
 
 
 def _pod(name: str, **extra: Any) -> dict[str, Any]:

@@ -9,12 +9,20 @@ service-account volume and managedFields, so it is larger than the manifest). Th
 processes hold the W watches for both. Delivered events/s = W x N / (last watcher complete -
 go); server CPU per delivered event from ``/proc/<pid>/stat``, writes included for kubewire.
 
-    python -m bench.fanout [--smoke] [--repeats 5] [--watchers 10,100,1000]
+``--server-workers N`` adds a side, interleaved with the others in the same run: ``kubewire serve
+--workers N`` (issue 18: N server processes on one port over the same SQLite store, each with its
+own watch cache fed by the store's change feed; the kernel gives each watch and each writer's
+connection to one of them), so the fan-out can use the second core; its CPU is the process
+tree's (the hub and the workers).
+
+    python -m bench.fanout [--smoke] [--repeats 5] [--watchers 10,100,1000] [--server-workers 2]
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -32,6 +40,7 @@ from bench.worker import Worker, gather_results, open_watches
 
 NAME = "fanout"
 SIDES = ("kubewire", "raw", "raw+creates")  # interleaved, rotated per repetition
+WORKERS_SIDE = "kubewire-workers"  # with --server-workers N
 TARGET_RATIO = 0.85  # issue 6: fan-out at W=1000, ratio to the raw limit
 
 
@@ -45,7 +54,12 @@ class FanoutOptions:
     writers: int = 64  # kubewire's write concurrency; the raw server publishes this many per turn
     reader_processes: int = 2
     round_timeout_s: float = 120.0
+    server_workers: int = 0  # > 1: the "kubewire-workers" side, ``kubewire serve --workers N``
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sides(self) -> tuple[str, ...]:
+        return (*SIDES, WORKERS_SIDE) if self.server_workers > 1 else SIDES
 
     def events_per_watcher(self, watchers: int) -> int:
         return max(self.min_events, min(self.max_events, self.deliveries // watchers))
@@ -63,6 +77,12 @@ class Rig:
         self.opts = opts
         self.kubewire = stack.enter_context(ServerProcess(
             "kubewire", kubewire_serve_argv(data_dir, durability="normal"))).wait_ready()
+        self.workers: ServerProcess | None = None
+        if opts.server_workers > 1:
+            from bench.workers import ProcessTree  # it imports this module
+            self.workers = stack.enter_context(ProcessTree(WORKERS_SIDE, [
+                *kubewire_serve_argv(data_dir / "workers", durability="normal"),
+                "--workers", str(opts.server_workers)])).wait_ready()
         self.raw = stack.enter_context(ServerProcess(
             "raw", reference_argv("bench.raw_server"))).wait_ready()
         self.readers = [stack.enter_context(Worker("bench.readers:ReaderSet"))
@@ -88,19 +108,22 @@ class Rig:
 
     def round(self, side: str, watchers: int) -> dict[str, Any]:
         """One round on ``side``: "kubewire" (its own creates feed its watchers), "raw" (the
-        limit), or "raw+creates" (the raw server's fan-out while the same creates are served
+        limit), "raw+creates" (the raw server's fan-out while the same creates are served
         by kubewire beside it, to a namespace nobody watches: the most a server that must
-        also serve these creates could deliver on this machine)."""
+        also serve these creates could deliver on this machine), or "kubewire-workers" (as
+        "kubewire", served by ``--workers N``)."""
         self.rounds += 1
         n = self.opts.events_per_watcher(watchers)
-        server = self.kubewire if side == "kubewire" else self.raw
+        kubewire = side in {"kubewire", WORKERS_SIDE}
+        writer = self.workers if side == WORKERS_SIDE and self.workers else self.kubewire
+        server = writer if kubewire else self.raw
         creating = side != "raw"
         namespace = f"fan-{self.rounds}"
         body = self.body.replace(b'"namespace":"x"', b'"namespace":"%b"' % namespace.encode())
         if creating:
-            create_namespace(self.kubewire.port, namespace)
-            self.load.call("connect", 30.0, port=self.kubewire.port, count=self.opts.writers)
-        if side == "kubewire":
+            create_namespace(writer.port, namespace)
+            self.load.call("connect", 30.0, port=writer.port, count=self.opts.writers)
+        if kubewire:
             self.open_watches(server.port, pods_path(namespace) + "?watch=1", watchers)
         else:
             self.open_watches(server.port, "/pods?watch=1", watchers)
@@ -110,7 +133,7 @@ class Rig:
             if creating:
                 self.load.send("closed_loop", path=pods_path(namespace), body=body,
                                max_requests=n, duration_s=timeout)
-            if side != "kubewire":
+            if not kubewire:
                 request(server.port, "POST",
                         f"/go?n={n}&batch={self.opts.writers}&size={self.line_bytes}")
 
@@ -165,7 +188,7 @@ def run(opts: FanoutOptions) -> dict[str, Any]:
     with contextlib.ExitStack() as stack:
         data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kw-fanout-")))
         rig = Rig(opts, stack, data_dir)
-        samples = interleaved_rounds(SIDES, opts.watchers, opts.repeats, rig.round)
+        samples = interleaved_rounds(opts.sides, opts.watchers, opts.repeats, rig.round)
     return result(opts, samples)
 
 
@@ -194,6 +217,8 @@ def result(opts: FanoutOptions, samples: dict[int, dict[str, list[dict[str, Any]
                         "events/s", ours, loaded))
         rows.append(row(f"{case}: raw limit with the creates beside it (left) vs alone",
                         "events/s", loaded, ref))
+        if WORKERS_SIDE in sides:
+            rows += workers_rows(opts, case, sides)
     return {"name": NAME, "title": "Fan-out (item 1)", "reference": "raw uvloop socket server",
             "command": "python -m bench.fanout", "repeats": opts.repeats, "rows": rows,
             "notes": ["kubewire runs with --insecure-http --durability normal; its events come "
@@ -204,11 +229,44 @@ def result(opts: FanoutOptions, samples: dict[int, dict[str, list[dict[str, Any]
                       "raw+creates: the raw server's fan-out while kubewire serves the same "
                       "creates to a namespace nobody watches, in parallel (another process): "
                       "what the raw limit becomes on this machine once those creates are "
-                      "paid for, a bound on any server that must serve them."]}
+                      "paid for, a bound on any server that must serve them."]
+            + ([f"kubewire --workers {opts.server_workers}: kubewire serve --workers "
+                f"{opts.server_workers} on its own SQLite store, the same creates and watches "
+                "(spread over the workers by the kernel); CPU is the hub's and the workers'."]
+               if opts.server_workers > 1 else [])}
+
+
+def workers_rows(opts: FanoutOptions, case: str,
+                 sides: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The ``--workers N`` side against the raw limit, against the one-process server, and
+    its CPU per delivered event."""
+    n = opts.server_workers
+    served = [s["events_per_s"] for s in sides[WORKERS_SIDE]]
+    return [
+        row(f"{case}: kubewire --workers {n} vs raw limit", "events/s", served,
+            [s["events_per_s"] for s in sides["raw"]],
+            events_per_send=summary([s["events_per_send"] for s in sides[WORKERS_SIDE]]),
+            creates_per_s=summary([s["creates_per_s"] for s in sides[WORKERS_SIDE]])),
+        row(f"{case}: kubewire --workers {n} (left) vs one process", "events/s", served,
+            [s["events_per_s"] for s in sides["kubewire"]]),
+        row(f"{case}: server CPU per delivered event, --workers {n} (process tree) vs one "
+            "process", "µs", [s["cpu_us_per_event"] for s in sides[WORKERS_SIDE]],
+            [s["cpu_us_per_event"] for s in sides["kubewire"]]),
+    ]
 
 
 def main() -> None:
-    report.main(__doc__, SMOKE, default_options, run, watchers=True)
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--server-workers", type=int, default=0)
+    known, rest = parser.parse_known_args()
+    sys.argv[1:] = rest  # the common flags are report's
+
+    def options() -> FanoutOptions:
+        return FanoutOptions(server_workers=known.server_workers)
+
+    smoke = SMOKE
+    smoke.server_workers = known.server_workers
+    report.main(__doc__, smoke, options, run, watchers=True)
 
 
 if __name__ == "__main__":

@@ -13,13 +13,17 @@ Cases (CPU per operation):
 - ``name``: ``metadata.name=`` in a namespace; ``name-all``: the same across namespaces;
 - ``label``: ``app=web-7`` (1% of the Pods), unpaged, across namespaces; ``ns-page``: a page of
   as many Pods from one namespace (``limit``), the cost of reading and encoding that many;
+- ``page``: the first page at ``limit=500``; ``old-page``: the same page at an older exact
+  revision (``resourceVersionMatch=Exact``, as every continue token reads), one Pod having
+  changed since: a page at an older revision should cost what a current one does;
 - in-process only, ``watch-name W=1`` and ``watch-name W=n``: fan-out CPU per event (the
   cache's ``dispatch``) with one ``metadata.name=`` watcher, or one per Pod (each kubelet
   watching its own object), while Pods are updated through the store.
 
 The suite's rows (this tree): walk/list at each size; a name list at each size / at the
 smallest; a name watch per event at the largest / at the smallest; the label list / the
-namespace page at the largest. With ``--src`` the other trees run beside this one: the A/B
+namespace page at the largest; the page at an older revision / at the current one at each size.
+With ``--src`` the other trees run beside this one: the A/B
 table is printed and rows "this tree / other" at the largest size are added.
 
 ``--compare`` instead checks that the trees answer byte for byte the same over a corpus of list
@@ -52,7 +56,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from bench import report
-from bench.servers import REPO_ROOT, ServerProcess, process_cpu_seconds
+from bench.servers import REPO_ROOT, ServerProcess, process_cpu_seconds, tree_without_components
 from bench.stats import paired_ratios, row, summary
 
 NAME = "list_paging"
@@ -66,6 +70,7 @@ WATCH_EVENTS = 60
 MIN_CPU_S = 0.05  # in-process: repeat an operation until it used this much CPU ...
 MIN_HTTP_CPU_S = 0.3  # ... over HTTP (10 ms ticks): this much
 MIN_OPS = 2
+OLD = "<older revision>"  # in a case's query: the revision ``age`` returned for that server
 
 
 def ns_of(i: int) -> str:
@@ -258,6 +263,18 @@ class InProcess:
         assert delivered == events, (delivered, events)
         return spent[0] / events
 
+    async def age(self) -> str:
+        """The current revision, made older by an update of one Pod."""
+        from kubewire.storage.base import Update
+        ctx = self.server.ctx
+        revision = ctx.caches.revision
+        key = f"core/pods/{ns_of(0)}/pod-{0:06d}"
+        obj = json.loads(ctx.caches.for_resource(self._pods()).get(key).value)  # type: ignore[union-attr]
+        obj["metadata"]["labels"]["aged"] = "true"
+        await ctx.store.write(Update(key, obj))
+        await ctx.caches.wait_for_revision(revision + 1)
+        return str(revision)
+
     async def stop(self) -> None:
         await self.server.stop()
 
@@ -308,7 +325,7 @@ class WorkerProcess:
 def serve_argv(src: str, data_dir: Path) -> list[str]:
     return ["/usr/bin/env", f"PYTHONPATH={src}", sys.executable, "-m", "kubewire.cli", "serve",
             "--data-dir", str(data_dir), "--port", "0", "--insecure-http",
-            "--durability", "normal", "--log-level", "WARNING"]
+            "--durability", "normal", "--log-level", "WARNING", *tree_without_components(src)]
 
 
 class Client:
@@ -324,9 +341,26 @@ class Client:
             payload = json.dumps(body).encode()
             headers["Content-Type"] = ("application/merge-patch+json" if method == "PATCH"
                                        else "application/json")
-        self.conn.request(method, url, payload, headers)
-        reply = self.conn.getresponse()
+        try:
+            self.conn.request(method, url, payload, headers)
+            reply = self.conn.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            # the server closed the idle keep-alive connection (the run's slowest cases kept
+            # this one idle for longer than its idle timeout): once more on a new one
+            self.conn.close()
+            self.conn.request(method, url, payload, headers)
+            reply = self.conn.getresponse()
         return reply.status, reply.read()
+
+    def age(self) -> str:
+        """The current revision, made older by a PATCH of one Pod."""
+        status, body = self.request("GET", ALL, {"limit": "1"})
+        assert status == 200
+        revision: str = json.loads(body)["metadata"]["resourceVersion"]
+        status, _ = self.request("PATCH", f"/api/v1/namespaces/{ns_of(0)}/pods/pod-{0:06d}",
+                                 body={"metadata": {"labels": {"aged": "true"}}})
+        assert status == 200
+        return revision
 
     def cpu_per_op(self, pid: int, path: str, query: dict[str, str], walk: bool,
                    min_cpu_s: float = MIN_HTTP_CPU_S) -> float:
@@ -379,7 +413,15 @@ def cases(size: int) -> list[tuple[str, str, dict[str, str], bool]]:
         # As many Pods as ``label`` answers (1%), as the first page of one namespace.
         ("ns-page", f"/api/v1/namespaces/{LABEL_NS}/pods",
          {"limit": str(max(1, size // LABEL_VALUES))}, False),
+        ("page", ALL, {"limit": str(PAGE)}, False),
+        ("old-page", ALL, {"limit": str(PAGE), "resourceVersion": OLD,
+                           "resourceVersionMatch": "Exact"}, False),
     ]
+
+
+def at(query: dict[str, str], older: str) -> dict[str, str]:
+    """``query`` with ``OLD`` replaced by the server's older revision."""
+    return {k: older if v == OLD else v for k, v in query.items()}
 
 
 Results = dict[int, dict[str, dict[str, list[float]]]]  # size -> tree -> case -> per repetition
@@ -407,16 +449,20 @@ def measure(trees: dict[str, str], opts: ListPagingOptions, root: Path) -> Resul
                     tree, serve_argv(src, root / f"{tree}-{size}-h")).wait_ready()
             shutil.rmtree(base)
         clients = {k: Client(s.port) for k, s in servers.items()}
+        older = {k: (w.call("age"), clients[k].age()) for k, w in workers.items()}
         for (tree, size), worker in workers.items():  # warm-up, not recorded: first-use
             for _, path, query, walk in cases(size):  # caches, lazy imports, the heap
-                worker.call("cpu_per_op", path=path, query=query, walk=walk, min_cpu_s=0.0)
-                clients[tree, size].cpu_per_op(servers[tree, size].pid, path, query, walk, 0.0)
+                worker.call("cpu_per_op", path=path, query=at(query, older[tree, size][0]),
+                            walk=walk, min_cpu_s=0.0)
+                clients[tree, size].cpu_per_op(servers[tree, size].pid, path,
+                                               at(query, older[tree, size][1]), walk, 0.0)
         for rep in range(opts.repeats):
             for size in opts.sizes if rep % 2 == 0 else opts.sizes[::-1]:
                 for tree in list(trees) if rep % 2 == 0 else list(reversed(trees)):
                     out = results[size][tree]
-                    one_repetition(out, size, workers[tree, size],
-                                   (clients[tree, size], servers[tree, size].pid), opts)
+                    w_older, h_older = older[tree, size]
+                    one_repetition(out, size, (workers[tree, size], w_older),
+                                   (clients[tree, size], servers[tree, size].pid, h_older), opts)
                     print(f"  size {size} rep {rep + 1} {tree}: " + ", ".join(
                         f"{k}={_fmt(v[-1], k)}" for k, v in out.items()), flush=True)
     finally:
@@ -427,14 +473,17 @@ def measure(trees: dict[str, str], opts: ListPagingOptions, root: Path) -> Resul
     return results
 
 
-def one_repetition(out: dict[str, list[float]], size: int, worker: WorkerProcess,
-                   http: tuple[Client, int], opts: ListPagingOptions) -> None:
-    """Every case once, in-process and over HTTP (``http``: a client and the server's pid)."""
-    client, pid = http
+def one_repetition(out: dict[str, list[float]], size: int, in_process: tuple[WorkerProcess, str],
+                   http: tuple[Client, int, str], opts: ListPagingOptions) -> None:
+    """Every case once, in-process and over HTTP (``in_process``: the worker and its older
+    revision; ``http``: a client, the server's pid and its older revision)."""
+    worker, worker_older = in_process
+    client, pid, http_older = http
     for case, path, query, walk in cases(size):
-        inproc = worker.call("cpu_per_op", path=path, query=query, walk=walk,
+        inproc = worker.call("cpu_per_op", path=path, query=at(query, worker_older), walk=walk,
                              min_cpu_s=opts.min_cpu_s)
-        over_http = client.cpu_per_op(pid, path, query, walk, opts.min_http_cpu_s)
+        over_http = client.cpu_per_op(pid, path, at(query, http_older), walk,
+                                      opts.min_http_cpu_s)
         out.setdefault(f"in-process {case}", []).append(inproc)
         out.setdefault(f"http {case}", []).append(over_http)
     for kind in ("in-process", "http"):
@@ -502,6 +551,14 @@ def rows_of(res: Results, tree: str) -> list[dict[str, Any]]:
                 in_process_ratio=summary(got["in-process walk/list"]))
         r.update(_target(r["ratio"]["median"], size == TARGET_SIZE))
         rows.append(r)
+    for size in sizes:
+        got = res[size][tree]
+        rows.append(row(f"{size:,} Pods: a page of {PAGE} at an older exact revision / at the "
+                        "current one (HTTP, server CPU)", "ms",
+                        [v * 1e3 for v in got["http old-page"]],
+                        [v * 1e3 for v in got["http page"]],
+                        in_process_ratio=_ratios(got["in-process old-page"],
+                                                 got["in-process page"])))
 
     def scaling(case: str, size: int) -> list[list[float]]:
         return [[v * 1e6 for v in res[s][tree][case]] for s in (size, first)]
@@ -535,7 +592,8 @@ def ab_rows(res: Results, trees: list[str]) -> list[dict[str, Any]]:
     size = list(res)[-1]
     rows = []
     for other in trees[1:]:
-        for case in ("http list", "http walk500", "in-process name", "in-process name-all",
+        for case in ("http list", "http walk500", "http old-page", "in-process old-page",
+                     "in-process name", "in-process name-all",
                      "in-process label", "in-process watch-name W=1",
                      "in-process watch-name W=n"):
             unit, scale = ("ms", 1e3) if case.startswith("http") else ("µs", 1e6)
@@ -570,6 +628,9 @@ def run(opts: ListPagingOptions) -> dict[str, Any]:
                 f"repeated for >= {opts.min_http_cpu_s} s), in-process `serve_list` called on "
                 f"the watch cache (process_time, repeated for >= {opts.min_cpu_s} s). Sizes "
                 "and trees interleave per repetition, so the ratios between sizes are paired.",
+                "Older revision: the server's revision before one Pod was updated; the page "
+                f"at it asks resourceVersion=<it>&resourceVersionMatch=Exact&limit={PAGE}, "
+                "the first page's cost (every later page's continue token carries it too).",
                 "Name watch: the cache's dispatch CPU per event while "
                 f"{opts.watch_events} Pods are updated through the store, with one "
                 "metadata.name= watcher, or one per Pod (each kubelet watching its own).",

@@ -41,7 +41,13 @@ from typing import Any, Self
 import msgspec
 
 from bench import report
-from bench.servers import REPO_ROOT, ServerProcess, kubewire_serve_argv, process_cpu_seconds
+from bench.servers import (
+    REPO_ROOT,
+    ServerProcess,
+    kubewire_serve_argv,
+    process_cpu_seconds,
+    tree_without_components,
+)
 from bench.servers import reference_argv as reference_server_argv
 from bench.stats import row, summary
 from bench.wire import PATCHED_POD_PAD_BYTES, create_namespace, pod_manifest, pods_path, request
@@ -122,7 +128,7 @@ def tree_serve_argv(src: str, data_dir: Path) -> list[str]:
     """``kubewire serve`` from the checkout whose package directory is ``src``."""
     return ["/usr/bin/env", f"PYTHONPATH={src}", sys.executable, "-m", "kubewire.cli", "serve",
             "--data-dir", str(data_dir), "--port", "0", "--insecure-http",
-            "--durability", DURABILITY, "--log-level", "WARNING"]
+            "--durability", DURABILITY, "--log-level", "WARNING", *tree_without_components(src)]
 
 
 def reference_sides(opts: RequestCPUOptions) -> dict[str, str]:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import cache
 from pathlib import Path
 
 READY_TIMEOUT_S = 60.0
@@ -39,6 +40,21 @@ def without_components(*keep: str) -> list[str]:
 
     off = [f"-{name}" for name in CLUSTER_COMPONENTS if name not in keep]
     return ["--controllers", ",".join(["*", *off]), "--nodes", "0"]
+
+
+@cache
+def tree_without_components(src: str) -> tuple[str, ...]:
+    """``without_components()`` for the checkout whose package directory is ``src`` (an A/B
+    tree): its own component names, read by that tree's interpreter; none for a tree from before
+    the cluster's components (its ``kubewire serve`` runs none, and knows neither flag)."""
+    code = ("from kubewire.server.controllers.selection import CLUSTER_COMPONENTS as c; "
+            "print(','.join(c))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": src}, check=False, timeout=60)
+    if done.returncode != 0:
+        return ()
+    off = [f"-{name}" for name in done.stdout.strip().split(",") if name]
+    return ("--controllers", ",".join(["*", *off]), "--nodes", "0")
 
 
 def kubewire_serve_argv(data_dir: Path, *, durability: str = "full", port: int = 0) -> list[str]:

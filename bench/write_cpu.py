@@ -27,7 +27,7 @@ from pathlib import Path
 import msgspec
 
 from bench.load import LoadGenerator
-from bench.servers import REPO_ROOT, ServerProcess, process_cpu_seconds
+from bench.servers import REPO_ROOT, ServerProcess, process_cpu_seconds, tree_without_components
 from bench.wire import create_namespace, pod_manifest, pods_path, request
 
 NAMESPACE = "bench"
@@ -39,7 +39,7 @@ _COMMITS = "kubewire_storage_commit_duration_seconds"
 def serve_argv(src: str, data_dir: Path, durability: str) -> list[str]:
     return ["/usr/bin/env", f"PYTHONPATH={src}", sys.executable, "-m", "kubewire.cli", "serve",
             "--data-dir", str(data_dir), "--port", "0", "--insecure-http",
-            "--durability", durability, "--log-level", "WARNING"]
+            "--durability", durability, "--log-level", "WARNING", *tree_without_components(src)]
 
 
 def thread_cpu(pid: int) -> dict[str, tuple[float, float]]:

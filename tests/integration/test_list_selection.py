@@ -236,3 +236,91 @@ def test_name_watch_initial_events_are_that_object(spread: ServerThread) -> None
         events = stream.events(2)
         assert [e["type"] for e in events] == ["BOOKMARK", "ADDED"]
         assert events[1]["object"]["metadata"]["name"] == "n1"
+
+
+# --- pages at an older revision -----------------------------------------------------------------
+
+def _store_lists(server: ServerThread) -> float:
+    """How many ConfigMap lists the server asked its store for (its etcd_request metric)."""
+    text = call(server, "GET", "/metrics").body.decode()
+    sample = 'etcd_request_duration_seconds_count{operation="list",type="configmaps"} '
+    return sum(float(line[len(sample):]) for line in text.splitlines() if line.startswith(sample))
+
+
+def _history(server: ServerThread) -> list[tuple[str, list[Any]]]:
+    """Creates, label changes, deletes and re-creates of ConfigMaps in three namespaces; after
+    each, the revision and every ConfigMap of a consistent unpaged list at it."""
+    snapshots: list[tuple[str, list[Any]]] = []
+
+    def snapshot() -> None:
+        listed = get(server, CM.collection(None))
+        snapshots.append((listed["metadata"]["resourceVersion"], listed["items"]))
+
+    for ns in ("a", "a-b", "b"):
+        create(server, NAMESPACE.collection(), NAMESPACE.obj(ns))
+    for i in range(6):
+        for ns in ("a", "a-b", "b"):
+            create(server, CM.collection(ns), CM.obj(f"c{i}", labels={"app": "web"}))
+        snapshot()
+    for ns, name in (("a", "c1"), ("b", "c4"), ("a-b", "c0")):
+        ok(call(server, "DELETE", CM.item(name, ns)), 200)
+        snapshot()
+        ok(call(server, "PATCH", CM.item("c2", ns), {"metadata": {"labels": {"app": "db"}}}))
+        snapshot()
+    create(server, CM.collection("a"), CM.obj("c1", labels={"app": "web"}))  # again
+    create(server, CM.collection("b"), CM.obj("c9"))
+    snapshot()
+    return snapshots
+
+
+def _walk_items(server: ServerThread, rv: str, **params: Any) -> list[Any]:
+    """Every item of a walk whose first page is at exact ``rv``; each page's metadata checked
+    against what remains."""
+    page = get(server, CM.collection(None), resourceVersion=rv, resourceVersionMatch="Exact",
+               **params)
+    items: list[Any] = []
+    while True:
+        assert page["metadata"]["resourceVersion"] == rv
+        items += page["items"]
+        token = page["metadata"].get("continue")
+        if not token:
+            return items
+        page = get(server, CM.collection(None), **{"continue": token}, **params)
+        assert len(items) < 200
+
+
+def _check_pages_at_every_revision(server: ServerThread) -> None:
+    for rv, expected in _history(server):
+        for limit in (1, 2, 5, 500):
+            assert _walk_items(server, rv, limit=limit) == expected
+            first = get(server, CM.collection(None), resourceVersion=rv,
+                        resourceVersionMatch="Exact", limit=limit)
+            rest = len(expected) - len(first["items"])
+            assert first["metadata"].get("remainingItemCount", 0) == rest
+            web = [o for o in expected if o["metadata"].get("labels", {}).get("app") == "web"]
+            assert _walk_items(server, rv, limit=limit, labelSelector="app=web") == web
+            for name in ("c1", "c2", "c9"):
+                named = [o for o in expected if o["metadata"]["name"] == name]
+                assert _walk_items(server, rv, limit=limit,
+                                   fieldSelector=f"metadata.name={name}") == named
+        named_in_a = get(server, CM.collection("a"), resourceVersion=rv,
+                         resourceVersionMatch="Exact", fieldSelector="metadata.name=c1")
+        assert named_in_a["items"] == [o for o in expected if o["metadata"]["namespace"] == "a"
+                                       and o["metadata"]["name"] == "c1"]
+
+
+def test_pages_at_older_revisions_come_from_the_cache(server: ServerThread) -> None:
+    """Issue 15: while the cache's history ring holds every change since a revision, a page at
+    it is the current state with those changes undone (a page costs what a current page costs,
+    not a read of the store from the page's start): the same answers as the store's, and no
+    store list."""
+    lists = _store_lists(server)
+    _check_pages_at_every_revision(server)
+    assert _store_lists(server) == lists
+
+
+def test_pages_at_revisions_older_than_the_ring_come_from_the_store(make_server: Any) -> None:
+    server = make_server(ring_capacity=4)
+    lists = _store_lists(server)
+    _check_pages_at_every_revision(server)
+    assert _store_lists(server) > lists

@@ -65,6 +65,7 @@ from kubewire.storage.cached import (
     event_line,
 )
 from kubewire.storage.label_index import LabelIndexes
+from kubewire.storage.past_view import PastOverlay, PastView, after_prefix
 from kubewire.storage.size_tally import SizeTally
 from kubewire.storage.version_view import VersionView
 from kubewire.storage.watcher import (
@@ -80,6 +81,9 @@ K = TypeVar("K")
 
 DEFAULT_RING_CAPACITY = 4096  # events per kind in memory; older ones come from the durable log
 DEFAULT_BOOKMARK_INTERVAL_S = 60.0  # kube: one bookmark about every minute (cacher.go)
+# Past revisions whose overlays a kind keeps for lists at them (``WatchCache.at``): the pages of
+# a few walks at once pay for each change once.
+PAST_OVERLAYS = 4
 REPLAY_PAGE = 500  # changes read from the durable log per query, at most
 # A replaying watcher holds about this many bytes of the log at a time: pages are sized from
 # the previous page's change sizes (the first page is small) and written in slices, each only
@@ -125,6 +129,7 @@ class WatchCache:
         self._live_ns: dict[str, set[Watcher]] = {}
         self._live_named: dict[tuple[str, str], set[Watcher]] = {}
         self._labels = LabelIndexes()  # built when a list first selects on a label key
+        self._past: dict[int, PastOverlay] = {}  # revision -> its overlay, oldest use first
         self._future: set[Watcher] = set()
         self.lagging: set[Watcher] = set()  # INITIAL or LAGGING: they hold a ring cursor
         # Counters read by /metrics: events written to watchers, watchers closed for lagging.
@@ -142,6 +147,7 @@ class WatchCache:
         self._keys = sorted(self.objects)
         self._added = []
         self._labels = LabelIndexes()  # rebuilt on demand from the loaded objects
+        self._past.clear()
 
     def _sorted_keys(self) -> list[str]:
         """The keys of ``objects`` in order (merging the keys added since the last call)."""
@@ -213,8 +219,26 @@ class WatchCache:
             obj = self.objects.get(ns_prefix + name)
             if obj is not None and obj.key >= start:
                 out.append(obj)  # namespaces are visited in key order, so the keys are too
-            i = bisect.bisect_left(keys, _after_prefix(ns_prefix), i)
+            i = bisect.bisect_left(keys, after_prefix(ns_prefix), i)
         return out
+
+    def at(self, revision: int, version: Resource | None = None) -> PastView | None:
+        """This kind as it was at ``revision`` (older than the newest change) for a list, served
+        as ``version``; None when the ring no longer holds every change after it
+        (storage/past_view.py)."""
+        ring = self.ring
+        if revision < ring.floor_rev:
+            return None
+        past = self._past.pop(revision, None)
+        if past is None or past.seq_end < ring.start:
+            past = PastOverlay(revision, ring.seq_after(revision))
+        past.extend(ring.slice(past.seq_end, ring.end), ring.end)
+        for old in [rev for rev in self._past if rev < ring.floor_rev]:
+            del self._past[old]
+        self._past[revision] = past  # the most recently used last
+        while len(self._past) > PAST_OVERLAYS:
+            del self._past[next(iter(self._past))]
+        return PastView(past, self._sorted_keys(), self.objects, self.named, version)
 
     def label_count(self, label: str, value: str) -> int:
         """How many objects have ``label`` = ``value`` (builds the label's index if needed)."""
@@ -546,15 +570,9 @@ def _discard(groups: dict[K, set[Watcher]], scope: K, watcher: Watcher) -> None:
             del groups[scope]
 
 
-def _after_prefix(prefix: str) -> str:
-    """The least string greater than every string starting with ``prefix``: the collection
-    and namespace prefixes lists pass all end with "/", so this is "0" in its place."""
-    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
-
-
 def _upper(keys: list[str], prefix: str) -> int:
     """The index past the last of sorted ``keys`` that starts with ``prefix``."""
-    return bisect.bisect_left(keys, _after_prefix(prefix))
+    return bisect.bisect_left(keys, after_prefix(prefix))
 
 
 def _forget_lines(events: list[CachedEvent]) -> None:

@@ -17,6 +17,7 @@ from typing import Protocol
 
 from kubewire.resources import Resource
 from kubewire.storage.cached import CachedObject, WatchFilter, WatchStart
+from kubewire.storage.past_view import PastView
 from kubewire.storage.watcher import Sink, Watcher
 
 
@@ -36,6 +37,8 @@ class StoredCache(Protocol):
     def count(self, prefix: str, start: str = "") -> int: ...
 
     def named(self, prefix: str, name: str, start: str = "") -> list[CachedObject]: ...
+
+    def at(self, revision: int, version: Resource | None = None) -> PastView | None: ...
 
     async def watch(self, sink: Sink, watch_filter: WatchFilter, start: WatchStart) -> Watcher: ...
 
@@ -73,6 +76,10 @@ class VersionView:
 
     def named(self, prefix: str, name: str, start: str = "") -> list[CachedObject]:
         return [obj.as_version(self.resource) for obj in self.cache.named(prefix, name, start)]
+
+    def at(self, revision: int) -> PastView | None:
+        """The stored kind at ``revision``, in this view's version (``WatchCache.at``)."""
+        return self.cache.at(revision, self.resource)
 
     def label_count(self, label: str, value: str) -> int:
         return 0

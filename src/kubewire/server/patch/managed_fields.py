@@ -336,6 +336,25 @@ def _is_member(tree: dict[str, JSON], path: Path) -> bool:
     return isinstance(node, dict) and (not node or "." in node)
 
 
+def _keeps_fields(tree: dict[str, JSON], taken: FieldSet, lost: FieldSet) -> bool:
+    """The writer's field set ``P`` (its canonical ``tree``) is the same after the update:
+    ``(P - lost) | taken == P``, i.e. it owns every field it takes and none it loses but does
+    not take back (a manager writing again the fields it wrote: most updates)."""
+    return all(_is_member(tree, path) for path in taken) and not any(
+        _is_member(tree, path) for path in lost - taken)
+
+
+def _entry_with_tree(key: ManagerKey, tree: dict[str, JSON], now: str) -> dict[str, JSON]:
+    """``encode_entry`` of the field set whose canonical ``fieldsV1`` is ``tree`` (that tree
+    itself, not parsed and encoded again)."""
+    entry: dict[str, JSON] = {"manager": key.manager, "operation": key.operation,
+                              "apiVersion": key.api_version, "time": now,
+                              "fieldsType": "FieldsV1", "fieldsV1": tree}
+    if key.subresource:
+        entry["subresource"] = key.subresource
+    return entry
+
+
 def record_update_entries(entries: list[dict[str, JSON]], keys: list[ManagerKey],
                           changes: Comparison, record: UpdateRecord,
                           ) -> list[dict[str, JSON]] | None:
@@ -351,13 +370,17 @@ def record_update_entries(entries: list[dict[str, JSON]], keys: list[ManagerKey]
                            key.subresource, record.has_status)
     out: list[dict[str, JSON]] = []
     previous: FieldSet = frozenset()
+    kept_tree: dict[str, JSON] | None = None  # the writer's own fieldsV1, when it stays as is
     for entry, other in zip(entries, keys, strict=True):
         tree = entry["fieldsV1"]
         assert isinstance(tree, dict)
         if not tree:
             continue  # owns nothing: record_update drops it
         if other == key and taken:
-            previous = parse_fields_v1(tree) - lost
+            if _keeps_fields(tree, taken, lost):
+                kept_tree = tree
+            else:
+                previous = parse_fields_v1(tree) - lost
             continue
         if not any(_is_member(tree, path) for path in lost):
             out.append(entry)
@@ -367,7 +390,9 @@ def record_update_entries(entries: list[dict[str, JSON]], keys: list[ManagerKey]
             time = entry.get("time")
             out.append(encode_entry(other, ManagedSet(
                 remaining, str(entry["apiVersion"]), time if isinstance(time, str) else None)))
-    if taken:
+    if kept_tree is not None:
+        out.append(_entry_with_tree(key, kept_tree, record.now))
+    elif taken:
         out.append(encode_entry(key, ManagedSet(taken | previous, key.api_version, record.now)))
     if sum(1 for entry in out if entry["operation"] == "Update") > MAX_UPDATE_MANAGERS:
         return None

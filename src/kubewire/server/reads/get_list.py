@@ -1,9 +1,10 @@
 """GET of one object and LIST of a collection, with kube's resourceVersion semantics.
 
 Reads come from the watch cache, which always holds the current state; a read at an older exact
-revision (``resourceVersionMatch=Exact``, legacy ``limit`` + RV, continue tokens) is rebuilt from
-the durable change log, so pages of one list stay consistent for as long as the log retains
-history (watch-protocol.md §2.3, §10).
+revision (``resourceVersionMatch=Exact``, legacy ``limit`` + RV, continue tokens) is the cache's
+state with the changes since undone while its history ring holds them all
+(storage/past_view.py), else rebuilt from the durable change log, so pages of one list stay
+consistent for as long as the log retains history (watch-protocol.md §2.3, §10).
 
 A page reads only what it returns (``_page``): it walks the cache's keys from its start and
 stops after ``limit + 1`` matches; ``remainingItemCount`` (only without selectors, as kube's
@@ -172,6 +173,11 @@ async def _objects_at(ctx: ServerContext, resource: Resource, prefix: str, revis
         return cache, (revision if revision > 0 else current)
     if revision > current:
         raise too_large_resource_version(revision, current)
+    if revision < ctx.store.compacted_revision:
+        raise CompactedError(revision, ctx.store.compacted_revision)
+    past = cache.at(revision)  # from the cache while its ring holds every change since
+    if past is not None:
+        return past, revision
     records, at = await ctx.store.list(prefix, revision=revision, start=start)
     return _Records(records, resource), at
 

@@ -36,7 +36,6 @@ from kubewire.server.request.routes import Route
 from kubewire.server.wire.encoding import (
     decode_object,
     encode_json,
-    json_response,
     media_type,
     negotiate_json,
     object_response,
@@ -291,8 +290,8 @@ async def update(ctx: ServerContext, request: Request, route: Route) -> Response
             raise conflict(resource.group, resource.plural, route.name)
         return copy_json(new)
 
-    stored, warnings = await guaranteed_update(ctx, route, mutate, wopts)
-    return json_response(200, stored, _warning_headers(warnings))
+    stored, warnings = await guaranteed_update_encoded(ctx, route, mutate, wopts)
+    return object_response(200, stored, _warning_headers(warnings))
 
 
 async def patch(ctx: ServerContext, request: Request, route: Route) -> Response:
@@ -340,8 +339,8 @@ async def patch(ctx: ServerContext, request: Request, route: Route) -> Response:
         mutate = patched
     if missing:
         raise not_found(resource.group, resource.plural, route.name)
-    stored, warnings = await guaranteed_update(ctx, route, mutate, wopts)
-    return json_response(200, stored, _warning_headers(warnings))
+    stored, warnings = await guaranteed_update_encoded(ctx, route, mutate, wopts)
+    return object_response(200, stored, _warning_headers(warnings))
 
 
 async def apply_object(ctx: ServerContext, route: Route, applied: dict[str, Any],
@@ -382,7 +381,16 @@ def _patch_function(resource: Resource, content_type: str) -> Any:
 
 async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Mutation,
                             wopts: WriteOptions) -> tuple[dict[str, Any], list[str]]:
+    """``guaranteed_update_encoded``, the object decoded: for callers that read it."""
+    encoded, warnings = await guaranteed_update_encoded(ctx, route, mutate, wopts)
+    return _decode(encoded), warnings
+
+
+async def guaranteed_update_encoded(ctx: ServerContext, route: Route, mutate: Mutation,
+                                    wopts: WriteOptions) -> tuple[bytes, list[str]]:
     """Read, mutate, validate, commit with the read revision; retry on a concurrent write.
+    Returns the object as stored (the bytes an update answers, as a create answers its
+    stored bytes), or as it would be (dry run), or the live one (a no-op).
 
     ``mutate`` gets the request's own copy of the live object (decoded again from the stored
     bytes: cheaper than copying ``old``) and returns an object of its own; from there every step
@@ -416,17 +424,17 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Mutation,
         if not route.subresource:  # status writes keep the stored spec: nothing to allocate
             prepared = await _admit_update(ctx, route, old, prepared, wopts)
         if wopts.dry_run:
-            return prepared, warnings
+            return encode_json(prepared), warnings
         if lifecycle.is_noop_update(old, prepared) and not _stored_otherwise(ctx, resource, key):
             await ctx.allocations.abandon(resource, prepared, kept=old)
-            return old, warnings
+            return current.value, warnings
         try:
             if lifecycle.should_remove_after_update(resource, prepared):
                 # store.go Update: emptied finalizers on a marked object → the update is not
                 # written, the object is deleted (watchers see one DELETED) — errEmptiedFinalizers
                 await ctx.allocations.abandon(resource, prepared, kept=old)
                 change = await ctx.store.write(Delete(key, current.revision))
-                return _decode(change.value), warnings
+                return change.value, warnings
             change = await ctx.store.write(Update(key, prepared, current.revision))
         except RevisionMismatchError as err:  # retried on the object as it is now
             await ctx.allocations.abandon(resource, prepared, kept=old)
@@ -435,7 +443,7 @@ async def guaranteed_update(ctx: ServerContext, route: Route, mutate: Mutation,
         except KeyNotFoundError:
             await ctx.allocations.abandon(resource, prepared, kept=old)
             raise not_found(resource.group, resource.plural, route.name) from None
-        return _decode(change.value), warnings
+        return change.value, warnings
     raise conflict(resource.group, resource.plural, route.name)
 
 
