@@ -345,7 +345,8 @@ async def test_min_ready_seconds_holds_the_next_ordinal(
     await until(lambda: "web-1" in pods(server), "web-1", timeout=10)
     # the Ready time has whole seconds: available at most a second before ready_at + 2
     assert time.time() - ready_at >= 1.0
-    assert status(server).get("availableReplicas") == 1
+    # web-1 is created in the sync that counts web-0 available; the status write follows it
+    await until(lambda: status(server).get("availableReplicas") == 1, "web-0 available")
 
 
 async def test_kubectl_rollout_undo(server: ServerThread, controller: ClusterContext) -> None:
