@@ -22,6 +22,7 @@ README says "can create 20 nodes or pods per second" and "maintain 1k nodes and 
     python -m bench.cluster_scale --smoke      # 10 nodes, 100 pods
     python -m bench.cluster_scale              # quick: 100 nodes, 1,000 pods
     python -m bench.cluster_scale --full       # quick, then the issue's: 1,000 nodes, 10,000 pods
+    python -m bench.cluster_scale --size 300,3000   # one size of your choosing (nodes,pods)
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import argparse
 import asyncio
 import dataclasses
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -112,6 +114,7 @@ class Watchers:
         self.events = 0
         self.ready: set[str] = set()
         self.all_ready = threading.Event()
+        self.first_ready: dict[int, float] = {}  # tenths of ``pods`` Ready -> when (monotonic)
         self.open = threading.Event()
         self.cpu_s = 0.0
         self._stop = threading.Event()
@@ -142,6 +145,8 @@ class Watchers:
                 name = ev.object["metadata"]["name"]
                 if ev.type.value != "DELETED" and is_ready(ev.object):
                     self.ready.add(name)
+                    tenth = len(self.ready) * 10 // max(self.pods, 1)
+                    self.first_ready.setdefault(tenth, time.monotonic())
                 else:
                     self.ready.discard(name)
                 if len(self.ready) >= self.pods:
@@ -168,7 +173,8 @@ class Watchers:
             await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def measure(server: ServerProcess, kubeconfig: Path, opts: ScaleOptions) -> dict[str, Any]:
+async def measure(server: ServerProcess, kubeconfig: Path,  # noqa: PLR0915 (one story)
+                  opts: ScaleOptions) -> dict[str, Any]:
     from kubewire.client import Api, create_client
     from kubewire.cluster.controllers.deployment import make_deployment_controller
     from kubewire.cluster.controllers.replicaset import make_replicaset_controller
@@ -203,14 +209,21 @@ async def measure(server: ServerProcess, kubeconfig: Path, opts: ScaleOptions) -
         for i in range(opts.deployments):
             await deployments.create(deployment(f"d{i}", share + (1 if i < extra else 0)))
         deadline = t1 + opts.timeout_s
+        shown = t1
         while not watchers.all_ready.is_set() and time.monotonic() < deadline:
             for t in tasks:
                 if t.done():
                     t.result()
             await asyncio.sleep(0.05)
+            if time.monotonic() - shown >= 15.0:  # a long run shows how it goes
+                shown = time.monotonic()
+                print(f"  {shown - t1:6.1f} s: {len(watchers.ready):,} pods Ready",
+                      file=sys.stderr, flush=True)
         # past the time limit the run reports how far it got rather than nothing
         out["ready"] = len(watchers.ready)
         out["pods_s"] = time.monotonic() - t1
+        out["half_s"] = watchers.first_ready.get(5, float("nan")) - t1
+        out["ninety_s"] = watchers.first_ready.get(9, float("nan")) - t1
         out["server_cpu_s"] = process_cpu_seconds(server.pid) - server_cpu0
         out["components_cpu_s"] = time.thread_time() - cpu1
         out["fleet_start_cpu_s"] = cpu1 - cpu0
@@ -280,7 +293,8 @@ def run_size(opts: ScaleOptions) -> tuple[list[dict[str, Any]], str]:
         one(f"{size}: Deployments created → {reached}", "s", got["pods_s"],
             opts.pods / KWOK_PODS_PER_S, target="≤ kwok's budget rate",
             met=got["ready"] >= opts.pods and got["pods_s"] <= opts.pods / KWOK_PODS_PER_S,
-            pods_per_s=fmt(rate), **per_pod),
+            pods_per_s=fmt(rate), half_ready_s=fmt(got["half_s"]),
+            ninety_percent_ready_s=fmt(got["ninety_s"]), **per_pod),
     ]
     note = (
         f"{size}: meanwhile (Deployments created → {reached}, {fmt(got['pods_s'])} s): server "
@@ -300,6 +314,8 @@ def main() -> None:
     size.add_argument("--smoke", action="store_true", help="10 nodes, 100 pods")
     size.add_argument("--full", action="store_true",
                       help="the quick size, then the issue's 1,000 nodes, 10,000 pods")
+    size.add_argument("--size", metavar="NODES,PODS", default=None,
+                      help="one size: NODES nodes, PODS pods in PODS/100 Deployments")
     parser.add_argument("--out", type=Path, default=report.RESULTS_DIR)
     parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
                         help="per size: report how many pods are Ready after this long "
@@ -307,6 +323,9 @@ def main() -> None:
     args = parser.parse_args()
     sizes = ([SMOKE] if args.smoke else [ScaleOptions(), ScaleOptions.full()] if args.full
              else [ScaleOptions()])
+    if args.size:
+        nodes, pods = (int(part) for part in args.size.split(","))
+        sizes = [ScaleOptions(nodes=nodes, pods=pods, deployments=max(1, pods // 100))]
     if args.time_limit is not None:
         sizes = [dataclasses.replace(s, timeout_s=args.time_limit) for s in sizes]
     result = run(*sizes)
