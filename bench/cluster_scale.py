@@ -323,7 +323,8 @@ def run(opts: ScaleOptions, *more: ScaleOptions) -> dict[str, Any]:
         "within 60 s. One repetition per size: the issue's size runs for minutes. Small sizes "
         "are dominated by fixed delays (kube's slow-start pod creation batches, the simulated "
         "kubelet's stages), so the budget rate is meant for the issue's size.")
-    command = "python -m bench.cluster_scale" + (" --full" if more else "")
+    command = ("python -m bench.cluster_scale" + (" --full" if more else "")
+               + (" --fleet-process" if opts.fleet_process else ""))
     return {"name": NAME, "title": "Cluster at scale (issue 20)",
             "reference": "kwok's e2e budget (test/e2e/benchmark.go CaseBenchmark: 5,000 nodes "
                          "and 10,000 pods Ready within 60 s each, on a CI machine, Go kubelets "
