@@ -87,18 +87,57 @@ async def test_new_events_have_regarding_and_note(server: ServerThread, client: 
 
 async def test_a_burst_of_events_is_sent_on_concurrent_lanes(server: ServerThread,
                                                               client: Client) -> None:
-    """300 distinct events (under the 1,000 queue bound) are all recorded, none dropped; the
-    lanes send them concurrently and ``close`` leaves nothing behind."""
+    """300 events about 300 objects (under the 1,000 queue bound; each object's first, so the
+    correlator lets all through) are all recorded, none dropped; the lanes send them
+    concurrently and ``close`` leaves nothing behind."""
     ctx = ClusterContext(client)
-    cm = create(server, "/api/v1/namespaces/default/configmaps",
-                {"metadata": {"name": "bursty"}})
     events = ctx.recorder("burst-controller")
     for i in range(300):
-        events.event(cm, "Normal", "Burst", f"event {i}")
+        events.event({"kind": "ConfigMap", "apiVersion": "v1",
+                      "metadata": {"name": f"bursty-{i}", "namespace": "default",
+                                   "uid": f"uid-{i}"}}, "Normal", "Burst", f"event {i}")
     assert sum(1 for task in ctx.events._tasks if task is not None) > 1
     await ctx.events.drain()
     await ctx.close()
-    assert (ctx.events.sent, ctx.events.dropped) == (300, 0)
+    assert (ctx.events.sent, ctx.events.dropped, ctx.events.filtered) == (300, 0, 0)
     body = ok(call(server, "GET", "/api/v1/namespaces/default/events"), 200)
-    mine = [e for e in body["items"] if e["involvedObject"].get("name") == "bursty"]
+    mine = [e for e in body["items"] if e["involvedObject"].get("name", "").startswith("bursty-")]
     assert sorted(e["message"] for e in mine) == sorted(f"event {i}" for i in range(300))
+
+
+async def test_similar_events_are_combined_and_a_source_is_held_to_its_burst(
+        server: ServerThread, client: Client) -> None:
+    """client-go's correlator: 100 ``Created pod`` events about one ReplicaSet (messages
+    differ) are nine events as they are, then one ``(combined from similar events)`` event
+    counted up by PATCH; the source's burst of 25 events about the object lets 16 of those
+    through and keeps the other 75 back (the refill is one per five minutes). Another
+    object's events are not held back by the first's."""
+    ctx = ClusterContext(client)
+    owner = {"kind": "ReplicaSet", "apiVersion": "apps/v1",
+             "metadata": {"name": "many", "namespace": "default", "uid": "uid-many"}}
+    events = ctx.recorder("replicaset-controller")
+    try:
+        for i in range(100):
+            events.event(owner, "Normal", "SuccessfulCreate", f"Created pod: many-{i}")
+            if i % 10 == 9:
+                await ctx.events.drain()
+        events.event({**owner, "metadata": {**owner["metadata"], "name": "other",
+                                            "uid": "uid-other"}},
+                     "Normal", "SuccessfulCreate", "Created pod: other-0")
+        await ctx.events.drain()
+    finally:
+        await ctx.close()
+    assert ctx.events.filtered == 75
+    body = ok(call(server, "GET", "/api/v1/namespaces/default/events"), 200)
+    mine = [e for e in body["items"] if e["involvedObject"].get("name") == "many"]
+    plain = sorted(e["message"] for e in mine if e["count"] == 1
+                   and not e["message"].startswith("(combined"))
+    assert plain == sorted(f"Created pod: many-{i}" for i in range(9))
+    combined = [e for e in mine if e["message"].startswith("(combined")]
+    assert len(combined) == 1 and len(mine) == 10
+    assert combined[0]["count"] == 16
+    assert combined[0]["message"] == "(combined from similar events): Created pod: many-24"
+    assert combined[0]["reason"] == "SuccessfulCreate"
+    assert combined[0]["source"] == {"component": "replicaset-controller"}
+    assert [e["message"] for e in body["items"]
+            if e["involvedObject"].get("name") == "other"] == ["Created pod: other-0"]

@@ -126,3 +126,64 @@ async def test_failed_creates_report_replica_failure_then_recover(server: Server
         assert failed and failed[0]["type"] == "Warning"
         assert failed[0]["message"].startswith("Error creating: ")
         assert len(await owned_pods(pods, "default", rs["metadata"]["uid"])) == 2
+
+
+async def test_claim_reads_its_own_pods_and_orphans_not_the_whole_namespace(
+        server: ServerThread, monkeypatch: Any) -> None:
+    """A sync's candidates come from the ``controllerUID`` index (kube's
+    ``FilterPodsByOwner``): with many pods of another controller in the namespace (labelled
+    so that web's selector matches them), a sync of ``web`` looks at its own pods and the orphans
+    only, never claims the other's pods, adopts a matching orphan and releases a pod that
+    stops matching."""
+    from kubewire.cluster.controllers import replicaset as rs_module
+
+    looked_at: list[str] = []
+    real_is_active = rs_module.is_active
+
+    def counting_is_active(pod: Any) -> bool:
+        looked_at.append(pod["metadata"]["name"])
+        return real_is_active(pod)
+
+    monkeypatch.setattr(rs_module, "is_active", counting_is_active)
+    async with await create_client(server.kubeconfig) as client:
+        rss, pods, _ = apis(client)
+        # another controller's pods (a StatefulSet's: the ReplicaSet controller syncs nothing
+        # of its own for them, so every pod the spy sees is one a sync of web looked at)
+        other_uid = "7d1c0c8e-0000-4000-8000-000000000001"
+        other_ref = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "other",
+                     "uid": other_uid, "controller": True}
+        for i in range(40):  # labelled as web's would be, but another controller's
+            await pods.create({"metadata": {"name": f"theirs-{i}",
+                                            "labels": {"app": "web"},
+                                            "ownerReferences": [other_ref]},
+                               "spec": {"containers": [{"name": "c", "image": "x"}]}},
+                              namespace="default")
+        await pods.create({"metadata": {"name": "stray", "labels": {"app": "web"}},
+                           "spec": {"containers": [{"name": "c", "image": "x"}]}},
+                          namespace="default")
+        async with running(server, deployments=False):
+            rs = await rss.create(replicaset("web", 2), namespace="default")
+            uid = rs["metadata"]["uid"]
+
+            async def two() -> list[Obj] | None:
+                found = await owned_pods(pods, "default", uid)
+                return found if len(found) == 2 else None
+
+            found = await eventually(two, what="two pods of web")
+            assert "stray" in {p["metadata"]["name"] for p in found}
+            mine = next(p for p in found if p["metadata"]["name"] != "stray")
+            await pods.patch(mine["metadata"]["name"], {"metadata": {"labels": {"app": "gone"}}},
+                             namespace="default")
+
+            async def released() -> Obj | None:
+                got = await pods.get(mine["metadata"]["name"], namespace="default")
+                return got if not got["metadata"].get("ownerReferences") else None
+
+            await eventually(released, what="the relabelled pod released")
+            await eventually(two, what="a replacement for the released pod")
+        theirs = [p for p in (await pods.list(namespace="default")).items
+                  if p["metadata"]["name"].startswith("theirs-")]
+        assert len(theirs) == 40
+        assert all(p["metadata"]["ownerReferences"] == [other_ref] for p in theirs)
+    assert looked_at, "the ReplicaSet was never synced"
+    assert not [n for n in looked_at if n.startswith("theirs-")]

@@ -100,7 +100,8 @@ PURE = ("kubewire.selectors", "kubewire.schema", "kubewire.models", "kubewire.se
         "kubewire.cluster.controllers.options",
         "kubewire.cluster.controllers.history", "kubewire.cluster.controllers.pod_state",
         "kubewire.cluster.controllers.statefulset_rules",
-        "kubewire.cluster.controllers.daemonset_rules", "kubewire.cluster.churn")
+        "kubewire.cluster.controllers.daemonset_rules", "kubewire.cluster.churn",
+        "kubewire.cluster.event_correlation")
 # (httptools is a parser, not I/O: the sans-I/O ``http_parse`` drives it.)
 IO_LIBRARIES = frozenset({"asyncio", "socket", "ssl", "sqlite3", "uvloop", "threading",
                           "subprocess", "multiprocessing", "selectors"})

@@ -166,3 +166,17 @@ def test_factory_options_from_a_mapping_or_an_options_object() -> None:
     assert rr.option(Options(), "workers", 5) == 3
     assert rr.option(None, "workers", 5) == 5
     assert rr.option({"workers": "x"}, "workers", 5) == 5
+
+
+def test_controller_uid_index_files_a_pod_under_its_controller_or_as_an_orphan() -> None:
+    """``PodControllerUIDIndex``: the controller's UID (a non-controller owner does not count),
+    else the namespace's orphan key, which no UID can equal."""
+    owned = {"metadata": {"namespace": "a", "ownerReferences": [
+        {"uid": "u-owner", "controller": False}, {"uid": "u-ctl", "controller": True}]}}
+    helper_only = {"metadata": {"namespace": "a", "ownerReferences": [{"uid": "u-owner"}]}}
+    bare = {"metadata": {"namespace": "b"}}
+    assert rr.controller_uid_index(owned) == ["u-ctl"]
+    assert rr.controller_uid_index(helper_only) == [rr.orphan_index_key("a")]
+    assert rr.controller_uid_index(bare) == [rr.orphan_index_key("b")]
+    assert rr.orphan_index_key("a") != rr.orphan_index_key("b")
+    assert "/" in rr.orphan_index_key("a")

@@ -8,9 +8,11 @@ controllers read them. Objects are plain dicts (``Api(dict, ...)``).
 ``ClusterContext.recorder(component, host)`` records core/v1 Events as client-go's
 ``tools/record`` does (the API most controllers and the kubelet use): named
 ``<involvedObject.name>.<hex nanoseconds>``, with ``source.component`` (and ``host``),
-``firstTimestamp``/``lastTimestamp`` and ``count``; an event identical to one recorded in the
-last ten minutes (same object, type, reason, message, source) PATCHes the earlier one's
-``count`` and ``lastTimestamp`` instead, as the correlator does.
+``firstTimestamp``/``lastTimestamp`` and ``count``, through client-go's ``EventCorrelator``
+(``event_correlation``): similar events (differing in message only) are combined from the
+tenth on, a source may send 25 events about one object and then one per five minutes, and an
+event identical to one recorded in the last ten minutes (same object, type, reason, message,
+source) PATCHes the earlier one's ``count``, ``lastTimestamp`` and ``message`` instead.
 ``ClusterContext.new_recorder(component)`` records events.k8s.io/v1 Events as ``tools/events``
 does (the scheduler's API: ``regarding``, ``note``, ``action``, ``eventTime``,
 ``reportingController``). Both send from a bounded queue in the background: a component never
@@ -40,6 +42,7 @@ from typing import Any, Protocol, TypeVar
 from kubewire.client import Api, Client, QueueShutDown, WorkQueue
 from kubewire.client.errors import ClientError, NotFound, StatusError
 from kubewire.client.informers.informer import Informer
+from kubewire.cluster.event_correlation import COMBINED_PREFIX, EventCorrelator
 
 log = logging.getLogger(__name__)
 
@@ -197,6 +200,7 @@ class EventRecorder:
         self.dropped = 0
         self.sent = 0
         self.queued_chars = 0
+        self.correlator = EventCorrelator()
         self._recent: OrderedDict[tuple[str, ...], _Aggregate] = OrderedDict()
         self._recent_chars = 0
         self._tasks: list[asyncio.Task[None] | None] = [None] * SEND_LANES
@@ -222,9 +226,36 @@ class EventRecorder:
             "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1, "type": type_,
             "eventTime": None, "reportingComponent": component, "reportingInstance": host,
         }
-        key = (namespace, ref.get("kind", ""), ref["name"], ref.get("uid", ""), type_, reason,
-               message, component, host)
-        self._offer(event, key)
+        source_object = (component, host, ref.get("kind", ""), namespace, ref["name"],
+                         ref.get("uid", ""), ref.get("apiVersion", ""))
+        key: tuple[str, ...] = (*source_object, type_, reason, message)
+        now = self.clock()
+        if self.correlator.aggregate((*source_object, type_, reason), message, now):
+            event["message"] = COMBINED_PREFIX + message
+            key = (*source_object, type_, reason)  # the group's one event, counted up
+        event = self._observe(event, key, now)
+        if self.correlator.allow(source_object, now):
+            self._offer(event, key)
+
+    @property
+    def filtered(self) -> int:
+        """Events the spam filter kept back."""
+        return self.correlator.filtered
+
+    def _observe(self, event: Obj, key: tuple[str, ...], now: float) -> Obj:
+        """``eventObserve``: a repeat of ``key`` within ten minutes becomes the earlier event
+        (its name and first time) with the count one higher; the send PATCHes it."""
+        earlier = self._recent.get(key)
+        if earlier is not None and now - earlier.seen < AGGREGATE_WINDOW_S:
+            earlier.count += 1
+            earlier.seen = now
+            self._recent.move_to_end(key)
+            return {**event, "metadata": {**event["metadata"], "name": earlier.name},
+                    "firstTimestamp": earlier.first, "count": earlier.count}
+        meta = event["metadata"]
+        self._remember(key, _Aggregate(meta["name"], meta["namespace"], 1,
+                                       event["firstTimestamp"], now))
+        return event
 
     def _offer(self, event: Obj, key: tuple[str, ...]) -> None:
         lane = hash(key) % SEND_LANES
@@ -255,21 +286,16 @@ class EventRecorder:
                           event["metadata"]["name"], err)
 
     async def _send(self, event: Obj, key: tuple[str, ...]) -> None:
-        seen = self.clock()
-        earlier = self._recent.get(key)
-        if earlier is not None and seen - earlier.seen < AGGREGATE_WINDOW_S:
-            earlier.count += 1
-            earlier.seen = seen
-            self._recent.move_to_end(key)
-            with contextlib.suppress(NotFound):
-                await self.api.patch(earlier.name, {
-                    "count": earlier.count, "lastTimestamp": event["lastTimestamp"]},
-                    namespace=earlier.namespace)
-                return
+        """``recordEvent``: a repeat (count above 1) PATCHes the earlier event, and creates it
+        when the server no longer has it; anything else is created."""
         meta = event["metadata"]
+        if event["count"] > 1:
+            with contextlib.suppress(NotFound):
+                await self.api.patch(meta["name"], {
+                    "count": event["count"], "lastTimestamp": event["lastTimestamp"],
+                    "message": event["message"]}, namespace=meta["namespace"])
+                return
         await self.api.create(event, namespace=meta["namespace"])
-        self._remember(key, _Aggregate(meta["name"], meta["namespace"], 1,
-                                       event["firstTimestamp"], seen))
 
     def _remember(self, key: tuple[str, ...], aggregate: _Aggregate) -> None:
         """Keep ``aggregate`` as the newest entry of the LRU, within its two bounds."""

@@ -7,7 +7,10 @@
   on, as in 1.32);
 - a pod from a template (``controller.GetPodFromTemplate``);
 - the status a sync writes (``replica_set_utils.go`` ``calculateStatus``) and the
-  ``ReplicaFailure`` condition.
+  ``ReplicaFailure`` condition;
+- the pod index a sync reads its candidates from (``controller.PodControllerUIDIndex``: a pod
+  under its controller's UID, an orphan under its namespace), so a sync visits its own pods
+  and the orphans it may adopt rather than every pod of the namespace.
 
 Objects are plain dicts as the API serves them; times are RFC 3339 strings or epoch seconds.
 """
@@ -26,6 +29,8 @@ BURST_REPLICAS = 500  # replicaset.BurstReplicas
 SLOW_START_INITIAL_BATCH = 1  # controller.SlowStartInitialBatchSize
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 _PHASE_ORDINAL = {"Pending": 0, "Unknown": 1, "Running": 2}
+CONTROLLER_UID_INDEX = "controllerUID"  # controller.PodControllerUIDIndex
+_ORPHAN_PREFIX = "orphan/"  # UIDs hold no "/": an orphan key cannot name a controller
 
 
 def option(options: object, name: str, default: int) -> int:
@@ -63,6 +68,19 @@ def controller_ref(obj: Mapping[str, Any]) -> Obj | None:
         if isinstance(ref, dict) and ref.get("controller"):
             return ref
     return None
+
+
+def orphan_index_key(namespace: str) -> str:
+    """``controller.OrphanPodIndexKeyForNamespace``: where the namespace's orphans are filed."""
+    return _ORPHAN_PREFIX + namespace
+
+
+def controller_uid_index(pod: Mapping[str, Any]) -> list[str]:
+    """``PodControllerUIDIndex``: the controller's UID, or the namespace's orphan key."""
+    ref = controller_ref(pod)
+    if ref is not None:
+        return [str(ref.get("uid") or "")]
+    return [orphan_index_key(str(meta(pod).get("namespace") or ""))]
 
 
 def make_controller_ref(owner: Mapping[str, Any], api_version: str, kind: str) -> Obj:
