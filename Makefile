@@ -45,10 +45,17 @@ integration: setup
 	tools/ensure-etcd
 	$(BIN)/pytest -q tests/integration
 
+# `make test` runs the unit, integration and benchmark-smoke suites on two workers, a file per
+# worker at a time (pytest-xdist; each test starts its own servers on random ports), then the
+# reliability short forms alone: they assert latency and memory bounds under attack, which a
+# second worker's load on a two-core machine would blur. PARALLEL= runs everything in one process.
+PARALLEL ?= -n 2 --dist loadfile
+
 test: setup lint
 	tools/ensure-kubectl
 	tools/ensure-etcd
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q $(PARALLEL) --ignore=tests/reliability
+	$(BIN)/pytest -q tests/reliability
 	KUBEWIRE_TEST_STORAGE=etcd $(BIN)/pytest -q $(ETCD_SHORT)
 
 # The suites on etcd (tests/storage_choice.py: KUBEWIRE_TEST_STORAGE puts every test server on a
