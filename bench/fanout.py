@@ -15,7 +15,13 @@ own watch cache fed by the store's change feed; the kernel gives each watch and 
 connection to one of them), so the fan-out can use the second core; its CPU is the process
 tree's (the hub and the workers).
 
+``--src OTHER/src`` adds the side "base": another checkout's ``kubewire serve`` (e.g. a ``git
+worktree`` of main), with the same creates and watches, interleaved with the others, for an A/B
+of a change in one run (rows: this tree against it, in events/s and in server CPU per delivered
+event, which is the steadier figure on a loaded machine).
+
     python -m bench.fanout [--smoke] [--repeats 5] [--watchers 10,100,1000] [--server-workers 2]
+                           [--src OTHER/src]
 """
 
 from __future__ import annotations
@@ -33,7 +39,12 @@ from typing import Any
 import msgspec
 
 from bench import report
-from bench.servers import ServerProcess, kubewire_serve_argv, reference_argv
+from bench.servers import (
+    ServerProcess,
+    kubewire_serve_argv,
+    reference_argv,
+    tree_without_components,
+)
 from bench.stats import interleaved_rounds, row, summary
 from bench.wire import create_namespace, pod_manifest, pods_path, request
 from bench.worker import Worker, gather_results, open_watches
@@ -41,6 +52,7 @@ from bench.worker import Worker, gather_results, open_watches
 NAME = "fanout"
 SIDES = ("kubewire", "raw", "raw+creates")  # interleaved, rotated per repetition
 WORKERS_SIDE = "kubewire-workers"  # with --server-workers N
+BASE_SIDE = "base"  # with --src: another tree's kubewire serve
 TARGET_RATIO = 0.85  # issue 6: fan-out at W=1000, ratio to the raw limit
 
 
@@ -55,11 +67,13 @@ class FanoutOptions:
     reader_processes: int = 2
     round_timeout_s: float = 120.0
     server_workers: int = 0  # > 1: the "kubewire-workers" side, ``kubewire serve --workers N``
+    base_src: str = ""  # another checkout's src: the "base" side
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def sides(self) -> tuple[str, ...]:
-        return (*SIDES, WORKERS_SIDE) if self.server_workers > 1 else SIDES
+        return (*SIDES, *((WORKERS_SIDE,) if self.server_workers > 1 else ()),
+                *((BASE_SIDE,) if self.base_src else ()))
 
     def events_per_watcher(self, watchers: int) -> int:
         return max(self.min_events, min(self.max_events, self.deliveries // watchers))
@@ -83,6 +97,10 @@ class Rig:
             self.workers = stack.enter_context(ProcessTree(WORKERS_SIDE, [
                 *kubewire_serve_argv(data_dir / "workers", durability="normal"),
                 "--workers", str(opts.server_workers)])).wait_ready()
+        self.base: ServerProcess | None = None
+        if opts.base_src:
+            self.base = stack.enter_context(ServerProcess(
+                BASE_SIDE, base_serve_argv(opts.base_src, data_dir / "base"))).wait_ready()
         self.raw = stack.enter_context(ServerProcess(
             "raw", reference_argv("bench.raw_server"))).wait_ready()
         self.readers = [stack.enter_context(Worker("bench.readers:ReaderSet"))
@@ -110,12 +128,13 @@ class Rig:
         """One round on ``side``: "kubewire" (its own creates feed its watchers), "raw" (the
         limit), "raw+creates" (the raw server's fan-out while the same creates are served
         by kubewire beside it, to a namespace nobody watches: the most a server that must
-        also serve these creates could deliver on this machine), or "kubewire-workers" (as
-        "kubewire", served by ``--workers N``)."""
+        also serve these creates could deliver on this machine), "kubewire-workers" (as
+        "kubewire", served by ``--workers N``) or "base" (as "kubewire", served by the
+        ``--src`` tree)."""
         self.rounds += 1
         n = self.opts.events_per_watcher(watchers)
-        kubewire = side in {"kubewire", WORKERS_SIDE}
-        writer = self.workers if side == WORKERS_SIDE and self.workers else self.kubewire
+        kubewire = side in {"kubewire", WORKERS_SIDE, BASE_SIDE}
+        writer = {WORKERS_SIDE: self.workers, BASE_SIDE: self.base}.get(side) or self.kubewire
         server = writer if kubewire else self.raw
         creating = side != "raw"
         namespace = f"fan-{self.rounds}"
@@ -219,6 +238,8 @@ def result(opts: FanoutOptions, samples: dict[int, dict[str, list[dict[str, Any]
                         "events/s", loaded, ref))
         if WORKERS_SIDE in sides:
             rows += workers_rows(opts, case, sides)
+        if BASE_SIDE in sides:
+            rows += base_rows(case, sides)
     return {"name": NAME, "title": "Fan-out (item 1)", "reference": "raw uvloop socket server",
             "command": "python -m bench.fanout", "repeats": opts.repeats, "rows": rows,
             "notes": ["kubewire runs with --insecure-http --durability normal; its events come "
@@ -233,7 +254,30 @@ def result(opts: FanoutOptions, samples: dict[int, dict[str, list[dict[str, Any]
             + ([f"kubewire --workers {opts.server_workers}: kubewire serve --workers "
                 f"{opts.server_workers} on its own SQLite store, the same creates and watches "
                 "(spread over the workers by the kernel); CPU is the hub's and the workers'."]
-               if opts.server_workers > 1 else [])}
+               if opts.server_workers > 1 else [])
+            + ([f"base: kubewire serve from {opts.base_src}, the same creates and watches."]
+               if opts.base_src else [])}
+
+
+def base_serve_argv(src: str, data_dir: Path) -> list[str]:
+    """``kubewire serve`` from another checkout's ``src``, flagged as this tree's is."""
+    return ["/usr/bin/env", f"PYTHONPATH={src}", sys.executable, "-m", "kubewire.cli", "serve",
+            "--data-dir", str(data_dir), "--port", "0", "--insecure-http", "--durability",
+            "normal", "--log-level", "WARNING", *tree_without_components(src)]
+
+
+def base_rows(case: str, sides: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """This tree against the ``--src`` tree: events/s and server CPU per delivered event."""
+    base = sides[BASE_SIDE]
+    return [
+        row(f"{case}: this tree (left) vs base tree", "events/s",
+            [s["events_per_s"] for s in sides["kubewire"]], [s["events_per_s"] for s in base],
+            events_per_send=summary([s["events_per_send"] for s in base]),
+            creates_per_s=summary([s["creates_per_s"] for s in base])),
+        row(f"{case}: server CPU per delivered event, this tree vs base tree", "µs",
+            [s["cpu_us_per_event"] for s in sides["kubewire"]],
+            [s["cpu_us_per_event"] for s in base]),
+    ]
 
 
 def workers_rows(opts: FanoutOptions, case: str,
@@ -258,14 +302,16 @@ def workers_rows(opts: FanoutOptions, case: str,
 def main() -> None:
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--server-workers", type=int, default=0)
+    parser.add_argument("--src", default="", help="another checkout's src: the base side")
     known, rest = parser.parse_known_args()
     sys.argv[1:] = rest  # the common flags are report's
 
     def options() -> FanoutOptions:
-        return FanoutOptions(server_workers=known.server_workers)
+        return FanoutOptions(server_workers=known.server_workers, base_src=known.src)
 
     smoke = SMOKE
     smoke.server_workers = known.server_workers
+    smoke.base_src = known.src
     report.main(__doc__, smoke, options, run, watchers=True)
 
 
