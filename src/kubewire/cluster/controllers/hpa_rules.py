@@ -2,10 +2,10 @@
 ``pkg/controller/podautoscaler`` (``horizontal.go``, ``replica_calculator.go``,
 ``metrics/utilization.go``), written by hand for the simulated cluster.
 
-Metrics are simulated, not served: a pod's usage of a resource is its annotation
-``kubewire.io/<resource>-usage`` (a quantity for the whole pod: ``kubewire.io/cpu-usage:
-300m``), else ``DEFAULT_USAGE_FRACTION`` of the sum of its containers' requests; a container's
-share (ContainerResource metrics) is the pod's usage split by the containers' requests. Only
+Usage is simulated (``kubewire.simulated_usage``, the rule the server's ``metrics.k8s.io``
+serves): a pod's usage of a resource is its annotation ``kubewire.io/<resource>-usage``, else
+``DEFAULT_USAGE_FRACTION`` of the sum of its containers' requests; a container's share
+(ContainerResource metrics) is the pod's usage split by the containers' requests. Only
 Resource and ContainerResource metrics have a source; Pods, Object and External metrics report
 kube's "unable to get metric" condition. A pod's sample is always fresh, so kube's CPU
 initialization window reduces to readiness: a pod without a True Ready condition is unready.
@@ -26,12 +26,14 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from kubewire.quantity import parse_quantity
 from kubewire.quantity_text import Amount, canonical
+from kubewire.simulated_usage import DEFAULT_USAGE_FRACTION as DEFAULT_USAGE_FRACTION
+from kubewire.simulated_usage import USAGE_ANNOTATION as USAGE_ANNOTATION
+from kubewire.simulated_usage import container_usage as container_usage
+from kubewire.simulated_usage import pod_usage as pod_usage
+from kubewire.simulated_usage import request_of
 
 Obj = dict[str, Any]
-USAGE_ANNOTATION = "kubewire.io/{resource}-usage"
-DEFAULT_USAGE_FRACTION = Fraction(1, 2)  # a pod without an annotation uses half its requests
 TOLERANCE = 0.1  # --horizontal-pod-autoscaler-tolerance
 DOWNSCALE_STABILIZATION_S = 300.0  # --horizontal-pod-autoscaler-downscale-stabilization
 SCALE_UP_LIMIT_FACTOR, SCALE_UP_LIMIT_MINIMUM = 2.0, 4.0
@@ -50,35 +52,10 @@ def _d(value: Any) -> Obj:
     return value if isinstance(value, dict) else {}
 
 
-# --- simulated usage --------------------------------------------------------------------------
+# --- simulated usage (kubewire.simulated_usage, shared with the server's metrics.k8s.io) ------
 
 def _requests(container: Mapping[str, Any], resource: str) -> Fraction | None:
-    return parse_quantity(_d(_d(container.get("resources")).get("requests")).get(resource))
-
-
-def pod_usage(pod: Mapping[str, Any], resource: str) -> Fraction:
-    """The pod's simulated usage of ``resource`` (cores, bytes)."""
-    annotations = _d(_d(pod.get("metadata")).get("annotations"))
-    given = parse_quantity(annotations.get(USAGE_ANNOTATION.format(resource=resource)))
-    if given is not None:
-        return given
-    containers = [_d(c) for c in _d(pod.get("spec")).get("containers") or ()]
-    return sum((_requests(c, resource) or Fraction(0) for c in containers),
-               Fraction(0)) * DEFAULT_USAGE_FRACTION
-
-
-def container_usage(pod: Mapping[str, Any], resource: str, container: str) -> Fraction | None:
-    """A container's share of the pod's usage (by requests; evenly without any); None when the
-    pod has no such container."""
-    containers = [_d(c) for c in _d(pod.get("spec")).get("containers") or ()]
-    mine = next((c for c in containers if c.get("name") == container), None)
-    if mine is None:
-        return None
-    total = pod_usage(pod, resource)
-    requests = [_requests(c, resource) or Fraction(0) for c in containers]
-    if sum(requests) == 0:
-        return total / len(containers)
-    return total * (_requests(mine, resource) or Fraction(0)) / sum(requests)
+    return request_of(container, resource)
 
 
 # --- pods: which count ------------------------------------------------------------------------
