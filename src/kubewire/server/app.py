@@ -119,7 +119,8 @@ class APIServer:
         caches = WatchCaches(store, REGISTRY, ring_capacity=config.ring_capacity,
                              bookmark_interval_s=config.bookmark_interval_s)
         # a cluster serves metrics.k8s.io as kind with metrics-server does (server/reads)
-        registry = Registry(RESOURCES + METRICS_RESOURCES) if config.cluster else REGISTRY
+        metrics = config.cluster if config.metrics_api is None else config.metrics_api
+        registry = Registry(RESOURCES + METRICS_RESOURCES) if metrics else REGISTRY
         self.ctx = ServerContext(config=config, store=store, caches=caches, registry=registry)
         assert isinstance(self.ctx.store, VersionedStore)
         self.ctx.store.webhook = partial(convert_or_fail, self.ctx)  # CRD conversion webhooks

@@ -157,9 +157,11 @@ class Source:
     container: str = ""
 
 
-def utilization_replicas(current: int, target: int, pods: Sequence[Mapping[str, Any]],
-                         samples: Mapping[str, int], source: Source) -> tuple[int, int, int]:
-    """``GetResourceReplicas``: (replicas, utilization %, average raw milli-value)."""
+def utilization_replicas(current: int, target: int, pods: Sequence[Mapping[str, Any]],  # noqa: PLR0913
+                         samples: Mapping[str, int], source: Source, *,
+                         tolerance: float = TOLERANCE) -> tuple[int, int, int]:
+    """``GetResourceReplicas``: (replicas, utilization %, average raw milli-value); no change
+    within ``tolerance`` (``--horizontal-pod-autoscaler-tolerance``) of the target."""
     resource, container = source.resource, source.container
     if not pods:
         raise MetricError("FailedGetResourceMetric",
@@ -172,7 +174,7 @@ def utilization_replicas(current: int, target: int, pods: Sequence[Mapping[str, 
     ratio, utilization, raw = utilization_ratio(groups.metrics, requests, target)
     rebalance = bool(groups.unready) and ratio > 1.0
     if not rebalance and not groups.missing:
-        if abs(1.0 - ratio) <= TOLERANCE:
+        if abs(1.0 - ratio) <= tolerance:
             return current, utilization, raw
         return math.ceil(ratio * groups.ready_count), utilization, raw
     # on a scale-down a missing pod counts at 100% of its request (or the target if higher)
@@ -183,11 +185,13 @@ def utilization_replicas(current: int, target: int, pods: Sequence[Mapping[str, 
     if rebalance:
         metrics.update(dict.fromkeys(groups.unready, 0))
     new_ratio, _, _ = utilization_ratio(metrics, requests, target)
-    return _direction_checked(current, ratio, new_ratio, len(metrics)), utilization, raw
+    return _direction_checked(current, ratio, new_ratio, len(metrics), tolerance), \
+        utilization, raw
 
 
-def _direction_checked(current: int, ratio: float, new_ratio: float, count: int) -> int:
-    if abs(1.0 - new_ratio) <= TOLERANCE or (ratio < 1.0 < new_ratio) \
+def _direction_checked(current: int, ratio: float, new_ratio: float, count: int,
+                       tolerance: float) -> int:
+    if abs(1.0 - new_ratio) <= tolerance or (ratio < 1.0 < new_ratio) \
             or (ratio > 1.0 > new_ratio):
         return current
     proposal = math.ceil(new_ratio * count)
@@ -196,8 +200,10 @@ def _direction_checked(current: int, ratio: float, new_ratio: float, count: int)
     return proposal
 
 
-def average_value_replicas(current: int, target_milli: int, pods: Sequence[Mapping[str, Any]],
-                           samples: Mapping[str, int], resource: str) -> tuple[int, int]:
+def average_value_replicas(current: int, target_milli: int,  # noqa: PLR0913
+                           pods: Sequence[Mapping[str, Any]],
+                           samples: Mapping[str, int], resource: str, *,
+                           tolerance: float = TOLERANCE) -> tuple[int, int]:
     """``GetRawResourceReplicas`` (``calcPlainMetricReplicas``): (replicas, average milli)."""
     if not pods:
         raise MetricError("FailedGetResourceMetric",
@@ -211,12 +217,12 @@ def average_value_replicas(current: int, target_milli: int, pods: Sequence[Mappi
     average = total // len(groups.metrics)
     rebalance = bool(groups.unready) and ratio > 1.0
     if not rebalance and not groups.missing:
-        if abs(1.0 - ratio) <= TOLERANCE:
+        if abs(1.0 - ratio) <= tolerance:
             return current, average
         return math.ceil(ratio * groups.ready_count), average
     metrics = _rebalanced(groups, groups.metrics, ratio, target_milli)
     new_ratio = sum(metrics.values()) / (target_milli * len(metrics))
-    return _direction_checked(current, ratio, new_ratio, len(metrics)), average
+    return _direction_checked(current, ratio, new_ratio, len(metrics), tolerance), average
 
 
 def milli_quantity(milli: int) -> str:

@@ -39,9 +39,8 @@ def quantity(resource: str, amount: int) -> str:
 
 
 def has_metrics(pod: Mapping[str, Any]) -> bool:
-    """Whether metrics-server would report the pod: Running, on a node."""
-    return _d(pod.get("status")).get("phase") == "Running" and \
-        bool(_d(pod.get("spec")).get("nodeName"))
+    """Whether metrics-server would report the pod: Running (its containers run)."""
+    return _d(pod.get("status")).get("phase") == "Running"
 
 
 def _meta(obj: Mapping[str, Any], now: str, *, namespaced: bool) -> Obj:

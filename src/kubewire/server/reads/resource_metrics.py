@@ -116,8 +116,9 @@ def _usage_by_node(ctx: ServerContext) -> dict[str, list[Obj]]:
     by_node: dict[str, list[Obj]] = {}
     for cached in _pods(ctx, ""):
         pod = _decoded(cached)
-        if objects.has_metrics(pod):
-            by_node.setdefault(str(pod["spec"]["nodeName"]), []).append(pod)
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        if node and objects.has_metrics(pod):
+            by_node.setdefault(node, []).append(pod)
     return by_node
 
 
