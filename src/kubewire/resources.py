@@ -478,8 +478,9 @@ RESOURCES: tuple[Resource, ...] = (
 
 METRICS_RESOURCES: tuple[Resource, ...] = (
     # metrics-server's resource metrics API (k8s.io/metrics pkg/apis/metrics/v1beta1): served
-    # with the cluster's simulated usage when the cluster runs (ServerConfig.cluster), as kind
-    # with metrics-server serves it; no watch, field selectors on metadata only.
+    # from the simulated usage (kubewire.simulated_usage) when the cluster runs
+    # (ServerConfig.cluster, or metrics_api), as kind with metrics-server serves it; get and
+    # list only, field selectors on metadata only (server/reads/resource_metrics).
     Resource("metrics.k8s.io", "v1beta1", "NodeMetrics", "nodes", "", namespaced=False,
              field_label_style="default", computed=True, has_watch_cache=False),
     Resource("metrics.k8s.io", "v1beta1", "PodMetrics", "pods", "", namespaced=True,

@@ -21,7 +21,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -366,7 +365,7 @@ class HorizontalPodAutoscalerController:
             raise MetricError("FailedGetResourceMetric", f"unable to get metrics for resource "
                               f"{resource}: no metrics returned from resource metrics API")
         try:
-            return pod_samples(listed.items, resource, container)
+            return rules.pod_samples(listed.items, resource, container)
         except ValueError as err:
             raise MetricError("FailedGetResourceMetric", f"unable to get metrics for resource "
                               f"{resource}: failed to get container metrics: {err}") from err
@@ -409,34 +408,6 @@ def _inner_text(text: str) -> str:
     prefix = text.split(": ", 1)
     return prefix[1] if len(prefix) == 2 and prefix[0].startswith("failed to get ") \
         and prefix[0].endswith("metric value") else text
-
-
-def _milli(text: Any) -> int | None:
-    """``Quantity.MilliValue()``: rounded up."""
-    value = parse_quantity(text)
-    return None if value is None else math.ceil(value * 1000)
-
-
-def pod_samples(items: list[Obj], resource: str, container: str) -> dict[str, int]:
-    """``getPodMetrics``/``getContainerMetrics`` of kube's REST metrics client: milli-values by
-    pod name; ValueError when a pod's metrics lack ``container``."""
-    out: dict[str, int] = {}
-    for item in items:
-        name = str(meta(item).get("name") or "")
-        containers = [_d(c) for c in item.get("containers") or ()]
-        if container:
-            mine = next((c for c in containers if c.get("name") == container), None)
-            if mine is None:
-                raise ValueError(f"container {container} not present in metrics for pod "
-                                 f"{meta(item).get('namespace', '')}/{name}")
-            value = _milli(_d(mine.get("usage")).get(resource))
-            if value is not None:
-                out[name] = value
-            continue
-        values = [_milli(_d(c.get("usage")).get(resource)) for c in containers]
-        if values and all(v is not None for v in values):
-            out[name] = sum(v for v in values if v is not None)
-    return out
 
 
 def encode_scale(scale: Any) -> Any:

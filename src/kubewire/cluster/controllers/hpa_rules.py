@@ -5,7 +5,8 @@
 Usage is simulated (``kubewire.simulated_usage``, the rule the server's ``metrics.k8s.io``
 serves): a pod's usage of a resource is its annotation ``kubewire.io/<resource>-usage``, else
 ``DEFAULT_USAGE_FRACTION`` of the sum of its containers' requests; a container's share
-(ContainerResource metrics) is the pod's usage split by the containers' requests. Only
+(ContainerResource metrics) is the pod's usage split by the containers' requests. The
+controller reads it as kube does, from ``metrics.k8s.io`` PodMetrics (``pod_samples``). Only
 Resource and ContainerResource metrics have a source; Pods, Object and External metrics report
 kube's "unable to get metric" condition. A pod's sample is always fresh, so kube's CPU
 initialization window reduces to readiness: a pod without a True Ready condition is unready.
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from kubewire.quantity import parse_quantity
 from kubewire.quantity_text import Amount, canonical
 from kubewire.simulated_usage import DEFAULT_USAGE_FRACTION as DEFAULT_USAGE_FRACTION
 from kubewire.simulated_usage import USAGE_ANNOTATION as USAGE_ANNOTATION
@@ -56,6 +58,37 @@ def _d(value: Any) -> Obj:
 
 def _requests(container: Mapping[str, Any], resource: str) -> Fraction | None:
     return request_of(container, resource)
+
+
+# --- samples: what the resource metrics API reports ------------------------------------------
+
+def _milli(text: Any) -> int | None:
+    """``Quantity.MilliValue()``: rounded up."""
+    value = parse_quantity(text)
+    return None if value is None else math.ceil(value * 1000)
+
+
+def pod_samples(items: list[Obj], resource: str, container: str) -> dict[str, int]:
+    """``getPodMetrics``/``getContainerMetrics`` of kube's REST metrics client: milli-values by
+    pod name; ValueError when a pod's metrics lack ``container``."""
+    out: dict[str, int] = {}
+    for item in items:
+        meta = _d(item.get("metadata"))
+        name = str(meta.get("name") or "")
+        containers = [_d(c) for c in item.get("containers") or ()]
+        if container:
+            mine = next((c for c in containers if c.get("name") == container), None)
+            if mine is None:
+                raise ValueError(f"container {container} not present in metrics for pod "
+                                 f"{meta.get('namespace', '')}/{name}")
+            value = _milli(_d(mine.get("usage")).get(resource))
+            if value is not None:
+                out[name] = value
+            continue
+        values = [_milli(_d(c.get("usage")).get(resource)) for c in containers]
+        if values and all(v is not None for v in values):
+            out[name] = sum(v for v in values if v is not None)
+    return out
 
 
 # --- pods: which count ------------------------------------------------------------------------
