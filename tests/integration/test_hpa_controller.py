@@ -221,3 +221,36 @@ def test_the_controller_managers_flags_reach_the_controller(make_server: Any) ->
     calm = json.loads(cli.ok(server, "get", "hpa/calm", "-o", "json"))
     assert calm["status"]["desiredReplicas"] == 2
     assert cli.ok(server, "get", "deploy/calm", "-o", "jsonpath={.spec.replicas}") == "2"
+
+
+def test_controller_manager_process_takes_the_flags(make_server: Any) -> None:
+    """``kubewire controller-manager --horizontal-pod-autoscaler-sync-period 300ms`` runs the
+    HPA controller against a server that runs every other component: it rescales within
+    seconds, not kube's 15 s."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.integration import kubectl as cli
+
+    server = make_server(cluster=True,
+                         controllers=("*", "-horizontal-pod-autoscaler-controller"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kubewire.cli", "controller-manager", "--kubeconfig",
+         str(server.kubeconfig), "--controllers", "horizontal-pod-autoscaler-controller",
+         "--nodes", "0", "--horizontal-pod-autoscaler-sync-period", "300ms",
+         "--log-level", "warning"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        cli.ok(server, "apply", "-f", "-", stdin=json.dumps(deployment("hot", 2, "190m")))
+        cli.ok(server, "rollout", "status", "deploy/hot", "--timeout=60s")
+        cli.ok(server, "apply", "-f", "-", stdin=json.dumps(autoscaler("hot", "hot", 1, 8, 100)))
+        cli.ok(server, "wait", "--for=jsonpath={.spec.replicas}=4", "deploy/hot",
+               "--timeout=8s")
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=20)
+    assert process.returncode == 0, err
