@@ -202,22 +202,28 @@ def test_kubectl_autoscale_on_a_cluster_under_rbac(make_server: Any) -> None:
 def test_the_controller_managers_flags_reach_the_controller(make_server: Any) -> None:
     """``--horizontal-pod-autoscaler-sync-period`` 300ms: a turn well before kube's 15 s;
     ``--horizontal-pod-autoscaler-tolerance`` 0.5: a ratio of 1.4 leaves the target alone,
-    1.9 scales it."""
+    1.9 scales it; ``--horizontal-pod-autoscaler-downscale-stabilization`` 0s."""
     import json
 
     from tests.integration import kubectl as cli
 
-    server = make_server(cluster=True, hpa_sync_period_s=0.3, hpa_tolerance=0.5)
-    for name, usage in (("calm", "140m"), ("hot", "190m")):
-        cli.ok(server, "apply", "-f", "-", stdin=json.dumps(deployment(name, 2, usage)))
-        cli.ok(server, "apply", "-f", "-", stdin=json.dumps(autoscaler(name, name, 1, 8, 100)))
-    for name in ("calm", "hot"):
+    server = make_server(cluster=True, hpa_sync_period_s=0.3, hpa_tolerance=0.5,
+                         hpa_downscale_stabilization_s=0.0)
+    names = {"calm": ("140m", 2), "hot": ("190m", 2), "cool": ("10m", 4)}
+    for name, (usage, replicas) in names.items():
+        cli.ok(server, "apply", "-f", "-", stdin=json.dumps(deployment(name, replicas, usage)))
+    for name in names:
         cli.ok(server, "rollout", "status", f"deploy/{name}", "--timeout=60s")
-    # ceil(1.9 x 2) = 4, seconds after the pods run (a 15 s period would not be done yet)
+    for name in names:  # each HPA's first turn: one sync period after it is added
+        cli.ok(server, "apply", "-f", "-", stdin=json.dumps(autoscaler(name, name, 1, 8, 100)))
+    # ceil(1.9 x 2) = 4 within seconds (a 15 s period would not have had its first turn)
     cli.ok(server, "wait", "--for=jsonpath={.status.desiredReplicas}=4", "hpa/hot",
-           "--timeout=8s")
+           "--timeout=10s")
     cli.ok(server, "wait", "--for=jsonpath={.status.currentMetrics[0].resource.current"
-           ".averageUtilization}=140", "hpa/calm", "--timeout=8s")
+           ".averageUtilization}=140", "hpa/calm", "--timeout=10s")
+    # --horizontal-pod-autoscaler-downscale-stabilization 0s: down at once (5m0s would keep
+    # the first turn's recommendation, the current 4, for five minutes)
+    cli.ok(server, "wait", "--for=jsonpath={.spec.replicas}=1", "deploy/cool", "--timeout=10s")
     calm = json.loads(cli.ok(server, "get", "hpa/calm", "-o", "json"))
     assert calm["status"]["desiredReplicas"] == 2
     assert cli.ok(server, "get", "deploy/calm", "-o", "jsonpath={.spec.replicas}") == "2"
@@ -249,7 +255,7 @@ def test_controller_manager_process_takes_the_flags(make_server: Any) -> None:
         cli.ok(server, "rollout", "status", "deploy/hot", "--timeout=60s")
         cli.ok(server, "apply", "-f", "-", stdin=json.dumps(autoscaler("hot", "hot", 1, 8, 100)))
         cli.ok(server, "wait", "--for=jsonpath={.spec.replicas}=4", "deploy/hot",
-               "--timeout=8s")
+               "--timeout=10s")
     finally:
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=20)

@@ -213,3 +213,12 @@ def test_tolerance_is_a_parameter() -> None:
     assert rules.utilization_replicas(2, 100, pods, samples(pods), CPU, tolerance=0.5)[0] == 2
     assert rules.average_value_replicas(2, 100, pods, samples(pods), "cpu",
                                         tolerance=0.5)[0] == 2
+
+
+def test_the_first_turn_records_the_current_replicas() -> None:
+    history = rules.History()
+    rules.record_initial_recommendation(history, 4, 100.0)
+    rules.record_initial_recommendation(history, 9, 101.0)  # only once
+    assert history.recommendations == [(100.0, 4)]
+    assert rules.stabilize(history, 1, 102.0, 300.0) == 4  # within the window: held at 4
+    assert rules.stabilize(history, 1, 500.0, 300.0) == 1  # past it

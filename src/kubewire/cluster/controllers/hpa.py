@@ -136,6 +136,7 @@ class HorizontalPodAutoscalerController:
         conds.set("AbleToScale", "True", "SucceededGetScale",
                   "the HPA controller was able to get the target's current scale")
         current = int(_d(scale.get("spec")).get("replicas") or 0)
+        rules.record_initial_recommendation(self._history(key), current, self.clock())
         decided = await self._decide(key, hpa, scale, conds, current)
         if decided is None:  # no replica count: status and event written
             await self._write_status(hpa, original)

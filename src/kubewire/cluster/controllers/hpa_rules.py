@@ -291,6 +291,13 @@ def scale_up_limit(current: int) -> int:
     return int(max(SCALE_UP_LIMIT_FACTOR * current, SCALE_UP_LIMIT_MINIMUM))
 
 
+def record_initial_recommendation(history: History, current: int, now: float) -> None:
+    """``recordInitialRecommendation``: an HPA's first turn counts the target's current
+    replicas as a recommendation, so a scale-down waits out the stabilization window."""
+    if not history.recommendations:
+        history.recommendations.append((now, current))
+
+
 def stabilize(history: History, desired: int, now: float,
               window_s: float = DOWNSCALE_STABILIZATION_S) -> int:
     """``stabilizeRecommendation``: the highest recommendation of the window; this one is
