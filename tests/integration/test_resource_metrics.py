@@ -108,6 +108,20 @@ def test_kubectl_top_node(cluster: ServerThread) -> None:
     assert memory.endswith("Mi") and int(memory[:-2]) >= 200 + 48 + 48 + 128
 
 
+def test_a_node_without_a_kubelet_has_no_metrics(cluster: ServerThread) -> None:
+    kubectl.ok(cluster, "apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "v1", "kind": "Node", "metadata": {"name": "bare"}}))
+    try:
+        answer = _get(cluster, f"{BASE}/nodes/bare")
+        assert answer.status_code == 404
+        assert answer.json()["message"] == 'nodemetrics.metrics.k8s.io "bare" not found'
+        rows = {row[0]: row for row in _rows(kubectl.ok(cluster, "top", "node"))[1:]}
+        assert rows["bare"][1:] == ["<unknown>"] * 4
+        assert rows["kubewire-node-0"][1].endswith("m")
+    finally:
+        kubectl.ok(cluster, "delete", "node", "bare")
+
+
 def test_pod_metrics_objects(cluster: ServerThread) -> None:
     found = _get(cluster, f"{BASE}/namespaces/default/pods/busy").json()
     assert found["kind"] == "PodMetrics" and found["apiVersion"] == "metrics.k8s.io/v1beta1"

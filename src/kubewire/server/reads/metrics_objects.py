@@ -3,9 +3,9 @@ nodes and their simulated usage (``kubewire.simulated_usage``), as metrics-serve
 them (``pkg/api/pod.go``, ``node.go``, ``pkg/storage``): metadata is the name, namespace,
 labels and a ``creationTimestamp`` of now; ``timestamp`` is when the sample was taken,
 ``window`` the interval it covers; cpu in nanocores and memory in bytes, in Go's canonical
-quantity text. Only Running pods have metrics (metrics-server scrapes running containers); a
-node's usage is the sum of its Running pods' plus ``NODE_BASE`` (the system's own use), as a
-kubelet's summary reports the whole node.
+quantity text. Only Running pods have metrics (metrics-server scrapes running containers), and
+only Ready nodes (a kubelet that answers); a node's usage is the sum of its Running pods'
+plus ``NODE_BASE`` (the system's own use), as a kubelet's summary reports the whole node.
 
 Pure: dicts in, dicts out.
 """
@@ -41,6 +41,12 @@ def quantity(resource: str, amount: int) -> str:
 def has_metrics(pod: Mapping[str, Any]) -> bool:
     """Whether metrics-server would report the pod: Running (its containers run)."""
     return _d(pod.get("status")).get("phase") == "Running"
+
+
+def node_has_metrics(node: Mapping[str, Any]) -> bool:
+    """Whether metrics-server would report the node: its kubelet answers (Ready True)."""
+    return any(_d(c).get("type") == "Ready" and _d(c).get("status") == "True"
+               for c in _d(node.get("status")).get("conditions") or ())
 
 
 def _meta(obj: Mapping[str, Any], now: str, *, namespaced: bool) -> Obj:

@@ -6,8 +6,9 @@ the way kind with metrics-server does behind kube-aggregator: GET and LIST only,
 selectors and ``metadata.name``/``metadata.namespace`` field selectors, no pagination (the
 Lister ignores ``limit``), items sorted by namespace and name. A watch is kube's 405 for a
 storage without a Watcher; any other method is go-restful's 405 for a route never installed.
-A pod without metrics (not Running) is ``podmetrics.metrics.k8s.io "ns/name" not found``; a
-missing pod is the pod lister's ``pods "name" not found``. What the objects hold is
+A pod without metrics (not Running) is ``podmetrics.metrics.k8s.io "ns/name" not found``, a
+node without (not Ready) ``nodemetrics.metrics.k8s.io "name" not found``; a missing pod or
+node is the lister's ``pods "name" not found``. What the objects hold is
 ``metrics_objects``.
 """
 
@@ -124,14 +125,16 @@ def _usage_by_node(ctx: ServerContext) -> dict[str, list[Obj]]:
 
 def _node_items(ctx: ServerContext, opts: ListOptions, now: str) -> list[Obj]:
     nodes = _source(ctx, "nodes")
-    chosen = [n for n in ctx.caches.for_resource(nodes).range(nodes.storage_prefix())
-              if opts.label_selector.matches(n.labels)
-              and opts.field_selector.matches({"metadata.name": n.name})]
+    chosen = [node for node in (
+        _decoded(n) for n in ctx.caches.for_resource(nodes).range(nodes.storage_prefix())
+        if opts.label_selector.matches(n.labels)
+        and opts.field_selector.matches({"metadata.name": n.name}))
+        if objects.node_has_metrics(node)]
     if not chosen:
         return []
     by_node = _usage_by_node(ctx)
-    out = [objects.node_metrics(_decoded(n), objects.node_usage(by_node.get(n.name, ())), now)
-           for n in chosen]
+    out = [objects.node_metrics(node, objects.node_usage(
+        by_node.get(str(node["metadata"]["name"]), ())), now) for node in chosen]
     out.sort(key=lambda m: m["metadata"]["name"])
     return out
 
@@ -141,5 +144,8 @@ def _node_item(ctx: ServerContext, route: Route, now: str) -> Obj:
     cached = ctx.caches.for_resource(nodes).get(nodes.storage_key("", route.name))
     if cached is None:
         raise not_found("", "nodes", route.name)
+    node = _decoded(cached)
+    if not objects.node_has_metrics(node):
+        raise _no_metrics(route.resource, route.name)
     pods = _usage_by_node(ctx).get(route.name, [])
-    return objects.node_metrics(_decoded(cached), objects.node_usage(pods), now)
+    return objects.node_metrics(node, objects.node_usage(pods), now)
