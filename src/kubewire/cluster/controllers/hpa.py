@@ -159,8 +159,8 @@ class HorizontalPodAutoscalerController:
             status["lastScaleTime"] = conds.now
         await self._write_status(hpa, original)
 
-    async def _decide(self, key: str, hpa: Obj, scale: Obj, conds: rules.Conditions, current: int,
-                ) -> tuple[int, str, list[Obj]] | None:
+    async def _decide(self, key: str, hpa: Obj, scale: Obj, conds: rules.Conditions,
+                      current: int) -> tuple[int, str, list[Obj]] | None:
         """The replica count and its reason (``""`` with scaling disabled), with the metrics'
         statuses; None when the metrics gave none (status fields and event already set)."""
         spec = _d(hpa.get("spec"))
@@ -239,7 +239,7 @@ class HorizontalPodAutoscalerController:
     # --- metrics ----------------------------------------------------------------------------
 
     async def _replicas_for_metrics(self, hpa: Obj, scale: Obj, conds: rules.Conditions,
-                              ) -> tuple[int, str, list[Obj], str]:
+                                    ) -> tuple[int, str, list[Obj], str]:
         """``computeReplicasForMetrics``: (replicas or -1, metric name, statuses, error)."""
         metrics = [_d(m) for m in _d(hpa.get("spec")).get("metrics") or ()]
         selector_text = _d(scale.get("status")).get("selector")
