@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import kubernetes
 import pytest
 
 from kubewire.server.context import ServerConfig
@@ -141,6 +142,18 @@ def test_pod_metrics_objects(cluster: ServerThread) -> None:
     nodes = _get(cluster, f"{BASE}/nodes").json()
     assert nodes["kind"] == "NodeMetricsList"
     assert [i["metadata"]["name"] for i in nodes["items"]] == ["kubewire-node-0"]
+
+
+def test_the_kubernetes_package_reads_them(cluster: ServerThread) -> None:
+    """As metrics clients in Python read them: CustomObjectsApi on the group."""
+    with kubernetes.config.new_client_from_config(str(cluster.kubeconfig)) as api:
+        custom = kubernetes.client.CustomObjectsApi(api)
+        listed = custom.list_namespaced_custom_object("metrics.k8s.io", "v1beta1", "default",
+                                                      "pods", label_selector="tier=back")
+        assert [i["metadata"]["name"] for i in listed["items"]] == ["calm"]
+        node = custom.get_cluster_custom_object("metrics.k8s.io", "v1beta1", "nodes",
+                                                "kubewire-node-0")
+        assert node["kind"] == "NodeMetrics" and set(node["usage"]) == {"cpu", "memory"}
 
 
 def test_errors_and_read_only(cluster: ServerThread) -> None:
