@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from kubewire.quantity import parse_quantity
@@ -36,15 +37,25 @@ def _containers(pod: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [_d(c) for c in _d(pod.get("spec")).get("containers") or ()]
 
 
+@lru_cache(maxsize=4096)
+def _parsed(text: str) -> Fraction | None:
+    """``parse_quantity`` of a text (the same few request texts recur across many pods)."""
+    return parse_quantity(text)
+
+
+def _quantity(value: Any) -> Fraction | None:
+    return _parsed(value) if isinstance(value, str) else parse_quantity(value)
+
+
 def request_of(container: Mapping[str, Any], resource: str) -> Fraction | None:
     """A container's request of ``resource``; None without one."""
-    return parse_quantity(_d(_d(container.get("resources")).get("requests")).get(resource))
+    return _quantity(_d(_d(container.get("resources")).get("requests")).get(resource))
 
 
 def pod_usage(pod: Mapping[str, Any], resource: str) -> Fraction:
     """The pod's simulated usage of ``resource`` (cores, bytes)."""
     annotations = _d(_d(pod.get("metadata")).get("annotations"))
-    given = parse_quantity(annotations.get(USAGE_ANNOTATION.format(resource=resource)))
+    given = _quantity(annotations.get(USAGE_ANNOTATION.format(resource=resource)))
     if given is not None and given >= 0:
         return given
     return sum((request_of(c, resource) or Fraction(0) for c in _containers(pod)),
@@ -88,6 +99,9 @@ def container_usages(pod: Mapping[str, Any]) -> list[tuple[str, dict[str, int]]]
     out: list[tuple[str, dict[str, int]]] = [(str(c.get("name") or ""), {}) for c in containers]
     for resource in RESOURCES:
         total = pod_usage(pod, resource)
+        if len(containers) == 1:  # the whole pod (most pods): no split
+            out[0][1][resource] = math.floor(total / UNITS[resource])
+            continue
         for (_, usage), amount in zip(out, _whole_units(
                 total, _shares(total, containers, resource), UNITS[resource]), strict=True):
             usage[resource] = amount

@@ -45,7 +45,17 @@ def test_quantities_as_metrics_server_writes_them() -> None:
 
 def test_node_usage_counts_running_pods_and_the_base() -> None:
     pending = {**pod("1"), "status": {"phase": "Pending"}}
-    total = objects.node_usage([pod("200m", "1"), pending])
+    running = objects.pod_usage(pod("200m", "1"))
+    assert running.running and running.node == "n" and running.total["cpu"] == 200_000_000
+    total = objects.node_usage([running, objects.pod_usage(pending)])
     assert total == {"cpu": objects.NODE_BASE["cpu"] + 200_000_000,
                      "memory": objects.NODE_BASE["memory"]}
-    assert objects.has_metrics(pod("1")) and not objects.has_metrics(pending)
+    assert not objects.pod_usage(pending).running
+
+
+def test_pod_metrics_lists_containers_as_metrics_server() -> None:
+    usage = objects.pod_usage(pod("300m", "100m", "200m"))
+    made = objects.pod_metrics({"name": "p", "namespace": "ns", "labels": {}}, usage, "T")
+    assert made["containers"] == [{"name": "c0", "usage": {"cpu": "100m", "memory": "0"}},
+                                  {"name": "c1", "usage": {"cpu": "200m", "memory": "0"}}]
+    assert made["metadata"] == {"name": "p", "namespace": "ns", "creationTimestamp": "T"}

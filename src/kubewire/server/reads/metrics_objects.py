@@ -13,7 +13,9 @@ Pure: dicts in, dicts out.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from kubewire.quantity import parse_quantity
@@ -31,6 +33,7 @@ def _d(value: Any) -> Obj:
     return value if isinstance(value, dict) else {}
 
 
+@lru_cache(maxsize=16384)
 def quantity(resource: str, amount: int) -> str:
     """A usage amount (nanocores, bytes) as metrics-server writes it (``1916003n``,
     ``13068Ki``)."""
@@ -60,24 +63,41 @@ def _meta(obj: Mapping[str, Any], now: str, *, namespaced: bool) -> Obj:
     return out
 
 
-def pod_metrics(pod: Mapping[str, Any], now: str) -> Obj:
-    """The PodMetrics of a pod (``has_metrics``)."""
+@dataclass(frozen=True, slots=True)
+class PodUsage:
+    """What a pod contributes to the metrics API: whether it has metrics, its node, its
+    containers as PodMetrics lists them, and its total (nanocores, bytes)."""
+
+    running: bool
+    node: str
+    containers: list[Obj]
+    total: dict[str, int]
+
+
+def pod_usage(pod: Mapping[str, Any]) -> PodUsage:
+    """The pod's ``PodUsage`` (a function of the pod alone: callers may keep it per revision)."""
+    usages = container_usages(pod)
     containers = [{"name": name, "usage": {r: quantity(r, usage[r]) for r in RESOURCES}}
-                  for name, usage in container_usages(pod)]
+                  for name, usage in usages]
+    total = {r: sum(usage[r] for _, usage in usages) for r in RESOURCES}
+    return PodUsage(has_metrics(pod), str(_d(pod.get("spec")).get("nodeName") or ""),
+                    containers, total)
+
+
+def pod_metrics(meta: Mapping[str, Any], usage: PodUsage, now: str) -> Obj:
+    """The PodMetrics of a pod with metrics, from its ``metadata`` (name, namespace, labels)."""
     return {"kind": "PodMetrics", "apiVersion": API_VERSION,
-            "metadata": _meta(pod, now, namespaced=True), "timestamp": now, "window": WINDOW,
-            "containers": containers}
+            "metadata": _meta({"metadata": meta}, now, namespaced=True), "timestamp": now,
+            "window": WINDOW, "containers": usage.containers}
 
 
-def node_usage(pods: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+def node_usage(pods: Iterable[PodUsage]) -> dict[str, int]:
     """A node's usage (nanocores, bytes): ``NODE_BASE`` plus its Running pods'."""
     total = dict(NODE_BASE)
     for pod in pods:
-        if not has_metrics(pod):
-            continue
-        for _, usage in container_usages(pod):
+        if pod.running:
             for resource in RESOURCES:
-                total[resource] += usage[resource]
+                total[resource] += pod.total[resource]
     return total
 
 

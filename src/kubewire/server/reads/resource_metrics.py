@@ -14,6 +14,7 @@ node is the lister's ``pods "name" not found``. What the objects hold is
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import msgspec
@@ -46,6 +47,31 @@ def _source(ctx: ServerContext, plural: str) -> Resource:
 def _decoded(obj: CachedObject) -> Obj:
     value = msgspec.json.decode(obj.value)
     return value if isinstance(value, dict) else {}
+
+
+# A pod's usage is a function of the pod: kept per (key, revision), checked against a hash of
+# the stored bytes (servers in one process share this memo; the same key and revision on two
+# servers with other bytes is a miss), so a list decodes and computes only changed pods.
+MEMO_CAPACITY = 100_000
+_memo: dict[tuple[str, int], tuple[int, objects.PodUsage]] = {}
+
+
+def _usage(cached: CachedObject) -> objects.PodUsage:
+    slot = (cached.key, cached.revision)
+    digest = hash(cached.value)
+    found = _memo.get(slot)
+    if found is not None and found[0] == digest:
+        return found[1]
+    usage = objects.pod_usage(_decoded(cached))
+    if len(_memo) >= MEMO_CAPACITY:  # the oldest entry goes (insertion order)
+        with contextlib.suppress(RuntimeError, KeyError, StopIteration):  # another server's
+            del _memo[next(iter(_memo))]                                  # thread got there
+    _memo[slot] = (digest, usage)
+    return usage
+
+
+def _pod_meta(cached: CachedObject) -> Obj:
+    return {"name": cached.name, "namespace": cached.namespace, "labels": cached.labels}
 
 
 async def serve_metrics(ctx: ServerContext, request: Request, route: Route) -> Response:
@@ -91,9 +117,9 @@ def _pod_items(ctx: ServerContext, route: Route, opts: ListOptions, now: str) ->
         if not opts.field_selector.matches({"metadata.name": cached.name,
                                             "metadata.namespace": cached.namespace}):
             continue
-        pod = _decoded(cached)
-        if objects.has_metrics(pod):
-            out.append(objects.pod_metrics(pod, now))
+        usage = _usage(cached)
+        if usage.running:
+            out.append(objects.pod_metrics(_pod_meta(cached), usage, now))
     out.sort(key=lambda m: (m["metadata"]["namespace"], m["metadata"]["name"]))
     return out
 
@@ -103,23 +129,22 @@ def _pod_item(ctx: ServerContext, route: Route, now: str) -> Obj:
     cached = ctx.caches.for_resource(pods).get(pods.storage_key(route.namespace, route.name))
     if cached is None:
         raise not_found("", "pods", route.name)
-    pod = _decoded(cached)
-    if not objects.has_metrics(pod):
+    usage = _usage(cached)
+    if not usage.running:
         raise _no_metrics(route.resource, f"{route.namespace}/{route.name}")
-    return objects.pod_metrics(pod, now)
+    return objects.pod_metrics(_pod_meta(cached), usage, now)
 
 
 def _no_metrics(resource: Resource, name: str) -> NotFound:
     return not_found(resource.group, _METRICS_RESOURCE[resource.kind], name)
 
 
-def _usage_by_node(ctx: ServerContext) -> dict[str, list[Obj]]:
-    by_node: dict[str, list[Obj]] = {}
+def _usage_by_node(ctx: ServerContext) -> dict[str, list[objects.PodUsage]]:
+    by_node: dict[str, list[objects.PodUsage]] = {}
     for cached in _pods(ctx, ""):
-        pod = _decoded(cached)
-        node = str((pod.get("spec") or {}).get("nodeName") or "")
-        if node and objects.has_metrics(pod):
-            by_node.setdefault(node, []).append(pod)
+        usage = _usage(cached)
+        if usage.node and usage.running:
+            by_node.setdefault(usage.node, []).append(usage)
     return by_node
 
 
