@@ -156,6 +156,19 @@ def test_the_kubernetes_package_reads_them(cluster: ServerThread) -> None:
         assert node["kind"] == "NodeMetrics" and set(node["usage"]) == {"cpu", "memory"}
 
 
+def test_a_changed_pod_reports_its_new_usage(cluster: ServerThread) -> None:
+    _pod(cluster, "shift", "side", "{kubewire.io/cpu-usage: 100m}")
+    _running(cluster, "shift")
+    try:
+        path = f"{BASE}/namespaces/default/pods/shift"
+        assert _get(cluster, path).json()["containers"][0]["usage"]["cpu"] == "75m"
+        kubectl.ok(cluster, "annotate", "pod", "shift", "--overwrite",
+                   "kubewire.io/cpu-usage=1")
+        assert _get(cluster, path).json()["containers"][0]["usage"]["cpu"] == "750m"
+    finally:
+        kubectl.ok(cluster, "delete", "pod", "shift", "--wait=false")
+
+
 def test_errors_and_read_only(cluster: ServerThread) -> None:
     missing = _get(cluster, f"{BASE}/namespaces/default/pods/nope")
     assert missing.status_code == 404
