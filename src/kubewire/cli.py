@@ -182,6 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="how long a deleted namespace stays Terminating before the namespace "
                             "controller empties it, a Go duration or seconds; 0: at once "
                             "(default: 1s)")
+    _add_hpa_flags(serve)
     _add_leader_election_flags(serve)
     serve.add_argument("--service-cluster-ip-range", type=service_cidr,
                        default=DEFAULT_SERVICE_CIDR,
@@ -227,6 +228,34 @@ def _add_leader_election_flags(serve: argparse.ArgumentParser) -> None:
                        help="the Lease's namespace (default kube-system)")
 
 
+def _add_hpa_flags(parser: argparse.ArgumentParser) -> None:
+    """kube-controller-manager's flags for the HorizontalPodAutoscaler controller."""
+    parser.add_argument("--horizontal-pod-autoscaler-sync-period", type=duration(),
+                        default=15.0, help="the period for syncing the number of pods in "
+                                           "horizontal pod autoscaler (default 15s)")
+    parser.add_argument("--horizontal-pod-autoscaler-tolerance", type=hpa_tolerance,
+                        default=0.1, help="the minimum change (from 1.0) in the "
+                                          "desired-to-actual metrics ratio for the horizontal "
+                                          "pod autoscaler to consider scaling (default 0.1)")
+    parser.add_argument("--horizontal-pod-autoscaler-downscale-stabilization",
+                        type=duration(zero=True), default=300.0,
+                        help="the period for which autoscaler will look backwards and not "
+                             "scale down below any recommendation it made during that period "
+                             "(default 5m0s)")
+
+
+def hpa_tolerance(text: str) -> float:
+    """``--horizontal-pod-autoscaler-tolerance``: a float64 (pflag's ParseFloat), 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f'strconv.ParseFloat: parsing "{text}": invalid syntax') from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more: {text}")
+    return value
+
+
 def _add_controller_manager_command(
         sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cm = sub.add_parser("controller-manager",
@@ -249,6 +278,7 @@ def _add_controller_manager_command(
                     help="a Go duration (default 10s)")
     cm.add_argument("--leader-elect-retry-period", type=duration(), default=2.0,
                     help="a Go duration (default 2s)")
+    _add_hpa_flags(cm)
     cm.add_argument("--log-level", type=log_level, default="INFO",
                     help=f"one of {', '.join(LOG_LEVELS)}, any case")
 
@@ -267,6 +297,7 @@ def controller_manager_command(args: argparse.Namespace) -> int:
     """``kubewire controller-manager``: until interrupted."""
     from kubewire.client import create_client
     from kubewire.cluster.components import ComponentOptions
+    from kubewire.cluster.controllers.hpa import flag_options
     from kubewire.cluster.manager import Election, run_controller_manager
     from kubewire.server.controllers.selection import parse_controllers
 
@@ -276,8 +307,11 @@ def controller_manager_command(args: argparse.Namespace) -> int:
 
     async def run() -> None:
         async with await create_client(args.kubeconfig, context=args.context) as client:
-            await run_controller_manager(client, chosen.enabled,
-                                         ComponentOptions(nodes=args.nodes), election)
+            options = ComponentOptions(nodes=args.nodes, extra=flag_options(
+                args.horizontal_pod_autoscaler_sync_period,
+                args.horizontal_pod_autoscaler_tolerance,
+                args.horizontal_pod_autoscaler_downscale_stabilization))
+            await run_controller_manager(client, chosen.enabled, options, election)
 
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(run())
@@ -1162,6 +1196,10 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
                         controllers=args.controllers,
                         cluster_signing_duration_s=args.cluster_signing_duration,
                         cluster=True, nodes=args.nodes,
+                        hpa_sync_period_s=args.horizontal_pod_autoscaler_sync_period,
+                        hpa_tolerance=args.horizontal_pod_autoscaler_tolerance,
+                        hpa_downscale_stabilization_s=(
+                            args.horizontal_pod_autoscaler_downscale_stabilization),
                         enable_garbage_collector=args.enable_garbage_collector,
                         components_loop=args.components_loop,
                         leader_elect=args.leader_elect,

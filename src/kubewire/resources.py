@@ -63,6 +63,9 @@ class Resource:
     # A kind kube serves with a Creater alone and never stores (core ``bindings``: its
     # LegacyBindingREST sets a pod's node): discovery lists only ``create``, no watch cache.
     create_only: bool = False
+    # A kind whose objects are computed on each read, never stored (metrics.k8s.io's PodMetrics
+    # and NodeMetrics, served by metrics-server behind kube-aggregator): get and list only.
+    computed: bool = False
     # The id of the entry whose stored objects this one serves in its own version (kube's
     # cohabiting resources: core/v1 Events are events.k8s.io/v1 Events); "" for a stored kind.
     # kubewire.conversions converts between the two; storage, caches and tables keyed by id
@@ -475,6 +478,20 @@ RESOURCES: tuple[Resource, ...] = (
 )
 
 
+METRICS_RESOURCES: tuple[Resource, ...] = (
+    # metrics-server's resource metrics API (k8s.io/metrics pkg/apis/metrics/v1beta1): served
+    # from the simulated usage (kubewire.simulated_usage) when the cluster runs
+    # (ServerConfig.cluster, or metrics_api), as kind with metrics-server serves it; get and
+    # list only, field selectors on metadata only (server/reads/resource_metrics).
+    Resource("metrics.k8s.io", "v1beta1", "NodeMetrics", "nodes", "", namespaced=False,
+             field_label_style="default", computed=True, has_watch_cache=False),
+    Resource("metrics.k8s.io", "v1beta1", "PodMetrics", "pods", "", namespaced=True,
+             field_label_style="default", computed=True, has_watch_cache=False),
+)
+"""The kinds a cluster serves besides ``RESOURCES`` (``Registry(RESOURCES +
+METRICS_RESOURCES)``)."""
+
+
 class Registry:
     """Lookup of served kinds by (group, version, plural), by id and by (apiVersion, kind)."""
 
@@ -500,7 +517,7 @@ class Registry:
 
     def stored(self) -> Iterator[Resource]:
         """Every kind with objects (watch caches, controllers): all but create-only kinds."""
-        return (res for res in self._resources if not res.create_only)
+        return (res for res in self._resources if not (res.create_only or res.computed))
 
     def lookup(self, group: str, version: str, plural: str) -> Resource | None:
         return self._by_path.get((group, version, plural))

@@ -11,6 +11,8 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
+
 from kubewire.client import Api
 from kubewire.client.client import create_client
 from kubewire.cluster.controllers.hpa import HorizontalPodAutoscalerController
@@ -56,6 +58,13 @@ async def autoscaling(ctx: ClusterContext, stabilization_s: float = 300.0,
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+@pytest.fixture
+def server(make_server: Any) -> ServerThread:
+    """A server that serves ``metrics.k8s.io`` (as kind with metrics-server), where the
+    controller reads the pods' usage, without the cluster's own components."""
+    return make_server(metrics_api=True)
 
 
 def condition(hpa: Obj, kind: str) -> Obj:
@@ -144,6 +153,34 @@ async def test_missing_target_reports_failed_get_scale(server: ServerThread) -> 
                                    'scale: deployments.apps "nope" not found')
 
 
+async def test_without_the_metrics_api_scaling_is_inactive(make_server: Any) -> None:
+    """A server without metrics.k8s.io (kube without metrics-server): the metrics client's
+    error in kube's words, no rescale."""
+    server = make_server()
+    async with await create_client(server.kubeconfig) as client:
+        deploys = Api(dict, client=client, api_version="apps/v1", kind="Deployment")
+        hpas = Api(dict, client=client, api_version="autoscaling/v2",
+                   kind="HorizontalPodAutoscaler")
+        pods = Api(dict, client=client, api_version="v1", kind="Pod")
+        async with running(server) as ctx, kubelet(pods), autoscaling(ctx):
+            await deploys.create(deployment("web", 2, "190m"), namespace=NS)
+            await hpas.create(autoscaler("web", "web", 1, 5, 50), namespace=NS)
+
+            async def inactive() -> Obj | None:
+                got = await hpas.get("web", namespace=NS)
+                return got if condition(got, "ScalingActive").get("status") == "False" \
+                    else None
+
+            got = await eventually(inactive, timeout=20, what="ScalingActive False")
+        active = condition(got, "ScalingActive")
+        assert active["reason"] == "FailedGetResourceMetric"
+        assert active["message"].startswith(
+            "the HPA was unable to compute the replica count: failed to get cpu utilization: "
+            "unable to get metrics for resource cpu: unable to fetch metrics from resource "
+            "metrics API: ")
+        assert (await deploys.get("web", namespace=NS))["spec"]["replicas"] == 2
+
+
 def test_kubectl_autoscale_on_a_cluster_under_rbac(make_server: Any) -> None:
     """``kubewire serve``'s components under RBAC: the controller, as its service account
     (kube's system:controller:horizontal-pod-autoscaler role), scales a Deployment whose pods
@@ -160,3 +197,66 @@ def test_kubectl_autoscale_on_a_cluster_under_rbac(make_server: Any) -> None:
     cli.ok(server, "rollout", "status", "deploy/web", "--timeout=60s")
     described = cli.ok(server, "describe", "hpa", "web")
     assert "SuccessfulRescale" in described and f"New size: 3; reason: {REASON}" in described
+
+
+def test_the_controller_managers_flags_reach_the_controller(make_server: Any) -> None:
+    """``--horizontal-pod-autoscaler-sync-period`` 300ms: a turn well before kube's 15 s;
+    ``--horizontal-pod-autoscaler-tolerance`` 0.5: a ratio of 1.4 leaves the target alone,
+    1.9 scales it; ``--horizontal-pod-autoscaler-downscale-stabilization`` 0s."""
+    import json
+
+    from tests.integration import kubectl as cli
+
+    server = make_server(cluster=True, hpa_sync_period_s=0.3, hpa_tolerance=0.5,
+                         hpa_downscale_stabilization_s=0.0)
+    names = {"calm": ("140m", 2), "hot": ("190m", 2), "cool": ("10m", 4)}
+    for name, (usage, replicas) in names.items():
+        cli.ok(server, "apply", "-f", "-", stdin=json.dumps(deployment(name, replicas, usage)))
+    for name in names:
+        cli.ok(server, "rollout", "status", f"deploy/{name}", "--timeout=60s")
+    for name in names:  # each HPA's first turn: one sync period after it is added
+        cli.ok(server, "apply", "-f", "-", stdin=json.dumps(autoscaler(name, name, 1, 8, 100)))
+    # ceil(1.9 x 2) = 4 within seconds (a 15 s period would not have had its first turn)
+    cli.ok(server, "wait", "--for=jsonpath={.status.desiredReplicas}=4", "hpa/hot",
+           "--timeout=10s")
+    cli.ok(server, "wait", "--for=jsonpath={.status.currentMetrics[0].resource.current"
+           ".averageUtilization}=140", "hpa/calm", "--timeout=10s")
+    # --horizontal-pod-autoscaler-downscale-stabilization 0s: down at once (5m0s would keep
+    # the first turn's recommendation, the current 4, for five minutes)
+    cli.ok(server, "wait", "--for=jsonpath={.spec.replicas}=1", "deploy/cool", "--timeout=10s")
+    calm = json.loads(cli.ok(server, "get", "hpa/calm", "-o", "json"))
+    assert calm["status"]["desiredReplicas"] == 2
+    assert cli.ok(server, "get", "deploy/calm", "-o", "jsonpath={.spec.replicas}") == "2"
+
+
+def test_controller_manager_process_takes_the_flags(make_server: Any) -> None:
+    """``kubewire controller-manager --horizontal-pod-autoscaler-sync-period 300ms`` runs the
+    HPA controller against a server that runs every other component: it rescales within
+    seconds, not kube's 15 s."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.integration import kubectl as cli
+
+    server = make_server(cluster=True,
+                         controllers=("*", "-horizontal-pod-autoscaler-controller"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kubewire.cli", "controller-manager", "--kubeconfig",
+         str(server.kubeconfig), "--controllers", "horizontal-pod-autoscaler-controller",
+         "--nodes", "0", "--horizontal-pod-autoscaler-sync-period", "300ms",
+         "--log-level", "warning"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        cli.ok(server, "apply", "-f", "-", stdin=json.dumps(deployment("hot", 2, "190m")))
+        cli.ok(server, "rollout", "status", "deploy/hot", "--timeout=60s")
+        cli.ok(server, "apply", "-f", "-", stdin=json.dumps(autoscaler("hot", "hot", 1, 8, 100)))
+        cli.ok(server, "wait", "--for=jsonpath={.spec.replicas}=4", "deploy/hot",
+               "--timeout=10s")
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=20)
+    assert process.returncode == 0, err

@@ -187,3 +187,38 @@ def test_behavior_annotation_uses_go_field_names() -> None:
         "StabilizationWindowSeconds": None, "SelectPolicy": "Min",
         "Policies": [{"Type": "Pods", "Value": 1, "PeriodSeconds": 60}]}}
     assert conv.v1_to_v2(conv.v2_to_v1(hpa))["spec"]["behavior"] == hpa["spec"]["behavior"]
+
+
+def metrics(name: str, *containers: tuple[str, Obj]) -> Obj:
+    return {"metadata": {"name": name, "namespace": "ns"},
+            "containers": [{"name": c, "usage": usage} for c, usage in containers]}
+
+
+def test_samples_from_pod_metrics_as_kubes_rest_client_reads_them() -> None:
+    items = [metrics("a", ("web", {"cpu": "33333334n"}), ("side", {"cpu": "33333333n"})),
+             metrics("b", ("web", {"cpu": "200m"}), ("side", {"memory": "1Mi"})),
+             metrics("c")]
+    # a pod's value is the sum of its containers' MilliValue (each rounded up); a container
+    # without the resource, or no container, leaves the pod out
+    assert rules.pod_samples(items, "cpu", "") == {"a": 68}
+    assert rules.pod_samples(items[:2], "cpu", "web") == {"a": 34, "b": 200}
+    assert rules.pod_samples(items[:2], "cpu", "side") == {"a": 34}
+    with pytest.raises(ValueError, match="container web not present in metrics for pod ns/c"):
+        rules.pod_samples(items, "cpu", "web")
+
+
+def test_tolerance_is_a_parameter() -> None:
+    pods = [pod("a", "140m"), pod("b", "140m")]
+    assert rules.utilization_replicas(2, 100, pods, samples(pods), CPU)[0] == 3
+    assert rules.utilization_replicas(2, 100, pods, samples(pods), CPU, tolerance=0.5)[0] == 2
+    assert rules.average_value_replicas(2, 100, pods, samples(pods), "cpu",
+                                        tolerance=0.5)[0] == 2
+
+
+def test_the_first_turn_records_the_current_replicas() -> None:
+    history = rules.History()
+    rules.record_initial_recommendation(history, 4, 100.0)
+    rules.record_initial_recommendation(history, 9, 101.0)  # only once
+    assert history.recommendations == [(100.0, 4)]
+    assert rules.stabilize(history, 1, 102.0, 300.0) == 4  # within the window: held at 4
+    assert rules.stabilize(history, 1, 500.0, 300.0) == 1  # past it

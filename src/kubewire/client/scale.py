@@ -1,7 +1,7 @@
 """``Scale`` (``autoscaling/v1``): what the ``/scale`` subresource of a kind answers and takes
 (``Api.get_scale``, ``replace_scale``, ``patch_scale``), for built-in kinds and custom
-resources whose CRD enables it alike. Written by hand: kubewire serves no ``autoscaling``
-kind, so the generated models do not have it."""
+resources whose CRD enables it alike. Written by hand: ``Scale`` is a subresource's kind,
+not a served resource, so the generated models (one per served kind) do not have it."""
 
 from __future__ import annotations
 

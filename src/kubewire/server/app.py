@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from kubewire import __version__
-from kubewire.resources import REGISTRY
+from kubewire.resources import METRICS_RESOURCES, REGISTRY, RESOURCES, Registry
 from kubewire.server.access.authn import UserInfo
 from kubewire.server.access.authorizers import parse_modes
 from kubewire.server.access.authz import Attributes
@@ -55,6 +55,7 @@ from kubewire.server.observe.per_request import Observer, RequestInfo, TooManyIn
 from kubewire.server.observe.request_record import RequestRecord, entry_of
 from kubewire.server.reads import get_list as reads
 from kubewire.server.reads.pod_connect import CONNECT_SUBRESOURCES, serve_connect
+from kubewire.server.reads.resource_metrics import serve_metrics
 from kubewire.server.reads.watch import serve_watch
 from kubewire.server.request.options import parse_get_options, parse_list_options
 from kubewire.server.request.routes import GroupVersionPath, Route, parse_route
@@ -117,7 +118,10 @@ class APIServer:
         store.max_value_bytes = config.limits.max_object_bytes
         caches = WatchCaches(store, REGISTRY, ring_capacity=config.ring_capacity,
                              bookmark_interval_s=config.bookmark_interval_s)
-        self.ctx = ServerContext(config=config, store=store, caches=caches)
+        # a cluster serves metrics.k8s.io as kind with metrics-server does (server/reads)
+        metrics = config.cluster if config.metrics_api is None else config.metrics_api
+        registry = Registry(RESOURCES + METRICS_RESOURCES) if metrics else REGISTRY
+        self.ctx = ServerContext(config=config, store=store, caches=caches, registry=registry)
         assert isinstance(self.ctx.store, VersionedStore)
         self.ctx.store.webhook = partial(convert_or_fail, self.ctx)  # CRD conversion webhooks
         self.health = ServerHealth(store)
@@ -405,7 +409,9 @@ class APIServer:
         method = request.method
         ctx = self.ctx
         _warn_if_deprecated(request, route)
-        handler = _SUBRESOURCE_HANDLERS.get(route.subresource)
+        # metrics.k8s.io's kinds: read-only, computed on each read
+        handler = serve_metrics if route.resource.computed else \
+            _SUBRESOURCE_HANDLERS.get(route.subresource)
         if handler is None and route.resource.create_only:
             handler = self._creater(route)
         if handler is not None:

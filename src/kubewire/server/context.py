@@ -130,6 +130,15 @@ class ServerConfig:
     # ``controllers`` selects: ``kubewire serve`` sets it (a cluster that runs, as kind);
     # embedded servers and kubewire.Server leave it off unless asked (``cluster=True``)
     cluster: bool = False
+    # whether metrics.k8s.io (PodMetrics, NodeMetrics of the simulated usage) is served, as by
+    # metrics-server on kind: None follows ``cluster`` (kube without metrics-server has no such
+    # group); True serves it to a server whose pods a test's stand-in kubelet runs
+    metrics_api: bool | None = None
+    # kube-controller-manager's --horizontal-pod-autoscaler-sync-period, -tolerance and
+    # -downscale-stabilization, for the HPA controller among the components
+    hpa_sync_period_s: float = 15.0
+    hpa_tolerance: float = 0.1
+    hpa_downscale_stabilization_s: float = 300.0
     # ``serve --nodes``: simulated nodes (kubewire.cluster.nodes) the server runs
     nodes: int = 1
     # where the cluster components (kubewire.cluster) run: "thread" (an event loop of their

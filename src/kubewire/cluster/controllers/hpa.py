@@ -3,8 +3,10 @@
 
 Every HPA is reconciled once per sync period (kube's ``--horizontal-pod-autoscaler-sync-period``,
 15 s; an add or a change waits for the next turn, as kube's fixed-interval queue does): read the
-target's ``/scale``, compute a replica count per metric from the pods its selector picks
-(``hpa_rules``: simulated usage, kube's arithmetic), take the highest, normalize it
+target's ``/scale``, compute a replica count per metric from the pods its selector picks and
+their usage as ``metrics.k8s.io`` reports it (kube's REST metrics client: a PodMetrics list by
+the selector, a pod's value the sum of its containers' milli-values; ``hpa_rules``: kube's
+arithmetic), take the highest, normalize it
 (stabilization, min/max, rate limits or ``behavior`` policies), write ``/scale`` when it
 changes, and write the HPA's ``/status`` (autoscaling/v2: currentReplicas, desiredReplicas,
 currentMetrics, lastScaleTime, the AbleToScale/ScalingActive/ScalingLimited conditions) when it
@@ -24,7 +26,7 @@ from typing import Any
 
 import msgspec
 
-from kubewire.client import WorkQueue
+from kubewire.client import Api, WorkQueue
 from kubewire.client.errors import ClientError, Conflict, NotFound, StatusError
 from kubewire.cluster.controllers import hpa_rules as rules
 from kubewire.cluster.controllers.hpa_rules import History, MetricError
@@ -38,7 +40,12 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 NAME = "horizontal-pod-autoscaler-controller"
 COMPONENT = "horizontal-pod-autoscaler"  # its events' source
-SYNC_PERIOD_S = 15.0
+SYNC_PERIOD_S = 15.0  # --horizontal-pod-autoscaler-sync-period
+METRICS_API_VERSION = "metrics.k8s.io/v1beta1"
+# the keys of kube-controller-manager's HPA flags in ``ComponentOptions.extra``
+SYNC_PERIOD_OPTION = "horizontal_pod_autoscaler_sync_period_s"
+TOLERANCE_OPTION = "horizontal_pod_autoscaler_tolerance"
+STABILIZATION_OPTION = "horizontal_pod_autoscaler_downscale_stabilization_s"
 WORKERS = 5  # --concurrent-horizontal-pod-autoscaler-syncs
 NAMESPACE_INDEX = "namespace"
 _UNSERVED = {"Pods": ("pods", "FailedGetPodsMetric"),
@@ -61,12 +68,17 @@ class HorizontalPodAutoscalerController:
 
     def __init__(self, ctx: ClusterContext, *, sync_period_s: float = SYNC_PERIOD_S,
                  workers: int = WORKERS,
-                 downscale_stabilization_s: float = rules.DOWNSCALE_STABILIZATION_S) -> None:
+                 downscale_stabilization_s: float = rules.DOWNSCALE_STABILIZATION_S,
+                 tolerance: float = rules.TOLERANCE) -> None:
         self.ctx = ctx
         self.clock = ctx.clock
         self.sync_period_s = sync_period_s
         self.workers = workers
         self.downscale_stabilization_s = downscale_stabilization_s
+        self.tolerance = tolerance
+        self.pod_metrics: Api[Obj] = Api(dict, client=ctx.client, namespace=None,
+                                         api_version=METRICS_API_VERSION, kind="PodMetrics",
+                                         plural="pods", namespaced=True)
         self.hpa_api = ctx.api("autoscaling/v2", "HorizontalPodAutoscaler")
         self.hpas = ctx.informer("autoscaling/v2", "HorizontalPodAutoscaler")
         self.pods = ctx.informer("v1", "Pod")
@@ -124,7 +136,8 @@ class HorizontalPodAutoscalerController:
         conds.set("AbleToScale", "True", "SucceededGetScale",
                   "the HPA controller was able to get the target's current scale")
         current = int(_d(scale.get("spec")).get("replicas") or 0)
-        decided = self._decide(key, hpa, scale, conds, current)
+        rules.record_initial_recommendation(self._history(key), current, self.clock())
+        decided = await self._decide(key, hpa, scale, conds, current)
         if decided is None:  # no replica count: status and event written
             await self._write_status(hpa, original)
             return
@@ -146,8 +159,8 @@ class HorizontalPodAutoscalerController:
             status["lastScaleTime"] = conds.now
         await self._write_status(hpa, original)
 
-    def _decide(self, key: str, hpa: Obj, scale: Obj, conds: rules.Conditions, current: int,
-                ) -> tuple[int, str, list[Obj]] | None:
+    async def _decide(self, key: str, hpa: Obj, scale: Obj, conds: rules.Conditions,
+                      current: int) -> tuple[int, str, list[Obj]] | None:
         """The replica count and its reason (``""`` with scaling disabled), with the metrics'
         statuses; None when the metrics gave none (status fields and event already set)."""
         spec = _d(hpa.get("spec"))
@@ -161,7 +174,8 @@ class HorizontalPodAutoscalerController:
             return high, "Current number of replicas above Spec.MaxReplicas", []
         if current < low:
             return low, "Current number of replicas below Spec.MinReplicas", []
-        proposal, metric_name, statuses, failure = self._replicas_for_metrics(hpa, scale, conds)
+        proposal, metric_name, statuses, failure = await self._replicas_for_metrics(hpa, scale,
+                                                                                    conds)
         if proposal == -1:
             hpa["status"]["currentReplicas"] = current
             hpa["status"]["currentMetrics"] = statuses or None
@@ -224,8 +238,8 @@ class HorizontalPodAutoscalerController:
 
     # --- metrics ----------------------------------------------------------------------------
 
-    def _replicas_for_metrics(self, hpa: Obj, scale: Obj, conds: rules.Conditions,
-                              ) -> tuple[int, str, list[Obj], str]:
+    async def _replicas_for_metrics(self, hpa: Obj, scale: Obj, conds: rules.Conditions,
+                                    ) -> tuple[int, str, list[Obj], str]:
         """``computeReplicasForMetrics``: (replicas or -1, metric name, statuses, error)."""
         metrics = [_d(m) for m in _d(hpa.get("spec")).get("metrics") or ()]
         selector_text = _d(scale.get("status")).get("selector")
@@ -243,14 +257,16 @@ class HorizontalPodAutoscalerController:
             conds.set("ScalingActive", "False", "InvalidSelector",
                                 message)
             return -1, "", [], message
-        pods = self._pods(str(meta(hpa).get("namespace") or ""), selector)
+        namespace = str(meta(hpa).get("namespace") or "")
+        pods = self._pods(namespace, selector)
         spec_replicas = int(_d(scale.get("spec")).get("replicas") or 0)
         replicas, metric_name = 0, ""
         statuses: list[Obj] = []
         invalid: list[tuple[str, str]] = []  # (reason, error) per failed metric
         for metric in metrics:
             try:
-                proposal, name, metric_status = self._one_metric(metric, spec_replicas, pods)
+                proposal, name, metric_status = await self._one_metric(
+                    metric, spec_replicas, pods, (str(selector_text), namespace))
             except MetricError as err:
                 statuses.append({"type": ""})  # kube's zero MetricStatus
                 self._event(hpa, "Warning", err.reason, _inner(err))
@@ -275,7 +291,8 @@ class HorizontalPodAutoscalerController:
         return [pod for pod in self.pods.by_index(NAMESPACE_INDEX, namespace)
                 if selector.matches(_d(meta(pod).get("labels")))]
 
-    def _one_metric(self, metric: Obj, current: int, pods: list[Obj]) -> tuple[int, str, Obj]:
+    async def _one_metric(self, metric: Obj, current: int, pods: list[Obj],
+                          selector: tuple[str, str]) -> tuple[int, str, Obj]:
         """``computeReplicasForMetric`` for one spec: (replicas, metric name, status)."""
         kind = metric.get("type")
         if kind in ("Resource", "ContainerResource"):
@@ -284,7 +301,8 @@ class HorizontalPodAutoscalerController:
             resource, container = str(src.get("name") or ""), str(src.get("container") or "")
             what = "resource" if kind == "Resource" else "container"
             try:
-                replicas, name, current_value = self._resource(src, current, pods, kind)
+                replicas, name, current_value = await self._resource(
+                    src, current, (pods, selector), kind)
             except MetricError as err:
                 raise MetricError(err.reason, f"failed to get {resource} {what} metric value: "
                                   f"{err}") from err
@@ -297,18 +315,20 @@ class HorizontalPodAutoscalerController:
         raise MetricError(reason, f"failed to get {member or kind} metric value: unable to get "
                           f"metric {ident}: kubewire simulates resource metrics only")
 
-    def _resource(self, src: Obj, current: int, pods: list[Obj], kind: str,
-                  ) -> tuple[int, str, Obj]:
+    async def _resource(self, src: Obj, current: int,
+                        selected: tuple[list[Obj], tuple[str, str]],
+                        kind: str) -> tuple[int, str, Obj]:
         """``computeStatusForResourceMetricGeneric``."""
         resource, container = str(src.get("name") or ""), str(src.get("container") or "")
         target = _d(src.get("target"))
-        samples = _samples(pods, resource, container)
+        pods, (selector, namespace) = selected
         if target.get("averageValue") is not None:
             wanted = parse_quantity(target["averageValue"])
             milli = int(wanted * 1000) if wanted is not None else 0
             try:
-                replicas, average = rules.average_value_replicas(current, milli, pods, samples,
-                                                                 resource)
+                samples = await self._metrics(namespace, selector, resource, container)
+                replicas, average = rules.average_value_replicas(
+                    current, milli, pods, samples, resource, tolerance=self.tolerance)
             except MetricError as err:
                 raise MetricError(err.reason, f"failed to get {resource} usage: {err}") from err
             return replicas, f"{resource} resource", {
@@ -318,9 +338,10 @@ class HorizontalPodAutoscalerController:
                               "neither an average utilization target nor an average value "
                               "(usage) target was set")
         try:
+            samples = await self._metrics(namespace, selector, resource, container)
             replicas, utilization, raw = rules.utilization_replicas(
                 current, int(target["averageUtilization"]), pods, samples,
-                rules.Source(resource, container))
+                rules.Source(resource, container), tolerance=self.tolerance)
         except MetricError as err:
             raise MetricError(err.reason,
                               f"failed to get {resource} utilization: {err}") from err
@@ -329,6 +350,26 @@ class HorizontalPodAutoscalerController:
             name = f"{resource} container resource utilization (percentage of request)"
         return replicas, name, {"averageValue": rules.milli_quantity(raw),
                                 "averageUtilization": utilization}
+
+    async def _metrics(self, namespace: str, selector: str, resource: str,
+                       container: str) -> dict[str, int]:
+        """kube's REST metrics client ``GetResourceMetric``: the PodMetrics of the selector's
+        pods; a pod's value (milli-units) is the sum of its containers' (the named
+        container's alone for a container metric), a pod missing the resource has none."""
+        try:
+            listed = await self.pod_metrics.list(namespace=namespace, label_selector=selector)
+        except (StatusError, ClientError) as err:
+            raise MetricError("FailedGetResourceMetric", f"unable to get metrics for resource "
+                              f"{resource}: unable to fetch metrics from resource metrics API: "
+                              f"{err}") from err
+        if not listed.items:
+            raise MetricError("FailedGetResourceMetric", f"unable to get metrics for resource "
+                              f"{resource}: no metrics returned from resource metrics API")
+        try:
+            return rules.pod_samples(listed.items, resource, container)
+        except ValueError as err:
+            raise MetricError("FailedGetResourceMetric", f"unable to get metrics for resource "
+                              f"{resource}: failed to get container metrics: {err}") from err
 
     def _normalize(self, key: str, hpa: Obj, conds: rules.Conditions,
                    arg: rules.Normalization) -> int:
@@ -370,18 +411,6 @@ def _inner_text(text: str) -> str:
         and prefix[0].endswith("metric value") else text
 
 
-def _samples(pods: list[Obj], resource: str, container: str) -> dict[str, int]:
-    """Simulated usage per pod, in milli-units (a pod without the container has none)."""
-    out: dict[str, int] = {}
-    for pod in pods:
-        name = str(meta(pod).get("name") or "")
-        usage = rules.container_usage(pod, resource, container) if container \
-            else rules.pod_usage(pod, resource)
-        if usage is not None:
-            out[name] = int(usage * 1000)
-    return out
-
-
 def encode_scale(scale: Any) -> Any:
     """A Scale model as JSON data."""
     return msgspec.json.decode(encode(scale))
@@ -393,8 +422,32 @@ def _key(obj: Mapping[str, Any]) -> str:
 
 def make_hpa_controller(ctx: ClusterContext,
                         options: object = None) -> HorizontalPodAutoscalerController:
-    """The component factory. Options: ``workers`` (kube's
-    ``--concurrent-horizontal-pod-autoscaler-syncs``, 5), ``sync_period_ms`` (15000)."""
-    period = option(options, "sync_period_ms", int(SYNC_PERIOD_S * 1000)) / 1000
-    return HorizontalPodAutoscalerController(ctx, sync_period_s=period,
-                                             workers=option(options, "workers", WORKERS))
+    """The component factory. Options (kube-controller-manager's flags, which ``kubewire
+    serve`` and ``kubewire controller-manager`` pass in ``ComponentOptions.extra``):
+    ``SYNC_PERIOD_OPTION`` (``--horizontal-pod-autoscaler-sync-period``, 15 s),
+    ``TOLERANCE_OPTION`` (``--horizontal-pod-autoscaler-tolerance``, 0.1),
+    ``STABILIZATION_OPTION`` (``--horizontal-pod-autoscaler-downscale-stabilization``, 300 s),
+    ``workers`` (``--concurrent-horizontal-pod-autoscaler-syncs``, 5)."""
+    return HorizontalPodAutoscalerController(
+        ctx, sync_period_s=_seconds(options, SYNC_PERIOD_OPTION, SYNC_PERIOD_S),
+        workers=option(options, "workers", WORKERS),
+        downscale_stabilization_s=_seconds(options, STABILIZATION_OPTION,
+                                           rules.DOWNSCALE_STABILIZATION_S),
+        tolerance=_seconds(options, TOLERANCE_OPTION, rules.TOLERANCE))
+
+
+def flag_options(sync_period_s: float, tolerance: float,
+                 downscale_stabilization_s: float) -> dict[str, float]:
+    """kube-controller-manager's HPA flags as ``ComponentOptions.extra`` entries."""
+    return {SYNC_PERIOD_OPTION: sync_period_s, TOLERANCE_OPTION: tolerance,
+            STABILIZATION_OPTION: downscale_stabilization_s}
+
+
+def _seconds(options: object, name: str, default: float) -> float:
+    """A float option: from a mapping, or the ``extra`` mapping of ``ComponentOptions``."""
+    found = options.get(name, default) if isinstance(options, Mapping) else \
+        _d(getattr(options, "extra", None)).get(name, default)
+    try:
+        return float(found)
+    except (TypeError, ValueError):
+        return default

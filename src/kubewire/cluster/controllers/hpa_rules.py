@@ -2,10 +2,11 @@
 ``pkg/controller/podautoscaler`` (``horizontal.go``, ``replica_calculator.go``,
 ``metrics/utilization.go``), written by hand for the simulated cluster.
 
-Metrics are simulated, not served: a pod's usage of a resource is its annotation
-``kubewire.io/<resource>-usage`` (a quantity for the whole pod: ``kubewire.io/cpu-usage:
-300m``), else ``DEFAULT_USAGE_FRACTION`` of the sum of its containers' requests; a container's
-share (ContainerResource metrics) is the pod's usage split by the containers' requests. Only
+Usage is simulated (``kubewire.simulated_usage``, the rule the server's ``metrics.k8s.io``
+serves): a pod's usage of a resource is its annotation ``kubewire.io/<resource>-usage``, else
+``DEFAULT_USAGE_FRACTION`` of the sum of its containers' requests; a container's share
+(ContainerResource metrics) is the pod's usage split by the containers' requests. The
+controller reads it as kube does, from ``metrics.k8s.io`` PodMetrics (``pod_samples``). Only
 Resource and ContainerResource metrics have a source; Pods, Object and External metrics report
 kube's "unable to get metric" condition. A pod's sample is always fresh, so kube's CPU
 initialization window reduces to readiness: a pod without a True Ready condition is unready.
@@ -28,10 +29,13 @@ from typing import Any
 
 from kubewire.quantity import parse_quantity
 from kubewire.quantity_text import Amount, canonical
+from kubewire.simulated_usage import DEFAULT_USAGE_FRACTION as DEFAULT_USAGE_FRACTION
+from kubewire.simulated_usage import USAGE_ANNOTATION as USAGE_ANNOTATION
+from kubewire.simulated_usage import container_usage as container_usage
+from kubewire.simulated_usage import pod_usage as pod_usage
+from kubewire.simulated_usage import request_of
 
 Obj = dict[str, Any]
-USAGE_ANNOTATION = "kubewire.io/{resource}-usage"
-DEFAULT_USAGE_FRACTION = Fraction(1, 2)  # a pod without an annotation uses half its requests
 TOLERANCE = 0.1  # --horizontal-pod-autoscaler-tolerance
 DOWNSCALE_STABILIZATION_S = 300.0  # --horizontal-pod-autoscaler-downscale-stabilization
 SCALE_UP_LIMIT_FACTOR, SCALE_UP_LIMIT_MINIMUM = 2.0, 4.0
@@ -50,35 +54,41 @@ def _d(value: Any) -> Obj:
     return value if isinstance(value, dict) else {}
 
 
-# --- simulated usage --------------------------------------------------------------------------
+# --- simulated usage (kubewire.simulated_usage, shared with the server's metrics.k8s.io) ------
 
 def _requests(container: Mapping[str, Any], resource: str) -> Fraction | None:
-    return parse_quantity(_d(_d(container.get("resources")).get("requests")).get(resource))
+    return request_of(container, resource)
 
 
-def pod_usage(pod: Mapping[str, Any], resource: str) -> Fraction:
-    """The pod's simulated usage of ``resource`` (cores, bytes)."""
-    annotations = _d(_d(pod.get("metadata")).get("annotations"))
-    given = parse_quantity(annotations.get(USAGE_ANNOTATION.format(resource=resource)))
-    if given is not None:
-        return given
-    containers = [_d(c) for c in _d(pod.get("spec")).get("containers") or ()]
-    return sum((_requests(c, resource) or Fraction(0) for c in containers),
-               Fraction(0)) * DEFAULT_USAGE_FRACTION
+# --- samples: what the resource metrics API reports ------------------------------------------
+
+def _milli(text: Any) -> int | None:
+    """``Quantity.MilliValue()``: rounded up."""
+    value = parse_quantity(text)
+    return None if value is None else math.ceil(value * 1000)
 
 
-def container_usage(pod: Mapping[str, Any], resource: str, container: str) -> Fraction | None:
-    """A container's share of the pod's usage (by requests; evenly without any); None when the
-    pod has no such container."""
-    containers = [_d(c) for c in _d(pod.get("spec")).get("containers") or ()]
-    mine = next((c for c in containers if c.get("name") == container), None)
-    if mine is None:
-        return None
-    total = pod_usage(pod, resource)
-    requests = [_requests(c, resource) or Fraction(0) for c in containers]
-    if sum(requests) == 0:
-        return total / len(containers)
-    return total * (_requests(mine, resource) or Fraction(0)) / sum(requests)
+def pod_samples(items: list[Obj], resource: str, container: str) -> dict[str, int]:
+    """``getPodMetrics``/``getContainerMetrics`` of kube's REST metrics client: milli-values by
+    pod name; ValueError when a pod's metrics lack ``container``."""
+    out: dict[str, int] = {}
+    for item in items:
+        meta = _d(item.get("metadata"))
+        name = str(meta.get("name") or "")
+        containers = [_d(c) for c in item.get("containers") or ()]
+        if container:
+            mine = next((c for c in containers if c.get("name") == container), None)
+            if mine is None:
+                raise ValueError(f"container {container} not present in metrics for pod "
+                                 f"{meta.get('namespace', '')}/{name}")
+            value = _milli(_d(mine.get("usage")).get(resource))
+            if value is not None:
+                out[name] = value
+            continue
+        values = [_milli(_d(c.get("usage")).get(resource)) for c in containers]
+        if values and all(v is not None for v in values):
+            out[name] = sum(v for v in values if v is not None)
+    return out
 
 
 # --- pods: which count ------------------------------------------------------------------------
@@ -180,9 +190,11 @@ class Source:
     container: str = ""
 
 
-def utilization_replicas(current: int, target: int, pods: Sequence[Mapping[str, Any]],
-                         samples: Mapping[str, int], source: Source) -> tuple[int, int, int]:
-    """``GetResourceReplicas``: (replicas, utilization %, average raw milli-value)."""
+def utilization_replicas(current: int, target: int, pods: Sequence[Mapping[str, Any]],  # noqa: PLR0913
+                         samples: Mapping[str, int], source: Source, *,
+                         tolerance: float = TOLERANCE) -> tuple[int, int, int]:
+    """``GetResourceReplicas``: (replicas, utilization %, average raw milli-value); no change
+    within ``tolerance`` (``--horizontal-pod-autoscaler-tolerance``) of the target."""
     resource, container = source.resource, source.container
     if not pods:
         raise MetricError("FailedGetResourceMetric",
@@ -195,7 +207,7 @@ def utilization_replicas(current: int, target: int, pods: Sequence[Mapping[str, 
     ratio, utilization, raw = utilization_ratio(groups.metrics, requests, target)
     rebalance = bool(groups.unready) and ratio > 1.0
     if not rebalance and not groups.missing:
-        if abs(1.0 - ratio) <= TOLERANCE:
+        if abs(1.0 - ratio) <= tolerance:
             return current, utilization, raw
         return math.ceil(ratio * groups.ready_count), utilization, raw
     # on a scale-down a missing pod counts at 100% of its request (or the target if higher)
@@ -206,11 +218,13 @@ def utilization_replicas(current: int, target: int, pods: Sequence[Mapping[str, 
     if rebalance:
         metrics.update(dict.fromkeys(groups.unready, 0))
     new_ratio, _, _ = utilization_ratio(metrics, requests, target)
-    return _direction_checked(current, ratio, new_ratio, len(metrics)), utilization, raw
+    return _direction_checked(current, ratio, new_ratio, len(metrics), tolerance), \
+        utilization, raw
 
 
-def _direction_checked(current: int, ratio: float, new_ratio: float, count: int) -> int:
-    if abs(1.0 - new_ratio) <= TOLERANCE or (ratio < 1.0 < new_ratio) \
+def _direction_checked(current: int, ratio: float, new_ratio: float, count: int,
+                       tolerance: float) -> int:
+    if abs(1.0 - new_ratio) <= tolerance or (ratio < 1.0 < new_ratio) \
             or (ratio > 1.0 > new_ratio):
         return current
     proposal = math.ceil(new_ratio * count)
@@ -219,8 +233,10 @@ def _direction_checked(current: int, ratio: float, new_ratio: float, count: int)
     return proposal
 
 
-def average_value_replicas(current: int, target_milli: int, pods: Sequence[Mapping[str, Any]],
-                           samples: Mapping[str, int], resource: str) -> tuple[int, int]:
+def average_value_replicas(current: int, target_milli: int,  # noqa: PLR0913
+                           pods: Sequence[Mapping[str, Any]],
+                           samples: Mapping[str, int], resource: str, *,
+                           tolerance: float = TOLERANCE) -> tuple[int, int]:
     """``GetRawResourceReplicas`` (``calcPlainMetricReplicas``): (replicas, average milli)."""
     if not pods:
         raise MetricError("FailedGetResourceMetric",
@@ -234,12 +250,12 @@ def average_value_replicas(current: int, target_milli: int, pods: Sequence[Mappi
     average = total // len(groups.metrics)
     rebalance = bool(groups.unready) and ratio > 1.0
     if not rebalance and not groups.missing:
-        if abs(1.0 - ratio) <= TOLERANCE:
+        if abs(1.0 - ratio) <= tolerance:
             return current, average
         return math.ceil(ratio * groups.ready_count), average
     metrics = _rebalanced(groups, groups.metrics, ratio, target_milli)
     new_ratio = sum(metrics.values()) / (target_milli * len(metrics))
-    return _direction_checked(current, ratio, new_ratio, len(metrics)), average
+    return _direction_checked(current, ratio, new_ratio, len(metrics), tolerance), average
 
 
 def milli_quantity(milli: int) -> str:
@@ -273,6 +289,13 @@ class Normalization:
 def scale_up_limit(current: int) -> int:
     """``calculateScaleUpLimit``: at most double, at least 4."""
     return int(max(SCALE_UP_LIMIT_FACTOR * current, SCALE_UP_LIMIT_MINIMUM))
+
+
+def record_initial_recommendation(history: History, current: int, now: float) -> None:
+    """``recordInitialRecommendation``: an HPA's first turn counts the target's current
+    replicas as a recommendation, so a scale-down waits out the stabilization window."""
+    if not history.recommendations:
+        history.recommendations.append((now, current))
 
 
 def stabilize(history: History, desired: int, now: float,

@@ -119,13 +119,18 @@ class ClusterComponents:
     """``lead(part)``/``step_down(part)`` as leadership changes, ``serving(...)`` once
     listening, ``await stop()`` at the end."""
 
-    def __init__(self, enabled: Callable[[str], bool], nodes: int, mode: str) -> None:
+    def __init__(self, enabled: Callable[[str], bool], nodes: int, mode: str,
+                 hpa: tuple[float, float, float] | None = None) -> None:
+        """``hpa``: kube-controller-manager's HPA flags (sync period, tolerance, downscale
+        stabilization), for the HPA controller; None: kube's defaults."""
         chosen: list[Registration] = []
         self.options: ComponentOptions | None = None
         if any(enabled(name) for name in CLUSTER_COMPONENTS):
             from kubewire.cluster.components import ComponentOptions, selected
+            from kubewire.cluster.controllers.hpa import flag_options
 
-            self.options = ComponentOptions(nodes=nodes)
+            self.options = ComponentOptions(
+                nodes=nodes, extra=flag_options(*hpa) if hpa is not None else {})
             chosen = selected(enabled, self.options)
         self.loop = ComponentLoop(mode)
         self.parts: dict[str, Part] = {}

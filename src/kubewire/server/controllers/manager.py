@@ -85,8 +85,11 @@ class ControllerManager:
         ctx.garbage_collection = (component_enabled(GARBAGE_COLLECTOR) if gc_flag is None
                                   else gc_flag)
         # kubewire.cluster's components, as clients of this server (``components``)
-        self.components = ClusterComponents(component_enabled, ctx.config.nodes,
-                                            ctx.config.components_loop)
+        config = ctx.config
+        self.components = ClusterComponents(
+            component_enabled, config.nodes, config.components_loop,
+            hpa=(config.hpa_sync_period_s, config.hpa_tolerance,
+                 config.hpa_downscale_stabilization_s))
         self.deletion = Controllers(ctx, namespaces=chosen.enabled(NAMESPACE),
                                     pods=chosen.enabled(POD_TERMINATION))
         self.namespace_defaults = NamespaceDefaults(

@@ -66,6 +66,8 @@ _GROUP_PRIORITY: Mapping[str, int] = MappingProxyType({
     "batch": 17400, "autoscaling": 17500, "policy": 17100, "scheduling.k8s.io": 16600,
     "apiextensions.k8s.io": 16700, "coordination.k8s.io": 16500, "discovery.k8s.io": 16200,
 })
+# metrics-server's APIService v1beta1.metrics.k8s.io: groupPriorityMinimum 100, after CRDs
+_GROUP_PRIORITY_METRICS = 100
 _OTHER_GROUP_PRIORITY = 1000  # CRD groups (customresource_discovery_controller.go) and unknown
 
 # Built-in verbs, sorted (installer.go registerResourceHandlers: sort.Strings).
@@ -156,6 +158,8 @@ def resource_verbs(resource: Resource) -> tuple[str, ...]:
     """The verbs kubewire serves on a kind's collection and objects, in kube's listing order."""
     if resource.create_only:
         return ("create",)
+    if resource.computed:  # metrics-server's Getter and Lister
+        return ("get", "list")
     if resource.crd is not None and (resource.crd.get("metadata") or {}).get(
             "deletionTimestamp"):
         return _TERMINATING_CUSTOM_VERBS  # customresource_discovery_controller.go
@@ -181,6 +185,8 @@ def _resource_hash(resource: Resource) -> str:
 
 
 def _group_priority(group: str) -> int:
+    if group == "metrics.k8s.io":
+        return _GROUP_PRIORITY_METRICS
     return _GROUP_PRIORITY.get(group, _OTHER_GROUP_PRIORITY)
 
 
@@ -231,7 +237,7 @@ def _legacy_resource(resource: Resource) -> dict[str, JSON]:
         out["shortNames"] = list(resource.short_names)
     if resource.categories:
         out["categories"] = list(resource.categories)
-    if not resource.create_only:  # nothing stored, no hash (kube's bindings have none)
+    if not (resource.create_only or resource.computed):  # nothing stored, no hash
         out["storageVersionHash"] = _resource_hash(resource)
     return out
 

@@ -255,8 +255,8 @@ def build_document(registry: Registry, group: str, version: str) -> dict[str, JS
     crd_schemas: dict[str, JSON] = {}
     built_in = False
     for resource in registry:
-        if (resource.group, resource.version) != (group, version):
-            continue
+        if (resource.group, resource.version) != (group, version) or resource.computed:
+            continue  # computed kinds (metrics.k8s.io): no schema facts, as kubewire has none
         crd = getattr(resource, "crd", None)  # set on entries a CRD serves
         if crd is None:
             built_in = True
@@ -283,8 +283,9 @@ class OpenAPIDocuments:
 
     def __init__(self, registry: Registry) -> None:
         self._registry = registry
+        described = {(r.group, r.version) for r in registry if not r.computed}
         self._paths = {(f"apis/{g}/{v}" if g else f"api/{v}"): (g, v)  # keys of the root
-                       for g, v in registry.group_versions()}
+                       for g, v in registry.group_versions() if (g, v) in described}
         self._documents: dict[str, OpenAPIDocument] = {}
         self._root: OpenAPIDocument | None = None
 

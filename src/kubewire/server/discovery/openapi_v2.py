@@ -267,6 +267,8 @@ def build_swagger(registry: Registry) -> dict[str, JSON]:
     built_in: dict[tuple[str, str], None] = {}
     for resource in registry:
         crd = getattr(resource, "crd", None)  # set on entries a CRD serves
+        if resource.computed:  # metrics.k8s.io: kubewire has no schema facts for it
+            continue
         if crd is None:
             built_in[resource.group, resource.version] = None
             paths.update(resource_paths(resource))
