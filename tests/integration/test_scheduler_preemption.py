@@ -218,3 +218,38 @@ async def test_the_nominated_node_is_kept_for_the_preemptor(server: ServerThread
             with contextlib.suppress(asyncio.CancelledError):
                 await task
             await ctx.close()
+
+
+async def test_a_budget_steers_the_choice_of_victim(server: ServerThread) -> None:
+    """Two full nodes: without budgets the node whose victim has the lower priority would be
+    chosen; a PodDisruptionBudget (no disruption allowed) on that victim makes the scheduler
+    preempt on the other node instead (fewest budget violations comes first)."""
+    for name, value in (("ten", 10), ("high", 1000)):
+        create(server, "/apis/scheduling.k8s.io/v1/priorityclasses",
+               {"metadata": {"name": name}, "value": value})
+    create(server, "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+           {"metadata": {"name": "db"}, "spec": {"minAvailable": 1,
+                                                "selector": {"matchLabels": {"app": "db"}}}})
+    add_node(server, node("a", cpu="1"))
+    add_node(server, node("b", cpu="1"))
+    async with await create_client(server.kubeconfig) as client:
+        ctx = ClusterContext(client)
+        sched = make_scheduler(ctx, None)
+        task = asyncio.get_running_loop().create_task(sched.run())
+        try:
+            add_pod(server, pod("guarded", cpu="1", labels={"app": "db"}))  # priority 0
+            add_pod(server, pod("plain", cpu="1", priorityClassName="ten", labels={"app": "x"}))
+            await until(lambda: node_of(server, "guarded") and node_of(server, "plain"),
+                        what="both bound")
+            add_pod(server, pod("high", cpu="1", priorityClassName="high"))
+            await until(lambda: read_pod(server, "high")["status"].get("nominatedNodeName"),
+                        what="high nominated")
+            assert read_pod(server, "plain")["metadata"].get("deletionTimestamp")
+            assert not read_pod(server, "guarded")["metadata"].get("deletionTimestamp")
+            assert read_pod(server, "high")["status"]["nominatedNodeName"] == node_of(
+                server, "plain")
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await ctx.close()

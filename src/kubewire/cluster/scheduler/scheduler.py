@@ -505,9 +505,10 @@ class Scheduler:
 
     def _refilter(self, pod: PodInfo, trial: NodeInfo, state: CycleState) -> Status | None:
         """The filters on ``trial`` (a node with pods removed or added back), with the
-        PreFilter state recomputed when it counted pods (kube's PreFilter extensions)."""
+        PreFilter state recomputed when it counted pods (kube's PreFilter extensions
+        AddPod/RemovePod; counts that were empty stay empty: only the victims move)."""
         if state.spread_counts or state.existing_anti or state.affinity_counts \
-                or state.anti_counts or pod.affinity or pod.anti_affinity or self.affinity_pods:
+                or state.anti_counts:
             nodes = [trial if n.name == trial.name else n for n in self.node_list]
             state = prefilter(pod, nodes, self.namespace_labels)
         return filter_node(pod, self._with_nominated(pod, trial), state)
