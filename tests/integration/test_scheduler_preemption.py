@@ -153,6 +153,8 @@ def test_a_high_priority_pod_preempts_and_a_never_pod_waits(
     assert preempted[0]["note"] == f"Preempted by pod {high_uid} on node {NODE}"
     assert preempted[0]["action"] == "Preempting"
     assert preempted[0]["reportingController"] == "default-scheduler"
+    assert (preempted[0]["related"]["kind"], preempted[0]["related"]["name"],
+            preempted[0]["related"]["uid"]) == ("Pod", "high", high_uid)
     # the survivors stay; the Never pod still waits (4.5 + 2 of 8 CPUs: no room for it)
     assert all(_pod(server, n) for n in ("low-0", "low-1"))
     assert not _pod(server, "never")["spec"].get("nodeName")

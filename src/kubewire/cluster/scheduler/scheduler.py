@@ -33,9 +33,8 @@ scheduled in turn:
   nominator: lower-priority pods filter that node as if the nominated pod were on it), and its
   nominated node is tried first when it comes back.
 
-What kube does that this does not: the ``Preempted`` event's ``related`` preemptor; the
-second filter pass without nominated pods (it matters only for inter-pod affinity);
-QueueingHints per plugin
+What kube does that this does not: the second filter pass without nominated pods (it matters
+only for inter-pod affinity); asynchronous preemption (alpha in 1.32); QueueingHints per plugin
 (a coarser event table instead); the volume plugins but VolumeBinding's PreBind
 (``volume_binding``: the node chosen for a WaitForFirstConsumer claim, binding after the
 claims are), the DRA plugins, NodePorts' exact IP families,
@@ -580,7 +579,8 @@ class Scheduler:
             log.info("preempting %s for %s failed: %s", victim.key, pod.key, err)
             return
         self.events.event(victim.obj, "Normal", "Preempted",
-                          f"Preempted by pod {pod.uid} on node {node}", action="Preempting")
+                          f"Preempted by pod {pod.uid} on node {node}", action="Preempting",
+                          related=pod.obj)
 
     async def _clear_nomination(self, pod: PodInfo) -> None:
         try:
