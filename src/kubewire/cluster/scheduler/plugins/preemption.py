@@ -118,10 +118,10 @@ def select_victims(pod: PodInfo, node: NodeInfo, fits: Fits, budgets: Sequence[B
     """``SelectVictimsOnNode``: the candidate, the filter reasons when the pod does not fit
     even with every lower-priority pod gone, or None when there is no lower-priority pod
     ("No preemption victims found for incoming pod")."""
-    trial = trial_node(node)
     potential = [p for p in node.pods.values() if p.priority < pod.priority]
     if not potential:
-        return None
+        return None  # before the copy: the common case on a cluster of equal priorities
+    trial = trial_node(node)
     for victim in potential:
         trial.remove_pod(victim.key)
     reasons = fits(trial)
