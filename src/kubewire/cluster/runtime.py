@@ -210,8 +210,9 @@ class EventRecorder:
         return Recorder(self, component, host)
 
     def event(self, involved: Mapping[str, Any], note: Note, component: str,
-              host: str = "") -> None:
-        """Record one event about ``involved`` (an object with kind/apiVersion/metadata)."""
+              host: str = "", related: Mapping[str, Any] | None = None) -> None:
+        """Record one event about ``involved`` (an object with kind/apiVersion/metadata;
+        ``related`` is for events.k8s.io, tools/record's core/v1 events leave it out)."""
         type_, reason, message = note.type, note.reason, note.message
         ref = object_reference(involved)
         namespace = ref.get("namespace") or "default"
@@ -339,7 +340,7 @@ class NewEventRecorder(EventRecorder):
         return Recorder(self, component, host)
 
     def event(self, involved: Mapping[str, Any], note: Note, component: str,
-              host: str = "") -> None:
+              host: str = "", related: Mapping[str, Any] | None = None) -> None:
         type_, reason, message, action = note.type, note.reason, note.message, note.action
         ref = object_reference(involved)
         namespace = ref.get("namespace") or "default"
@@ -350,6 +351,8 @@ class NewEventRecorder(EventRecorder):
             "reportingInstance": host or f"{component}-kubewire", "action": action or reason,
             "reason": reason, "regarding": ref, "note": message, "type": type_,
         }
+        if related is not None:  # Eventf(regarding, related, ...): the scheduler's preemptor
+            event["related"] = object_reference(related)
         key = (namespace, ref.get("kind", ""), ref["name"], ref.get("uid", ""), type_, reason,
                message, component, "new")
         self._offer(event, key)
@@ -375,10 +378,11 @@ class Recorder:
     component: str
     host: str = ""
 
-    def event(self, involved: Mapping[str, Any], type_: str, reason: str, message: str,
-              action: str = "") -> None:
+    def event(self, involved: Mapping[str, Any], type_: str,  # noqa: PLR0913 (related: kw)
+              reason: str, message: str, action: str = "", *,
+              related: Mapping[str, Any] | None = None) -> None:
         self.sink.event(involved, Note(type_, reason, message, action), self.component,
-                        self.host)
+                        self.host, related)
 
 
 @dataclass

@@ -26,8 +26,15 @@ scheduled in turn:
   (labels, taints, allocatable, ``unschedulable``) or an assigned pod goes away or arrives
   (for the plugins those events can help).
 
-What kube does that this does not: preemption (the message says what DefaultPreemption would
-find, but no pod is evicted and ``nominatedNodeName`` is never set); QueueingHints per plugin
+- PostFilter, DefaultPreemption (``plugins.preemption`` decides): where evicting
+  lower-priority pods makes room (PodDisruptionBudgets from a PDB informer), the victims get
+  the ``DisruptionTarget`` condition, are deleted and get the ``Preempted`` event; the
+  preemptor gets ``status.nominatedNodeName`` and is reserved there in memory (kube's
+  nominator: lower-priority pods filter that node as if the nominated pod were on it), and its
+  nominated node is tried first when it comes back.
+
+What kube does that this does not: the second filter pass without nominated pods (it matters
+only for inter-pod affinity); asynchronous preemption (alpha in 1.32); QueueingHints per plugin
 (a coarser event table instead); the volume plugins but VolumeBinding's PreBind
 (``volume_binding``: the node chosen for a WaitForFirstConsumer claim, binding after the
 claims are), the DRA plugins, NodePorts' exact IP families,
@@ -63,7 +70,6 @@ from kubewire.cluster.scheduler.plugins.filters import (
 from kubewire.cluster.scheduler.plugins.fit_error import (
     NO_NODES,
     NO_VICTIMS,
-    NOT_ELIGIBLE,
     NOT_HELPFUL,
     fit_error,
     truncate,
@@ -75,6 +81,16 @@ from kubewire.cluster.scheduler.plugins.infos import (
     node_info,
     pod_info,
     pod_key,
+)
+from kubewire.cluster.scheduler.plugins.preemption import (
+    Candidate,
+    budget,
+    disruption_condition,
+    eligible,
+    num_candidates,
+    pick_node,
+    select_victims,
+    trial_node,
 )
 from kubewire.cluster.scheduler.plugins.scores import score_nodes
 from kubewire.cluster.scheduler.queue import (
@@ -148,6 +164,12 @@ class Scheduler:
         self._tasks: set[asyncio.Task[None]] = set()
         self.scheduled = 0
         self.failed = 0
+        self.preemptions = 0
+        # kube's nominator: pods nominated to a node (status.nominatedNodeName, or set here by
+        # preemption before the write comes back), by node then key; and node by key
+        self.nominated: dict[str, dict[str, PodInfo]] = {}
+        self.nominated_to: dict[str, str] = {}
+        self._pdbs: Any = None  # the PodDisruptionBudget informer, once running
 
     # --- the cache, from the informers -------------------------------------------------------
 
@@ -228,23 +250,56 @@ class Scheduler:
         if not node.pods and name not in self.nodes:
             del self.infos[node.name]
 
+    def _nominate(self, info: PodInfo, node: str) -> None:
+        self._unnominate(info.key)
+        if node:
+            self.nominated.setdefault(node, {})[info.key] = info
+            self.nominated_to[info.key] = node
+
+    def _unnominate(self, key: str) -> None:
+        node = self.nominated_to.pop(key, None)
+        if node is None:
+            return
+        pods = self.nominated.get(node)
+        if pods is not None:
+            pods.pop(key, None)
+            if not pods:
+                del self.nominated[node]
+
+    def _with_nominated(self, pod: PodInfo, node: NodeInfo) -> NodeInfo:
+        """``addNominatedPods``: ``node`` with the pods nominated to it that are at least as
+        important as ``pod`` (a copy; ``node`` itself when there are none)."""
+        waiting = self.nominated.get(node.name)
+        if not waiting:
+            return node
+        extra = [p for k, p in waiting.items() if k != pod.key and p.priority >= pod.priority]
+        if not extra:
+            return node
+        copy = trial_node(node)
+        for other in extra:
+            copy.add_pod(other)
+        return copy
+
     def _wants(self, info: PodInfo) -> bool:
         return info.scheduler_name == self.scheduler_name and not info.gated
 
     def on_pod_add(self, obj: Obj) -> None:
         info = pod_info(obj)
         if info.node_name:
+            self._unnominate(info.key)
             self.assumed.pop(info.key, None)
             self._cache_add(info)
             self.queue.delete(info.key)
             self.queue.move_all(POD_ASSIGNED)
         elif self._wants(info) and info.key not in self.assumed:
+            self._nominate(info, nominated_node_name(obj))
             self.queue.add(info)
         self._wake.set()
 
     def on_pod_update(self, old: Obj, new: Obj) -> None:
         info = pod_info(new)
         if info.node_name:
+            self._unnominate(info.key)
             was_assigned = info.key in self.assigned and info.key not in self.assumed
             self.assumed.pop(info.key, None)
             self._cache_add(info)
@@ -254,14 +309,23 @@ class Scheduler:
         elif info.key in self.assumed:
             return
         elif self._wants(info):
+            node = nominated_node_name(new)
+            # updateNominatedPodUnlocked: a nomination made in memory survives an update
+            # written before it (neither old nor new carries one)
+            if node or nominated_node_name(old) or info.key not in self.nominated_to:
+                self._nominate(info, node)
+            else:
+                self._nominate(info, self.nominated_to[info.key])
             self.queue.add(info, changed=pod_updated(old, new))
         else:
+            self._unnominate(info.key)
             self.queue.delete(info.key)
         self._wake.set()
 
     def on_pod_delete(self, obj: Obj) -> None:
         key = pod_key(obj)
         self.queue.delete(key)
+        self._unnominate(key)
         self.assumed.pop(key, None)
         if key in self.assigned:
             self._cache_remove(key)
@@ -277,6 +341,7 @@ class Scheduler:
                            on_delete=self.on_node_delete)
         pods.add_handlers(on_add=self.on_pod_add, on_update=self.on_pod_update,
                           on_delete=self.on_pod_delete)
+        self._pdbs = self.ctx.informer("policy/v1", "PodDisruptionBudget")
         namespaces = self.ctx.informer("v1", "Namespace")
         namespaces.add_handlers(on_add=self.on_namespace, on_update=self.on_namespace,
                                 on_delete=self.on_namespace_delete)
@@ -290,6 +355,7 @@ class Scheduler:
         await nodes.wait_for_sync()
         await pods.wait_for_sync()
         await namespaces.wait_for_sync()
+        await self._pdbs.wait_for_sync()
         self._pods_informer = pods
         try:
             await self._loop()
@@ -340,30 +406,43 @@ class Scheduler:
         if pod.node_names is not None:
             candidates = [self.nodes[n] for n in sorted(pod.node_names) if n in self.nodes]
             skipped = total - len(candidates)
-        want = num_feasible_nodes_to_find(len(candidates))
         feasible: list[NodeInfo] = []
         failed: list[tuple[NodeInfo, Status]] = []
-        start = self.next_start
-        for i in range(len(candidates)):
-            node = candidates[(start + i) % len(candidates)]
-            status = filter_node(pod, node, state)
-            if status is None:
-                feasible.append(node)
-                if len(feasible) >= want:
-                    break
-            else:
-                failed.append((node, status))
-        self.next_start = (start + len(feasible) + len(failed)) % total
+        # evaluateNominatedNode: a pod nominated by preemption tries that node first
+        nominated = self.nodes.get(nominated_node_name(pod.obj))
+        if nominated is not None and (pod.node_names is None
+                                      or nominated.name in pod.node_names) \
+                and filter_node(pod, self._with_nominated(pod, nominated), state) is None:
+            feasible.append(nominated)
+        else:
+            want = num_feasible_nodes_to_find(len(candidates))
+            start = self.next_start
+            for i in range(len(candidates)):
+                node = candidates[(start + i) % len(candidates)]
+                status = filter_node(pod, self._with_nominated(pod, node), state)
+                if status is None:
+                    feasible.append(node)
+                    if len(feasible) >= want:
+                        break
+                else:
+                    failed.append((node, status))
+            self.next_start = (start + len(feasible) + len(failed)) % total
         if not feasible:
             rejectors = {s.plugin for _, s in failed} | ({"NodeAffinity"} if skipped else set())
             self.queue.unschedulable(queued, frozenset(rejectors))
             reasons = [s.reasons for _, s in failed] + [(REASON_PREFILTER_AFFINITY,)] * skipped
-            preemption = self._preemption(pod, failed, state, total)
-            self._spawn(self._record_failure(
-                pod, "Unschedulable", unschedulable_message(total, reasons, preemption)))
+            preemption, chosen_victims, nominate = self._post_filter(pod, failed, state, total)
+            message = unschedulable_message(total, reasons, preemption)
+            if nominate is not None:
+                self._nominate(pod, nominate)  # AddNominatedPod, before any other pod
+            if chosen_victims is not None:
+                self._spawn(self._preempt_then_record(pod, chosen_victims, message))
+            else:
+                self._spawn(self._record_failure(pod, "Unschedulable", message, nominate))
             return
         chosen = feasible[0] if len(feasible) == 1 else self._select(pod, feasible)
         self.queue.done(pod.key)
+        self._unnominate(pod.key)
         assumed = _assigned(pod, chosen.name)
         self.assumed[pod.key] = chosen.name
         self._cache_add(assumed)
@@ -376,29 +455,62 @@ class Scheduler:
         top = [node for node, score in zip(feasible, scores, strict=True) if score == best]
         return top[0] if len(top) == 1 else random.choice(top)
 
-    def _preemption(self, pod: PodInfo, failed: list[tuple[NodeInfo, Status]],
-                    state: CycleState, total: int) -> str:
-        """What DefaultPreemption's PostFilter would say (kubewire evicts nothing)."""
-        if pod.preempt_never:
-            return NOT_ELIGIBLE
+    def _post_filter(self, pod: PodInfo, failed: list[tuple[NodeInfo, Status]],
+                     state: CycleState, total: int
+                     ) -> tuple[str, Candidate | None, str | None]:
+        """DefaultPreemption's PostFilter (``Evaluator.Preempt``): the message's preemption
+        part (empty when it nominates), the chosen candidate (None: nothing to preempt) and
+        the nomination to write (None: leave it, "": clear it)."""
+        statuses = {node.name: status for node, status in failed}
+        nominated_name = nominated_node_name(pod.obj)
+        nominated_status = statuses.get(nominated_name)
+        why = eligible(pod, self.nodes.get(nominated_name) if nominated_name else None,
+                       nominated_status is None or nominated_status.code == UNRESOLVABLE)
+        if why is not None:
+            return why, None, None
         # nodes left out by a PreFilterResult, and unresolvable ones, cannot be helped
-        reasons: list[tuple[str, ...]] = [(NOT_HELPFUL,)] * (total - len(failed))
-        for node, status in failed:
-            if status.code == UNRESOLVABLE:
-                reasons.append((NOT_HELPFUL,))
-                continue
-            victims = [p for p in node.pods.values() if p.priority < pod.priority]
-            if not victims:
-                reasons.append((NO_VICTIMS,))
-                continue
-            trial = NodeInfo(node.name, node.labels, node.unschedulable, node.hard_taints,
-                             node.soft_taints, node.allocatable)
-            for other in node.pods.values():
-                if other.priority >= pod.priority:
-                    trial.add_pod(other)
-            still = filter_node(pod, trial, state)
-            reasons.append(still.reasons if still is not None else (NO_VICTIMS,))
-        return fit_error(total, reasons)
+        potential = [(node, s) for node, s in failed if s.code != UNRESOLVABLE]
+        reasons: list[tuple[str, ...]] = [(NOT_HELPFUL,)] * (total - len(potential))
+        if not potential:
+            return fit_error(total, reasons), None, ""
+        budgets = [budget(obj) for obj in self._pdbs.cache.list()] if self._pdbs else []
+        now = self.ctx.clock()
+        want = num_candidates(len(potential))
+        offset = random.randrange(len(potential))
+        found: list[Candidate] = []
+        non_violating = 0
+
+        def fits(trial: NodeInfo) -> tuple[str, ...] | None:
+            status = self._refilter(pod, trial, state)
+            return None if status is None else status.reasons
+
+        for i in range(len(potential)):
+            node, _ = potential[(offset + i) % len(potential)]
+            outcome = select_victims(pod, node, fits, budgets, now)
+            if isinstance(outcome, Candidate):
+                if outcome.victims:
+                    found.append(outcome)
+                    non_violating += outcome.pdb_violations == 0
+                    if non_violating and len(found) >= want:
+                        break
+                    continue
+                outcome = None
+            reasons.append((NO_VICTIMS,) if outcome is None else outcome)
+        if not found:
+            return fit_error(total, reasons), None, ""
+        chosen = pick_node(found, now)
+        assert chosen is not None
+        return "", chosen, chosen.node
+
+    def _refilter(self, pod: PodInfo, trial: NodeInfo, state: CycleState) -> Status | None:
+        """The filters on ``trial`` (a node with pods removed or added back), with the
+        PreFilter state recomputed when it counted pods (kube's PreFilter extensions
+        AddPod/RemovePod; counts that were empty stay empty: only the victims move)."""
+        if state.spread_counts or state.existing_anti or state.affinity_counts \
+                or state.anti_counts:
+            nodes = [trial if n.name == trial.name else n for n in self.node_list]
+            state = prefilter(pod, nodes, self.namespace_labels)
+        return filter_node(pod, self._with_nominated(pod, trial), state)
 
     # --- I/O: binding, status, events ---------------------------------------------------------
 
@@ -440,7 +552,46 @@ class Scheduler:
         self._wake.set()
         self._spawn(self._record_failure(pod, "SchedulerError", str(err)))
 
-    async def _record_failure(self, pod: PodInfo, reason: str, message: str) -> None:
+    async def _preempt_then_record(self, pod: PodInfo, chosen: Candidate,
+                                   message: str) -> None:
+        """``prepareCandidate``, then ``handleSchedulingFailure`` with the nomination."""
+        self.preemptions += 1
+        await asyncio.gather(*(self._preempt_victim(pod, victim, chosen.node)
+                               for victim in chosen.victims if not victim.terminating))
+        # lower-priority pods nominated to this node may no longer fit there
+        for other in list((self.nominated.get(chosen.node) or {}).values()):
+            if other.priority < pod.priority:
+                self._unnominate(other.key)
+                await self._clear_nomination(other)
+        await self._record_failure(pod, "Unschedulable", message, chosen.node)
+
+    async def _preempt_victim(self, pod: PodInfo, victim: PodInfo, node: str) -> None:
+        """``PreemptPod``: the ``DisruptionTarget`` condition, the deletion, the event."""
+        condition = disruption_condition(pod.scheduler_name, now_rfc3339(self.ctx.clock))
+        patch = {"metadata": {"uid": victim.uid}, "status": {"conditions": [condition]}}
+        try:
+            await self.pods_api.patch_status(victim.name, patch, namespace=victim.namespace,
+                                             type=PatchType.STRATEGIC)
+            await self.pods_api.delete(victim.name, namespace=victim.namespace)
+        except NotFound:
+            return  # already gone: preemption of it is done
+        except (StatusError, ClientError) as err:
+            log.info("preempting %s for %s failed: %s", victim.key, pod.key, err)
+            return
+        self.events.event(victim.obj, "Normal", "Preempted",
+                          f"Preempted by pod {pod.uid} on node {node}", action="Preempting",
+                          related=pod.obj)
+
+    async def _clear_nomination(self, pod: PodInfo) -> None:
+        try:
+            await self.pods_api.patch_status(
+                pod.name, {"metadata": {"uid": pod.uid}, "status": {"nominatedNodeName": None}},
+                namespace=pod.namespace, type=PatchType.STRATEGIC)
+        except (StatusError, ClientError) as err:
+            log.info("nominatedNodeName of %s not cleared: %s", pod.key, err)
+
+    async def _record_failure(self, pod: PodInfo, reason: str, message: str,
+                              nominate: str | None = None) -> None:
         """``handleSchedulingFailure``: the event and the ``PodScheduled`` condition."""
         self.failed += 1
         current = self._pods_informer.get(pod.name, pod.namespace)
@@ -450,14 +601,20 @@ class Scheduler:
         message = truncate(message)
         self.events.event(current, "Warning", "FailedScheduling", message, action="Scheduling")
         condition = scheduled_condition(current, reason, message, now_rfc3339(self.ctx.clock))
-        if condition is None:
+        # updatePod: the nominated node is written only when it changes
+        nominate_changed = nominate is not None and nominate != nominated_node_name(current)
+        if condition is None and not nominate_changed:
             return
-        order = [{"type": c.get("type")} for c in
-                 (current.get("status") or {}).get("conditions") or ()]
-        if {"type": "PodScheduled"} not in order:
-            order.append({"type": "PodScheduled"})
-        patch = {"metadata": {"uid": pod.uid},
-                 "status": {"$setElementOrder/conditions": order, "conditions": [condition]}}
+        status: dict[str, Any] = {}
+        if condition is not None:
+            order = [{"type": c.get("type")} for c in
+                     (current.get("status") or {}).get("conditions") or ()]
+            if {"type": "PodScheduled"} not in order:
+                order.append({"type": "PodScheduled"})
+            status = {"$setElementOrder/conditions": order, "conditions": [condition]}
+        if nominate_changed:
+            status["nominatedNodeName"] = nominate or None
+        patch = {"metadata": {"uid": pod.uid}, "status": status}
         try:
             await self.pods_api.patch_status(pod.name, patch, namespace=pod.namespace,
                                              type=PatchType.STRATEGIC)
@@ -479,6 +636,10 @@ def pod_updated(old: Obj, new: Obj) -> bool:
         return meta, rest
 
     return stripped(old) != stripped(new)
+
+
+def nominated_node_name(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("status") or {}).get("nominatedNodeName") or "")
 
 
 def _refresh(info: NodeInfo, parsed: NodeInfo) -> None:

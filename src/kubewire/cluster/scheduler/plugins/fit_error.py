@@ -7,9 +7,9 @@ FitError (since 1.30 without a second period: kubernetes#117588).
 Preemption: nodes whose status is ``UnschedulableAndUnresolvable`` are "Preemption is not
 helpful for scheduling"; on the others kube looks for lower-priority victims: none there is
 "No preemption victims found for incoming pod", and when removing them all still leaves the
-pod unfit the node keeps its filter reasons. kubewire does not evict: a node where removing
-lower-priority pods would make room is reported as having no victims found (kube would preempt
-there). A pod with ``preemptionPolicy: Never`` gets "not eligible due to
+pod unfit the node keeps its filter reasons. When preemption nominates a node the message has
+no preemption part (``plugins.preemption`` decides, the scheduler evicts). A pod with
+``preemptionPolicy: Never`` gets "not eligible due to
 preemptionPolicy=Never.". With no nodes at all: ``no nodes available to schedule pods``.
 """
 
