@@ -305,7 +305,13 @@ def collection(obj: dict[str, object]) -> str:
 
 
 def without(meta: dict[str, object], keys: tuple[str, ...]) -> dict[str, object]:
-    return {k: v for k, v in meta.items() if k not in keys}
+    """``meta`` without ``keys`` and without its managedFields' times (two requests a moment
+    apart may fall in different seconds)."""
+    kept = {k: v for k, v in meta.items() if k not in keys}
+    entries = kept.get("managedFields")
+    if isinstance(entries, list):
+        kept["managedFields"] = [{k: v for k, v in e.items() if k != "time"} for e in entries]
+    return kept
 
 
 # --- kubewire's client ------------------------------------------------------------------------
