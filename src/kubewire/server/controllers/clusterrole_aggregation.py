@@ -22,7 +22,7 @@ import msgspec
 from kubewire.selectors import SelectorError, label_selector_from_match
 from kubewire.server.context import ServerContext
 from kubewire.server.controllers.rbac_policy import aggregated_rules, same_rules
-from kubewire.server.controllers.work_queue import WorkQueue
+from kubewire.server.controllers.work_queue import FeedController, WorkQueue
 from kubewire.server.request.routes import Route
 from kubewire.server.writes.create_update import apply_object
 from kubewire.server.writes.rbac_writes import REQUESTER
@@ -37,7 +37,7 @@ GROUP = "rbac.authorization.k8s.io"
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 
 
-class ClusterRoleAggregation:
+class ClusterRoleAggregation(FeedController):
     """``start()``/``await stop()``, possibly again (leader election)."""
 
     def __init__(self, ctx: ServerContext) -> None:
@@ -46,24 +46,11 @@ class ClusterRoleAggregation:
         assert roles is not None
         self.roles = roles
         self.queue = WorkQueue("clusterrole-aggregation", self._sync)
-        self.running = False
-        self._subscribed = False
 
-    def start(self) -> None:
-        if not self._subscribed:  # stores keep their listeners: subscribe once
-            self.ctx.store.subscribe(self._on_changes)
-            self._subscribed = True
-        self.running = True
-        self.queue.start()
+    def mark_initial(self) -> None:
         self._mark_aggregated()
 
-    async def stop(self) -> None:
-        self.running = False
-        await self.queue.stop()
-
-    def _on_changes(self, changes: Sequence[Change]) -> None:
-        if not self.running:
-            return
+    def changed(self, changes: Sequence[Change]) -> None:
         prefix = self.roles.storage_prefix()
         if any(change.key.startswith(prefix) for change in changes):
             self._mark_aggregated()

@@ -45,7 +45,7 @@ from cryptography.x509.oid import NameOID
 
 from kubewire.server.context import ServerConfig, ServerContext
 from kubewire.server.controllers import csr_policy
-from kubewire.server.controllers.work_queue import WorkQueue
+from kubewire.server.controllers.work_queue import FeedController, WorkQueue
 from kubewire.server.request.options import WriteOptions, parse_delete_options
 from kubewire.server.request.routes import Route
 from kubewire.server.writes.create_update import guaranteed_update
@@ -168,7 +168,7 @@ def sign(authority: Authority, csr: x509.CertificateSigningRequest, usages: Sequ
     return cert.public_bytes(serialization.Encoding.PEM)
 
 
-class CsrSigning:
+class CsrSigning(FeedController):
     """``start()``/``await stop()``, possibly again (leader election)."""
 
     def __init__(self, ctx: ServerContext, files: SigningFiles) -> None:
@@ -178,27 +178,14 @@ class CsrSigning:
         self.resource = resource
         self.files = files
         self.queue = WorkQueue("csrsigning", self._sync)
-        self.running = False
-        self._subscribed = False
         self._authority: tuple[tuple[int, int], Authority] | None = None
 
-    def start(self) -> None:
-        if not self._subscribed:  # stores keep their listeners: subscribe once
-            self.ctx.store.subscribe(self._on_changes)
-            self._subscribed = True
-        self.running = True
-        self.queue.start()
+    def mark_initial(self) -> None:
         cache = self.ctx.caches.for_resource(self.resource)
         for item in cache.scan(self.resource.storage_prefix()):
             self.queue.mark(item.name)
 
-    async def stop(self) -> None:
-        self.running = False
-        await self.queue.stop()
-
-    def _on_changes(self, changes: Sequence[Change]) -> None:
-        if not self.running:
-            return
+    def changed(self, changes: Sequence[Change]) -> None:
         prefix = self.resource.storage_prefix()
         for change in changes:
             if change.key.startswith(prefix) and change.value is not None:

@@ -28,7 +28,7 @@ import msgspec
 
 from kubewire.resources import Resource
 from kubewire.server.context import ServerContext
-from kubewire.server.controllers.work_queue import WorkQueue
+from kubewire.server.controllers.work_queue import FeedController, WorkQueue
 from kubewire.server.request.options import WriteOptions
 from kubewire.server.request.routes import Route
 from kubewire.server.writes.admission import DEFAULT_SERVICE_ACCOUNT, ROOT_CA_CONFIG_MAP
@@ -51,7 +51,7 @@ def root_ca_data(ca_pem: str) -> dict[str, str]:
     return {"ca.crt": ca_pem}
 
 
-class NamespaceDefaults:
+class NamespaceDefaults(FeedController):
     """The ``default`` ServiceAccount and the ``kube-root-ca.crt`` ConfigMap of each namespace."""
 
     def __init__(self, ctx: ServerContext, root_ca: bytes | None, *,
@@ -69,26 +69,13 @@ class NamespaceDefaults:
         assert namespaces is not None and accounts is not None and config_maps is not None
         self.namespaces, self.accounts, self.config_maps = namespaces, accounts, config_maps
         self.queue = WorkQueue("namespace-defaults", self._sync)
-        self.running = False  # between ``start()`` and ``stop()``, which may come again
-        self._subscribed = False
 
-    def start(self) -> None:
-        if not self._subscribed:  # stores keep their listeners: subscribe once
-            self.ctx.store.subscribe(self._on_changes)
-            self._subscribed = True
-        self.running = True
-        self.queue.start()
+    def mark_initial(self) -> None:
         for obj in self.ctx.caches.for_resource(self.namespaces).scan(
                 self.namespaces.storage_prefix()):
             self.queue.mark(START + obj.name)
 
-    async def stop(self) -> None:
-        self.running = False
-        await self.queue.stop()
-
-    def _on_changes(self, changes: Sequence[Change]) -> None:
-        if not self.running:
-            return
+    def changed(self, changes: Sequence[Change]) -> None:
         namespace_prefix = self.namespaces.storage_prefix()
         account_prefix = self.accounts.storage_prefix()
         config_map_prefix = self.config_maps.storage_prefix()

@@ -21,7 +21,7 @@ import msgspec
 
 from kubewire.resources import Resource
 from kubewire.server.context import ServerContext
-from kubewire.server.controllers.work_queue import WorkQueue
+from kubewire.server.controllers.work_queue import FeedController, WorkQueue
 from kubewire.server.request.options import WriteOptions
 from kubewire.server.request.routes import Route
 from kubewire.server.writes import quota
@@ -37,7 +37,7 @@ _USAGE = frozenset(("core/pods", "core/services", "core/persistentvolumeclaims")
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 
 
-class ResourceQuotaController:
+class ResourceQuotaController(FeedController):
     """``start()`` and ``stop()`` as the other controller-manager loops."""
 
     def __init__(self, ctx: ServerContext) -> None:
@@ -46,28 +46,23 @@ class ResourceQuotaController:
         assert quotas is not None
         self.quotas = quotas
         self.queue = WorkQueue("resourcequota", self._sync)
-        self.running = False
-        self._subscribed = False
         self._resync: asyncio.Task[None] | None = None
 
-    def start(self) -> None:
-        if not self._subscribed:
-            self.ctx.store.subscribe(self._on_changes)
-            self._subscribed = True
-        self.running = True
-        self.queue.start()
+    def mark_initial(self) -> None:
         self._mark_all()
+
+    def start(self) -> None:
+        super().start()
         self._resync = asyncio.get_running_loop().create_task(self._resync_every(),
                                                               name="resourcequota-resync")
 
     async def stop(self) -> None:
-        self.running = False
         if self._resync is not None:
             self._resync.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._resync
             self._resync = None
-        await self.queue.stop()
+        await super().stop()
 
     def _mark_all(self) -> None:
         for found in self.ctx.caches.for_resource(self.quotas).scan(
@@ -85,13 +80,11 @@ class ResourceQuotaController:
         return [res for res in self.ctx.registry.stored()
                 if res.namespaced and res.is_stored_version]
 
-    def _on_changes(self, changes: Sequence[Change]) -> None:
+    def changed(self, changes: Sequence[Change]) -> None:
         """What kube's controller reacts to: a quota made, or its spec changed (not its status:
         admission moves ``used``), and the replenishment events: deletions, and updates of the
         kinds whose usage an update changes (a pod ending, a service's type, a claim's size).
         Creates are charged by admission."""
-        if not self.running:
-            return
         cache = self.ctx.caches.for_resource(self.quotas)
         quota_prefix = self.quotas.storage_prefix()
         for change in changes:

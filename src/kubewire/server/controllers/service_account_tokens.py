@@ -30,7 +30,7 @@ import msgspec
 from kubewire.resources import Resource
 from kubewire.server.access.service_accounts import issuer_for, legacy_claims
 from kubewire.server.context import ServerContext
-from kubewire.server.controllers.work_queue import WorkQueue
+from kubewire.server.controllers.work_queue import FeedController, WorkQueue
 from kubewire.server.request.options import WriteOptions, parse_delete_options
 from kubewire.server.request.routes import Route
 from kubewire.server.writes.create_update import guaranteed_update
@@ -69,7 +69,7 @@ def references(secret: dict[str, Any], account: dict[str, Any]) -> bool:
     return not uid or uid == _meta(account).get("uid")
 
 
-class ServiceAccountTokens:
+class ServiceAccountTokens(FeedController):
     """Fills token Secrets and deletes those whose account is gone."""
 
     def __init__(self, ctx: ServerContext, root_ca: bytes | None) -> None:
@@ -81,28 +81,15 @@ class ServiceAccountTokens:
         self.secrets: Resource = secrets
         self.accounts: Resource = accounts
         self.queue = WorkQueue("serviceaccount-tokens", self._sync)
-        self.running = False
-        self._subscribed = False
 
-    def start(self) -> None:
-        if not self._subscribed:
-            self.ctx.store.subscribe(self._on_changes)
-            self._subscribed = True
-        self.running = True
-        self.queue.start()
+    def mark_initial(self) -> None:
         for item in self.ctx.caches.for_resource(self.secrets).scan(
                 self.secrets.storage_prefix()):
             if b'"kubernetes.io/service-account-token"' in item.value:
                 namespace = _meta(_decode(item.value)).get("namespace", "")
                 self.queue.mark(f"{SECRET}{namespace}/{item.name}")
 
-    async def stop(self) -> None:
-        self.running = False
-        await self.queue.stop()
-
-    def _on_changes(self, changes: Sequence[Change]) -> None:
-        if not self.running:
-            return
+    def changed(self, changes: Sequence[Change]) -> None:
         secret_prefix = self.secrets.storage_prefix()
         account_prefix = self.accounts.storage_prefix()
         for change in changes:

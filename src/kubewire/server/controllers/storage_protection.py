@@ -22,7 +22,7 @@ import msgspec
 
 from kubewire.resources import Resource
 from kubewire.server.context import ServerContext
-from kubewire.server.controllers.work_queue import WorkQueue
+from kubewire.server.controllers.work_queue import FeedController, WorkQueue
 from kubewire.server.request.options import WriteOptions
 from kubewire.server.request.routes import Route
 from kubewire.server.writes.create_update import guaranteed_update
@@ -90,7 +90,7 @@ def claims_named(change: Change) -> set[str]:
     return names
 
 
-class StorageProtection:
+class StorageProtection(FeedController):
     """``start()`` and ``stop()`` as the other controller-manager loops; ``claims`` and
     ``volumes`` say which of the two run."""
 
@@ -104,26 +104,13 @@ class StorageProtection:
         self.pvcs, self.pvs, self.pods = pvcs, pvs, pods
         self.claims, self.volumes = claims, volumes
         self.queue = WorkQueue("storage-protection", self._sync)
-        self.running = False
-        self._subscribed = False
 
-    def start(self) -> None:
-        if not self._subscribed:
-            self.ctx.store.subscribe(self._on_changes)
-            self._subscribed = True
-        self.running = True
-        self.queue.start()
+    def mark_initial(self) -> None:
         for resource in (self.pvcs, self.pvs):
             for found in self.ctx.caches.for_resource(resource).scan(resource.storage_prefix()):
                 self.queue.mark(found.key)
 
-    async def stop(self) -> None:
-        self.running = False
-        await self.queue.stop()
-
-    def _on_changes(self, changes: Sequence[Change]) -> None:
-        if not self.running:
-            return
+    def changed(self, changes: Sequence[Change]) -> None:
         pod_prefix = self.pods.storage_prefix()
         for change in changes:
             key = change.key

@@ -1,4 +1,5 @@
-"""A controller's work queue: keys marked dirty, worked one at a time by one task.
+"""A controller's work queue: keys marked dirty, worked one at a time by one task; and
+``FeedController``, the start/stop of an in-server controller fed by the store's changes.
 
 client-go's workqueue in small: a key marked twice before it is worked is worked once, a key
 marked while it is being worked is worked again after, and a failing key is logged and retried
@@ -10,10 +11,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from kubewire.status import StatusError
-from kubewire.storage.base import StorageError
+from kubewire.storage.base import Change, StorageError
+
+if TYPE_CHECKING:
+    from kubewire.server.context import ServerContext
 
 log = logging.getLogger(__name__)
 
@@ -92,3 +97,40 @@ class WorkQueue:
 
         handle = loop.call_later(RETRY_S, again)
         self._retries.add(handle)
+
+
+class FeedController:
+    """An in-server controller whose informer is the store's change feed.
+
+    A subclass sets ``ctx`` and ``queue`` in its ``__init__`` and writes ``changed`` (what a
+    batch of committed changes marks) and ``mark_initial`` (what to look at on start). Stores
+    keep their listeners, so the feed is subscribed once; between ``stop()`` and the next
+    ``start()`` (leadership lost, then won again) changes are ignored."""
+
+    ctx: ServerContext
+    queue: WorkQueue
+    running = False
+    _subscribed = False
+
+    def start(self) -> None:
+        if not self._subscribed:
+            self.ctx.store.subscribe(self._on_changes)
+            self._subscribed = True
+        self.running = True
+        self.queue.start()
+        self.mark_initial()
+
+    async def stop(self) -> None:
+        self.running = False
+        await self.queue.stop()
+
+    def mark_initial(self) -> None:
+        """Mark what a start must look at (everything the controller keeps)."""
+
+    def changed(self, changes: Sequence[Change]) -> None:
+        """Mark what ``changes`` call for."""
+        raise NotImplementedError
+
+    def _on_changes(self, changes: Sequence[Change]) -> None:
+        if self.running:
+            self.changed(changes)
