@@ -181,3 +181,35 @@ def test_the_toolkit_refuses_what_cannot_make_a_fleet() -> None:
     with pytest.raises(ValueError, match="node cpu 'lots'"), \
             kubewire.Server(cluster=True, node_cpu="lots"):
         pass
+
+
+@needs_kubectl
+def test_controller_manager_nodes_take_the_flags(tmp_path: Path) -> None:
+    """``kubewire controller-manager --controllers kubelet`` against a server that runs no
+    nodes itself registers the nodes the flags describe."""
+    stages = tmp_path / "stages.yaml"
+    stages.write_text("\n---\n".join((KWOK_STAGES / f"{n}.yaml").read_text() for n in GENERAL))
+    with kubewire.Server() as server:
+        process = subprocess.Popen(
+            [*KUBEWIRE, "controller-manager", "--kubeconfig", str(server.kubeconfig),
+             "--controllers", "kubelet", "--nodes", "1", "--node-name-prefix", "cm-",
+             "--node-cpu", "2", "--node-labels", "tier=gold", "--node-stages", str(stages),
+             "--log-level", "warning"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            kubectl.ok(server, "wait", "--for=create", "node/cm-0", f"--timeout={WAIT}")
+            kubectl.ok(server, "wait", "--for=condition=Ready", "node/cm-0",
+                       f"--timeout={WAIT}")
+            node = json.loads(kubectl.ok(server, "get", "node", "cm-0", "-o", "json"))
+            assert node["status"]["allocatable"]["cpu"] == "2"
+            assert node["metadata"]["labels"]["tier"] == "gold"
+            # no scheduler here: bound by hand, the pod runs through kwok's stages
+            body = json.loads(pod("bound"))
+            body["spec"]["nodeName"] = "cm-0"
+            kubectl.ok(server, "apply", "-f", "-", stdin=json.dumps(body))
+            kubectl.ok(server, "wait", "--for=jsonpath={.status.phase}=Running", "pod/bound",
+                       f"--timeout={WAIT}")
+        finally:
+            process.terminate()
+            _, err = process.communicate(timeout=20)
+    assert "Traceback" not in err, err
