@@ -168,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--nodes", type=node_count, default=1,
                        help="how many simulated nodes the server runs (kubewire.cluster.nodes; "
                             "0: none, as envtest) (default 1)")
+    _add_node_flags(serve)
     serve.add_argument("--enable-garbage-collector", type=go_bool, nargs="?", const=True,
                        default=None,
                        help="kube-apiserver's flag: DELETE's propagationPolicy adds the orphan "
@@ -269,6 +270,7 @@ def _add_controller_manager_command(
                     help="kube-controller-manager's list ('*', 'name', '-name') (default *)")
     cm.add_argument("--nodes", type=node_count, default=1,
                     help="how many simulated nodes to run (default 1)")
+    _add_node_flags(cm)
     cm.add_argument("--leader-elect", type=go_bool, nargs="?", const=True, default=False,
                     help="run only while holding the Lease kube-system/kube-controller-manager "
                          "(kube-system/kube-scheduler for the scheduler) (default false)")
@@ -281,6 +283,76 @@ def _add_controller_manager_command(
     _add_hpa_flags(cm)
     cm.add_argument("--log-level", type=log_level, default="INFO",
                     help=f"one of {', '.join(LOG_LEVELS)}, any case")
+
+
+def _add_node_flags(parser: argparse.ArgumentParser) -> None:
+    """The simulated nodes' settings (kubewire.cluster.nodes.FleetOptions), the same on
+    ``serve`` and ``controller-manager``; checked together at start (``node_flags_error``)."""
+    parser.add_argument("--node-name-prefix", default=None,
+                        help="node names: PREFIX0, PREFIX1, ... (with --node-naming kind: "
+                             "PREFIX, PREFIX2, ...) (default kubewire-node-)")
+    parser.add_argument("--node-naming", choices=("index", "kind"), default=None,
+                        help="index: PREFIX0, PREFIX1, ...; kind: PREFIX, PREFIX2, ..., as "
+                             "kind names its workers (default index)")
+    parser.add_argument("--node-cpu", default=None,
+                        help="each node's cpu capacity and allocatable, a quantity (default 8)")
+    parser.add_argument("--node-memory", default=None,
+                        help="each node's memory, a quantity (default 32Gi)")
+    parser.add_argument("--node-pods", default=None,
+                        help="how many pods each node takes (default 110)")
+    parser.add_argument("--node-ephemeral-storage", default=None,
+                        help="each node's ephemeral-storage, a quantity (default 100Gi)")
+    parser.add_argument("--node-labels", type=node_labels, default=None,
+                        help="labels every node gets besides kubelet's own, key=value,... "
+                             "(kubectl's form; they win over kubelet's) (default none)")
+    parser.add_argument("--node-pod-cidr", default=None,
+                        help="the cluster's pod CIDR; each node gets the next /24 of it as "
+                             "spec.podCIDR (default 10.224.0.0/12)")
+    parser.add_argument("--node-stages", type=stages_path, default=None, metavar="FILE",
+                        help="kwok Stage documents (YAML, several in one file, as kwok's "
+                             "kustomize/stage/pod/* files) that move the nodes' Pods instead "
+                             "of kubewire's built-in stages; Stages of other kinds are "
+                             "ignored (default: built-in stages)")
+
+
+def node_labels(text: str) -> dict[str, str]:
+    """``--node-labels k=v,k2=v2`` (checked as label keys and values by ``node_flags_error``)."""
+    from kubewire.cluster.nodes.node_status import parse_labels
+
+    try:
+        return parse_labels(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def stages_path(text: str) -> Path:
+    """``--node-stages``: absolute, so a ``--detach``ed server reads the file the user named."""
+    return Path(text).expanduser().absolute()
+
+
+NODE_FLAGS = ("name_prefix", "naming", "cpu", "memory", "pods", "ephemeral_storage", "labels",
+              "pod_cidr", "stages")
+
+
+def node_settings(args: argparse.Namespace) -> dict[str, object]:
+    """The ``--node-*`` flags by ``FleetOptions`` field name (None: not given)."""
+    return {("stages_file" if name == "stages" else name): getattr(args, f"node_{name}")
+            for name in NODE_FLAGS}
+
+
+def node_flags_error(args: argparse.Namespace) -> str | None:
+    """One line refusing ``--node-*`` values that cannot make a fleet (a bad quantity, label,
+    pod CIDR, or an unreadable stages file); None when they can or none was given."""
+    settings = node_settings(args)
+    if all(value is None for value in settings.values()):
+        return None  # nothing to check: the defaults make a fleet (keeps the client unloaded)
+    from kubewire.cluster.nodes.flags import fleet_options
+
+    try:
+        fleet_options(args.nodes, settings)
+    except ValueError as err:
+        return str(err)
+    return None
 
 
 def node_count(text: str) -> int:
@@ -299,6 +371,7 @@ def controller_manager_command(args: argparse.Namespace) -> int:
     from kubewire.cluster.components import ComponentOptions
     from kubewire.cluster.controllers.hpa import flag_options
     from kubewire.cluster.manager import Election, run_controller_manager
+    from kubewire.cluster.nodes.flags import fleet_options
     from kubewire.server.controllers.selection import parse_controllers
 
     chosen = parse_controllers(args.controllers)
@@ -310,7 +383,8 @@ def controller_manager_command(args: argparse.Namespace) -> int:
             options = ComponentOptions(nodes=args.nodes, extra=flag_options(
                 args.horizontal_pod_autoscaler_sync_period,
                 args.horizontal_pod_autoscaler_tolerance,
-                args.horizontal_pod_autoscaler_downscale_stabilization))
+                args.horizontal_pod_autoscaler_downscale_stabilization),
+                fleet=fleet_options(args.nodes, node_settings(args)))
             await run_controller_manager(client, chosen.enabled, options, election)
 
     with contextlib.suppress(KeyboardInterrupt):
@@ -1196,6 +1270,12 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
                         controllers=args.controllers,
                         cluster_signing_duration_s=args.cluster_signing_duration,
                         cluster=True, nodes=args.nodes,
+                        node_name_prefix=args.node_name_prefix, node_naming=args.node_naming,
+                        node_cpu=args.node_cpu, node_memory=args.node_memory,
+                        node_pods=args.node_pods,
+                        node_ephemeral_storage=args.node_ephemeral_storage,
+                        node_labels=args.node_labels, node_pod_cidr=args.node_pod_cidr,
+                        node_stages_file=args.node_stages,
                         hpa_sync_period_s=args.horizontal_pod_autoscaler_sync_period,
                         hpa_tolerance=args.horizontal_pod_autoscaler_tolerance,
                         hpa_downscale_stabilization_s=(
@@ -2013,6 +2093,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve" and (refused := leader_election_error(args)) is not None:
         parser.error(refused)
     if args.command == "serve" and (refused := service_account_error(args)) is not None:
+        parser.error(refused)
+    if args.command in ("serve", "controller-manager") and \
+            (refused := node_flags_error(args)) is not None:
         parser.error(refused)
     worker = getattr(args, "worker", None)  # ``serve --workers``: say which worker logs
     who = "" if worker is None else f"worker {worker} pid {os.getpid()} "

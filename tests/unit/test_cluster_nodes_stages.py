@@ -96,6 +96,19 @@ def test_go_templates() -> None:
         gotemplate.render("{{ if .x }}open", POD)
 
 
+def test_a_function_named_as_an_argument_is_called_as_go_does() -> None:
+    """kwok's chaos stages write ``or .metadata.annotations dict`` (sprig's ``dict``): Go calls
+    a function given as an argument, so an object without annotations indexes an empty map."""
+    template = ('{{ $a := or .metadata.annotations dict }}[{{ index $a "k" }}]'
+                '{{ $d := dict "x" 1 "y" }} {{ index $d "x" }} {{ index $d "y" | Quote }}')
+    assert gotemplate.render(template, {"metadata": {}}) == '[<no value>] 1 ""'
+    assert gotemplate.render(template, {"metadata": {"annotations": {"k": "v"}}}) == \
+        '[v] 1 ""'
+    gotemplate.check_template(template)
+    with pytest.raises(gotemplate.TemplateError):
+        gotemplate.check_template("{{ if .x }}open")
+
+
 STAGE = """\
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage

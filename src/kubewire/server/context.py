@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -141,6 +141,18 @@ class ServerConfig:
     hpa_downscale_stabilization_s: float = 300.0
     # ``serve --nodes``: simulated nodes (kubewire.cluster.nodes) the server runs
     nodes: int = 1
+    # ``serve --node-*``: the simulated nodes' names, size, labels and lifecycle
+    # (kubewire.cluster.nodes.FleetOptions' fields; None: its default). ``node_naming``:
+    # "index" or "kind"; ``node_stages_file``: kwok Stage YAML for Pods
+    node_name_prefix: str | None = None
+    node_naming: str | None = None
+    node_cpu: str | None = None
+    node_memory: str | None = None
+    node_pods: str | None = None
+    node_ephemeral_storage: str | None = None
+    node_labels: Mapping[str, str] | None = None
+    node_pod_cidr: str | None = None
+    node_stages_file: Path | None = None
     # where the cluster components (kubewire.cluster) run: "thread" (an event loop of their
     # own) or "loop" (the server's)
     components_loop: str = "thread"

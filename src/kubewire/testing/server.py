@@ -74,7 +74,10 @@ class Server:
       before the block starts.
     - ``cluster``: ``True`` runs a cluster's components as ``kubewire serve`` does by default
       (kube-controller-manager's workload loops, the garbage collector, the scheduler and
-      ``nodes`` simulated nodes, default 1), so Deployments roll out and Pods become Ready;
+      ``nodes`` simulated nodes, default 1, set as ``serve --node-*`` sets them: ``node_cpu``,
+      ``node_memory``, ``node_pods``, ``node_labels={...}``, ``node_name_prefix``,
+      ``node_naming``, ``node_pod_cidr``, ``node_stages_file`` (kwok Stage YAML)), so
+      Deployments roll out and Pods become Ready;
       ``False`` (the default) runs the API server with its own controllers (namespaces,
       service accounts, RBAC aggregation, quotas, CSRs) and nothing that acts on workloads, so
       a test sees only what it writes.

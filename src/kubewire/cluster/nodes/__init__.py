@@ -10,6 +10,8 @@ Pods move through the states a kubelet reports.
   the built-in pod stages; ``query`` (pure): the jq-like selector keys; ``gotemplate`` (pure): the
   Go templates of ``statusTemplate``.
 - ``pod_status`` (pure): the kubelet's pod statuses (Pending → Running → terminal) and events.
+- ``flags``: the command line's ``--node-*`` settings as a checked ``FleetOptions`` (reads the
+  stages file at start).
 
 Imports the client, the cluster runtime and the shared core only.
 """

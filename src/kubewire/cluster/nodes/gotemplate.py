@@ -66,7 +66,16 @@ BUILTINS: dict[str, Func] = {
     "or": lambda *a: next((x for x in a if _truth(x)), a[-1]),
     "index": lambda c, *ks: _index(c, ks), "len": lambda c: len(c or ()),
     "printf": _printf, "Quote": _quote, "YAML": lambda v, *_: json.dumps(v),
+    # sprig's ``dict`` (kwok adds sprig's functions): kwok's chaos stages write
+    # ``or .metadata.annotations dict``
+    "dict": lambda *kv: _dict(kv),
 }
+
+
+def _dict(pairs: tuple[Any, ...]) -> dict[str, Any]:
+    """sprig's ``dict k1 v1 k2 v2 ...``: keys as strings, a key without a value gets ``""``."""
+    items = list(pairs) + ([""] if len(pairs) % 2 else [])
+    return {_text(items[i]): items[i + 1] for i in range(0, len(items), 2)}
 
 
 def _index(container: Any, keys: tuple[Any, ...]) -> Any:
@@ -265,8 +274,8 @@ class _Render:
                 depth -= tokens[j] == ")"
                 j += 1
             return self.pipeline(tokens[i + 1:j - 1], dot, scope)[0], j
-        if token in self.funcs:
-            return token, i + 1
+        if token in self.funcs:  # an argument that names a function: Go calls it (no args)
+            return (token if i == 0 else self.funcs[token]()), i + 1
         found, value = _constant(token)
         if found:
             return value, i + 1
@@ -297,6 +306,16 @@ def _constant(token: str) -> tuple[bool, Any]:
     if re.fullmatch(r"-?\d+", token):
         return True, int(token)
     return False, None
+
+
+def check_template(template: str) -> None:
+    """``TemplateError`` when ``template`` does not parse (a stage file checked at start)."""
+    try:
+        _parse(template)
+    except TemplateError:
+        raise
+    except (TypeError, ValueError, KeyError, IndexError) as err:
+        raise TemplateError(str(err)) from err
 
 
 def render(template: str, data: Any, funcs: Mapping[str, Func] | None = None) -> str:

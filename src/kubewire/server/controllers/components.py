@@ -32,7 +32,7 @@ import concurrent.futures
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -120,17 +120,22 @@ class ClusterComponents:
     listening, ``await stop()`` at the end."""
 
     def __init__(self, enabled: Callable[[str], bool], nodes: int, mode: str,
-                 hpa: tuple[float, float, float] | None = None) -> None:
+                 hpa: tuple[float, float, float] | None = None,
+                 node_settings: Mapping[str, object] | None = None) -> None:
         """``hpa``: kube-controller-manager's HPA flags (sync period, tolerance, downscale
-        stabilization), for the HPA controller; None: kube's defaults."""
+        stabilization), for the HPA controller; None: kube's defaults. ``node_settings``: the
+        simulated nodes' ``FleetOptions`` fields (``--node-*``; None values: defaults),
+        checked here (``ValueError``: the server does not start)."""
         chosen: list[Registration] = []
         self.options: ComponentOptions | None = None
         if any(enabled(name) for name in CLUSTER_COMPONENTS):
             from kubewire.cluster.components import ComponentOptions, selected
             from kubewire.cluster.controllers.hpa import flag_options
+            from kubewire.cluster.nodes.flags import fleet_options
 
             self.options = ComponentOptions(
-                nodes=nodes, extra=flag_options(*hpa) if hpa is not None else {})
+                nodes=nodes, extra=flag_options(*hpa) if hpa is not None else {},
+                fleet=fleet_options(nodes, node_settings or {}))
             chosen = selected(enabled, self.options)
         self.loop = ComponentLoop(mode)
         self.parts: dict[str, Part] = {}

@@ -26,7 +26,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kubewire.server.context import ServerContext, elects_leader
+from kubewire.server.context import ServerConfig, ServerContext, elects_leader
 from kubewire.server.controllers.bootstrap import KubernetesService
 from kubewire.server.controllers.clusterrole_aggregation import ClusterRoleAggregation
 from kubewire.server.controllers.components import KUBE_SCHEDULER, ClusterComponents, Issue
@@ -67,6 +67,15 @@ SETTLE_TIMEOUT_S = 10.0
 SETTLE_POLL_S = 0.05
 
 
+NODE_SETTINGS = ("name_prefix", "naming", "cpu", "memory", "pods", "ephemeral_storage",
+                 "labels", "pod_cidr", "stages_file")  # ServerConfig.node_<name>
+
+
+def node_settings(config: ServerConfig) -> dict[str, object]:
+    """``ServerConfig``'s ``node_*`` fields by their ``FleetOptions`` names (None: default)."""
+    return {name: getattr(config, f"node_{name}") for name in NODE_SETTINGS}
+
+
 def _components_enabled(cluster: bool,
                         enabled: Callable[[str], bool]) -> Callable[[str], bool]:
     """Which of kubewire.cluster's components run: those ``--controllers`` selects, when the
@@ -89,7 +98,8 @@ class ControllerManager:
         self.components = ClusterComponents(
             component_enabled, config.nodes, config.components_loop,
             hpa=(config.hpa_sync_period_s, config.hpa_tolerance,
-                 config.hpa_downscale_stabilization_s))
+                 config.hpa_downscale_stabilization_s),
+            node_settings=node_settings(config))
         self.deletion = Controllers(ctx, namespaces=chosen.enabled(NAMESPACE),
                                     pods=chosen.enabled(POD_TERMINATION))
         self.namespace_defaults = NamespaceDefaults(
