@@ -81,7 +81,9 @@ async def test_scales_up_on_usage_and_down_after_stabilization(server: ServerThr
         events = Api(dict, client=client, api_version="v1", kind="Event")
         async with running(server) as ctx, kubelet(pods), autoscaling(ctx, 1.0):
             await deploys.create(deployment("web", 2, "90m"), namespace=NS)
-            hpa = await hpas.create(autoscaler("web", "web", 2, 5, 50), namespace=NS)
+            # maxReplicas 4: 2 pods at 90% of a 50% target ask for 4 (3.6), and 4 pods still at
+            # 90% would ask for 8; capped at 4 no fifth pod can join while the usage is lowered
+            hpa = await hpas.create(autoscaler("web", "web", 2, 4, 50), namespace=NS)
 
             async def scaled_up() -> Obj | None:
                 got = await hpas.get("web", namespace=NS)
