@@ -10,7 +10,8 @@ start when absent), ``apiservices`` (the local APIServices of the built-in and C
 group/versions, kube-apiserver's autoregistration), ``clusterrole_aggregation`` (aggregated
 ClusterRoles' rules), ``csr_signing`` (the CSR signer, when the server holds its CA's key,
 and the CSR cleaner), ``service_account_tokens`` (legacy token Secrets filled with the
-server's signing key) and ``bootstrap`` (the ``default/kubernetes`` Service and EndpointSlice, once the server listens).
+server's signing key) and ``bootstrap`` (the ``default/kubernetes`` Service and
+EndpointSlice, once the server listens).
 ``ServerConfig.controllers`` (kube-controller-manager's ``--controllers``, read by
 ``selection``) switches the first two and the aggregation off or on, part by part; the API
 server's own (``crds``, ``bootstrap``, the pre-installed CRDs, the RBAC defaults) always run. With
