@@ -72,6 +72,12 @@ def validate_api_service(resource: Resource, obj: Mapping[str, JSON],
     if version_priority <= 0 or version_priority > 1000:
         errors.append(invalid("spec.versionPriority", version_priority,
                               "must be positive and less than 1000"))
+    return errors + _service_errors(spec)
+
+
+def _service_errors(spec: Mapping[str, JSON]) -> list[FieldError]:
+    """The TLS settings and the service reference."""
+    errors: list[FieldError] = []
     bundle = _bundle_bytes(spec.get("caBundle"))
     skip_verify = spec.get("insecureSkipTLSVerify") is True
     service = spec.get("service")
