@@ -271,7 +271,8 @@ def test_legacy_group_list_in_kube_priority_order() -> None:
     assert doc["apiVersion"] == "v1"
     names = [g["name"] for g in doc["groups"]]
     assert names == ["apiregistration.k8s.io", "apps", "events.k8s.io", "authentication.k8s.io",
-                     "authorization.k8s.io", "autoscaling", "batch", "certificates.k8s.io", "networking.k8s.io", "policy",
+                     "authorization.k8s.io", "autoscaling", "batch", "certificates.k8s.io",
+                     "networking.k8s.io", "policy",
                      "rbac.authorization.k8s.io", "storage.k8s.io", "apiextensions.k8s.io",
                      "scheduling.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
                      "gateway.networking.k8s.io"]
