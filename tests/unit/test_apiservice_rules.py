@@ -44,6 +44,9 @@ def test_plan_creates_puts_back_deletes_and_leaves_the_users_alone() -> None:
     assert todo.delete == ("v1.old.io",)
     # in step: nothing to write (a restart rewrites nothing)
     assert rules.plan(desired, desired) == rules.Plan((), (), ())
+    # onstart ones are synced once per start: once synced, a change or a delete holds
+    synced = rules.plan(desired, {"v1.batch": changed}, synced={"v1.apps", "v1.batch"})
+    assert synced == rules.Plan((), (), ())
 
 
 def test_the_available_condition_of_a_local_apiservice() -> None:

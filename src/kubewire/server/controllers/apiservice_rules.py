@@ -8,7 +8,8 @@ group/version missing from the table gets none), labelled
 CustomResourceDefinition (apiextensions' ``crdregistration_controller.go``:
 groupPriorityMinimum 1000, versionPriority 100, label ``true``). The autoregister controller
 (kube-aggregator ``pkg/controllers/autoregister``) creates what is missing, puts back a changed
-spec, deletes an automanaged APIService nobody wants any more and leaves the others alone; the
+spec, deletes an automanaged APIService nobody wants any more and leaves the others alone (an
+``onstart`` one only until it has synced it once after a start; a ``true`` one always); the
 available controller (``pkg/controllers/status/available_controller.go``) marks an APIService
 without ``spec.service`` ``Available=True`` reason ``Local``.
 
@@ -19,7 +20,7 @@ client could find), with metrics-server's own priorities (100, 100).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -129,27 +130,24 @@ class Plan:
 
 def is_automanaged(obj: Mapping[str, Any]) -> bool:
     labels = (obj.get("metadata") or {}).get("labels") or {}
-    return labels.get(AUTOMANAGED_LABEL) in (ONSTART, SYNCED)
+    return bool(labels.get(AUTOMANAGED_LABEL))  # any value: autoregister manages it
 
 
-def _matches(current: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
-    labels = (current.get("metadata") or {}).get("labels") or {}
-    label = desired["metadata"]["labels"][AUTOMANAGED_LABEL]
-    return bool(current.get("spec") == desired["spec"]
-                and labels.get(AUTOMANAGED_LABEL) == label)
-
-
-def plan(desired: Mapping[str, dict[str, Any]],
-         current: Mapping[str, Mapping[str, Any]]) -> Plan:
+def plan(desired: Mapping[str, dict[str, Any]], current: Mapping[str, Mapping[str, Any]],
+         synced: Collection[str] = ()) -> Plan:
     """autoregister's ``checkAPIService`` over every name: create the missing, put back the
     spec of a changed automanaged one, delete an automanaged one not wanted; an APIService
-    without the label is the user's and is left alone, wanted or not."""
+    without the label is the user's and is left alone, wanted or not. An ``onstart`` one is
+    looked after once per start: one in ``synced`` (already synced by this server) is left as
+    it is, deleted or changed, until the next start."""
     create, update, delete = [], [], []
     for name, want in sorted(desired.items()):
+        if name in synced and want["metadata"]["labels"][AUTOMANAGED_LABEL] == ONSTART:
+            continue
         have = current.get(name)
         if have is None:
             create.append(want)
-        elif is_automanaged(have) and not _matches(have, want):
+        elif is_automanaged(have) and have.get("spec") != want["spec"]:
             update.append(want)
     for name, have in sorted(current.items()):
         if name not in desired and is_automanaged(have):
@@ -158,11 +156,8 @@ def plan(desired: Mapping[str, dict[str, Any]],
 
 
 def with_desired_spec(current: dict[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:
-    """The update autoregister sends: the live object with the desired spec and label."""
+    """The update autoregister sends: the live object with the desired spec."""
     current["spec"] = dict(desired["spec"])
-    metadata = current.setdefault("metadata", {})
-    labels = metadata.get("labels") or {}
-    metadata["labels"] = {**labels, **desired["metadata"]["labels"]}
     return current
 
 

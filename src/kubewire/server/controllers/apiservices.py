@@ -51,6 +51,8 @@ class LocalAPIServices:
         self.kind: Resource = kind
         self.crd_kind: Resource = crd_kind
         self.queue = WorkQueue("apiservice-autoregistration", self._sync)
+        # names this server has synced since it started (``onstart`` ones are synced once)
+        self._synced: set[str] = set()
 
     def start(self) -> None:
         self.ctx.store.subscribe(self._on_changes)
@@ -72,7 +74,8 @@ class LocalAPIServices:
     async def _sync(self, _key: str) -> None:
         built_in = [(r.group, r.version) for r in self.ctx.registry if r.crd is None]
         desired = rules.desired_apiservices(built_in, self._scan(self.crd_kind).values())
-        await self._register(rules.plan(desired, self._scan(self.kind)))
+        await self._register(rules.plan(desired, self._scan(self.kind), self._synced))
+        self._synced.update(desired)
         for name, obj in sorted(self._scan(self.kind).items()):
             if rules.needs_local_status(obj):
                 now = format_time(self.ctx.now())
