@@ -127,6 +127,8 @@ POINTER_FIELDS: dict[str, tuple[str, ...]] = {
     "api.policy.v1.PodDisruptionBudgetSpec": ("unhealthyPodEvictionPolicy",),
     "api.scheduling.v1.PriorityClass": ("preemptionPolicy",),
     "api.networking.v1.IngressClassParametersReference": ("aPIGroup", "scope", "namespace"),
+    # apiregistration/v1 ServiceReference.Port is *int32 (kube-aggregator types.go)
+    "kube_aggregator.pkg.apis.apiregistration.v1.ServiceReference": ("port",),
     # autoscaling/v1 and v2 (k8s.io/api autoscaling/{v1,v2}/types.go)
     "api.autoscaling.v1.HorizontalPodAutoscalerSpec": ("minReplicas",
                                                        "targetCPUUtilizationPercentage"),
@@ -679,6 +681,60 @@ message PriorityClassList {
 
 # autoscaling/v2 is not among the inputs either (v1 is): its messages as in kubernetes/api
 # v0.32.9 autoscaling/v2/generated.proto, comments cut to the ``+optional`` markers.
+# apiregistration.k8s.io/v1 (kube-aggregator) is not among the inputs: its messages as in
+# k8s.io/kube-aggregator v0.32 pkg/apis/apiregistration/v1/generated.proto (field 6, the
+# removed ``priority``, is unused), ``+optional`` on the omitempty non-pointer scalars.
+EXTRA_PROTO_APIREGISTRATION = """\
+package k8s.io.kube_aggregator.pkg.apis.apiregistration.v1;
+message APIService {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+  optional APIServiceSpec spec = 2;
+  optional APIServiceStatus status = 3;
+}
+message APIServiceCondition {
+  optional string type = 1;
+  optional string status = 2;
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.Time lastTransitionTime = 3;
+  // +optional
+  optional string reason = 4;
+  // +optional
+  optional string message = 5;
+}
+message APIServiceList {
+  // +optional
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ListMeta metadata = 1;
+  repeated APIService items = 2;
+}
+message APIServiceSpec {
+  // +optional
+  optional ServiceReference service = 1;
+  // +optional
+  optional string group = 2;
+  // +optional
+  optional string version = 3;
+  // +optional
+  optional bool insecureSkipTLSVerify = 4;
+  // +optional
+  optional bytes caBundle = 5;
+  optional int32 groupPriorityMinimum = 7;
+  optional int32 versionPriority = 8;
+}
+message APIServiceStatus {
+  // +optional
+  repeated APIServiceCondition conditions = 1;
+}
+message ServiceReference {
+  // +optional
+  optional string namespace = 1;
+  // +optional
+  optional string name = 2;
+  // +optional
+  optional int32 port = 3;
+}
+"""
+
 EXTRA_PROTO_AUTOSCALING_V2 = """\
 package k8s.io.api.autoscaling.v2;
 message ContainerResourceMetricSource {
@@ -915,7 +971,8 @@ def load_messages(proto_root: Path) -> dict[str, ProtoMessage]:
     messages: dict[str, ProtoMessage] = {}
     texts = [path.read_text(encoding="utf-8") for path in sorted(proto_root.rglob("*.proto"))]
     for text in [*texts, EXTRA_PROTO, AUTHORIZATION_PROTO, EXTRA_CERTIFICATES_PROTO,
-                 EXTRA_PROTO_STORAGE, EXTRA_PROTO_BATCH_SCHEDULING, EXTRA_PROTO_AUTOSCALING_V2]:
+                 EXTRA_PROTO_STORAGE, EXTRA_PROTO_BATCH_SCHEDULING, EXTRA_PROTO_AUTOSCALING_V2,
+                 EXTRA_PROTO_APIREGISTRATION]:
         for message in parse_proto(text):
             messages.setdefault(message.name, message)
     for message in messages.values():
@@ -926,8 +983,12 @@ def load_messages(proto_root: Path) -> dict[str, ProtoMessage]:
 
 
 def _definition_name(message_name: str) -> str:
-    """``k8s.io.api.core.v1.Pod`` -> OpenAPI ``io.k8s.api.core.v1.Pod``."""
-    return "io.k8s." + message_name.removeprefix("k8s.io.")
+    """``k8s.io.api.core.v1.Pod`` -> OpenAPI ``io.k8s.api.core.v1.Pod`` (the proto package
+    ``kube_aggregator`` is the Go module ``kube-aggregator`` in OpenAPI names)."""
+    name = message_name.removeprefix("k8s.io.")
+    if name.startswith("kube_aggregator."):
+        name = "kube-aggregator." + name.removeprefix("kube_aggregator.")
+    return "io.k8s." + name
 
 
 def find_kinds(messages: dict[str, ProtoMessage], definitions: dict[str, Any],

@@ -272,6 +272,8 @@ _ZERO: dict[str, Mapping[str, Any]] = {
         "disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}},
     "PriorityClass": {"value": 0},  # scheduling/v1: value has no omitempty
     "IngressClass": {"spec": {}},
+    # apiregistration/v1 APIServiceSpec: both priorities have no omitempty
+    "APIService": {"spec": {"groupPriorityMinimum": 0, "versionPriority": 0}, "status": {}},
     # autoscaling/v2: scaleTargetRef (kind, name) and maxReplicas, status.desiredReplicas and
     # status.currentMetrics have no omitempty
     "HorizontalPodAutoscaler": {"spec": {"scaleTargetRef": {"kind": "", "name": ""},
@@ -457,6 +459,13 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("networking.k8s.io", "v1", "IngressClass", "ingressclasses", "ingressclass",
              namespaced=False, field_label_style="default", generation="spec",
              zero_fields=_zero("IngressClass")),
+    # kube-aggregator pkg/registry/apiservice: cluster-scoped, status subresource (create
+    # clears status, updates keep it), no generation, PUT does not create; the name is any
+    # path segment (ValidateAPIService then asks for version.group).
+    Resource("apiregistration.k8s.io", "v1", "APIService", "apiservices", "apiservice",
+             namespaced=False, categories=("api-extensions",), subresources=("status",),
+             field_label_style="default", name_rule="path",
+             zero_fields=_zero("APIService")),
     # pkg/registry/autoscaling/horizontalpodautoscaler: stored as autoscaling/v2 (v2 is listed
     # first: discovery's preferred version); v1 objects are v2 objects converted
     # (kubewire.hpa_conversion). Short name hpa, category all; create clears status, updates

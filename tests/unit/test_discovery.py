@@ -99,6 +99,8 @@ EXPECTED: dict[tuple[str, str], tuple[str, bool, list[str], list[str], list[str]
                                          {"status": STATUS}),
     ("scheduling.k8s.io", "priorityclasses"): ("PriorityClass", False, STD, ["pc"], [], {}),
     ("networking.k8s.io", "ingressclasses"): ("IngressClass", False, STD, [], [], {}),
+    ("apiregistration.k8s.io", "apiservices"): (
+        "APIService", False, STD, [], ["api-extensions"], {"status": STATUS}),
     ("apiextensions.k8s.io", "customresourcedefinitions"): (
         "CustomResourceDefinition", False, STD, ["crd", "crds"], ["api-extensions"],
         {"status": STATUS}),
@@ -154,6 +156,7 @@ KUBE_HASHES = {
     ("policy", "poddisruptionbudgets"): "EVWiDmWqyJw=",
     ("scheduling.k8s.io", "priorityclasses"): "1QwjyaZjj3Y=",
     ("networking.k8s.io", "ingressclasses"): "l/iqIbDgFyQ=",
+    ("apiregistration.k8s.io", "apiservices"): "InPBPD7+PqM=",
 }
 
 
@@ -267,12 +270,13 @@ def test_legacy_group_list_in_kube_priority_order() -> None:
     assert doc["kind"] == "APIGroupList"
     assert doc["apiVersion"] == "v1"
     names = [g["name"] for g in doc["groups"]]
-    assert names == ["apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
-                     "autoscaling", "batch", "certificates.k8s.io", "networking.k8s.io", "policy",
+    assert names == ["apiregistration.k8s.io", "apps", "events.k8s.io", "authentication.k8s.io",
+                     "authorization.k8s.io", "autoscaling", "batch", "certificates.k8s.io",
+                     "networking.k8s.io", "policy",
                      "rbac.authorization.k8s.io", "storage.k8s.io", "apiextensions.k8s.io",
                      "scheduling.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
                      "gateway.networking.k8s.io"]
-    assert doc["groups"][0] == {
+    assert doc["groups"][1] == {
         "name": "apps", "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
         "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}}
 
@@ -428,7 +432,8 @@ def aggregated_resources() -> dict[tuple[str, str, str], dict[str, Any]]:
     assert [item["metadata"] for item in core] == [{"creationTimestamp": None}]
     named = get_json("/apis", KUBECTL_ACCEPT)["items"]
     assert [item["metadata"]["name"] for item in named] == [
-        "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
+        "apiregistration.k8s.io", "apps", "events.k8s.io", "authentication.k8s.io",
+        "authorization.k8s.io",
         "autoscaling", "batch", "certificates.k8s.io", "networking.k8s.io", "policy",
         "rbac.authorization.k8s.io",
         "storage.k8s.io", "apiextensions.k8s.io", "scheduling.k8s.io",
@@ -471,7 +476,8 @@ def test_every_registry_kind_in_aggregated_discovery() -> None:
 
 def test_aggregated_item_shape() -> None:
     items = get_json("/apis", KUBECTL_ACCEPT)["items"]
-    apps = items[0]
+    assert items[0]["metadata"]["name"] == "apiregistration.k8s.io"  # the aggregator's own
+    apps = items[1]
     assert apps["metadata"] == {"name": "apps", "creationTimestamp": None}
     [version] = apps["versions"]
     assert list(version) == ["version", "resources", "freshness"]

@@ -115,6 +115,7 @@ ACCEPTED = {
     "poddisruptionbudgets": ["metadata.name", "metadata.namespace"],
     "priorityclasses": ["metadata.name"],
     "ingressclasses": ["metadata.name"],
+    "apiservices": ["metadata.name"],
     "horizontalpodautoscalers": ["metadata.name", "metadata.namespace"],
 }
 REJECTED = {"pods": "spec.foo", "services": "spec.ports", "nodes": "metadata.namespace",
@@ -138,7 +139,8 @@ REJECTED = {"pods": "spec.foo", "services": "spec.ports", "nodes": "metadata.nam
             "jobs": "status.succeeded",
             "cronjobs": "spec.schedule", "poddisruptionbudgets": "spec.minAvailable",
             "priorityclasses": "value", "ingressclasses": "spec.controller",
-            "endpoints": "subsets", "horizontalpodautoscalers": "spec.maxReplicas"}
+            "endpoints": "subsets", "horizontalpodautoscalers": "spec.maxReplicas",
+            "apiservices": "spec.group"}
 
 
 def test_every_registry_kind_is_covered() -> None:
@@ -179,7 +181,7 @@ def test_default_style_kinds_and_message_quoting() -> None:
         "clusterroles", "clusterrolebindings", "resourcequotas", "limitranges",
         "persistentvolumeclaims", "persistentvolumes", "storageclasses", "cronjobs",
         "poddisruptionbudgets", "priorityclasses", "ingressclasses", "endpoints",
-        "horizontalpodautoscalers"}
+        "horizontalpodautoscalers", "apiservices"}
     with pytest.raises(SelectorError) as info:
         convert_field_selector(resource("deployments"), parse_field_selector('a"b=1'))
     assert info.value.message.startswith('"a\\"b" is not a known field selector')

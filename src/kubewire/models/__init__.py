@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from kubewire.json_types import JSON
 from kubewire.models.apiextensions_k8s_io_v1 import CustomResourceDefinition
+from kubewire.models.apiregistration_k8s_io_v1 import APIService
 from kubewire.models.apps_v1 import (
     ControllerRevision,
     DaemonSet,
@@ -66,6 +67,7 @@ from kubewire.models.scheduling_k8s_io_v1 import PriorityClass
 from kubewire.models.storage_k8s_io_v1 import StorageClass
 
 KINDS: tuple[type[KubeObject], ...] = (
+    APIService,
     AutoscalingV1HorizontalPodAutoscaler,
     AutoscalingV2HorizontalPodAutoscaler,
     Binding,
@@ -124,6 +126,7 @@ def model_for(api_version: str, kind: str) -> type[KubeObject] | None:
 __all__ = [
     "JSON",
     "KINDS",
+    "APIService",
     "AutoscalingV1HorizontalPodAutoscaler",
     "AutoscalingV2HorizontalPodAutoscaler",
     "Binding",

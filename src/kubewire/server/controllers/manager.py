@@ -6,10 +6,12 @@ ServiceAccount and ``kube-root-ca.crt`` in every namespace), ``crds`` (naming, e
 serving and cleanup of CustomResourceDefinitions), ``preinstalled_crds`` (the Gateway API CRDs
 created at start when absent), ``rbac_bootstrap`` (the default cluster roles and bindings
 reconciled at start), ``priority_bootstrap`` (kube's two system PriorityClasses, created at
-start when absent), ``clusterrole_aggregation`` (aggregated ClusterRoles' rules),
-``csr_signing`` (the CSR signer, when the server holds its CA's key, and the CSR cleaner),
-``service_account_tokens`` (legacy token Secrets filled with the server's signing key) and
-``bootstrap`` (the ``default/kubernetes`` Service and EndpointSlice, once the server listens).
+start when absent), ``apiservices`` (the local APIServices of the built-in and CRD
+group/versions, kube-apiserver's autoregistration), ``clusterrole_aggregation`` (aggregated
+ClusterRoles' rules), ``csr_signing`` (the CSR signer, when the server holds its CA's key,
+and the CSR cleaner), ``service_account_tokens`` (legacy token Secrets filled with the
+server's signing key) and ``bootstrap`` (the ``default/kubernetes`` Service and
+EndpointSlice, once the server listens).
 ``ServerConfig.controllers`` (kube-controller-manager's ``--controllers``, read by
 ``selection``) switches the first two and the aggregation off or on, part by part; the API
 server's own (``crds``, ``bootstrap``, the pre-installed CRDs, the RBAC defaults) always run. With
@@ -27,6 +29,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kubewire.server.context import ServerConfig, ServerContext, elects_leader
+from kubewire.server.controllers.apiservices import LocalAPIServices
 from kubewire.server.controllers.bootstrap import KubernetesService
 from kubewire.server.controllers.clusterrole_aggregation import ClusterRoleAggregation
 from kubewire.server.controllers.components import KUBE_SCHEDULER, ClusterComponents, Issue
@@ -110,6 +113,7 @@ class ControllerManager:
         self.preinstalled = PreinstalledCRDs(ctx)
         self.rbac_bootstrap = RbacBootstrap(ctx)
         self.priority_bootstrap = PriorityClassBootstrap(ctx)
+        self.apiservices = LocalAPIServices(ctx)
         self._priority_classes: asyncio.Task[None] | None = None
         self.aggregation = (ClusterRoleAggregation(ctx)
                             if chosen.enabled(CLUSTERROLE_AGGREGATION) else None)
@@ -133,7 +137,8 @@ class ControllerManager:
         self._bootstrapping: asyncio.Task[None] | None = None
         self._serving = False
         self._changed = asyncio.Event()
-        queues = [self.namespace_defaults.queue, self.kubernetes_service.queue, self.crds.queue]
+        queues = [self.namespace_defaults.queue, self.kubernetes_service.queue, self.crds.queue,
+                  self.apiservices.queue]
         queues += [c.queue for c in (self.aggregation, self.csr_signing, self.resource_quota,
                                      self.storage_protection, self.tokens) if c is not None]
         for queue in queues:
@@ -162,6 +167,7 @@ class ControllerManager:
         if self.scheduler_leadership is not None:
             self.scheduler_leadership.start()
         self.crds.start()  # listens to the feed before the pre-installed CRDs are written
+        self.apiservices.start()
         self._installing = asyncio.get_running_loop().create_task(
             self.preinstalled.install(), name="preinstalled-crds")
         self._installing.add_done_callback(lambda _: self._changed.set())
@@ -248,6 +254,7 @@ class ControllerManager:
         return ((not self._kcm_running or kcm_idle)
                 and self.kubernetes_service.queue.idle
                 and self.crds.queue.idle and self.preinstalled.served
+                and self.apiservices.queue.idle
                 and self.rbac_bootstrap.done and self.priority_bootstrap.done)
 
     async def settled(self, timeout_s: float = SETTLE_TIMEOUT_S) -> None:
@@ -286,4 +293,5 @@ class ControllerManager:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         await self.crds.stop()
+        await self.apiservices.stop()
         await self._step_down()

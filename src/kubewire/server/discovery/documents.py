@@ -65,6 +65,9 @@ _GROUP_PRIORITY: Mapping[str, int] = MappingProxyType({
     "rbac.authorization.k8s.io": 17000, "storage.k8s.io": 16800,
     "batch": 17400, "autoscaling": 17500, "policy": 17100, "scheduling.k8s.io": 16600,
     "apiextensions.k8s.io": 16700, "coordination.k8s.io": 16500, "discovery.k8s.io": 16200,
+    # kube-aggregator lists its own group first, above any APIService (handler_apis.go "It's
+    # good to be king"; aggregated discovery: APIRegistrationGroupPriority 20001)
+    "apiregistration.k8s.io": 20001,
 })
 # metrics-server's APIService v1beta1.metrics.k8s.io: groupPriorityMinimum 100, after CRDs
 _GROUP_PRIORITY_METRICS = 100

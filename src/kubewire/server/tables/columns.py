@@ -23,6 +23,7 @@ from typing import Any
 
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
+from kubewire.server.tables import apiservice_cells as apiservices
 from kubewire.server.tables import autoscaling_cells as autoscaling
 from kubewire.server.tables import cells
 from kubewire.server.tables import kind_cells as kinds
@@ -104,6 +105,8 @@ CELL_FORMATTERS: Mapping[str, CellFormatter] = MappingProxyType({
     "ingress_class_parameters": workloads.ingress_class_parameters,
     "hpa_reference": autoscaling.hpa_reference, "hpa_targets": autoscaling.hpa_targets,
     "hpa_min_pods": autoscaling.hpa_min_pods,
+    "apiservice_service": apiservices.apiservice_service,
+    "apiservice_available": apiservices.apiservice_available,
 })
 """Named cell formatters ``(value at path, now) -> cell``."""
 
@@ -303,6 +306,16 @@ PRINTERS: Mapping[str, PrinterSpec] = MappingProxyType({
         Column("MinPods", "spec", "hpa_min_pods"),
         Column("MaxPods", "spec.maxReplicas", "integer", type="integer"),
         Column("Replicas", "status.currentReplicas", "integer", type="integer"), AGE,
+    )),
+    # kube-aggregator's own ConvertToTable (registry/apiservice/etcd/etcd.go), which describes
+    # its two columns itself
+    "apiregistration.k8s.io/apiservices": PrinterSpec((
+        NAME,
+        Column("Service", "spec.service", "apiservice_service",
+               description="The reference to the service that hosts this API endpoint."),
+        Column("Available", "status", "apiservice_available",
+               description="Whether this service is available."),
+        AGE,
     )),
     # apiextensions-apiserver serves CRDs with the default table (no printer handlers)
     "apiextensions.k8s.io/customresourcedefinitions": PrinterSpec((NAME, CREATED_AT)),

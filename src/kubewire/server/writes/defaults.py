@@ -596,6 +596,14 @@ def default_ingress_class(ingress_class: dict[str, JSON]) -> None:
         _set_if_nil(parameters, "scope", "Cluster")
 
 
+def default_api_service(api_service: dict[str, JSON]) -> None:
+    """apiregistration/v1 SetDefaults_ServiceReference: a service's port is 443."""
+    spec = _child(api_service, "spec")
+    service = _child(spec, "service") if spec is not None else None
+    if service is not None:
+        _set_if_nil(service, "port", 443)
+
+
 def default_endpoints(endpoints: dict[str, JSON]) -> None:
     """core/v1 SetDefaults_Endpoints: a port without a protocol gets TCP."""
     for subset in _items(endpoints, "subsets"):
@@ -674,6 +682,7 @@ KIND_DEFAULTERS: Mapping[str, tuple[Defaulter, ...]] = MappingProxyType({
     "policy/poddisruptionbudgets": (),  # policy/v1 has no defaulter of its own
     "scheduling.k8s.io/priorityclasses": (default_priority_class,),
     "networking.k8s.io/ingressclasses": (default_ingress_class,),
+    "apiregistration.k8s.io/apiservices": (default_api_service,),
     "autoscaling/horizontalpodautoscalers": (default_horizontal_pod_autoscaler,),
     # No visible defaults: ConfigMap's ``data: {}`` is dropped by omitempty; Ingress has none
     # (``pathType`` is required); ServiceAccount, Lease and both Events have no defaulter.

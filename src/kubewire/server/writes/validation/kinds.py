@@ -13,6 +13,10 @@ from types import MappingProxyType
 from typing import Any
 
 from kubewire.resources import Resource
+from kubewire.server.writes.validation.apiregistration import (
+    validate_api_service,
+    validate_api_service_status,
+)
 from kubewire.server.writes.validation.apps import (
     validate_controller_revision,
     validate_daemon_set,
@@ -112,6 +116,7 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "policy/poddisruptionbudgets": validate_pod_disruption_budget,
     "scheduling.k8s.io/priorityclasses": validate_priority_class,
     "networking.k8s.io/ingressclasses": validate_ingress_class,
+    "apiregistration.k8s.io/apiservices": validate_api_service,
     "autoscaling/horizontalpodautoscalers": validate_horizontal_pod_autoscaler,
 })
 
@@ -129,6 +134,7 @@ STATUS_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "apps/statefulsets": validate_stateful_set_status,
     "apps/daemonsets": validate_daemon_set_status,
     "certificates.k8s.io/certificatesigningrequests": validate_certificate_signing_request_status,
+    "apiregistration.k8s.io/apiservices": validate_api_service_status,
 })
 # CertificateSigningRequests' ``/approval`` (ApprovalStrategy.ValidateUpdate)
 APPROVAL_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
