@@ -104,6 +104,24 @@ UPDATABLE_SUBRESOURCES = PATCHABLE_SUBRESOURCES | {"finalize"}
 GENERATE_NAME_ATTEMPTS = 8  # kube store.go maxNameGenerationCreateAttempts
 UPDATE_RETRIES = 16  # read-modify-write attempts before giving up with 409
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+# A CustomResourceDefinition's validation walks its schemas in Python, ~40 µs per schema object
+# (MAX_SCHEMA_NODES bounds them): up to ~1-2.5 s for the largest accepted, which on the loop
+# held every other request (a /readyz waited 2.6 s in CI). It is a pure function of the body,
+# so it runs in a worker thread; the loop keeps its turns at the interpreter's switch interval.
+_CRD_ID = "apiextensions.k8s.io/customresourcedefinitions"
+
+
+async def _validate(  # noqa: PLR0913 (validate's own arguments)
+        resource: Resource, obj: dict[str, Any], wopts: WriteOptions,
+        old: dict[str, Any] | None = None, *, subresource: str = "",
+        kind_rules: bool = True) -> tuple[dict[str, Any], list[str]]:
+    """``validate``, off the loop for a CRD's spec (``_CRD_ID``)."""
+    if resource.id == _CRD_ID and not subresource:
+        return await asyncio.to_thread(validate, resource, obj, wopts, old,
+                                       kind_rules=kind_rules)
+    return validate(resource, obj, wopts, old, subresource=subresource, kind_rules=kind_rules)
+
+
 # The ServiceAccount plugin looks the default account up 10 times, 100-200 ms apart, before
 # refusing a pod: the serviceaccounts controller may not have made it yet in a new namespace.
 DEFAULT_ACCOUNT_ATTEMPTS = 10
@@ -210,7 +228,8 @@ async def create_object(ctx: ServerContext, route: Route, obj: dict[str, Any],
         if resource.id == CLAIM_RESOURCE_ID:
             default_claim_class(ctx, prepared)  # DefaultStorageClass (mutating admission)
         # a pod's own rules run once, on what admission makes of it (validate_admitted)
-        prepared, warnings = validate(resource, prepared, wopts, kind_rules=facts is None)
+        prepared, warnings = await _validate(resource, prepared, wopts,
+                                             kind_rules=facts is None)
         prepared = canonicalize(resource, prepared)
         _admit_priority_class(ctx, resource, prepared, creating=True)
         prepared = as_go_encodes(prepared)
@@ -414,8 +433,8 @@ async def guaranteed_update_encoded(ctx: ServerContext, route: Route, mutate: Mu
         uctx = lifecycle.UpdateContext(subresource=route.subresource, now=ctx.now(),
                                        namespace=route.namespace, name=route.name)
         prepared = lifecycle.prepare_update(resource, old, new, uctx, owned=True)
-        prepared, warnings = validate(resource, prepared, wopts, old=old,
-                                      subresource=route.subresource)
+        prepared, warnings = await _validate(resource, prepared, wopts, old=old,
+                                             subresource=route.subresource)
         prepared = canonicalize(resource, prepared)
         certificate_requests.admit_update(route, old, prepared)  # a CSR's admission
         _admit_priority_class(ctx, resource, prepared, creating=False)
