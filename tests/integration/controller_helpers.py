@@ -29,16 +29,25 @@ async def running(server: ServerThread, *, deployments: bool = True,
         components: list[Component] = [make_replicaset_controller(ctx, {})]
         if deployments:
             components.append(make_deployment_controller(ctx, {}))
-        tasks = [asyncio.create_task(c.run()) for c in components]
-        try:
+        async with run_components(ctx, components):
             yield ctx
-        finally:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-            await ctx.close()
+
+
+@contextlib.asynccontextmanager
+async def run_components(ctx: ClusterContext,
+                         components: list[Component]) -> AsyncIterator[ClusterContext]:
+    """``components`` running in the test's loop; on exit they are cancelled, awaited, and
+    ``ctx`` closed."""
+    tasks = [asyncio.create_task(c.run()) for c in components]
+    try:
+        yield ctx
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await ctx.close()
 
 
 async def eventually(probe: Callable[[], Any], timeout: float = 15.0,

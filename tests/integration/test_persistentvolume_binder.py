@@ -26,7 +26,7 @@ from kubewire.cluster.controllers.provisioner import LocalPathProvisioner
 from kubewire.cluster.runtime import ClusterContext, Component
 from kubewire.cluster.scheduler.scheduler import make_scheduler
 from tests.integration import kubectl
-from tests.integration.controller_helpers import eventually
+from tests.integration.controller_helpers import eventually, run_components
 from tests.integration.harness import ServerThread
 from tests.integration.test_scheduler import add_node, node
 
@@ -40,16 +40,8 @@ async def components(client: Client, *, provisioner: bool = False,
     parts: list[Component] = [make_persistentvolume_binder(ctx)]
     if provisioner:
         parts.append(LocalPathProvisioner(ctx))
-    tasks = [asyncio.create_task(p.run()) for p in parts]
-    try:
+    async with run_components(ctx, parts):
         yield ctx
-    finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        await ctx.close()
 
 
 def volume(name: str, size: str, *, policy: str = "Retain", cls: str = "",
