@@ -125,6 +125,17 @@ def report_failure(fd: int, why: str) -> None:
     os.close(fd)
 
 
+def send(process: asyncio.subprocess.Process, sig: int) -> None:
+    """Signal a worker with ``os.kill``, not ``process.send_signal``: that polls the child
+    first (``Popen.poll``, a ``waitpid``), and a worker that has exited but not yet been reaped
+    by asyncio's child watcher thread is reaped there; the watcher's own ``waitpid`` then fails
+    and asyncio logs "Unknown child process" and reports 255 for it (a second line on a failed
+    start's stderr). Only that thread reaps workers, and a pid stays the worker's until it does."""
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, sig)
+
+
 class Supervisor:
     """Runs ``count`` workers; ``command(index)`` is a worker's command line, to which
     ``--ready-fd N`` is added."""
@@ -239,8 +250,7 @@ class Supervisor:
         running = [w.process for w in self.workers
                    if w.process is not None and w.process.returncode is None]
         for process in running:
-            with contextlib.suppress(ProcessLookupError):
-                process.send_signal(signal.SIGTERM)
+            send(process, signal.SIGTERM)
         waiting = [asyncio.ensure_future(process.wait()) for process in running]
         if waiting:
             _, late = await asyncio.wait(waiting, timeout=grace_s)
@@ -248,8 +258,7 @@ class Supervisor:
                 if process.returncode is None:
                     log.warning("worker (pid %d) did not stop in %.0fs: killed", process.pid,
                                 grace_s)
-                    with contextlib.suppress(ProcessLookupError):
-                        process.kill()
+                    send(process, signal.SIGKILL)
             if late:
                 await asyncio.wait(late)
         for task in self._tasks:
