@@ -68,12 +68,22 @@ def pod_uses_claim(pod: dict[str, Any], claim: str) -> bool:
     return False
 
 
+# The keys of the volume sources that name claims. Stored objects are the server's own JSON
+# (msgspec, which escapes no ASCII letter), so a pod whose bytes hold neither has none: most
+# pods, whose decode here was ~3% of the server's CPU under a load of pod creates.
+_CLAIM_SOURCES = (b'"persistentVolumeClaim"', b'"ephemeral"')
+
+
+def _may_name_claims(value: bytes) -> bool:
+    return any(source in value for source in _CLAIM_SOURCES)
+
+
 def claims_named(change: Change) -> set[str]:
     """The claims a changed pod names, before or after the change (``persistentVolumeClaim``
     volumes and generic ephemeral volumes' ``<pod>-<volume>``): the ones it may release."""
     names: set[str] = set()
     for value in (change.value, change.prev_value):
-        if value is None:
+        if value is None or not _may_name_claims(value):
             continue
         pod = _decode(value)
         spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
