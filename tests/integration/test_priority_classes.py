@@ -94,6 +94,14 @@ def test_one_global_default_and_pods_get_its_priority(server: ServerThread) -> N
     reply = call(server, "POST", PODS, _pod("bad", priorityClassName="nope"))
     assert reply.status_object()["message"] == (
         'pods "bad" is forbidden: no PriorityClass with name nope was found')
+    # the admission plugin's lister follows the classes' changes (decoded once per revision)
+    ok(call(server, "PATCH", f"{PCS}/base", {"globalDefault": False}), 200)
+    pod = create(server, PODS, _pod("after-change"))
+    assert "priorityClassName" not in pod["spec"] and pod["spec"]["priority"] == 0
+    ok(call(server, "PATCH", f"{PCS}/base", {"globalDefault": True}), 200)
+    assert create(server, PODS, _pod("again"))["spec"]["priority"] == 100
+    ok(call(server, "DELETE", f"{PCS}/base"), 200)
+    assert create(server, PODS, _pod("gone"))["spec"]["priority"] == 0
 
 
 def test_pods_without_a_default_class_get_zero(server: ServerThread) -> None:

@@ -202,6 +202,11 @@ class ServerContext:
     # --enable-garbage-collector; ``ServerConfig.enable_garbage_collector``): DELETE adds the
     # ``orphan``/``foregroundDeletion`` finalizers. Set by the controller manager.
     garbage_collection: bool = False
+    # Admission plugins' listers of small cluster-scoped kinds (PriorityClasses,
+    # IngressClasses; ``writes/create_update._stored``): by kind id, each object's key ->
+    # (its revision, its decoded form), so a pod create decodes a class only when it changed.
+    # Holds only what the cache holds; the decoded objects are read, never changed.
+    listers: dict[str, dict[str, tuple[int, dict[str, Any]]]] = field(default_factory=dict)
     _allocations: AllocationState = field(init=False)
 
     def __post_init__(self) -> None:

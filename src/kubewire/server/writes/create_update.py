@@ -529,12 +529,19 @@ async def pod_admission_facts(ctx: ServerContext, namespace: str,
 
 
 def _stored(ctx: ServerContext, group: str, plural: str) -> list[dict[str, Any]]:
-    """Every object of a cluster-scoped kind, as an admission plugin's lister holds them."""
+    """Every object of a cluster-scoped kind, as an admission plugin's lister holds them
+    (decoded once per revision: ``ServerContext.listers``; callers only read them)."""
     resource = ctx.registry.lookup(group, "v1", plural)
     if resource is None:
         return []
-    return [_decode(item.value) for item in
-            ctx.caches.for_resource(resource).scan(resource.storage_prefix())]
+    held = ctx.listers.get(resource.id, {})
+    now: dict[str, tuple[int, dict[str, Any]]] = {}
+    for item in ctx.caches.for_resource(resource).scan(resource.storage_prefix()):
+        known = held.get(item.key)
+        now[item.key] = known if known is not None and known[0] == item.revision \
+            else (item.revision, _decode(item.value))
+    ctx.listers[resource.id] = now
+    return [obj for _, obj in now.values()]
 
 
 def priority_classes(ctx: ServerContext) -> dict[str, dict[str, Any]]:
