@@ -144,6 +144,55 @@ async def test_nodes_register_as_kubelets_do(server: ServerThread, client: Clien
         await stopped(ctx, task)
 
 
+async def lease_requests(server: ServerThread) -> list[tuple[str, int]]:
+    """(verb, code) of every request on Leases so far, oldest first (the request record)."""
+    reply = await asyncio.to_thread(call, server, "GET", "/kubewire/requests",
+                                    params={"resource": "leases"})
+    return [(e["verb"], e["code"]) for e in ok(reply, 200)["items"]]
+
+
+async def until_requests(server: ServerThread, check: Callable[[list[tuple[str, int]]], bool],
+                         timeout: float = 10.0) -> list[tuple[str, int]]:
+    deadline = time.monotonic() + timeout
+    while not check(seen := await lease_requests(server)):
+        assert time.monotonic() < deadline, seen
+        await asyncio.sleep(0.05)
+    return seen
+
+
+async def test_leases_are_renewed_with_updates(server: ServerThread, client: Client) -> None:
+    """kube's node lease controller: the first beat GETs (404) and creates the Lease; every
+    later one PUTs the Lease it last wrote with a new renewTime, never a patch. When another
+    writer changed the Lease meanwhile, the PUT answers 409 and the kubelet GETs the Lease
+    and PUTs that (keeping what the other writer set)."""
+    ctx = ClusterContext(client)
+    task = await started(make_fleet(ctx, FleetOptions(count=1, lease_interval_s=0.2)))
+    try:
+        seen = await until_requests(server, lambda s: len(s) >= 5)
+        assert seen[:2] == [("get", 404), ("create", 201)]
+        assert set(seen[2:]) == {("update", 200)}
+        path = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/kubewire-node-0"
+        bumped = ok(await asyncio.to_thread(call, server, "PATCH", path, {
+            "metadata": {"labels": {"bumped": "yes"}}}), 200)
+        seen = await until_requests(server, lambda s: s[-1] == ("update", 200)
+                                    and ("patch", 200) in s and s.index(("patch", 200)) < len(s)
+                                    - 3)
+        after = seen[seen.index(("patch", 200)) + 1:]
+        # (a renewal in flight when the patch landed may have gone through first)
+        while after[0] == ("update", 200):
+            after = after[1:]
+        assert after[:3] == [("update", 409), ("get", 200), ("update", 200)], seen
+        assert {v for v, _ in seen} == {"get", "create", "update", "patch"}
+        lease = ok(await asyncio.to_thread(call, server, "GET", path), 200)
+        assert lease["metadata"]["labels"] == {"bumped": "yes"}
+        assert lease["spec"]["renewTime"] > bumped["spec"]["renewTime"]
+        assert lease["spec"]["holderIdentity"] == "kubewire-node-0"
+        assert lease["spec"]["leaseDurationSeconds"] == 40
+        assert lease["metadata"]["ownerReferences"][0]["kind"] == "Node"
+    finally:
+        await stopped(ctx, task)
+
+
 @needs_kubectl
 async def test_pod_goes_pending_running_ready(server: ServerThread, client: Client) -> None:
     ctx = ClusterContext(client)
