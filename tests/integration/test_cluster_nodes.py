@@ -66,6 +66,13 @@ async def until(server: ServerThread, path: str, check: Callable[[Obj], bool],
         await asyncio.sleep(0.05)
 
 
+async def until_gone(server: ServerThread, path: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while (await asyncio.to_thread(call, server, "GET", path)).status != 404:
+        assert time.monotonic() < deadline, path
+        await asyncio.sleep(0.05)
+
+
 def pod(name: str, node: str, **spec: Any) -> Obj:
     return {"metadata": {"name": name},
             "spec": {"nodeName": node, "containers": [{"name": "web", "image": "nginx:1.27"}],
@@ -280,6 +287,43 @@ async def test_graceful_delete_ends_with_the_kubelet(server: ServerThread,
         assert ("Killing", "Stopping container web") in [
             (e["reason"], e["message"]) for e in events
             if e["involvedObject"]["name"] == "doomed"]
+    finally:
+        await stopped(ctx, task)
+
+
+async def test_the_kubelet_deletes_a_pod_once(server: ServerThread, client: Client) -> None:
+    """kube's status manager sends one grace-0 DELETE per terminated pod and then forgets it:
+    not again for the MODIFIED event that grace-0 delete causes before the DELETED one, nor
+    for later changes of a pod its finalizers hold."""
+    ctx = ClusterContext(client)
+    task = await started(make_fleet(ctx, FleetOptions(count=1)))
+    try:
+        pods = "/api/v1/namespaces/default/pods/"
+        create(server, pods, pod("a", "kubewire-node-0"))
+        create(server, pods, pod("b", "kubewire-node-0"))
+        held = pod("held", "kubewire-node-0")
+        held["metadata"]["finalizers"] = ["example.com/hold"]
+        create(server, pods, held)
+        for name in ("a", "b", "held"):
+            await until(server, pods + name, lambda b: ("Ready", "True") in conditions(b))
+            ok(await asyncio.to_thread(call, server, "DELETE", pods + name), 200)
+        for name in ("a", "b"):
+            await until_gone(server, pods + name)
+        await until(server, pods + "held",
+                    lambda b: b["metadata"].get("deletionGracePeriodSeconds") == 0)
+        # changes of the held pod after the kubelet's delete: no second delete
+        for i in range(3):
+            ok(await asyncio.to_thread(call, server, "PATCH", pods + "held", {
+                "metadata": {"labels": {"change": str(i)}}}), 200)
+            await asyncio.sleep(0.2)
+        ok(await asyncio.to_thread(call, server, "PATCH", pods + "held", {
+            "metadata": {"finalizers": None}}), 200)
+        reply = await asyncio.to_thread(call, server, "GET", "/kubewire/requests",
+                                        params={"resource": "pods", "verb": "delete"})
+        # the kubelet's deletes carry DeleteOptions; the test's have no body
+        kubelets = [(e["name"], e["code"]) for e in ok(reply, 200)["items"]
+                    if e["body_sha256"]]
+        assert sorted(kubelets) == [("a", 200), ("b", 200), ("held", 200)]
     finally:
         await stopped(ctx, task)
 

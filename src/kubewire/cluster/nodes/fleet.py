@@ -82,6 +82,7 @@ class NodeFleet:
         self._pending: dict[tuple[str, str], _Pending] = {}
         self._applied: dict[tuple[str, str], tuple[str, str]] = {}
         self._retry: set[tuple[str, str]] = set()
+        self._deleted: set[str] = set()  # UIDs of pods this kubelet deleted, still cached
         self._recorders: dict[str, Recorder] = {}
         self._last_report: dict[str, float] = {}
         self._since = now_rfc3339(ctx.clock)
@@ -323,6 +324,7 @@ class NodeFleet:
 
     def _on_pod_delete(self, pod: Obj) -> None:
         key = self._key(pod)
+        self._deleted.discard((pod.get("metadata") or {}).get("uid", ""))
         self._cancel(key)
         self._applied.pop(key, None)
         node = self._mine(pod)
@@ -389,8 +391,24 @@ class NodeFleet:
             await self._finalizers(pod, action.finalizers.add, action.finalizers.remove,
                                    action.finalizers.empty)
         if action.delete:
-            await self.pods.delete(name, namespace=namespace, grace_period_seconds=0,
-                                   preconditions={"uid": meta.get("uid", "")})
+            await self._delete(pod)
+
+    async def _delete(self, pod: Obj) -> None:
+        """The status manager's final DELETE (grace 0, a UID precondition), once per pod: a
+        grace-0 delete of a terminating pod is answered with a MODIFIED event
+        (``deletionGracePeriodSeconds: 0``) before the DELETED one, or not followed by one
+        while finalizers hold the pod, and the stage matching it again must not delete again
+        (kube's kubelet forgets a pod's status once it deleted it: a second DELETE would
+        answer 404 or change nothing)."""
+        meta = pod["metadata"]
+        name, namespace, uid = meta["name"], meta.get("namespace"), meta.get("uid", "")
+        if uid in self._deleted:
+            return
+        await self.pods.delete(name, namespace=namespace, grace_period_seconds=0,
+                               preconditions={"uid": uid})
+        cached = self._pod_informer.get(name, namespace) if self._pod_informer else None
+        if cached is not None and (cached.get("metadata") or {}).get("uid") == uid:
+            self._deleted.add(uid)  # forgotten when the informer sees it go (bounded by it)
 
     def _pod_ip(self, pod: Obj, node: str) -> str:
         if (pod.get("spec") or {}).get("hostNetwork"):
