@@ -328,6 +328,37 @@ async def test_the_kubelet_deletes_a_pod_once(server: ServerThread, client: Clie
         await stopped(ctx, task)
 
 
+async def test_a_force_deleted_pod_is_not_written(server: ServerThread,
+                                                  client: Client) -> None:
+    """A force delete (grace 0) removes the pod in one request, whose MODIFIED event
+    (``deletionGracePeriodSeconds: 0``) comes before the DELETED one: the kubelet kills the
+    containers but writes no terminal status (kube's status manager GETs first and finds
+    nothing), and sends no delete of its own."""
+    ctx = ClusterContext(client)
+    task = await started(make_fleet(ctx, FleetOptions(count=1)))
+    try:
+        pods = "/api/v1/namespaces/default/pods/"
+        names = [f"f{i}" for i in range(4)]
+        for name in names:
+            create(server, pods, pod(name, "kubewire-node-0"))
+        for name in names:
+            await until(server, pods + name, lambda b: ("Ready", "True") in conditions(b))
+        await asyncio.to_thread(call, server, "DELETE", "/kubewire/requests")
+        for name in names:
+            ok(await asyncio.to_thread(call, server, "DELETE", pods + name,
+                                       {"gracePeriodSeconds": 0}), 200)
+        for name in names:
+            await until_gone(server, pods + name)
+        await asyncio.sleep(0.5)
+        reply = await asyncio.to_thread(call, server, "GET", "/kubewire/requests",
+                                        params={"resource": "pods"})
+        writes = [(e["verb"], e["subresource"], e["name"], e["code"])
+                  for e in ok(reply, 200)["items"] if e["verb"] not in ("get", "list", "watch")]
+        assert writes == [("delete", "", name, 200) for name in names]
+    finally:
+        await stopped(ctx, task)
+
+
 async def test_run_once_pods_complete_or_fail(server: ServerThread, client: Client) -> None:
     ctx = ClusterContext(client)
     task = await started(make_fleet(ctx, FleetOptions(count=1)))

@@ -382,11 +382,14 @@ class NodeFleet:
                 events.event(pod, event.type, event.reason, event.message)
         elif action.status_template:
             body = {"status": self._render(action.status_template, pod, node)}
-        if body is not None:
+        removed = _removed(pod)
+        if body is not None and not removed:
             await self.pods.patch_status(name, body, namespace=namespace,
                                          type=PatchType.STRATEGIC)
         if action.event is not None:
             events.event(pod, action.event.type, action.event.reason, action.event.message)
+        if removed:
+            return  # the containers are killed (the events above); there is no pod to write
         if action.finalizers is not None:
             await self._finalizers(pod, action.finalizers.add, action.finalizers.remove,
                                    action.finalizers.empty)
@@ -442,6 +445,17 @@ class NodeFleet:
                     "path": "/metadata/finalizers", "value": want})
         await self.pods.patch(meta["name"], ops, namespace=meta.get("namespace"),
                               type=PatchType.JSON)
+
+
+def _removed(pod: Mapping[str, Any]) -> bool:
+    """Whether the server removed ``pod`` in the request that wrote this state: deleted with
+    grace 0 and no finalizers (a force delete, or the kubelet's own final one). The registry
+    writes ``deletionGracePeriodSeconds: 0`` and deletes the object at once, so this MODIFIED
+    event comes just before the DELETED one. kube's status manager GETs the pod before it
+    writes (404: it writes nothing); the fleet, which reads its informer, writes nothing."""
+    meta = pod.get("metadata") or {}
+    return bool(meta.get("deletionTimestamp")) and \
+        meta.get("deletionGracePeriodSeconds") == 0 and not meta.get("finalizers")
 
 
 def _deletion_deadline(pod: Mapping[str, Any]) -> float | None:
