@@ -66,6 +66,13 @@ async def until(server: ServerThread, path: str, check: Callable[[Obj], bool],
         await asyncio.sleep(0.05)
 
 
+async def until_gone(server: ServerThread, path: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while (await asyncio.to_thread(call, server, "GET", path)).status != 404:
+        assert time.monotonic() < deadline, path
+        await asyncio.sleep(0.05)
+
+
 def pod(name: str, node: str, **spec: Any) -> Obj:
     return {"metadata": {"name": name},
             "spec": {"nodeName": node, "containers": [{"name": "web", "image": "nginx:1.27"}],
@@ -140,6 +147,55 @@ async def test_nodes_register_as_kubelets_do(server: ServerThread, client: Clien
                                         "/api/v1/nodes/kubewire-node-1")).status == 404
         assert ok(await asyncio.to_thread(call, server, "GET", lease_path + "kubewire-node-1"),
                   200)["spec"]["renewTime"] == last
+    finally:
+        await stopped(ctx, task)
+
+
+async def lease_requests(server: ServerThread) -> list[tuple[str, int]]:
+    """(verb, code) of every request on Leases so far, oldest first (the request record)."""
+    reply = await asyncio.to_thread(call, server, "GET", "/kubewire/requests",
+                                    params={"resource": "leases"})
+    return [(e["verb"], e["code"]) for e in ok(reply, 200)["items"]]
+
+
+async def until_requests(server: ServerThread, check: Callable[[list[tuple[str, int]]], bool],
+                         timeout: float = 10.0) -> list[tuple[str, int]]:
+    deadline = time.monotonic() + timeout
+    while not check(seen := await lease_requests(server)):
+        assert time.monotonic() < deadline, seen
+        await asyncio.sleep(0.05)
+    return seen
+
+
+async def test_leases_are_renewed_with_updates(server: ServerThread, client: Client) -> None:
+    """kube's node lease controller: the first beat GETs (404) and creates the Lease; every
+    later one PUTs the Lease it last wrote with a new renewTime, never a patch. When another
+    writer changed the Lease meanwhile, the PUT answers 409 and the kubelet GETs the Lease
+    and PUTs that (keeping what the other writer set)."""
+    ctx = ClusterContext(client)
+    task = await started(make_fleet(ctx, FleetOptions(count=1, lease_interval_s=0.2)))
+    try:
+        seen = await until_requests(server, lambda s: len(s) >= 5)
+        assert seen[:2] == [("get", 404), ("create", 201)]
+        assert set(seen[2:]) == {("update", 200)}
+        path = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/kubewire-node-0"
+        bumped = ok(await asyncio.to_thread(call, server, "PATCH", path, {
+            "metadata": {"labels": {"bumped": "yes"}}}), 200)
+        seen = await until_requests(server, lambda s: s[-1] == ("update", 200)
+                                    and ("patch", 200) in s and s.index(("patch", 200)) < len(s)
+                                    - 3)
+        after = seen[seen.index(("patch", 200)) + 1:]
+        # (a renewal in flight when the patch landed may have gone through first)
+        while after[0] == ("update", 200):
+            after = after[1:]
+        assert after[:3] == [("update", 409), ("get", 200), ("update", 200)], seen
+        assert {v for v, _ in seen} == {"get", "create", "update", "patch"}
+        lease = ok(await asyncio.to_thread(call, server, "GET", path), 200)
+        assert lease["metadata"]["labels"] == {"bumped": "yes"}
+        assert lease["spec"]["renewTime"] > bumped["spec"]["renewTime"]
+        assert lease["spec"]["holderIdentity"] == "kubewire-node-0"
+        assert lease["spec"]["leaseDurationSeconds"] == 40
+        assert lease["metadata"]["ownerReferences"][0]["kind"] == "Node"
     finally:
         await stopped(ctx, task)
 
@@ -231,6 +287,74 @@ async def test_graceful_delete_ends_with_the_kubelet(server: ServerThread,
         assert ("Killing", "Stopping container web") in [
             (e["reason"], e["message"]) for e in events
             if e["involvedObject"]["name"] == "doomed"]
+    finally:
+        await stopped(ctx, task)
+
+
+async def test_the_kubelet_deletes_a_pod_once(server: ServerThread, client: Client) -> None:
+    """kube's status manager sends one grace-0 DELETE per terminated pod and then forgets it:
+    not again for the MODIFIED event that grace-0 delete causes before the DELETED one, nor
+    for later changes of a pod its finalizers hold."""
+    ctx = ClusterContext(client)
+    task = await started(make_fleet(ctx, FleetOptions(count=1)))
+    try:
+        pods = "/api/v1/namespaces/default/pods/"
+        create(server, pods, pod("a", "kubewire-node-0"))
+        create(server, pods, pod("b", "kubewire-node-0"))
+        held = pod("held", "kubewire-node-0")
+        held["metadata"]["finalizers"] = ["example.com/hold"]
+        create(server, pods, held)
+        for name in ("a", "b", "held"):
+            await until(server, pods + name, lambda b: ("Ready", "True") in conditions(b))
+            ok(await asyncio.to_thread(call, server, "DELETE", pods + name), 200)
+        for name in ("a", "b"):
+            await until_gone(server, pods + name)
+        await until(server, pods + "held",
+                    lambda b: b["metadata"].get("deletionGracePeriodSeconds") == 0)
+        # changes of the held pod after the kubelet's delete: no second delete
+        for i in range(3):
+            ok(await asyncio.to_thread(call, server, "PATCH", pods + "held", {
+                "metadata": {"labels": {"change": str(i)}}}), 200)
+            await asyncio.sleep(0.2)
+        ok(await asyncio.to_thread(call, server, "PATCH", pods + "held", {
+            "metadata": {"finalizers": None}}), 200)
+        reply = await asyncio.to_thread(call, server, "GET", "/kubewire/requests",
+                                        params={"resource": "pods", "verb": "delete"})
+        # the kubelet's deletes carry DeleteOptions; the test's have no body
+        kubelets = [(e["name"], e["code"]) for e in ok(reply, 200)["items"]
+                    if e["body_sha256"]]
+        assert sorted(kubelets) == [("a", 200), ("b", 200), ("held", 200)]
+    finally:
+        await stopped(ctx, task)
+
+
+async def test_a_force_deleted_pod_is_not_written(server: ServerThread,
+                                                  client: Client) -> None:
+    """A force delete (grace 0) removes the pod in one request, whose MODIFIED event
+    (``deletionGracePeriodSeconds: 0``) comes before the DELETED one: the kubelet kills the
+    containers but writes no terminal status (kube's status manager GETs first and finds
+    nothing), and sends no delete of its own."""
+    ctx = ClusterContext(client)
+    task = await started(make_fleet(ctx, FleetOptions(count=1)))
+    try:
+        pods = "/api/v1/namespaces/default/pods/"
+        names = [f"f{i}" for i in range(4)]
+        for name in names:
+            create(server, pods, pod(name, "kubewire-node-0"))
+        for name in names:
+            await until(server, pods + name, lambda b: ("Ready", "True") in conditions(b))
+        await asyncio.to_thread(call, server, "DELETE", "/kubewire/requests")
+        for name in names:
+            ok(await asyncio.to_thread(call, server, "DELETE", pods + name,
+                                       {"gracePeriodSeconds": 0}), 200)
+        for name in names:
+            await until_gone(server, pods + name)
+        await asyncio.sleep(0.5)
+        reply = await asyncio.to_thread(call, server, "GET", "/kubewire/requests",
+                                        params={"resource": "pods"})
+        writes = [(e["verb"], e["subresource"], e["name"], e["code"])
+                  for e in ok(reply, 200)["items"] if e["verb"] not in ("get", "list", "watch")]
+        assert writes == [("delete", "", name, 200) for name in names]
     finally:
         await stopped(ctx, task)
 

@@ -15,6 +15,7 @@ from kubewire.cluster.nodes.node_status import (
     fleet,
     node_names,
     parse_labels,
+    renewed_lease,
 )
 from kubewire.cluster.nodes.pod_status import (
     Where,
@@ -235,6 +236,26 @@ def test_fleet_names_addresses_and_pools() -> None:
         pool.get()
     pool.put("10.0.0.2")
     assert pool.get() == "10.0.0.2"
+
+
+def test_a_lease_renewal_is_the_lease_last_written_with_a_new_renew_time() -> None:
+    base = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "n0", "namespace": "kube-node-lease", "resourceVersion": "7",
+                         "labels": {"x": "y"}},
+            "spec": {"holderIdentity": "n0", "leaseDurationSeconds": 40,
+                     "renewTime": "2026-01-01T00:00:00.000000Z"}}
+    body = renewed_lease(base, "n0", "uid-1", "2026-01-01T00:00:10.000000Z")
+    assert body["metadata"]["resourceVersion"] == "7" and body["metadata"]["labels"] == {"x": "y"}
+    assert body["spec"] == {"holderIdentity": "n0", "leaseDurationSeconds": 40,
+                            "renewTime": "2026-01-01T00:00:10.000000Z"}
+    assert body["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Node", "name": "n0", "uid": "uid-1"}]
+    assert base["spec"]["renewTime"] == "2026-01-01T00:00:00.000000Z"  # a copy
+    assert "ownerReferences" not in base["metadata"]
+    # an owner reference already there is kept; with no UID known none is added
+    owned = renewed_lease(body, "n0", "uid-2", "t")
+    assert owned["metadata"]["ownerReferences"][0]["uid"] == "uid-1"
+    assert "ownerReferences" not in renewed_lease(base, "n0", "", "t")["metadata"]
 
 
 def test_fleet_options_are_checked() -> None:

@@ -1,12 +1,13 @@
 """``NodeFleet`` (component ``kubelet``): N simulated nodes and their kubelets, in kwok's manner.
 
 It registers each Node as a kubelet does (labels, addresses, capacity, conditions, nodeInfo,
-``spec.podCIDR``), keeps a Lease per node in ``kube-node-lease`` renewed every 10 s, and
-re-reports node status when it differs from the kubelet's or every 5 minutes. Pods bound to its
-nodes move through ``Stage``s (kwok's format; the built-in ones write a real kubelet's statuses):
-each pod event picks the matching stage, waits its delay, checks it still matches and acts
-(``PATCH pods/<n>/status`` as a strategic merge with the kubelet's body, events, finalizers,
-delete with grace 0 and a UID precondition).
+``spec.podCIDR``), keeps a Lease per node in ``kube-node-lease`` renewed every 10 s as kube's
+node lease controller renews it (a PUT of the Lease last written; after a Conflict, a GET and a
+PUT of that), and re-reports node status when it differs from the kubelet's or every 5
+minutes. Pods bound to its nodes move through ``Stage``s (kwok's format; the built-in ones
+write a real kubelet's statuses): each pod event picks the matching stage, waits its delay,
+checks it still matches and acts (``PATCH pods/<n>/status`` as a strategic merge with the
+kubelet's body, events, finalizers, delete with grace 0 and a UID precondition).
 
 One Pod informer and one Node informer serve every node; delays are loop timers feeding one
 ``WorkQueue`` drained by a few workers; lease renewals and status reports go out in batches spread
@@ -28,7 +29,7 @@ from typing import Any
 import yaml
 
 from kubewire.client import Informer, PatchType, WorkQueue
-from kubewire.client.errors import AlreadyExists, ClientError, NotFound, StatusError
+from kubewire.client.errors import AlreadyExists, ClientError, Conflict, NotFound, StatusError
 from kubewire.cluster.nodes import gotemplate
 from kubewire.cluster.nodes.node_status import (
     LEASE_NAMESPACE,
@@ -39,6 +40,7 @@ from kubewire.cluster.nodes.node_status import (
     lease_object,
     node_conditions,
     node_object,
+    renewed_lease,
 )
 from kubewire.cluster.nodes.pod_status import BUILDERS, Where
 from kubewire.cluster.nodes.stages import Stage, choose, default_pod_stages, load_stages
@@ -48,6 +50,7 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 WORKERS = 8
 BATCH = 50  # leases / status reports / registrations sent together
+MAX_UPDATE_RETRIES = 5  # component-helpers lease controller maxUpdateRetries
 NODE_EVENTS = ("NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID")
 
 
@@ -79,12 +82,14 @@ class NodeFleet:
         self._pending: dict[tuple[str, str], _Pending] = {}
         self._applied: dict[tuple[str, str], tuple[str, str]] = {}
         self._retry: set[tuple[str, str]] = set()
+        self._deleted: set[str] = set()  # UIDs of pods this kubelet deleted, still cached
         self._recorders: dict[str, Recorder] = {}
         self._last_report: dict[str, float] = {}
         self._since = now_rfc3339(ctx.clock)
         self.pods = ctx.api("v1", "Pod")
         self.node_api = ctx.api("v1", "Node")
         self.leases = ctx.api("coordination.k8s.io/v1", "Lease", LEASE_NAMESPACE)
+        self._leases: dict[str, Obj] = {}  # each node's Lease as last written (latestLease)
         self.registered = asyncio.Event()
         self._node_informer: Informer[Obj] | None = None
         self._pod_informer: Informer[Obj] | None = None
@@ -156,20 +161,66 @@ class NodeFleet:
             found = self._recorders[node] = self.ctx.recorder("kubelet", node)
         return found
 
+    def _node_uid(self, name: str) -> str:
+        seen = self._node_informer.get(name) if self._node_informer is not None else None
+        if seen is not None:
+            return str((seen.get("metadata") or {}).get("uid") or "")
+        return self.node_uids.get(name, "")
+
     async def _renew(self, name: str) -> None:
+        """One beat of the node's lease controller (component-helpers
+        ``apimachinery/lease/controller.go`` ``sync``): PUT the Lease last written with a new
+        ``renewTime``; when that fails, or there is none yet, GET it (create it when absent:
+        the first beat after registration) and PUT that."""
         if self._node_informer is not None and self._node_informer.get(name) is None:
             return  # deleted: its Lease would be owned by nothing (and kube's kubelet stays down)
-        stamp = now_micro(self.ctx.clock)
         try:
-            await self.leases.patch(name, {"spec": {"holderIdentity": name,
-                                                    "leaseDurationSeconds": 40,
-                                                    "renewTime": stamp}}, namespace=LEASE_NAMESPACE)
-        except NotFound:
-            with contextlib.suppress(AlreadyExists):
-                await self.leases.create(lease_object(name, self.node_uids.get(name, ""), stamp),
-                                         namespace=LEASE_NAMESPACE)
+            latest = self._leases.get(name)
+            if latest is not None and await self._update_lease(name, latest):
+                return
+            lease, created = await self._ensure_lease(name)
+            if lease is not None and not created:
+                await self._update_lease(name, lease)
         except (StatusError, ClientError) as err:
             log.warning("lease of node %s not renewed: %s", name, err)
+
+    async def _ensure_lease(self, name: str) -> tuple[Obj | None, bool]:
+        """``ensureLease``: the Lease as the server has it, or the one created now (then
+        True). None (nothing sent) while the Node's UID for the owner reference is unknown,
+        as the kubelet's ``SetNodeOwnerFunc`` blocks the create. Where kube retries a failed
+        GET or create with a backoff up to 7 s, here the error ends this beat and the next
+        beat (``lease_interval_s`` later) tries again, so one node cannot hold up a batch."""
+        try:
+            lease: Obj = await self.leases.get(name, namespace=LEASE_NAMESPACE)
+            created = False
+        except NotFound:
+            uid = self._node_uid(name)
+            if not uid:
+                return None, False
+            lease = await self.leases.create(
+                lease_object(name, uid, now_micro(self.ctx.clock)), namespace=LEASE_NAMESPACE)
+            created = True
+        self._leases[name] = lease
+        return lease, created
+
+    async def _update_lease(self, name: str, base: Obj) -> bool:
+        """``retryUpdateLease``: up to ``MAX_UPDATE_RETRIES`` PUTs of ``base`` with a new
+        ``renewTime`` (its resourceVersion the precondition); after a Conflict the next try
+        starts from the Lease as the server has it (``ensureLease``). False when every try
+        failed."""
+        for _ in range(MAX_UPDATE_RETRIES):
+            body = renewed_lease(base, name, self._node_uid(name), now_micro(self.ctx.clock))
+            try:
+                self._leases[name] = await self.leases.replace(body, namespace=LEASE_NAMESPACE)
+                return True
+            except Conflict:
+                ensured, _ = await self._ensure_lease(name)
+                if ensured is None:
+                    return False
+                base = ensured
+            except (StatusError, ClientError) as err:
+                log.debug("lease of node %s: update failed: %s", name, err)
+        return False
 
     async def _spread(self, names: list[str], period: float, action: Any) -> None:
         """Call ``action(name)`` for every name, ``BATCH`` at a time, spread over ``period``."""
@@ -273,6 +324,7 @@ class NodeFleet:
 
     def _on_pod_delete(self, pod: Obj) -> None:
         key = self._key(pod)
+        self._deleted.discard((pod.get("metadata") or {}).get("uid", ""))
         self._cancel(key)
         self._applied.pop(key, None)
         node = self._mine(pod)
@@ -330,17 +382,36 @@ class NodeFleet:
                 events.event(pod, event.type, event.reason, event.message)
         elif action.status_template:
             body = {"status": self._render(action.status_template, pod, node)}
-        if body is not None:
+        removed = _removed(pod)
+        if body is not None and not removed:
             await self.pods.patch_status(name, body, namespace=namespace,
                                          type=PatchType.STRATEGIC)
         if action.event is not None:
             events.event(pod, action.event.type, action.event.reason, action.event.message)
+        if removed:
+            return  # the containers are killed (the events above); there is no pod to write
         if action.finalizers is not None:
             await self._finalizers(pod, action.finalizers.add, action.finalizers.remove,
                                    action.finalizers.empty)
         if action.delete:
-            await self.pods.delete(name, namespace=namespace, grace_period_seconds=0,
-                                   preconditions={"uid": meta.get("uid", "")})
+            await self._delete(pod)
+
+    async def _delete(self, pod: Obj) -> None:
+        """The status manager's final DELETE (grace 0, a UID precondition), once per pod: a
+        grace-0 delete of a terminating pod is answered with a MODIFIED event
+        (``deletionGracePeriodSeconds: 0``) before the DELETED one, or not followed by one
+        while finalizers hold the pod, and the stage matching it again must not delete again
+        (kube's kubelet forgets a pod's status once it deleted it: a second DELETE would
+        answer 404 or change nothing)."""
+        meta = pod["metadata"]
+        name, namespace, uid = meta["name"], meta.get("namespace"), meta.get("uid", "")
+        if uid in self._deleted:
+            return
+        await self.pods.delete(name, namespace=namespace, grace_period_seconds=0,
+                               preconditions={"uid": uid})
+        cached = self._pod_informer.get(name, namespace) if self._pod_informer else None
+        if cached is not None and (cached.get("metadata") or {}).get("uid") == uid:
+            self._deleted.add(uid)  # forgotten when the informer sees it go (bounded by it)
 
     def _pod_ip(self, pod: Obj, node: str) -> str:
         if (pod.get("spec") or {}).get("hostNetwork"):
@@ -374,6 +445,17 @@ class NodeFleet:
                     "path": "/metadata/finalizers", "value": want})
         await self.pods.patch(meta["name"], ops, namespace=meta.get("namespace"),
                               type=PatchType.JSON)
+
+
+def _removed(pod: Mapping[str, Any]) -> bool:
+    """Whether the server removed ``pod`` in the request that wrote this state: deleted with
+    grace 0 and no finalizers (a force delete, or the kubelet's own final one). The registry
+    writes ``deletionGracePeriodSeconds: 0`` and deletes the object at once, so this MODIFIED
+    event comes just before the DELETED one. kube's status manager GETs the pod before it
+    writes (404: it writes nothing); the fleet, which reads its informer, writes nothing."""
+    meta = pod.get("metadata") or {}
+    return bool(meta.get("deletionTimestamp")) and \
+        meta.get("deletionGracePeriodSeconds") == 0 and not meta.get("finalizers")
 
 
 def _deletion_deadline(pod: Mapping[str, Any]) -> float | None:

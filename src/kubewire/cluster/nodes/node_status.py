@@ -10,6 +10,7 @@ network); each node's ``spec.podCIDR`` is the i-th ``/node_cidr_mask`` block of 
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import ipaddress
 import uuid
@@ -195,6 +196,21 @@ def lease_object(node_name: str, node_uid: str, now_micro: str) -> Obj:
         "spec": {"holderIdentity": node_name, "leaseDurationSeconds": LEASE_DURATION_S,
                  "renewTime": now_micro},
     }
+
+
+def renewed_lease(base: Mapping[str, Any], node_name: str, node_uid: str,
+                  now_micro: str) -> Obj:
+    """The body of a kubelet's Lease renewal (component-helpers ``lease.newLease(base)`` and
+    the kubelet's ``SetNodeOwnerFunc``): a copy of the Lease as last returned (its
+    resourceVersion the precondition of the PUT, its other fields as they are) with a new
+    ``renewTime``, and the owner reference to the Node added when it has none."""
+    lease = copy.deepcopy(dict(base))
+    lease["spec"] = {**(lease.get("spec") or {}), "renewTime": now_micro}
+    meta = lease["metadata"] = dict(lease.get("metadata") or {})
+    if not meta.get("ownerReferences") and node_uid:
+        meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node", "name": node_name,
+                                    "uid": node_uid}]
+    return lease
 
 
 class IPPool:
