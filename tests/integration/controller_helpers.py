@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,20 +34,75 @@ async def running(server: ServerThread, *, deployments: bool = True,
 
 
 @contextlib.asynccontextmanager
-async def run_components(ctx: ClusterContext,
-                         components: list[Component]) -> AsyncIterator[ClusterContext]:
-    """``components`` running in the test's loop; on exit they are cancelled, awaited, and
-    ``ctx`` closed."""
-    tasks = [asyncio.create_task(c.run()) for c in components]
+async def run_components(ctx: ClusterContext, components: Sequence[Component], *,
+                         ready: Callable[[], Awaitable[Any]] | None = None,
+                         ) -> AsyncIterator[ClusterContext]:
+    """``components`` running in the test's loop (see ``components_running``); on exit they
+    are cancelled, awaited, and ``ctx`` closed."""
     try:
-        yield ctx
+        async with components_running(components, ready=ready):
+            yield ctx
+    finally:
+        await ctx.close()
+
+
+@contextlib.asynccontextmanager
+async def components_running(components: Sequence[Component], *,
+                             ready: Callable[[], Awaitable[Any]] | None = None,
+                             ) -> AsyncIterator[None]:
+    """``components`` running in the test's loop, their ClusterContext left open (for one
+    started later beside others, or a context closed by its owner).
+
+    ``ready`` (e.g. ``fleet.registered.wait``) is awaited before the body, for at most
+    ``READY_S``; a component that ends first raises its error then rather than at the
+    timeout. On exit each is cancelled and must end by that cancellation within ``STOP_S``
+    (a component works until cancelled: one that swallowed its cancellation once ran on)."""
+    tasks = [asyncio.create_task(c.run(), name=c.name) for c in components]
+    try:
+        if ready is not None:
+            await _ready(ready, tasks)
+        yield
     finally:
         for task in tasks:
             task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        await ctx.close()
+        failures: list[BaseException] = []
+        for task in tasks:  # every one awaited, the first failure raised
+            try:
+                await _stopped(task)
+            except Exception as failure:  # raised below, after the others
+                failures.append(failure)
+        if failures:
+            raise failures[0]
+
+
+READY_S = 60.0
+STOP_S = 10.0
+
+
+async def _ready(ready: Callable[[], Awaitable[Any]], tasks: list[asyncio.Task[None]]) -> None:
+    waiting = asyncio.ensure_future(ready())
+    try:
+        done, _ = await asyncio.wait({waiting, *tasks}, timeout=READY_S,
+                                     return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiting.cancel()
+    for task in tasks:
+        if task in done:
+            task.result()
+            raise AssertionError(f"{task.get_name()} ended before it was ready")
+    assert waiting in done, f"not ready within {READY_S} s"
+    waiting.result()
+
+
+async def _stopped(task: asyncio.Task[None]) -> None:
+    # asyncio.wait: a timeout cancels no one (an awaited task would take this one's
+    # cancellation, and a component that swallows it would hang the test)
+    await asyncio.wait({task}, timeout=STOP_S)
+    if not task.done():
+        raise AssertionError(f"{task.get_name()} still runs {STOP_S} s after its cancellation")
+    if not task.cancelled():
+        task.result()
+        raise AssertionError(f"{task.get_name()} returned instead of ending by cancellation")
 
 
 async def eventually(probe: Callable[[], Any], timeout: float = 15.0,

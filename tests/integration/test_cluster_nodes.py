@@ -7,6 +7,7 @@ with the scheduler and the workload controllers, a Deployment rolls out onto the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -22,6 +23,7 @@ from kubewire.cluster.nodes.stages import load_stages
 from kubewire.cluster.runtime import ClusterContext
 from kubewire.cluster.scheduler.scheduler import make_scheduler
 from tests.integration import kubectl
+from tests.integration.controller_helpers import components_running, run_components
 from tests.integration.harness import ServerThread
 from tests.integration.kubectl import needs_kubectl
 from tests.integration.wire import call, create, ok
@@ -35,23 +37,11 @@ async def client(server: ServerThread) -> AsyncIterator[Client]:
         yield c
 
 
-async def started(fleet: NodeFleet) -> asyncio.Task[None]:
-    task = asyncio.create_task(fleet.run())
-    done, _ = await asyncio.wait({task, asyncio.create_task(fleet.registered.wait())},
-                                 timeout=60, return_when=asyncio.FIRST_COMPLETED)
-    if task in done:
-        task.result()
-    assert fleet.registered.is_set()
-    return task
-
-
-async def stopped(ctx: ClusterContext, task: asyncio.Task[None]) -> None:
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
-    # every queued event sent before the client closes (close() gives up after 5 s and its
-    # sender would then reopen the closed client's session)
-    await ctx.events.drain()
-    await ctx.close()
+def fleet_running(ctx: ClusterContext, fleet: NodeFleet,
+                  ) -> contextlib.AbstractAsyncContextManager[ClusterContext]:
+    """``fleet`` running once its nodes registered (at most 60 s); on exit it is stopped and
+    ``ctx`` closed."""
+    return run_components(ctx, [fleet], ready=fleet.registered.wait)
 
 
 async def until(server: ServerThread, path: str, check: Callable[[Obj], bool],
@@ -87,8 +77,7 @@ async def test_nodes_register_as_kubelets_do(server: ServerThread, client: Clien
     ctx = ClusterContext(client)
     fleet = make_fleet(ctx, FleetOptions(count=2, labels={"tier": "sim"},
                                          lease_interval_s=0.5))
-    task = await started(fleet)
-    try:
+    async with fleet_running(ctx, fleet):
         nodes = ok(await asyncio.to_thread(call, server, "GET", "/api/v1/nodes"), 200)["items"]
         assert [n["metadata"]["name"] for n in nodes] == ["kubewire-node-0", "kubewire-node-1"]
         node = nodes[1]
@@ -147,8 +136,6 @@ async def test_nodes_register_as_kubelets_do(server: ServerThread, client: Clien
                                         "/api/v1/nodes/kubewire-node-1")).status == 404
         assert ok(await asyncio.to_thread(call, server, "GET", lease_path + "kubewire-node-1"),
                   200)["spec"]["renewTime"] == last
-    finally:
-        await stopped(ctx, task)
 
 
 async def lease_requests(server: ServerThread) -> list[tuple[str, int]]:
@@ -203,8 +190,7 @@ async def test_leases_are_renewed_with_updates(server: ServerThread, client: Cli
 @needs_kubectl
 async def test_pod_goes_pending_running_ready(server: ServerThread, client: Client) -> None:
     ctx = ClusterContext(client)
-    task = await started(make_fleet(ctx, FleetOptions(count=2)))
-    try:
+    async with fleet_running(ctx, make_fleet(ctx, FleetOptions(count=2))):
         create(server, "/api/v1/namespaces/default/pods",
                pod("web", "kubewire-node-1", initContainers=[
                    {"name": "init", "image": "busybox"}]))
@@ -255,16 +241,13 @@ async def test_pod_goes_pending_running_ready(server: ServerThread, client: Clie
         far = ok(await asyncio.to_thread(call, server, "GET",
                                          "/api/v1/namespaces/default/pods/far"), 200)
         assert far["status"]["phase"] == "Pending" and "hostIP" not in far["status"]
-    finally:
-        await stopped(ctx, task)
 
 
 @needs_kubectl
 async def test_graceful_delete_ends_with_the_kubelet(server: ServerThread,
                                                       client: Client) -> None:
     ctx = ClusterContext(client)
-    task = await started(make_fleet(ctx, FleetOptions(count=1)))
-    try:
+    async with fleet_running(ctx, make_fleet(ctx, FleetOptions(count=1))):
         create(server, "/api/v1/namespaces/default/pods", pod("doomed", "kubewire-node-0"))
         await until(server, "/api/v1/namespaces/default/pods/doomed",
                     lambda b: b["status"].get("phase") == "Running")
@@ -287,8 +270,6 @@ async def test_graceful_delete_ends_with_the_kubelet(server: ServerThread,
         assert ("Killing", "Stopping container web") in [
             (e["reason"], e["message"]) for e in events
             if e["involvedObject"]["name"] == "doomed"]
-    finally:
-        await stopped(ctx, task)
 
 
 async def test_the_kubelet_deletes_a_pod_once(server: ServerThread, client: Client) -> None:
@@ -361,8 +342,7 @@ async def test_a_force_deleted_pod_is_not_written(server: ServerThread,
 
 async def test_run_once_pods_complete_or_fail(server: ServerThread, client: Client) -> None:
     ctx = ClusterContext(client)
-    task = await started(make_fleet(ctx, FleetOptions(count=1)))
-    try:
+    async with fleet_running(ctx, make_fleet(ctx, FleetOptions(count=1))):
         for name, code in (("ok", "0"), ("bad", "3")):
             body = pod(name, "kubewire-node-0", restartPolicy="Never")
             body["metadata"]["annotations"] = {"kubewire.io/run-duration": "200ms",
@@ -387,8 +367,6 @@ async def test_run_once_pods_complete_or_fail(server: ServerThread, client: Clie
                               lambda b: b["status"].get("phase") == "Running")
         assert ("Ready", "False") in conditions(unready)
         assert ("ContainersReady", "False") in conditions(unready)
-    finally:
-        await stopped(ctx, task)
 
 
 # Stages in kwok's own format (kwok.x-k8s.io/v1alpha1): a Go-template status, a selector on a
@@ -464,8 +442,7 @@ async def test_stage_files_drive_pods(server: ServerThread, client: Client,
     path.write_text(STAGES)
     assert [s.name for s in load_stages(STAGES)] == ["pod-up", "pod-gone"]
     ctx = ClusterContext(client)
-    task = await started(make_fleet(ctx, FleetOptions(count=1, stages_file=str(path))))
-    try:
+    async with fleet_running(ctx, make_fleet(ctx, FleetOptions(count=1, stages_file=str(path)))):
         body = pod("staged", "kubewire-node-0")
         body["metadata"]["labels"] = {"sim": "yes"}
         body["metadata"]["finalizers"] = ["example.com/hold"]
@@ -487,16 +464,13 @@ async def test_stage_files_drive_pods(server: ServerThread, client: Client,
         events = ok(await asyncio.to_thread(call, server, "GET",
                                             "/api/v1/namespaces/default/events"), 200)["items"]
         assert ("Simulated", "up by stage") in [(e["reason"], e["message"]) for e in events]
-    finally:
-        await stopped(ctx, task)
 
 
 async def test_a_hundred_nodes_are_cheap(server: ServerThread, client: Client) -> None:
     ctx = ClusterContext(client)
     began = time.monotonic()
-    task = await started(make_fleet(ctx, FleetOptions(count=100, name_prefix="sim-")))
-    registered = time.monotonic() - began
-    try:
+    async with fleet_running(ctx, make_fleet(ctx, FleetOptions(count=100, name_prefix="sim-"))):
+        registered = time.monotonic() - began
         nodes = ok(await asyncio.to_thread(call, server, "GET", "/api/v1/nodes"), 200)["items"]
         assert len(nodes) == 100
         assert all(("Ready", "True") in conditions(n) for n in nodes)
@@ -507,15 +481,12 @@ async def test_a_hundred_nodes_are_cheap(server: ServerThread, client: Client) -
         assert {p["status"]["podIP"] for p in pods["items"]} == {
             f"10.224.{i}.2" for i in range(0, 100, 10)}
         assert registered < 30, registered
-    finally:
-        await stopped(ctx, task)
 
 
 @needs_kubectl
 async def test_logs_of_a_simulated_pod(server: ServerThread, client: Client) -> None:
     ctx = ClusterContext(client)
-    task = await started(make_fleet(ctx, FleetOptions(count=1)))
-    try:
+    async with fleet_running(ctx, make_fleet(ctx, FleetOptions(count=1))):
         create(server, "/api/v1/namespaces/default/pods", pod("talker", "kubewire-node-0"))
         await until(server, "/api/v1/namespaces/default/pods/talker",
                     lambda b: b["status"].get("phase") == "Running")
@@ -534,15 +505,12 @@ async def test_logs_of_a_simulated_pod(server: ServerThread, client: Client) -> 
         reply = await asyncio.to_thread(call, server, "GET",
                                         "/api/v1/namespaces/default/pods/talker/log?limitBytes=8")
         assert (reply.status, reply.body) == (200, b"kubewire")
-    finally:
-        await stopped(ctx, task)
 
 
 async def test_probe_failures_by_annotation(server: ServerThread, client: Client) -> None:
     ctx = ClusterContext(client)
-    task = await started(make_fleet(ctx, FleetOptions(count=1)))
-    path = "/api/v1/namespaces/default/pods/probed"
-    try:
+    async with fleet_running(ctx, make_fleet(ctx, FleetOptions(count=1))):
+        path = "/api/v1/namespaces/default/pods/probed"
         create(server, "/api/v1/namespaces/default/pods", pod("probed", "kubewire-node-0"))
         await until(server, path, lambda b: ("Ready", "True") in conditions(b))
         annotate = {"metadata": {"annotations": {"kubewire.io/not-ready": "true"}}}
@@ -572,14 +540,11 @@ async def test_probe_failures_by_annotation(server: ServerThread, client: Client
                 "Readiness probe failed: HTTP probe failed with statuscode: 503") in seen
         assert ("Normal", "Killing", "Container web failed liveness probe, will be restarted") \
             in seen
-    finally:
-        await stopped(ctx, task)
 
 
 async def test_a_failed_status_write_is_retried(server: ServerThread, client: Client) -> None:
     ctx = ClusterContext(client)
-    task = await started(make_fleet(ctx, FleetOptions(count=1)))
-    try:
+    async with fleet_running(ctx, make_fleet(ctx, FleetOptions(count=1))):
         fault = ok(await asyncio.to_thread(call, server, "POST", "/kubewire/faults", {
             "type": "error", "verb": "patch", "resource": "pods", "namespace": "default",
             "code": 503, "count": 2}), 201)
@@ -589,8 +554,6 @@ async def test_a_failed_status_write_is_retried(server: ServerThread, client: Cl
         assert running_["status"]["phase"] == "Running"
         faults = ok(await asyncio.to_thread(call, server, "GET", "/kubewire/faults"), 200)
         assert fault["id"] not in [f["id"] for f in faults["items"]]  # both were injected
-    finally:
-        await stopped(ctx, task)
 
 
 @needs_kubectl
@@ -600,10 +563,8 @@ async def test_a_deployment_rolls_out_onto_simulated_nodes(server: ServerThread,
     kubectl create deployment, rollout status, wait for Ready pods, delete one."""
     ctx = ClusterContext(client)
     fleet = make_fleet(ctx, FleetOptions(count=3))
-    task = await started(fleet)
-    others = [asyncio.create_task(make(ctx, None).run()) for make in (
-        make_scheduler, make_deployment_controller, make_replicaset_controller)]
-    try:
+    async with fleet_running(ctx, fleet), components_running([make(ctx, None) for make in (
+            make_scheduler, make_deployment_controller, make_replicaset_controller)]):
         for args in (("create", "deployment", "web", "--image=nginx", "--replicas=3"),
                      ("rollout", "status", "deploy/web", "--timeout=60s"),
                      ("wait", "--for=condition=Ready", "pod", "-l", "app=web",
@@ -621,8 +582,3 @@ async def test_a_deployment_rolls_out_onto_simulated_nodes(server: ServerThread,
         done = await asyncio.to_thread(kubectl.run, server, "rollout", "status", "deploy/web",
                                        "--timeout=60s")
         assert done.returncode == 0, done.stderr
-    finally:
-        for other in others:
-            other.cancel()
-        await asyncio.gather(*others, return_exceptions=True)
-        await stopped(ctx, task)

@@ -20,6 +20,7 @@ from kubewire.cluster.nodes import FleetOptions, make_fleet
 from kubewire.cluster.runtime import ClusterContext
 from kubewire.cluster.scheduler.scheduler import make_scheduler
 from tests.integration import kubectl
+from tests.integration.controller_helpers import components_running, run_components
 from tests.integration.harness import ServerThread
 from tests.integration.kubectl import needs_kubectl
 from tests.integration.wire import call, create, ok
@@ -57,18 +58,10 @@ async def cluster(client: Client) -> AsyncIterator[tuple[ClusterContext, Clock]]
     clock = Clock()
     ctx = ClusterContext(client, clock=clock)
     fleet = make_fleet(ctx, FleetOptions(count=1))
-    tasks = [asyncio.create_task(fleet.run())]
-    await asyncio.wait_for(fleet.registered.wait(), 60)
-    tasks += [asyncio.create_task(make(ctx, None).run()) for make in (
-        make_scheduler, make_job_controller, make_cronjob_controller)]
-    try:
+    async with run_components(ctx, [fleet], ready=fleet.registered.wait), components_running(
+            [make(ctx, None) for make in (
+                make_scheduler, make_job_controller, make_cronjob_controller)]):
         yield ctx, clock
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await ctx.events.drain()
-        await ctx.close()
 
 
 async def until(server: ServerThread, path: str, check: Callable[[Obj], bool],

@@ -17,6 +17,7 @@ from kubewire.cluster.controllers.daemonset import make_daemonset_controller
 from kubewire.cluster.controllers.daemonset_rules import target_node
 from kubewire.cluster.runtime import ClusterContext
 from tests.integration import kubectl
+from tests.integration.controller_helpers import run_components
 from tests.integration.harness import ServerThread
 from tests.integration.wire import call, create, ok
 
@@ -36,18 +37,14 @@ async def client(server: ServerThread) -> AsyncIterator[Client]:
 @pytest.fixture
 async def cluster(server: ServerThread, client: Client) -> AsyncIterator[ClusterContext]:
     ctx = ClusterContext(client)
-    task = asyncio.ensure_future(make_daemonset_controller(ctx, {}).run())
-    stop = asyncio.Event()
-    fake = asyncio.ensure_future(scheduler_and_kubelet(server, stop))
-    try:
-        yield ctx
-    finally:
-        stop.set()
-        await fake
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        await ctx.close()
+    async with run_components(ctx, [make_daemonset_controller(ctx, {})]):
+        stop = asyncio.Event()
+        fake = asyncio.ensure_future(scheduler_and_kubelet(server, stop))
+        try:
+            yield ctx
+        finally:  # the fake kubelet stops before the controller
+            stop.set()
+            await fake
 
 
 def node(name: str, labels: dict[str, str] | None = None,

@@ -19,7 +19,12 @@ from kubewire.client.client import create_client
 from kubewire.cluster.controllers.disruption import make_disruption_controller
 from kubewire.cluster.runtime import ClusterContext
 from tests.integration import kubectl as cli
-from tests.integration.controller_helpers import eventually, kubelet, running
+from tests.integration.controller_helpers import (
+    components_running,
+    eventually,
+    kubelet,
+    running,
+)
 from tests.integration.harness import ServerThread
 from tests.integration.wire import call
 
@@ -35,13 +40,8 @@ def _until(check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
 
 @contextlib.asynccontextmanager
 async def disruption(ctx: ClusterContext) -> AsyncIterator[None]:
-    task = asyncio.create_task(make_disruption_controller(ctx).run())
-    try:
+    async with components_running([make_disruption_controller(ctx)]):
         yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 def deployment(name: str, replicas: int, node: str | None = None) -> Obj:

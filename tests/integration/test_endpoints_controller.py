@@ -6,7 +6,6 @@ Endpoints of a Service without a selector are the user's."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import re
 from collections.abc import AsyncIterator
@@ -19,6 +18,7 @@ from kubewire.cluster.controllers.endpoints import make_endpoints_controller
 from kubewire.cluster.controllers.endpointslice import make_endpointslice_controller
 from kubewire.cluster.runtime import ClusterContext
 from tests.integration import kubectl
+from tests.integration.controller_helpers import run_components
 from tests.integration.harness import ServerThread
 from tests.integration.test_endpointslice_controller import (
     SERVICES,
@@ -45,16 +45,8 @@ async def running(client: Client, slices: bool = False) -> AsyncIterator[None]:
     components = [make_endpoints_controller(ctx, None)]
     if slices:
         components.append(make_endpointslice_controller(ctx, None))
-    tasks = [asyncio.create_task(c.run()) for c in components]
-    try:
+    async with run_components(ctx, components):
         yield
-    finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        await ctx.close()
 
 
 def endpoints(server: ServerThread, name: str) -> dict[str, Any] | None:

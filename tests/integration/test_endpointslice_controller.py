@@ -21,6 +21,7 @@ from kubewire.cluster.controllers.endpointslice import (
 )
 from kubewire.cluster.runtime import ClusterContext
 from tests.integration import kubectl
+from tests.integration.controller_helpers import run_components
 from tests.integration.harness import ServerThread
 from tests.integration.wire import call, create, get, ok
 
@@ -41,14 +42,8 @@ async def running(client: Client, **kwargs: Any) -> AsyncIterator[EndpointSliceC
     ctx = ClusterContext(client)
     controller = (EndpointSliceController(ctx, **kwargs) if kwargs
                   else make_endpointslice_controller(ctx, None))
-    task = asyncio.create_task(controller.run())
-    try:
+    async with run_components(ctx, [controller]):
         yield controller
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        await ctx.close()
 
 
 async def eventually(predicate: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:

@@ -5,7 +5,6 @@ the Endpoints, and go when the Service gains a selector; skip-mirror Endpoints (
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import re
 from collections.abc import AsyncIterator
@@ -18,6 +17,7 @@ from kubewire.cluster.controllers.endpointslice_mirroring import (
     make_endpointslice_mirroring_controller,
 )
 from kubewire.cluster.runtime import ClusterContext
+from tests.integration.controller_helpers import run_components
 from tests.integration.harness import ServerThread
 from tests.integration.test_endpointslice_controller import SERVICES, eventually
 from tests.integration.wire import call, create, get, ok
@@ -36,14 +36,8 @@ async def client(server: ServerThread) -> AsyncIterator[Client]:
 @contextlib.asynccontextmanager
 async def running(client: Client) -> AsyncIterator[None]:
     ctx = ClusterContext(client)
-    task = asyncio.create_task(make_endpointslice_mirroring_controller(ctx, None).run())
-    try:
+    async with run_components(ctx, [make_endpointslice_mirroring_controller(ctx, None)]):
         yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        await ctx.close()
 
 
 def mirrored(server: ServerThread, name: str) -> list[dict[str, Any]]:

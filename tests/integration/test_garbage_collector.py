@@ -16,6 +16,7 @@ from kubewire.client.client import create_client
 from kubewire.cluster.controllers.garbage_collector import GarbageCollector
 from kubewire.cluster.runtime import ClusterContext
 from kubewire.server.controllers.selection import CLUSTER_COMPONENTS
+from tests.integration.controller_helpers import run_components
 from tests.integration.harness import ServerThread
 from tests.integration.wire import call, create, ok
 
@@ -34,18 +35,12 @@ async def collector(server: ServerThread) -> AsyncIterator[GarbageCollector]:
     async with await create_client(server.kubeconfig) as client:
         ctx = ClusterContext(client)
         gc = GarbageCollector(ctx, resync_s=1.0)
-        task = asyncio.get_running_loop().create_task(gc.run())
-        for _ in range(200):
-            if gc.monitors and all(m.has_synced for m in gc.monitors.values()):
-                break
-            await asyncio.sleep(0.05)
-        try:
+        async with run_components(ctx, [gc]):
+            for _ in range(200):
+                if gc.monitors and all(m.has_synced for m in gc.monitors.values()):
+                    break
+                await asyncio.sleep(0.05)
             yield gc
-        finally:
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
-            await ctx.close()
 
 
 def owner_ref(obj: dict[str, Any], *, block: bool = False,

@@ -22,6 +22,7 @@ from kubewire.client.client import create_client
 from kubewire.cluster.controllers.garbage_collector import GarbageCollector
 from kubewire.cluster.runtime import ClusterContext
 from kubewire.server.controllers.selection import CLUSTER_COMPONENTS
+from tests.integration.controller_helpers import run_components
 from tests.integration.custom_kinds import CRDS, established
 from tests.integration.harness import ServerThread
 from tests.integration.wire import call, create, ok
@@ -53,19 +54,13 @@ async def starting(server: ServerThread) -> AsyncIterator[GarbageCollector]:
     async with await create_client(server.kubeconfig) as client:
         ctx = ClusterContext(client)
         gc = GarbageCollector(ctx, resync_s=HOUR)
-        task = asyncio.get_running_loop().create_task(gc.run())
-        for _ in range(400):
-            if gc.monitors:
-                break
-            await asyncio.sleep(0.005)
-        assert gc.monitors, "the collector's first discovery did not run"
-        try:
+        async with run_components(ctx, [gc]):
+            for _ in range(400):
+                if gc.monitors:
+                    break
+                await asyncio.sleep(0.005)
+            assert gc.monitors, "the collector's first discovery did not run"
             yield gc
-        finally:
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
-            await ctx.close()
 
 
 async def synced(gc: GarbageCollector) -> GarbageCollector:

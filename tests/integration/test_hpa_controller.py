@@ -6,7 +6,6 @@ stabilization window passes; a missing target reports FailedGetScale."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -17,7 +16,13 @@ from kubewire.client import Api
 from kubewire.client.client import create_client
 from kubewire.cluster.controllers.hpa import HorizontalPodAutoscalerController
 from kubewire.cluster.runtime import ClusterContext
-from tests.integration.controller_helpers import eventually, kubectl, kubelet, running
+from tests.integration.controller_helpers import (
+    components_running,
+    eventually,
+    kubectl,
+    kubelet,
+    running,
+)
 from tests.integration.harness import ServerThread
 
 Obj = dict[str, Any]
@@ -51,13 +56,8 @@ async def autoscaling(ctx: ClusterContext, stabilization_s: float = 300.0,
                       ) -> AsyncIterator[None]:
     controller = HorizontalPodAutoscalerController(
         ctx, sync_period_s=0.2, downscale_stabilization_s=stabilization_s)
-    task = asyncio.create_task(controller.run())
-    try:
+    async with components_running([controller]):
         yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 @pytest.fixture

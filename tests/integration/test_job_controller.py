@@ -21,6 +21,7 @@ from kubewire.cluster.nodes import FleetOptions, make_fleet
 from kubewire.cluster.runtime import ClusterContext
 from kubewire.cluster.scheduler.scheduler import make_scheduler
 from tests.integration import kubectl
+from tests.integration.controller_helpers import components_running, run_components
 from tests.integration.harness import ServerThread
 from tests.integration.kubectl import needs_kubectl
 from tests.integration.wire import call, create, ok
@@ -40,18 +41,9 @@ async def cluster(client: Client) -> AsyncIterator[ClusterContext]:
     """One simulated node, the scheduler and the Job controller (back-off base 200 ms)."""
     ctx = ClusterContext(client)
     fleet = make_fleet(ctx, FleetOptions(count=1))
-    tasks = [asyncio.create_task(fleet.run())]
-    await asyncio.wait_for(fleet.registered.wait(), 60)
-    tasks += [asyncio.create_task(make_scheduler(ctx, None).run()),
-              asyncio.create_task(make_job_controller(ctx, {"backoff_base_ms": 200}).run())]
-    try:
+    async with run_components(ctx, [fleet], ready=fleet.registered.wait), components_running(
+            [make_scheduler(ctx, None), make_job_controller(ctx, {"backoff_base_ms": 200})]):
         yield ctx
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await ctx.events.drain()
-        await ctx.close()
 
 
 async def until(server: ServerThread, path: str, check: Callable[[Obj], bool],
@@ -190,8 +182,7 @@ async def test_ttl_after_finished_deletes_the_job(server: ServerThread, client: 
     """A finished Job with ttlSecondsAfterFinished goes that long after it finished, deleted
     as kube's controller deletes it (Foreground, uid precondition); one without a TTL
     stays."""
-    ttl = asyncio.create_task(make_ttl_after_finished_controller(cluster, None).run())
-    try:
+    async with components_running([make_ttl_after_finished_controller(cluster, None)]):
         create(server, JOBS, job("brief", ttlSecondsAfterFinished=2))
         create(server, JOBS, job("kept"))
         finished = await until(server, f"{JOBS}/brief",
@@ -221,9 +212,6 @@ async def test_ttl_after_finished_deletes_the_job(server: ServerThread, client: 
         await asyncio.sleep(1.0)
         assert not call(server, "GET", f"{JOBS}/kept").json["metadata"].get(
             "deletionTimestamp")
-    finally:
-        ttl.cancel()
-        await asyncio.gather(ttl, return_exceptions=True)
 
 
 async def test_active_deadline(server: ServerThread, cluster: ClusterContext) -> None:

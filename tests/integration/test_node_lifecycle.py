@@ -24,6 +24,7 @@ from kubewire.cluster.controllers.taint_eviction import REASON, make_taint_evict
 from kubewire.cluster.nodes import FleetOptions, make_fleet
 from kubewire.cluster.runtime import ClusterContext
 from tests.integration import kubectl
+from tests.integration.controller_helpers import run_components
 from tests.integration.harness import ServerThread
 from tests.integration.wire import call, create, ok
 
@@ -80,6 +81,14 @@ class Kubelet:
             self.task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self.task
+
+    @contextlib.asynccontextmanager
+    async def stopped_at_exit(self) -> AsyncIterator[None]:
+        """The body, then the kubelet stops (before controllers entered ahead of this)."""
+        try:
+            yield
+        finally:
+            await self.stop()
 
 
 async def until(predicate: Callable[[], Any], timeout: float = 15.0, what: str = "") -> Any:
@@ -171,8 +180,7 @@ async def test_silent_node_is_tainted_its_pods_evicted_and_recovers(
     # kubewire's DefaultTolerationSeconds admission gave the plain pod kube's 300 s
     assert {(t["key"], t.get("tolerationSeconds")) for t in stays["spec"]["tolerations"]} == {
         ("node.kubernetes.io/not-ready", 300), ("node.kubernetes.io/unreachable", 300)}
-    tasks = [asyncio.create_task(lifecycle.run()), asyncio.create_task(eviction.run())]
-    try:
+    async with run_components(ctx, [lifecycle, eviction]), kubelet.stopped_at_exit():
         # alive: Ready, no taints; cordon adds the unschedulable taint, uncordon removes it
         await asyncio.sleep(GRACE_S + 0.5)
         assert taints(server, "n1") == set()
@@ -251,12 +259,6 @@ async def test_silent_node_is_tainted_its_pods_evicted_and_recovers(
                                               "taint-eviction-controller"))
         assert "deletionTimestamp" not in ok(
             call(server, "GET", "/api/v1/namespaces/default/pods/stays"), 200)["metadata"]
-    finally:
-        await kubelet.stop()
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await ctx.close()
 
 
 async def test_node_that_never_posted_status(server: ServerThread, client: Client) -> None:
@@ -320,8 +322,7 @@ async def test_taint_eviction_on_a_tainted_node(server: ServerThread, client: Cl
     bound_pod(server, "waits", "t1", [{**taint, "tolerationSeconds": 60}])
     bound_pod(server, "forever", "t1", [taint])
     bound_pod(server, "elsewhere", "t2")
-    task = asyncio.create_task(eviction.run())
-    try:
+    async with run_components(ctx, [eviction]):
         await run_kubectl(server, "taint", "node", "t1", "example.com/maintenance=now:NoExecute")
 
         def terminating(name: str) -> bool:
@@ -341,10 +342,6 @@ async def test_taint_eviction_on_a_tainted_node(server: ServerThread, client: Cl
         assert ("TaintManagerEviction", "Cancelling deletion of Pod default/waits",
                 "taint-eviction-controller") in events_about(server, "waits")
         assert not [e for e in events_about(server, "forever") if e[0] == REASON]
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        await ctx.close()
 
 
 async def test_simulated_kubelets_keep_their_nodes_ready(server: ServerThread,

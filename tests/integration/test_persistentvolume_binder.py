@@ -289,8 +289,7 @@ async def test_scheduler_selects_the_node_and_binds_after_the_claims(server: Ser
             await pvcs.create(claim(name, "1Gi", "later"), namespace="default")
         ctx = ClusterContext(client)
         sched = make_scheduler(ctx, None)
-        task = asyncio.create_task(sched.run())
-        try:
+        async with run_components(ctx, [sched]):
             for name, volume_claim in (("p", "data"), ("q", "other")):
                 await pods.create({"metadata": {"name": name}, "spec": {
                     "containers": [{"name": "c", "image": "nginx"}],
@@ -323,8 +322,3 @@ async def test_scheduler_selects_the_node_and_binds_after_the_claims(server: Ser
                 return not sched._tasks
 
             await eventually(idle, what="the waiting binding given up")
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            await ctx.close()

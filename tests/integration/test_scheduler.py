@@ -15,6 +15,7 @@ import pytest
 from kubewire.client.client import create_client
 from kubewire.cluster.runtime import ClusterContext
 from kubewire.cluster.scheduler import Scheduler, make_scheduler
+from tests.integration.controller_helpers import run_components
 from tests.integration.harness import ServerThread
 from tests.integration.wire import call, create, get, ok
 
@@ -94,16 +95,10 @@ async def scheduler(server: ServerThread) -> AsyncIterator[Scheduler]:
     async with await create_client(server.kubeconfig) as client:
         ctx = ClusterContext(client)
         sched = make_scheduler(ctx, None)
-        task = asyncio.get_running_loop().create_task(sched.run())
-        try:
+        # run_components checks that the scheduler stops when cancelled (it once swallowed
+        # a cancellation and ran on)
+        async with run_components(ctx, [sched]):
             yield sched
-        finally:
-            task.cancel()
-            # the scheduler stops when cancelled (it once swallowed a cancellation and ran on)
-            async with asyncio.timeout(10):
-                with pytest.raises(asyncio.CancelledError):
-                    await task
-            await ctx.close()
 
 
 def three_nodes(server: ServerThread) -> None:

@@ -6,8 +6,6 @@ waits with kube's message, and does not take the space nominated for the preempt
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -17,6 +15,7 @@ from kubewire.client.client import create_client
 from kubewire.cluster.runtime import ClusterContext
 from kubewire.cluster.scheduler import make_scheduler
 from tests.integration import kubectl
+from tests.integration.controller_helpers import run_components
 from tests.integration.harness import ServerThread
 from tests.integration.test_scheduler import (
     add_node,
@@ -183,8 +182,7 @@ async def test_the_nominated_node_is_kept_for_the_preemptor(server: ServerThread
     async with await create_client(server.kubeconfig) as client:
         ctx = ClusterContext(client, clock=clock)
         sched = make_scheduler(ctx, None)
-        task = asyncio.get_running_loop().create_task(sched.run())
-        try:
+        async with run_components(ctx, [sched]):
             add_pod(server, pod("low", cpu="2"))
             await until(lambda: node_of(server, "low") == "n", what="low bound")
             add_pod(server, pod("high", cpu="2", priorityClassName="high"))
@@ -215,11 +213,6 @@ async def test_the_nominated_node_is_kept_for_the_preemptor(server: ServerThread
             clock.now += 30  # high's backoff ends: it takes its nominated node
             await until(lambda: node_of(server, "high") == "n", what="high bound")
             assert node_of(server, "mid") == ""
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            await ctx.close()
 
 
 async def test_a_budget_steers_the_choice_of_victim(server: ServerThread) -> None:
@@ -237,8 +230,7 @@ async def test_a_budget_steers_the_choice_of_victim(server: ServerThread) -> Non
     async with await create_client(server.kubeconfig) as client:
         ctx = ClusterContext(client)
         sched = make_scheduler(ctx, None)
-        task = asyncio.get_running_loop().create_task(sched.run())
-        try:
+        async with run_components(ctx, [sched]):
             add_pod(server, pod("guarded", cpu="1", labels={"app": "db"}))  # priority 0
             add_pod(server, pod("plain", cpu="1", priorityClassName="ten", labels={"app": "x"}))
             await until(lambda: node_of(server, "guarded") and node_of(server, "plain"),
@@ -250,8 +242,3 @@ async def test_a_budget_steers_the_choice_of_victim(server: ServerThread) -> Non
             assert not read_pod(server, "guarded")["metadata"].get("deletionTimestamp")
             assert read_pod(server, "high")["status"]["nominatedNodeName"] == node_of(
                 server, "plain")
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            await ctx.close()

@@ -18,6 +18,7 @@ from kubewire.cluster.controllers import history
 from kubewire.cluster.controllers.statefulset import make_statefulset_controller
 from kubewire.cluster.runtime import ClusterContext
 from tests.integration import kubectl
+from tests.integration.controller_helpers import run_components
 from tests.integration.harness import ServerThread
 from tests.integration.wire import call, create, ok
 
@@ -36,14 +37,8 @@ async def client(server: ServerThread) -> AsyncIterator[Client]:
 @pytest.fixture
 async def controller(client: Client) -> AsyncIterator[ClusterContext]:
     ctx = ClusterContext(client)
-    task = asyncio.ensure_future(make_statefulset_controller(ctx, {}).run())
-    try:
+    async with run_components(ctx, [make_statefulset_controller(ctx, {})]):
         yield ctx
-    finally:
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        await ctx.close()
 
 
 def web(replicas: int = 3, **spec: Any) -> Obj:

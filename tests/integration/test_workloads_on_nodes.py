@@ -12,10 +12,11 @@ import pytest
 from kubewire.client.client import Client, create_client
 from kubewire.cluster.controllers.daemonset import make_daemonset_controller
 from kubewire.cluster.controllers.statefulset import make_statefulset_controller
-from kubewire.cluster.nodes import FleetOptions, NodeFleet, make_fleet
+from kubewire.cluster.nodes import FleetOptions, make_fleet
 from kubewire.cluster.runtime import ClusterContext
 from kubewire.cluster.scheduler.scheduler import make_scheduler
 from tests.integration import kubectl
+from tests.integration.controller_helpers import components_running, run_components
 from tests.integration.harness import ServerThread
 from tests.integration.wire import call, ok
 
@@ -48,16 +49,6 @@ async def client(server: ServerThread) -> AsyncIterator[Client]:
         yield c
 
 
-async def started(fleet: NodeFleet) -> asyncio.Task[None]:
-    task = asyncio.create_task(fleet.run())
-    done, _ = await asyncio.wait({task, asyncio.create_task(fleet.registered.wait())},
-                                 timeout=60, return_when=asyncio.FIRST_COMPLETED)
-    if task in done:
-        task.result()
-    assert fleet.registered.is_set()
-    return task
-
-
 async def kubectl_ok(server: ServerThread, *args: str, stdin: str | None = None) -> str:
     done = await asyncio.to_thread(kubectl.run, server, *args, stdin=stdin)
     assert done.returncode == 0, (args, done.stdout, done.stderr)
@@ -68,10 +59,9 @@ async def test_statefulset_and_daemonset_roll_out_on_simulated_nodes(
         server: ServerThread, client: Client) -> None:
     ctx = ClusterContext(client)
     fleet = make_fleet(ctx, FleetOptions(count=3))
-    task = await started(fleet)
-    others = [asyncio.create_task(make(ctx, None).run()) for make in (
-        make_scheduler, make_statefulset_controller, make_daemonset_controller)]
-    try:
+    async with run_components(ctx, [fleet], ready=fleet.registered.wait), components_running(
+            [make(ctx, None) for make in (
+                make_scheduler, make_statefulset_controller, make_daemonset_controller)]):
         await kubectl_ok(server, "apply", "-f", "-", stdin=MANIFEST)
         out = await kubectl_ok(server, "rollout", "status", "sts/web", "--timeout=60s")
         assert "3 pods at revision web-" in out or "roll out complete" in out, out
@@ -96,11 +86,3 @@ async def test_statefulset_and_daemonset_roll_out_on_simulated_nodes(
         live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
         assert {p["spec"]["containers"][0]["image"] for p in live} == {"nginx:1.28", "agent:2"}
         assert len(live) == 6
-    finally:
-        for other in others:
-            other.cancel()
-        await asyncio.gather(*others, return_exceptions=True)
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        await ctx.events.drain()
-        await ctx.close()
