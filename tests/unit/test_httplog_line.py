@@ -33,3 +33,16 @@ def test_long_audit_id_truncated_and_odd_one_quoted() -> None:
     for audit in ("x" * 100, 'a"b' * 30, "ü" * 70):
         args = ("GET", "/api", 0.5, "a", audit, "127.0.0.1:1", 200)
         assert Entry(*args).line() == reference(*args)
+
+
+def test_a_new_audit_id_is_a_random_version_4_uuid() -> None:
+    import uuid
+
+    from kubewire.server.observe.httplog import new_audit_id
+
+    ids = [new_audit_id() for _ in range(500)]
+    assert len(set(ids)) == 500
+    for text in ids:
+        parsed = uuid.UUID(text)
+        assert (parsed.version, parsed.variant, str(parsed)) == (4, uuid.RFC_4122, text)
+    assert {text[19] for text in ids} == set("89ab")  # every variant nibble occurs

@@ -189,8 +189,11 @@ class WatchCache:
         return self.objects.get(key)
 
     def scan(self, prefix: str, start: str = "") -> list[CachedObject]:
-        """Objects whose key starts with ``prefix`` (and is >= ``start``), in key order."""
-        return list(self.range(prefix, start))
+        """Objects whose key starts with ``prefix`` (and is >= ``start``), in key order (as
+        ``range``, without a generator: admission scans a few small kinds per create)."""
+        keys, objects = self._sorted_keys(), self.objects
+        lo, hi = bisect.bisect_left(keys, max(prefix, start)), _upper(keys, prefix)
+        return [objects[key] for key in keys[lo:hi]]
 
     # -- lists: what a page reads (read each result before the next change) ----------------
     def range(self, prefix: str, start: str = "") -> Iterator[CachedObject]:

@@ -20,8 +20,8 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
-import uuid
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -134,10 +134,21 @@ def log_request(request: Request, verb: str, response: Response | None,  # noqa:
 AUDIT_ID_HEADER = "Audit-Id"  # Go's canonical form of kube's "Audit-ID"
 
 
+def new_audit_id() -> str:
+    """``str(uuid.uuid4())`` (kube's ``uuid.New()``) without building a ``UUID``: 16 random
+    bytes as hex, the version nibble 4 and the RFC 4122 variant; ~3x faster, once per request."""
+    text = os.urandom(16).hex()
+    return (f"{text[:8]}-{text[8:12]}-4{text[13:16]}-{_VARIANT[int(text[16], 16) & 3]}"
+            f"{text[17:20]}-{text[20:]}")
+
+
+_VARIANT = "89ab"
+
+
 def assign_audit_id(request: Request) -> str:
     """``WithAuditInit``: the request's audit ID (its ``Audit-ID`` header, else a new UUID),
     echoed in an ``Audit-Id`` header on every answer to it."""
-    found = request.header("audit-id") or str(uuid.uuid4())
+    found = request.header("audit-id") or new_audit_id()
     request.answer_headers = ((AUDIT_ID_HEADER, found), *request.answer_headers)
     return found
 
