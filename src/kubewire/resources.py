@@ -95,11 +95,13 @@ class Resource:
     # every version of one stored resource, see ``stored_as``).
     id: str = field(init=False, compare=False, repr=False)
     api_version: str = field(init=False, compare=False, repr=False)
+    _prefix: str = field(init=False, compare=False, repr=False)  # ``storage_prefix()``
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "id", self.stored_as or f"{self.group or 'core'}/{self.plural}")
         object.__setattr__(self, "api_version",
                            f"{self.group}/{self.version}" if self.group else self.version)
+        object.__setattr__(self, "_prefix", f"{self.id}/")
 
     @property
     def crd_name(self) -> str:
@@ -158,8 +160,8 @@ class Resource:
     def storage_prefix(self, namespace: str = "") -> str:
         """Prefix of every key in a collection (namespace ``""`` means all namespaces)."""
         if self.namespaced and namespace:
-            return f"{self.id}/{namespace}/"
-        return f"{self.id}/"
+            return f"{self._prefix}{namespace}/"
+        return self._prefix  # made once: feed handlers test every change's key against it
 
     def all_field_labels(self) -> tuple[str, ...]:
         base = ("metadata.name", "metadata.namespace") if self.namespaced else ("metadata.name",)
