@@ -146,7 +146,7 @@ def uuid4_text(bits: int) -> str:
 
 def generate_name(prefix: str, rng: random.Random) -> str:
     """``generateName`` resolution: the prefix (cut to 58 chars) plus 5 random characters."""
-    suffix = "".join(rng.choices(GENERATE_NAME_ALPHABET, k=GENERATE_NAME_SUFFIX_CHARS))
+    suffix = "".join(rng.choice(GENERATE_NAME_ALPHABET) for _ in range(GENERATE_NAME_SUFFIX_CHARS))
     return prefix[:GENERATE_NAME_MAX_PREFIX_CHARS] + suffix
 
 
