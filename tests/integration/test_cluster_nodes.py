@@ -160,8 +160,7 @@ async def test_leases_are_renewed_with_updates(server: ServerThread, client: Cli
     writer changed the Lease meanwhile, the PUT answers 409 and the kubelet GETs the Lease
     and PUTs that (keeping what the other writer set)."""
     ctx = ClusterContext(client)
-    task = await started(make_fleet(ctx, FleetOptions(count=1, lease_interval_s=0.2)))
-    try:
+    async with fleet_running(ctx, make_fleet(ctx, FleetOptions(count=1, lease_interval_s=0.2))):
         seen = await until_requests(server, lambda s: len(s) >= 5)
         assert seen[:2] == [("get", 404), ("create", 201)]
         assert set(seen[2:]) == {("update", 200)}
@@ -183,8 +182,6 @@ async def test_leases_are_renewed_with_updates(server: ServerThread, client: Cli
         assert lease["spec"]["holderIdentity"] == "kubewire-node-0"
         assert lease["spec"]["leaseDurationSeconds"] == 40
         assert lease["metadata"]["ownerReferences"][0]["kind"] == "Node"
-    finally:
-        await stopped(ctx, task)
 
 
 @needs_kubectl
@@ -277,8 +274,7 @@ async def test_the_kubelet_deletes_a_pod_once(server: ServerThread, client: Clie
     not again for the MODIFIED event that grace-0 delete causes before the DELETED one, nor
     for later changes of a pod its finalizers hold."""
     ctx = ClusterContext(client)
-    task = await started(make_fleet(ctx, FleetOptions(count=1)))
-    try:
+    async with fleet_running(ctx, make_fleet(ctx, FleetOptions(count=1))):
         pods = "/api/v1/namespaces/default/pods/"
         create(server, pods, pod("a", "kubewire-node-0"))
         create(server, pods, pod("b", "kubewire-node-0"))
@@ -305,8 +301,6 @@ async def test_the_kubelet_deletes_a_pod_once(server: ServerThread, client: Clie
         kubelets = [(e["name"], e["code"]) for e in ok(reply, 200)["items"]
                     if e["body_sha256"]]
         assert sorted(kubelets) == [("a", 200), ("b", 200), ("held", 200)]
-    finally:
-        await stopped(ctx, task)
 
 
 async def test_a_force_deleted_pod_is_not_written(server: ServerThread,
@@ -316,8 +310,7 @@ async def test_a_force_deleted_pod_is_not_written(server: ServerThread,
     containers but writes no terminal status (kube's status manager GETs first and finds
     nothing), and sends no delete of its own."""
     ctx = ClusterContext(client)
-    task = await started(make_fleet(ctx, FleetOptions(count=1)))
-    try:
+    async with fleet_running(ctx, make_fleet(ctx, FleetOptions(count=1))):
         pods = "/api/v1/namespaces/default/pods/"
         names = [f"f{i}" for i in range(4)]
         for name in names:
@@ -336,8 +329,6 @@ async def test_a_force_deleted_pod_is_not_written(server: ServerThread,
         writes = [(e["verb"], e["subresource"], e["name"], e["code"])
                   for e in ok(reply, 200)["items"] if e["verb"] not in ("get", "list", "watch")]
         assert writes == [("delete", "", name, 200) for name in names]
-    finally:
-        await stopped(ctx, task)
 
 
 async def test_run_once_pods_complete_or_fail(server: ServerThread, client: Client) -> None:
