@@ -472,3 +472,13 @@ def _quote_char(char: int) -> str:
     if char == ord('"'):
         return "'\"'"
     return "'" + go_quote(chr(char))[1:-1] + "'"
+
+
+def uuid4_text(bits: int) -> str:
+    """A version-4 UUID as Go's ``uuid.New().String()`` prints it, from 128 random ``bits``:
+    ``str(uuid.UUID(int=bits, version=4))`` without building the UUID object (object UIDs and
+    Audit-IDs, one or two per request)."""
+    bits = (bits & ~(0xc000 << 48)) | (0x8000 << 48)  # the RFC 4122 variant
+    bits = (bits & ~(0xf000 << 64)) | (4 << 76)  # version 4
+    text = f"{bits:032x}"
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"

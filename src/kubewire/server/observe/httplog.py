@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple
 
-from kubewire.go_text import go_quote
+from kubewire.go_text import go_quote, uuid4_text
 from kubewire.server.observe.audit import request_uri
 from kubewire.server.wire.http_messages import Request, Response
 from kubewire.server.wire.websocket import WebSocketStream
@@ -135,14 +135,9 @@ AUDIT_ID_HEADER = "Audit-Id"  # Go's canonical form of kube's "Audit-ID"
 
 
 def new_audit_id() -> str:
-    """``str(uuid.uuid4())`` (kube's ``uuid.New()``) without building a ``UUID``: 16 random
-    bytes as hex, the version nibble 4 and the RFC 4122 variant; ~3x faster, once per request."""
-    text = os.urandom(16).hex()
-    return (f"{text[:8]}-{text[8:12]}-4{text[13:16]}-{_VARIANT[int(text[16], 16) & 3]}"
-            f"{text[17:20]}-{text[20:]}")
-
-
-_VARIANT = "89ab"
+    """A random version-4 UUID, as kube's ``uuid.New()`` (``go_text.uuid4_text``: ~1.6x faster
+    than ``str(uuid.uuid4())``, once per request)."""
+    return uuid4_text(int.from_bytes(os.urandom(16)))
 
 
 def assign_audit_id(request: Request) -> str:

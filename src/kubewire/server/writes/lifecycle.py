@@ -31,6 +31,7 @@ from fractions import Fraction
 from types import MappingProxyType
 from typing import Literal, cast
 
+from kubewire.go_text import uuid4_text
 from kubewire.json_copy import copy_json
 from kubewire.json_types import JSON
 from kubewire.quantity import parse_quantity
@@ -134,14 +135,6 @@ def lifecycle_traits(resource: Resource) -> LifecycleTraits:
         return LifecycleTraits("drop", status_keeps_all_metadata=True,
                                etcd_prefix=f"{resource.group}/{resource.plural}")
     return LifecycleTraits("set" if resource.has_status else "keep")
-
-
-def uuid4_text(bits: int) -> str:
-    """``str(uuid.UUID(int=bits, version=4))`` without building the UUID object."""
-    bits = (bits & ~(0xc000 << 48)) | (0x8000 << 48)  # the RFC 4122 variant
-    bits = (bits & ~(0xf000 << 64)) | (4 << 76)  # version 4
-    text = f"{bits:032x}"
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 def generate_name(prefix: str, rng: random.Random) -> str:
