@@ -191,22 +191,28 @@ class WatchCache:
     def scan(self, prefix: str, start: str = "") -> list[CachedObject]:
         """Objects whose key starts with ``prefix`` (and is >= ``start``), in key order (as
         ``range``, without a generator: admission scans a few small kinds per create)."""
-        keys, objects = self._sorted_keys(), self.objects
-        lo, hi = bisect.bisect_left(keys, max(prefix, start)), _upper(keys, prefix)
+        keys, lo, hi = self._bounds(prefix, start)
+        objects = self.objects
         return [objects[key] for key in keys[lo:hi]]
 
     # -- lists: what a page reads (read each result before the next change) ----------------
     def range(self, prefix: str, start: str = "") -> Iterator[CachedObject]:
         """``scan``, lazily: a page takes only what it returns."""
-        keys, objects = self._sorted_keys(), self.objects
-        lo, hi = bisect.bisect_left(keys, max(prefix, start)), _upper(keys, prefix)
+        keys, lo, hi = self._bounds(prefix, start)
+        objects = self.objects
         for i in range(lo, hi):
             yield objects[keys[i]]
 
     def count(self, prefix: str, start: str = "") -> int:
         """How many keys start with ``prefix`` and are >= ``start`` (two bisections)."""
+        _, lo, hi = self._bounds(prefix, start)
+        return max(0, hi - lo)
+
+    def _bounds(self, prefix: str, start: str) -> tuple[list[str], int, int]:
+        """The sorted keys and the index span of those starting with ``prefix`` and >=
+        ``start`` (two bisections)."""
         keys = self._sorted_keys()
-        return max(0, _upper(keys, prefix) - bisect.bisect_left(keys, max(prefix, start)))
+        return keys, bisect.bisect_left(keys, max(prefix, start)), _upper(keys, prefix)
 
     def named(self, prefix: str, name: str, start: str = "") -> list[CachedObject]:
         """The objects named ``name`` under ``prefix`` with keys >= ``start``, in key order:
