@@ -203,7 +203,7 @@ class ServerContext:
     # ``orphan``/``foregroundDeletion`` finalizers. Set by the controller manager.
     garbage_collection: bool = False
     # Admission plugins' listers of small cluster-scoped kinds (PriorityClasses,
-    # IngressClasses; ``writes/create_update._stored``): by kind id, each object's key ->
+    # IngressClasses, StorageClasses; ``writes/listers``): by kind id, each object's key ->
     # (its revision, its decoded form), so a pod create decodes a class only when it changed.
     # Holds only what the cache holds; the decoded objects are read, never changed.
     listers: dict[str, dict[str, tuple[int, dict[str, Any]]]] = field(default_factory=dict)

@@ -12,8 +12,9 @@ a token ``access`` signs; ``access_reviews`` answers authorization.k8s.io's revi
 server's authorizer (its pure parts in ``review_attributes``). Quota and limits admission:
 ``quota`` (ResourceQuota's evaluators and verdicts, pure), ``limit_ranger`` (LimitRanger's
 defaults and bounds, pure), ``quota_admission`` (their I/O: reading LimitRanges and quotas,
-charging ``status.used``); ``storage_admission`` is DefaultStorageClass. It may import the wire,
-``request``, ``patch``, ``allocation``, ``context``, ``access`` (met before it), storage and the
-shared core. Admission (mutating and
-validating webhooks and policies) becomes a stage beside these handlers.
+charging ``status.used``); ``storage_admission`` is DefaultStorageClass; ``listers`` reads
+the small cluster-scoped kinds those plugins consult (decoded once per revision). It may
+import the wire, ``request``, ``patch``, ``allocation``, ``context``, ``access`` (met before
+it), storage and the shared core. Admission (mutating and validating webhooks and policies)
+becomes a stage beside these handlers.
 """

@@ -56,6 +56,7 @@ from kubewire.server.writes.canonicalize import canonicalize
 from kubewire.server.writes.defaults import apply_kind_defaults
 from kubewire.server.writes.deletes import delete, delete_collection
 from kubewire.server.writes.ingress_classes import admit_ingress
+from kubewire.server.writes.listers import cluster_objects
 from kubewire.server.writes.priority_classes import global_default_conflict
 from kubewire.server.writes.quota_admission import (
     charge_quota,
@@ -186,7 +187,7 @@ def _track_create(ctx: ServerContext, facts: WriteFacts, obj: dict[str, Any],
         if entries is not None:
             prepared["metadata"]["managedFields"] = entries
     if resource.id == INGRESS_ID and not facts.route.subresource:
-        admit_ingress(prepared, _stored(ctx, "networking.k8s.io", "ingressclasses"))
+        admit_ingress(prepared, cluster_objects(ctx, "networking.k8s.io", "ingressclasses"))
     return prepared
 
 
@@ -528,26 +529,10 @@ async def pod_admission_facts(ctx: ServerContext, namespace: str,
     return PodFacts(None, suffix, classes)
 
 
-def _stored(ctx: ServerContext, group: str, plural: str) -> list[dict[str, Any]]:
-    """Every object of a cluster-scoped kind, as an admission plugin's lister holds them
-    (decoded once per revision: ``ServerContext.listers``; callers only read them)."""
-    resource = ctx.registry.lookup(group, "v1", plural)
-    if resource is None:
-        return []
-    held = ctx.listers.get(resource.id, {})
-    now: dict[str, tuple[int, dict[str, Any]]] = {}
-    for item in ctx.caches.for_resource(resource).scan(resource.storage_prefix()):
-        known = held.get(item.key)
-        now[item.key] = known if known is not None and known[0] == item.revision \
-            else (item.revision, _decode(item.value))
-    ctx.listers[resource.id] = now
-    return [obj for _, obj in now.values()]
-
-
 def priority_classes(ctx: ServerContext) -> dict[str, dict[str, Any]]:
     """The PriorityClasses by name, as the Priority admission plugin's lister holds them."""
     return {str(pc["metadata"]["name"]): pc
-            for pc in _stored(ctx, "scheduling.k8s.io", "priorityclasses")}
+            for pc in cluster_objects(ctx, "scheduling.k8s.io", "priorityclasses")}
 
 
 def _admit_priority_class(ctx: ServerContext, resource: Resource, obj: dict[str, Any],

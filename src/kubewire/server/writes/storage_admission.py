@@ -19,9 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import msgspec
-
 from kubewire.server.context import ServerContext
+from kubewire.server.writes.listers import cluster_objects
 
 DEFAULT_CLASS_ANNOTATIONS = ("storageclass.kubernetes.io/is-default-class",
                              "storageclass.beta.kubernetes.io/is-default-class")
@@ -30,8 +29,6 @@ PVC_PROTECTION = "kubernetes.io/pvc-protection"
 PV_PROTECTION = "kubernetes.io/pv-protection"
 PROTECTION_FINALIZERS = {"core/persistentvolumeclaims": PVC_PROTECTION,
                          "core/persistentvolumes": PV_PROTECTION}
-
-_decode = msgspec.json.Decoder(dict[str, Any]).decode
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -67,11 +64,7 @@ def default_claim_class(ctx: ServerContext, claim: dict[str, Any]) -> None:
     """Admit a claim being created: set the default class's name in place, if it needs one."""
     if not needs_class(claim):
         return
-    resource = ctx.registry.lookup("storage.k8s.io", "v1", "storageclasses")
-    if resource is None:
-        return
-    cache = ctx.caches.for_resource(resource)
-    name = default_class(_decode(found.value) for found in cache.scan(resource.storage_prefix()))
+    name = default_class(cluster_objects(ctx, "storage.k8s.io", "storageclasses"))
     if name is not None:
         claim["spec"]["storageClassName"] = name
 
