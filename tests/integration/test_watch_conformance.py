@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -208,6 +209,8 @@ def _background_writer(server: ServerThread, kind: Kind, errors: list[BaseExcept
                 else:
                     reply = session.call("DELETE", kind.item(name))
                     present.discard(name)
+                    if len(deletion(kind, name)) > 1:  # a controller finishes the delete:
+                        _wait_gone(session, kind, name)  # as ``kubectl delete --wait``
                 answer = ok(reply)
                 # A kind without ReturnDeletedObject (custom resources) answers a DELETE with a
                 # Success Status, which carries no revision.
@@ -215,6 +218,16 @@ def _background_writer(server: ServerThread, kind: Kind, errors: list[BaseExcept
                     revisions.append(rv_of(answer))
     except BaseException as exc:
         errors.append(exc)
+
+
+def _wait_gone(session: Session, kind: Kind, name: str, timeout_s: float = 10.0) -> None:
+    """Until ``name`` is removed: a claim's or volume's protection controller, or the pod
+    termination controller, releases it after the DELETE; creating the name again before that
+    is kube's 409 AlreadyExists, and the release must not fall between later writes."""
+    deadline = time.monotonic() + timeout_s
+    while session.call("GET", kind.item(name)).status != 404:
+        assert time.monotonic() < deadline, f"{name} still there {timeout_s}s after DELETE"
+        time.sleep(0.005)
 
 
 def _read_until(stream: WatchStream, final_rv: int) -> list[int]:
