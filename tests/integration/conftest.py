@@ -21,7 +21,8 @@ def make_server(tmp_path: Path) -> Iterator[Callable[..., ServerThread]]:
     Servers are plain HTTP with access open (``insecure_http=True``) unless the test passes
     ``insecure_http=False``: then HTTPS, with ``DIR/kubeconfig`` holding the admin certificate.
     The cluster's components (``kubewire.cluster``) run only with ``cluster=True``, as
-    ``kubewire.Server`` has it; a ``controllers`` list a test gives is kept, less them.
+    ``kubewire.Server`` has it; a ``controllers`` list a test gives is kept, less them. No
+    leader election unless asked (``leader_elect=True``).
     """
     started: list[ServerThread] = []
 
@@ -33,6 +34,12 @@ def make_server(tmp_path: Path) -> Iterator[Callable[..., ServerThread]]:
         # of the server whose requests, watches and audit events a test would see beside its
         # own, and act on its objects: off unless a test asks for them (``cluster=True``).
         overrides.setdefault("cluster", False)
+        # On etcd a server elects its controller-manager leader by default (the store may be
+        # shared) and renews the Lease every two seconds, each renewal a revision of etcd's one
+        # counter: tests that check which revisions their own writes took (the watch
+        # conformance scenarios, a create's resourceVersion) would fail when one falls among
+        # them. Tests of the election ask for it; test_etcd_operations checks the default.
+        overrides.setdefault("leader_elect", False)
         config = ServerConfig(data_dir=data_dir, host="127.0.0.1", port=0, **overrides)
         server = ServerThread(config).start()
         started.append(server)

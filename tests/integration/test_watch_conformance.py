@@ -13,6 +13,7 @@ and then removes it (DELETED) — kube's store.go ``updateForGracefulDeletionAnd
 
 from __future__ import annotations
 
+import functools
 import random
 import threading
 import time
@@ -36,6 +37,7 @@ from tests.integration.kinds import (
 )
 from tests.integration.wire import (
     Event,
+    Reply,
     Session,
     WatchStream,
     call,
@@ -55,16 +57,6 @@ KINDS = pytest.mark.parametrize("kind", [POD, SERVICE, STATEFUL_SET, GIZMO,
                                          PERSISTENT_VOLUME_CLAIM, PERSISTENT_VOLUME, LIMIT_RANGE,
                                          STORAGE_CLASS],
                                 ids=kind_id, indirect=True)
-
-
-@pytest.fixture
-def server(make_server: Callable[..., ServerThread]) -> ServerThread:
-    """A server on which only the test writes. On etcd a server elects its controller-manager
-    leader by default (it may share the store) and renews the Lease every two seconds; etcd's
-    revision is one counter for every key, so a renewal falling among the test's writes is a
-    revision no watcher of the test's kind sees, and the scenarios that check every revision
-    after the start are this writer's would fail by chance (they did, under load)."""
-    return make_server(leader_elect=False)
 
 
 def deletion(kind: Kind, name: str) -> list[tuple[str, str]]:
@@ -92,6 +84,8 @@ def relabel(server: ServerThread, kind: Kind, name: str, value: str) -> dict[str
 
 def remove(server: ServerThread, kind: Kind, name: str) -> None:
     ok(call(server, "DELETE", kind.item(name)), 200)
+    if len(deletion(kind, name)) > 1:  # a controller finishes the delete: as ``kubectl
+        _wait_gone(functools.partial(call, server, "GET"), kind.item(name))  # delete --wait``
 
 
 def until_sentinel(stream: WatchStream, sentinel: str) -> list[tuple[str, str]]:
@@ -221,7 +215,7 @@ def _background_writer(server: ServerThread, kind: Kind, errors: list[BaseExcept
                     reply = session.call("DELETE", kind.item(name))
                     present.discard(name)
                     if len(deletion(kind, name)) > 1:  # a controller finishes the delete:
-                        _wait_gone(session, kind, name)  # as ``kubectl delete --wait``
+                        _wait_gone(functools.partial(session.call, "GET"), kind.item(name))
                 answer = ok(reply)
                 # A kind without ReturnDeletedObject (custom resources) answers a DELETE with a
                 # Success Status, which carries no revision.
@@ -231,13 +225,14 @@ def _background_writer(server: ServerThread, kind: Kind, errors: list[BaseExcept
         errors.append(exc)
 
 
-def _wait_gone(session: Session, kind: Kind, name: str, timeout_s: float = 10.0) -> None:
-    """Until ``name`` is removed: a claim's or volume's protection controller, or the pod
-    termination controller, releases it after the DELETE; creating the name again before that
-    is kube's 409 AlreadyExists, and the release must not fall between later writes."""
+def _wait_gone(get: Callable[[str], Reply], path: str, timeout_s: float = 10.0) -> None:
+    """Until the object at ``path`` is removed (``get`` makes a GET): a claim's or volume's
+    protection controller, or the pod termination controller, releases it after the DELETE;
+    creating the name again before that is kube's 409 AlreadyExists, and the release must not
+    fall between later writes (a watcher would see it after them)."""
     deadline = time.monotonic() + timeout_s
-    while session.call("GET", kind.item(name)).status != 404:
-        assert time.monotonic() < deadline, f"{name} still there {timeout_s}s after DELETE"
+    while get(path).status != 404:
+        assert time.monotonic() < deadline, f"{path} still there {timeout_s}s after DELETE"
         time.sleep(0.005)
 
 
