@@ -80,10 +80,17 @@ def default_field_manager(options: WriteOptions, user_agent: str) -> WriteOption
     """``options`` naming the User-Agent's product when no ``fieldManager`` was given."""
     if options.field_manager:
         return options
+    return replace(options, field_manager=_user_agent_manager(user_agent))
+
+
+@lru_cache(maxsize=256)  # a client sends the same User-Agent with every request
+def _user_agent_manager(user_agent: str) -> str:
+    """The manager a User-Agent names: its product (before "/"), as Go ranges over the
+    header's bytes (U+FFFD, printable, for each invalid one), its printable characters up to
+    ``MAX_FIELD_MANAGER_BYTES``."""
     product = user_agent.split("/", 1)[0]
     if product.isascii() and product.isprintable() and len(product) <= MAX_FIELD_MANAGER_BYTES:
-        return replace(options, field_manager=product)  # what the loop below keeps of it
-    # The header's bytes as Go ranges over them: U+FFFD (printable) for each invalid byte.
+        return product  # what the loop below keeps of it
     product = go_utf8_of_latin1(product)
     name = ""
     for ch in product:
@@ -92,13 +99,15 @@ def default_field_manager(options: WriteOptions, user_agent: str) -> WriteOption
         if len((name + ch).encode("utf-8", "surrogatepass")) > MAX_FIELD_MANAGER_BYTES:
             break
         name += ch
-    return replace(options, field_manager=name)
+    return name
 
 
 def parse_tracked_write_options(query: Query, user_agent: str, *,
                                 verb: WriteVerb = "create") -> WriteOptions:
     """A create's, update's or non-apply patch's options, its manager defaulted from
     ``user_agent`` (``default_field_manager``)."""
+    if not query:  # most writes: nothing to parse or refuse
+        return WriteOptions(field_manager=_user_agent_manager(user_agent))
     return default_field_manager(parse_write_options(query, verb=verb), user_agent)
 
 
