@@ -133,12 +133,15 @@ class SlowSink(Sink):
     def __init__(self, delay_s: float) -> None:
         super().__init__()
         self.delay_s = delay_s
+        self.spans: list[tuple[float, float]] = []  # each write's start and end (monotonic)
 
     def write_framed(self, framed: bytes) -> None:
+        began = time.monotonic()
         busy_until = time.thread_time() + self.delay_s  # the loop's CPU, as a socket write
         while time.thread_time() < busy_until:
             pass
         super().write_framed(framed)
+        self.spans.append((began, time.monotonic()))
 
 
 async def test_flushes_are_paced_by_the_previous_flush(store: SQLiteStore) -> None:
@@ -158,6 +161,26 @@ async def test_flushes_are_paced_by_the_previous_flush(store: SQLiteStore) -> No
     await dispatched(caches)
     assert len(sink.writes) == 2
     assert [e[1] for e in sink.events()] == ["a", "b", "c"]
+    await caches.stop()
+
+
+async def test_the_pause_is_twice_the_previous_flush(store: SQLiteStore,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # A flush that takes ~100 ms: a commit 130 ms after it ended is held (a pause of one
+    # flush's cost would have passed) until twice the cost has.
+    monkeypatch.setattr(cache_module, "MAX_FLUSH_GAP_S", 1.0)
+    caches = await make_caches(store)
+    sink = SlowSink(0.1)
+    await caches.for_resource(PODS).watch(sink, everything(),
+                                          WatchStart(revision=caches.revision))
+    await create(store, pod("a"))
+    await dispatched(caches)
+    await asyncio.sleep(0.13)
+    await create(store, pod("b"))
+    await dispatched(caches)
+    (_, first_ended), (second_began, _) = sink.spans
+    assert second_began - first_ended >= 2 * 0.1 * 0.95
+    assert [e[1] for e in sink.events()] == ["a", "b"]
     await caches.stop()
 
 

@@ -14,8 +14,8 @@ Guarantees:
   before any writer resumes, so a write is answered once reads (and watches from its
   revision) see it; live watchers are written to after the answers, by paced flushes that each
   carry every batch committed since the previous one in one write per watcher
-  (``WatchCaches._schedule_flush``: the pause between flushes is the previous flush's CPU
-  time, at most ``MAX_FLUSH_GAP_S``). A writer may thus get its answer before a watcher got
+  (``WatchCaches._schedule_flush``: the pause between flushes is twice the previous flush's
+  CPU time, at most ``MAX_FLUSH_GAP_S``). A writer may thus get its answer before a watcher got
   the event, as with kube-apiserver, whose watch cache trails the commit.
 - Initial events stream by key: a ``sendInitialEvents`` watcher keeps only the last key it
   sent; objects changed after its snapshot revision are read as they were at it from the
@@ -92,9 +92,11 @@ REPLAY_PAGE_BYTES = 1 << 20
 REPLAY_FIRST_PAGE = 16
 REPLAY_SLICE_BYTES = 64 * 1024
 FRESHNESS_WAIT_S = 3.0  # kube's blockTimeout for "not older than" reads (watch_cache.go)
-# The pause between two flushes to live watchers is the previous flush's CPU time, at most
-# this (``WatchCaches._schedule_flush``): a flush to 1,000 watchers takes ~15 ms, so it binds
-# only beyond a few thousand. Pauses shorter than the second are not timed.
+# The pause between two flushes to live watchers is ``FLUSH_PAUSE_PER_COST`` times the previous
+# flush's CPU time, at most ``MAX_FLUSH_GAP_S`` (``WatchCaches._schedule_flush``): a flush to
+# 1,000 watchers takes ~5-15 ms, so the bound binds only beyond a couple of thousand. Pauses
+# shorter than ``MIN_TIMED_GAP_S`` are not timed.
+FLUSH_PAUSE_PER_COST = 2.0
 MAX_FLUSH_GAP_S = 0.05
 MIN_TIMED_GAP_S = 0.001
 # Batches of loop callbacks from a feed delivery to an unpaced flush: the writers' answers go
@@ -781,17 +783,21 @@ class WatchCaches:
           to. That is kube-apiserver's order too: its watch cache trails the commit.
           (tests/unit/test_watch_cache_streaming.py pins it.)
         - Paced: after a flush that cost ``d`` seconds of the loop's CPU, the next one starts
-          no sooner than ``min(d, MAX_FLUSH_GAP_S)`` after it ended, and carries every batch
-          committed since. Why: a flush costs mostly one transport write per watcher, whatever
-          it carries, so events per write decide fan-out; answered writers send their next
-          writes at once, and the pause lets the loop serve them, so each write to a watcher
-          carries what was committed while the previous one was being written and during the
-          pause. Under a load of writes the fan-out thus takes about half the loop (more with
-          a longer pause, at the cost of delay; less, and each write carries fewer events).
-          The delay is bounded: an event reaches a live watcher at most one pause plus one
-          flush (and the loop work queued ahead of it) after its commit. The pause is a
-          fraction of a millisecond with tens of watchers, about a millisecond with 100, and
-          with thousands never more than ``MAX_FLUSH_GAP_S``. A pause under
+          no sooner than ``min(FLUSH_PAUSE_PER_COST * d, MAX_FLUSH_GAP_S)`` after it ended,
+          and carries every batch committed since. Why: a flush costs mostly one transport
+          write per watcher, whatever it carries, so events per write decide fan-out; answered
+          writers send their next writes at once, and the pause lets the loop serve them, so
+          each write to a watcher carries what was committed while the previous one was being
+          written and during the pause. Under a load of writes the fan-out thus takes about a
+          third of the loop. The factor is measured (bench/FINDINGS.md, 2026-11-26 evening):
+          with 16 writers merge-patching and 1,000 watchers, twice the cost carries ~40 events
+          a write against ~17 and delivers ~3% more events/s (events per second against the
+          ideal server 0.94-0.96 against 0.89-0.93; 1.5x and 3x read 0.93 and 0.95), and with
+          64 creators as many (0.98-1.02x); the write->watch p99 at 1,000 writes/s and 100
+          watchers stays under 3 ms. The delay is bounded: an event reaches a live watcher at
+          most one pause plus one flush (and the loop work queued ahead of it) after its
+          commit. The pause is a fraction of a millisecond with tens of watchers, a millisecond
+          or two with 100, and with thousands never more than ``MAX_FLUSH_GAP_S``. A pause under
           ``MIN_TIMED_GAP_S`` is not timed (uvloop's timers count whole milliseconds and run
           shorter delays as ``call_soon``): the flush just follows the answers. A kind whose
           ring is half undelivered is flushed at once (``_on_changes``).
@@ -828,7 +834,8 @@ class WatchCaches:
         for cache in dirty.values():
             self._flush_cache(cache)
         cost = time.thread_time() - began
-        self._next_flush_at = time.monotonic() + min(cost, MAX_FLUSH_GAP_S)
+        self._next_flush_at = time.monotonic() + min(FLUSH_PAUSE_PER_COST * cost,
+                                                      MAX_FLUSH_GAP_S)
 
     def _flush_cache(self, cache: WatchCache) -> None:
         try:
