@@ -7,12 +7,14 @@ from typing import Any
 
 import pytest
 
+from kubewire.schema.validate import go_zero_fields
 from kubewire.server.controllers.namespace_conditions import (
     CONDITION_TYPES,
     ContentTotals,
     updated_conditions,
 )
 from kubewire.server.writes.admission import PodFacts, admit_pod_create, admit_pod_update
+from kubewire.server.writes.limit_ranger import default_pod
 from kubewire.status import Forbidden
 
 ACCOUNT: dict[str, Any] = {"metadata": {"name": "default"}}
@@ -33,6 +35,24 @@ def test_an_existing_token_volume_is_reused_not_added_twice() -> None:
     spec = admit_pod_create(given, "ns", PodFacts(ACCOUNT, "abcde"))["spec"]
     assert [v["name"] for v in spec["volumes"]] == ["kube-api-access-zzzzz"]
     assert spec["containers"][0]["volumeMounts"][0]["name"] == "kube-api-access-zzzzz"
+
+
+def test_what_admission_adds_has_its_go_zero_values() -> None:
+    # ``validate_admitted`` does not fill Go's zero values again after admission: everything
+    # the mutating plugins add must already carry each field Go writes without omitempty.
+    given = go_zero_fields("v1", "Pod", pod(initContainers=[{"name": "i"}]), only=("spec",))
+    limits = {"spec": {"limits": [{"type": "Container", "default": {"cpu": "1"},
+                                   "defaultRequest": {"memory": "1Mi"}}]}}
+    default_pod(given, [limits])
+    account = {"metadata": {"name": "default"}, "imagePullSecrets": [{"name": "registry"}]}
+    classes = {"high": {"metadata": {"name": "high"}, "value": 1000,
+                        "preemptionPolicy": "Never", "globalDefault": True}}
+    admitted = admit_pod_create(given, "ns", PodFacts(account, "abcde", classes))
+    spec = admitted["spec"]
+    assert spec["volumes"] and spec["tolerations"] and spec["imagePullSecrets"]
+    assert spec["containers"][0]["resources"]["limits"] == {"cpu": "1"}
+    assert spec["priority"] == 1000
+    assert go_zero_fields("v1", "Pod", admitted, only=("spec",))["spec"] is spec
 
 
 def test_the_input_is_not_changed() -> None:

@@ -180,17 +180,18 @@ def _validate_custom(resource: Resource, obj: dict[str, Any], wopts: WriteOption
 def validate_admitted(resource: Resource, obj: dict[str, Any]) -> dict[str, Any]:
     """What ``validate`` (with ``kind_rules=False``) left for after pod admission: the kind's
     rules, run once, on what admission made of the object (it adds volumes, mounts,
-    tolerations and more), and Go's zero values in the spec. Admission changes only the spec,
-    with fields of the right JSON types that the schema knows, none of them a time, and no
-    metadata: the meta and schema type checks (and unknown fields, and so warnings), the
-    times (``encode_times`` gives its own output back) and the zero values elsewhere are as
-    the first pass left them.
+    tolerations and more). Admission changes only the spec, with fields of the right JSON types
+    that the schema knows, none of them a time, and no metadata: the meta and schema type
+    checks (and unknown fields, and so warnings), the times (``encode_times`` gives its own
+    output back) and Go's zero values are as the first pass left them. (What the plugins add
+    carries every field Go writes without ``omitempty``: a token volume's projections, the
+    mounts, pull secrets, tolerations, priority, LimitRanger's resource maps;
+    tests/unit/test_admission_and_conditions.py holds them to it.)
     """
     errors = validate_kind(resource, obj, None)
     if errors:
         raise invalid_object(resource.invalid_group, resource.kind, _name_of(obj), errors)
-    return schema_validate.go_zero_fields(  # type: ignore[no-any-return]
-        resource.api_version, resource.kind, obj, only=("spec",))
+    return obj
 
 
 async def check_namespace_usable(ctx: ServerContext, resource: Resource, namespace: str,
