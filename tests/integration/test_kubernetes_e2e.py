@@ -25,8 +25,18 @@ E2E = "kubernetes/e2e_test"
 
 _KUBELET = "a kubelet running the pod's containers (phase Running, exec, port-forward)"
 
-# test (its node id under kubernetes/e2e_test/) -> what it needs that kubewire does not serve.
+# test (its node id under kubernetes/e2e_test/) -> what it needs that kubewire does not serve,
+# or why it cannot pass reliably against any server.
 DESELECTED: dict[str, str] = {
+    "test_informer.py::TestSharedInformerE2E::test_cache_populated_after_start":
+        "a race in the test's own cleanup: it stops the informer as soon as the initial list "
+        "filled its cache, and SharedInformer.stop() cannot interrupt a watch whose response "
+        "has not arrived yet (Watch.stop shuts the socket only once the response is set, and "
+        "Watch.stream re-opens an ended watch without looking at the stop), so in the few ms "
+        "between the list and the watch's answer the join waits for an event that never "
+        "comes, against kube-apiserver too (it hung one CI run for 300 s; the pre-existing "
+        "object's ADDED-from-list path is what test_resource_version_advances and the resync "
+        "test also read)",
     "test_client.py::TestClient::test_pod_apis": _KUBELET,
     "test_client.py::TestClient::test_pod_exec_close_channel": _KUBELET,
     "test_client.py::TestClient::test_exit_code": _KUBELET,
@@ -34,13 +44,6 @@ DESELECTED: dict[str, str] = {
     "test_client.py::TestClient::test_portforward_http": _KUBELET,
     "test_client.py::TestClient::test_replication_controller_apis":
         "v1 ReplicationController",
-    "test_apps.py::TestClientApps::test_create_daemonset": "apps/v1 DaemonSet",
-    "test_utils.py::TestUtils::test_create_rbac_role_from_yaml":
-        "rbac.authorization.k8s.io/v1 Role",
-    "test_utils.py::TestUtils::test_create_rbac_role_from_yaml_with_verbose_enabled":
-        "rbac.authorization.k8s.io/v1 Role",
-    "test_utils.py::TestUtils::test_create_apiservice_from_yaml_with_conflict":
-        "apiregistration.k8s.io/v1 APIService",
     "test_utils.py::TestUtils::test_create_multi_resource_from_directory":
         "v1 ReplicationController",
     "test_utils.py::TestUtils::test_create_from_multi_resource_yaml":
@@ -53,16 +56,17 @@ DESELECTED: dict[str, str] = {
 
 # Every test that must pass, named as in DESELECTED.
 PASSING: frozenset[str] = frozenset({
+    "test_apps.py::TestClientApps::test_create_daemonset",
     "test_apps.py::TestClientApps::test_create_deployment",
     "test_client.py::TestClient::test_configmap_apis",
     "test_client.py::TestClient::test_node_apis",
     "test_client.py::TestClient::test_service_apis",
     "test_informer.py::TestSharedInformerE2E::test_added_event_and_cache_entry",
-    "test_informer.py::TestSharedInformerE2E::test_cache_populated_after_start",
     "test_informer.py::TestSharedInformerE2E::test_deleted_event_removes_from_cache",
     "test_informer.py::TestSharedInformerE2E::test_modified_event_and_cache_refresh",
     "test_informer.py::TestSharedInformerE2E::test_resource_version_advances",
     "test_informer.py::TestSharedInformerE2E::test_resync_fires_modified_for_existing_objects",
+    "test_utils.py::TestUtils::test_create_apiservice_from_yaml_with_conflict",
     "test_utils.py::TestUtils::test_create_apps_deployment_from_yaml",
     "test_utils.py::TestUtils::test_create_apps_deployment_from_yaml_obj",
     "test_utils.py::TestUtils::test_create_apps_deployment_from_yaml_object",
@@ -77,6 +81,8 @@ PASSING: frozenset[str] = frozenset({
     "test_utils.py::TestUtils::test_create_namespace_list_from_yaml",
     "test_utils.py::TestUtils::test_create_namespaced_apps_deployment_from_yaml",
     "test_utils.py::TestUtils::test_create_pod_from_yaml",
+    "test_utils.py::TestUtils::test_create_rbac_role_from_yaml",
+    "test_utils.py::TestUtils::test_create_rbac_role_from_yaml_with_verbose_enabled",
     "test_utils.py::TestUtils::test_create_service_from_yaml",
     "test_utils.py::TestUtilsUnitTests::test_format_quantity",
     "test_utils.py::TestUtilsUnitTests::test_parse_quantity",
