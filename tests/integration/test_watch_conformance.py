@@ -84,8 +84,7 @@ def relabel(server: ServerThread, kind: Kind, name: str, value: str) -> dict[str
 
 def remove(server: ServerThread, kind: Kind, name: str) -> None:
     ok(call(server, "DELETE", kind.item(name)), 200)
-    if len(deletion(kind, name)) > 1:  # a controller finishes the delete: as ``kubectl
-        _wait_gone(functools.partial(call, server, "GET"), kind.item(name))  # delete --wait``
+    _wait_gone(functools.partial(call, server, "GET"), kind, name)
 
 
 def until_sentinel(stream: WatchStream, sentinel: str) -> list[tuple[str, str]]:
@@ -214,8 +213,7 @@ def _background_writer(server: ServerThread, kind: Kind, errors: list[BaseExcept
                 else:
                     reply = session.call("DELETE", kind.item(name))
                     present.discard(name)
-                    if len(deletion(kind, name)) > 1:  # a controller finishes the delete:
-                        _wait_gone(functools.partial(session.call, "GET"), kind.item(name))
+                    _wait_gone(functools.partial(session.call, "GET"), kind, name)
                 answer = ok(reply)
                 # A kind without ReturnDeletedObject (custom resources) answers a DELETE with a
                 # Success Status, which carries no revision.
@@ -225,11 +223,16 @@ def _background_writer(server: ServerThread, kind: Kind, errors: list[BaseExcept
         errors.append(exc)
 
 
-def _wait_gone(get: Callable[[str], Reply], path: str, timeout_s: float = 10.0) -> None:
-    """Until the object at ``path`` is removed (``get`` makes a GET): a claim's or volume's
-    protection controller, or the pod termination controller, releases it after the DELETE;
+def _wait_gone(get: Callable[[str], Reply], kind: Kind, name: str,
+               timeout_s: float = 10.0) -> None:
+    """After a DELETE of ``name``, when a controller finishes it (``deletion`` has two steps),
+    until the object is removed (``get`` makes a GET), as ``kubectl delete --wait``: a claim's
+    or volume's protection controller, or the pod termination controller, releases it;
     creating the name again before that is kube's 409 AlreadyExists, and the release must not
     fall between later writes (a watcher would see it after them)."""
+    if len(deletion(kind, name)) == 1:
+        return
+    path = kind.item(name)
     deadline = time.monotonic() + timeout_s
     while get(path).status != 404:
         assert time.monotonic() < deadline, f"{path} still there {timeout_s}s after DELETE"

@@ -145,19 +145,19 @@ class SlowSink(Sink):
         self.spans.append((began, time.monotonic()))
 
 
-async def first_flush(store: SQLiteStore, sink: SlowSink) -> tuple[WatchCaches, SlowSink]:
+async def first_flush(store: SQLiteStore, sink: SlowSink) -> WatchCaches:
     """Caches whose one watcher ``sink`` has been written the create of "a" (one slow flush)."""
     caches = await make_caches(store)
     await caches.for_resource(PODS).watch(sink, everything(),
                                           WatchStart(revision=caches.revision))
     await create(store, pod("a"))
     await dispatched(caches)
-    return caches, sink
+    return caches
 
 
 async def test_flushes_are_paced_by_the_previous_flush(store: SQLiteStore) -> None:
     # A flush that takes ~20 ms: what is committed in the next 20 ms goes out in one write.
-    caches, sink = await first_flush(store, SlowSink(0.02))
+    caches = await first_flush(store, sink := SlowSink(0.02))
     assert len(sink.writes) == 1
     await create(store, pod("b"))
     for _ in range(5):
@@ -175,7 +175,7 @@ async def test_the_pause_is_twice_the_previous_flush(store: SQLiteStore,
     # A flush that takes ~100 ms: a commit 130 ms after it ended is held (a pause of one
     # flush's cost would have passed) until twice the cost has.
     monkeypatch.setattr(cache_module, "MAX_FLUSH_GAP_S", 1.0)
-    caches, sink = await first_flush(store, SlowSink(0.1))
+    caches = await first_flush(store, sink := SlowSink(0.1))
     await asyncio.sleep(0.13)
     await create(store, pod("b"))
     await dispatched(caches)
@@ -188,7 +188,7 @@ async def test_the_pause_is_twice_the_previous_flush(store: SQLiteStore,
 async def test_the_pause_between_flushes_is_bounded(store: SQLiteStore,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cache_module, "MAX_FLUSH_GAP_S", 0.0)  # a long flush, no pause after
-    caches, sink = await first_flush(store, SlowSink(0.02))
+    caches = await first_flush(store, sink := SlowSink(0.02))
     await create(store, pod("b"))
     await dispatched(caches)
     assert [e[1] for e in sink.events()] == ["a", "b"]
