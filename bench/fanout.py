@@ -3,9 +3,9 @@
 kubewire (``kubewire serve --insecure-http --durability normal``: the store's fsync is the
 write path's concern, not fan-out's) gets its events from a writer process creating Pods with
 64 connections; the raw server (``bench.raw_server``) publishes the same number of
-pre-serialized lines as fast as the readers take them, each the size of kubewire's ADDED line for
-the same Pod (measured at the start of the run: the stored Pod gains kube's defaults, the
-service-account volume and managedFields, so it is larger than the manifest). The same reader
+pre-serialized lines as fast as the readers take them, each kubewire's ADDED line for the same
+Pod byte for byte (captured from a watch at the start of the run: the readers' cost per byte
+depends on the bytes, so the limit is measured on the very bytes kubewire sends). The same reader
 processes hold the W watches for both. Delivered events/s = W x N / (last watcher complete -
 go); server CPU per delivered event from ``/proc/<pid>/stat``, writes included for kubewire.
 
@@ -46,7 +46,14 @@ from bench.servers import (
     tree_without_components,
 )
 from bench.stats import interleaved_rounds, row, summary
-from bench.wire import create_namespace, pod_manifest, pods_path, request
+from bench.wire import (
+    create_namespace,
+    current_revision,
+    pod_manifest,
+    pods_path,
+    request,
+    watched_line,
+)
 from bench.worker import Worker, gather_results, open_watches
 
 NAME = "fanout"
@@ -107,19 +114,25 @@ class Rig:
                         for _ in range(opts.reader_processes)]
         self.load = stack.enter_context(Worker("bench.load:LoadGenerator"))
         self.body = msgspec.json.encode(pod_manifest("x", generate_name="fan-"))
-        self.line_bytes = self.measure_line()
+        self.line = self.capture_line()
         self.rounds = 0
 
-    def measure_line(self) -> int:
-        """The bytes of kubewire's ADDED line for one of the round's Pods: the created object
-        as answered (the watch event carries the same encoding) in the event's envelope."""
+    def capture_line(self) -> bytes:
+        """kubewire's ADDED line for one of the round's Pods, as its watchers get it (the stored
+        Pod gains kube's defaults, the service-account volume and managedFields, so it is larger
+        than the manifest): what the raw server publishes."""
         port = self.kubewire.port
         create_namespace(port, "fan-probe")
+        revision = current_revision(port, "fan-probe")
         body = self.body.replace(b'"namespace":"x"', b'"namespace":"fan-probe"')
         status, answer = request(port, "POST", pods_path("fan-probe"), msgspec.json.decode(body))
         if status != 201:
             raise RuntimeError(f"probe create: {status} {answer[:300]!r}")
-        return len(b'{"type":"ADDED","object":') + len(answer.rstrip(b"\n")) + len(b"}\n")
+        name = msgspec.json.decode(answer)["metadata"]["name"]
+        line = watched_line(port, "fan-probe", name, revision)
+        if not line.startswith(b'{"type":"ADDED"'):
+            raise RuntimeError(f"expected an ADDED event, read {line[:200]!r}")
+        return line
 
     def open_watches(self, port: int, path: str, watchers: int) -> None:
         self.active = open_watches(self.readers, port, path, watchers)
@@ -153,8 +166,7 @@ class Rig:
                 self.load.send("closed_loop", path=pods_path(namespace), body=body,
                                max_requests=n, duration_s=timeout)
             if not kubewire:
-                request(server.port, "POST",
-                        f"/go?n={n}&batch={self.opts.writers}&size={self.line_bytes}")
+                request(server.port, "POST", f"/go?n={n}&batch={self.opts.writers}", self.line)
 
         counted = counted_round(self.active, server, (watchers, n), timeout, start)
         creates_per_s = float("nan")
@@ -244,8 +256,8 @@ def result(opts: FanoutOptions, samples: dict[int, dict[str, list[dict[str, Any]
             "command": "python -m bench.fanout", "repeats": opts.repeats, "rows": rows,
             "notes": ["kubewire runs with --insecure-http --durability normal; its events come "
                       f"from {opts.writers} concurrent creates, so its CPU includes the writes.",
-                      "The raw server publishes pre-serialized lines with no storage, each the "
-                      "size of kubewire's event for the same Pod: the limit.",
+                      "The raw server publishes pre-serialized lines with no storage, each "
+                      "kubewire's event line for the same Pod, byte for byte: the limit.",
                       "Events per send = events / chunks received by the readers.",
                       "raw+creates: the raw server's fan-out while kubewire serves the same "
                       "creates to a namespace nobody watches, in parallel (another process): "

@@ -12,7 +12,7 @@ the W watches of each:
   each write after its flush to the watchers, sending the very event line kubewire sent for
   such a PATCH (captured at set-up); the same writer process and request bytes drive it. It is
   what the "answered after its flush" contract allows at best;
-- the raw limit (``bench.raw_server``): pre-serialized lines of the same size, ``writers`` per
+- the raw limit (``bench.raw_server``): that same captured line, pre-serialized, ``writers`` per
   send, as fast as the readers take them (a fast writer with no HTTP in front of it).
 
 Delivered events/s = W x N / (last watcher complete - go). Events per send = events / chunks
@@ -25,8 +25,6 @@ the readers received (each send to a watcher is one chunk). Server CPU per deliv
 from __future__ import annotations
 
 import contextlib
-import http.client
-import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,13 +35,13 @@ from bench.fanout import counted_round
 from bench.servers import ServerProcess, kubewire_serve_argv, reference_argv
 from bench.stats import interleaved_rounds, row, summary
 from bench.wire import (
-    CONTROL_TIMEOUT_S,
     PATCHED_POD_PAD_BYTES,
-    USER_AGENT,
     create_namespace,
+    current_revision,
     pod_manifest,
     pods_path,
     request,
+    watched_line,
 )
 from bench.worker import Worker, open_watches
 
@@ -79,28 +77,14 @@ def pod_names(writers: int) -> list[str]:
     return [f"patched-{i}" for i in range(writers)]
 
 
-def current_revision(port: int) -> str:
-    """The collection's resourceVersion now: a watch from it sends only later events."""
-    status, body = request(port, "GET", pods_path(NAMESPACE) + "?limit=1")
-    if status != 200:
-        raise RuntimeError(f"listing pods: {status} {body[:300]!r}")
-    return str(json.loads(body)["metadata"]["resourceVersion"])
-
-
 def capture_event_line(port: int, name: str) -> bytes:
     """The MODIFIED line kubewire sends its watchers for one merge PATCH of Pod ``name``."""
-    revision = current_revision(port)
+    revision = current_revision(port, NAMESPACE)
     status, body = request(port, "PATCH", f"{pods_path(NAMESPACE)}/{name}",
                            {"metadata": {"annotations": {"bench/seq": "0"}}})
     if status != 200:
         raise RuntimeError(f"patching {name}: {status} {body[:300]!r}")
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=CONTROL_TIMEOUT_S)
-    try:
-        conn.request("GET", f"{pods_path(NAMESPACE)}?watch=1&resourceVersion={revision}"
-                     f"&fieldSelector=metadata.name%3D{name}", headers={"User-Agent": USER_AGENT})
-        line = conn.getresponse().readline()
-    finally:
-        conn.close()
+    line = watched_line(port, NAMESPACE, name, revision)
     if not line.startswith(b'{"type":"MODIFIED"'):
         raise RuntimeError(f"expected a MODIFIED event, read {line[:200]!r}")
     return line
@@ -148,13 +132,12 @@ class Rig:
             self.load.call("connect", 30.0, port=server.port, count=self.opts.writers)
             path = pods_path(NAMESPACE) + "?watch=1"
             if side == "kubewire":
-                path += f"&resourceVersion={current_revision(server.port)}"
+                path += f"&resourceVersion={current_revision(server.port, NAMESPACE)}"
             self.open_watches(server.port, path, watchers)
 
         def start() -> None:
             if side == "raw":
-                request(server.port, "POST",
-                        f"/go?n={n}&batch={self.opts.writers}&size={len(self.line)}")
+                request(server.port, "POST", f"/go?n={n}&batch={self.opts.writers}", self.line)
             else:
                 self.load.send("patch_loop", paths=self.paths, max_requests=n,
                                duration_s=timeout)
@@ -228,7 +211,7 @@ def result(opts: PatchFanoutOptions, samples: dict[int, dict[str, list[dict[str,
                       f"a new value each time); a MODIFIED line is ~{event_bytes} bytes.",
                       "The ideal server gets the same PATCH requests and sends the MODIFIED "
                       "line kubewire sent, answering each PATCH after the flush that carried "
-                      "it; the raw server sends lines of the same size, "
+                      "it; the raw server sends that same line, "
                       f"{opts.writers} per send, with no HTTP writer in front (a fast writer).",
                       "Events per send = events / chunks received by the readers."]}
 

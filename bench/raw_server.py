@@ -1,8 +1,10 @@
 """The raw-socket reference: a minimal asyncio server writing pre-serialized chunked events.
 
 ``GET <any path>?watch...`` subscribes the connection: a chunked 200 head, then events.
-``POST /go?n=N&batch=B&size=S`` publishes N identical pre-serialized event lines of S bytes,
-B per loop turn, as fast as the readers take them (the fan-out limit).
+``POST /go?n=N&batch=B`` with an event line as its body publishes N copies of that line, B per
+loop turn, as fast as the readers take them (the fan-out limit): the fan-out benchmarks send the
+line kubewire itself sent, so both servers' readers scan the same bytes. Without a body it
+publishes ``bench.wire.event_line`` padded to ``size=S`` bytes.
 ``POST /publish`` with a Pod name as body publishes one event line naming it and answers 201
 after writing it to every subscriber (the write-to-watcher latency floor).
 With ``--tls-cert``/``--tls-key``/``--client-ca`` it serves TLS (a standard server context).
@@ -138,8 +140,8 @@ class Connection(asyncio.Protocol):
         elif method == "POST" and url.path == "/go":
             n = min(int(query["n"][0]), MAX_GO_EVENTS)
             batch = int(query.get("batch", ["64"])[0])
-            size = int(query.get("size", [str(EVENT_BYTES)])[0])
-            asyncio.get_running_loop().create_task(produce(self.feed, n, batch, size))
+            line = body or event_line("raw", size=int(query.get("size", [str(EVENT_BYTES)])[0]))
+            asyncio.get_running_loop().create_task(produce(self.feed, n, batch, line))
             self.reply(202, b'{"started":true}')
         elif method == "POST" and url.path == "/publish":
             name = body.decode()
@@ -154,9 +156,8 @@ class Connection(asyncio.Protocol):
                              b"Content-Length: %d\r\n\r\n%b" % (status, len(body), body))
 
 
-async def produce(feed: Feed, n: int, batch: int, size: int) -> None:
-    """Publish ``n`` copies of one pre-serialized line, ``batch`` per loop turn."""
-    line = event_line("raw", size=size)
+async def produce(feed: Feed, n: int, batch: int, line: bytes) -> None:
+    """Publish ``n`` copies of one pre-serialized ``line``, ``batch`` per loop turn."""
     done = 0
     while done < n:
         count = min(batch, n - done)

@@ -3,8 +3,10 @@
 kubewire's stored Pod gains defaults, a uid and managedFields on create; ``POD_PAD_BYTES`` was
 chosen so the event line it sends was about ``EVENT_BYTES``. Since issue 14 the stored Pod also
 carries kube's admission defaults (the service-account token volume, default tolerations), and
-the line is ~2.9 KB. The fan-out benchmarks therefore measure kubewire's line in each run and
-have the reference servers send lines of that size (readers report the measured size of both).
+the line is ~2.9 KB. The fan-out benchmarks therefore capture kubewire's line in each run
+(``watched_line``) and have the reference servers send that line, byte for byte: the readers'
+cost per byte depends on what the bytes are (their marker search skips a run of padding faster
+than JSON), so a limit measured on other bytes of the same size is not the limit for these.
 """
 
 from __future__ import annotations
@@ -74,13 +76,14 @@ def event_line(name: str, namespace: str = "bench", size: int = EVENT_BYTES) -> 
 def request(port: int, method: str, path: str, body: Any = None,
             context: ssl.SSLContext | None = None) -> tuple[int, bytes]:
     """One blocking request from the benchmark process (setup and control, never measured);
-    over TLS with ``context``. A PATCH body is a JSON merge patch."""
+    over TLS with ``context``. A PATCH body is a JSON merge patch; bytes are sent as they are."""
     conn = (http.client.HTTPConnection("127.0.0.1", port, timeout=CONTROL_TIMEOUT_S)
             if context is None else
             http.client.HTTPSConnection("127.0.0.1", port, timeout=CONTROL_TIMEOUT_S,
                                         context=context))
     try:
-        data = None if body is None else json.dumps(body).encode()
+        data = (None if body is None else body if isinstance(body, bytes)
+                else json.dumps(body).encode())
         content_type = MERGE_PATCH if method == "PATCH" else "application/json"
         headers = {"Content-Type": content_type, "User-Agent": USER_AGENT}
         conn.request(method, path, body=data, headers=headers)
@@ -95,3 +98,23 @@ def create_namespace(port: int, name: str) -> None:
                            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     if status not in (201, 409):
         raise RuntimeError(f"creating namespace {name}: {status} {body[:300]!r}")
+
+
+def current_revision(port: int, namespace: str) -> str:
+    """The Pods collection's resourceVersion now: a watch from it sends only later events."""
+    status, body = request(port, "GET", pods_path(namespace) + "?limit=1")
+    if status != 200:
+        raise RuntimeError(f"listing pods: {status} {body[:300]!r}")
+    return str(json.loads(body)["metadata"]["resourceVersion"])
+
+
+def watched_line(port: int, namespace: str, name: str, revision: str) -> bytes:
+    """The first event line kubewire sends a watch of Pod ``name`` from ``revision``: the
+    exact bytes its watchers get for that write."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=CONTROL_TIMEOUT_S)
+    try:
+        conn.request("GET", f"{pods_path(namespace)}?watch=1&resourceVersion={revision}"
+                     f"&fieldSelector=metadata.name%3D{name}", headers={"User-Agent": USER_AGENT})
+        return conn.getresponse().readline()
+    finally:
+        conn.close()
