@@ -86,3 +86,30 @@ async def test_batches_wider_than_one_lookup(tmp_path: Path, keys: int) -> None:
     records, _ = await store.list("core/configmaps/")
     assert len(records) == keys
     await store.close()
+
+
+async def test_writes_in_flight_are_those_whose_batch_is_not_published(tmp_path: Path) -> None:
+    # The watch cache's flush waits for them (storage/cache.py): at each published batch the
+    # store counts exactly the writes handed to its writer that no batch has answered yet.
+    store = SQLiteStore(tmp_path / "db.sqlite", durability="normal",
+                        retention=Retention(max_changes=None, max_age_s=None))
+    await store.open()
+    seen: list[tuple[int, int]] = []  # (changes published so far, writes still in flight)
+    published = 0
+
+    def listener(changes: Any) -> None:
+        nonlocal published
+        published += len(changes)
+        seen.append((published, store.writes_in_flight))
+
+    store.subscribe(listener)
+    assert store.writes_in_flight == 0
+    n = 40
+    await asyncio.gather(*(store.write(Create(f"core/configmaps/ns/c{i}", obj(f"c{i}", i)))
+                           for i in range(n)))
+    assert [done + left for done, left in seen] == [n] * len(seen)
+    assert seen[-1] == (n, 0) and store.writes_in_flight == 0
+    with pytest.raises(KeyExistsError):  # a failed write is answered too
+        await store.write(Create("core/configmaps/ns/c0", obj("c0", 0)))
+    assert store.writes_in_flight == 0
+    await store.close()

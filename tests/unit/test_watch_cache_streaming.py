@@ -196,6 +196,72 @@ async def test_the_pause_between_flushes_is_bounded(store: SQLiteStore,
     await caches.stop()
 
 
+def writes_in_flight(store: SQLiteStore, n: int) -> None:
+    """Have the store count ``n`` of this process's writes as handed to its writer and not yet
+    published (what ``SQLiteStore.write`` counts; test_sqlite_batch.py tests the count)."""
+    store._unpublished = n
+
+
+async def test_a_due_flush_waits_for_the_writes_in_flight(
+        store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A burst whose first write was committed alone: its flush waits for the rest, and the
+    # delivery that leaves none in flight sends the whole burst in one write (not the bound:
+    # it is a second here).
+    monkeypatch.setattr(cache_module, "MIN_HOLD_S", 1.0)
+    monkeypatch.setattr(cache_module, "MAX_FLUSH_GAP_S", 1.0)
+    caches = await make_caches(store)
+    sink = Sink()
+    start = caches.revision
+    await caches.for_resource(PODS).watch(sink, everything(), WatchStart(revision=start))
+    writes_in_flight(store, 2)
+    caches._on_changes([synthetic(start + 1, "a")])
+    for _ in range(5):
+        await asyncio.sleep(0)  # an unheld flush runs a few callbacks after the delivery
+    assert sink.writes == []
+    writes_in_flight(store, 0)
+    caches._on_changes([synthetic(start + 2, "b"), synthetic(start + 3, "c")])
+    held_since = time.monotonic()
+    await dispatched(caches)
+    assert time.monotonic() - held_since < 0.5
+    assert len(sink.writes) == 1
+    assert [e[1] for e in sink.events()] == ["a", "b", "c"]
+    await caches.stop()
+
+
+async def test_the_wait_for_writes_in_flight_is_bounded(store: SQLiteStore) -> None:
+    # Writes that stay in flight (a stalled writer) hold a due flush at most MIN_HOLD_S when
+    # no flush has been measured yet, at most twice the previous flush's cost after one.
+    caches = await first_flush(store, sink := SlowSink(0.02))
+    writes_in_flight(store, 3)
+    for name, least in (("b", 2 * 0.02), ("c", 2 * 0.02)):
+        await asyncio.sleep(0.05)  # the pause after the previous flush has passed
+        start = caches.revision
+        caches._on_changes([synthetic(start + 1, name)])
+        fell_due = time.monotonic()
+        await dispatched(caches)
+        began, _ = sink.spans[-1]
+        assert least * 0.95 <= began - fell_due < least + 0.5
+    assert [e[1] for e in sink.events()] == ["a", "b", "c"]
+    writes_in_flight(store, 0)
+    await caches.stop()
+
+
+async def test_a_flush_waits_at_least_min_hold_before_any_was_measured(
+        store: SQLiteStore) -> None:
+    caches = await make_caches(store)
+    sink = Sink()
+    await caches.for_resource(PODS).watch(sink, everything(),
+                                          WatchStart(revision=caches.revision))
+    writes_in_flight(store, 1)
+    caches._on_changes([synthetic(caches.revision + 1, "a")])
+    fell_due = time.monotonic()
+    await dispatched(caches)
+    assert time.monotonic() - fell_due >= cache_module.MIN_HOLD_S * 0.95
+    assert [e[1] for e in sink.events()] == ["a"]
+    writes_in_flight(store, 0)
+    await caches.stop()
+
+
 async def test_stop_serves_what_was_committed(store: SQLiteStore) -> None:
     caches = await make_caches(store)
     sink = Sink()

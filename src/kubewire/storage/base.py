@@ -183,6 +183,13 @@ class Store(Protocol):
         """Changes with revision > this are all retained; ``changes_since`` below it fails."""
         ...
 
+    @property
+    def writes_in_flight(self) -> int:
+        """This process's writes handed to the store whose batch was not published yet (0 when
+        the store cannot tell): more changes are on their way (the watch cache's flush waits
+        a bounded time for them, storage/cache.py)."""
+        ...
+
     async def open(self) -> None:
         """Open or create the store; afterwards the current state is readable."""
         ...

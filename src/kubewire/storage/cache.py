@@ -99,6 +99,9 @@ FRESHNESS_WAIT_S = 3.0  # kube's blockTimeout for "not older than" reads (watch_
 FLUSH_PAUSE_PER_COST = 2.0
 MAX_FLUSH_GAP_S = 0.05
 MIN_TIMED_GAP_S = 0.001
+# A due flush waits for the writes this process has in flight at least this long (one commit's
+# round trip to the writer process is ~1 ms), bounded like the pause (``_hold_for_writes``).
+MIN_HOLD_S = 0.002
 # Batches of loop callbacks from a feed delivery to an unpaced flush: the writers' answers go
 # first (``WatchCaches._schedule_flush``).
 ANSWER_TURNS = 2
@@ -633,6 +636,11 @@ class WatchCaches:
         self._loading: dict[str, list[Change]] = {}
         self._flush_handle: asyncio.Handle | None = None
         self._next_flush_at = 0.0  # time.monotonic() before which no paced flush starts
+        self._last_flush_cost = 0.0  # the loop's CPU seconds in the previous flush
+        # While a due flush waits for this process's writes in flight: when it stops waiting,
+        # and whether ``_flush_handle`` is that wait's timer.
+        self._hold_until: float | None = None
+        self._holding = False
         # Fault hooks (server/faults; see the module docstring): unset unless a fault is on.
         self.on_watch: Callable[[WatchCache, Watcher], None] | None = None
         self.bookmark_gate: Callable[[WatchCache, Watcher, float], bool] | None = None
@@ -767,8 +775,15 @@ class WatchCaches:
         # A shared store's revision also moves with writes to keys no kind here holds: an
         # empty batch says so (and lets readers waiting for that revision go).
         self.revision = max(self.revision, self.store.current_revision)
-        if self._dirty and self._flush_handle is None:
-            self._schedule_flush()
+        if self._dirty:
+            if self._flush_handle is None:
+                self._schedule_flush()
+            elif self._holding and not self.store.writes_in_flight:
+                # the writes the due flush waited for are in: it follows their answers
+                self._holding = False
+                self._flush_handle.cancel()
+                self._flush_handle = asyncio.get_running_loop().call_soon(
+                    self._flush_after_turns, ANSWER_TURNS - 1)
         if self._revision_waiters:
             self._wake_revision_waiters()
 
@@ -796,8 +811,10 @@ class WatchCaches:
           64 creators as many (0.98-1.02x); the write->watch p99 at 1,000 writes/s and 100
           watchers stays under 3 ms. The delay is bounded: an event reaches a live watcher at
           most one pause plus one flush (and the loop work queued ahead of it) after its
-          commit. The pause is a fraction of a millisecond with tens of watchers, a millisecond
-          or two with 100, and with thousands never more than ``MAX_FLUSH_GAP_S``. A pause under
+          commit, and one more pause when the flush waits for writes in flight
+          (``_hold_for_writes``). The pause is a fraction of a millisecond with tens of
+          watchers, a millisecond or two with 100, and with thousands never more than
+          ``MAX_FLUSH_GAP_S``. A pause under
           ``MIN_TIMED_GAP_S`` is not timed (uvloop's timers count whole milliseconds and run
           shorter delays as ``call_soon``): the flush just follows the answers. A kind whose
           ring is half undelivered is flushed at once (``_on_changes``).
@@ -818,13 +835,41 @@ class WatchCaches:
 
     def _scheduled_flush(self) -> None:
         self._flush_handle = None
-        self.flush()
+        self._holding = False
+        if not self._hold_for_writes():
+            self.flush()
+
+    def _hold_for_writes(self) -> bool:
+        """Whether a due flush waits: while this process has writes in flight in the store
+        (handed to it, their batch not yet published), for at most one pause
+        (``FLUSH_PAUSE_PER_COST`` times the previous flush's cost, ``MIN_HOLD_S`` at least,
+        ``MAX_FLUSH_GAP_S`` at most) after it fell due; the delivery that leaves none in
+        flight ends the wait (``_on_changes``). Why: a burst of writes reaches the store in
+        more than one commit (the first is taken alone while the rest are still being
+        handled), and a flush of the first alone costs every watcher a write for one event:
+        with 64 creators and 1,000 watchers the first write to each watcher carried 1-2 events
+        and the later ones 22-86, where the raw limit sends 64 each (bench/FINDINGS.md,
+        2026-11-26 night). A write on an idle server has nothing in flight beside it and is
+        flushed at once."""
+        if not self.store.writes_in_flight:
+            return False
+        now = time.monotonic()
+        if self._hold_until is None:
+            self._hold_until = now + min(max(FLUSH_PAUSE_PER_COST * self._last_flush_cost,
+                                             MIN_HOLD_S), MAX_FLUSH_GAP_S)
+        if now >= self._hold_until:
+            return False
+        self._flush_handle = asyncio.get_running_loop().call_later(
+            self._hold_until - now, self._scheduled_flush)
+        self._holding = True
+        return True
 
     def flush(self) -> None:
         """Serve every live watcher the events committed since the last flush, now."""
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
+        self._hold_until, self._holding = None, False
         dirty, self._dirty = self._dirty, {}
         if not dirty:
             return
@@ -833,7 +878,7 @@ class WatchCaches:
         began = time.thread_time()
         for cache in dirty.values():
             self._flush_cache(cache)
-        cost = time.thread_time() - began
+        cost = self._last_flush_cost = time.thread_time() - began
         self._next_flush_at = time.monotonic() + min(FLUSH_PAUSE_PER_COST * cost,
                                                       MAX_FLUSH_GAP_S)
 

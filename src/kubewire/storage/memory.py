@@ -136,6 +136,10 @@ class MemoryStore:
         return self.data.compacted
 
     @property
+    def writes_in_flight(self) -> int:
+        return 0  # a write is published before ``write`` returns
+
+    @property
     def is_writable(self) -> bool:
         return self._is_open and not self._is_closed
 

@@ -55,6 +55,10 @@ class VersionedStore:
     def compacted_revision(self) -> int:
         return self.store.compacted_revision
 
+    @property
+    def writes_in_flight(self) -> int:
+        return self.store.writes_in_flight
+
     async def open(self) -> None:
         await self.store.open()
 

@@ -162,6 +162,12 @@ class EtcdStore:
         return self._compacted
 
     @property
+    def writes_in_flight(self) -> int:
+        # Not counted: a write's change comes back through etcd's watch, apart from its
+        # transaction's answer, so the feed cannot tell which delivery ends which write.
+        return 0
+
+    @property
     def is_writable(self) -> bool:
         return self._is_open and not self._is_closed and self.failure is None
 

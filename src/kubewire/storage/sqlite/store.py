@@ -169,6 +169,7 @@ class SQLiteStore:
         self._readers: _ReaderPool | None = None
         self._record: RevisionRecord | None = None
         self._pending: asyncio.Semaphore | None = None
+        self._unpublished = 0  # writes submitted whose outcome has not come back
         self._ping: asyncio.Future[None] | None = None
         self._ping_sent_at = 0.0
         self._is_closing = False
@@ -195,6 +196,10 @@ class SQLiteStore:
     def compacted_revision(self) -> int:
         """The highest revision dropped from the change log (0 if none)."""
         return 0 if self._writer is None else self._writer.compacted_revision
+
+    @property
+    def writes_in_flight(self) -> int:
+        return self._unpublished
 
     async def open(self) -> None:
         """Create or open the database, recover the revision counter, start the threads.
@@ -285,6 +290,7 @@ class SQLiteStore:
         """
         if changes:
             self._current_revision = changes[-1].revision
+        self._unpublished = max(0, self._unpublished - len(outcomes))
         for future, outcome in outcomes:
             if future.done():  # the caller cancelled its wait
                 continue
@@ -328,6 +334,7 @@ class SQLiteStore:
         # timed out on a stalled writer): MAX_PENDING_WRITES bounds what a writer holds.
         future.add_done_callback(self._write_answered)
         started = time.perf_counter()
+        self._unpublished += 1  # before submit: a writer that cannot take it answers at once
         writer.submit(WriteRequest(op, obj, future))
         try:
             return await asyncio.shield(future)
