@@ -99,9 +99,9 @@ FRESHNESS_WAIT_S = 3.0  # kube's blockTimeout for "not older than" reads (watch_
 FLUSH_PAUSE_PER_COST = 2.0
 MAX_FLUSH_GAP_S = 0.05
 MIN_TIMED_GAP_S = 0.001
-# A due flush waits for the writes this process has in flight at least this long (one commit's
-# round trip to the writer process is ~1 ms), bounded like the pause (``_hold_for_writes``).
-MIN_HOLD_S = 0.002
+# A due flush waits for the writes this process has in flight only when its pause would be at
+# least this long, i.e. the flush costs 5 ms or more (hundreds of watchers; ``_hold_for_writes``).
+MIN_HOLD_S = 0.01
 # Batches of loop callbacks from a feed delivery to an unpaced flush: the writers' answers go
 # first (``WatchCaches._schedule_flush``).
 ANSWER_TURNS = 2
@@ -117,6 +117,7 @@ class WatchCache:
         self.ring = HistoryRing(capacity, floor_rev)
         self.objects: dict[str, CachedObject] = {}
         self.last_change_rev = floor_rev  # newest revision that touched this kind
+        self.flush_cost = 0.0  # the loop's CPU seconds in this kind's part of the last flush
         # The keys of ``objects``, sorted, except the keys added since the last read of the
         # order (``_sorted_keys``): those wait in ``_added`` and are merged in once, when the
         # order is next needed, instead of one list insertion (a move of n pointers) per create.
@@ -636,7 +637,6 @@ class WatchCaches:
         self._loading: dict[str, list[Change]] = {}
         self._flush_handle: asyncio.Handle | None = None
         self._next_flush_at = 0.0  # time.monotonic() before which no paced flush starts
-        self._last_flush_cost = 0.0  # the loop's CPU seconds in the previous flush
         # While a due flush waits for this process's writes in flight: when it stops waiting,
         # and whether ``_flush_handle`` is that wait's timer.
         self._hold_until: float | None = None
@@ -841,22 +841,29 @@ class WatchCaches:
 
     def _hold_for_writes(self) -> bool:
         """Whether a due flush waits: while this process has writes in flight in the store
-        (handed to it, their batch not yet published), for at most one pause
-        (``FLUSH_PAUSE_PER_COST`` times the previous flush's cost, ``MIN_HOLD_S`` at least,
-        ``MAX_FLUSH_GAP_S`` at most) after it fell due; the delivery that leaves none in
-        flight ends the wait (``_on_changes``). Why: a burst of writes reaches the store in
-        more than one commit (the first is taken alone while the rest are still being
-        handled), and a flush of the first alone costs every watcher a write for one event:
-        with 64 creators and 1,000 watchers the first write to each watcher carried 1-2 events
-        and the later ones 22-86, where the raw limit sends 64 each (bench/FINDINGS.md,
-        2026-11-26 night). A write on an idle server has nothing in flight beside it and is
-        flushed at once."""
-        if not self.store.writes_in_flight:
+        (handed to it, their batch not yet published), for at most one pause after it fell
+        due (``FLUSH_PAUSE_PER_COST`` times what the kinds to flush cost in their previous
+        flushes, ``MAX_FLUSH_GAP_S`` at most); the delivery that leaves none in flight ends
+        the wait (``_on_changes``).
+
+        Why: a burst of writes reaches the store in more than one commit (the first is taken
+        alone while the rest are still being handled), and a flush of the first alone costs
+        every watcher a write for one event: with 64 creators and 1,000 watchers the first
+        write to each watcher carried 1-3 events and the later ones 22-151, where the raw
+        limit sends 64 each (bench/FINDINGS.md, 2026-11-26 night). Only a flush whose pause
+        would be ``MIN_HOLD_S`` or more waits: with 100 watchers a flush costs about a
+        millisecond, and holding those added 5-10 ms to the write->watch p50 at 1,000
+        writes/s (durability full: there is nearly always a write in flight, and a held
+        flush carries more, costs more and is held longer), for writes that cost little to
+        send apart. A write on an idle server has nothing in flight beside it
+        and is flushed at once."""
+        expected = sum(cache.flush_cost for cache in self._dirty.values())
+        hold = min(FLUSH_PAUSE_PER_COST * expected, MAX_FLUSH_GAP_S)
+        if hold < MIN_HOLD_S or not self.store.writes_in_flight:
             return False
         now = time.monotonic()
         if self._hold_until is None:
-            self._hold_until = now + min(max(FLUSH_PAUSE_PER_COST * self._last_flush_cost,
-                                             MIN_HOLD_S), MAX_FLUSH_GAP_S)
+            self._hold_until = now + hold
         if now >= self._hold_until:
             return False
         self._flush_handle = asyncio.get_running_loop().call_later(
@@ -877,8 +884,10 @@ class WatchCaches:
         # the process waited for a core, and pause the next flush for them).
         began = time.thread_time()
         for cache in dirty.values():
+            kind_began = time.thread_time()
             self._flush_cache(cache)
-        cost = self._last_flush_cost = time.thread_time() - began
+            cache.flush_cost = time.thread_time() - kind_began
+        cost = time.thread_time() - began
         self._next_flush_at = time.monotonic() + min(FLUSH_PAUSE_PER_COST * cost,
                                                       MAX_FLUSH_GAP_S)
 
