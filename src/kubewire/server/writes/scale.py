@@ -41,8 +41,9 @@ _UNSET_REPLICAS = -2147483648
 @dataclass(frozen=True, slots=True)
 class ScaleShape:
     """Where a parent kind keeps what a Scale shows: a Deployment's replicas and its
-    ``spec.selector`` (a LabelSelector), or a custom resource's ``specReplicasPath``,
-    ``statusReplicasPath`` and ``labelSelectorPath`` (a selector string) from its CRD."""
+    ``spec.selector`` (a LabelSelector; a ReplicationController's is a label map), or a
+    custom resource's ``specReplicasPath``, ``statusReplicasPath`` and ``labelSelectorPath``
+    (a selector string) from its CRD."""
 
     spec_replicas: tuple[str, ...] = ("spec", "replicas")
     status_replicas: tuple[str, ...] = ("status", "replicas")
@@ -59,12 +60,12 @@ class ScaleShape:
 
 
 DEPLOYMENT_SCALE = ScaleShape()
-_RC_ID = "core/replicationcontrollers"
 # built-in parents by ``Resource.id``
 _BUILTIN_SHAPES = {
     **{f"apps/{plural}": ScaleShape(resource=plural)
        for plural in ("deployments", "replicasets", "statefulsets")},
-    _RC_ID: ScaleShape(group="", resource="replicationcontrollers", selector_is_map=True),
+    "core/replicationcontrollers": ScaleShape(group="", resource="replicationcontrollers",
+                                              selector_is_map=True),
 }
 
 
