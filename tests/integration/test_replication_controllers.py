@@ -5,8 +5,8 @@ selector and the RC's labels defaulted from the template, printers.go's table, a
 selector is the label map as a string); bad specs get kube's 422 texts and change nothing; on a
 cluster server the replication manager (``replicationcontroller-controller``, as its service
 account under RBAC) makes pods that a simulated node runs, adopts a matching orphan, keeps the
-status kube keeps, scales, and leaves its pods to the garbage collector or orphans them as the
-deletion asks.
+status kube keeps, scales, and its pods are orphaned by a DELETE that names no policy (v1's
+default) or collected by kubectl's background one.
 """
 
 from __future__ import annotations
@@ -195,6 +195,10 @@ def test_bad_updates_of_the_rc_its_scale_and_status_are_refused(server: ServerTh
 
 # --- the replication manager on a cluster server ------------------------------------------
 
+def _gone(server: ServerThread, name: str) -> bool:
+    return kubectl.run(server, "get", name).returncode != 0
+
+
 def _owned(server: ServerThread, uid: str) -> list[Obj]:
     pods = _json(server, "pods")["items"]
     return [p for p in pods
@@ -237,7 +241,10 @@ def test_the_replication_manager_runs_pods_on_a_node(
     _until(lambda: len(_owned(server, uid)) == 1 and _json(server, "rc/web")["status"].get(
         "observedGeneration") == 2, "a scale down to one")
 
-    kubectl.ok(server, "delete", "rc/web", "--cascade=orphan")
+    # a DELETE that asks for no policy: v1 RCs orphan by default (rcStrategy
+    # DefaultGarbageCollectionPolicy), so the collector strips the pod's reference
+    kubectl.ok(server, "delete", "--raw", f"{RCS}/web")
+    _until(lambda: _gone(server, "rc/web"), "the RC's deletion")
     left = _until(lambda: [p for p in _json(server, "pods", "-l", "app=web")["items"]
                            if not p["metadata"].get("ownerReferences")], "the orphaned pod")
     assert len(left) == 1
