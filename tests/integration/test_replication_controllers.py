@@ -6,21 +6,29 @@ selector is the label map as a string); bad specs get kube's 422 texts and chang
 cluster server the replication manager (``replicationcontroller-controller``, as its service
 account under RBAC) makes pods that a simulated node runs, adopts a matching orphan, keeps the
 status kube keeps, scales, and its pods are orphaned by a DELETE that names no policy (v1's
-default) or collected by kubectl's background one.
+default) or collected by kubectl's background one. Run in the test's loop, the replication
+manager reports failed creates as kube's ReplicaFailure condition and releases a pod that stops
+matching.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
+from kubewire.client import Api
+from kubewire.client.client import create_client
+from kubewire.cluster.controllers.replicaset import make_replication_controller_controller
+from kubewire.cluster.runtime import ClusterContext
 from tests.integration import kubectl
+from tests.integration.controller_helpers import eventually, owned_pods, run_components
 from tests.integration.harness import ServerThread
 from tests.integration.test_bad_input import invalid
 from tests.integration.wire import call, create, get, ok
@@ -257,3 +265,70 @@ def test_the_replication_manager_runs_pods_on_a_node(
                f"--timeout={WAIT}")
     kubectl.ok(server, "delete", "rc/db")  # kubectl deletes in the background: the GC's turn
     _until(lambda: not _json(server, "pods", "-l", "app=db")["items"], "the pods' collection")
+
+
+@contextlib.asynccontextmanager
+async def replication_manager(server: ServerThread) -> AsyncIterator[tuple[Api[Obj], Api[Obj]]]:
+    """The replication manager alone, in the test's loop; the RC and Pod APIs."""
+    async with await create_client(server.kubeconfig) as api_client:
+        ctx = ClusterContext(api_client)
+        async with run_components(ctx, [make_replication_controller_controller(ctx, {})]):
+            yield (Api(dict, client=api_client, api_version="v1", kind="ReplicationController"),
+                   Api(dict, client=api_client, api_version="v1", kind="Pod"))
+
+
+async def test_failed_creates_set_replica_failure_until_they_succeed(
+        server: ServerThread) -> None:
+    async with replication_manager(server) as (rcs, pods):
+        body = manifest("nosa", 2)
+        body["spec"]["template"]["spec"]["serviceAccountName"] = "missing"
+        rc = await rcs.create(body, namespace=NS)
+
+        async def failing() -> Obj | None:
+            got: Obj = await rcs.get("nosa", namespace=NS)
+            return got if (got.get("status") or {}).get("conditions") else None
+
+        got = await eventually(failing, what="ReplicaFailure")
+        [condition] = got["status"]["conditions"]
+        assert (condition["type"], condition["status"], condition["reason"]) == (
+            "ReplicaFailure", "True", "FailedCreate")
+        assert "error looking up service account default/missing" in condition["message"]
+        assert got["status"]["replicas"] == 0
+        accounts = Api(dict, client=rcs.client, api_version="v1", kind="ServiceAccount")
+        await accounts.create({"metadata": {"name": "missing"}}, namespace=NS)
+
+        async def recovered() -> Obj | None:
+            got = await rcs.get("nosa", namespace=NS)
+            status = got.get("status") or {}
+            return got if status.get("replicas") == 2 and not status.get("conditions") else None
+
+        await eventually(recovered, what="two pods once the account exists")
+        events = Api(dict, client=rcs.client, api_version="v1", kind="Event")
+        failed = [e for e in (await events.list(namespace=NS)).items
+                  if e["involvedObject"].get("uid") == rc["metadata"]["uid"]
+                  and e["reason"] == "FailedCreate"]
+        assert failed and failed[0]["type"] == "Warning"
+        assert failed[0]["source"] == {"component": "replication-controller"}
+        assert len(await owned_pods(pods, NS, rc["metadata"]["uid"])) == 2
+
+
+async def test_a_pod_that_stops_matching_is_released_and_replaced(server: ServerThread) -> None:
+    async with replication_manager(server) as (rcs, pods):
+        rc = await rcs.create(manifest("web", 2), namespace=NS)
+        uid = rc["metadata"]["uid"]
+
+        async def owned(count: int) -> list[Obj] | None:
+            found = await owned_pods(pods, NS, uid)
+            return found if len(found) == count else None
+
+        first, _ = await eventually(lambda: owned(2), what="two pods")
+        name = first["metadata"]["name"]
+        await pods.patch(name, {"metadata": {"labels": {"app": "elsewhere"}}}, namespace=NS)
+
+        async def released() -> Obj | None:
+            got: Obj = await pods.get(name, namespace=NS)
+            return got if not got["metadata"].get("ownerReferences") else None
+
+        await eventually(released, what="the relabelled pod's release")
+        replaced = await eventually(lambda: owned(2), what="a replacement")
+        assert name not in {p["metadata"]["name"] for p in replaced}
