@@ -54,6 +54,7 @@ POINTER_FIELDS: dict[str, tuple[str, ...]] = {
     "api.apps.v1.StatefulSetStatus": ("collisionCount",),
     "api.apps.v1.DaemonSetSpec": ("revisionHistoryLimit",),
     "api.apps.v1.DaemonSetStatus": ("collisionCount",),
+    "api.core.v1.ReplicationControllerSpec": ("replicas",),
     "api.core.v1.PodSpec": ("terminationGracePeriodSeconds", "activeDeadlineSeconds",
                             "automountServiceAccountToken", "shareProcessNamespace", "priority",
                             "enableServiceLinks", "preemptionPolicy", "runtimeClassName",

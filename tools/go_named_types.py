@@ -75,6 +75,8 @@ GO_NAMED_TYPES: dict[str, dict[str, str]] = {
     _CORE + "PodStatus": {"phase": "v1.PodPhase", "qosClass": "v1.PodQOSClass",
                           "resize": "v1.PodResizeStatus"},
     _CORE + "PortStatus": {"protocol": "v1.Protocol"},
+    _CORE + "ReplicationControllerCondition": {
+        "status": _CONDITION_STATUS, "type": "v1.ReplicationControllerConditionType"},
     _CORE + "ResourceHealth": {"health": "v1.ResourceHealthStatus",
                                "resourceID": "v1.ResourceID"},
     _CORE + "ResourceRequirements": {"limits": _RESOURCE_LIST, "requests": _RESOURCE_LIST},

@@ -229,6 +229,9 @@ _ZERO: dict[str, Mapping[str, Any]] = {
                    "status": {}},
     # apps/v1 types.go: selector and template (and a StatefulSet's serviceName) have no
     # omitempty; each status has counters without it
+    # core/v1 ReplicationControllerSpec: every field omitempty (replicas and template are
+    # pointers); the status's replicas has no omitempty
+    "ReplicationController": {"spec": {}, "status": {"replicas": 0}},
     "ReplicaSet": {"spec": {"selector": None,
                             "template": {"metadata": _ZERO_META, "spec": _POD_SPEC_ZERO}},
                    "status": {"replicas": 0}},
@@ -321,6 +324,15 @@ RESOURCES: tuple[Resource, ...] = (
     # (AllowCreateOnUpdate true), default field labels; stored under services/endpoints.
     Resource("", "v1", "Endpoints", "endpoints", "endpoints", namespaced=True,
              short_names=("ep",), field_label_style="default", allow_create_on_update=True),
+    # pkg/registry/core/replicationcontroller: short name ``rc``, category ``all``, ``/status``
+    # and ``/scale``, a spec change bumps the generation (strategy.go PrepareForUpdate);
+    # core/v1 conversion.go accepts metadata.name, metadata.namespace and status.replicas
+    # with the core message (strategy.go ControllerToSelectableFields: strconv.Itoa).
+    Resource("", "v1", "ReplicationController", "replicationcontrollers",
+             "replicationcontroller", namespaced=True, short_names=("rc",), categories=("all",),
+             subresources=("status", "scale"),
+             field_labels=MappingProxyType({"status.replicas": "int:status.replicas"}),
+             generation="spec", zero_fields=_zero("ReplicationController")),
     Resource("", "v1", "ConfigMap", "configmaps", "configmap", namespaced=True,
              short_names=("cm",), field_label_style="default"),
     Resource("", "v1", "Secret", "secrets", "secret", namespaced=True,

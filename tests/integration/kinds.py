@@ -83,6 +83,12 @@ REPLICA_SET = Kind(
               "template": {"metadata": {"labels": {"app": "web"}},
                            "spec": {"containers": _CONTAINERS}}}},
     {"spec": {"replicas": 3}})
+REPLICATION_CONTROLLER = Kind(
+    "ReplicationController", "v1", "replicationcontrollers", True,
+    {"spec": {"replicas": 1, "selector": {"app": "web"},
+              "template": {"metadata": {"labels": {"app": "web"}},
+                           "spec": {"containers": _CONTAINERS}}}},
+    {"spec": {"replicas": 3}})
 STATEFUL_SET = Kind(
     "StatefulSet", "apps/v1", "statefulsets", True,
     {"spec": {"replicas": 1, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
@@ -239,7 +245,7 @@ ALL_KINDS = [POD, SERVICE, NODE, NAMESPACE, DEPLOYMENT, REPLICA_SET, STATEFUL_SE
              ROLE_BINDING, CLUSTER_ROLE_BINDING, CERTIFICATE_SIGNING_REQUEST,
              RESOURCE_QUOTA, LIMIT_RANGE, PERSISTENT_VOLUME_CLAIM, PERSISTENT_VOLUME,
              STORAGE_CLASS, JOB, CRON_JOB, POD_DISRUPTION_BUDGET, PRIORITY_CLASS, INGRESS_CLASS,
-             ENDPOINTS, HORIZONTAL_POD_AUTOSCALER]
+             ENDPOINTS, HORIZONTAL_POD_AUTOSCALER, REPLICATION_CONTROLLER]
 NAMESPACED_KINDS = [k for k in ALL_KINDS if k.namespaced]
 
 

@@ -67,7 +67,8 @@ def name_for(kind: Kind) -> str:
 GENERATION_ON_CREATE = {"Deployment": 1, "ReplicaSet": 1, "StatefulSet": 1, "DaemonSet": 1,
                         "Ingress": 1, "NetworkPolicy": 1, "EndpointSlice": 1,
                         "Gateway": 1, "HTTPRoute": 1, "Job": 1, "CronJob": 1,
-                        "PodDisruptionBudget": 1, "IngressClass": 1, "PriorityClass": 1}
+                        "PodDisruptionBudget": 1, "IngressClass": 1, "PriorityClass": 1,
+                        "ReplicationController": 1}
 
 
 @pytest.mark.parametrize("kind", ALL_KINDS, ids=kind_id)

@@ -211,6 +211,12 @@ def test_kinds_land_where_kube_keeps_them(on_etcd: Callable[..., ServerThread],
         f"/registry/services/endpoints/{NS}/db": {
             "apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "db", "namespace": NS},
             "subsets": [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 5432}]}]},
+        # pkg/registry/core/replicationcontroller/storage: the "controllers" prefix
+        f"/registry/controllers/{NS}/web": {
+            "apiVersion": "v1", "kind": "ReplicationController",
+            "metadata": {"name": "web", "namespace": NS},
+            "spec": {"template": {"metadata": {"labels": {"app": "web"}},
+                                  "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}},
         # issue 20: kube keys these by plural alone
         f"/registry/jobs/{NS}/once": {
             "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "once", "namespace": NS},

@@ -44,6 +44,7 @@ _TYPED_APIS: dict[str, tuple[type[Any], str]] = {
     "EndpointSlice": (client.DiscoveryV1Api, "endpoint_slice"),
     "ConfigMap": (client.CoreV1Api, "config_map"),
     "Endpoints": (client.CoreV1Api, "endpoints"),
+    "ReplicationController": (client.CoreV1Api, "replication_controller"),
     "Secret": (client.CoreV1Api, "secret"),
     "ServiceAccount": (client.CoreV1Api, "service_account"),
     "Lease": (client.CoordinationV1Api, "lease"),

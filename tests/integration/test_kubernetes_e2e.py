@@ -42,14 +42,6 @@ DESELECTED: dict[str, str] = {
     "test_client.py::TestClient::test_exit_code": _KUBELET,
     "test_client.py::TestClient::test_portforward_raw": _KUBELET,
     "test_client.py::TestClient::test_portforward_http": _KUBELET,
-    "test_client.py::TestClient::test_replication_controller_apis":
-        "v1 ReplicationController",
-    "test_utils.py::TestUtils::test_create_multi_resource_from_directory":
-        "v1 ReplicationController",
-    "test_utils.py::TestUtils::test_create_from_multi_resource_yaml":
-        "v1 ReplicationController",
-    "test_utils.py::TestUtils::test_create_from_multi_resource_yaml_with_conflict":
-        "v1 ReplicationController",
     "test_utils.py::TestUtils::test_metrics_utilities_integration":
         _KUBELET + " and metrics.k8s.io (metrics-server)",
 }
@@ -60,6 +52,7 @@ PASSING: frozenset[str] = frozenset({
     "test_apps.py::TestClientApps::test_create_deployment",
     "test_client.py::TestClient::test_configmap_apis",
     "test_client.py::TestClient::test_node_apis",
+    "test_client.py::TestClient::test_replication_controller_apis",
     "test_client.py::TestClient::test_service_apis",
     "test_informer.py::TestSharedInformerE2E::test_added_event_and_cache_entry",
     "test_informer.py::TestSharedInformerE2E::test_deleted_event_removes_from_cache",
@@ -74,9 +67,12 @@ PASSING: frozenset[str] = frozenset({
     "test_utils.py::TestUtils::test_create_deployment_non_default_namespace_from_yaml",
     "test_utils.py::TestUtils::test_create_from_list_in_multi_resource_yaml",
     "test_utils.py::TestUtils::test_create_from_list_in_multi_resource_yaml_namespaced",
+    "test_utils.py::TestUtils::test_create_from_multi_resource_yaml",
+    "test_utils.py::TestUtils::test_create_from_multi_resource_yaml_with_conflict",
     "test_utils.py::TestUtils::test_create_from_multi_resource_yaml_with_multi_conflicts",
     "test_utils.py::TestUtils::test_create_general_list_from_yaml",
     "test_utils.py::TestUtils::test_create_implicit_service_list_from_yaml_with_conflict",
+    "test_utils.py::TestUtils::test_create_multi_resource_from_directory",
     "test_utils.py::TestUtils::test_create_namespace_from_yaml",
     "test_utils.py::TestUtils::test_create_namespace_list_from_yaml",
     "test_utils.py::TestUtils::test_create_namespaced_apps_deployment_from_yaml",

@@ -52,6 +52,8 @@ EXPECTED: dict[tuple[str, str], tuple[str, bool, list[str], list[str], list[str]
                          ["ns"], [], {"finalize": ["update"], "status": STATUS}),
     ("", "configmaps"): ("ConfigMap", True, STD, ["cm"], [], {}),
     ("", "endpoints"): ("Endpoints", True, STD, ["ep"], [], {}),
+    ("", "replicationcontrollers"): ("ReplicationController", True, STD, ["rc"], ["all"],
+                                     {"scale": STATUS, "status": STATUS}),
     ("", "secrets"): ("Secret", True, STD, [], [], {}),
     ("", "serviceaccounts"): ("ServiceAccount", True, STD, ["sa"], [], {"token": ["create"]}),
     ("", "events"): ("Event", True, STD, ["ev"], [], {}),
@@ -150,6 +152,7 @@ KUBE_HASHES = {
     ("", "resourcequotas"): "8uhSgffRX6w=", ("", "limitranges"): "EBKMFVe6cwo=",
     ("", "persistentvolumeclaims"): "QWTyNDq0dC4=", ("", "persistentvolumes"): "HN/zwEC+JgM=",
     ("storage.k8s.io", "storageclasses"): "K+m6uJwbjGY=", ("", "endpoints"): "fWeeMqaN/OA=",
+    ("", "replicationcontrollers"): "Jond2If31h0=",
     ("batch", "cronjobs"): "sd5LIXh4Fjs=", ("batch", "jobs"): "mudhfqk/qZY=",
     # storageversionhashdata: v1 and v2 report the storage version's (autoscaling/v2) hash
     ("autoscaling", "horizontalpodautoscalers"): "qwQve8ut294=",

@@ -110,6 +110,8 @@ ACCEPTED = {
     "persistentvolumes": ["metadata.name"],
     "storageclasses": ["metadata.name"],
     "endpoints": ["metadata.name", "metadata.namespace"],
+    # core/v1 conversion.go AddFieldLabelConversionsForReplicationController
+    "replicationcontrollers": ["metadata.name", "metadata.namespace", "status.replicas"],
     "jobs": ["metadata.name", "metadata.namespace", "status.successful"],
     "cronjobs": ["metadata.name", "metadata.namespace"],
     "poddisruptionbudgets": ["metadata.name", "metadata.namespace"],
@@ -140,7 +142,7 @@ REJECTED = {"pods": "spec.foo", "services": "spec.ports", "nodes": "metadata.nam
             "cronjobs": "spec.schedule", "poddisruptionbudgets": "spec.minAvailable",
             "priorityclasses": "value", "ingressclasses": "spec.controller",
             "endpoints": "subsets", "horizontalpodautoscalers": "spec.maxReplicas",
-            "apiservices": "spec.group"}
+            "apiservices": "spec.group", "replicationcontrollers": "spec.replicas"}
 
 
 def test_every_registry_kind_is_covered() -> None:
@@ -212,3 +214,12 @@ def test_job_status_successful_is_the_succeeded_count_zero_when_unset() -> None:
     assert field_set(jobs, job)["status.successful"] == "0"
     job["status"] = {"succeeded": 3}
     assert field_set(jobs, job)["status.successful"] == "3"
+
+
+def test_replication_controller_status_replicas_is_the_count_zero_when_unset() -> None:
+    # replicationcontroller/strategy.go ControllerToSelectableFields: strconv.Itoa
+    controllers = resource("replicationcontrollers")
+    controller = {"metadata": {"name": "rc", "namespace": "ns"}, "status": {}}
+    assert field_set(controllers, controller)["status.replicas"] == "0"
+    controller["status"] = {"replicas": 2}
+    assert field_set(controllers, controller)["status.replicas"] == "2"

@@ -35,7 +35,10 @@ from kubewire.cluster.controllers.node_lifecycle import make_node_lifecycle_cont
 from kubewire.cluster.controllers.persistentvolume import make_persistentvolume_binder
 from kubewire.cluster.controllers.provisioner import NAME as LOCAL_PATH_PROVISIONER
 from kubewire.cluster.controllers.provisioner import make_local_path_provisioner
-from kubewire.cluster.controllers.replicaset import make_replicaset_controller
+from kubewire.cluster.controllers.replicaset import (
+    make_replicaset_controller,
+    make_replication_controller_controller,
+)
 from kubewire.cluster.controllers.statefulset import make_statefulset_controller
 from kubewire.cluster.controllers.taint_eviction import make_taint_eviction_controller
 from kubewire.cluster.controllers.ttl_after_finished import make_ttl_after_finished_controller
@@ -116,6 +119,9 @@ COMPONENTS: dict[str, Registration] = {r.name: r for r in (
     Registration(GARBAGE_COLLECTOR, _garbage_collector,
                  identity=service_account("generic-garbage-collector")),
     _controller("replicaset-controller", make_replicaset_controller, "replicaset-controller"),
+    # kube's startReplicationController runs as the replication-controller service account
+    _controller("replicationcontroller-controller", make_replication_controller_controller,
+                "replication-controller"),
     _controller("deployment-controller", make_deployment_controller, "deployment-controller"),
     _controller("statefulset-controller", make_statefulset_controller,
                 "statefulset-controller"),

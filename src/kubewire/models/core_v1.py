@@ -1478,6 +1478,43 @@ class PodTemplateSpec(Model, kw_only=True, omit_defaults=True):
     spec: PodSpec | None = None
 
 
+class ReplicationControllerSpec(Model, kw_only=True, omit_defaults=True):
+    min_ready_seconds: int | None = msgspec.field(default=None, name="minReadySeconds")
+    replicas: int | None = None
+    selector: dict[str, str] | None = None
+    template: PodTemplateSpec | None = None
+
+
+class ReplicationControllerCondition(Model, kw_only=True, omit_defaults=True):
+    last_transition_time: str | None = msgspec.field(default=None, name="lastTransitionTime")
+    message: str | None = None
+    reason: str | None = None
+    status: str | None = None
+    type: str | None = None
+
+
+class ReplicationControllerStatus(Model, kw_only=True, omit_defaults=True):
+    available_replicas: int | None = msgspec.field(default=None, name="availableReplicas")
+    conditions: list[ReplicationControllerCondition] | None = None
+    fully_labeled_replicas: int | None = msgspec.field(default=None, name="fullyLabeledReplicas")
+    observed_generation: int | None = msgspec.field(default=None, name="observedGeneration")
+    ready_replicas: int | None = msgspec.field(default=None, name="readyReplicas")
+    replicas: int | None = None
+
+
+class ReplicationController(KubeObject, kw_only=True, omit_defaults=True):
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "ReplicationController"
+    PLURAL: ClassVar[str] = "replicationcontrollers"
+    NAMESPACED: ClassVar[bool] = True
+
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    kind: str | None = None
+    metadata: ObjectMeta | None = None
+    spec: ReplicationControllerSpec | None = None
+    status: ReplicationControllerStatus | None = None
+
+
 class ScopedResourceSelectorRequirement(Model, kw_only=True, omit_defaults=True):
     operator: str | None = None
     scope_name: str | None = msgspec.field(default=None, name="scopeName")

@@ -1,7 +1,9 @@
 """kube-controller-manager's control loops, as clients of the API.
 
-``replicaset`` (``replicaset-controller``) and ``deployment`` (``deployment-controller``) with
-their pure decisions in ``replica_rules`` and ``rollout``; ``node_lifecycle``
+``replicaset`` (``replicaset-controller``, and on ReplicationControllers
+``replicationcontroller-controller``, as kube's replication manager is the ReplicaSet controller
+behind an adapter) and ``deployment`` (``deployment-controller``) with their pure decisions in
+``replica_rules`` and ``rollout``; ``node_lifecycle``
 (``node-lifecycle-controller``) and ``taint_eviction`` (``taint-eviction-controller``) with
 theirs in ``node_lifecycle_decisions`` and ``taint_eviction_decisions`` (``options`` reads a
 component's settings); ``statefulset`` (``statefulset-controller``) and ``daemonset``

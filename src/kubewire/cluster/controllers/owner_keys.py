@@ -12,7 +12,7 @@ Reads only the owners' informer cache (no I/O).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -37,12 +37,18 @@ def key_of(obj: Mapping[str, Any]) -> str:
     return f"{meta(obj).get('namespace', '')}/{meta(obj).get('name', '')}"
 
 
+Selects = Callable[[Mapping[str, Any], Mapping[str, Any]], bool]
+"""Whether an owner's selector picks a child (``adoption.selects``: a LabelSelector)."""
+
+
 @dataclass(frozen=True, slots=True)
 class OwnerKeys:
-    """The work-queue keys of ``kind`` owners (cached in ``owners``) a child wakes."""
+    """The work-queue keys of ``kind`` owners (cached in ``owners``) a child wakes;
+    ``selects`` reads an owner's selector (a ReplicationController's is a label map)."""
 
     owners: Owners
     kind: str
+    selects: Selects = selects
 
     def controller(self, child: Mapping[str, Any]) -> str | None:
         """``resolveControllerRef``: the key of the child's controller, if that is a ``kind``
@@ -60,7 +66,7 @@ class OwnerKeys:
         an orphan, or to notice one they released)."""
         namespace = str(meta(child).get("namespace", ""))
         return [key_of(owner) for owner in self.owners.by_index(NAMESPACE_INDEX, namespace)
-                if selects(owner, child)]
+                if self.selects(owner, child)]
 
     def wake(self, child: Mapping[str, Any]) -> list[str]:
         """The owners a new, changed or deleted child wakes: its controller if that is a

@@ -1,5 +1,10 @@
 """The ReplicaSet controller's pure decisions, as kube v1.32 makes them.
 
+- which kind it runs on (``ReplicaKind``): ReplicaSets, or ReplicationControllers as kube's
+  replication manager sees them through its adapter (``pkg/controller/replication``: the
+  ReplicaSet controller on RCs converted to ReplicaSets, the RC's label-map selector becoming
+  ``matchLabels``);
+
 - which pods count (``controller.FilterActivePods``), which are ready and available
   (``podutil.IsPodReady`` / ``IsPodAvailable`` with minReadySeconds);
 - which pods a scale-down deletes first (``getPodsToDelete`` sorting by
@@ -21,8 +26,12 @@ import copy
 import functools
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+
+from kubewire.selectors.errors import SelectorError
+from kubewire.selectors.labels import LabelSelector, label_selector_from_match
 
 Obj = dict[str, Any]
 BURST_REPLICAS = 500  # replicaset.BurstReplicas
@@ -31,6 +40,49 @@ DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 _PHASE_ORDINAL = {"Pending": 0, "Unknown": 1, "Running": 2}
 CONTROLLER_UID_INDEX = "controllerUID"  # controller.PodControllerUIDIndex
 _ORPHAN_PREFIX = "orphan/"  # UIDs hold no "/": an orphan key cannot name a controller
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaKind:
+    """The owner kind one replica controller runs on, and the names it goes by.
+
+    ``controller``: the component (kube-controller-manager's ``--controllers`` name);
+    ``event_source``: its recorder's component (``replicaset-controller``; kube's replication
+    manager records as ``replication-controller``); ``selector_is_map``: ``spec.selector`` is a
+    label map (a ReplicationController's, ``labels.SelectorFromSet``), not a LabelSelector.
+    """
+
+    api_version: str
+    kind: str
+    controller: str
+    event_source: str
+    queue_name: str
+    selector_is_map: bool = False
+
+    def selector(self, owner: Mapping[str, Any]) -> LabelSelector | None:
+        """The owner's selector (None when it does not parse)."""
+        raw = (owner.get("spec") or {}).get("selector") or {}
+        if self.selector_is_map:
+            raw = {"matchLabels": raw}
+        try:
+            return label_selector_from_match(raw)
+        except SelectorError:
+            return None
+
+    def selects(self, owner: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
+        """Whether the owner's valid, non-empty selector matches the pod's labels."""
+        selector = self.selector(owner)
+        return selector is not None and not selector.is_empty and selector.matches(
+            meta(pod).get("labels") or {})
+
+
+REPLICA_SET = ReplicaKind("apps/v1", "ReplicaSet", "replicaset-controller",
+                          "replicaset-controller", "replicaset")
+# replication_controller.go NewReplicationManager: EventSource "replication-controller"
+REPLICATION_CONTROLLER = ReplicaKind("v1", "ReplicationController",
+                                     "replicationcontroller-controller",
+                                     "replication-controller", "replication_controller",
+                                     selector_is_map=True)
 
 
 def option(options: object, name: str, default: int) -> int:

@@ -1,5 +1,8 @@
 """The ReplicaSet controller (``replicaset-controller``, kube's
-``pkg/controller/replicaset/replica_set.go``), a client of the API.
+``pkg/controller/replicaset/replica_set.go``), a client of the API, and the same loop run on
+ReplicationControllers (``replicationcontroller-controller``): kube's
+``pkg/controller/replication`` is this controller behind an adapter that shows RCs as
+ReplicaSets, so one class serves both, told which kind by a ``ReplicaKind``.
 
 Per ReplicaSet key: claim pods (adopt matching orphans, release owned pods that stopped
 matching: ``ClaimPods``), and when the expectations of the last round are met, create or delete
@@ -31,6 +34,9 @@ from kubewire.cluster.controllers.owner_keys import OwnerKeys, add_all
 from kubewire.cluster.controllers.replica_rules import (
     BURST_REPLICAS,
     CONTROLLER_UID_INDEX,
+    REPLICA_SET,
+    REPLICATION_CONTROLLER,
+    ReplicaKind,
     controller_ref,
     controller_uid_index,
     is_active,
@@ -45,13 +51,12 @@ from kubewire.cluster.controllers.replica_rules import (
     slow_start_batches,
 )
 from kubewire.cluster.runtime import ClusterContext, run_workers
-from kubewire.selectors.errors import SelectorError
-from kubewire.selectors.labels import LabelSelector, label_selector_from_match
+from kubewire.selectors.labels import LabelSelector
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 EXPECTATIONS_TIMEOUT_S = 300.0  # controller.ExpectationsTimeout
-WORKERS = 5  # --concurrent-replicaset-syncs
+WORKERS = 5  # --concurrent-replicaset-syncs, --concurrent-rc-syncs
 
 
 @dataclass(slots=True)
@@ -71,36 +76,30 @@ def _key(obj: Mapping[str, Any]) -> str:
     return f"{meta(obj).get('namespace', '')}/{meta(obj).get('name', '')}"
 
 
-def _selector(rs: Mapping[str, Any]) -> LabelSelector | None:
-    try:
-        return label_selector_from_match((rs.get("spec") or {}).get("selector") or {})
-    except SelectorError:
-        return None
-
-
 def _error_text(err: BaseException) -> str:
     return str(getattr(err, "message", "") or err)
 
 
 class ReplicaSetController:
-    """kube's ReplicaSet controller on shared informers and a work queue."""
+    """kube's ReplicaSet controller on shared informers and a work queue, for the owner kind
+    ``kind`` (ReplicaSets, or ReplicationControllers)."""
 
-    name = "replicaset-controller"
-
-    def __init__(self, ctx: ClusterContext, *, workers: int = WORKERS,
-                 burst: int = BURST_REPLICAS) -> None:
+    def __init__(self, ctx: ClusterContext, *, kind: ReplicaKind = REPLICA_SET,
+                 workers: int = WORKERS, burst: int = BURST_REPLICAS) -> None:
         self.ctx = ctx
+        self.kind = kind
+        self.name = kind.controller
         self.workers = workers
         self.burst = burst
         self.clock = ctx.clock
-        self.rs_api = ctx.api("apps/v1", "ReplicaSet")
+        self.rs_api = ctx.api(kind.api_version, kind.kind)
         self.pod_api = ctx.api("v1", "Pod")
-        self.recorder = ctx.recorder(self.name)
+        self.recorder = ctx.recorder(kind.event_source)
         self.queue: WorkQueue[str] = WorkQueue()
         self.expectations: dict[str, Expectations] = {}
-        self.rs_informer = ctx.informer("apps/v1", "ReplicaSet")
+        self.rs_informer = ctx.informer(kind.api_version, kind.kind)
         self.pod_informer = ctx.informer("v1", "Pod")
-        self.owners = OwnerKeys(self.rs_informer, "ReplicaSet")
+        self.owners = OwnerKeys(self.rs_informer, kind.kind, kind.selects)
         with contextlib.suppress(ValueError):
             self.pod_informer.add_owner_indexer()
         with contextlib.suppress(ValueError):
@@ -182,7 +181,8 @@ class ReplicaSetController:
         await self.pod_informer.wait_for_sync()
         for rs in self.rs_informer.cache.list():
             await self.queue.add(_key(rs))
-        await run_workers(self.queue, self.sync, workers=self.workers, what="replicaset")
+        await run_workers(self.queue, self.sync, workers=self.workers,
+                          what=self.kind.queue_name)
 
     async def sync(self, key: str) -> None:
         """``syncReplicaSet``."""
@@ -194,7 +194,7 @@ class ReplicaSetController:
         now = self.clock()
         expect = self.expectations.get(key)
         needs_sync = expect is None or expect.satisfied(now)
-        selector = _selector(rs)
+        selector = self.kind.selector(rs)
         if selector is None:
             return
         pods = await self._claim(rs, selector)
@@ -236,11 +236,15 @@ class ReplicaSetController:
                     await self._patch_owner(pod, [{"$patch": "delete", "uid": uid}])
                 continue
             if matches and not deleting and not selector.is_empty:
-                adopted = await self._patch_owner(
-                    pod, [make_controller_ref(rs, "apps/v1", "ReplicaSet")])
+                adopted = await self._patch_owner(pod, [self._controller_ref(rs)])
                 if adopted is not None:
                     owned.append(adopted)
         return owned
+
+    def _controller_ref(self, rs: Obj) -> Obj:
+        """``metav1.NewControllerRef`` to the owner, as its own kind (the RC adapter's
+        ``GroupVersionKind`` is core/v1 ReplicationController)."""
+        return make_controller_ref(rs, self.kind.api_version, self.kind.kind)
 
     async def _patch_owner(self, pod: Obj, refs: list[Obj]) -> Obj | None:
         body = {"metadata": {"ownerReferences": refs, "uid": meta(pod).get("uid")}}
@@ -267,7 +271,7 @@ class ReplicaSetController:
     async def _create(self, rs: Obj, count: int, key: str) -> tuple[str, str] | None:
         self.expectations[key] = Expectations(adds=count, stamp=self.clock())
         template = (rs.get("spec") or {}).get("template") or {}
-        ref = make_controller_ref(rs, "apps/v1", "ReplicaSet")
+        ref = self._controller_ref(rs)
         namespace = meta(rs).get("namespace", "")
         created = 0
         failure: BaseException | None = None
@@ -366,4 +370,14 @@ def make_replicaset_controller(ctx: ClusterContext,
     """The component factory. Options (a mapping, or an options object's ``extra``):
     ``workers`` (kube's ``--concurrent-replicaset-syncs``, 5) and ``burst`` (500)."""
     return ReplicaSetController(ctx, workers=option(options, "workers", WORKERS),
+                                burst=option(options, "burst", BURST_REPLICAS))
+
+
+def make_replication_controller_controller(ctx: ClusterContext,
+                                           options: object = None) -> ReplicaSetController:
+    """The replication manager's factory (kube's ``startReplicationController``): the same
+    loop on ReplicationControllers; ``workers`` (kube's ``--concurrent-rc-syncs``, 5) and
+    ``burst`` (500) as for ReplicaSets."""
+    return ReplicaSetController(ctx, kind=REPLICATION_CONTROLLER,
+                                workers=option(options, "workers", WORKERS),
                                 burst=option(options, "burst", BURST_REPLICAS))

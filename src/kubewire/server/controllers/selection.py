@@ -34,7 +34,8 @@ LOCAL_PATH_PROVISIONER = "local-path-provisioner"
 
 # Those of them that are kubewire.cluster's components (its ``COMPONENTS`` registry; named here
 # too so that a server running none of them never imports the client)
-CLUSTER_COMPONENTS = (GARBAGE_COLLECTOR, "replicaset-controller", "deployment-controller",
+CLUSTER_COMPONENTS = (GARBAGE_COLLECTOR, "replicaset-controller",
+                      "replicationcontroller-controller", "deployment-controller",
                       "statefulset-controller", "daemonset-controller",
                       "endpointslice-controller", "endpoints-controller",
                       "endpointslice-mirroring-controller", "job-controller",

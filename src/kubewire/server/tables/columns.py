@@ -184,6 +184,14 @@ PRINTERS: Mapping[str, PrinterSpec] = MappingProxyType({
         Column("Ready", "status.readyReplicas", "integer", type="integer"), AGE, CONTAINERS,
         IMAGES, wide("Selector", "spec.selector", "selector_or_none"),
     )),
+    # printers.go replicationControllerColumnDefinitions: the selector is a label map
+    # (labels.FormatLabels)
+    "core/replicationcontrollers": PrinterSpec((
+        NAME, Column("Desired", "spec.replicas", "integer", type="integer"),
+        Column("Current", "status.replicas", "integer", type="integer"),
+        Column("Ready", "status.readyReplicas", "integer", type="integer"), AGE, CONTAINERS,
+        IMAGES, wide("Selector", "spec.selector", "labels"),
+    )),
     "apps/statefulsets": PrinterSpec((
         NAME, Column("Ready", cell="replicas_ready"), AGE, CONTAINERS, IMAGES,
     )),

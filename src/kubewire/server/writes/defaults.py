@@ -283,6 +283,29 @@ def default_replica_set(replica_set: dict[str, JSON]) -> None:
     _default_template(spec)
 
 
+def default_replication_controller(controller: dict[str, JSON]) -> None:
+    """core/v1 SetDefaults_ReplicationController: an empty selector, and empty labels of the
+    controller itself, take the template's labels; ``replicas: 1``; then the generated walk
+    into the template's pod spec (SetObjectDefaults_ReplicationController). A template with no
+    labels leaves both alone (an empty Go map is omitted anyway)."""
+    spec = _child(controller, "spec")
+    if spec is None:
+        return
+    template = _child(spec, "template")
+    template_meta = _child(template, "metadata") if template is not None else None
+    labels = _child(template_meta, "labels") if template_meta is not None else None
+    if labels:
+        if not spec.get("selector"):
+            spec["selector"] = dict(labels)
+        meta = _child(controller, "metadata")
+        if meta is None:
+            meta = controller["metadata"] = {}
+        if not meta.get("labels"):
+            meta["labels"] = dict(labels)
+    _set_if_nil(spec, "replicas", 1)
+    _default_template(spec)
+
+
 def default_stateful_set(stateful_set: dict[str, JSON]) -> None:
     """apps/v1 SetDefaults_StatefulSet (StatefulSetAutoDeletePVC is on in v1.32), then the pod
     template's spec and each volume claim template (SetDefaults_PersistentVolumeClaim: phase
@@ -657,6 +680,7 @@ KIND_DEFAULTERS: Mapping[str, tuple[Defaulter, ...]] = MappingProxyType({
     "core/pods": (default_pod,),
     "apps/deployments": (default_deployment,),
     "apps/replicasets": (default_replica_set,),
+    "core/replicationcontrollers": (default_replication_controller,),
     "apps/statefulsets": (default_stateful_set,),
     "apps/daemonsets": (default_daemon_set,),
     "apps/controllerrevisions": (),
@@ -717,5 +741,6 @@ def apply_kind_defaults(resource: Resource, obj: Mapping[str, JSON], *,
 
 __all__ = ["KIND_DEFAULTERS", "Defaulter", "apply_kind_defaults", "default_container",
            "default_daemon_set", "default_deployment", "default_pod", "default_pod_spec",
-           "default_probe", "default_replica_set", "default_service", "default_stateful_set",
+           "default_probe", "default_replica_set", "default_replication_controller",
+           "default_service", "default_stateful_set",
            "default_volume", "image_tag"]

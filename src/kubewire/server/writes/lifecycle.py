@@ -100,6 +100,8 @@ _TRAITS: Mapping[str, LifecycleTraits] = MappingProxyType({
     # {replicaset,statefulset,daemonset}/strategy.go PrepareForCreate: the zero status (its
     # counters without omitempty)
     "apps/replicasets": LifecycleTraits("set", MappingProxyType({"replicas": 0})),
+    # replicationcontroller/strategy.go PrepareForCreate: the zero status, likewise
+    "core/replicationcontrollers": LifecycleTraits("set", MappingProxyType({"replicas": 0})),
     "apps/statefulsets": LifecycleTraits(
         "set", MappingProxyType({"replicas": 0, "availableReplicas": 0}),
         disabled_fields=(("spec", "updateStrategy", "rollingUpdate", "maxUnavailable"),)),

@@ -1,10 +1,12 @@
 """The ``scale`` subresource: autoscaling/v1 ``Scale`` to and from a Deployment, ReplicaSet,
-StatefulSet or custom resource.
+StatefulSet, ReplicationController or custom resource.
 
 Pure functions on JSON dicts (objects-and-clients.md §2.4), after kube's
 ``pkg/registry/apps/deployment/storage/storage.go`` (``scaleFromDeployment`` and
 ``scaleUpdatedObjectInfo.UpdatedObject``; ``replicaset`` and ``statefulset`` have the same
-``ScaleREST`` with their own names) and ``pkg/apis/autoscaling/validation`` (``ValidateScale``).
+``ScaleREST`` with their own names; ``pkg/registry/core/replicationcontroller/storage``
+``scaleFromRC`` renders the RC's label map with ``labels.SelectorFromSet(...).String()``) and
+``pkg/apis/autoscaling/validation`` (``ValidateScale``).
 """
 
 from __future__ import annotations
@@ -39,14 +41,16 @@ _UNSET_REPLICAS = -2147483648
 @dataclass(frozen=True, slots=True)
 class ScaleShape:
     """Where a parent kind keeps what a Scale shows: a Deployment's replicas and its
-    ``spec.selector`` (a LabelSelector), or a custom resource's ``specReplicasPath``,
-    ``statusReplicasPath`` and ``labelSelectorPath`` (a selector string) from its CRD."""
+    ``spec.selector`` (a LabelSelector; a ReplicationController's is a label map), or a
+    custom resource's ``specReplicasPath``, ``statusReplicasPath`` and ``labelSelectorPath``
+    (a selector string) from its CRD."""
 
     spec_replicas: tuple[str, ...] = ("spec", "replicas")
     status_replicas: tuple[str, ...] = ("status", "replicas")
     selector_string: tuple[str, ...] | None = None  # None: the Deployment's spec.selector
     group: str = _PARENT_GROUP
     resource: str = _PARENT_RESOURCE
+    selector_is_map: bool = False  # spec.selector is a label map (a ReplicationController)
 
 
     @property
@@ -56,14 +60,21 @@ class ScaleShape:
 
 
 DEPLOYMENT_SCALE = ScaleShape()
-_BUILTIN_SHAPES = {plural: ScaleShape(resource=plural)
-                   for plural in ("deployments", "replicasets", "statefulsets")}
+# built-in parents by ``Resource.id``
+_BUILTIN_SHAPES = {
+    **{f"apps/{plural}": ScaleShape(resource=plural)
+       for plural in ("deployments", "replicasets", "statefulsets")},
+    "core/replicationcontrollers": ScaleShape(group="", resource="replicationcontrollers",
+                                              selector_is_map=True),
+}
 
 
-def builtin_scale_shape(plural: str) -> ScaleShape:
-    """The shape of an apps/v1 kind with a scale subresource (``spec.replicas``,
-    ``status.replicas``, ``spec.selector``)."""
-    return _BUILTIN_SHAPES.get(plural) or ScaleShape(resource=plural)
+def builtin_scale_shape(group: str, plural: str) -> ScaleShape:
+    """The shape of a built-in kind with a scale subresource (``spec.replicas``,
+    ``status.replicas``, ``spec.selector``: a LabelSelector, a ReplicationController's a
+    label map)."""
+    return (_BUILTIN_SHAPES.get(f"{group or 'core'}/{plural}")
+            or ScaleShape(group=group, resource=plural))
 
 
 def custom_scale_shape(group: str, plural: str, scale: Mapping[str, Any]) -> ScaleShape:
@@ -104,7 +115,10 @@ def scale_from_deployment(deployment: dict[str, JSON],
     status_replicas = found if isinstance(found, int) and not isinstance(found, bool) else 0
     status: dict[str, JSON] = {"replicas": status_replicas}
     if shape.selector_string is None:
-        selector = _selector_string(_mapping(deployment.get("spec")).get("selector"))
+        found_selector = _mapping(deployment.get("spec")).get("selector")
+        if shape.selector_is_map:  # labels.SelectorFromSet: the map's pairs as matchLabels
+            found_selector = {"matchLabels": found_selector}
+        selector = _selector_string(found_selector)
     else:
         text = _at(deployment, shape.selector_string) if shape.selector_string else None
         selector = text if isinstance(text, str) else ""

@@ -64,7 +64,7 @@ async def serve_scale(ctx: ServerContext, request: Request, route: Route) -> Res
 def shape_of(resource: Resource) -> ScaleShape:
     """Where the parent keeps its replicas: an apps/v1 kind's fields, or its CRD's paths."""
     if resource.crd is None:
-        return builtin_scale_shape(resource.plural)
+        return builtin_scale_shape(resource.group, resource.plural)
     scale = (version_facts(resource.crd, resource.version).get("subresources") or {}).get(
         "scale") or {}
     return custom_scale_shape(resource.group, resource.plural, scale)

@@ -154,11 +154,11 @@ def _template_errors(template: Mapping[str, JSON], selector: JSON,
     if not _selector_matches(selector, labels, errors):
         errors.append(invalid(f"{path}.metadata.labels", go_string_map(labels),
                               "`selector` does not match template `labels`"))
-    errors += _pod_template_errors(template, path, kind)
+    errors += pod_template_errors(template, path, kind)
     return errors
 
 
-def _pod_template_errors(template: Mapping[str, JSON], path: str,
+def pod_template_errors(template: Mapping[str, JSON], path: str,
                          kind: str) -> list[FieldError]:
     """``ValidatePodTemplateSpec`` and the workloads' restartPolicy and deadline rules."""
     meta = dict_at(template, "metadata")
@@ -494,7 +494,7 @@ def validate_daemon_set(resource: Resource, obj: Mapping[str, JSON],
             not selector.get("matchExpressions"):
         errors.append(invalid("spec.selector", go_label_selector(selector),
                               "empty selector is invalid for daemonset"))
-    errors += _pod_template_errors(template, "spec.template", "DaemonSet")
+    errors += pod_template_errors(template, "spec.template", "DaemonSet")
     errors += _nonnegative("spec.minReadySeconds", int_at(spec, "minReadySeconds"))
     errors += _daemon_set_strategy_errors(dict_at(spec, "updateStrategy"))
     errors += _nonnegative("spec.revisionHistoryLimit", int_at(spec, "revisionHistoryLimit"))

@@ -67,6 +67,10 @@ from kubewire.server.writes.validation.rbac import (
     validate_role,
     validate_role_binding,
 )
+from kubewire.server.writes.validation.replication_controller import (
+    validate_replication_controller,
+    validate_replication_controller_status,
+)
 from kubewire.server.writes.validation.scheduling import validate_priority_class
 from kubewire.server.writes.validation.service import validate_service
 from kubewire.server.writes.validation.storage import (
@@ -87,6 +91,7 @@ KIND_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "core/services": validate_service,
     "apps/deployments": validate_deployment,
     "apps/replicasets": validate_replica_set,
+    "core/replicationcontrollers": validate_replication_controller,
     "apps/statefulsets": validate_stateful_set,
     "apps/daemonsets": validate_daemon_set,
     "apps/controllerrevisions": validate_controller_revision,
@@ -131,6 +136,7 @@ STATUS_VALIDATORS: Mapping[str, KindValidator] = MappingProxyType({
     "batch/cronjobs": lambda resource, obj, old: [],  # cronJobStatusStrategy: validates nothing
     "apps/deployments": validate_deployment_status,
     "apps/replicasets": validate_replica_set_status,
+    "core/replicationcontrollers": validate_replication_controller_status,
     "apps/statefulsets": validate_stateful_set_status,
     "apps/daemonsets": validate_daemon_set_status,
     "certificates.k8s.io/certificatesigningrequests": validate_certificate_signing_request_status,
