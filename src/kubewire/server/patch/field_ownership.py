@@ -54,7 +54,8 @@ from kubewire.server.request.write_options import (
 from kubewire.times import format_time
 
 __all__ = ["APPLY_PATCH_MEDIA_TYPE", "ApplyOptions", "Mutation", "WriteFacts",
-           "default_field_manager", "parse_apply", "parse_tracked_write_options",
+           "default_field_manager", "parse_apply", "parse_apply_options",
+           "parse_tracked_write_options",
            "requested_managed_fields", "resource_schema", "track_write"]
 
 APPLY_PATCH_MEDIA_TYPE = "application/apply-patch+yaml"
@@ -114,18 +115,24 @@ def parse_tracked_write_options(query: Query, user_agent: str, *,
 def parse_apply(query: Query, body: bytes, route: Route,
                 now: datetime) -> tuple[ApplyOptions, ServerSideApply]:
     """An apply request's options (422 without ``fieldManager``) and its decoded body (400)."""
-    options = parse_write_options(query, verb="apply")
+    apply_options = parse_apply_options(query)
     applied = decode_apply_body(body)
     resource = route.resource
-    request = ApplyRequest(manager=options.field_manager, api_version=resource.api_version,
-                           kind=resource.kind, now=format_time(now), force=options.force,
+    request = ApplyRequest(manager=apply_options.field_manager,
+                           api_version=resource.api_version, kind=resource.kind,
+                           now=format_time(now), force=apply_options.force,
                            subresource=route.subresource, is_custom=resource.is_custom,
                            has_status=resource.has_status)
-    apply_options = ApplyOptions(dry_run=options.dry_run, field_manager=options.field_manager,
-                                 field_validation=options.field_validation, force=options.force)
     return apply_options, ServerSideApply(applied, resource_schema(resource), request,
-                                          strict=options.field_validation == "Strict",
+                                          strict=apply_options.field_validation == "Strict",
                                           plural=resource.plural)
+
+
+def parse_apply_options(query: Query) -> ApplyOptions:
+    """An apply request's options: 422 without ``fieldManager`` (``ValidatePatchOptions``)."""
+    options = parse_write_options(query, verb="apply")
+    return ApplyOptions(dry_run=options.dry_run, field_manager=options.field_manager,
+                        field_validation=options.field_validation, force=options.force)
 
 
 def resource_schema(resource: Resource) -> TypeNode | None:

@@ -6,6 +6,13 @@ stored object with ``scale_from_deployment``; a write runs inside the parent's g
 replaces it or the patch applies to it, ``apply_scale`` writes ``spec.replicas`` back, and the
 parent then goes through its ordinary update (defaults, generation bump, validation), so
 watchers of the parent see one MODIFIED. Subresources never create (objects-and-clients.md §2.2).
+
+A server-side apply (``application/apply-patch+yaml``) applies to that current Scale, whose
+managedFields are the parent's converted for it (``patch.scale_ownership``, kube's
+``ScaleHandler``): the Scale's field manager decides conflicts and ownership, only
+``spec.replicas`` goes back to the parent, and the Scale's managedFields are converted back for
+the parent. As kube's ``ScaleREST.Update``, the answer is the stored parent's Scale, with no
+managedFields.
 """
 
 from __future__ import annotations
@@ -20,7 +27,24 @@ from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.server.context import ServerContext
 from kubewire.server.patch import json_patch as patching
-from kubewire.server.patch.field_ownership import parse_tracked_write_options
+from kubewire.schema import type_for
+from kubewire.server.patch.apply import ApplyRequest
+from kubewire.server.patch.apply_request import ServerSideApply, decode_apply_body
+from kubewire.server.patch.field_ownership import (
+    APPLY_PATCH_MEDIA_TYPE,
+    ApplyOptions,
+    parse_apply_options,
+    parse_tracked_write_options,
+)
+from kubewire.server.patch.managed_fields import managed_entries
+from kubewire.server.patch.scale_ownership import (
+    ReplicasPaths,
+    ScaleOwnershipError,
+    builtin_replicas_paths,
+    custom_replicas_paths,
+    to_parent,
+    to_subresource,
+)
 from kubewire.server.patch.strategic import apply_strategic_merge_patch
 from kubewire.server.request.routes import Route
 from kubewire.server.wire.encoding import decode_object, json_response, media_type, negotiate_json
@@ -39,7 +63,8 @@ from kubewire.server.writes.scale import (
     scale_from_deployment,
 )
 from kubewire.server.writes.validate import check_type_meta
-from kubewire.status import BadRequest, MethodNotAllowed, UnsupportedMediaType
+from kubewire.status import BadRequest, InternalError, MethodNotAllowed, UnsupportedMediaType
+from kubewire.times import format_time
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 PatchFunction = Callable[[dict[str, JSON], bytes], dict[str, JSON]]
@@ -56,6 +81,9 @@ async def serve_scale(ctx: ServerContext, request: Request, route: Route) -> Res
                                                         shape_of(route.resource)))
     if request.method == "PUT":
         return await _write(ctx, route, request, _put_body(request, route))
+    if request.method == "PATCH" and \
+            media_type(request.header("content-type")) == APPLY_PATCH_MEDIA_TYPE:
+        return await _apply(ctx, route, request)
     if request.method == "PATCH":
         return await _write(ctx, route, request, _patched(request, route))
     raise MethodNotAllowed("the server does not allow this method on the requested resource", {})
@@ -114,9 +142,9 @@ def _patch_function(payload: Resource, content_type: str) -> PatchFunction:
     if kind == "application/merge-patch+json":
         return patching.apply_merge_patch
     if payload.crd is not None:
-        # customresource_handler.go serveScale: PatchResource with the CR patch types, so a
-        # strategic merge patch gets handlers/patch.go's 415. (kube also takes an apply patch
-        # of the Scale here; kubewire does not yet, and answers it the same way.)
+        # customresource_handler.go serveScale: PatchResource with the CR patch types (an
+        # apply is served by ``_apply``), so a strategic merge patch gets handlers/patch.go's
+        # 415.
         raise UnsupportedMediaType(
             "the body of the request was in an unknown format - accepted media types include: "
             "application/json-patch+json, application/merge-patch+json, "
@@ -153,3 +181,63 @@ def _check_scale_identity(scale: dict[str, JSON], route: Route) -> None:
     if name != route.name:
         raise BadRequest(f"the name of the object ({name}) does not match the name on the URL "
                          f"({route.name})")
+
+
+def replicas_paths(resource: Resource) -> ReplicasPaths:
+    """Where each apiVersion of the parent keeps its spec replicas, for ``ScaleHandler``:
+    ``replicasPathIn<Kind>``, or each CRD version's ``specReplicasPath`` (None without a scale
+    subresource), as ``customresource_handler.go`` builds ``replicasPathInCustomResource``."""
+    if resource.crd is None:
+        return builtin_replicas_paths(resource.group, resource.plural)
+    versions: dict[str, str | None] = {}
+    for entry in (resource.crd.get("spec") or {}).get("versions") or ():
+        name = str(entry.get("name") or "")
+        scale = (version_facts(resource.crd, name).get("subresources") or {}).get("scale")
+        versions[name] = str(scale.get("specReplicasPath") or "") if scale else None
+    return custom_replicas_paths(resource.group, versions)
+
+
+def _scale_apply(request: Request, options: ApplyOptions, now: str) -> ServerSideApply:
+    """The apply of a Scale: the Scale's own type and field manager (``installer.go`` builds
+    it for the subresource's kind, ``scopeWithFieldManager(..., "scale")`` for a custom
+    resource), no reset fields."""
+    apply_request = ApplyRequest(manager=options.field_manager, api_version=SCALE_API_VERSION,
+                                 kind=SCALE_KIND, now=now, force=options.force,
+                                 subresource="scale")
+    return ServerSideApply(decode_apply_body(request.body),
+                           type_for(SCALE_API_VERSION, SCALE_KIND), apply_request,
+                           strict=options.field_validation == "Strict")
+
+
+async def _apply(ctx: ServerContext, route: Route, request: Request) -> Response:
+    """A server-side apply of the Scale (``scaleUpdatedObjectInfo.UpdatedObject`` with
+    ``ScaleHandler``): options (422), then the parent (404), then the body (400)."""
+    options = parse_apply_options(request.query)
+    await _current(ctx, route)
+    server_side_apply = _scale_apply(request, options, format_time(ctx.now()))
+    shape = shape_of(route.resource)
+    mappings = replicas_paths(route.resource)
+
+    def mutate(parent: dict[str, JSON]) -> dict[str, JSON]:
+        entries = managed_entries(parent)
+        scale = scale_for_update(parent, shape)
+        try:
+            owners = to_subresource(entries, mappings)
+        except ScaleOwnershipError as exc:
+            raise InternalError(str(exc)) from None
+        if owners:
+            metadata_of(scale)["managedFields"] = owners
+        applied = server_side_apply.applied_to(scale)
+        _check_scale_identity(applied, route)
+        updated = apply_scale(parent, applied, shape)
+        owners = to_parent(entries, managed_entries(applied), route.resource.api_version,
+                           mappings)
+        meta = metadata_of(updated)
+        if owners:
+            meta["managedFields"] = owners
+        else:
+            meta.pop("managedFields", None)
+        return updated
+
+    stored, _ = await guaranteed_update(ctx, route, mutate, options)
+    return json_response(200, scale_from_deployment(stored, shape))
