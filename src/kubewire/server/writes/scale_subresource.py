@@ -25,9 +25,9 @@ import msgspec
 
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
+from kubewire.schema import type_for
 from kubewire.server.context import ServerContext
 from kubewire.server.patch import json_patch as patching
-from kubewire.schema import type_for
 from kubewire.server.patch.apply import ApplyRequest
 from kubewire.server.patch.apply_request import ServerSideApply, decode_apply_body
 from kubewire.server.patch.field_ownership import (
