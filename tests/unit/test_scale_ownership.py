@@ -17,7 +17,7 @@ from kubewire.server.patch.scale_ownership import (
 )
 
 DEPLOYMENTS = builtin_replicas_paths("apps", "deployments")
-REPLICAS = {"f:spec": {"f:replicas": {}}}
+REPLICAS: dict[str, Any] = {"f:spec": {"f:replicas": {}}}
 T1, T2 = "2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z"
 
 
