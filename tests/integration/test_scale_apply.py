@@ -166,11 +166,24 @@ def test_apply_shares_conflicts_and_forces_the_replicas(server: ServerThread,
         f"{parent.replicas_text}",
         [('conflict with "other" with subresource "scale"', parent.replicas_text)])
 
-    # an update of the Scale takes the replicas from every applier
+    # an update of the Scale takes the replicas from every applier (an Update entry, which
+    # ToParent makes with no time)
     ok(call(server, "PATCH", parent.scale, {"spec": {"replicas": 3}},
             params={"fieldManager": "hpa"}), 200)
     assert replicas_owners(server, parent) == {"hpa"}
+    assert entries(server, parent)["hpa"] == {
+        "manager": "hpa", "operation": "Update", "apiVersion": parent.api_version,
+        "fieldsType": "FieldsV1", "fieldsV1": parent.replicas_fields, "subresource": "scale"}
     assert get(server, parent.scale)["spec"] == {"replicas": 3}
+    # a PUT of 0: the typed Scale omits a zero spec.replicas, so the field is removed and
+    # nobody owns it after (structured-merge-diff's Update: removed fields leave every owner)
+    put = {**get(server, parent.scale), "spec": {"replicas": 0}}
+    ok(call(server, "PUT", parent.scale, put, params={"fieldManager": "zero"}), 200)
+    field = next(iter(parent.replicas_fields["f:spec"])).removeprefix("f:")
+    assert get(server, parent.item)["spec"][field] == 0
+    assert get(server, parent.scale)["spec"] == {}
+    assert replicas_owners(server, parent) == set()
+    assert set(entries(server, parent)) == {"owner"}
 
 
 def test_apply_writes_only_the_replicas_back(server: ServerThread) -> None:

@@ -2,7 +2,8 @@
 
 Writes call ``track_write`` once, after the lifecycle rules and validation and before the store
 (kube runs its field manager in the handlers, ``fieldmanager.go`` ``UpdateNoErrors``/``Apply``).
-An apply has already computed its entries (``apply.apply_config``); any other write is an Update
+An apply has already computed its entries (``apply.apply_config``), and so has a write of a
+Scale (``PrecomputedOptions``); any other write is an Update
 operation for its manager: the ``fieldManager`` parameter, else the User-Agent's product name
 (``handlers/rest.go`` ``managerOrUserAgent``, ``prefixFromUserAgent``).
 """
@@ -53,7 +54,8 @@ from kubewire.server.request.write_options import (
 )
 from kubewire.times import format_time
 
-__all__ = ["APPLY_PATCH_MEDIA_TYPE", "ApplyOptions", "Mutation", "WriteFacts",
+__all__ = ["APPLY_PATCH_MEDIA_TYPE", "ApplyOptions", "Mutation", "PrecomputedOptions",
+           "WriteFacts",
            "default_field_manager", "parse_apply", "parse_apply_options",
            "parse_tracked_write_options",
            "requested_managed_fields", "resource_schema", "track_write"]
@@ -64,7 +66,13 @@ Mutation = Callable[[dict[str, JSON]], dict[str, JSON]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ApplyOptions(WriteOptions):
+class PrecomputedOptions(WriteOptions):
+    """Write options of a write that computed its managedFields itself: ``track_write`` keeps
+    them (a Scale's write, whose field manager runs on the Scale: ``writes.scale_subresource``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApplyOptions(PrecomputedOptions):
     """Write options of an apply patch: its managedFields come from the apply itself."""
 
 
@@ -182,10 +190,10 @@ def track_write(facts: WriteFacts, old: dict[str, JSON] | None, new: dict[str, J
     """``prepared`` with its ``metadata.managedFields`` for this write (mutated and returned).
 
     ``old`` is the live object (None on create), ``new`` what the request asked for before the
-    lifecycle rules (an apply's result carries its computed entries there).
+    lifecycle rules (an apply's or a Scale write's result carries its computed entries there).
     """
     meta = prepared.setdefault("metadata", {})
-    if isinstance(facts.options, ApplyOptions):
+    if isinstance(facts.options, PrecomputedOptions):
         entries = (new.get("metadata") or {}).get("managedFields")
         _set_entries(meta, entries)
         return prepared

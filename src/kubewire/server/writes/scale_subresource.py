@@ -23,6 +23,7 @@ from typing import Any
 
 import msgspec
 
+from kubewire.json_copy import copy_json
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.schema import type_for
@@ -33,8 +34,12 @@ from kubewire.server.patch.apply_request import ServerSideApply, decode_apply_bo
 from kubewire.server.patch.field_ownership import (
     APPLY_PATCH_MEDIA_TYPE,
     ApplyOptions,
+    PrecomputedOptions,
+    WriteFacts,
     parse_apply_options,
     parse_tracked_write_options,
+    requested_managed_fields,
+    track_write,
 )
 from kubewire.server.patch.managed_fields import managed_entries
 from kubewire.server.patch.scale_ownership import (
@@ -47,6 +52,7 @@ from kubewire.server.patch.scale_ownership import (
 )
 from kubewire.server.patch.strategic import apply_strategic_merge_patch
 from kubewire.server.request.routes import Route
+from kubewire.server.request.write_options import WriteOptions
 from kubewire.server.wire.encoding import decode_object, json_response, media_type, negotiate_json
 from kubewire.server.wire.http_messages import Request, Response
 from kubewire.server.writes.create_update import guaranteed_update
@@ -157,19 +163,76 @@ def _patch_function(payload: Resource, content_type: str) -> PatchFunction:
 
 async def _write(ctx: ServerContext, route: Route, request: Request,
                  updated_scale: UpdatedScale) -> Response:
+    """A PUT or a patch of the Scale: the Scale's field manager records an Update of it
+    (``UpdateNoErrors`` on the Scale with the parent's entries converted for it)."""
     wopts = parse_tracked_write_options(request.query, request.header("user-agent"),
                                         verb="update" if request.method == "PUT" else "patch")
     await _current(ctx, route)  # 404 before anything else: subresources never create
+    scale_route = replace(route, resource=_scale_resource(route.resource))
 
+    def written(current: dict[str, JSON]) -> tuple[dict[str, JSON], JSON]:
+        scale = updated_scale(copy_json(current))
+        _check_scale_identity(scale, route)
+        facts = WriteFacts(scale_route, wopts, ctx.now())
+        tracked = track_write(facts, current, requested_managed_fields(scale),
+                              _as_typed(copy_json(scale)))
+        return scale, managed_entries(tracked)
+
+    return await _converted_write(ctx, route, wopts, written)
+
+
+def _scale_resource(resource: Resource) -> Resource:
+    """The Scale as the kind its field manager tracks: autoscaling/v1's type, no status
+    subresource (no reset fields), a built-in type even under a custom resource."""
+    return replace(_payload(resource), crd=None, subresources=(), is_custom=False)
+
+
+def _as_typed(scale: dict[str, JSON]) -> dict[str, JSON]:
+    """The Scale as the field manager sees the typed object: ``ScaleSpec.Replicas`` is an
+    ``omitempty`` int32, so 0 is no field (the writer of 0 owns no replicas)."""
+    spec = scale.get("spec")
+    if isinstance(spec, dict) and spec.get("replicas") == 0:
+        del spec["replicas"]
+    return scale
+
+
+ScaleWrite = Callable[[dict[str, JSON]], tuple[dict[str, JSON], JSON]]
+"""The written Scale and its managedFields, given the current Scale (with its owners)."""
+
+
+async def _converted_write(ctx: ServerContext, route: Route, options: WriteOptions,
+                           written: ScaleWrite) -> Response:
+    """``scaleUpdatedObjectInfo.UpdatedObject`` with ``ScaleHandler``: the parent's Scale gets
+    the parent's owners converted (``to_subresource``), the write gives the new Scale and its
+    owners, its ``spec.replicas`` goes to the parent (``apply_scale``) and its owners are
+    converted back (``to_parent``); the parent's own update then keeps those entries."""
     shape = shape_of(route.resource)
+    mappings = replicas_paths(route.resource)
 
     def mutate(parent: dict[str, JSON]) -> dict[str, JSON]:
-        scale = updated_scale(scale_for_update(parent, shape))
-        _check_scale_identity(scale, route)
-        return apply_scale(parent, scale, shape)
+        entries = managed_entries(parent)
+        current = scale_for_update(parent, shape)
+        try:
+            owners = to_subresource(entries, mappings)
+        except ScaleOwnershipError as exc:
+            raise InternalError(str(exc)) from None
+        if owners:
+            metadata_of(current)["managedFields"] = owners
+        scale, scale_owners = written(current)
+        updated = apply_scale(parent, scale, shape)
+        converted = to_parent(entries, scale_owners, route.resource.api_version, mappings)
+        meta = metadata_of(updated)
+        if converted:
+            meta["managedFields"] = converted
+        else:
+            meta.pop("managedFields", None)
+        return updated
 
-    # The parent's own update (generation bump); managedFields name the scale subresource.
-    stored, _ = await guaranteed_update(ctx, route, mutate, wopts)
+    # The parent's own update (generation bump), its managedFields as converted.
+    precomputed = PrecomputedOptions(
+        dry_run=options.dry_run, field_manager=options.field_manager,
+        field_validation=options.field_validation, force=options.force)
+    stored, _ = await guaranteed_update(ctx, route, mutate, precomputed)
     return json_response(200, scale_from_deployment(stored, shape))
 
 
@@ -210,34 +273,15 @@ def _scale_apply(request: Request, options: ApplyOptions, now: str) -> ServerSid
 
 
 async def _apply(ctx: ServerContext, route: Route, request: Request) -> Response:
-    """A server-side apply of the Scale (``scaleUpdatedObjectInfo.UpdatedObject`` with
-    ``ScaleHandler``): options (422), then the parent (404), then the body (400)."""
+    """A server-side apply of the Scale: options (422), then the parent (404), then the body
+    (400); the Scale's field manager applies to the current Scale with its owners."""
     options = parse_apply_options(request.query)
     await _current(ctx, route)
     server_side_apply = _scale_apply(request, options, format_time(ctx.now()))
-    shape = shape_of(route.resource)
-    mappings = replicas_paths(route.resource)
 
-    def mutate(parent: dict[str, JSON]) -> dict[str, JSON]:
-        entries = managed_entries(parent)
-        scale = scale_for_update(parent, shape)
-        try:
-            owners = to_subresource(entries, mappings)
-        except ScaleOwnershipError as exc:
-            raise InternalError(str(exc)) from None
-        if owners:
-            metadata_of(scale)["managedFields"] = owners
-        applied = server_side_apply.applied_to(scale)
+    def written(current: dict[str, JSON]) -> tuple[dict[str, JSON], JSON]:
+        applied = server_side_apply.applied_to(current)
         _check_scale_identity(applied, route)
-        updated = apply_scale(parent, applied, shape)
-        owners = to_parent(entries, managed_entries(applied), route.resource.api_version,
-                           mappings)
-        meta = metadata_of(updated)
-        if owners:
-            meta["managedFields"] = owners
-        else:
-            meta.pop("managedFields", None)
-        return updated
+        return applied, managed_entries(applied)
 
-    stored, _ = await guaranteed_update(ctx, route, mutate, options)
-    return json_response(200, scale_from_deployment(stored, shape))
+    return await _converted_write(ctx, route, options, written)
