@@ -191,6 +191,9 @@ def test_apply_writes_only_the_replicas_back(server: ServerThread) -> None:
     ``spec.replicas``, and ``ToParent`` only the ownership of the replicas."""
     ok(apply(server, WEB.item, WEB.applied(2), "owner"), 201)
     before = get(server, WEB.item)
+    dry = ok(apply(server, WEB.scale, scale_body(6), "scaler", force="true", dryRun="All"), 200)
+    assert dry["spec"] == {"replicas": 6}
+    assert get(server, WEB.item) == before
     body = {**scale_body(4, labels={"tier": "web"}), "status": {"replicas": 42}}
     scaled = ok(apply(server, WEB.scale, body, "scaler", force="true"), 200)
     assert scaled["spec"] == {"replicas": 4} and scaled["status"]["replicas"] == 0

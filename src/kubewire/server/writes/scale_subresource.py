@@ -1,4 +1,4 @@
-"""The ``scale`` subresource endpoint: GET, PUT and PATCH of an autoscaling/v1 ``Scale``.
+"""The ``scale`` subresource endpoint: GET, PUT, PATCH and apply of an autoscaling/v1 ``Scale``.
 
 kube's ``ScaleREST`` (``pkg/registry/apps/deployment/storage/storage.go``): a read converts the
 stored object with ``scale_from_deployment``; a write runs inside the parent's guaranteed update
@@ -7,12 +7,12 @@ replaces it or the patch applies to it, ``apply_scale`` writes ``spec.replicas``
 parent then goes through its ordinary update (defaults, generation bump, validation), so
 watchers of the parent see one MODIFIED. Subresources never create (objects-and-clients.md §2.2).
 
-A server-side apply (``application/apply-patch+yaml``) applies to that current Scale, whose
-managedFields are the parent's converted for it (``patch.scale_ownership``, kube's
-``ScaleHandler``): the Scale's field manager decides conflicts and ownership, only
-``spec.replicas`` goes back to the parent, and the Scale's managedFields are converted back for
-the parent. As kube's ``ScaleREST.Update``, the answer is the stored parent's Scale, with no
-managedFields.
+The current Scale carries the parent's managedFields converted for it (``patch.scale_ownership``,
+kube's ``ScaleHandler``), so the Scale's own field manager records the write: an Update for a
+PUT or a patch, or a server-side apply (``application/apply-patch+yaml``), which decides
+conflicts and ownership on the Scale. Only ``spec.replicas`` goes back to the parent, with the
+Scale's managedFields converted back. As kube's ``ScaleREST.Update``, the answer is the stored
+parent's Scale, with no managedFields.
 """
 
 from __future__ import annotations
