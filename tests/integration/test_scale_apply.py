@@ -259,3 +259,18 @@ def test_kubectl_apply_subresource_scale(server: ServerThread, tmp_path: Path) -
     assert done.stderr == "Error from server (BadRequest): invalid object type: apps/v1, " \
                           "Kind=Deployment\n"
     assert get(server, WEB.item)["spec"]["replicas"] == 2
+
+
+def test_an_updater_of_the_parent_conflicts_under_the_scales_version(server: ServerThread) -> None:
+    """An updater's identity carries its apiVersion, which the Scale's view of its entry is
+    (``ToSubresource``): kube names it ``using autoscaling/v1``."""
+    ok(call(server, "POST", DEPLOYMENT.collection(), WEB.applied(2),
+            params={"fieldManager": "creator"}), 201)
+    refused = apply(server, WEB.scale, scale_body(3), "scaler")
+    assert refused.json == conflict(
+        'Apply failed with 1 conflict: conflict with "creator" using autoscaling/v1: '
+        ".spec.replicas", [('conflict with "creator" using autoscaling/v1', ".spec.replicas")])
+    ok(apply(server, WEB.scale, scale_body(3), "scaler", force="true"), 200)
+    assert replicas_owners(server, WEB) == {"scaler"}
+    assert entries(server, WEB)["creator"]["operation"] == "Update"
+
