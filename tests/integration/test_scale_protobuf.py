@@ -95,11 +95,12 @@ def test_merge_patch_scales_and_watchers_see_one_modified_deployment(
     assert event == {"type": "MODIFIED", "object": stored}
     assert stored["spec"]["replicas"] == 5
     assert stored["metadata"]["generation"] == 2  # a spec change
-    # The parent's managedFields name the subresource (fieldmanager ScaleHandler).
+    # The parent's managedFields name the subresource; ScaleHandler.ToParent gives a new
+    # entry the time the parent had for it: none (kube's entries from /scale have no time).
     scaler = [e for e in stored["metadata"]["managedFields"] if e["manager"] == "scaler"]
     assert scaler == [{"manager": "scaler", "operation": "Update", "apiVersion": "apps/v1",
-                       "time": scaler[0]["time"], "fieldsType": "FieldsV1",
-                       "fieldsV1": {"f:spec": {"f:replicas": {}}}, "subresource": "scale"}]
+                       "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:replicas": {}}},
+                       "subresource": "scale"}]
     assert scaled["spec"] == {"replicas": 5}
     assert scaled["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
 
@@ -306,11 +307,17 @@ def test_kubectl_scale_checks_the_scale_resource_version(server: ServerThread) -
 
 
 def test_a_merge_patch_giving_a_bad_type_is_kubes_patch_422(server: ServerThread) -> None:
-    make_web(server)
+    web = make_web(server)
     current = get(server, SCALE)
     reply = call(server, "PATCH", SCALE, {"spec": {"replicas": "three"}})
-    # handlers/patch.go jsonPatcher: the patched Scale, as Go marshals a map, quoted.
-    patched = {**current, "spec": {"replicas": "three"}}
+    # handlers/patch.go jsonPatcher: the patched Scale, as Go marshals a map, quoted. The Scale
+    # it patched carries the owners of the replicas, converted for it (ScaleHandler).
+    creator = web["metadata"]["managedFields"][0]
+    assert creator["fieldsV1"]["f:spec"]["f:replicas"] == {}
+    owners = [{**creator, "apiVersion": "autoscaling/v1",
+               "fieldsV1": {"f:spec": {"f:replicas": {}}}}]
+    patched = {**current, "metadata": {**current["metadata"], "managedFields": owners},
+               "spec": {"replicas": "three"}}
     text = json.dumps(patched, sort_keys=True, separators=(",", ":")).replace('"', '\\"')
     cause = (f'Invalid value: "{text}": json: cannot unmarshal string into Go struct field '
              "ScaleSpec.spec.replicas of type int32")

@@ -62,7 +62,7 @@ class ServerSideApply:
     plural: str = ""  # for the optimistic-lock Conflict's text
 
     def __call__(self, live: dict[str, JSON]) -> dict[str, JSON]:
-        obj = self._checked(apply_config(live, self.applied.config, self.schema, self.request))
+        obj = self.applied_to(live)
         # store.go Update: a resourceVersion in the configuration is a precondition.
         sent = (self.applied.config.get("metadata") or {}).get("resourceVersion")
         live_meta = live.get("metadata") or {}
@@ -70,6 +70,11 @@ class ServerSideApply:
             group = self.request.api_version.rpartition("/")[0]
             raise conflict(group, self.plural, str(live_meta.get("name") or ""))
         return obj
+
+    def applied_to(self, live: dict[str, JSON]) -> dict[str, JSON]:
+        """The apply's result without the resourceVersion precondition: for an endpoint whose
+        storage checks it against another object (``/scale``: the parent's)."""
+        return self._checked(apply_config(live, self.applied.config, self.schema, self.request))
 
     def create(self, url_name: str) -> dict[str, JSON]:
         """The object an apply creates; BadRequest when it names another object than the URL

@@ -2,7 +2,8 @@
 
 Writes call ``track_write`` once, after the lifecycle rules and validation and before the store
 (kube runs its field manager in the handlers, ``fieldmanager.go`` ``UpdateNoErrors``/``Apply``).
-An apply has already computed its entries (``apply.apply_config``); any other write is an Update
+An apply has already computed its entries (``apply.apply_config``), and so has a write of a
+Scale (``PrecomputedOptions``); any other write is an Update
 operation for its manager: the ``fieldManager`` parameter, else the User-Agent's product name
 (``handlers/rest.go`` ``managerOrUserAgent``, ``prefixFromUserAgent``).
 """
@@ -53,8 +54,10 @@ from kubewire.server.request.write_options import (
 )
 from kubewire.times import format_time
 
-__all__ = ["APPLY_PATCH_MEDIA_TYPE", "ApplyOptions", "Mutation", "WriteFacts",
-           "default_field_manager", "parse_apply", "parse_tracked_write_options",
+__all__ = ["APPLY_PATCH_MEDIA_TYPE", "ApplyOptions", "Mutation", "PrecomputedOptions",
+           "WriteFacts",
+           "default_field_manager", "parse_apply", "parse_apply_options",
+           "parse_tracked_write_options",
            "requested_managed_fields", "resource_schema", "track_write"]
 
 APPLY_PATCH_MEDIA_TYPE = "application/apply-patch+yaml"
@@ -63,7 +66,13 @@ Mutation = Callable[[dict[str, JSON]], dict[str, JSON]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ApplyOptions(WriteOptions):
+class PrecomputedOptions(WriteOptions):
+    """Write options of a write that computed its managedFields itself: ``track_write`` keeps
+    them (a Scale's write, whose field manager runs on the Scale: ``writes.scale_subresource``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApplyOptions(PrecomputedOptions):
     """Write options of an apply patch: its managedFields come from the apply itself."""
 
 
@@ -114,18 +123,24 @@ def parse_tracked_write_options(query: Query, user_agent: str, *,
 def parse_apply(query: Query, body: bytes, route: Route,
                 now: datetime) -> tuple[ApplyOptions, ServerSideApply]:
     """An apply request's options (422 without ``fieldManager``) and its decoded body (400)."""
-    options = parse_write_options(query, verb="apply")
+    apply_options = parse_apply_options(query)
     applied = decode_apply_body(body)
     resource = route.resource
-    request = ApplyRequest(manager=options.field_manager, api_version=resource.api_version,
-                           kind=resource.kind, now=format_time(now), force=options.force,
+    request = ApplyRequest(manager=apply_options.field_manager,
+                           api_version=resource.api_version, kind=resource.kind,
+                           now=format_time(now), force=apply_options.force,
                            subresource=route.subresource, is_custom=resource.is_custom,
                            has_status=resource.has_status)
-    apply_options = ApplyOptions(dry_run=options.dry_run, field_manager=options.field_manager,
-                                 field_validation=options.field_validation, force=options.force)
     return apply_options, ServerSideApply(applied, resource_schema(resource), request,
-                                          strict=options.field_validation == "Strict",
+                                          strict=apply_options.field_validation == "Strict",
                                           plural=resource.plural)
+
+
+def parse_apply_options(query: Query) -> ApplyOptions:
+    """An apply request's options: 422 without ``fieldManager`` (``ValidatePatchOptions``)."""
+    options = parse_write_options(query, verb="apply")
+    return ApplyOptions(dry_run=options.dry_run, field_manager=options.field_manager,
+                        field_validation=options.field_validation, force=options.force)
 
 
 def resource_schema(resource: Resource) -> TypeNode | None:
@@ -175,10 +190,10 @@ def track_write(facts: WriteFacts, old: dict[str, JSON] | None, new: dict[str, J
     """``prepared`` with its ``metadata.managedFields`` for this write (mutated and returned).
 
     ``old`` is the live object (None on create), ``new`` what the request asked for before the
-    lifecycle rules (an apply's result carries its computed entries there).
+    lifecycle rules (an apply's or a Scale write's result carries its computed entries there).
     """
     meta = prepared.setdefault("metadata", {})
-    if isinstance(facts.options, ApplyOptions):
+    if isinstance(facts.options, PrecomputedOptions):
         entries = (new.get("metadata") or {}).get("managedFields")
         _set_entries(meta, entries)
         return prepared
