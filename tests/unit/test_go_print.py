@@ -1,11 +1,11 @@
-"""Decoded JSON printed as Go prints it (kubewire.server.patch.go_print)."""
+"""Decoded JSON printed as Go prints it (kubewire.go_print)."""
 
 from __future__ import annotations
 
 import pytest
 
 from kubewire.go_text import go_float
-from kubewire.server.patch.go_print import go_json, go_sprint
+from kubewire.go_print import go_json, go_sprint
 
 
 @pytest.mark.parametrize(("value", "text"), [
