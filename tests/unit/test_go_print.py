@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubewire.go_text import go_float
 from kubewire.go_print import go_json, go_sprint
+from kubewire.go_text import go_float
 
 
 @pytest.mark.parametrize(("value", "text"), [
@@ -84,3 +84,12 @@ def test_go_json_sorts_nested_maps_bytewise_and_keeps_list_order() -> None:
 def test_go_json_refuses_what_go_refuses(value: object) -> None:
     with pytest.raises(ValueError, match="json: unsupported value"):
         go_json(value)
+
+
+def test_go_json_of_a_struct_keeps_field_order() -> None:
+    """A Go struct encodes its fields in declaration order (``sort_keys=False``: the dict's
+    insertion order), with the same escapes and numbers as a map."""
+    struct = {"manager": "a<b", "operation": "Update", "n": 3.0, "m": {"z": 1, "a": 2}}
+    assert go_json(struct, sort_keys=False) == (
+        '{"manager":"a\\u003cb","operation":"Update","n":3,"m":{"z":1,"a":2}}')
+    assert go_json(struct) == '{"m":{"a":2,"z":1},"manager":"a\\u003cb","n":3,"operation":"Update"}'

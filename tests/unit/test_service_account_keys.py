@@ -238,6 +238,18 @@ def test_openid_documents() -> None:
     assert b"\\u003c\\u0026\\u003e" in escaped
 
 
+def test_openid_configuration_is_json_marshal_of_kubes_struct() -> None:
+    """openidmetadata.go marshals its openIDMetadata struct: fields in declaration order, and
+    encode.go appendString escapes ``<``, ``>``, ``&`` (escapeHTML), U+2028/U+2029, and writes
+    invalid UTF-8 (a byte 0xff in the flag, surrogate-escaped by Python's argv) as \\ufffd."""
+    keys = (verifying_key(RSA_KEY.public_key()),)
+    found = metadata_for("https://a/<\u2028\udcff", "", "h:1", keys)
+    assert found.config == (
+        b'{"issuer":"https://a/\\u003c\\u2028\\ufffd","jwks_uri":"https://h:1/openid/v1/jwks",'
+        b'"response_types_supported":["id_token"],"subject_types_supported":["public"],'
+        b'"id_token_signing_alg_values_supported":["RS256"]}')
+
+
 def test_huge_and_garbage_tokens_are_no_opinion(tmp_path: Path) -> None:
     tokens, _ = _authenticator(tmp_path, Objects())
     started = time.monotonic()
