@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
-from kubewire.go_text import go_float
+from kubewire.go_text import go_float, go_type_name
 from kubewire.json_types import JSON
 
 _INT64 = range(-(1 << 63), 1 << 63)
@@ -127,20 +127,26 @@ def _json_float(value: float) -> str:
     return f"{minus}{digits[:point]}.{digits[point:]}"
 
 
-def go_sprint(value: JSON) -> str:
-    """``fmt.Sprintf("%+v", v)`` of a decoded JSON value: ``map[a:1 b:[x y]]``, keys sorted,
-    strings bare, null as ``<nil>``."""
+def go_sprint(value: JSON, verb: Literal["v", "s"] = "v") -> str:
+    """``fmt.Sprintf("%+v", v)`` of a decoded JSON value (``%v`` prints the same: the ``+``
+    flag only names struct fields): ``map[a:1 b:[x y]]``, keys sorted, strings bare, null as
+    ``<nil>``, floats as ``go_text.go_float``.
+
+    ``verb="s"``: ``%s``, applied inside maps and slices as well, which prints strings bare and
+    any other scalar as a bad verb, ``%!s(int64=1)`` (null: ``%!s(<nil>)``), as
+    strategic-merge-patch errors show a directive.
+    """
     if isinstance(value, dict):
-        return "map[" + " ".join(f"{k}:{go_sprint(value[k])}" for k in sorted(value)) + "]"
+        return "map[" + " ".join(f"{k}:{go_sprint(value[k], verb)}" for k in sorted(value)) + "]"
     if isinstance(value, list):
-        return "[" + " ".join(go_sprint(v) for v in value) + "]"
+        return "[" + " ".join(go_sprint(v, verb) for v in value) + "]"
+    if isinstance(value, str):
+        return value
     if value is None:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return go_float(value)
-    return str(value)
+        return "<nil>" if verb == "v" else "%!s(<nil>)"
+    text = ("true" if value else "false") if isinstance(value, bool) else (
+        str(value) if isinstance(value, int) else go_float(value))
+    return text if verb == "v" else f"%!s({go_type_name(value)}={text})"
 
 
 __all__ = ["go_float", "go_json", "go_sprint"]
