@@ -108,10 +108,11 @@ def test_claims_are_kubes_sorted_with_bound_objects() -> None:
 def test_refusals_carry_kubes_texts(tmp_path: Path) -> None:
     live = {"serviceaccounts/app": {"metadata": {"uid": "sa-uid"}}}
     tokens, issuer = _authenticator(tmp_path, Objects(**live))
-    base = {"aud": [ISSUER], "iss": ISSUER, "iat": NOW, "nbf": NOW, "exp": NOW + 600,
-            "kubernetes.io": {"namespace": "default",
-                              "serviceaccount": {"name": "app", "uid": "sa-uid"}},
-            "sub": "system:serviceaccount:default:app", "jti": "j-1"}
+    base: dict[str, Any] = {
+        "aud": [ISSUER], "iss": ISSUER, "iat": NOW, "nbf": NOW, "exp": NOW + 600,
+        "kubernetes.io": {"namespace": "default",
+                          "serviceaccount": {"name": "app", "uid": "sa-uid"}},
+        "sub": "system:serviceaccount:default:app", "jti": "j-1"}
 
     def verdict(claims: dict[str, Any], audiences: tuple[str, ...] | None = None) -> Any:
         return tokens.review(issuer.sign(claims), audiences)
