@@ -21,6 +21,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kubewire.go_print import go_json
 from kubewire.json_types import JSON
 
 V1 = "autoscaling/v1"
@@ -50,9 +51,35 @@ def _put(out: Obj, key: str, value: Any) -> None:
 
 
 def _go_json(value: Any) -> str:
-    """``json.Marshal``'s text: compact, HTML characters escaped."""
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    """``json.Marshal`` of the v1 types (Go structs): ``go_print.go_json`` with each dict's
+    keys in the order built here, which is the structs' field order."""
+    return go_json(value, sort_keys=False)
+
+
+def _label_selector(value: Any) -> Any:
+    """A ``metav1.LabelSelector`` in its struct order for ``_go_json``: ``matchLabels`` (a Go
+    map, so its keys sorted), then ``matchExpressions`` (key, operator, values); both
+    ``omitempty``. None stays None (a nil pointer)."""
+    if not isinstance(value, dict):
+        return value
+    out: Obj = {}
+    labels = value.get("matchLabels")
+    if isinstance(labels, dict) and labels:
+        out["matchLabels"] = {k: labels[k] for k in sorted(labels)}
+    expressions = value.get("matchExpressions")
+    if isinstance(expressions, list) and expressions:
+        out["matchExpressions"] = [_requirement(e) for e in expressions]
+    return out
+
+
+def _requirement(value: Any) -> Any:
+    """A ``LabelSelectorRequirement``: key and operator always, values ``omitempty``."""
+    if not isinstance(value, dict):
+        return value
+    out: Obj = {"key": value.get("key", ""), "operator": value.get("operator", "")}
+    if value.get("values"):
+        out["values"] = value["values"]
+    return out
 
 
 def _ref(ref: Any) -> Obj:
@@ -130,7 +157,7 @@ def _spec_v2_to_v1(metric: Obj) -> Obj:
         obj: Obj = {"target": _ref(src.get("describedObject")),
                     "metricName": ident.get("name", ""),
                     "targetValue": target.get("value", "0")}
-        _put(obj, "selector", ident.get("selector"))
+        _put(obj, "selector", _label_selector(ident.get("selector")))
         _put(obj, "averageValue", target.get("averageValue"))
         out["object"] = obj
     if isinstance(metric.get("pods"), dict):
@@ -138,7 +165,7 @@ def _spec_v2_to_v1(metric: Obj) -> Obj:
         target, ident = _d(src.get("target")), _d(src.get("metric"))
         pods: Obj = {"metricName": ident.get("name", ""),
                      "targetAverageValue": target.get("averageValue", "0")}
-        _put(pods, "selector", ident.get("selector"))
+        _put(pods, "selector", _label_selector(ident.get("selector")))
         out["pods"] = pods
     for key in ("resource", "containerResource"):
         if isinstance(metric.get(key), dict):
@@ -154,7 +181,7 @@ def _spec_v2_to_v1(metric: Obj) -> Obj:
         src = metric["external"]
         target, ident = _d(src.get("target")), _d(src.get("metric"))
         external: Obj = {"metricName": ident.get("name", "")}
-        _put(external, "metricSelector", ident.get("selector"))
+        _put(external, "metricSelector", _label_selector(ident.get("selector")))
         _put(external, "targetValue", target.get("value"))
         _put(external, "targetAverageValue", target.get("averageValue"))
         out["external"] = external
@@ -198,7 +225,7 @@ def _status_v2_to_v1(metric: Obj) -> Obj:
         obj: Obj = {"target": _ref(src.get("describedObject")),
                     "metricName": ident.get("name", ""),
                     "currentValue": current.get("value", "0")}
-        _put(obj, "selector", ident.get("selector"))
+        _put(obj, "selector", _label_selector(ident.get("selector")))
         _put(obj, "averageValue", current.get("averageValue"))
         out["object"] = obj
     if isinstance(metric.get("pods"), dict):
@@ -206,7 +233,7 @@ def _status_v2_to_v1(metric: Obj) -> Obj:
         current, ident = _d(src.get("current")), _d(src.get("metric"))
         pods: Obj = {"metricName": ident.get("name", ""),
                      "currentAverageValue": current.get("averageValue", "0")}
-        _put(pods, "selector", ident.get("selector"))
+        _put(pods, "selector", _label_selector(ident.get("selector")))
         out["pods"] = pods
     for key in ("resource", "containerResource"):
         if isinstance(metric.get(key), dict):
@@ -222,7 +249,7 @@ def _status_v2_to_v1(metric: Obj) -> Obj:
         src = metric["external"]
         current, ident = _d(src.get("current")), _d(src.get("metric"))
         external: Obj = {"metricName": ident.get("name", "")}
-        _put(external, "metricSelector", ident.get("selector"))
+        _put(external, "metricSelector", _label_selector(ident.get("selector")))
         external["currentValue"] = current.get("value", "0")
         _put(external, "currentAverageValue", current.get("averageValue"))
         out["external"] = external

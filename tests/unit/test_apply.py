@@ -436,6 +436,17 @@ def test_update_managers_are_capped_into_ancient_changes() -> None:
     assert manager_key("applier", "Apply", "apps/v1") in capped  # appliers are never merged
 
 
+def test_capping_breaks_time_ties_by_the_go_encoded_identifier() -> None:
+    """BuildManagerIdentifier is ``json.Marshal`` of the entry, whose appendString escapes
+    ``<`` as \\u003c (escapeHTML): "a<" sorts after "a=" and "a[" (``\\`` is 0x5c), so
+    the oldest two are "a=" and "a[" and "a<" survives."""
+    managed = {manager_key(name, "Update", "apps/v1"): ManagedSet(
+        frozenset({("f:spec", f"f:{i}")}), "apps/v1", T0)
+        for i, name in enumerate(("a<", "a=", "a["))}
+    capped = cap_update_managers(managed, limit=2)
+    assert sorted(k.manager for k in capped) == ["a<", "ancient-changes"]
+
+
 def test_strict_apply_refuses_repeated_keys_after_applying() -> None:
     body = (b'{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},\n'
             b' "spec":{"replicas":1,"replicas":2,"paused":true,"paused":false}}')

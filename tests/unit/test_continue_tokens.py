@@ -30,6 +30,13 @@ def test_encode_continue_is_kube_format() -> None:
     assert decoded == b'{"v":"meta.k8s.io/v1","rv":1,"start":"\\u003ca\\u0026b\\u003e"}'
 
 
+def test_encode_continue_writes_invalid_utf8_as_go_does() -> None:
+    """encode.go appendString writes invalid UTF-8 (a lone surrogate here) as \\ufffd, and
+    U+2028 escaped."""
+    decoded = base64.urlsafe_b64decode(encode_continue(1, "a\udc80\u2028") + "==")
+    assert decoded == b'{"v":"meta.k8s.io/v1","rv":1,"start":"a\\ufffd\\u2028"}'
+
+
 def test_decode_continue_accepts_kube_tokens() -> None:
     assert decode_continue(encode_continue(-1, "demo/web-2\x00")) == (-1, "demo/web-2\x00")
     assert decode_continue(token({"v": "meta.k8s.io/v1", "rv": 5, "start": "/a\x00"})) == (

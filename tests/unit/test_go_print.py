@@ -1,11 +1,14 @@
-"""Decoded JSON printed as Go prints it (kubewire.server.patch.go_print)."""
+"""Decoded JSON printed as Go prints it (kubewire.go_print)."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 import pytest
 
+from kubewire.go_print import go_json, go_sprint
 from kubewire.go_text import go_float
-from kubewire.server.patch.go_print import go_json, go_sprint
+from kubewire.json_types import JSON
 
 
 @pytest.mark.parametrize(("value", "text"), [
@@ -20,6 +23,20 @@ def test_go_float(value: float, text: str) -> None:
 def test_go_sprint_prints_maps_sorted_and_strings_bare() -> None:
     assert go_sprint({"spec": {"replicas": "three", "b": [1, None, True, 1.5]}, "a": {}}) == (
         "map[a:map[] spec:map[b:[1 <nil> true 1.5] replicas:three]]")
+
+
+# fmt's %v (print.go printValue): maps as map[k:v] with keys sorted, nil interface <nil>,
+# float64 as strconv 'g' shortest with %e from exponent 21 (fmtFloat's %v); %s on a non-string
+# is a bad verb, %!s(T=v), and recurses into maps and slices.
+@pytest.mark.parametrize(("value", "verb", "text"), [
+    ({"b": [1e21, 1e-5, 3.0], "a": None}, "v", "map[a:<nil> b:[1e+21 1e-05 3]]"),
+    ({"$patch": 1, "x": "y"}, "s", "map[$patch:%!s(int64=1) x:y]"),
+    ([True, 2.5, None, "<&>"], "s", "[%!s(bool=true) %!s(float64=2.5) %!s(<nil>) <&>]"),
+    (1e21, "s", "%!s(float64=1e+21)"),
+    ("bare", "s", "bare"),
+])
+def test_go_sprint_verbs(value: JSON, verb: Literal["v", "s"], text: str) -> None:
+    assert go_sprint(value, verb) == text
 
 
 def test_go_json_sorts_keys_and_escapes_like_encoding_json() -> None:
@@ -84,3 +101,12 @@ def test_go_json_sorts_nested_maps_bytewise_and_keeps_list_order() -> None:
 def test_go_json_refuses_what_go_refuses(value: object) -> None:
     with pytest.raises(ValueError, match="json: unsupported value"):
         go_json(value)
+
+
+def test_go_json_of_a_struct_keeps_field_order() -> None:
+    """A Go struct encodes its fields in declaration order (``sort_keys=False``: the dict's
+    insertion order), with the same escapes and numbers as a map."""
+    struct = {"manager": "a<b", "operation": "Update", "n": 3.0, "m": {"z": 1, "a": 2}}
+    assert go_json(struct, sort_keys=False) == (
+        '{"manager":"a\\u003cb","operation":"Update","n":3,"m":{"z":1,"a":2}}')
+    assert go_json(struct) == '{"m":{"a":2,"z":1},"manager":"a\\u003cb","n":3,"operation":"Update"}'

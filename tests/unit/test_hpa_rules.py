@@ -159,6 +159,21 @@ def test_v2_to_v1_keeps_other_metrics_in_the_annotation() -> None:
     assert v1["status"] == {"currentReplicas": 2, "desiredReplicas": 2}
 
 
+def test_v2_to_v1_annotation_is_json_marshal_of_the_v1_structs() -> None:
+    """autoscaling/v1 conversion.go writes ``json.Marshal(otherMetrics)``: struct field order
+    (a LabelSelector's matchLabels, a Go map, sorted), and encode.go appendString's escapes
+    with escapeHTML (``<`` as \\u003c, ``&`` as \\u0026) and U+2028 as \\u2028."""
+    hpa = json.loads(json.dumps(V2))
+    selector = {"matchExpressions": [{"values": ["x"], "operator": "In", "key": "k"}],
+                "matchLabels": {"b": "2", "a": "1"}}
+    hpa["spec"]["metrics"][0]["pods"]["metric"] = {"selector": selector, "name": "q<&>\u2028"}
+    text = conv.v2_to_v1(hpa)["metadata"]["annotations"][conv.METRIC_SPECS_ANNOTATION]
+    assert text == (
+        '[{"type":"Pods","pods":{"metricName":"q\\u003c\\u0026\\u003e\\u2028",'
+        '"targetAverageValue":"10","selector":{"matchLabels":{"a":"1","b":"2"},'
+        '"matchExpressions":[{"key":"k","operator":"In","values":["x"]}]}}}]')
+
+
 def test_round_trip_v2_v1_v2() -> None:
     back = conv.v1_to_v2(conv.v2_to_v1(V2))
     assert back["spec"]["metrics"] == V2["spec"]["metrics"]

@@ -108,10 +108,11 @@ def test_claims_are_kubes_sorted_with_bound_objects() -> None:
 def test_refusals_carry_kubes_texts(tmp_path: Path) -> None:
     live = {"serviceaccounts/app": {"metadata": {"uid": "sa-uid"}}}
     tokens, issuer = _authenticator(tmp_path, Objects(**live))
-    base = {"aud": [ISSUER], "iss": ISSUER, "iat": NOW, "nbf": NOW, "exp": NOW + 600,
-            "kubernetes.io": {"namespace": "default",
-                              "serviceaccount": {"name": "app", "uid": "sa-uid"}},
-            "sub": "system:serviceaccount:default:app", "jti": "j-1"}
+    base: dict[str, Any] = {
+        "aud": [ISSUER], "iss": ISSUER, "iat": NOW, "nbf": NOW, "exp": NOW + 600,
+        "kubernetes.io": {"namespace": "default",
+                          "serviceaccount": {"name": "app", "uid": "sa-uid"}},
+        "sub": "system:serviceaccount:default:app", "jti": "j-1"}
 
     def verdict(claims: dict[str, Any], audiences: tuple[str, ...] | None = None) -> Any:
         return tokens.review(issuer.sign(claims), audiences)
@@ -236,6 +237,18 @@ def test_openid_documents() -> None:
     assert jwt.decode(token, public, algorithms=["ES384"]) == {"iss": ISSUER}
     escaped = metadata_for("https://a/<&>", "", "h:1", keys[:1]).config
     assert b"\\u003c\\u0026\\u003e" in escaped
+
+
+def test_openid_configuration_is_json_marshal_of_kubes_struct() -> None:
+    """openidmetadata.go marshals its openIDMetadata struct: fields in declaration order, and
+    encode.go appendString escapes ``<``, ``>``, ``&`` (escapeHTML), U+2028/U+2029, and writes
+    invalid UTF-8 (a byte 0xff in the flag, surrogate-escaped by Python's argv) as \\ufffd."""
+    keys = (verifying_key(RSA_KEY.public_key()),)
+    found = metadata_for("https://a/<\u2028\udcff", "", "h:1", keys)
+    assert found.config == (
+        b'{"issuer":"https://a/\\u003c\\u2028\\ufffd","jwks_uri":"https://h:1/openid/v1/jwks",'
+        b'"response_types_supported":["id_token"],"subject_types_supported":["public"],'
+        b'"id_token_signing_alg_values_supported":["RS256"]}')
 
 
 def test_huge_and_garbage_tokens_are_no_opinion(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 from kubewire.resources import REGISTRY, Resource
 from kubewire.server.tables.cells import human_duration
 from kubewire.server.tables.columns import PRINTERS, column_definitions, printer_for, row_cells
-from kubewire.server.tables.jsonpath import find_results, go_float
+from kubewire.server.tables.jsonpath import find_results, go_float, go_text
 from kubewire.server.tables.output import (
     IncludeObject,
     NegotiatedTable,
@@ -516,6 +516,27 @@ def test_crd_jsonpath_subset() -> None:
     assert find_results(obj, "not a path") == []
     assert [go_float(v) for v in (2.5, 1e6, 123456.0, 1.5e-5, 3.0)] == [
         "2.5", "1e+06", "123456", "1.5e-05", "3"]
+
+
+# client-go JSONPath.PrintResults writes a map or a list with json.Marshal (Go 1.23's
+# encoding/json): keys sorted, encode.go appendString's escapes, floatEncoder's numbers.
+@pytest.mark.parametrize(("value", "text"), [
+    # appendString: U+2028/U+2029 escaped (JavaScript line terminators)
+    ({"a": "x\u2028y\u2029"}, r'{"a":"x\u2028y\u2029"}'),
+    # appendString: escapeHTML is on for json.Marshal, in keys as in values
+    ({"<k>": "a&b"}, r'{"\u003ck\u003e":"a\u0026b"}'),
+    # appendString (Go 1.22+): \b and \f short, other controls \u00XX, DEL raw
+    (["\b\f\x01\x7f"], '["\\b\\f\\u0001\x7f"]'),
+    # appendString: invalid UTF-8 (a lone surrogate here) becomes \ufffd, where it crashed
+    ({"a": "\udc80"}, r'{"a":"\ufffd"}'),
+    # non-ASCII is written raw
+    ({"caf\u00e9": "\u65e5\U0001F600"}, '{"caf\u00e9":"\u65e5\U0001F600"}'),
+    # floatEncoder: 'f' below 1e21 (integral floats without a fraction), 'e' from 1e21 with an
+    # explicit sign, below 1e-6 with a one-digit exponent
+    ([3.0, 1e20, 1e21, 1e-7, 1.5e-5, 0.1], "[3,100000000000000000000,1e+21,1e-7,0.000015,0.1]"),
+])
+def test_go_text_prints_maps_and_lists_as_json_marshal(value: Any, text: str) -> None:
+    assert go_text(value) == text
 
 
 # -- Table shape -----------------------------------------------------------------------------

@@ -30,6 +30,27 @@ def test_safe_encode_and_go_json() -> None:
     assert history.go_json({"s": "é"}) == '{"s":"é"}'.encode()
 
 
+def test_revision_bytes_are_json_marshal_of_getpatchs_map() -> None:
+    """getPatch unmarshals the encoded owner into ``map[string]interface{}`` (every number a
+    float64) and ``json.Marshal``s it: floatEncoder writes integral floats without a fraction
+    and 2**53 + 1 rounded; appendString escapes U+2028 and invalid UTF-8 (\\ufffd)."""
+    assert history.go_json({"n": [3.0, 2 ** 53 + 1, 1e21, 1e-7], "s": "\u2028\udc80"}) == (
+        b'{"n":[3,9007199254740992,1e+21,1e-7],"s":"\\u2028\\ufffd"}')
+
+
+def test_a_revisions_data_keeps_the_marshalled_key_order() -> None:
+    """kube keeps getPatch's bytes as the RawExtension and serves them as they are: the
+    data's keys come sorted (``$patch`` first), whatever order the template had."""
+    sts: Obj = {"metadata": {"name": "web", "namespace": "ns", "uid": "u1"},
+                "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x"}]},
+                                      "metadata": {"labels": {"app": "web"}}}}}
+    data = history.new_revision(sts, history.template_patch(sts), 1, None, {})["data"]
+    template = data["spec"]["template"]
+    assert list(template) == ["$patch", "metadata", "spec"]
+    assert list(template["metadata"]) == ["creationTimestamp", "labels"]
+    assert list(template["spec"]["containers"][0]) == ["image", "name"]
+
+
 def test_revision_patch_and_hash() -> None:
     sts: Obj = {"apiVersion": "apps/v1", "kind": "StatefulSet",
                 "metadata": {"name": "web", "namespace": "ns", "uid": "u1",

@@ -16,6 +16,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kubewire.go_print import go_json as go_json_text
+
 Obj = dict[str, Any]
 ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
 FNV32_OFFSET = 0x811C9DC5
@@ -38,12 +40,10 @@ def fnv32(data: bytes, start: int = FNV32_OFFSET) -> int:
 
 
 def go_json(value: Any) -> bytes:
-    """Go's ``json.Marshal`` of decoded JSON: sorted keys, compact, HTML-safe escapes."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
-                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
-        text = text.replace(raw, escaped)
-    return text.encode()
+    """Go's ``json.Marshal`` of the ``map[string]interface{}`` ``getPatch`` builds
+    (``go_print.go_json``): keys sorted, compact, HTML-safe escapes, and every number a
+    float64, as ``json.Unmarshal`` into ``interface{}`` made it."""
+    return go_json_text(value, float64_numbers=True).encode()
 
 
 def template_patch(owner: Mapping[str, Any]) -> Obj:
@@ -78,8 +78,9 @@ def new_revision(owner: Mapping[str, Any], data: Obj, revision: int,
     }
     if meta.get("annotations"):
         out_meta["annotations"] = dict(meta["annotations"])
+    # kube stores the patch's bytes as the RawExtension and serves them as they are: keys sorted
     return {"apiVersion": "apps/v1", "kind": "ControllerRevision", "metadata": out_meta,
-            "data": data, "revision": revision}
+            "data": json.loads(go_json(data)), "revision": revision}
 
 
 def revision_name(prefix: str, hash_: str) -> str:

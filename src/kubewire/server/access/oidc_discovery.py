@@ -20,13 +20,13 @@ authorizers' decision (kube's ``system:service-account-issuer-discovery`` Cluste
 from __future__ import annotations
 
 import base64
-import json
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
+from kubewire.go_print import go_json
 from kubewire.server.access.sa_keys import VerifyingKey
 from kubewire.server.access.service_accounts import issuer_for
 from kubewire.server.context import ServerConfig
@@ -71,12 +71,9 @@ def provider_error(issuer: str) -> str | None:
 
 
 def _go_json(value: Any) -> bytes:
-    """Go's ``json.Marshal``: compact, and ``<``, ``>``, ``&``, U+2028/9 escaped."""
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
-                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
-        text = text.replace(raw, escaped)
-    return text.encode()
+    """Go's ``json.Marshal`` of the documents' structs (``go_print.go_json``, fields in the
+    order the dicts are built in)."""
+    return go_json(value, sort_keys=False).encode()
 
 
 def _b64(data: bytes) -> str:

@@ -31,6 +31,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kubewire.go_print import go_json
 from kubewire.go_text import go_quote
 from kubewire.json_types import JSON
 from kubewire.schema import TypeNode
@@ -48,7 +49,6 @@ from kubewire.server.patch.field_paths import (
     node_kind,
     path_text,
 )
-from kubewire.server.patch.go_print import go_json
 from kubewire.server.patch.managed_fields import (
     Managed,
     ManagedSet,

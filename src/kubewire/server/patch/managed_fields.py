@@ -10,7 +10,6 @@ manager, apiVersion, subresource. Sources: apimachinery ``pkg/util/managedfields
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from itertools import pairwise
@@ -18,6 +17,7 @@ from typing import Literal
 
 import msgspec
 
+from kubewire.go_print import go_json
 from kubewire.json_types import JSON
 from kubewire.server.patch.field_paths import (
     Comparison,
@@ -205,7 +205,7 @@ def _identifier(key: ManagerKey) -> str:
         fields["apiVersion"] = key.api_version
     if key.subresource:
         fields["subresource"] = key.subresource
-    return json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
+    return go_json(fields, sort_keys=False)  # json.Marshal of the entry: struct order
 
 
 def live_or_new(live: Mapping[str, JSON] | None, new: Mapping[str, JSON],

@@ -40,7 +40,8 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-from kubewire.go_text import go_float, go_json_kind, go_type_name
+from kubewire.go_print import go_sprint
+from kubewire.go_text import go_json_kind, go_type_name
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.schema import TypeNode, type_for
@@ -116,7 +117,7 @@ def _unprocessable(text: str) -> Invalid:
 
 
 def _no_merge_key(item: dict[str, JSON], key: str) -> StatusError:
-    return _failure(f"map: {_go_fmt(item)} does not contain declared merge key: {key}")
+    return _failure(f"map: {go_sprint(item)} does not contain declared merge key: {key}")
 
 
 def _bad_arg_type(expected: str, actual: JSON) -> StatusError:
@@ -126,21 +127,6 @@ def _bad_arg_type(expected: str, actual: JSON) -> StatusError:
 def _go_type(value: JSON) -> str:
     """``reflect.TypeOf`` of a decoded JSON value, printed with ``%s``."""
     return "%!s(<nil>)" if value is None else go_type_name(value)
-
-
-def _go_fmt(value: JSON, verb: str = "v") -> str:
-    """Go ``fmt`` ``%v`` (or ``%s``) of a decoded JSON value: ``map[k:v]``, ``[a b]``."""
-    if isinstance(value, dict):
-        return "map[" + " ".join(f"{k}:{_go_fmt(value[k], verb)}" for k in sorted(value)) + "]"
-    if isinstance(value, list):
-        return "[" + " ".join(_go_fmt(v, verb) for v in value) + "]"
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return "<nil>" if verb == "v" else "%!s(<nil>)"
-    text = ("true" if value else "false") if isinstance(value, bool) else (
-        str(value) if isinstance(value, int) else go_float(value))
-    return text if verb == "v" else f"%!s({_go_type(value)}={text})"
 
 
 def _go_equal(a: JSON, b: JSON) -> bool:
@@ -214,7 +200,7 @@ def _map_directive(directive: JSON, patch: dict[str, JSON]) -> dict[str, JSON]:
         return {k: v for k, v in patch.items() if k != _DIRECTIVE}
     if directive == "delete":
         return {}
-    raise _failure(f"unknown patch type: {_go_fmt(directive, 's')} in map: {_go_fmt(patch)}")
+    raise _failure(f"unknown patch type: {go_sprint(directive, 's')} in map: {go_sprint(patch)}")
 
 
 def _merge_key(original: dict[str, JSON], key: str, value: JSON, node: TypeNode | None) -> None:
@@ -339,8 +325,8 @@ def _check_order(items: list[JSON], order: list[JSON], key: str) -> None:
             at_item += 1
         at_order += 1
     if at_item < len(kept):
-        raise _failure(f"The order in patch list:\n{_go_fmt(items)}\n doesn't match "
-                       f"{_ORDER_PREFIX} list:\n{_go_fmt(order)}\n")
+        raise _failure(f"The order in patch list:\n{go_sprint(items)}\n doesn't match "
+                       f"{_ORDER_PREFIX} list:\n{go_sprint(order)}\n")
 
 
 def _merge_key_equal(left: JSON, right: JSON, key: str) -> bool:
@@ -407,7 +393,7 @@ def _element_type(*lists: list[JSON]) -> type:
                     raise _unprocessable(_LISTS_OF_LISTS)
                 first = type(value)
             elif type(value) is not first:
-                raise _failure("list element types are not identical: " + _go_fmt(list(lists)))
+                raise _failure("list element types are not identical: " + go_sprint(list(lists)))
     if first is None:
         raise _failure("no elements in any of the given slices")
     return first
@@ -442,8 +428,8 @@ def _apply_element_directives(original: list[JSON], patch: list[JSON],
         elif directive == "merge":
             raise _failure("merging lists cannot yet be specified in the patch")
         else:
-            raise _failure(f"unknown patch type: {_go_fmt(directive, 's')} in map: "
-                           f"{_go_fmt(item)}")
+            raise _failure(f"unknown patch type: {go_sprint(directive, 's')} in map: "
+                           f"{go_sprint(item)}")
     return (rest, []) if replace else (original, rest)
 
 

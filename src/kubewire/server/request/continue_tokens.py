@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from kubewire.go_print import go_json
 from kubewire.go_text import JSON_KIND_NAMES, decode_go_json, go_json_error
 from kubewire.status import BadRequest
 
@@ -118,9 +119,6 @@ def encode_continue(rv: int, start: str) -> str:
 
     ``start`` is the last returned key relative to the collection prefix plus ``"\\u0000"``.
     """
-    doc = json.dumps({"v": CONTINUE_VERSION, "rv": rv, "start": start},
-                     separators=(",", ":"), ensure_ascii=False)
-    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
-                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
-        doc = doc.replace(raw, escaped)  # Go's HTML-safe escaping
-    return base64.urlsafe_b64encode(doc.encode("utf-8", "replace")).rstrip(b"=").decode()
+    # the continueToken struct's fields in order, through the one Go-exact encoder
+    doc = go_json({"v": CONTINUE_VERSION, "rv": rv, "start": start}, sort_keys=False)
+    return base64.urlsafe_b64encode(doc.encode()).rstrip(b"=").decode()

@@ -13,8 +13,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-import msgspec
-
+from kubewire.go_print import go_json
 from kubewire.go_text import go_float as go_text_float
 from kubewire.json_types import JSON
 from kubewire.server.tables.cells import Cell, human_duration
@@ -24,8 +23,6 @@ _STEP = re.compile(
     r"""\.([^.\[]+)"""  # .field
     r"""|\[\*\]|\[(-?\d+)\]"""  # [*] and [N]
     r"""|\[\?\(@\.([\w.]+)\s*(==|!=)\s*(?:"([^"]*)"|'([^']*)')\)\]""")  # [?(@.a=="x")]
-_encode_sorted = msgspec.json.Encoder(order="sorted").encode
-_GO_HTML_ESCAPES = {b"<": b"\\u003c", b">": b"\\u003e", b"&": b"\\u0026"}
 
 
 def find_results(obj: JSON, path: str) -> list[JSON]:
@@ -63,7 +60,11 @@ def _dig(value: JSON, dotted: str) -> JSON:
 
 
 def go_text(value: JSON) -> str | None:
-    """client-go ``JSONPath.PrintResults`` of one value; None where Go fails (null)."""
+    """client-go ``JSONPath.PrintResults`` of one value; None where Go fails (null).
+
+    A map or a list prints as ``json.Marshal`` writes it (``go_print.go_json``: keys sorted,
+    HTML characters, U+2028/U+2029 and invalid UTF-8 escaped, floats as ``floatEncoder``).
+    """
     if value is None:
         return None
     if isinstance(value, str):
@@ -74,10 +75,7 @@ def go_text(value: JSON) -> str | None:
         return str(value)
     if isinstance(value, float):
         return go_float(value)
-    data = _encode_sorted(value)
-    for raw, escaped in _GO_HTML_ESCAPES.items():
-        data = data.replace(raw, escaped)
-    return data.decode()
+    return go_json(value)
 
 
 def go_float(value: float) -> str:

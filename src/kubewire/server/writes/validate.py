@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kubewire.go_print import go_json, go_sprint
 from kubewire.go_text import go_json_surrogates, go_quote, go_utf8
 from kubewire.resources import Resource
 from kubewire.schema import validate as schema_validate
@@ -23,7 +24,6 @@ from kubewire.schema.go_decode import decode_error
 from kubewire.schema.go_time_encoding import encode_times
 from kubewire.schema.validate_typed import checks_cleanly
 from kubewire.server.context import ServerContext
-from kubewire.server.patch.go_print import go_json, go_sprint
 from kubewire.server.request.options import WriteOptions
 from kubewire.server.wire.encoding import media_type
 from kubewire.server.wire.http_messages import Request

@@ -15,8 +15,7 @@ Python's own ``==`` treats ``1 == 1.0 == True``; every comparison here keeps Go'
 
 from __future__ import annotations
 
-import math
-
+from kubewire.go_print import go_json
 from kubewire.go_text import GoLiteral, go_float, go_quote
 from kubewire.json_copy import copy_json
 from kubewire.json_types import JSON
@@ -70,30 +69,10 @@ def scalar_key(value: JSON) -> tuple[type, JSON]:
     return type(value), value
 
 
-def _go_json_float(value: float) -> str:
-    # encoding/json floatEncoder: 'f' form for 1e-6 <= |f| < 1e21, else 'e' (shortest digits)
-    if math.isfinite(value) and value.is_integer() and abs(value) < 1e21:
-        return str(int(value))
-    return repr(value)
-
-
 def json_key(value: JSON) -> str:
-    """``json.Marshal`` text of a compound value (keys sorted, as Go writes maps)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _go_json_float(value)
-    if isinstance(value, str):
-        return go_quote(value)
-    if isinstance(value, list):
-        return "[" + ",".join(json_key(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{go_quote(k)}:{json_key(value[k])}" for k in sorted(value)) + "}"
-    return repr(value)
+    """``json.Marshal`` text of a decoded value (``go_print.go_json``: keys sorted, as Go
+    writes maps; floats as ``floatEncoder``; strings as ``appendString`` escapes them)."""
+    return go_json(value)
 
 
 def deep_copy(value: JSON) -> JSON:

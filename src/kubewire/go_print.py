@@ -3,7 +3,9 @@
 kube-apiserver embeds such texts in patch errors (handlers/patch.go): ``json.Marshal`` of the
 patched document (``go_json``) and ``fmt.Sprintf("%+v", patchMap)`` of a strategic merge patch
 (``go_sprint``); server-side apply writes ``go_json`` of the applied configuration into the
-last-applied annotation. Pure functions; none raises for decoded JSON.
+last-applied annotation. ``go_json`` is kubewire's one encoder for any text kube writes with
+encoding/json (annotations, hashes of marshalled bytes, discovery documents, printed cells).
+Pure functions; none raises for decoded JSON.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal
+from typing import Literal, NamedTuple
 
-from kubewire.go_text import go_float
+from kubewire.go_text import go_float, go_type_name
 from kubewire.json_types import JSON
 
 _INT64 = range(-(1 << 63), 1 << 63)
@@ -21,9 +24,12 @@ _STRING_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\
 _NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f<>&\u2028\u2029\ud800-\udfff]')
 
 
-def go_json(value: JSON, *, float64_numbers: bool = False) -> str:
+def go_json(value: JSON, *, float64_numbers: bool = False, sort_keys: bool = True) -> str:
     """``json.Marshal`` of a decoded ``map[string]interface{}`` (Go 1.22 and later, as kube
     v1.32 is built with): compact, map keys sorted, strings escaped as ``appendString`` does.
+
+    ``sort_keys=False`` writes each dict's keys in their insertion order: a Go struct, whose
+    encoder writes fields in declaration order (the caller builds the dict in that order).
 
     Numbers: an int is an ``int64`` and prints exactly; one outside int64's range, or any
     number when ``float64_numbers`` (a value sigs.k8s.io/yaml decoded, as server-side apply's
@@ -31,28 +37,33 @@ def go_json(value: JSON, *, float64_numbers: bool = False) -> str:
     ``ValueError`` (Go's ``UnsupportedValueError``); decoded JSON holds neither.
     """
     out: list[str] = []
-    _append_json(value, out, float64_numbers)
+    _append_json(value, out, _Options(float64_numbers, sort_keys))
     return "".join(out)
 
 
-def _append_json(value: JSON, out: list[str], float64_numbers: bool) -> None:
+class _Options(NamedTuple):
+    float64_numbers: bool
+    sort_keys: bool
+
+
+def _append_json(value: JSON, out: list[str], options: _Options) -> None:
     if isinstance(value, str):
         out.append(_json_string(value))
     elif isinstance(value, dict):
         out.append("{")
-        for i, key in enumerate(sorted(value)):
+        for i, key in enumerate(sorted(value) if options.sort_keys else value):
             out.append(("," if i else "") + _json_string(key) + ":")
-            _append_json(value[key], out, float64_numbers)
+            _append_json(value[key], out, options)
         out.append("}")
     elif isinstance(value, (list, tuple)):
         out.append("[")
         for i, item in enumerate(value):
             if i:
                 out.append(",")
-            _append_json(item, out, float64_numbers)
+            _append_json(item, out, options)
         out.append("]")
     else:
-        out.append(_json_scalar(value, float64_numbers))
+        out.append(_json_scalar(value, options.float64_numbers))
 
 
 def _json_scalar(value: JSON, float64_numbers: bool) -> str:
@@ -116,20 +127,26 @@ def _json_float(value: float) -> str:
     return f"{minus}{digits[:point]}.{digits[point:]}"
 
 
-def go_sprint(value: JSON) -> str:
-    """``fmt.Sprintf("%+v", v)`` of a decoded JSON value: ``map[a:1 b:[x y]]``, keys sorted,
-    strings bare, null as ``<nil>``."""
+def go_sprint(value: JSON, verb: Literal["v", "s"] = "v") -> str:
+    """``fmt.Sprintf("%+v", v)`` of a decoded JSON value (``%v`` prints the same: the ``+``
+    flag only names struct fields): ``map[a:1 b:[x y]]``, keys sorted, strings bare, null as
+    ``<nil>``, floats as ``go_text.go_float``.
+
+    ``verb="s"``: ``%s``, applied inside maps and slices as well, which prints strings bare and
+    any other scalar as a bad verb, ``%!s(int64=1)`` (null: ``%!s(<nil>)``), as
+    strategic-merge-patch errors show a directive.
+    """
     if isinstance(value, dict):
-        return "map[" + " ".join(f"{k}:{go_sprint(value[k])}" for k in sorted(value)) + "]"
+        return "map[" + " ".join(f"{k}:{go_sprint(value[k], verb)}" for k in sorted(value)) + "]"
     if isinstance(value, list):
-        return "[" + " ".join(go_sprint(v) for v in value) + "]"
+        return "[" + " ".join(go_sprint(v, verb) for v in value) + "]"
+    if isinstance(value, str):
+        return value
     if value is None:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return go_float(value)
-    return str(value)
+        return "<nil>" if verb == "v" else "%!s(<nil>)"
+    text = ("true" if value else "false") if isinstance(value, bool) else (
+        str(value) if isinstance(value, int) else go_float(value))
+    return text if verb == "v" else f"%!s({go_type_name(value)}={text})"
 
 
 __all__ = ["go_float", "go_json", "go_sprint"]
