@@ -364,9 +364,12 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("apps", "v1", "ControllerRevision", "controllerrevisions", "controllerrevision",
              namespaced=True, field_label_style="default",
              zero_fields=_zero("ControllerRevision")),
+    # Served by the core event storage (registry/events/rest/storage_events.go), whose
+    # strategy allows create on update.
     Resource("events.k8s.io", "v1", "Event", "events", "event", namespaced=True,
              short_names=("ev",), field_labels=_EVENT_FIELDS, has_watch_cache=False,
-             internal_group="", zero_fields=_zero("events.k8s.io/Event")),
+             internal_group="", allow_create_on_update=True,
+             zero_fields=_zero("events.k8s.io/Event")),
     # Legacy validation names no rule for events (objects-and-clients.md §1.7); PUT creates
     # (registry/core/event/strategy.go AllowCreateOnUpdate).
     Resource("", "v1", "Event", "events", "event", namespaced=True, short_names=("ev",),

@@ -146,6 +146,16 @@ def test_put_through_core_creates_a_missing_event(server: ServerThread) -> None:
         "component": "kubelet", "host": "node-1"}
 
 
+def test_put_through_events_creates_a_missing_event(server: ServerThread) -> None:
+    # registry/events/rest/storage_events.go serves events.k8s.io from the core event storage,
+    # whose strategy allows create on update
+    reply = call(server, "PUT", f"{EVENTS}/put-made-v1", new_event("put-made-v1"))
+    assert reply.status == 201, reply.body
+    assert get(server, f"{CORE}/put-made-v1")["reportingComponent"] == "kubewire.io/t"
+    reply = call(server, "PUT", f"{EVENTS}/put-made-v1", get(server, f"{EVENTS}/put-made-v1"))
+    assert reply.status == 200, reply.body  # there now: an update
+
+
 def test_deletecollection_through_core_removes_events_of_both_origins(
         server: ServerThread) -> None:
     create(server, CORE, core_event("a"))
