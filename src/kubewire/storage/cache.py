@@ -53,6 +53,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from kubewire.go_json_bytes import go_escaped
 from kubewire.resources import Registry, Resource
 from kubewire.status import StatusError, too_large_resource_version, too_old_resource_version
 from kubewire.storage.base import Change, ChangeType, CompactedError, Record, Store
@@ -613,7 +614,7 @@ def _slices(changes: list[Change], max_bytes: int) -> list[list[Change]]:
 
 
 def error_event(err: StatusError) -> bytes:
-    return event_line(b"ERROR", msgspec.json.encode(err.to_status()))
+    return event_line(b"ERROR", go_escaped(msgspec.json.encode(err.to_status())))
 
 
 class WatchCaches:

@@ -24,12 +24,13 @@ from typing import Any, cast
 import msgspec
 
 from kubewire.conversions import convert_object, needs_conversion
+from kubewire.go_json_bytes import GoJSONEncoder
 from kubewire.resources import Resource
 from kubewire.selectors import FieldSelector, LabelSelector, field_set
 from kubewire.storage.base import Change, ChangeType
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
-_encode = msgspec.json.Encoder().encode
+_encode = GoJSONEncoder().encode
 
 ADDED = b"ADDED"
 MODIFIED = b"MODIFIED"

@@ -21,6 +21,7 @@ from typing import Any
 
 import msgspec
 
+from kubewire.go_json_bytes import GoJSONEncoder
 from kubewire.storage.base import (
     Change,
     ChangeListener,
@@ -49,7 +50,7 @@ AUTO_COMPACT_INTERVAL_S = 60.0
 # kube's etcd3 store's operation names (etcd_request_duration_seconds{operation}).
 OPERATIONS: dict[type, str] = {Create: "create", Update: "update", Delete: "delete"}
 
-_encoder = msgspec.json.Encoder()
+_encoder = GoJSONEncoder()
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 _DEFAULT_RETENTION = Retention()
 

@@ -27,13 +27,14 @@ from kubewire.conversions import (
     needs_conversion,
     version_kind_of,
 )
+from kubewire.go_json_bytes import GoJSONEncoder
 from kubewire.json_types import JSON
 from kubewire.resources import Registry, Resource
 from kubewire.storage.base import Change, ChangeListener, Create, Op, Record, Store, Update
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 WebhookCall = Callable[[Resource, list[dict[str, JSON]], str], Awaitable[list[dict[str, JSON]]]]
-_encode = msgspec.json.Encoder().encode
+_encode = GoJSONEncoder().encode
 
 
 class VersionedStore:

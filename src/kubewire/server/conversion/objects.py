@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from kubewire.go_json_bytes import GoJSONEncoder
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.server.apiextensions.crd.conversion_review import ConversionFailure
@@ -22,7 +23,7 @@ from kubewire.server.conversion import webhook
 from kubewire.status import StatusError
 from kubewire.storage.cached import CachedObject
 
-_encode = msgspec.json.Encoder().encode
+_encode = GoJSONEncoder().encode
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import msgspec
 
+from kubewire.go_json_bytes import GoJSONEncoder
 from kubewire.resources import Resource
 from kubewire.server.context import ServerContext
 from kubewire.server.conversion.objects import convert_or_fail
@@ -31,7 +32,7 @@ from kubewire.storage.watcher import Sink, WrappingSink
 
 MAX_BACKLOG_BYTES = 1024 * 1024
 
-_encode = msgspec.json.Encoder().encode
+_encode = GoJSONEncoder().encode
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 
 

@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from kubewire.go_json_bytes import GoJSONEncoder
 from kubewire.go_text import decode_go_json, go_json_error
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
@@ -56,7 +57,7 @@ MAX_CALLS = 16
 MAX_BATCH = 100
 MEMO_ENTRIES = 4096
 
-_encode = msgspec.json.Encoder().encode
+_encode = GoJSONEncoder().encode
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 _limits: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = \
     weakref.WeakKeyDictionary()

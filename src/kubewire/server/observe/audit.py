@@ -34,6 +34,7 @@ from urllib.parse import quote
 
 import msgspec
 
+from kubewire.go_json_bytes import GoJSONEncoder
 from kubewire.go_text import go_quote, go_string_slice
 from kubewire.server.access.authn import UserInfo
 from kubewire.server.access.authz import Attributes
@@ -452,10 +453,7 @@ def raw_json(body: bytes, omit_managed_fields: bool) -> bytes | None:
     return object_json(obj, omit_managed_fields)
 
 
-_ENCODER = msgspec.json.Encoder()
-# Go's encoding/json escapes these (HTML-safe, and JavaScript's line terminators).
-_GO_ESCAPES = ((b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"),
-               ("\u2028".encode(), b"\\u2028"), ("\u2029".encode(), b"\\u2029"))
+_ENCODER = GoJSONEncoder()  # as Go's encoding/json escapes (HTML-safe, line terminators)
 
 
 def event_line(event: AuditEvent, stage: str, now: datetime.datetime) -> bytes:
@@ -482,9 +480,5 @@ def event_line(event: AuditEvent, stage: str, now: datetime.datetime) -> bytes:
     doc["stageTimestamp"] = format_micro_time(stamp)
     if event.annotations:
         doc["annotations"] = dict(sorted(event.annotations.items()))
-    line = _ENCODER.encode(doc)
-    for raw, escaped in _GO_ESCAPES:
-        if raw in line:
-            line = line.replace(raw, escaped)
-    return line + b"\n"
+    return _ENCODER.encode(doc) + b"\n"
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import msgspec
 
+from kubewire.go_json_bytes import GoJSONEncoder
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.server.tables.output import (
@@ -35,7 +36,7 @@ from kubewire.storage.cached import event_line
 log = logging.getLogger(__name__)
 
 _decode_object = msgspec.json.Decoder(dict[str, Any]).decode
-_encode = msgspec.json.Encoder().encode
+_encode = GoJSONEncoder().encode
 _TABLE_EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
 
 

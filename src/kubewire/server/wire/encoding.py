@@ -43,6 +43,7 @@ from typing import Any
 
 import msgspec
 
+from kubewire.go_json_bytes import GoJSONEncoder
 from kubewire.go_text import JSON_KIND_NAMES, decode_go_json, go_json_error, go_utf8
 from kubewire.resources import Resource
 from kubewire.server.wire.http_messages import Response
@@ -51,7 +52,7 @@ from kubewire.server.wire.protobuf import PROTOBUF_MEDIA_TYPE, decode_protobuf_o
 from kubewire.server.wire.yaml_bodies import YAMLBodyError, load_yaml_body
 from kubewire.status import BadRequest, NotAcceptable, UnsupportedMediaType
 
-_encoder = msgspec.json.Encoder()
+_encoder = GoJSONEncoder()
 encode_json = _encoder.encode
 # Always given a list: msgspec 0.22 leaks one iterator per call on any other sequence.
 _encode_lines = _encoder.encode_lines

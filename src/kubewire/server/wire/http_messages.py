@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
+from kubewire.go_json_bytes import GoJSONEncoder
 from kubewire.server.wire.http_input import (
     REQUEST_TIMEOUT_BODY,
     REQUEST_TIMEOUT_CONTENT_TYPE,
@@ -46,7 +47,9 @@ if TYPE_CHECKING:
 
 # The value then "\n", in one encode (no copy of the value's bytes to append the newline).
 # Always given a list: msgspec 0.22 leaks one iterator per call on any other sequence.
-_encode_line = msgspec.json.Encoder().encode_lines
+_go_json = GoJSONEncoder()
+_encode = _go_json.encode
+_encode_line = _go_json.encode_lines
 GZIP_THRESHOLD_BYTES = 128 * 1024  # kube's defaultGzipThresholdBytes
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 LAST_CHUNK = b"0\r\n\r\n"
@@ -342,7 +345,7 @@ def request_timeout_answer() -> bytes:
 
 def json_response(value: object, status: int = 200) -> Response:
     """A JSON answer of ``value`` (kubewire's own ``/kubewire/`` endpoints)."""
-    return Response(status, msgspec.json.encode(value), "application/json")
+    return Response(status, _encode(value), "application/json")
 
 
 def json_object_body(request: Request) -> dict[str, Any]:

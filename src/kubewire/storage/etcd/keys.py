@@ -28,6 +28,8 @@ from typing import Any
 
 import msgspec
 
+from kubewire.go_json_bytes import GoJSONEncoder
+
 __all__ = ["BUILTIN_RESOURCES", "SPECIAL", "EtcdKeys", "read_value", "stored_value"]
 
 # kube-apiserver v1.32's built-in stored resources: kubewire id -> resource prefix in etcd.
@@ -156,12 +158,9 @@ class EtcdKeys:
         return self.to_etcd(prefix), True
 
 
-_encoder = msgspec.json.Encoder()
-_sorted_encoder = msgspec.json.Encoder(order="sorted")
+_encoder = GoJSONEncoder()
+_sorted_encoder = GoJSONEncoder(order="sorted")
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
-# Go's json.Encoder escapes these inside strings (the only place they can occur in JSON).
-_HTML_ESCAPES = ((b"&", b"\\u0026"), (b"<", b"\\u003c"), (b">", b"\\u003e"),
-                 ("\u2028".encode(), b"\\u2028"), ("\u2029".encode(), b"\\u2029"))
 
 
 def stored_value(obj: dict[str, Any], *, custom: bool) -> bytes:
@@ -177,11 +176,7 @@ def stored_value(obj: dict[str, Any], *, custom: bool) -> bytes:
     out.update(obj)
     if meta is not None:
         out["metadata"] = meta
-    value = (_sorted_encoder if custom else _encoder).encode(out)
-    for raw, escaped in _HTML_ESCAPES:
-        if raw in value:
-            value = value.replace(raw, escaped)
-    return value + b"\n"
+    return (_sorted_encoder if custom else _encoder).encode(out) + b"\n"
 
 
 def read_value(stored: bytes, revision: int) -> tuple[dict[str, Any], bytes]:

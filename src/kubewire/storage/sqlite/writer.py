@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from kubewire.go_json_bytes import GoJSONEncoder
 from kubewire.storage.base import (
     Change,
     ChangeType,
@@ -56,7 +57,7 @@ MAX_BATCH_OPS = 1024
 AUTO_COMPACT_EVERY_CHANGES = 1_000
 AUTO_COMPACT_INTERVAL_S = 60.0
 
-_encoder = msgspec.json.Encoder()
+_encoder = GoJSONEncoder()
 _decoder = msgspec.json.Decoder()
 
 _INSERT_CHANGE = ("INSERT INTO changes (revision, key, resource, type, value, prev_value,"
