@@ -883,12 +883,12 @@ class WatchCaches:
             return
         # The flush's cost is the loop's CPU time in it (wall time would count the moments
         # the process waited for a core, and pause the next flush for them).
-        began = time.thread_time()
+        cost = 0.0
         for cache in dirty.values():
-            kind_began = time.thread_time()
+            began = time.thread_time()
             self._flush_cache(cache)
-            cache.flush_cost = time.thread_time() - kind_began
-        cost = time.thread_time() - began
+            cache.flush_cost = time.thread_time() - began
+            cost += cache.flush_cost
         self._next_flush_at = time.monotonic() + min(FLUSH_PAUSE_PER_COST * cost,
                                                       MAX_FLUSH_GAP_S)
 
