@@ -57,7 +57,11 @@ def template_patch(owner: Mapping[str, Any]) -> Obj:
 
 def revision_hash(data: Mapping[str, Any], collision_count: int | None) -> str:
     """``HashControllerRevision``: the hash of the data's bytes and the collision count."""
-    value = fnv32(go_json(data))
+    return _hash_of_bytes(go_json(data), collision_count)
+
+
+def _hash_of_bytes(data: bytes, collision_count: int | None) -> str:
+    value = fnv32(data)
     if collision_count is not None:
         value = fnv32(str(collision_count).encode(), value)
     return safe_encode(str(value))
@@ -68,7 +72,8 @@ def new_revision(owner: Mapping[str, Any], data: Obj, revision: int,
     """``NewControllerRevision``: labels of the template plus the hash, the owner's
     annotations, a controller reference, ``revision`` and ``data``."""
     meta = owner.get("metadata") or {}
-    hash_ = revision_hash(data, collision_count)
+    data_bytes = go_json(data)  # what kube hashes, and stores as the RawExtension
+    hash_ = _hash_of_bytes(data_bytes, collision_count)
     labels = dict(template_labels)
     labels[REVISION_HASH_LABEL] = hash_
     out_meta: Obj = {
@@ -80,7 +85,7 @@ def new_revision(owner: Mapping[str, Any], data: Obj, revision: int,
         out_meta["annotations"] = dict(meta["annotations"])
     # kube stores the patch's bytes as the RawExtension and serves them as they are: keys sorted
     return {"apiVersion": "apps/v1", "kind": "ControllerRevision", "metadata": out_meta,
-            "data": json.loads(go_json(data)), "revision": revision}
+            "data": json.loads(data_bytes), "revision": revision}
 
 
 def revision_name(prefix: str, hash_: str) -> str:
