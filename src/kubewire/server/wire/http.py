@@ -37,8 +37,11 @@ Guarantees:
   kube's 504 Timeout answer and the connection closes; a request's handler, a watch included,
   is not timed here;
 - after a connection's last answer (a refusal, a protocol error, ``Connection: close``) nothing
-  more is parsed; what the client still sends is read and dropped and the close waits a moment
-  (Go's ``closeWriteAndWait``), so it does not reset the connection under an unread answer;
+  more is parsed; what the client still sends is read and dropped up to ``_MAX_DRAIN_BYTES``
+  (Go's ``maxPostHandlerReadBytes``), then reading pauses and the kernel's flow control stops
+  the client; the close waits a moment (Go's ``closeWriteAndWait``), so a client that sent a
+  moderate body before reading is not reset under an unread answer, and one that sends on
+  costs no more than a paused connection;
 - a connection idle between requests is closed after ``Limits.keepalive_timeout_s``;
 - while a chunked stream is open, bytes the client sends are kept unparsed (reading pauses
   past ``_MAX_HELD_BYTES``) and parsed when the stream ends, as Go reads the next request only
@@ -88,7 +91,11 @@ _MAX_HELD_BYTES = 64 * 1024  # client bytes kept during a stream before reading 
 # tiny pipelined requests queues at most ~230 of them before the queue bound is checked, and
 # a body waiting for the budget has at most this much of it parsed.
 _PARSE_SLICE_BYTES = 4096
-_LINGER_S = 0.5  # Go's rstAvoidanceDelay: input is read and dropped this long before a close
+_LINGER_S = 0.5  # Go's rstAvoidanceDelay: how long the close waits after the last answer
+# Go's maxPostHandlerReadBytes: how much input after the last answer is read and dropped before
+# reading pauses (net/http reads at most this much of an unread body, chunkWriter.writeHeader;
+# its closeWriteAndWait then sleeps without reading).
+_MAX_DRAIN_BYTES = 256 * 1024
 
 
 def _loop_time() -> float:
@@ -100,10 +107,10 @@ class HTTPConnection(asyncio.Protocol):
     request, write the answers in order."""
 
     # An idle watch is mostly this object: slots, and no parser or body while streaming.
-    __slots__ = ("_feeding", "_held", "_input_closed", "_keep_alive", "_last_answer", "_limits",
-                 "_parser", "_pending", "_queued_body_bytes", "_reading_paused", "_reserved",
-                 "_server", "_stream", "_task", "_timer", "_transport", "_upgrade_tail",
-                 "_waiting_budget", "_write_timer", "write_paused")
+    __slots__ = ("_drained", "_feeding", "_held", "_input_closed", "_keep_alive", "_last_answer",
+                 "_limits", "_parser", "_pending", "_queued_body_bytes", "_reading_paused",
+                 "_reserved", "_server", "_stream", "_task", "_timer", "_transport",
+                 "_upgrade_tail", "_waiting_budget", "_write_timer", "write_paused")
 
     def __init__(self, server: HTTPServer) -> None:
         self._server = server
@@ -123,6 +130,7 @@ class HTTPConnection(asyncio.Protocol):
         self._upgrade_tail: bytes | None = None  # client bytes after an Upgrade request's head
         self._keep_alive = True
         self._input_closed = False  # nothing more the client sends is parsed
+        self._drained = 0  # bytes read and dropped since then (bounded by _MAX_DRAIN_BYTES)
         self._last_answer: bytes | None = None  # the closing answer, once those ahead are out
         self._timer: asyncio.TimerHandle | None = None  # head, body, keep-alive or linger
         self._write_timer: asyncio.TimerHandle | None = None  # answers left unread too long
@@ -147,7 +155,8 @@ class HTTPConnection(asyncio.Protocol):
                 self._upgrade_tail += data
             return
         if self._stream is None and self._input_closed:
-            return  # read and dropped: a close with unread input would reset the connection
+            self._drop(len(data))
+            return
         if self._stream is not None or self._held or not self._may_parse():
             self._hold(data)  # the next request is read after the stream, or once there is room
             return
@@ -286,6 +295,18 @@ class HTTPConnection(asyncio.Protocol):
             self._feed(held)
         if not self._held:
             self._resume_reading()
+
+    def _drop(self, size: int) -> None:
+        """Input after the last answer: dropped, so that a client that sent a moderate body
+        before reading the answer is not reset under it at the close; past ``_MAX_DRAIN_BYTES``
+        reading pauses and the rest waits in the kernel, which stops the sender (Go reads at
+        most ``maxPostHandlerReadBytes`` of an unread body, then closeWriteAndWait reads
+        nothing), so a client pushing a large body costs no loop time until the close."""
+        self._drained += size
+        if self._drained >= _MAX_DRAIN_BYTES and not self._reading_paused:
+            self._reading_paused = True
+            if self._transport is not None and not self._transport.is_closing():
+                self._transport.pause_reading()
 
     def throttle_reading(self, seconds: float) -> None:
         """A WebSocket client over its budget: read nothing from it for ``seconds``."""
@@ -441,7 +462,7 @@ class HTTPConnection(asyncio.Protocol):
     def _answer_last(self, answer: bytes) -> None:
         """End the connection with ``answer``, written after the answers to the requests read
         before it; the request being read is dropped (its body bytes given back), nothing more
-        is parsed, and what the client still sends is read and dropped until the close."""
+        is parsed, and what the client still sends is dropped (``_drop``) until the close."""
         self._input_closed = True
         self._keep_alive = False
         self._parser = None  # with it the request being read, its head and body
@@ -456,7 +477,8 @@ class HTTPConnection(asyncio.Protocol):
 
     def _write_last(self, answer: bytes) -> None:
         """Go's ``closeWriteAndWait``: the answer, our FIN (plain TCP), and the close a moment
-        later; meanwhile the client's input is read and dropped."""
+        later; meanwhile at most ``_MAX_DRAIN_BYTES`` of the client's input is read and
+        dropped."""
         self.write(answer)
         transport = self._transport
         if transport is None or transport.is_closing():
