@@ -10,8 +10,13 @@ request target may be as long as Go's head limit allows. Each test talks to a re
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
+import pytest
+
+from kubewire.server.wire import http
 from kubewire.server.wire.http import HTTPConnection, HTTPServer
 from kubewire.server.wire.http_input import HEAD_TOO_LARGE_ANSWER, REQUEST_TIMEOUT_BODY
 from kubewire.server.wire.http_messages import Limits, Request, Response
@@ -196,6 +201,114 @@ async def test_a_refusal_behind_pipelined_requests_comes_in_order() -> None:
     assert "connection" not in headers  # not the last answer
     assert (await read_response(reader))[0] == 401
     assert await asyncio.wait_for(reader.read(), WAIT_S) == b""
+    await close(writer)
+    await srv.close()
+
+
+# --- after the last answer ----------------------------------------------------------------------
+
+GO_DRAIN_BYTES = 256 * 1024  # Go's maxPostHandlerReadBytes
+STALL_S = 0.3  # the kernel taking nothing of the client's writes this long: the server stopped
+PIECE = b"x" * (64 * 1024)
+CLIENT_SNDBUF = 64 * 1024
+# Three ways to a connection's last answer while the client goes on sending: a refusal on the
+# head (401), a body announced over max_body_bytes (413), a head that is not HTTP (400).
+LAST_ANSWERS = {
+    "401-on-the-head": (b"POST /refused HTTP/1.1\r\nHost: t\r\nContent-Length: 52428800\r\n\r\n",
+                        401),
+    "413-on-content-length": (
+        b"POST /big HTTP/1.1\r\nHost: t\r\nContent-Length: 52428800\r\n\r\n", 413),
+    "400-for-a-bad-head": (b"\x00\x01 nonsense\r\n\r\n", 400),
+}
+
+
+def refusing_server() -> HTTPServer:
+    """``echo``, with /refused refused on its head and bodies over 1 MiB refused by size."""
+    return HTTPServer(echo, Limits(max_body_bytes=1 << 20), head_check=lambda r: (
+        Response(401, UNAUTHORIZED) if r.path == "/refused" else None))
+
+
+def kernel_buffers_bytes() -> int:
+    """The most loopback can hold of a body no one reads: the receiver's buffer (tcp_rmem's
+    largest), the sender's (its SO_SNDBUF, which the kernel doubles) and 4 MiB of slack."""
+    try:
+        receiver = int(Path("/proc/sys/net/ipv4/tcp_rmem").read_text().split()[2])
+    except (OSError, IndexError, ValueError):
+        receiver = 64 << 20
+    return receiver + 2 * CLIENT_SNDBUF + (4 << 20)
+
+
+async def connect_small_sndbuf(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, CLIENT_SNDBUF)
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
+    return await asyncio.open_connection(sock=sock)
+
+
+async def push_until_stalled(writer: asyncio.StreamWriter, cap: int) -> int:
+    """Write body bytes until the kernel takes none for ``STALL_S`` (or ``cap`` are taken);
+    how many it took."""
+    written = 0
+    while written < cap:
+        writer.write(PIECE)
+        written += len(PIECE)
+        try:
+            await asyncio.wait_for(writer.drain(), STALL_S)
+        except TimeoutError:
+            break
+    return written - writer.transport.get_write_buffer_size()
+
+
+@pytest.mark.parametrize("name", list(LAST_ANSWERS))
+async def test_input_after_the_last_answer_is_read_only_up_to_gos_bound(
+        monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """Go reads at most maxPostHandlerReadBytes (256 KiB) of a body left unread, and its
+    closeWriteAndWait reads nothing: a client that pushes on after its last answer is stopped
+    by the kernel's flow control once the server has dropped ~256 KiB, not read and dropped at
+    loopback speed until the close. It still gets the whole answer."""
+    monkeypatch.setattr(http, "_LINGER_S", 10.0)  # the close must not come before the stall
+    head, status = LAST_ANSWERS[name]
+    srv = refusing_server()
+    reader, writer = await connect_small_sndbuf(await start(srv))
+    await until(lambda: bool(srv.connections))
+    conn = only_connection(srv)
+    writer.write(head)
+    answer = asyncio.ensure_future(read_response(reader))
+    cap = kernel_buffers_bytes() + 2 * GO_DRAIN_BYTES
+    taken = await push_until_stalled(writer, cap)
+    assert taken < cap, f"the kernel took all {taken} bytes: the server kept reading"
+    assert conn in srv.connections and not is_reading(conn)  # paused until the linger ends
+    # One read past the bound at most (asyncio and uvloop read up to 256 KiB at a time).
+    assert GO_DRAIN_BYTES <= conn._drained <= 2 * GO_DRAIN_BYTES
+    got, headers, body = await answer
+    assert got == status and headers["connection"] == "close"
+    assert int(headers["content-length"]) == len(body) > 0
+    writer.transport.abort()
+    await srv.close()
+
+
+async def test_a_moderate_body_sent_before_reading_gets_the_answer_and_a_clean_close() -> None:
+    """A client that sends its whole 200 KiB body before reading the 401 on its head: the
+    server reads and drops the body (under Go's 256 KiB), so the close that follows the
+    linger leaves nothing unread and is a FIN, not a reset that could drop the answer. (The
+    body goes in 8 KiB writes, each read on its own: a smaller bound would leave some unread.)"""
+    srv = refusing_server()
+    reader, writer = await connect(await start(srv))
+    size, piece = 200 * 1024, b"x" * 8192
+    writer.write(f"POST /refused HTTP/1.1\r\nHost: t\r\nContent-Length: {size}\r\n\r\n"
+                 .encode())
+    for _ in range(size // len(piece)):
+        await asyncio.sleep(0.002)  # the server (this loop) reads what was written
+        writer.write(piece)
+    await writer.drain()
+    status, headers, body = await read_response(reader)
+    assert (status, body, headers["connection"]) == (401, UNAUTHORIZED, "close")
+    assert await asyncio.wait_for(reader.read(), WAIT_S) == b""  # our FIN, at once
+    await until(lambda: not srv.connections)  # the close, after the linger
+    await asyncio.sleep(0.05)  # a reset would have arrived by now
+    sock = writer.get_extra_info("socket")
+    assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0  # not ECONNRESET
     await close(writer)
     await srv.close()
 
