@@ -152,9 +152,13 @@ _SPECIAL = frozenset("=!(),<>")
 _SYMBOLS = frozenset({"=", "==", "!=", "!", "(", ")", ",", "<", ">"})
 _KEYWORDS = frozenset({"in", "notin"})
 _EOS, _ID = "end", "id"
-# Whitespace, then a one-character symbol or an identifier (Lexer.Lex: isWhitespace,
-# isSpecialSymbol); neither before "=", "!", "<", ">" (Go's longest-symbol rules, in
-# ``_scan_symbol``), a NUL or the end. ``re`` finds it, not a loop over characters.
+# Tokens are found by ``re`` rather than char by char (a selector can be as long as a request
+# head, 1 MiB, and the loop must not stall on it): all at once by ``_PLAIN`` when there is no
+# symbol whose Go scanning rules need ``_scan_symbol``, else whitespace and a one-character
+# symbol or an identifier at a time by ``_SIMPLE_TOKEN``.
+_NEEDS_SCAN = re.compile(r"[=!<>\0]")
+_PLAIN = re.compile(r"[(),]|[^(), \t\r\n]+")
+_ONE_CHAR = frozenset("(),")
 _SIMPLE_TOKEN = re.compile(r"[ \t\r\n]*(?:([(),])|([^=!(),<> \t\r\n\0]+))?")
 _OPERATOR_TOKENS = {"in": Operator.IN, "notin": Operator.NOT_IN, "=": Operator.EQUALS,
                     "==": Operator.DOUBLE_EQUALS, "!=": Operator.NOT_EQUALS,
@@ -184,25 +188,44 @@ def _scan_symbol(text: str, pos: int) -> tuple[Token, int]:
     return (last, last), pos
 
 
-def _next_token(text: str, pos: int) -> tuple[Token, int]:
-    """``Lexer.Lex`` from ``pos``: the token and where the next one starts.
+def _lex(text: str, pos: int) -> tuple[list[Token], int]:
+    """``labels.Lexer`` from ``pos`` through the next "(" (a value list may follow it, which
+    the parser may read in bulk) or the end: the tokens, and where the next ones start.
 
     Go reads a NUL byte like the end of input, and its parser scans no further than the end:
     after it the position is ``len(text)``, so every later token is the end too.
     """
-    found = _SIMPLE_TOKEN.match(text, pos)  # never None: every part of it may be empty
-    assert found is not None
-    pos = found.end()
-    symbol, literal = found.group(1, 2)
-    if symbol:  # "(", ")" or ",": never the start of a longer symbol
-        return (symbol, symbol), pos
-    if literal:
-        if pos < len(text) and text[pos] == "\0":
-            pos += 1  # scanIDOrKeyword swallows the NUL that ends an identifier
-        return (literal if literal in _KEYWORDS else _ID, literal), pos
-    if pos >= len(text) or text[pos] == "\0":
-        return (_EOS, ""), len(text)
-    return _scan_symbol(text, pos)  # "=", "!=", "<"...
+    stop = text.find("(", pos) + 1 or len(text)
+    if not _NEEDS_SCAN.search(text, pos, stop):  # no "=", "!", "<", ">" or NUL: one findall
+        tokens = [(part, part) if part in _ONE_CHAR else
+                  (part if part in _KEYWORDS else _ID, part)
+                  for part in _PLAIN.findall(text, pos, stop)]
+        if not tokens or tokens[-1][0] != "(":
+            tokens.append((_EOS, ""))
+        return tokens, stop
+    tokens = []
+    end = len(text)
+    simple = _SIMPLE_TOKEN.match
+    while True:
+        found = simple(text, pos)  # never None: every part of the pattern may be empty
+        assert found is not None
+        pos = found.end()
+        symbol, literal = found.group(1, 2)
+        if symbol:  # "(", ")" or ",": never the start of a longer symbol
+            tokens.append((symbol, symbol))
+            if symbol == "(":
+                return tokens, pos
+            continue
+        if literal:
+            if pos < end and text[pos] == "\0":
+                pos += 1  # scanIDOrKeyword swallows the NUL that ends an identifier
+            tokens.append((literal if literal in _KEYWORDS else _ID, literal))
+            continue
+        if pos >= end or text[pos] == "\0":
+            tokens.append((_EOS, ""))
+            return tokens, end
+        token, pos = _scan_symbol(text, pos)  # "=", "!=", "<"...: Go's longest-symbol rules
+        tokens.append(token)
 
 
 # The values of ``in``/``notin`` read in bulk, from after "(" through ")": a selector may hold
@@ -211,8 +234,8 @@ def _next_token(text: str, pos: int) -> tuple[Token, int]:
 # and parseIdentifiersList give the set of the trimmed entries (an empty entry anywhere adds
 # "", "()" is {""}), except that an even run of two or more commas before ")" is an error
 # ("(a,,)", "(,,)": a comma that follows a comma is consumed with it, and the loop then meets
-# ")" where it wants a value). That list, and any other (an operator, "(", a NUL, no ")"), is
-# read token by token, which has kube's messages.
+# ")" where it wants a value). Any other list (an operator, "(", a NUL, no ")") is read token
+# by token, which has kube's messages.
 _WS = "[ \t\r\n]*+"
 _LIST = "{ws}(?:{value}{ws})?+(?:,{ws}(?:{value}{ws})?+)*+\\)"
 _IDENTIFIER_LIST = re.compile(_LIST.format(ws=_WS, value="[^ \t\r\n=!(),<>\0]++"))
@@ -227,7 +250,8 @@ _VALID_LISTS = (re.compile(_LIST.format(ws="", value=_VALUE)),
 def _bulk_values(text: str, pos: int) -> tuple[list[str], bool, int] | None:
     """The entries of the value list that starts at ``pos`` (after "("), whether each is
     empty or a valid label value, and the position after its ")"; None for any list that
-    is not commas between identifiers (read it token by token)."""
+    is not commas between identifiers (read it token by token). Raises SelectorError for
+    Go's even run of commas before ")"."""
     found = _VALID_LISTS[0].match(text, pos) or _VALID_LISTS[1].match(text, pos)
     valid = found is not None
     if found is None:
@@ -237,8 +261,8 @@ def _bulk_values(text: str, pos: int) -> tuple[list[str], bool, int] | None:
     end = found.end()
     listed = text[pos:end - 1]
     trailing_commas = listed.count(",", len(listed.rstrip(", \t\r\n")))
-    if trailing_commas >= 2 and trailing_commas % 2 == 0:
-        return None
+    if trailing_commas >= 2 and trailing_commas % 2 == 0:  # parseIdentifiersList's message
+        raise SelectorError("found ')', expected: ',', or identifier")
     entries = listed.split(",")
     if any(space in listed for space in " \t\r\n"):  # Go's isWhitespace, not str.strip's
         entries = [entry.strip(" \t\r\n") for entry in entries]
@@ -246,28 +270,30 @@ def _bulk_values(text: str, pos: int) -> tuple[list[str], bool, int] | None:
 
 
 class _LabelParser:
-    """``labels.Parser``: recursive descent over tokens scanned as it goes, kube's messages.
+    """``labels.Parser``: recursive descent over the scanned tokens, kube's messages.
 
-    Go scans every token first; scanning on demand gives the same tokens and lets a value
-    list be read in bulk (``_bulk_values``) unless ``bulk`` is False (the tests' reference).
+    Go scans every token first; this scans up to each "(" when it gets there (the same
+    tokens), so that a value list after it can be read in bulk (``_bulk_values``) unless
+    ``bulk`` is False (the tests' reference).
     """
 
     def __init__(self, text: str, *, bulk: bool = True) -> None:
         self.text = text
-        self.pos = 0  # where the token after ``ahead`` starts, or the next one when no ahead
-        self.ahead: Token | None = None
+        self.tokens, self.end = _lex(text, 0)  # end: where the tokens after these start
+        self.pos = 0  # the next token's index in ``tokens``
         self.bulk = bulk
 
     def peek(self, values: bool = True) -> Token:
-        if self.ahead is None:
-            self.ahead, self.pos = _next_token(self.text, self.pos)
-        kind, literal = self.ahead
+        if self.pos == len(self.tokens):
+            self.tokens, self.end = _lex(self.text, self.end)
+            self.pos = 0
+        kind, literal = self.tokens[self.pos]
         # In value context "in"/"notin" are plain identifiers (`x in (in)` is legal).
         return (_ID if values and kind in _KEYWORDS else kind), literal
 
     def take(self, values: bool = True) -> Token:
         token = self.peek(values)
-        self.ahead = None
+        self.pos += 1
         return token
 
     def requirement(self) -> Requirement:
@@ -307,10 +333,10 @@ class _LabelParser:
         kind, literal = self.take()
         if kind != "(":
             raise SelectorError(f"found '{literal}' expected: '('")
-        if self.bulk:
-            found = _bulk_values(self.text, self.pos)  # nothing is ahead: take cleared it
+        if self.bulk:  # "(" ended the tokens scanned: the list starts at ``end``
+            found = _bulk_values(self.text, self.end)
             if found is not None:
-                values, valid, self.pos = found
+                values, valid, self.end = found
                 return values, valid
         kind, literal = self.peek()
         if kind == ")":
