@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from kubewire.go_text import go_quote, int64_or_none
@@ -39,11 +39,28 @@ _SYMBOL = {Operator.EQUALS: "=", Operator.DOUBLE_EQUALS: "==", Operator.NOT_EQUA
 
 @dataclass(frozen=True, slots=True)
 class Requirement:
-    """One ANDed term of a label selector; ``values`` are sorted and de-duplicated."""
+    """One ANDed term of a label selector.
+
+    ``value_set`` is what matching reads (a set: a selector may hold tens of thousands of
+    values, and ``matches`` runs per object and per watch event); ``values``, the sorted list
+    kube's ``NewRequirement`` keeps (``sets.String.List()``), is made on first use, because
+    sorting a large set costs more than parsing it and most requests never print it.
+    """
 
     key: str
     operator: Operator
-    values: tuple[str, ...] = ()
+    value_set: frozenset[str] = frozenset()
+    _sorted: tuple[str, ...] | None = field(default=None, init=False, repr=False, compare=False,
+                                            hash=False)
+
+    @property
+    def values(self) -> tuple[str, ...]:
+        """The values, sorted and de-duplicated (``Requirement.Values`` order)."""
+        values = self._sorted
+        if values is None:
+            values = tuple(sorted(self.value_set))
+            object.__setattr__(self, "_sorted", values)
+        return values
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         """kube's ``Requirement.Matches``: ``!=``/``notin`` also match a missing key."""
@@ -52,7 +69,7 @@ class Requirement:
         if op is Operator.EXISTS or op is Operator.DOES_NOT_EXIST:
             return (value is not None) is (op is Operator.EXISTS)
         if op is Operator.NOT_EQUALS or op is Operator.NOT_IN:
-            return value is None or value not in self.values
+            return value is None or value not in self.value_set
         if value is None:
             return False
         if op is Operator.GREATER_THAN or op is Operator.LESS_THAN:
@@ -60,7 +77,7 @@ class Requirement:
             if have is None or want is None:
                 return False
             return have > want if op is Operator.GREATER_THAN else have < want
-        return value in self.values
+        return value in self.value_set
 
     def __str__(self) -> str:
         if self.operator is Operator.EXISTS:
@@ -92,21 +109,16 @@ class LabelSelector:
         return ",".join(str(req) for req in self.requirements)
 
 
-# Every value of a set valid at once: one regex pass over them all (a selector may hold tens of
-# thousands), the per-value check only to name the ones that are not.
-_VALID_VALUES = re.compile(
-    r"(?:(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\n)*")
-
-
-def _all_valid_values(values: tuple[str, ...]) -> bool:
-    return (len(values) > 8 and all(v.isascii() for v in values)
-            and _VALID_VALUES.fullmatch("\n".join(values) + "\n") is not None)
+# A valid non-empty label value (IsValidLabelValue's regex and its 63-character limit), as a
+# pattern to run first: only a value it rejects needs ``is_valid_label_value`` for kube's text.
+_VALID_VALUE = re.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 
 
 def new_requirement(key: str, op: Operator, values: Iterable[str], *, key_path: str = "key"
                     ) -> Requirement:
     """``labels.NewRequirement`` with a nil field path; raises SelectorError with kube's text."""
-    vals = tuple(sorted(set(values)))
+    value_set = frozenset(values)
+    vals = tuple(sorted(value_set))  # kube validates the sorted list: the indexes in its errors
     errs: list[str] = []
     key_errs = is_qualified_name(key)
     if key_errs:
@@ -122,21 +134,21 @@ def new_requirement(key: str, op: Operator, values: Iterable[str], *, key_path: 
         errs.extend(f"values[{i}]: Invalid value: {go_quote(v)}: for 'Gt', 'Lt' operators, the "
                     "value must be an integer" for i, v in enumerate(vals)
                     if int64_or_none(v) is None)
-    valid = _all_valid_values(vals)
+    valid = _VALID_VALUE.fullmatch
     for i, v in enumerate(vals):
-        value_errs = [] if valid else is_valid_label_value(v)
+        value_errs = [] if valid(v) else is_valid_label_value(v)
         if value_errs:
             errs.append(f"values[{i}][{key}]: Invalid value: {go_quote(v)}: "
                         + "; ".join(value_errs))
     if errs:
         unique = list(dict.fromkeys(errs))
         raise SelectorError(unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]")
-    return Requirement(key, op, vals)
+    requirement = Requirement(key, op, value_set)
+    object.__setattr__(requirement, "_sorted", vals)  # sorted already, for the checks
+    return requirement
 
 
 _SPECIAL = frozenset("=!(),<>")
-_VALUE_KINDS = frozenset({"id", "in", "notin"})
-_CLOSE, _COMMA = (")", ")"), (",", ",")  # in a value list keywords are identifiers
 _SYMBOLS = frozenset({"=", "==", "!=", "!", "(", ")", ",", "<", ">"})
 _KEYWORDS = frozenset({"in", "notin"})
 _EOS, _ID = "end", "id"
@@ -176,15 +188,23 @@ def _scan_symbol(text: str, pos: int) -> tuple[Token, int]:
     return (last, last), pos
 
 
-def _lex(text: str) -> list[Token]:
-    """``labels.Lexer``: Go reads a NUL byte exactly like the end of input."""
-    if not _NEEDS_SCAN.search(text):  # no "=", "!", "<", ">" or NUL: one findall does it
+def _lex(text: str, pos: int) -> tuple[list[Token], int]:
+    """``labels.Lexer`` from ``pos`` through the next "(" (a value list may follow it, which
+    the parser may read in bulk) or the end: the tokens, and where the next ones start.
+
+    Go reads a NUL byte like the end of input, and its parser scans no further than the end:
+    after it the position is ``len(text)``, so every later token is the end too.
+    """
+    stop = text.find("(", pos) + 1 or len(text)
+    if not _NEEDS_SCAN.search(text, pos, stop):  # no "=", "!", "<", ">" or NUL: one findall
         tokens = [(part, part) if part in _ONE_CHAR else
-                  (part if part in _KEYWORDS else _ID, part) for part in _PLAIN.findall(text)]
-        tokens.append((_EOS, ""))
-        return tokens
+                  (part if part in _KEYWORDS else _ID, part)
+                  for part in _PLAIN.findall(text, pos, stop)]
+        if not tokens or tokens[-1][0] != "(":
+            tokens.append((_EOS, ""))
+        return tokens, stop
     tokens = []
-    pos, end = 0, len(text)
+    end = len(text)
     simple = _SIMPLE_TOKEN.match
     while True:
         found = simple(text, pos)  # never None: every part of the pattern may be empty
@@ -193,6 +213,8 @@ def _lex(text: str) -> list[Token]:
         symbol, literal = found.group(1, 2)
         if symbol:  # "(", ")" or ",": never the start of a longer symbol
             tokens.append((symbol, symbol))
+            if symbol == "(":
+                return tokens, pos
             continue
         if literal:
             if pos < end and text[pos] == "\0":
@@ -201,21 +223,71 @@ def _lex(text: str) -> list[Token]:
             continue
         if pos >= end or text[pos] == "\0":
             tokens.append((_EOS, ""))
-            return tokens
+            return tokens, end
         token, pos = _scan_symbol(text, pos)  # "=", "!=", "<"...: Go's longest-symbol rules
         tokens.append(token)
 
 
-class _LabelParser:
-    """``labels.Parser``: recursive descent over the scanned tokens, kube's messages."""
+# The values of ``in``/``notin`` read in bulk, from after "(" through ")": a selector may hold
+# tens of thousands, and token by token they cost ~2 µs each on the event loop. For a list of
+# entries split at commas, each empty or an identifier, whitespace around, Go's parseValues
+# and parseIdentifiersList give the set of the trimmed entries (an empty entry anywhere adds
+# "", "()" is {""}), except that an even run of two or more commas before ")" is an error
+# ("(a,,)", "(,,)": a comma that follows a comma is consumed with it, and the loop then meets
+# ")" where it wants a value). Any other list (an operator, "(", a NUL, no ")") is read token
+# by token, which has kube's messages.
+_WS = "[ \t\r\n]*+"
+_LIST = "{ws}(?:{value}{ws})?+(?:,{ws}(?:{value}{ws})?+)*+\\)"
+_IDENTIFIER_LIST = re.compile(_LIST.format(ws=_WS, value="[^ \t\r\n=!(),<>\0]++"))
+# ... and every entry empty or a valid label value (IsValidLabelValue, 63 characters at most):
+# such a set needs no more checks. Without whitespace (what a program sends) the pattern runs
+# about twice as fast, so that one is tried first.
+_VALUE = "[A-Za-z0-9][-A-Za-z0-9_.]{0,62}+(?<=[A-Za-z0-9])"
+_VALID_LISTS = (re.compile(_LIST.format(ws="", value=_VALUE)),
+                re.compile(_LIST.format(ws=_WS, value=_VALUE)))
 
-    def __init__(self, text: str) -> None:
-        self.tokens = _lex(text)
-        self.pos = 0
+
+def _bulk_values(text: str, pos: int) -> tuple[list[str], bool, int] | None:
+    """The entries of the value list that starts at ``pos`` (after "("), whether each is
+    empty or a valid label value, and the position after its ")"; None for any list that
+    is not commas between identifiers (read it token by token). Raises SelectorError for
+    Go's even run of commas before ")"."""
+    found = _VALID_LISTS[0].match(text, pos) or _VALID_LISTS[1].match(text, pos)
+    valid = found is not None
+    if found is None:
+        found = _IDENTIFIER_LIST.match(text, pos)
+        if found is None:
+            return None
+    end = found.end()
+    listed = text[pos:end - 1]
+    trailing_commas = listed.count(",", len(listed.rstrip(", \t\r\n")))
+    if trailing_commas >= 2 and trailing_commas % 2 == 0:  # parseIdentifiersList's message
+        raise SelectorError("found ')', expected: ',', or identifier")
+    entries = listed.split(",")
+    if any(space in listed for space in " \t\r\n"):  # Go's isWhitespace, not str.strip's
+        entries = [entry.strip(" \t\r\n") for entry in entries]
+    return entries, valid, end
+
+
+class _LabelParser:
+    """``labels.Parser``: recursive descent over the scanned tokens, kube's messages.
+
+    Go scans every token first; this scans up to each "(" when it gets there (the same
+    tokens), so that a value list after it can be read in bulk (``_bulk_values``) unless
+    ``bulk`` is False (the tests' reference).
+    """
+
+    def __init__(self, text: str, *, bulk: bool = True) -> None:
+        self.text = text
+        self.tokens, self.end = _lex(text, 0)  # end: where the tokens after these start
+        self.pos = 0  # the next token's index in ``tokens``
+        self.bulk = bulk
 
     def peek(self, values: bool = True) -> Token:
-        tokens = self.tokens
-        kind, literal = tokens[self.pos] if self.pos < len(tokens) else tokens[-1]
+        if self.pos == len(self.tokens):
+            self.tokens, self.end = _lex(self.text, self.end)
+            self.pos = 0
+        kind, literal = self.tokens[self.pos]
         # In value context "in"/"notin" are plain identifiers (`x in (in)` is legal).
         return (_ID if values and kind in _KEYWORDS else kind), literal
 
@@ -231,8 +303,12 @@ class _LabelParser:
             op = _OPERATOR_TOKENS.get(token[0])
             if op is None:
                 raise SelectorError(f"found '{token[1]}', expected: in, notin, =, ==, !=, gt, lt")
-            values = self.set_values() if op in (Operator.IN, Operator.NOT_IN) \
-                else self.exact_value()
+            if op in (Operator.IN, Operator.NOT_IN):
+                values, valid = self.set_values()
+                if valid:  # each value checked, the key by key_and_operator: nothing can fail
+                    return Requirement(key, op, frozenset(values))
+            else:
+                values = self.exact_value()
         else:
             values = []
         return new_requirement(key, op, values)
@@ -252,41 +328,29 @@ class _LabelParser:
             op = Operator.EXISTS
         return literal, op
 
-    def set_values(self) -> list[str]:
+    def set_values(self) -> tuple[list[str], bool]:
+        """``parseValues``: the values, and whether each is known to be a valid label value."""
         kind, literal = self.take()
         if kind != "(":
             raise SelectorError(f"found '{literal}' expected: '('")
+        if self.bulk:  # "(" ended the tokens scanned: the list starts at ``end``
+            found = _bulk_values(self.text, self.end)
+            if found is not None:
+                values, valid, self.end = found
+                return values, valid
         kind, literal = self.peek()
         if kind == ")":
             self.take()
-            return [""]
+            return [""], False
         if kind not in (_ID, ","):
             raise SelectorError(f"found '{literal}', expected: ',', ')' or identifier")
-        plain = self.plain_values()
-        if plain is not None:
-            return plain
         values = self.identifiers()
         if self.take()[0] != ")":
             raise SelectorError(f"found '{literal}', expected: ')'")
-        return values
-
-    def plain_values(self) -> list[str] | None:
-        """``a,b,c)``, the usual set, read with list operations (a selector may hold tens of
-        thousands of values); the closing ``)`` is taken. None, taking nothing, for anything
-        else (empty entries, errors): ``identifiers`` reads those as Go does."""
-        tokens, pos = self.tokens, self.pos
-        try:
-            end = tokens.index(_CLOSE, pos)
-        except ValueError:
-            return None
-        values, commas = tokens[pos:end:2], tokens[pos + 1:end:2]
-        if (end - pos) % 2 != 1 or any(comma != _COMMA for comma in commas) \
-                or not {kind for kind, _ in values} <= _VALUE_KINDS:
-            return None
-        self.pos = end + 1
-        return [literal for _, literal in values]
+        return values, False
 
     def identifiers(self) -> list[str]:
+        """``parseIdentifiersList``, Go's loop; leaves the closing ")" to be taken."""
         values: list[str] = []
         while True:
             kind, literal = self.take()
@@ -324,7 +388,10 @@ def parse_label_selector(text: str) -> LabelSelector:
     Guarantees: the result is sorted by key (stable), ``""`` gives the empty selector, and
     ``parse_label_selector(str(sel)) == sel``. Raises SelectorError with kube's exact message.
     """
-    parser = _LabelParser(text)
+    return _parse(_LabelParser(text))
+
+
+def _parse(parser: _LabelParser) -> LabelSelector:
     requirements: list[Requirement] = []
     while True:
         kind, literal = parser.peek()

@@ -216,9 +216,10 @@ def _by_label(source: ListSource, prefix: str, start: str,
               labels: LabelSelector) -> Iterable[CachedObject] | None:
     """The objects with the value one equality requirement asks for (the fewest of the first
     ``LABEL_CANDIDATES``), from the label index; None without such a requirement."""
-    equal = [(r.key, r.values[0]) for r in labels.requirements
+    # value_set, not values: the sorted list is made on first use, and a set may be huge.
+    equal = [(r.key, next(iter(r.value_set))) for r in labels.requirements
              if r.operator in (Operator.EQUALS, Operator.DOUBLE_EQUALS, Operator.IN)
-             and len(r.values) == 1][:LABEL_CANDIDATES]
+             and len(r.value_set) == 1][:LABEL_CANDIDATES]
     if not equal:
         return None
     label, value = min(equal, key=lambda kv: source.label_count(*kv)) if len(equal) > 1 \

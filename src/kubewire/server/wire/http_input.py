@@ -13,8 +13,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
-from urllib.parse import parse_qs, unquote_to_bytes
+from urllib.parse import parse_qs, unquote, unquote_to_bytes
 
 import httptools
 
@@ -66,9 +67,51 @@ def parse_query(raw_query: str) -> dict[str, list[str]]:
     each byte that is not UTF-8), not as Python's decoder does (one for several)."""
     if raw_query.isascii() and "%" not in raw_query:
         return parse_qs(raw_query, keep_blank_values=True)
-    pairs = parse_qs(raw_query, keep_blank_values=True, encoding="latin-1")
+    pairs = _parse_qs_latin1(raw_query)
     return {go_utf8_of_latin1(key): [go_utf8_of_latin1(value) for value in values]
             for key, values in pairs.items()}
+
+
+def _parse_qs_latin1(raw_query: str) -> dict[str, list[str]]:
+    """``parse_qs(raw_query, keep_blank_values=True, encoding="latin-1")``, the same pairs in
+    the same order, with ``_unquote_latin1`` for ``unquote``: a long query (a label selector of
+    thousands of values, each comma a ``%2C``) decodes in C, not an escape at a time."""
+    pairs: dict[str, list[str]] = {}
+    for pair in raw_query.split("&"):
+        if pair:
+            name, _, value = pair.partition("=")
+            pairs.setdefault(_unquote_latin1(name.replace("+", " ")), []).append(
+                _unquote_latin1(value.replace("+", " ")))
+    return pairs
+
+
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_HEX_DIGITS = frozenset("0123456789ABCDEFabcdef")
+_DISTINCT_ESCAPES = 16  # more than a client's encoded selector holds (url.QueryEscape)
+
+
+def _unquote_latin1(text: str) -> str:
+    """``urllib.parse.unquote(text, encoding="latin-1")``: each ``%`` and two hex digits is the
+    character of that byte, any other ``%`` stays.
+
+    urllib splits at every ``%`` and decodes each escape in Python (~0.4 µs each: ~10 ms for a
+    200 KiB label selector, a ``%2C`` per value). A query holds few distinct escapes, so each
+    is replaced everywhere at once (``str.replace``, in C). That is the same decoding when no
+    escape stands for ``%`` or a hex digit (so no replacement makes or breaks another escape:
+    an escape's second and third characters are hex digits, never ``%``); otherwise, or past
+    ``_DISTINCT_ESCAPES`` of them, urllib decodes it.
+    """
+    pos = 0
+    for _ in range(_DISTINCT_ESCAPES):
+        found = _ESCAPE.search(text, pos)
+        if found is None:
+            return text
+        char = chr(int(found[1], 16))
+        if char == "%" or char in _HEX_DIGITS:
+            break
+        # Every escape before ``pos`` is replaced already: the next is the leftmost left.
+        text, pos = text.replace(found[0], char), found.start()
+    return unquote(text, encoding="latin-1")
 
 
 def has_body(headers: Mapping[str, str]) -> bool:
