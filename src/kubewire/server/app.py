@@ -103,6 +103,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 NOT_FOUND_TEXT = b"404 page not found\n"
+OFF_LOOP_QUERY_BYTES = 16 * 1024  # a LIST or watch query this long is parsed off the loop
 
 
 class APIServer:
@@ -443,8 +444,13 @@ class APIServer:
         return serve_binding  # the core bindings collection
 
     async def _get_collection(self, request: Request, route: Route) -> Response | None:
-        opts = parse_list_options(request.query, route.resource, force_watch=route.watch_path,
-                                  path_name=route.name)
+        parse = partial(parse_list_options, request.query, route.resource,
+                        force_watch=route.watch_path, path_name=route.name)
+        # Selectors are parsed in pure Python: a query of hundreds of KiB (an error list among
+        # 20k values, 10k requirements) takes 50-200 ms, so a big one is parsed in a worker
+        # thread, where the interpreter's switch interval gives the loop its turns meanwhile.
+        opts = (await asyncio.to_thread(parse) if len(request.raw_query) > OFF_LOOP_QUERY_BYTES
+                else parse())
         if opts.watch:
             await serve_watch(self.ctx, request, route, opts)
             return None

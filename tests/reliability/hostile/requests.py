@@ -206,6 +206,38 @@ async def selector(server: HostileServer, long: bool) -> Outcome:
                     lambda a: a.status == 200 and _names(a) == ["cm-0"])
 
 
+def selector_variants(size: int = SELECTOR_BYTES) -> dict[str, str]:
+    """Two more 200 KiB selectors that pure-Python parsing finds slow: one bad value at the end
+    of the list (kube's error names it, so every value is read the careful way), and
+    requirement after requirement (``k0=v,k1=v,...``; none matches ``cm-0``)."""
+    listed = urllib.parse.unquote_plus(big_selector(size))
+    requirements = []
+    length = 0
+    while length < size:
+        requirements.append(f"k{len(requirements)}=v")
+        length += len(requirements[-1]) + 3
+    return {"error": urllib.parse.quote_plus(listed[:-1] + ",-bad-)"),
+            "requirements": urllib.parse.quote_plus(",".join(requirements))}
+
+
+async def selector_error(server: HostileServer, long: bool) -> Outcome:
+    connections, repeat = (10, 10) if long else (2, 1)
+    path = f"{CONFIGMAPS}?labelSelector={selector_variants()['error']}"
+    results, seconds = await exchanges(server, connections,
+                                       [get_request(server, path, server.auth(ATTACKER))] * repeat)
+    return _outcome(results, seconds, connections,
+                    lambda a: a.status == 400 and b"-bad-" in a.body)
+
+
+async def selector_requirements(server: HostileServer, long: bool) -> Outcome:
+    connections, repeat = (10, 10) if long else (2, 1)
+    path = f"{CONFIGMAPS}?labelSelector={selector_variants()['requirements']}"
+    results, seconds = await exchanges(server, connections,
+                                       [get_request(server, path, server.auth(ATTACKER))] * repeat)
+    return _outcome(results, seconds, connections,
+                    lambda a: a.status == 200 and _names(a) == [])
+
+
 def _names(answer: Answer) -> list[object]:
     """The names in a list answer."""
     items = answer.json().get("items")

@@ -39,6 +39,10 @@ ATTACKS: dict[str, AttackSpec] = {spec.name: spec for spec in [
     AttackSpec("untrusted-client-cert", requests.client_certs,
                "200: the bearer token authenticates despite the certificate"),
     AttackSpec("big-label-selector", requests.selector, "200 for a 200 KiB labelSelector"),
+    AttackSpec("big-label-selector-error", requests.selector_error,
+               "400 naming the one bad value of a 200 KiB labelSelector"),
+    AttackSpec("many-label-requirements", requests.selector_requirements,
+               "200 for a labelSelector of 200 KiB of requirements"),
     AttackSpec("protocol-token-without-upgrade", requests.protocol_token,
                "401: the subprotocol token is no credential without an upgrade"),
 ]}
