@@ -32,12 +32,15 @@ CLAIM_ID = "core/persistentvolumeclaims"
 
 def _namespace_objects(ctx: ServerContext, plural: str,
                        namespace: str) -> list[tuple[CachedObject, dict[str, Any]]]:
+    """The namespace's objects of a core/v1 kind, each decoded anew (the caller's own: a
+    charge changes its quota's copy). Every pod create asks for LimitRanges twice and for
+    ResourceQuotas once, and most namespaces (most clusters) have none: the scan of an empty
+    span is a cheap check (``WatchCache.scan``)."""
     resource = ctx.registry.lookup("", "v1", plural)
     if resource is None or not namespace:
         return []
-    cache = ctx.caches.for_resource(resource)
-    return [(found, _decode(found.value))
-            for found in cache.scan(resource.storage_prefix(namespace))]
+    found = ctx.caches.for_resource(resource).scan(resource.storage_prefix(namespace))
+    return [(item, _decode(item.value)) for item in found] if found else []
 
 
 def limit_ranges(ctx: ServerContext, namespace: str) -> list[dict[str, Any]]:
