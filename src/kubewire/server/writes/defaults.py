@@ -25,9 +25,10 @@ metadata (``lifecycle``), ClusterIPs, IP families and node ports (``allocation``
 from __future__ import annotations
 
 import base64
-import contextlib
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache, lru_cache
 from types import MappingProxyType
 
 from kubewire import hpa_conversion
@@ -35,6 +36,7 @@ from kubewire.json_copy import copy_json
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.schema import validate as schema_validate
+from kubewire.schema.validate import SchemaNode
 from kubewire.server.apiextensions.crd.crd_defaults import default_crd
 from kubewire.server.writes import custom_resources
 
@@ -82,6 +84,7 @@ def _items(parent: Mapping[str, JSON] | None, key: str) -> list[dict[str, JSON]]
 
 # --- containers and probes -----------------------------------------------------------------------
 
+@lru_cache(maxsize=1024)  # two regex matches per container; a cluster runs few images
 def image_tag(image: str) -> str:
     """The tag kube's ``parsers.ParseImageName`` finds: ``latest`` when neither tag nor digest
     is given, ``""`` for a digest-only or unparseable reference."""
@@ -732,11 +735,81 @@ def apply_kind_defaults(resource: Resource, obj: Mapping[str, JSON], *,
     if resource.crd is not None:
         custom_resources.default(resource, out)
         return out
-    with contextlib.suppress(KeyError):  # a kind without a generated schema
-        out = schema_validate.apply_defaults(resource.api_version, resource.kind, out)
+    try:
+        schema = schema_validate.builtin_root(resource.api_version, resource.kind)
+    except KeyError:  # a kind without a generated schema
+        pass
+    else:
+        _schema_defaults(schema, out)
     for defaulter in KIND_DEFAULTERS.get(resource.id, ()):
         defaulter(out)
     return out
+
+
+# --- the schema's defaults, in place ------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class _DefaultsPlan:
+    """What structural defaulting visits in an object of one schema node: the properties
+    with a default of their own, the properties with a default below them, and the node's
+    additionalProperties and items when a default is below them."""
+
+    defaulted: tuple[tuple[str, SchemaNode], ...]
+    deeper: tuple[tuple[str, SchemaNode], ...]
+    values: SchemaNode | None
+    items: SchemaNode | None
+
+
+@cache  # per compiled node: schemas are compiled once per kind and kept
+def _plan(node: SchemaNode) -> _DefaultsPlan:
+    def below(child: SchemaNode | None) -> SchemaNode | None:
+        return child if child is not None and (child.has_default or child.has_defaults) \
+            else None
+
+    return _DefaultsPlan(
+        tuple((key, prop) for key, prop in node.props.items() if prop.has_default),
+        tuple((key, prop) for key, prop in node.props.items() if prop.has_defaults),
+        below(node.values), below(node.items))
+
+
+def _null_to_default(node: SchemaNode, value: JSON) -> bool:
+    return value is None and not node.nullable and node.has_default
+
+
+def _schema_defaults(node: SchemaNode, value: JSON) -> None:
+    """``schema_validate.apply_defaults`` (apiextensions structural defaulting) done in place
+    on the caller's own copy: the same values in the same key order, without copying every
+    container on the way to a default, and visiting only the properties a default is below
+    (a pod's ports and volume sources: ``_plan``)."""
+    if not node.has_defaults:
+        return
+    if isinstance(value, dict):
+        _object_defaults(node, value)
+    elif isinstance(value, list):
+        items = _plan(node).items
+        if items is not None:
+            for index, child in enumerate(value):
+                if _null_to_default(items, child):
+                    child = value[index] = copy_json(items.default)
+                _schema_defaults(items, child)
+
+
+def _object_defaults(node: SchemaNode, value: dict[str, JSON]) -> None:
+    plan = _plan(node)
+    for key, prop in plan.defaulted:  # a missing property, or a null one not nullable
+        if key not in value or _null_to_default(prop, value[key]):
+            value[key] = copy_json(prop.default)
+    for key, prop in plan.deeper:
+        if key in value:
+            _schema_defaults(prop, value[key])
+    values = plan.values
+    if values is not None:
+        props = node.props
+        for key, child in value.items():
+            if key not in props:
+                if _null_to_default(values, child):
+                    child = value[key] = copy_json(values.default)
+                _schema_defaults(values, child)
 
 
 __all__ = ["KIND_DEFAULTERS", "Defaulter", "apply_kind_defaults", "default_container",
