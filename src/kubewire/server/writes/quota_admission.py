@@ -72,16 +72,33 @@ def check_limits(ctx: ServerContext, resource: Resource, namespace: str,
         raise _forbidden(resource, obj, limit_ranger.aggregate(problems))
 
 
+def _evaluator(ctx: ServerContext, route: Route,
+               old: dict[str, Any] | None) -> quota.Evaluator | None:
+    """The evaluator ResourceQuota admission charges a write with; None when nothing is
+    charged: a cluster-scoped kind, another version than the stored one, an update of a kind
+    charged only on create, or a namespace without quotas (most: found before an evaluator is
+    made, without decoding anything)."""
+    resource, namespace = route.resource, route.namespace
+    if not resource.namespaced or not namespace or not resource.is_stored_version:
+        return None
+    quotas = ctx.registry.lookup("", "v1", "resourcequotas")
+    if quotas is None or not ctx.caches.for_resource(quotas).scan(
+            quotas.storage_prefix(namespace)):
+        return None
+    evaluator = quota.evaluator_for(resource.group, resource.plural)
+    if old is not None and not evaluator.handles_update():
+        return None
+    return evaluator
+
+
 async def charge_quota(ctx: ServerContext, route: Route, obj: dict[str, Any],
                        old: dict[str, Any] | None, *, dry_run: bool) -> None:
     """ResourceQuota admission of a create (``old`` None) or update of ``obj`` in
     ``route.namespace``: 403 with kube's text when a quota would be exceeded, else the quotas'
     ``status.used`` moved."""
     resource, namespace = route.resource, route.namespace
-    if not resource.namespaced or not namespace or not resource.is_stored_version:
-        return
-    evaluator = quota.evaluator_for(resource.group, resource.plural)
-    if old is not None and not evaluator.handles_update():
+    evaluator = _evaluator(ctx, route, old)
+    if evaluator is None:
         return
     quotas_res = ctx.registry.lookup("", "v1", "resourcequotas")
     assert quotas_res is not None
