@@ -67,6 +67,7 @@ _META_ORDER = ("name", "generateName", "namespace", "selfLink", "uid", "resource
                "generation", "creationTimestamp", "deletionTimestamp",
                "deletionGracePeriodSeconds", "labels", "annotations", "ownerReferences",
                "finalizers", "managedFields")
+_META_FIELDS = frozenset(_META_ORDER)
 _EMPTY: Mapping[str, JSON] = MappingProxyType({})
 
 
@@ -939,10 +940,21 @@ _OMITTED_WHEN_EMPTY = frozenset({"labels", "annotations", "ownerReferences", "fi
 
 
 def _ordered(meta: dict[str, JSON]) -> dict[str, JSON]:
-    """``meta`` in ObjectMeta's field order, without empty omitempty collections."""
-    kept = {k: v for k, v in meta.items() if not (k in _OMITTED_WHEN_EMPTY and _is_empty(v))}
-    known = {k: kept[k] for k in _META_ORDER if k in kept}
-    return {**known, **{k: v for k, v in kept.items() if k not in known}}
+    """``meta`` in ObjectMeta's field order, without empty omitempty collections (other keys
+    after them, in their order: one pass over ObjectMeta's fields, and a second over ``meta``
+    only when it holds a key that is not one of them)."""
+    out: dict[str, JSON] = {}
+    for key in _META_ORDER:
+        if key in meta:
+            value = meta[key]
+            if not (key in _OMITTED_WHEN_EMPTY and _is_empty(value)):
+                out[key] = value
+    if not _META_FIELDS.issuperset(meta):
+        for key, value in meta.items():
+            if key not in _META_FIELDS and not (key in _OMITTED_WHEN_EMPTY
+                                                and _is_empty(value)):
+                out[key] = value
+    return out
 
 
 def _with_ordered_meta(obj: dict[str, JSON]) -> dict[str, JSON]:
