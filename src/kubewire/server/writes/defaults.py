@@ -77,9 +77,12 @@ def _child(parent: Mapping[str, JSON], key: str) -> dict[str, JSON] | None:
     return value if isinstance(value, dict) else None
 
 
-def _items(parent: Mapping[str, JSON] | None, key: str) -> list[dict[str, JSON]]:
+def _items(parent: Mapping[str, JSON] | None,
+           key: str) -> list[dict[str, JSON]] | tuple[()]:
+    """The objects of the list ``parent[key]`` (no new list when there is none: most lists a
+    defaulter looks for are absent)."""
     value = parent.get(key) if parent is not None else None
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else ()
 
 
 # --- containers and probes -----------------------------------------------------------------------
@@ -121,24 +124,33 @@ def default_probe(probe: dict[str, JSON]) -> None:
 
 
 def default_container(container: dict[str, JSON]) -> None:
-    """SetDefaults_Container and the generated walk below it (ports, env, probes, lifecycle)."""
-    if _is_zero(container.get("imagePullPolicy")):
-        image = container.get("image")
+    """SetDefaults_Container and the generated walk below it (ports, env, probes, lifecycle).
+    Runs for every container of every pod and template written: the common steps are inline."""
+    get = container.get
+    if _is_zero(get("imagePullPolicy")):
+        image = get("image")
         tag = image_tag(image) if isinstance(image, str) else ""
         container["imagePullPolicy"] = "Always" if tag == "latest" else "IfNotPresent"
-    _set_if_zero(container, "terminationMessagePath", "/dev/termination-log")
-    _set_if_zero(container, "terminationMessagePolicy", "File")
+    if _is_zero(get("terminationMessagePath")):
+        container["terminationMessagePath"] = "/dev/termination-log"
+    if _is_zero(get("terminationMessagePolicy")):
+        container["terminationMessagePolicy"] = "File"
     for port in _items(container, "ports"):
         _set_if_zero(port, "protocol", "TCP")
     for env in _items(container, "env"):
         _default_field_ref(_child(env, "valueFrom"))
     for name in _PROBES:
-        probe = _child(container, name)
-        if probe is not None:
+        probe = get(name)
+        if isinstance(probe, dict):
             default_probe(probe)
-    lifecycle = _child(container, "lifecycle")
+    lifecycle = get("lifecycle")
+    if isinstance(lifecycle, dict):
+        _default_lifecycle(lifecycle)
+
+
+def _default_lifecycle(lifecycle: dict[str, JSON]) -> None:
     for hook in ("postStart", "preStop"):
-        handler = _child(lifecycle, hook) if lifecycle is not None else None
+        handler = _child(lifecycle, hook)
         if handler is not None:
             _default_http_get(_child(handler, "httpGet"))
 
@@ -182,11 +194,17 @@ def default_volume(volume: dict[str, JSON]) -> None:
 
 def default_pod_spec(spec: dict[str, JSON]) -> None:
     """SetDefaults_PodSpec plus volumes and every container list (Pod and pod templates)."""
-    _set_if_zero(spec, "dnsPolicy", "ClusterFirst")
-    _set_if_zero(spec, "restartPolicy", "Always")
-    _set_if_nil(spec, "securityContext", {})
-    _set_if_nil(spec, "terminationGracePeriodSeconds", DEFAULT_TERMINATION_GRACE_PERIOD_S)
-    _set_if_zero(spec, "schedulerName", "default-scheduler")
+    get = spec.get
+    if _is_zero(get("dnsPolicy")):
+        spec["dnsPolicy"] = "ClusterFirst"
+    if _is_zero(get("restartPolicy")):
+        spec["restartPolicy"] = "Always"
+    if get("securityContext") is None:
+        spec["securityContext"] = {}
+    if get("terminationGracePeriodSeconds") is None:
+        spec["terminationGracePeriodSeconds"] = DEFAULT_TERMINATION_GRACE_PERIOD_S
+    if _is_zero(get("schedulerName")):
+        spec["schedulerName"] = "default-scheduler"
     for volume in _items(spec, "volumes"):
         default_volume(volume)
     for key in ("initContainers", "containers", "ephemeralContainers"):
@@ -202,7 +220,8 @@ def default_pod(pod: dict[str, JSON]) -> None:
         return
     for key in ("containers", "initContainers"):
         for container in _items(spec, key):
-            _default_requests_from_limits(container)
+            if "resources" in container:
+                _default_requests_from_limits(container)
     _set_if_nil(spec, "enableServiceLinks", True)
     if spec.get("hostNetwork") is True:
         for key in ("containers", "initContainers"):
