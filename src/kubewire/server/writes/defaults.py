@@ -750,7 +750,8 @@ def apply_kind_defaults(resource: Resource, obj: Mapping[str, JSON], *,
     Schema ``default`` values first, then ``KIND_DEFAULTERS[resource.id]``.
     Idempotent. Never raises for malformed bodies: fields of the wrong JSON type are skipped.
     """
-    out: dict[str, JSON] = obj if owned and type(obj) is dict else copy_json(dict(obj))
+    out: dict[str, JSON] = (obj if owned else copy_json(obj)) if type(obj) is dict \
+        else copy_json(dict(obj))
     if resource.crd is not None:
         custom_resources.default(resource, out)
         return out
