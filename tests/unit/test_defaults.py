@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
 
 from kubewire.resources import REGISTRY, Resource
-from kubewire.server.writes.defaults import KIND_DEFAULTERS, apply_kind_defaults, image_tag
+from kubewire.schema import kinds
+from kubewire.schema.validate import SchemaNode, _defaulted, apply_defaults, builtin_root
+from kubewire.server.writes.defaults import (
+    KIND_DEFAULTERS,
+    _schema_defaults,
+    apply_kind_defaults,
+    image_tag,
+)
 from tests.gateway_api import gateway_resource
 
 
@@ -412,3 +420,68 @@ def test_null_fields_count_as_unset() -> None:
                                          "securityContext": None, "dnsPolicy": None}))["spec"]
     assert spec["securityContext"] == {}
     assert spec["dnsPolicy"] == "ClusterFirst"
+
+
+# --- schema defaults: done in place, as schema.validate.apply_defaults does them on a copy -------
+
+def _exercising(node: SchemaNode, depth: int, nulls: bool) -> Any:
+    """A value of ``node`` reaching every default below it: a property with a default of its
+    own is left out or null (``nulls``), one with defaults below it gets a value of its own,
+    a list holds an empty and a null item, a map an empty and a null value."""
+    if depth == 0 or not (node.has_defaults or node.has_default):
+        return {}
+    if node.items is not None:
+        return [_exercising(node.items, depth - 1, nulls), None, {}]
+    out: dict[str, Any] = {"unknownField": None, "x-extra": {}}
+    for key, prop in node.props.items():
+        if prop.has_default and nulls:
+            out[key] = None
+        elif prop.has_defaults:
+            out[key] = _exercising(prop, depth - 1, not nulls)
+    if node.values is not None:
+        out["some-key"] = _exercising(node.values, depth - 1, nulls)
+        out["null-key"] = None
+    return out
+
+
+@pytest.mark.parametrize("kind", [k for k in kinds()], ids=lambda k: f"{k.group}/{k.kind}")
+def test_schema_defaults_in_place_match_apply_defaults(kind: Any) -> None:
+    api_version = f"{kind.group}/{kind.version}" if kind.group else kind.version
+    root = builtin_root(api_version, kind.kind)
+    for nulls in (False, True):
+        body = _exercising(root, 12, nulls)
+        expected = apply_defaults(api_version, kind.kind, body)
+        owned = copy.deepcopy(body)
+        _schema_defaults(root, owned)
+        # the same values in the same key order (kube writes Go's field order)
+        assert json.dumps(owned) == json.dumps(expected)
+
+
+def test_schema_defaults_fill_pod_ports_and_volume_sources() -> None:
+    body = pod({"containers": [{"name": "c", "image": "nginx", "ports": [
+        {"containerPort": 80}, {"containerPort": 81, "protocol": None},
+        {"containerPort": 82, "protocol": "UDP"}]}],
+        "volumes": [{"name": "r", "rbd": {"monitors": ["m"], "image": "i", "pool": None}}]})
+    spec = apply_kind_defaults(POD, body)["spec"]
+    assert [p["protocol"] for p in spec["containers"][0]["ports"]] == ["TCP", "TCP", "UDP"]
+    assert spec["volumes"][0]["rbd"] == {"monitors": ["m"], "image": "i", "pool": "rbd",
+                                         "keyring": "/etc/ceph/keyring", "user": "admin"}
+
+
+def test_schema_defaults_of_map_values_and_list_items_match_apply_defaults() -> None:
+    # no built-in schema defaults a map value or a list item itself: a node made for it
+    def node(**facts: Any) -> SchemaNode:
+        made = SchemaNode()
+        for name, value in facts.items():
+            setattr(made, name, value)
+        return made
+
+    leaf = node(has_default=True, default={"d": 1})
+    root = node(has_defaults=True, props={"list": node(has_defaults=True, items=leaf),
+                                          "known": node()}, values=leaf)
+    body = {"list": [None, {"x": 1}], "known": None, "other": None, "kept": {"y": 2}}
+    owned = copy.deepcopy(body)
+    _schema_defaults(root, owned)
+    assert json.dumps(owned) == json.dumps(_defaulted(root, body))
+    assert owned == {"list": [{"d": 1}, {"x": 1}], "known": None, "other": {"d": 1},
+                     "kept": {"y": 2}}

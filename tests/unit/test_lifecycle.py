@@ -95,6 +95,21 @@ def test_generate_name_appends_five_chars_from_kubes_alphabet() -> None:
     assert name == generate_name("web-", random.Random(SEED))  # deterministic for a seed
 
 
+def test_generate_name_draws_what_random_choice_draws() -> None:
+    # the drawing is inlined for speed: a seeded generator must still give the names (and the
+    # state after them: later uids) that ``rng.choice`` per character gives, rejections and all
+    class OwnChoice(random.Random):
+        def choice(self, seq: Any) -> Any:
+            return seq[0]
+
+    fast, reference = random.Random(SEED), random.Random(SEED)
+    for _ in range(2000):
+        assert generate_name("p-", fast) == "p-" + "".join(
+            reference.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
+    assert fast.getrandbits(128) == reference.getrandbits(128)
+    assert generate_name("p-", OwnChoice(SEED)) == "p-bbbbb"  # a generator's own choice rules
+
+
 def test_generate_name_cuts_the_prefix_to_58_chars() -> None:
     name = generate_name("x" * 70, random.Random(SEED))
     assert len(name) == 63 and name.startswith("x" * 58) and name[58] != "x"

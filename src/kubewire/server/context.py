@@ -203,10 +203,11 @@ class ServerContext:
     # ``orphan``/``foregroundDeletion`` finalizers. Set by the controller manager.
     garbage_collection: bool = False
     # Admission plugins' listers of small cluster-scoped kinds (PriorityClasses,
-    # IngressClasses, StorageClasses; ``writes/listers``): by kind id, each object's key ->
-    # (its revision, its decoded form), so a pod create decodes a class only when it changed.
-    # Holds only what the cache holds; the decoded objects are read, never changed.
-    listers: dict[str, dict[str, tuple[int, dict[str, Any]]]] = field(default_factory=dict)
+    # IngressClasses, StorageClasses; ``writes/listers``): by kind id, a ``listers.Lister``
+    # (each object's key -> (its revision, its decoded form), rebuilt when the kind's cache
+    # changed), so a pod create decodes a class only when it changed. Holds only what the cache
+    # holds; the decoded objects are read, never changed.
+    listers: dict[str, Any] = field(default_factory=dict)
     _allocations: AllocationState = field(init=False)
 
     def __post_init__(self) -> None:

@@ -197,7 +197,10 @@ class WatchCache:
 
     def scan(self, prefix: str, start: str = "") -> list[CachedObject]:
         """Objects whose key starts with ``prefix`` (and is >= ``start``), in key order (as
-        ``range``, without a generator: admission scans a few small kinds per create)."""
+        ``range``, without a generator: admission scans a few small kinds per create, and
+        most often finds the kind has no object at all: answered without sorting or bisecting)."""
+        if not self.objects:
+            return []
         keys, lo, hi = self._bounds(prefix, start)
         objects = self.objects
         return [objects[key] for key in keys[lo:hi]]

@@ -53,6 +53,7 @@ DEFAULT_TOLERATION_SECONDS = 300  # --default-not-ready/unreachable-toleration-s
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
 PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
+_DEFAULT_TOLERATED = (NOT_READY_TAINT, UNREACHABLE_TAINT)
 # scheduling.SystemPriorityClasses(): created by every kube-apiserver at start
 SYSTEM_PRIORITY_CLASSES = {name: value for name, (value, _) in SYSTEM_CLASSES.items()}
 _SYSTEM_CLASS_OBJECTS = {c["metadata"]["name"]: {**c, "preemptionPolicy": PREEMPT_LOWER_PRIORITY}
@@ -165,7 +166,7 @@ def _mount_token(spec: dict[str, Any], new_volume: str) -> None:
     for kind in ("initContainers", "containers"):
         for container in spec.get(kind) or []:
             mounts = container.get("volumeMounts") or []
-            if any(m.get("mountPath") == TOKEN_MOUNT_PATH for m in mounts):
+            if mounts and any(m.get("mountPath") == TOKEN_MOUNT_PATH for m in mounts):
                 continue
             container["volumeMounts"] = [*mounts, dict(mount)]
             needed = True
@@ -214,8 +215,9 @@ def _admit_priority(spec: dict[str, Any], name: str,
 
 def _add_default_tolerations(spec: dict[str, Any]) -> None:
     tolerations = list(spec.get("tolerations") or [])
-    added = [taint for taint in (NOT_READY_TAINT, UNREACHABLE_TAINT)
-             if not any(_tolerates(t, taint) for t in tolerations)]
+    added = [taint for taint in _DEFAULT_TOLERATED
+             if not any(_tolerates(t, taint) for t in tolerations)] if tolerations \
+        else _DEFAULT_TOLERATED  # a pod without tolerations (most) gets both
     if not added:
         return
     spec["tolerations"] = tolerations + [

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -56,7 +57,7 @@ from kubewire.server.writes.canonicalize import canonicalize
 from kubewire.server.writes.defaults import apply_kind_defaults
 from kubewire.server.writes.deletes import delete, delete_collection
 from kubewire.server.writes.ingress_classes import admit_ingress
-from kubewire.server.writes.listers import cluster_objects
+from kubewire.server.writes.listers import cluster_objects, cluster_objects_by_name
 from kubewire.server.writes.priority_classes import global_default_conflict
 from kubewire.server.writes.quota_admission import (
     charge_quota,
@@ -529,10 +530,10 @@ async def pod_admission_facts(ctx: ServerContext, namespace: str,
     return PodFacts(None, suffix, classes)
 
 
-def priority_classes(ctx: ServerContext) -> dict[str, dict[str, Any]]:
-    """The PriorityClasses by name, as the Priority admission plugin's lister holds them."""
-    return {str(pc["metadata"]["name"]): pc
-            for pc in cluster_objects(ctx, "scheduling.k8s.io", "priorityclasses")}
+def priority_classes(ctx: ServerContext) -> Mapping[str, dict[str, Any]]:
+    """The PriorityClasses by name, as the Priority admission plugin's lister holds them
+    (shared, made once per revision of the kind: read only)."""
+    return cluster_objects_by_name(ctx, "scheduling.k8s.io", "priorityclasses")
 
 
 def _admit_priority_class(ctx: ServerContext, resource: Resource, obj: dict[str, Any],

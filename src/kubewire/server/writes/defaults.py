@@ -25,9 +25,10 @@ metadata (``lifecycle``), ClusterIPs, IP families and node ports (``allocation``
 from __future__ import annotations
 
 import base64
-import contextlib
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache, lru_cache
 from types import MappingProxyType
 
 from kubewire import hpa_conversion
@@ -35,6 +36,7 @@ from kubewire.json_copy import copy_json
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.schema import validate as schema_validate
+from kubewire.schema.validate import SchemaNode
 from kubewire.server.apiextensions.crd.crd_defaults import default_crd
 from kubewire.server.writes import custom_resources
 
@@ -75,13 +77,17 @@ def _child(parent: Mapping[str, JSON], key: str) -> dict[str, JSON] | None:
     return value if isinstance(value, dict) else None
 
 
-def _items(parent: Mapping[str, JSON] | None, key: str) -> list[dict[str, JSON]]:
+def _items(parent: Mapping[str, JSON] | None,
+           key: str) -> list[dict[str, JSON]] | tuple[()]:
+    """The objects of the list ``parent[key]`` (no new list when there is none: most lists a
+    defaulter looks for are absent)."""
     value = parent.get(key) if parent is not None else None
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else ()
 
 
 # --- containers and probes -----------------------------------------------------------------------
 
+@lru_cache(maxsize=1024)  # two regex matches per container; a cluster runs few images
 def image_tag(image: str) -> str:
     """The tag kube's ``parsers.ParseImageName`` finds: ``latest`` when neither tag nor digest
     is given, ``""`` for a digest-only or unparseable reference."""
@@ -118,24 +124,33 @@ def default_probe(probe: dict[str, JSON]) -> None:
 
 
 def default_container(container: dict[str, JSON]) -> None:
-    """SetDefaults_Container and the generated walk below it (ports, env, probes, lifecycle)."""
-    if _is_zero(container.get("imagePullPolicy")):
-        image = container.get("image")
+    """SetDefaults_Container and the generated walk below it (ports, env, probes, lifecycle).
+    Runs for every container of every pod and template written: the common steps are inline."""
+    get = container.get
+    if _is_zero(get("imagePullPolicy")):
+        image = get("image")
         tag = image_tag(image) if isinstance(image, str) else ""
         container["imagePullPolicy"] = "Always" if tag == "latest" else "IfNotPresent"
-    _set_if_zero(container, "terminationMessagePath", "/dev/termination-log")
-    _set_if_zero(container, "terminationMessagePolicy", "File")
+    if _is_zero(get("terminationMessagePath")):
+        container["terminationMessagePath"] = "/dev/termination-log"
+    if _is_zero(get("terminationMessagePolicy")):
+        container["terminationMessagePolicy"] = "File"
     for port in _items(container, "ports"):
         _set_if_zero(port, "protocol", "TCP")
     for env in _items(container, "env"):
         _default_field_ref(_child(env, "valueFrom"))
     for name in _PROBES:
-        probe = _child(container, name)
-        if probe is not None:
+        probe = get(name)
+        if isinstance(probe, dict):
             default_probe(probe)
-    lifecycle = _child(container, "lifecycle")
+    lifecycle = get("lifecycle")
+    if isinstance(lifecycle, dict):
+        _default_lifecycle(lifecycle)
+
+
+def _default_lifecycle(lifecycle: dict[str, JSON]) -> None:
     for hook in ("postStart", "preStop"):
-        handler = _child(lifecycle, hook) if lifecycle is not None else None
+        handler = _child(lifecycle, hook)
         if handler is not None:
             _default_http_get(_child(handler, "httpGet"))
 
@@ -179,11 +194,17 @@ def default_volume(volume: dict[str, JSON]) -> None:
 
 def default_pod_spec(spec: dict[str, JSON]) -> None:
     """SetDefaults_PodSpec plus volumes and every container list (Pod and pod templates)."""
-    _set_if_zero(spec, "dnsPolicy", "ClusterFirst")
-    _set_if_zero(spec, "restartPolicy", "Always")
-    _set_if_nil(spec, "securityContext", {})
-    _set_if_nil(spec, "terminationGracePeriodSeconds", DEFAULT_TERMINATION_GRACE_PERIOD_S)
-    _set_if_zero(spec, "schedulerName", "default-scheduler")
+    get = spec.get
+    if _is_zero(get("dnsPolicy")):
+        spec["dnsPolicy"] = "ClusterFirst"
+    if _is_zero(get("restartPolicy")):
+        spec["restartPolicy"] = "Always"
+    if get("securityContext") is None:
+        spec["securityContext"] = {}
+    if get("terminationGracePeriodSeconds") is None:
+        spec["terminationGracePeriodSeconds"] = DEFAULT_TERMINATION_GRACE_PERIOD_S
+    if _is_zero(get("schedulerName")):
+        spec["schedulerName"] = "default-scheduler"
     for volume in _items(spec, "volumes"):
         default_volume(volume)
     for key in ("initContainers", "containers", "ephemeralContainers"):
@@ -199,7 +220,8 @@ def default_pod(pod: dict[str, JSON]) -> None:
         return
     for key in ("containers", "initContainers"):
         for container in _items(spec, key):
-            _default_requests_from_limits(container)
+            if "resources" in container:
+                _default_requests_from_limits(container)
     _set_if_nil(spec, "enableServiceLinks", True)
     if spec.get("hostNetwork") is True:
         for key in ("containers", "initContainers"):
@@ -728,15 +750,86 @@ def apply_kind_defaults(resource: Resource, obj: Mapping[str, JSON], *,
     Schema ``default`` values first, then ``KIND_DEFAULTERS[resource.id]``.
     Idempotent. Never raises for malformed bodies: fields of the wrong JSON type are skipped.
     """
-    out: dict[str, JSON] = obj if owned and type(obj) is dict else copy_json(dict(obj))
+    out: dict[str, JSON] = (obj if owned else copy_json(obj)) if type(obj) is dict \
+        else copy_json(dict(obj))
     if resource.crd is not None:
         custom_resources.default(resource, out)
         return out
-    with contextlib.suppress(KeyError):  # a kind without a generated schema
-        out = schema_validate.apply_defaults(resource.api_version, resource.kind, out)
+    try:
+        schema = schema_validate.builtin_root(resource.api_version, resource.kind)
+    except KeyError:  # a kind without a generated schema
+        pass
+    else:
+        _schema_defaults(schema, out)
     for defaulter in KIND_DEFAULTERS.get(resource.id, ()):
         defaulter(out)
     return out
+
+
+# --- the schema's defaults, in place ------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class _DefaultsPlan:
+    """What structural defaulting visits in an object of one schema node: the properties
+    with a default of their own, the properties with a default below them, and the node's
+    additionalProperties and items when a default is below them."""
+
+    defaulted: tuple[tuple[str, SchemaNode], ...]
+    deeper: tuple[tuple[str, SchemaNode], ...]
+    values: SchemaNode | None
+    items: SchemaNode | None
+
+
+@cache  # per compiled node: schemas are compiled once per kind and kept
+def _plan(node: SchemaNode) -> _DefaultsPlan:
+    def below(child: SchemaNode | None) -> SchemaNode | None:
+        return child if child is not None and (child.has_default or child.has_defaults) \
+            else None
+
+    return _DefaultsPlan(
+        tuple((key, prop) for key, prop in node.props.items() if prop.has_default),
+        tuple((key, prop) for key, prop in node.props.items() if prop.has_defaults),
+        below(node.values), below(node.items))
+
+
+def _null_to_default(node: SchemaNode, value: JSON) -> bool:
+    return value is None and not node.nullable and node.has_default
+
+
+def _schema_defaults(node: SchemaNode, value: JSON) -> None:
+    """``schema_validate.apply_defaults`` (apiextensions structural defaulting) done in place
+    on the caller's own copy: the same values in the same key order, without copying every
+    container on the way to a default, and visiting only the properties a default is below
+    (a pod's ports and volume sources: ``_plan``)."""
+    if not node.has_defaults:
+        return
+    if isinstance(value, dict):
+        _object_defaults(node, value)
+    elif isinstance(value, list):
+        items = _plan(node).items
+        if items is not None:
+            for index, child in enumerate(value):
+                if _null_to_default(items, child):
+                    child = value[index] = copy_json(items.default)
+                _schema_defaults(items, child)
+
+
+def _object_defaults(node: SchemaNode, value: dict[str, JSON]) -> None:
+    plan = _plan(node)
+    for key, prop in plan.defaulted:  # a missing property, or a null one not nullable
+        if key not in value or _null_to_default(prop, value[key]):
+            value[key] = copy_json(prop.default)
+    for key, prop in plan.deeper:
+        if key in value:
+            _schema_defaults(prop, value[key])
+    values = plan.values
+    if values is not None:
+        props = node.props
+        for key, child in value.items():
+            if key not in props:
+                if _null_to_default(values, child):
+                    child = value[key] = copy_json(values.default)
+                _schema_defaults(values, child)
 
 
 __all__ = ["KIND_DEFAULTERS", "Defaulter", "apply_kind_defaults", "default_container",

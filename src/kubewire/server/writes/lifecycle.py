@@ -67,6 +67,7 @@ _META_ORDER = ("name", "generateName", "namespace", "selfLink", "uid", "resource
                "generation", "creationTimestamp", "deletionTimestamp",
                "deletionGracePeriodSeconds", "labels", "annotations", "ownerReferences",
                "finalizers", "managedFields")
+_META_FIELDS = frozenset(_META_ORDER)
 _EMPTY: Mapping[str, JSON] = MappingProxyType({})
 
 
@@ -140,9 +141,39 @@ def lifecycle_traits(resource: Resource) -> LifecycleTraits:
 
 
 def generate_name(prefix: str, rng: random.Random) -> str:
-    """``generateName`` resolution: the prefix (cut to 58 chars) plus 5 random characters."""
-    suffix = "".join(rng.choice(GENERATE_NAME_ALPHABET) for _ in range(GENERATE_NAME_SUFFIX_CHARS))
-    return prefix[:GENERATE_NAME_MAX_PREFIX_CHARS] + suffix
+    """``generateName`` resolution: the prefix (cut to 58 chars) plus 5 random characters.
+
+    Called twice per pod create: here for the name, and by the ServiceAccount plugin's facts
+    for the token volume's suffix (``kube-api-access-<5>``, kube's ``utilrand.String(5)``)."""
+    return prefix[:GENERATE_NAME_MAX_PREFIX_CHARS] + _random_suffix(rng)
+
+
+_ALPHABET_SIZE = len(GENERATE_NAME_ALPHABET)
+_ALPHABET_BITS = _ALPHABET_SIZE.bit_length()
+_CHOICE = random.Random.choice
+# what Random picks for a generator whose ``random`` and ``getrandbits`` are its own (CPython)
+_RANDBELOW = getattr(random.Random, "_randbelow_with_getrandbits", None)
+
+
+def _random_suffix(rng: random.Random) -> str:
+    """``GENERATE_NAME_SUFFIX_CHARS`` characters of ``rng.choice(GENERATE_NAME_ALPHABET)``,
+    drawn as ``Random._randbelow_with_getrandbits`` draws them (the same ``getrandbits`` calls,
+    so a seeded generator gives the same names) without choice's two method calls per
+    character; a generator whose ``choice`` or ``_randbelow`` is its own is asked directly."""
+    kind = type(rng)
+    if (_RANDBELOW is None or kind.choice is not _CHOICE
+            or getattr(kind, "_randbelow", None) is not _RANDBELOW):
+        return "".join(rng.choice(GENERATE_NAME_ALPHABET)
+                       for _ in range(GENERATE_NAME_SUFFIX_CHARS))
+    bits = rng.getrandbits
+    chars = []
+    for _ in range(GENERATE_NAME_SUFFIX_CHARS):
+        drawn = bits(_ALPHABET_BITS)
+        while drawn >= _ALPHABET_SIZE:
+            drawn = bits(_ALPHABET_BITS)
+        chars.append(GENERATE_NAME_ALPHABET[drawn])
+    return "".join(chars)
+
 
 
 # --- create ---------------------------------------------------------------------------------------
@@ -909,10 +940,21 @@ _OMITTED_WHEN_EMPTY = frozenset({"labels", "annotations", "ownerReferences", "fi
 
 
 def _ordered(meta: dict[str, JSON]) -> dict[str, JSON]:
-    """``meta`` in ObjectMeta's field order, without empty omitempty collections."""
-    kept = {k: v for k, v in meta.items() if not (k in _OMITTED_WHEN_EMPTY and _is_empty(v))}
-    known = {k: kept[k] for k in _META_ORDER if k in kept}
-    return {**known, **{k: v for k, v in kept.items() if k not in known}}
+    """``meta`` in ObjectMeta's field order, without empty omitempty collections (other keys
+    after them, in their order: one pass over ObjectMeta's fields, and a second over ``meta``
+    only when it holds a key that is not one of them)."""
+    out: dict[str, JSON] = {}
+    for key in _META_ORDER:
+        if key in meta:
+            value = meta[key]
+            if not (key in _OMITTED_WHEN_EMPTY and _is_empty(value)):
+                out[key] = value
+    if not _META_FIELDS.issuperset(meta):
+        for key, value in meta.items():
+            if key not in _META_FIELDS and not (key in _OMITTED_WHEN_EMPTY
+                                                and _is_empty(value)):
+                out[key] = value
+    return out
 
 
 def _with_ordered_meta(obj: dict[str, JSON]) -> dict[str, JSON]:

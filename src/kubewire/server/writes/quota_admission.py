@@ -32,12 +32,15 @@ CLAIM_ID = "core/persistentvolumeclaims"
 
 def _namespace_objects(ctx: ServerContext, plural: str,
                        namespace: str) -> list[tuple[CachedObject, dict[str, Any]]]:
+    """The namespace's objects of a core/v1 kind, each decoded anew (the caller's own: a
+    charge changes its quota's copy). Every pod create asks for LimitRanges twice and for
+    ResourceQuotas once, and most namespaces (most clusters) have none: the scan of an empty
+    span is a cheap check (``WatchCache.scan``)."""
     resource = ctx.registry.lookup("", "v1", plural)
     if resource is None or not namespace:
         return []
-    cache = ctx.caches.for_resource(resource)
-    return [(found, _decode(found.value))
-            for found in cache.scan(resource.storage_prefix(namespace))]
+    found = ctx.caches.for_resource(resource).scan(resource.storage_prefix(namespace))
+    return [(item, _decode(item.value)) for item in found] if found else []
 
 
 def limit_ranges(ctx: ServerContext, namespace: str) -> list[dict[str, Any]]:
@@ -69,16 +72,33 @@ def check_limits(ctx: ServerContext, resource: Resource, namespace: str,
         raise _forbidden(resource, obj, limit_ranger.aggregate(problems))
 
 
+def _evaluator(ctx: ServerContext, route: Route,
+               old: dict[str, Any] | None) -> quota.Evaluator | None:
+    """The evaluator ResourceQuota admission charges a write with; None when nothing is
+    charged: a cluster-scoped kind, another version than the stored one, an update of a kind
+    charged only on create, or a namespace without quotas (most: found before an evaluator is
+    made, without decoding anything)."""
+    resource, namespace = route.resource, route.namespace
+    if not resource.namespaced or not namespace or not resource.is_stored_version:
+        return None
+    quotas = ctx.registry.lookup("", "v1", "resourcequotas")
+    if quotas is None or not ctx.caches.for_resource(quotas).scan(
+            quotas.storage_prefix(namespace)):
+        return None
+    evaluator = quota.evaluator_for(resource.group, resource.plural)
+    if old is not None and not evaluator.handles_update():
+        return None
+    return evaluator
+
+
 async def charge_quota(ctx: ServerContext, route: Route, obj: dict[str, Any],
                        old: dict[str, Any] | None, *, dry_run: bool) -> None:
     """ResourceQuota admission of a create (``old`` None) or update of ``obj`` in
     ``route.namespace``: 403 with kube's text when a quota would be exceeded, else the quotas'
     ``status.used`` moved."""
     resource, namespace = route.resource, route.namespace
-    if not resource.namespaced or not namespace or not resource.is_stored_version:
-        return
-    evaluator = quota.evaluator_for(resource.group, resource.plural)
-    if old is not None and not evaluator.handles_update():
+    evaluator = _evaluator(ctx, route, old)
+    if evaluator is None:
         return
     quotas_res = ctx.registry.lookup("", "v1", "resourcequotas")
     assert quotas_res is not None
