@@ -15,6 +15,7 @@ import gc
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -151,6 +152,9 @@ class APIServer:
         self.url = ""
         self.ready = False
         self._baseline: Baseline | None = None
+        # big queries' options are parsed here: one thread, so however many big queries clients
+        # send, one parse at a time competes with the loop for the interpreter
+        self._query_parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kw-query")
 
     def _observe_commit(self, seconds: float) -> None:
         """Each commit's duration (on the loop, as the writer process reports it): one histogram
@@ -201,6 +205,7 @@ class APIServer:
         await self.ctx.allocations.stop()
         await self.ctx.caches.stop()
         await self.ctx.store.close()
+        self._query_parser.shutdown(wait=False, cancel_futures=True)
         if self.auditor is not None:
             self.auditor.close()  # after the streams ended: their last events are in
 
@@ -446,11 +451,11 @@ class APIServer:
     async def _get_collection(self, request: Request, route: Route) -> Response | None:
         parse = partial(parse_list_options, request.query, route.resource,
                         force_watch=route.watch_path, path_name=route.name)
-        # Selectors are parsed in pure Python: a query of hundreds of KiB (an error list among
-        # 20k values, 10k requirements) takes 50-200 ms, so a big one is parsed in a worker
-        # thread, where the interpreter's switch interval gives the loop its turns meanwhile.
-        opts = (await asyncio.to_thread(parse) if len(request.raw_query) > OFF_LOOP_QUERY_BYTES
-                else parse())
+        # Selectors are parsed in pure Python: a query of hundreds of KiB can take tens of ms, so
+        # a big one is parsed in a worker thread, where the interpreter's switch interval
+        # gives the loop its turns meanwhile.
+        opts = (await asyncio.get_running_loop().run_in_executor(self._query_parser, parse)
+                if len(request.raw_query) > OFF_LOOP_QUERY_BYTES else parse())
         if opts.watch:
             await serve_watch(self.ctx, request, route, opts)
             return None
