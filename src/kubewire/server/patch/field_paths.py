@@ -30,6 +30,9 @@ from kubewire.schema import TypeNode
 Path = tuple[str, ...]
 FieldSet = frozenset[Path]
 NodeKind = Literal["struct", "map", "atomic", "map-list", "set-list", "scalar"]
+FieldPlanEntry = tuple[TypeNode | None, bool, NodeKind | None]
+FieldPlan = dict[str, FieldPlanEntry]
+"""A struct or map node's fields for the create walk: schema, always present, kind."""
 
 __all__ = [
     "Comparison",
@@ -38,6 +41,7 @@ __all__ = [
     "MissingKeyError",
     "Path",
     "compare",
+    "create_fields_v1",
     "field_set",
     "fields_v1",
     "list_element",
@@ -52,9 +56,12 @@ class MissingKeyError(ValueError):
     """A map-list element lacks a key field that has no schema default."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _NodeFacts:
-    """What the walks need of one schema node, read once (the node's lookups are not cheap)."""
+    """What the walks need of one schema node, read once (the node's lookups are not cheap).
+    Not to be changed once read, but for ``create_plan``, filled on a create walk's first
+    visit (it reads the children's facts, so it cannot be read with the node's own: schemas
+    are recursive)."""
 
     kind: NodeKind | None  # None: deduced from the value (free-form JSON)
     properties: Mapping[str, TypeNode]
@@ -64,6 +71,7 @@ class _NodeFacts:
     required: frozenset[str]
     is_closed: bool  # a struct whose undeclared fields are errors
     is_numeric: bool  # an integer or number scalar
+    create_plan: tuple[FieldPlan, FieldPlanEntry] | None = None  # ``_plan``
 
 
 def _facts(node: TypeNode) -> _NodeFacts:
@@ -309,7 +317,7 @@ def _compare_maps(old: JSON, new: JSON, node: TypeNode | None, path: Path,
     for key in dict.fromkeys([*old_map, *new_map]):
         child, declared = _child(node, key)
         child_path = (*path, "f:" + key)
-        if declared and not run.is_custom and node is not None and key in _always_present(node):
+        if declared and not run.is_custom and node is not None and _plan(node)[0][key][1]:
             run.always_present.add(child_path)
         _compare(old_map.get(key), new_map.get(key), child, child_path, run)
 
@@ -333,141 +341,151 @@ def index_items(node: TypeNode, kind: NodeKind, items: Iterable[JSON]) -> dict[s
 
 # --- Compare against nothing (create) -----------------------------------------------------------
 
-FieldTree = dict[str, "FieldTree"]
-"""Nested path elements; ``"."`` marks a member (the ``fields_v1`` tree before sorting)."""
 
 
-def added_tree(new: dict[str, JSON], node: TypeNode | None, *, is_custom: bool) -> FieldTree:
-    """The paths ``compare({}, new, ...)`` reports as added, as a ``FieldTree``.
+def create_fields_v1(new: dict[str, JSON], node: TypeNode | None, *, is_custom: bool,
+                     stripped: Mapping[str, frozenset[str]], without: str = "",
+                     ) -> dict[str, JSON]:
+    """The ``FieldsV1`` JSON of the paths ``compare({}, new, ...)`` reports as added, less the
+    members ``stripped`` names (a top field's members below it: the fields that field's own
+    entry would drop, its own name for the field itself) and less the whole top field
+    ``without``.
 
-    A create's writer owns exactly what it set, so this walks ``new`` once, building the tree
-    ``fields_v1`` would build from the compared paths, without diffing against an empty object
-    or materializing path tuples. Raises MissingKeyError where ``compare`` would.
+    A create's writer owns exactly what it set, so this walks ``new`` once and writes the
+    sorted ``FieldsV1`` levels as it returns from them (what ``fields_v1`` writes for those
+    paths), with no diff against an empty object, no path tuples, no intermediate tree.
+    Raises MissingKeyError where ``compare`` would.
     """
-    tree: FieldTree = {}
-    if new:
-        _added_map(new, node, tree, is_custom)
-    return tree
+    if not new:
+        return {}
+    fields = _added_fields(new, node, is_custom)
+    fields.pop(without, None)
+    for name, below in stripped.items():
+        emitted = fields.get(name)
+        if emitted is not None:
+            for child in below:  # the child's own member (a leaf: the child)
+                _drop_member(emitted, "f:" + child)
+            if not emitted or (len(emitted) == 1 and "." in emitted):
+                del fields[name]  # a leaf member, or a member left without children
+            else:
+                emitted.pop(".", None)
+    return {"f:" + key: fields[key] for key in sorted(fields)}
 
 
-# Per struct node: its declared fields that compare counts as always present (required or
-# structs), read once; asked of built-in kinds only, so bounded by their schemas.
-_ALWAYS_PRESENT: dict[TypeNode, frozenset[str]] = {}
+def _drop_member(level: dict[str, JSON], element: str) -> None:
+    """``level`` (an emitted ``FieldsV1`` level) without the member at ``element``: a leaf
+    goes, a member with children keeps them (``Set.Difference`` of the one path)."""
+    emitted = level.get(element)
+    if isinstance(emitted, dict):
+        if not emitted or (len(emitted) == 1 and "." in emitted):
+            del level[element]
+        else:
+            emitted.pop(".", None)
 
 
-def _always_present(node: TypeNode) -> frozenset[str]:
-    names = _ALWAYS_PRESENT.get(node)
-    if names is None:
-        facts = _facts(node)
-        names = _ALWAYS_PRESENT[node] = frozenset(
-            key for key, child in facts.properties.items()
-            if key in facts.required or node_kind(child, None) == "struct")
-    return names
+def _plan(node: TypeNode) -> tuple[FieldPlan, FieldPlanEntry]:
+    """The node's fields as the create walk reads them, worked out once per node and kept
+    in its facts: a declared field's schema, whether ``compare`` counts it always present on
+    a built-in kind (required, or a struct: a Go struct's field exists in both objects), and
+    its kind; and the same for an undeclared one (the map's values)."""
+    facts = _facts(node)
+    plan = facts.create_plan
+    if plan is None:
+        fields: FieldPlan = {}
+        for key, child in facts.properties.items():
+            kind = _facts(child).kind
+            fields[key] = (child, key in facts.required or kind == "struct", kind)
+        values = facts.values
+        plan = facts.create_plan = (
+            fields, (values, False, _facts(values).kind if values is not None else None))
+    return plan
 
 
-def _added_map(value: dict[str, JSON], node: TypeNode | None, level: FieldTree,
-               is_custom: bool) -> None:
+def _added_fields(value: dict[str, JSON], node: TypeNode | None,
+                  is_custom: bool) -> dict[str, dict[str, JSON]]:
+    """The emitted ``FieldsV1`` of each field of ``value`` that adds something, by field
+    name, in ``value``'s order (``_compare_maps`` of nothing and ``value``)."""
+    out: dict[str, dict[str, JSON]] = {}
     if node is None:
         for key, child_value in value.items():
             if child_value is not None:  # null is absent: nothing added
-                sub = _added_value(child_value, None, False, is_custom)
-                if sub is not None:
-                    level["f:" + key] = sub
-        return
-    facts = _facts(node)
-    props, values = facts.properties, facts.values
-    # compare's always_present: a Go struct's declared fields exist in both objects
-    always = frozenset() if is_custom else _always_present(node)
+                emitted = _added_value(child_value, None, None, False, is_custom)
+                if emitted is not None:
+                    out[key] = emitted
+        return out
+    fields, undeclared = _plan(node)
     for key, child_value in value.items():
         if child_value is None:
             continue
         if type(child_value) in _SCALARS:  # what _added_value gives any scalar, at once
-            level["f:" + key] = {".": {}}
+            out[key] = {}
             continue
-        child = props.get(key)
-        if child is None:
-            sub = _added_value(child_value, values, False, is_custom)
-        else:
-            sub = _added_value(child_value, child, key in always, is_custom)
-        if sub is not None:
-            level["f:" + key] = sub
+        child, always, kind = fields.get(key, undeclared)
+        # compare's always_present: a Go struct's declared fields exist in both objects,
+        # a custom resource is unstructured
+        emitted = _added_value(child_value, child, kind, always and not is_custom, is_custom)
+        if emitted is not None:
+            out[key] = emitted
+    return out
 
 
 _SCALARS = frozenset({str, int, float, bool})
 
 
-def _added_value(value: JSON, node: TypeNode | None, always: bool,
-                 is_custom: bool) -> FieldTree | None:
-    """The subtree ``value`` adds (None: nothing), as ``_compare`` reports it."""
-    kind = node_kind(node, value)
+def _added_value(value: JSON, node: TypeNode | None, kind: NodeKind | None, always: bool,
+                 is_custom: bool) -> dict[str, JSON] | None:
+    """The emitted ``FieldsV1`` of what ``value`` adds (None: nothing), as ``_compare``
+    reports it: ``{}`` for a member leaf, ``"."`` first on a member with children."""
+    if kind is None:  # deduced types (CR fields without schema): maps granular, lists atomic
+        kind = "map" if isinstance(value, dict) else "atomic" if isinstance(value, list) \
+            else "scalar"
     # the same dispatch as _compare: granular kinds walk by the value's shape
-    if kind not in _GRANULAR or not isinstance(value, dict | list):
-        return {".": {}}
-    sub: FieldTree = {}
+    if kind not in _GRANULAR:
+        return {}
     if isinstance(value, dict):
-        _added_map(value, node, sub, is_custom)
-    elif node is not None:
-        seen: set[str] = set()
-        items = _items(node)
+        return _added_map(value, node, always, is_custom)
+    if isinstance(value, list):
+        return _added_list(value, node, kind, always, is_custom)
+    return {}
+
+
+def _added_map(value: dict[str, JSON], node: TypeNode | None, always: bool,
+               is_custom: bool) -> dict[str, JSON] | None:
+    fields = _added_fields(value, node, is_custom)
+    if not fields:
+        return None if always else {}
+    out: dict[str, JSON] = {} if always else {".": {}}
+    for key in sorted(fields) if len(fields) > 1 else fields:  # "f:" elements: as text
+        out["f:" + key] = fields[key]
+    return out
+
+
+def _added_list(value: list[JSON], node: TypeNode | None, kind: NodeKind, always: bool,
+                is_custom: bool) -> dict[str, JSON] | None:
+    children: dict[str, dict[str, JSON]] = {}
+    if node is not None:
+        skipped: set[str] = set()
+        items = _facts(node).items
+        items_kind = _facts(items).kind if items is not None else None
         for item in value:
-            item_element = list_element(node, kind, item)
-            if item_element in seen or item is None:  # first of a repeated key; null: absent
-                seen.add(item_element)
+            element = list_element(node, kind, item)
+            if element in children or element in skipped:  # the first of a repeated key
                 continue
-            seen.add(item_element)
-            item_sub = _added_value(item, items, False, is_custom)
-            if item_sub is not None:
-                sub[item_element] = item_sub
-    if not always:
-        sub["."] = {}
-    return sub or None
+            if item is None:  # null: absent, but its key is taken
+                skipped.add(element)
+                continue
+            emitted = _added_value(item, items, items_kind, False, is_custom)
+            if emitted is not None:
+                children[element] = emitted
+    if not children:
+        return None if always else {}
+    out: dict[str, JSON] = {} if always else {".": {}}
+    for element in sorted(children, key=element_order) if len(children) > 1 else children:
+        out[element] = children[element]
+    return out
 
 
 _GRANULAR = frozenset({"struct", "map", "map-list", "set-list"})
-
-
-def without_members(tree: FieldTree, paths: Iterable[Path]) -> FieldTree:
-    """``tree`` (changed in place) without the members ``paths``; subtrees left without
-    members disappear, as they would from a field set."""
-    for path in paths:
-        _drop_member(tree, path)
-    return tree
-
-
-def _drop_member(level: FieldTree, path: Path) -> None:
-    sub = level.get(path[0])
-    if sub is None:
-        return
-    if len(path) == 1:
-        sub.pop(".", None)
-    else:
-        _drop_member(sub, path[1:])
-    if not sub:
-        del level[path[0]]
-
-
-def emit_tree(tree: FieldTree) -> dict[str, JSON]:
-    """The ``FieldsV1`` JSON of an ``added_tree`` (what ``fields_v1`` gives for its paths)."""
-    return _emit_added(tree, top=True)
-
-
-def _emit_added(tree: FieldTree, *, top: bool = False) -> dict[str, JSON]:
-    # _emit for added_tree's trees, whose levels hold only fields (a map's) or only keys or
-    # values (a list's): fields sort as their text, so as plain strings.
-    if len(tree) <= 1 and (not tree or "." in tree):  # a leaf (most nodes)
-        return {}
-    keys = [key for key in tree if key != "."]
-    if not keys:
-        return {}
-    out: dict[str, JSON] = {".": {}} if "." in tree and not top else {}
-    if len(keys) > 1:
-        if keys[0][:2] == "f:":
-            keys.sort()
-        else:
-            keys.sort(key=element_order)
-    for key in keys:
-        out[key] = _emit_added(tree[key])
-    return out
 
 
 # --- FieldsV1 -----------------------------------------------------------------------------------
