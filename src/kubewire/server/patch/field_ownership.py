@@ -263,7 +263,7 @@ def _track_create(facts: WriteFacts, prepared: dict[str, JSON],
         # .status
         fields = create_fields_v1(_bare(prepared), resource_schema(resource),
                                   is_custom=resource.is_custom, stripped=_STRIPPED_BY_FIELD,
-                                  without="status" if resource.has_status else "")
+                                  without="f:status" if resource.has_status else "")
     except MissingKeyError:  # validation let a keyless list item through: no entries
         meta.pop("managedFields", None)
         return prepared
@@ -279,12 +279,12 @@ def _track_create(facts: WriteFacts, prepared: dict[str, JSON],
 
 
 def _stripped_by_field(paths: frozenset[Path]) -> dict[str, frozenset[str]]:
-    """``STRIPPED_PATHS`` as ``create_fields_v1`` takes them: each top field, itself
-    stripped, with its stripped child fields."""
+    """``STRIPPED_PATHS`` as ``create_fields_v1`` takes them: each top element, itself
+    stripped, with its stripped child elements."""
     tops = {path[0] for path in paths if len(path) == 1}
     assert all(len(path) == 1 or (len(path) == 2 and path[0] in tops) for path in paths)
-    return {top[2:]: frozenset(path[1][2:] for path in paths if len(path) == 2
-                               and path[0] == top) for top in sorted(tops)}
+    return {top: frozenset(path[1] for path in paths if len(path) == 2 and path[0] == top)
+            for top in sorted(tops)}
 
 
 _STRIPPED_BY_FIELD = _stripped_by_field(STRIPPED_PATHS)

@@ -19,7 +19,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Literal, cast
+from typing import Any, Literal
 
 import msgspec
 
@@ -71,15 +71,16 @@ class _NodeFacts:
     required: frozenset[str]
     is_closed: bool  # a struct whose undeclared fields are errors
     is_numeric: bool  # an integer or number scalar
-    create_plan: tuple[FieldPlan, FieldPlanEntry] | None = None  # ``_plan``
+    create_plan: _CreatePlan | None = None  # ``_plan``
 
 
 def _facts(node: TypeNode) -> _NodeFacts:
     """The node's facts, read once and kept on the node (``TypeNode.walk_facts``)."""
     facts = node.walk_facts
-    if facts is None:
-        facts = node.walk_facts = _read_facts(node)
-    return cast(_NodeFacts, facts)
+    if type(facts) is _NodeFacts:
+        return facts
+    read = node.walk_facts = _read_facts(node)
+    return read
 
 
 def _read_facts(node: TypeNode) -> _NodeFacts:
@@ -317,7 +318,7 @@ def _compare_maps(old: JSON, new: JSON, node: TypeNode | None, path: Path,
     for key in dict.fromkeys([*old_map, *new_map]):
         child, declared = _child(node, key)
         child_path = (*path, "f:" + key)
-        if declared and not run.is_custom and node is not None and _plan(node)[0][key][1]:
+        if declared and not run.is_custom and node is not None and _plan(node).builtin[key][1]:
             run.always_present.add(child_path)
         _compare(old_map.get(key), new_map.get(key), child, child_path, run)
 
@@ -341,91 +342,225 @@ def index_items(node: TypeNode, kind: NodeKind, items: Iterable[JSON]) -> dict[s
 
 # --- Compare against nothing (create) -----------------------------------------------------------
 
-
-
 def create_fields_v1(new: dict[str, JSON], node: TypeNode | None, *, is_custom: bool,
                      stripped: Mapping[str, frozenset[str]], without: str = "",
                      ) -> dict[str, JSON]:
     """The ``FieldsV1`` JSON of the paths ``compare({}, new, ...)`` reports as added, less the
-    members ``stripped`` names (a top field's members below it: the fields that field's own
-    entry would drop, its own name for the field itself) and less the whole top field
-    ``without``.
+    members ``stripped`` names (each a top element, itself dropped, with the elements below
+    it that are dropped too) and less the whole top element ``without``.
 
     A create's writer owns exactly what it set, so this walks ``new`` once and writes the
     sorted ``FieldsV1`` levels as it returns from them (what ``fields_v1`` writes for those
     paths), with no diff against an empty object, no path tuples, no intermediate tree.
     Raises MissingKeyError where ``compare`` would.
     """
-    if not new:
+    fields = _added_map(new, node, True, is_custom)  # the top: never a member itself
+    if not fields:
         return {}
-    fields = _added_fields(new, node, is_custom)
     fields.pop(without, None)
-    for name, below in stripped.items():
-        emitted = fields.get(name)
+    for element, below in stripped.items():
+        emitted = fields.get(element)
         if emitted is not None:
-            for child in below:  # the child's own member (a leaf: the child)
-                _drop_member(emitted, "f:" + child)
-            if not emitted or (len(emitted) == 1 and "." in emitted):
-                del fields[name]  # a leaf member, or a member left without children
-            else:
-                emitted.pop(".", None)
-    return {"f:" + key: fields[key] for key in sorted(fields)}
+            if emitted:
+                for child in emitted.keys() & below:
+                    if emitted[child]:
+                        _drop_member(emitted, child)
+                    else:  # a leaf (most)
+                        del emitted[child]
+            _drop_member(fields, element)
+    return fields
 
 
-def _drop_member(level: dict[str, JSON], element: str) -> None:
+def _drop_member(level: dict[str, dict[str, JSON]], element: str) -> None:
     """``level`` (an emitted ``FieldsV1`` level) without the member at ``element``: a leaf
-    goes, a member with children keeps them (``Set.Difference`` of the one path)."""
-    emitted = level.get(element)
-    if isinstance(emitted, dict):
-        if not emitted or (len(emitted) == 1 and "." in emitted):
-            del level[element]
-        else:
-            emitted.pop(".", None)
+    goes, a member with children keeps them, and one left without any goes
+    (``Set.Difference`` of the one path)."""
+    emitted = level[element]
+    if not emitted or (len(emitted) == 1 and "." in emitted):
+        del level[element]
+    else:
+        emitted.pop(".", None)
 
 
-def _plan(node: TypeNode) -> tuple[FieldPlan, FieldPlanEntry]:
-    """The node's fields as the create walk reads them, worked out once per node and kept
-    in its facts: a declared field's schema, whether ``compare`` counts it always present on
-    a built-in kind (required, or a struct: a Go struct's field exists in both objects), and
-    its kind; and the same for an undeclared one (the map's values)."""
+@dataclass(slots=True)
+class _CreatePlan:
+    """One schema node as the create walk reads it, worked out once per node and kept in its
+    facts: per field its schema, whether ``compare`` counts it always present (on a built-in
+    kind only: required, or a struct, as a Go struct's field exists in both objects; a
+    custom resource is unstructured) and its kind; the same for an undeclared field (the
+    map's values); a list's items; and the object shapes already met (``_Level``)."""
+
+    node: TypeNode
+    builtin: FieldPlan
+    custom: FieldPlan
+    undeclared: FieldPlanEntry
+    is_struct: bool  # declared fields: the objects met repeat the same few shapes
+    items: TypeNode | None
+    items_kind: NodeKind | None
+    items_plan: _CreatePlan | None = None  # a list of structs: theirs (``_added_list``)
+    levels: dict[tuple[object, ...], _Level] = field(default_factory=dict)
+
+
+_STRUCT, _LIST, _MAP = 0, 1, 2  # how ``_added_struct`` walks a field's value
+Walk = tuple[str, str, int, Any, NodeKind, bool]
+"""A walked field of a ``_Level``: element, field, how, what ``how`` walks it with (the
+field's ``_CreatePlan``, or its schema for ``_MAP``), kind, always."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Level:
+    """The emitted ``FieldsV1`` of one shape of object at a struct node (its fields in order,
+    each value's type, the parent's ``always`` and the kind of resource): the JSON of its
+    sorted level with every leaf in place, ``"."`` first when it is a member, and the fields
+    whose values are walked, in place as ``{}`` in the template. ``template`` None: the
+    level adds nothing (it may still be a member)."""
+
+    template: bytes | None
+    walked: tuple[Walk, ...]
+
+
+LEVEL_CACHE_SIZE = 64  # object shapes remembered per struct node; emptied when full
+_decode = msgspec.json.Decoder().decode
+
+
+def _plan(node: TypeNode) -> _CreatePlan:
     facts = _facts(node)
     plan = facts.create_plan
     if plan is None:
-        fields: FieldPlan = {}
+        builtin: FieldPlan = {}
+        custom: FieldPlan = {}
         for key, child in facts.properties.items():
             kind = _facts(child).kind
-            fields[key] = (child, key in facts.required or kind == "struct", kind)
-        values = facts.values
-        plan = facts.create_plan = (
-            fields, (values, False, _facts(values).kind if values is not None else None))
+            builtin[key] = (child, key in facts.required or kind == "struct", kind)
+            custom[key] = (child, False, kind)
+        values, items = facts.values, facts.items
+        plan = facts.create_plan = _CreatePlan(
+            node, builtin, custom,
+            (values, False, _facts(values).kind if values is not None else None),
+            bool(facts.properties), items, _facts(items).kind if items is not None else None)
     return plan
+
+
+def _added_map(value: dict[str, JSON], node: TypeNode | None, always: bool,
+               is_custom: bool) -> dict[str, JSON] | None:
+    """The emitted ``FieldsV1`` of what the object ``value`` adds (None: nothing), as
+    ``_compare_maps`` of nothing and ``value`` reports it, ``"."`` first when it is a member
+    (not ``always`` present) with children, ``{}`` when it is a member without."""
+    if node is None:
+        return _sorted_level(_added_fields(value, None, is_custom), always)
+    plan = _plan(node)
+    if plan.is_struct:
+        return _added_struct(value, plan, always, is_custom)
+    return _added_plain_map(value, node, always, is_custom)
+
+
+def _added_plain_map(value: dict[str, JSON], node: TypeNode | None, always: bool,
+                     is_custom: bool) -> dict[str, JSON] | None:
+    """``_added_map`` at a map: any keys, so no shapes to remember."""
+    if _SCALARS.issuperset(map(type, value.values())):  # labels, annotations, data...
+        if not value:
+            return None if always else {}
+        out: dict[str, JSON] = {"f:" + key: {} for key in sorted(value)}
+        return out if always else {".": {}, **out}
+    return _sorted_level(_added_fields(value, node, is_custom), always)
+
+
+def _added_struct(value: dict[str, JSON], plan: _CreatePlan, always: bool,
+                  is_custom: bool) -> dict[str, JSON] | None:
+    """``_added_map`` at a struct: the ``_Level`` of ``value``'s shape, its walked fields
+    filled in."""
+    # its fields, then their values' types (the length tells where the types begin)
+    shape = (always, is_custom, *value, *map(type, value.values()))
+    level = plan.levels.get(shape)
+    if level is None:
+        if len(plan.levels) >= LEVEL_CACHE_SIZE:
+            plan.levels.clear()
+        level = plan.levels[shape] = _read_level(value, plan, always, is_custom)
+    if level.template is None:
+        return None if always else {}
+    out: dict[str, JSON] = _decode(level.template)
+    if level.walked:
+        emptied = False
+        for element, key, how, child, kind, child_always in level.walked:
+            if how == _STRUCT:
+                emitted = _added_struct(value[key], child, child_always, is_custom)
+            elif how == _LIST:
+                emitted = _added_list(value[key], child, kind, child_always, is_custom)
+            else:
+                emitted = _added_plain_map(value[key], child, child_always, is_custom)
+            if emitted is None:
+                del out[element]
+                emptied = True
+            else:
+                out[element] = emitted
+        if emptied and len(out) == (0 if always else 1):  # only "." (a member) or nothing
+            return None if always else {}
+    return out
+
+
+def _read_level(value: dict[str, JSON], plan: _CreatePlan, always: bool,
+                is_custom: bool) -> _Level:
+    """The ``_Level`` of ``value``'s shape: ``_added_value``'s dispatch, which the types of
+    the values and the schema decide (not the values themselves), done once."""
+    fields = plan.custom if is_custom else plan.builtin
+    elements: list[str] = []
+    walked: list[Walk] = []
+    for key, child_value in value.items():
+        if child_value is None:  # null is absent: nothing added
+            continue
+        element = "f:" + key
+        elements.append(element)
+        child, child_always, kind = fields.get(key, plan.undeclared)
+        if kind is None:  # deduced types (CR fields without schema): maps granular
+            kind = "map" if isinstance(child_value, dict) else "atomic"
+        if kind not in _GRANULAR:
+            continue
+        if isinstance(child_value, list):
+            assert child is not None  # a list's kind (not deduced) comes from its schema
+            walked.append((element, key, _LIST, _plan(child), kind, child_always))
+        elif isinstance(child_value, dict):
+            child_plan = _plan(child) if child is not None else None
+            if child_plan is not None and child_plan.is_struct:
+                walked.append((element, key, _STRUCT, child_plan, kind, child_always))
+            else:
+                walked.append((element, key, _MAP, child, kind, child_always))
+    if not elements:
+        return _Level(None, ())
+    template: dict[str, JSON] = {} if always else {".": {}}
+    template.update((element, {}) for element in sorted(elements))  # "f:": as text
+    return _Level(msgspec.json.encode(template), tuple(walked))
+
+
+def _sorted_level(fields: dict[str, dict[str, JSON]], always: bool) -> dict[str, JSON] | None:
+    if not fields:
+        return None if always else {}
+    out: dict[str, JSON] = {} if always else {".": {}}
+    out.update(sorted(fields.items()) if len(fields) > 1 else fields)  # "f:": as text
+    return out
 
 
 def _added_fields(value: dict[str, JSON], node: TypeNode | None,
                   is_custom: bool) -> dict[str, dict[str, JSON]]:
-    """The emitted ``FieldsV1`` of each field of ``value`` that adds something, by field
-    name, in ``value``'s order (``_compare_maps`` of nothing and ``value``)."""
+    """The emitted ``FieldsV1`` of each field of ``value`` that adds something, by its
+    element, in ``value``'s order (``_compare_maps`` of nothing and ``value``)."""
     out: dict[str, dict[str, JSON]] = {}
     if node is None:
         for key, child_value in value.items():
             if child_value is not None:  # null is absent: nothing added
                 emitted = _added_value(child_value, None, None, False, is_custom)
                 if emitted is not None:
-                    out[key] = emitted
+                    out["f:" + key] = emitted
         return out
-    fields, undeclared = _plan(node)
+    plan = _plan(node)
+    fields = plan.custom if is_custom else plan.builtin
     for key, child_value in value.items():
-        if child_value is None:
-            continue
         if type(child_value) in _SCALARS:  # what _added_value gives any scalar, at once
-            out[key] = {}
-            continue
-        child, always, kind = fields.get(key, undeclared)
-        # compare's always_present: a Go struct's declared fields exist in both objects,
-        # a custom resource is unstructured
-        emitted = _added_value(child_value, child, kind, always and not is_custom, is_custom)
-        if emitted is not None:
-            out[key] = emitted
+            out["f:" + key] = {}
+        elif child_value is not None:
+            child, always, kind = fields.get(key, plan.undeclared)
+            emitted = _added_value(child_value, child, kind, always, is_custom)
+            if emitted is not None:
+                out["f:" + key] = emitted
     return out
 
 
@@ -445,28 +580,20 @@ def _added_value(value: JSON, node: TypeNode | None, kind: NodeKind | None, alwa
     if isinstance(value, dict):
         return _added_map(value, node, always, is_custom)
     if isinstance(value, list):
-        return _added_list(value, node, kind, always, is_custom)
+        return _added_list(value, _plan(node) if node is not None else None, kind, always,
+                           is_custom)
     return {}
 
 
-def _added_map(value: dict[str, JSON], node: TypeNode | None, always: bool,
-               is_custom: bool) -> dict[str, JSON] | None:
-    fields = _added_fields(value, node, is_custom)
-    if not fields:
-        return None if always else {}
-    out: dict[str, JSON] = {} if always else {".": {}}
-    for key in sorted(fields) if len(fields) > 1 else fields:  # "f:" elements: as text
-        out["f:" + key] = fields[key]
-    return out
-
-
-def _added_list(value: list[JSON], node: TypeNode | None, kind: NodeKind, always: bool,
+def _added_list(value: list[JSON], plan: _CreatePlan | None, kind: NodeKind, always: bool,
                 is_custom: bool) -> dict[str, JSON] | None:
     children: dict[str, dict[str, JSON]] = {}
-    if node is not None:
+    if plan is not None:
+        node, items, items_kind = plan.node, plan.items, plan.items_kind
+        items_plan = plan.items_plan
+        if items_plan is None and items is not None and items_kind == "struct":
+            items_plan = plan.items_plan = _plan(items)
         skipped: set[str] = set()
-        items = _facts(node).items
-        items_kind = _facts(items).kind if items is not None else None
         for item in value:
             element = list_element(node, kind, item)
             if element in children or element in skipped:  # the first of a repeated key
@@ -474,7 +601,9 @@ def _added_list(value: list[JSON], node: TypeNode | None, kind: NodeKind, always
             if item is None:  # null: absent, but its key is taken
                 skipped.add(element)
                 continue
-            emitted = _added_value(item, items, items_kind, False, is_custom)
+            emitted = (_added_struct(item, items_plan, False, is_custom)
+                       if items_plan is not None and type(item) is dict else
+                       _added_value(item, items, items_kind, False, is_custom))
             if emitted is not None:
                 children[element] = emitted
     if not children:
