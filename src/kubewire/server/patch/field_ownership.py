@@ -31,6 +31,7 @@ from kubewire.server.patch.field_paths import (
 )
 from kubewire.server.patch.managed_fields import (
     STRIPPED_PATHS,
+    UNKNOWN_MANAGER,
     Managed,
     ManagerKey,
     UpdateRecord,
@@ -270,9 +271,9 @@ def _track_create(facts: WriteFacts, prepared: dict[str, JSON],
     if not fields:
         meta.pop("managedFields", None)
         return prepared
-    key = manager_key(facts.options.field_manager, "Update", resource.api_version)
-    meta["managedFields"] = [{"manager": key.manager, "operation": key.operation,
-                              "apiVersion": resource.api_version,
+    # manager_key's manager, without building the key: an empty name is "unknown"
+    meta["managedFields"] = [{"manager": facts.options.field_manager or UNKNOWN_MANAGER,
+                              "operation": "Update", "apiVersion": resource.api_version,
                               "time": format_time(facts.now), "fieldsType": "FieldsV1",
                               "fieldsV1": fields}]
     return prepared
