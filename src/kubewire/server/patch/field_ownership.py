@@ -26,6 +26,7 @@ from kubewire.server.patch.apply_request import ServerSideApply, decode_apply_bo
 from kubewire.server.patch.field_paths import (
     MissingKeyError,
     Path,
+    Strip,
     compare,
     create_fields_v1,
 )
@@ -263,8 +264,8 @@ def _track_create(facts: WriteFacts, prepared: dict[str, JSON],
         # endpoint_fields: server-set metadata is nobody's, and the main endpoint never owns
         # .status
         fields = create_fields_v1(_bare(prepared), resource_schema(resource),
-                                  is_custom=resource.is_custom, stripped=_STRIPPED_BY_FIELD,
-                                  without="f:status" if resource.has_status else "")
+                                  is_custom=resource.is_custom,
+                                  stripped=_STRIP_WITH_STATUS if resource.has_status else _STRIP)
     except MissingKeyError:  # validation let a keyless list item through: no entries
         meta.pop("managedFields", None)
         return prepared
@@ -279,16 +280,20 @@ def _track_create(facts: WriteFacts, prepared: dict[str, JSON],
     return prepared
 
 
-def _stripped_by_field(paths: frozenset[Path]) -> dict[str, frozenset[str]]:
-    """``STRIPPED_PATHS`` as ``create_fields_v1`` takes them: each top element, itself
-    stripped, with its stripped child elements."""
+def _strip_of(paths: frozenset[Path], *, without_status: bool) -> Strip:
+    """``STRIPPED_PATHS`` (and ``.status``) as ``create_fields_v1`` takes them."""
     tops = {path[0] for path in paths if len(path) == 1}
     assert all(len(path) == 1 or (len(path) == 2 and path[0] in tops) for path in paths)
-    return {top: frozenset(path[1] for path in paths if len(path) == 2 and path[0] == top)
-            for top in sorted(tops)}
+    strip: set[tuple[str, Strip | None]] = {
+        (top, frozenset((path[1], frozenset()) for path in paths
+                        if len(path) == 2 and path[0] == top)) for top in tops}
+    if without_status:
+        strip.add(("f:status", None))
+    return frozenset(strip)
 
 
-_STRIPPED_BY_FIELD = _stripped_by_field(STRIPPED_PATHS)
+_STRIP = _strip_of(STRIPPED_PATHS, without_status=False)
+_STRIP_WITH_STATUS = _strip_of(STRIPPED_PATHS, without_status=True)
 
 
 def _set_entries(meta: dict[str, JSON], entries: JSON) -> None:

@@ -343,32 +343,37 @@ def index_items(node: TypeNode, kind: NodeKind, items: Iterable[JSON]) -> dict[s
 # --- Compare against nothing (create) -----------------------------------------------------------
 
 def create_fields_v1(new: dict[str, JSON], node: TypeNode | None, *, is_custom: bool,
-                     stripped: Mapping[str, frozenset[str]], without: str = "",
-                     ) -> dict[str, JSON]:
-    """The ``FieldsV1`` JSON of the paths ``compare({}, new, ...)`` reports as added, less the
-    members ``stripped`` names (each a top element, itself dropped, with the elements below
-    it that are dropped too) and less the whole top element ``without``.
+                     stripped: Strip) -> dict[str, JSON]:
+    """The ``FieldsV1`` JSON of the paths ``compare({}, new, ...)`` reports as added, less
+    what ``stripped`` names (``Strip``).
 
     A create's writer owns exactly what it set, so this walks ``new`` once and writes the
     sorted ``FieldsV1`` levels as it returns from them (what ``fields_v1`` writes for those
     paths), with no diff against an empty object, no path tuples, no intermediate tree.
     Raises MissingKeyError where ``compare`` would.
     """
+    plan = _plan(node) if node is not None else None
+    if plan is not None and plan.is_struct:  # the stripped members left out as met
+        return _added_struct(new, plan, stripped, is_custom) or {}
     fields = _added_map(new, node, True, is_custom)  # the top: never a member itself
     if not fields:
         return {}
-    fields.pop(without, None)
-    for element, below in stripped.items():
-        emitted = fields.get(element)
-        if emitted is not None:
-            if emitted:
-                for child in emitted.keys() & below:
-                    if emitted[child]:
-                        _drop_member(emitted, child)
-                    else:  # a leaf (most)
-                        del emitted[child]
-            _drop_member(fields, element)
+    _strip(fields, stripped)
     return fields
+
+
+def _strip(level: dict[str, dict[str, JSON]], stripped: Strip) -> None:
+    """``level`` (an emitted ``FieldsV1`` level) less what ``stripped`` names."""
+    for element, below in stripped:
+        emitted = level.get(element)
+        if emitted is None:
+            continue
+        if below is None:
+            del level[element]
+            continue
+        if below and emitted:
+            _strip(emitted, below)
+        _drop_member(level, element)
 
 
 def _drop_member(level: dict[str, dict[str, JSON]], element: str) -> None:
@@ -402,9 +407,13 @@ class _CreatePlan:
 
 
 _STRUCT, _LIST, _MAP = 0, 1, 2  # how ``_added_struct`` walks a field's value
-Walk = tuple[str, str, int, Any, NodeKind, bool]
-"""A walked field of a ``_Level``: element, field, how, what ``how`` walks it with (the
-field's ``_CreatePlan``, or its schema for ``_MAP``), kind, always."""
+Walk = tuple["str | None", str, int, Any, NodeKind, "bool | Strip"]
+"""A walked field of a ``_Level``: element (None: walked, then left out), field, how, what
+``how`` walks it with (the field's ``_CreatePlan``, or its schema for ``_MAP``), kind, and
+its ``_added_struct`` mode."""
+Strip = frozenset[tuple[str, "Strip | None"]]
+"""What a create's entry leaves out of a level: per element, None for the whole field, else
+its member and (recursively) what is left out below it (``endpoint_fields``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -465,70 +474,99 @@ def _added_plain_map(value: dict[str, JSON], node: TypeNode | None, always: bool
     return _sorted_level(_added_fields(value, node, is_custom), always)
 
 
-def _added_struct(value: dict[str, JSON], plan: _CreatePlan, always: bool,
+def _added_struct(value: dict[str, JSON], plan: _CreatePlan, mode: bool | Strip,
                   is_custom: bool) -> dict[str, JSON] | None:
     """``_added_map`` at a struct: the ``_Level`` of ``value``'s shape, its walked fields
-    filled in."""
+    filled in. ``mode`` is ``always``, or what to strip (``Strip``; the level itself is then
+    no member, as if always present)."""
     # its fields, then their values' types (the length tells where the types begin)
-    shape = (always, is_custom, *value, *map(type, value.values()))
+    shape = (mode, is_custom, *value, *map(type, value.values()))
     level = plan.levels.get(shape)
     if level is None:
         if len(plan.levels) >= LEVEL_CACHE_SIZE:
             plan.levels.clear()
-        level = plan.levels[shape] = _read_level(value, plan, always, is_custom)
+        level = plan.levels[shape] = _read_level(value, plan, mode, is_custom)
+    always = mode is not False
     if level.template is None:
         return None if always else {}
     out: dict[str, JSON] = _decode(level.template)
     if level.walked:
-        emptied = False
-        for element, key, how, child, kind, child_always in level.walked:
-            if how == _STRUCT:
-                emitted = _added_struct(value[key], child, child_always, is_custom)
-            elif how == _LIST:
-                emitted = _added_list(value[key], child, kind, child_always, is_custom)
-            else:
-                emitted = _added_plain_map(value[key], child, child_always, is_custom)
-            if emitted is None:
-                del out[element]
-                emptied = True
-            else:
+        for walk in level.walked:
+            element, key, how, child, _, child_mode = walk
+            emitted = (_added_struct(value[key], child, child_mode, is_custom)
+                       if how == _STRUCT else _added_other(value[key], walk, is_custom))
+            if element is None:
+                continue  # walked for its errors only
+            # {} is a member leaf, unless stripped
+            if emitted or (emitted is not None and child_mode is False):
                 out[element] = emitted
-        if emptied and len(out) == (0 if always else 1):  # only "." (a member) or nothing
+            else:
+                del out[element]
+        if len(out) == (0 if always else 1):  # only "." (a member) or nothing
             return None if always else {}
     return out
 
 
-def _read_level(value: dict[str, JSON], plan: _CreatePlan, always: bool,
+def _added_other(value: JSON, walk: Walk, is_custom: bool) -> dict[str, JSON] | None:
+    """A walked field that is a list or a map (no struct): its emitted ``FieldsV1``, less
+    what its mode strips below it."""
+    _, _, how, child, kind, mode = walk
+    always = mode is not False
+    emitted = (_added_list(value, child, kind, always, is_custom) if how == _LIST else
+               _added_plain_map(value, child, always, is_custom))
+    if emitted and type(mode) is frozenset and mode:
+        _strip(emitted, mode)
+    return emitted
+
+
+def _read_level(value: dict[str, JSON], plan: _CreatePlan, mode: bool | Strip,
                 is_custom: bool) -> _Level:
     """The ``_Level`` of ``value``'s shape: ``_added_value``'s dispatch, which the types of
     the values and the schema decide (not the values themselves), done once."""
     fields = plan.custom if is_custom else plan.builtin
+    spec: dict[str, Strip | None] = dict(mode) if isinstance(mode, frozenset) else {}
     elements: list[str] = []
     walked: list[Walk] = []
     for key, child_value in value.items():
         if child_value is None:  # null is absent: nothing added
             continue
         element = "f:" + key
-        elements.append(element)
         child, child_always, kind = fields.get(key, plan.undeclared)
         if kind is None:  # deduced types (CR fields without schema): maps granular
             kind = "map" if isinstance(child_value, dict) else "atomic"
-        if kind not in _GRANULAR:
+        if kind not in _GRANULAR or not isinstance(child_value, dict | list):
+            if element not in spec:  # a leaf: a stripped one goes
+                elements.append(element)
             continue
-        if isinstance(child_value, list):
-            assert child is not None  # a list's kind (not deduced) comes from its schema
-            walked.append((element, key, _LIST, _plan(child), kind, child_always))
-        elif isinstance(child_value, dict):
-            child_plan = _plan(child) if child is not None else None
-            if child_plan is not None and child_plan.is_struct:
-                walked.append((element, key, _STRUCT, child_plan, kind, child_always))
+        child_mode: bool | Strip = child_always
+        walked_as: str | None = element
+        if element in spec:
+            below = spec[element]
+            if below is None:
+                walked_as = None  # left out, once walked
             else:
-                walked.append((element, key, _MAP, child, kind, child_always))
-    if not elements:
+                child_mode = below or True  # its member goes, and those below it
+        if walked_as is not None:
+            elements.append(element)
+        how, target = _walk_how(child_value, child)
+        walked.append((walked_as, key, how, target, kind, child_mode))
+    if not elements and not walked:
         return _Level(None, ())
-    template: dict[str, JSON] = {} if always else {".": {}}
+    template: dict[str, JSON] = {} if mode is not False else {".": {}}
     template.update((element, {}) for element in sorted(elements))  # "f:": as text
     return _Level(msgspec.json.encode(template), tuple(walked))
+
+
+def _walk_how(value: JSON, child: TypeNode | None) -> tuple[int, Any]:
+    """How ``_added_struct`` walks a list or object ``value`` of schema ``child``, and with
+    what."""
+    if isinstance(value, list):
+        assert child is not None  # a list's kind (not deduced) comes from its schema
+        return _LIST, _plan(child)
+    child_plan = _plan(child) if child is not None else None
+    if child_plan is not None and child_plan.is_struct:
+        return _STRUCT, child_plan
+    return _MAP, child
 
 
 def _sorted_level(fields: dict[str, dict[str, JSON]], always: bool) -> dict[str, JSON] | None:
