@@ -110,3 +110,45 @@ def test_any_object_gets_the_same_entry_as_the_general_path(
         prepared["metadata"] = {}
     fast, general = _both(resource, prepared)
     assert fast == general
+
+
+def test_objects_of_one_shape_each_get_their_own_entry() -> None:
+    """The walk remembers each struct's shapes (fields and their values' types): objects of a
+    shape met before still get their own lists' keys, and a value of another type (a map
+    where a string was, a null) is another shape."""
+    pods = []
+    for names, image, security in [(["c", "d"], "i", {}), (["e"], "j", {}),
+                                   (["f", "g", "h"], "k", {"runAsUser": 1}),
+                                   (["f"], {"a": "b"}, None)]:
+        pod = copy.deepcopy(POD)
+        pod["spec"]["containers"] = [{"name": name, "image": image} for name in names]
+        pod["spec"]["securityContext"] = security
+        pods.append(pod)
+    entries = []
+    for pod in pods:
+        fast, general = _both(PODS, pod)
+        assert fast == general
+        entries.append(msgspec.json.decode(fast)["metadata"]["managedFields"][0]["fieldsV1"])
+    containers = [sorted(entry["f:spec"]["f:containers"]) for entry in entries]
+    assert containers == [['k:{"name":"c"}', 'k:{"name":"d"}'], ['k:{"name":"e"}'],
+                          ['k:{"name":"f"}', 'k:{"name":"g"}', 'k:{"name":"h"}'],
+                          ['k:{"name":"f"}']]
+    assert "f:securityContext" in entries[2]["f:spec"]
+    assert "f:securityContext" not in entries[0]["f:spec"]
+
+
+def test_each_create_gets_fresh_field_trees() -> None:
+    """A remembered shape gives new dicts each time: changing one object's entry in place
+    (as later writes may) changes no other's."""
+    route = Route(PODS, "ns", "", "", False)
+    facts = WriteFacts(route, WriteOptions(field_manager="m"), NOW)
+    first = track_write(facts, None, copy.deepcopy(POD), copy.deepcopy(POD))
+    second = track_write(facts, None, copy.deepcopy(POD), copy.deepcopy(POD))
+    tree = first["metadata"]["managedFields"][0]["fieldsV1"]
+    other = second["metadata"]["managedFields"][0]["fieldsV1"]
+    assert tree == other
+    tree["f:spec"]["f:containers"].clear()
+    tree["f:metadata"]["f:labels"]["f:a"]["x"] = {}
+    assert other != tree
+    assert other["f:spec"]["f:containers"]
+    assert other["f:metadata"]["f:labels"]["f:a"] == {}

@@ -25,13 +25,14 @@ from kubewire.server.patch.apply import ApplyRequest
 from kubewire.server.patch.apply_request import ServerSideApply, decode_apply_body
 from kubewire.server.patch.field_paths import (
     MissingKeyError,
-    added_tree,
+    Path,
+    Strip,
     compare,
-    emit_tree,
-    without_members,
+    create_fields_v1,
 )
 from kubewire.server.patch.managed_fields import (
     STRIPPED_PATHS,
+    UNKNOWN_MANAGER,
     Managed,
     ManagerKey,
     UpdateRecord,
@@ -260,23 +261,39 @@ def _track_create(facts: WriteFacts, prepared: dict[str, JSON],
     what the general path (compare with nothing, ``record_update`` from no entries) gives."""
     resource = facts.route.resource
     try:
-        tree = added_tree(_bare(prepared), resource_schema(resource),
-                          is_custom=resource.is_custom)
+        # endpoint_fields: server-set metadata is nobody's, and the main endpoint never owns
+        # .status
+        fields = create_fields_v1(_bare(prepared), resource_schema(resource),
+                                  is_custom=resource.is_custom,
+                                  stripped=_STRIP_WITH_STATUS if resource.has_status else _STRIP)
     except MissingKeyError:  # validation let a keyless list item through: no entries
         meta.pop("managedFields", None)
         return prepared
-    without_members(tree, STRIPPED_PATHS)
-    if resource.has_status:  # endpoint_fields: the main endpoint never owns .status
-        tree.pop("f:status", None)
-    if not tree:
+    if not fields:
         meta.pop("managedFields", None)
         return prepared
-    key = manager_key(facts.options.field_manager, "Update", resource.api_version)
-    meta["managedFields"] = [{"manager": key.manager, "operation": key.operation,
-                              "apiVersion": resource.api_version,
+    # manager_key's manager, without building the key: an empty name is "unknown"
+    meta["managedFields"] = [{"manager": facts.options.field_manager or UNKNOWN_MANAGER,
+                              "operation": "Update", "apiVersion": resource.api_version,
                               "time": format_time(facts.now), "fieldsType": "FieldsV1",
-                              "fieldsV1": emit_tree(tree)}]
+                              "fieldsV1": fields}]
     return prepared
+
+
+def _strip_of(paths: frozenset[Path], *, without_status: bool) -> Strip:
+    """``STRIPPED_PATHS`` (and ``.status``) as ``create_fields_v1`` takes them."""
+    tops = {path[0] for path in paths if len(path) == 1}
+    assert all(len(path) == 1 or (len(path) == 2 and path[0] in tops) for path in paths)
+    strip: set[tuple[str, Strip | None]] = {
+        (top, frozenset((path[1], frozenset()) for path in paths
+                        if len(path) == 2 and path[0] == top)) for top in tops}
+    if without_status:
+        strip.add(("f:status", None))
+    return frozenset(strip)
+
+
+_STRIP = _strip_of(STRIPPED_PATHS, without_status=False)
+_STRIP_WITH_STATUS = _strip_of(STRIPPED_PATHS, without_status=True)
 
 
 def _set_entries(meta: dict[str, JSON], entries: JSON) -> None:

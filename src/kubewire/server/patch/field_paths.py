@@ -19,7 +19,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Literal, cast
+from typing import Any, Literal
 
 import msgspec
 
@@ -30,6 +30,9 @@ from kubewire.schema import TypeNode
 Path = tuple[str, ...]
 FieldSet = frozenset[Path]
 NodeKind = Literal["struct", "map", "atomic", "map-list", "set-list", "scalar"]
+FieldPlanEntry = tuple[TypeNode | None, bool, NodeKind | None]
+FieldPlan = dict[str, FieldPlanEntry]
+"""A struct or map node's fields for the create walk: schema, always present, kind."""
 
 __all__ = [
     "Comparison",
@@ -38,6 +41,7 @@ __all__ = [
     "MissingKeyError",
     "Path",
     "compare",
+    "create_fields_v1",
     "field_set",
     "fields_v1",
     "list_element",
@@ -52,9 +56,12 @@ class MissingKeyError(ValueError):
     """A map-list element lacks a key field that has no schema default."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _NodeFacts:
-    """What the walks need of one schema node, read once (the node's lookups are not cheap)."""
+    """What the walks need of one schema node, read once (the node's lookups are not cheap).
+    Not to be changed once read, but for ``create_plan``, filled on a create walk's first
+    visit (it reads the children's facts, so it cannot be read with the node's own: schemas
+    are recursive)."""
 
     kind: NodeKind | None  # None: deduced from the value (free-form JSON)
     properties: Mapping[str, TypeNode]
@@ -64,14 +71,16 @@ class _NodeFacts:
     required: frozenset[str]
     is_closed: bool  # a struct whose undeclared fields are errors
     is_numeric: bool  # an integer or number scalar
+    create_plan: _CreatePlan | None = None  # ``_plan``
 
 
 def _facts(node: TypeNode) -> _NodeFacts:
     """The node's facts, read once and kept on the node (``TypeNode.walk_facts``)."""
     facts = node.walk_facts
-    if facts is None:
-        facts = node.walk_facts = _read_facts(node)
-    return cast(_NodeFacts, facts)
+    if type(facts) is _NodeFacts:
+        return facts
+    read = node.walk_facts = _read_facts(node)
+    return read
 
 
 def _read_facts(node: TypeNode) -> _NodeFacts:
@@ -309,7 +318,7 @@ def _compare_maps(old: JSON, new: JSON, node: TypeNode | None, path: Path,
     for key in dict.fromkeys([*old_map, *new_map]):
         child, declared = _child(node, key)
         child_path = (*path, "f:" + key)
-        if declared and not run.is_custom and node is not None and key in _always_present(node):
+        if declared and not run.is_custom and node is not None and _plan(node).builtin[key][1]:
             run.always_present.add(child_path)
         _compare(old_map.get(key), new_map.get(key), child, child_path, run)
 
@@ -333,141 +342,317 @@ def index_items(node: TypeNode, kind: NodeKind, items: Iterable[JSON]) -> dict[s
 
 # --- Compare against nothing (create) -----------------------------------------------------------
 
-FieldTree = dict[str, "FieldTree"]
-"""Nested path elements; ``"."`` marks a member (the ``fields_v1`` tree before sorting)."""
+def create_fields_v1(new: dict[str, JSON], node: TypeNode | None, *, is_custom: bool,
+                     stripped: Strip) -> dict[str, JSON]:
+    """The ``FieldsV1`` JSON of the paths ``compare({}, new, ...)`` reports as added, less
+    what ``stripped`` names (``Strip``).
 
-
-def added_tree(new: dict[str, JSON], node: TypeNode | None, *, is_custom: bool) -> FieldTree:
-    """The paths ``compare({}, new, ...)`` reports as added, as a ``FieldTree``.
-
-    A create's writer owns exactly what it set, so this walks ``new`` once, building the tree
-    ``fields_v1`` would build from the compared paths, without diffing against an empty object
-    or materializing path tuples. Raises MissingKeyError where ``compare`` would.
+    A create's writer owns exactly what it set, so this walks ``new`` once and writes the
+    sorted ``FieldsV1`` levels as it returns from them (what ``fields_v1`` writes for those
+    paths), with no diff against an empty object, no path tuples, no intermediate tree.
+    Raises MissingKeyError where ``compare`` would.
     """
-    tree: FieldTree = {}
-    if new:
-        _added_map(new, node, tree, is_custom)
-    return tree
+    plan = _plan(node) if node is not None else None
+    if plan is not None and plan.is_struct:  # the stripped members left out as met
+        return _added_struct(new, plan, stripped, is_custom) or {}
+    fields = _added_map(new, node, True, is_custom)  # the top: never a member itself
+    if not fields:
+        return {}
+    _strip(fields, stripped)
+    return fields
 
 
-# Per struct node: its declared fields that compare counts as always present (required or
-# structs), read once; asked of built-in kinds only, so bounded by their schemas.
-_ALWAYS_PRESENT: dict[TypeNode, frozenset[str]] = {}
+def _strip(level: dict[str, dict[str, JSON]], stripped: Strip) -> None:
+    """``level`` (an emitted ``FieldsV1`` level) less what ``stripped`` names."""
+    for element, below in stripped:
+        emitted = level.get(element)
+        if emitted is None:
+            continue
+        if below is None:
+            del level[element]
+            continue
+        if below and emitted:
+            _strip(emitted, below)
+        _drop_member(level, element)
 
 
-def _always_present(node: TypeNode) -> frozenset[str]:
-    names = _ALWAYS_PRESENT.get(node)
-    if names is None:
-        facts = _facts(node)
-        names = _ALWAYS_PRESENT[node] = frozenset(
-            key for key, child in facts.properties.items()
-            if key in facts.required or node_kind(child, None) == "struct")
-    return names
+def _drop_member(level: dict[str, dict[str, JSON]], element: str) -> None:
+    """``level`` (an emitted ``FieldsV1`` level) without the member at ``element``: a leaf
+    goes, a member with children keeps them, and one left without any goes
+    (``Set.Difference`` of the one path)."""
+    emitted = level[element]
+    if not emitted or (len(emitted) == 1 and "." in emitted):
+        del level[element]
+    else:
+        emitted.pop(".", None)
 
 
-def _added_map(value: dict[str, JSON], node: TypeNode | None, level: FieldTree,
-               is_custom: bool) -> None:
+@dataclass(slots=True)
+class _CreatePlan:
+    """One schema node as the create walk reads it, worked out once per node and kept in its
+    facts: per field its schema, whether ``compare`` counts it always present (on a built-in
+    kind only: required, or a struct, as a Go struct's field exists in both objects; a
+    custom resource is unstructured) and its kind; the same for an undeclared field (the
+    map's values); a list's items; and the object shapes already met (``_Level``)."""
+
+    node: TypeNode
+    builtin: FieldPlan
+    custom: FieldPlan
+    undeclared: FieldPlanEntry
+    is_struct: bool  # declared fields: the objects met repeat the same few shapes
+    items: TypeNode | None
+    items_kind: NodeKind | None
+    items_plan: _CreatePlan | None = None  # a list of structs: theirs (``_added_list``)
+    levels: dict[tuple[object, ...], _Level] = field(default_factory=dict)
+
+
+_STRUCT, _LIST, _MAP = 0, 1, 2  # how ``_added_struct`` walks a field's value
+Walk = tuple["str | None", str, int, Any, NodeKind, "bool | Strip"]
+"""A walked field of a ``_Level``: element (None: walked, then left out), field, how, what
+``how`` walks it with (the field's ``_CreatePlan``, or its schema for ``_MAP``), kind, and
+its ``_added_struct`` mode."""
+Strip = frozenset[tuple[str, "Strip | None"]]
+"""What a create's entry leaves out of a level: per element, None for the whole field, else
+its member and (recursively) what is left out below it (``endpoint_fields``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Level:
+    """The emitted ``FieldsV1`` of one shape of object at a struct node (its fields in order,
+    each value's type, the parent's ``always`` and the kind of resource): the JSON of its
+    sorted level with every leaf in place, ``"."`` first when it is a member, and the fields
+    whose values are walked, in place as ``{}`` in the template. ``template`` None: the
+    level adds nothing (it may still be a member)."""
+
+    template: bytes | None
+    walked: tuple[Walk, ...]
+
+
+LEVEL_CACHE_SIZE = 64  # object shapes remembered per struct node; emptied when full
+_decode = msgspec.json.Decoder().decode
+
+
+def _plan(node: TypeNode) -> _CreatePlan:
+    facts = _facts(node)
+    plan = facts.create_plan
+    if plan is None:
+        builtin: FieldPlan = {}
+        custom: FieldPlan = {}
+        for key, child in facts.properties.items():
+            kind = _facts(child).kind
+            builtin[key] = (child, key in facts.required or kind == "struct", kind)
+            custom[key] = (child, False, kind)
+        values, items = facts.values, facts.items
+        plan = facts.create_plan = _CreatePlan(
+            node, builtin, custom,
+            (values, False, _facts(values).kind if values is not None else None),
+            bool(facts.properties), items, _facts(items).kind if items is not None else None)
+    return plan
+
+
+def _added_map(value: dict[str, JSON], node: TypeNode | None, always: bool,
+               is_custom: bool) -> dict[str, JSON] | None:
+    """The emitted ``FieldsV1`` of what the object ``value`` adds (None: nothing), as
+    ``_compare_maps`` of nothing and ``value`` reports it, ``"."`` first when it is a member
+    (not ``always`` present) with children, ``{}`` when it is a member without."""
+    if node is None:
+        return _sorted_level(_added_fields(value, None, is_custom), always)
+    plan = _plan(node)
+    if plan.is_struct:
+        return _added_struct(value, plan, always, is_custom)
+    return _added_plain_map(value, node, always, is_custom)
+
+
+def _added_plain_map(value: dict[str, JSON], node: TypeNode | None, always: bool,
+                     is_custom: bool) -> dict[str, JSON] | None:
+    """``_added_map`` at a map: any keys, so no shapes to remember."""
+    if _SCALARS.issuperset(map(type, value.values())):  # labels, annotations, data...
+        if not value:
+            return None if always else {}
+        out: dict[str, JSON] = {"f:" + key: {} for key in sorted(value)}
+        return out if always else {".": {}, **out}
+    return _sorted_level(_added_fields(value, node, is_custom), always)
+
+
+def _added_struct(value: dict[str, JSON], plan: _CreatePlan, mode: bool | Strip,
+                  is_custom: bool) -> dict[str, JSON] | None:
+    """``_added_map`` at a struct: the ``_Level`` of ``value``'s shape, its walked fields
+    filled in. ``mode`` is ``always``, or what to strip (``Strip``; the level itself is then
+    no member, as if always present)."""
+    # its fields, then their values' types (the length tells where the types begin)
+    shape = (mode, is_custom, *value, *map(type, value.values()))
+    level = plan.levels.get(shape)
+    if level is None:
+        if len(plan.levels) >= LEVEL_CACHE_SIZE:
+            plan.levels.clear()
+        level = plan.levels[shape] = _read_level(value, plan, mode, is_custom)
+    always = mode is not False
+    if level.template is None:
+        return None if always else {}
+    out: dict[str, JSON] = _decode(level.template)
+    if level.walked:
+        for walk in level.walked:
+            element, key, how, child, _, child_mode = walk
+            emitted = (_added_struct(value[key], child, child_mode, is_custom)
+                       if how == _STRUCT else _added_other(value[key], walk, is_custom))
+            if element is None:
+                continue  # walked for its errors only
+            # {} is a member leaf, unless stripped
+            if emitted or (emitted is not None and child_mode is False):
+                out[element] = emitted
+            else:
+                del out[element]
+        if len(out) == (0 if always else 1):  # only "." (a member) or nothing
+            return None if always else {}
+    return out
+
+
+def _added_other(value: JSON, walk: Walk, is_custom: bool) -> dict[str, JSON] | None:
+    """A walked field that is a list or a map (no struct): its emitted ``FieldsV1``, less
+    what its mode strips below it."""
+    _, _, how, child, kind, mode = walk
+    always = mode is not False
+    emitted = (_added_list(value, child, kind, always, is_custom) if how == _LIST else
+               _added_plain_map(value, child, always, is_custom))
+    if emitted and type(mode) is frozenset and mode:
+        _strip(emitted, mode)
+    return emitted
+
+
+def _read_level(value: dict[str, JSON], plan: _CreatePlan, mode: bool | Strip,
+                is_custom: bool) -> _Level:
+    """The ``_Level`` of ``value``'s shape: ``_added_value``'s dispatch, which the types of
+    the values and the schema decide (not the values themselves), done once."""
+    fields = plan.custom if is_custom else plan.builtin
+    spec: dict[str, Strip | None] = dict(mode) if isinstance(mode, frozenset) else {}
+    elements: list[str] = []
+    walked: list[Walk] = []
+    for key, child_value in value.items():
+        if child_value is None:  # null is absent: nothing added
+            continue
+        element = "f:" + key
+        child, child_always, kind = fields.get(key, plan.undeclared)
+        if kind is None:  # deduced types (CR fields without schema): maps granular
+            kind = "map" if isinstance(child_value, dict) else "atomic"
+        if kind not in _GRANULAR or not isinstance(child_value, dict | list):
+            if element not in spec:  # a leaf: a stripped one goes
+                elements.append(element)
+            continue
+        child_mode: bool | Strip = child_always
+        walked_as: str | None = element
+        if element in spec:
+            below = spec[element]
+            if below is None:
+                walked_as = None  # left out, once walked
+            else:
+                child_mode = below or True  # its member goes, and those below it
+        if walked_as is not None:
+            elements.append(element)
+        how, target = _walk_how(child_value, child)
+        walked.append((walked_as, key, how, target, kind, child_mode))
+    if not elements and not walked:
+        return _Level(None, ())
+    template: dict[str, JSON] = {} if mode is not False else {".": {}}
+    template.update((element, {}) for element in sorted(elements))  # "f:": as text
+    return _Level(msgspec.json.encode(template), tuple(walked))
+
+
+def _walk_how(value: JSON, child: TypeNode | None) -> tuple[int, Any]:
+    """How ``_added_struct`` walks a list or object ``value`` of schema ``child``, and with
+    what."""
+    if isinstance(value, list):
+        assert child is not None  # a list's kind (not deduced) comes from its schema
+        return _LIST, _plan(child)
+    child_plan = _plan(child) if child is not None else None
+    if child_plan is not None and child_plan.is_struct:
+        return _STRUCT, child_plan
+    return _MAP, child
+
+
+def _sorted_level(fields: dict[str, dict[str, JSON]], always: bool) -> dict[str, JSON] | None:
+    if not fields:
+        return None if always else {}
+    out: dict[str, JSON] = {} if always else {".": {}}
+    out.update(sorted(fields.items()) if len(fields) > 1 else fields)  # "f:": as text
+    return out
+
+
+def _added_fields(value: dict[str, JSON], node: TypeNode | None,
+                  is_custom: bool) -> dict[str, dict[str, JSON]]:
+    """The emitted ``FieldsV1`` of each field of ``value`` that adds something, by its
+    element, in ``value``'s order (``_compare_maps`` of nothing and ``value``)."""
+    out: dict[str, dict[str, JSON]] = {}
     if node is None:
         for key, child_value in value.items():
             if child_value is not None:  # null is absent: nothing added
-                sub = _added_value(child_value, None, False, is_custom)
-                if sub is not None:
-                    level["f:" + key] = sub
-        return
-    facts = _facts(node)
-    props, values = facts.properties, facts.values
-    # compare's always_present: a Go struct's declared fields exist in both objects
-    always = frozenset() if is_custom else _always_present(node)
+                emitted = _added_value(child_value, None, None, False, is_custom)
+                if emitted is not None:
+                    out["f:" + key] = emitted
+        return out
+    plan = _plan(node)
+    fields = plan.custom if is_custom else plan.builtin
     for key, child_value in value.items():
-        if child_value is None:
-            continue
         if type(child_value) in _SCALARS:  # what _added_value gives any scalar, at once
-            level["f:" + key] = {".": {}}
-            continue
-        child = props.get(key)
-        if child is None:
-            sub = _added_value(child_value, values, False, is_custom)
-        else:
-            sub = _added_value(child_value, child, key in always, is_custom)
-        if sub is not None:
-            level["f:" + key] = sub
+            out["f:" + key] = {}
+        elif child_value is not None:
+            child, always, kind = fields.get(key, plan.undeclared)
+            emitted = _added_value(child_value, child, kind, always, is_custom)
+            if emitted is not None:
+                out["f:" + key] = emitted
+    return out
 
 
 _SCALARS = frozenset({str, int, float, bool})
 
 
-def _added_value(value: JSON, node: TypeNode | None, always: bool,
-                 is_custom: bool) -> FieldTree | None:
-    """The subtree ``value`` adds (None: nothing), as ``_compare`` reports it."""
-    kind = node_kind(node, value)
+def _added_value(value: JSON, node: TypeNode | None, kind: NodeKind | None, always: bool,
+                 is_custom: bool) -> dict[str, JSON] | None:
+    """The emitted ``FieldsV1`` of what ``value`` adds (None: nothing), as ``_compare``
+    reports it: ``{}`` for a member leaf, ``"."`` first on a member with children."""
+    if kind is None:  # deduced types (CR fields without schema): maps granular, lists atomic
+        kind = "map" if isinstance(value, dict) else "atomic" if isinstance(value, list) \
+            else "scalar"
     # the same dispatch as _compare: granular kinds walk by the value's shape
-    if kind not in _GRANULAR or not isinstance(value, dict | list):
-        return {".": {}}
-    sub: FieldTree = {}
+    if kind not in _GRANULAR:
+        return {}
     if isinstance(value, dict):
-        _added_map(value, node, sub, is_custom)
-    elif node is not None:
-        seen: set[str] = set()
-        items = _items(node)
+        return _added_map(value, node, always, is_custom)
+    if isinstance(value, list):
+        return _added_list(value, _plan(node) if node is not None else None, kind, always,
+                           is_custom)
+    return {}
+
+
+def _added_list(value: list[JSON], plan: _CreatePlan | None, kind: NodeKind, always: bool,
+                is_custom: bool) -> dict[str, JSON] | None:
+    children: dict[str, dict[str, JSON]] = {}
+    if plan is not None:
+        node, items, items_kind = plan.node, plan.items, plan.items_kind
+        items_plan = plan.items_plan
+        if items_plan is None and items is not None and items_kind == "struct":
+            items_plan = plan.items_plan = _plan(items)
+        skipped: set[str] = set()
         for item in value:
-            item_element = list_element(node, kind, item)
-            if item_element in seen or item is None:  # first of a repeated key; null: absent
-                seen.add(item_element)
+            element = list_element(node, kind, item)
+            if element in children or element in skipped:  # the first of a repeated key
                 continue
-            seen.add(item_element)
-            item_sub = _added_value(item, items, False, is_custom)
-            if item_sub is not None:
-                sub[item_element] = item_sub
-    if not always:
-        sub["."] = {}
-    return sub or None
+            if item is None:  # null: absent, but its key is taken
+                skipped.add(element)
+                continue
+            emitted = (_added_struct(item, items_plan, False, is_custom)
+                       if items_plan is not None and type(item) is dict else
+                       _added_value(item, items, items_kind, False, is_custom))
+            if emitted is not None:
+                children[element] = emitted
+    if not children:
+        return None if always else {}
+    out: dict[str, JSON] = {} if always else {".": {}}
+    for element in sorted(children, key=element_order) if len(children) > 1 else children:
+        out[element] = children[element]
+    return out
 
 
 _GRANULAR = frozenset({"struct", "map", "map-list", "set-list"})
-
-
-def without_members(tree: FieldTree, paths: Iterable[Path]) -> FieldTree:
-    """``tree`` (changed in place) without the members ``paths``; subtrees left without
-    members disappear, as they would from a field set."""
-    for path in paths:
-        _drop_member(tree, path)
-    return tree
-
-
-def _drop_member(level: FieldTree, path: Path) -> None:
-    sub = level.get(path[0])
-    if sub is None:
-        return
-    if len(path) == 1:
-        sub.pop(".", None)
-    else:
-        _drop_member(sub, path[1:])
-    if not sub:
-        del level[path[0]]
-
-
-def emit_tree(tree: FieldTree) -> dict[str, JSON]:
-    """The ``FieldsV1`` JSON of an ``added_tree`` (what ``fields_v1`` gives for its paths)."""
-    return _emit_added(tree, top=True)
-
-
-def _emit_added(tree: FieldTree, *, top: bool = False) -> dict[str, JSON]:
-    # _emit for added_tree's trees, whose levels hold only fields (a map's) or only keys or
-    # values (a list's): fields sort as their text, so as plain strings.
-    if len(tree) <= 1 and (not tree or "." in tree):  # a leaf (most nodes)
-        return {}
-    keys = [key for key in tree if key != "."]
-    if not keys:
-        return {}
-    out: dict[str, JSON] = {".": {}} if "." in tree and not top else {}
-    if len(keys) > 1:
-        if keys[0][:2] == "f:":
-            keys.sort()
-        else:
-            keys.sort(key=element_order)
-    for key in keys:
-        out[key] = _emit_added(tree[key])
-    return out
 
 
 # --- FieldsV1 -----------------------------------------------------------------------------------
