@@ -19,7 +19,12 @@ import functools
 from collections.abc import Mapping
 
 from kubewire.json_types import JSON
-from kubewire.names import is_dns1123_label, is_dns1123_subdomain, is_valid_port_name
+from kubewire.names import (
+    dns1123_label_ok,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_valid_port_name,
+)
 from kubewire.quantity import parse_quantity
 from kubewire.resources import Resource
 from kubewire.schema import type_for
@@ -71,12 +76,14 @@ def port_name_problems(name: str) -> list[str]:
 
 def enum_errors(path: str, value: str, supported: tuple[str, ...]) -> list[FieldError]:
     """The switch kube writes for a required enum: "" is Required, others NotSupported."""
-    if not value:
-        return [required(path)]
-    return [] if value in supported else [not_supported(path, value, supported)]
+    if value in supported:  # never "": every supported value is a word
+        return []
+    return [required(path)] if not value else [not_supported(path, value, supported)]
 
 
 def dns_label_errors(path: str, value: str) -> list[FieldError]:
+    if dns1123_label_ok(value):  # the common case, without building messages
+        return []
     return [invalid(path, value, m) for m in is_dns1123_label(value)]
 
 
@@ -97,6 +104,11 @@ _SOURCE_ORDER = ("emptyDir", "hostPath", "gitRepo", "gcePersistentDisk", "awsEla
                  "cinder", "cephfs", "quobyte", "downwardAPI", "fc", "flexVolume", "configMap",
                  "azureFile", "vsphereVolume", "photonPersistentDisk", "portworxVolume",
                  "azureDisk", "storageos", "projected", "scaleIO", "csi", "ephemeral", "image")
+_SOURCE_RANK = {key: rank for rank, key in enumerate(_SOURCE_ORDER)}
+
+
+def _source_rank(key: str) -> int:
+    return _SOURCE_RANK.get(key, len(_SOURCE_ORDER))
 # Each source's string or list fields kube requires (``field.Required(child, detail)`` when
 # empty): source -> (the path kube reports under, ((field, detail), ...)). kube reports
 # gcePersistentDisk under ``persistentDisk``.
@@ -158,28 +170,39 @@ def _downward_api_errors(items: list[JSON], path: str) -> list[FieldError]:
     return errors
 
 
+def _projected_ref_errors(source: Mapping[str, JSON], path: str, i: int) -> list[FieldError]:
+    """A projection's secret and configMap sources: a name, and keys and paths."""
+    errors: list[FieldError] = []
+    for key in ("secret", "configMap"):
+        ref = source.get(key)
+        if isinstance(ref, dict):
+            if _empty(ref.get("name")):
+                errors.append(required(f"{path}.sources[{i}].{key}.name"))
+            items = ref.get("items")
+            if isinstance(items, list) and items:
+                errors += _key_to_path_errors(items, f"{path}.sources[{i}].{key}.items")
+    return errors
+
+
 def _projection_errors(sources: list[JSON], path: str) -> list[FieldError]:
-    """``validateProjectionSources``' required fields."""
+    """``validateProjectionSources``' required fields (paths are built only for an error:
+    every pod's token volume has three valid sources)."""
     errors: list[FieldError] = []
     for i, source in enumerate(sources):
         if not isinstance(source, dict):
             continue
-        item = f"{path}.sources[{i}]"
-        for key in ("secret", "configMap"):
-            ref = source.get(key)
-            if isinstance(ref, dict):
-                if _empty(ref.get("name")):
-                    errors.append(required(f"{item}.{key}.name"))
-                errors += _key_to_path_errors(_list(ref, "items"), f"{item}.{key}.items")
+        errors += _projected_ref_errors(source, path, i)
         downward = source.get("downwardAPI")
         if isinstance(downward, dict):
-            errors += _downward_api_errors(_list(downward, "items"), f"{item}.downwardAPI")
+            items = downward.get("items")
+            if isinstance(items, list) and items:
+                errors += _downward_api_errors(items, f"{path}.sources[{i}].downwardAPI")
         token = source.get("serviceAccountToken")
         if isinstance(token, dict) and _empty(token.get("path")):
             errors.append(required(f"{path}.path"))  # kube names the projection's path
         bundle = source.get("clusterTrustBundle")
         if isinstance(bundle, dict) and _empty(bundle.get("path")):
-            errors.append(required(f"{item}.clusterTrustBundle.path"))
+            errors.append(required(f"{path}.sources[{i}].clusterTrustBundle.path"))
     return errors
 
 
@@ -220,8 +243,8 @@ def validate_volumes(volumes: list[JSON],
             continue
         item = f"{path}[{i}]"
         found = [key for key in volume if key in sources and volume[key] is not None]
-        found.sort(key=lambda k: _SOURCE_ORDER.index(k) if k in _SOURCE_ORDER
-                   else len(_SOURCE_ORDER))
+        if len(found) > 1:
+            found.sort(key=_source_rank)
         volume_errors: list[FieldError] = []
         if not found:
             volume_errors.append(required(item, "must specify a volume type"))
@@ -312,7 +335,8 @@ def _mount_errors(mounts: list[JSON], volumes: Mapping[str, JSON], path: str,
         if mount_path in mount_paths:
             errors.append(invalid(f"{item}.mountPath", mount_path, "must be unique"))
         mount_paths.add(mount_path)
-        errors += mount_device_errors(mount, devices or {}, item)
+        if devices:  # without devices, nothing to clash with
+            errors += mount_device_errors(mount, devices, item)
     return errors
 
 
@@ -335,30 +359,62 @@ def _resource_errors(resources: Mapping[str, JSON], path: str) -> list[FieldErro
     return errors
 
 
-def _container_errors(container: Mapping[str, JSON], volumes: Mapping[str, dict[str, JSON]],
-                      path: str) -> list[FieldError]:
-    """``validateContainerCommon``."""
+def _container_head_errors(container: Mapping[str, JSON], path: str) -> list[FieldError]:
+    """``validateContainerCommon``'s first checks: name, image, terminationMessagePolicy."""
     errors: list[FieldError] = []
     name = text_at(container, "name")
     if not name:
         errors.append(required(f"{path}.name"))
-    else:
+    elif not dns1123_label_ok(name):
         errors += dns_label_errors(f"{path}.name", name)
     if not text_at(container, "image"):
         errors.append(required(f"{path}.image"))
-    errors += enum_errors(f"{path}.terminationMessagePolicy",
-                          text_at(container, "terminationMessagePolicy"),
-                          TERMINATION_MESSAGE_POLICIES)
-    errors += _port_errors(_list(container, "ports"), f"{path}.ports")
-    errors += _env_errors(_list(container, "env"), f"{path}.env")
-    errors += _mount_errors(_list(container, "volumeMounts"), volumes, f"{path}.volumeMounts",
-                            device_paths(container))
-    errors += volume_device_errors(container, volumes, f"{path}.volumeDevices")
-    errors += enum_errors(f"{path}.imagePullPolicy", text_at(container, "imagePullPolicy"),
-                          PULL_POLICIES)
-    errors += _resource_errors(dict_at(container, "resources"), f"{path}.resources")
-    errors += resize_policy_errors(container, f"{path}.resizePolicy")
-    errors += container_security_context_errors(container, f"{path}.securityContext")
+    policy = text_at(container, "terminationMessagePolicy")
+    if policy not in TERMINATION_MESSAGE_POLICIES:
+        errors += enum_errors(f"{path}.terminationMessagePolicy", policy,
+                              TERMINATION_MESSAGE_POLICIES)
+    return errors
+
+
+def _container_volume_errors(container: Mapping[str, JSON],
+                             volumes: Mapping[str, dict[str, JSON]],
+                             path: str) -> list[FieldError]:
+    """The mounts (``ValidateVolumeMounts``), then the devices (``ValidateVolumeDevices``)."""
+    mounts, devices = container.get("volumeMounts"), container.get("volumeDevices")
+    has_devices = isinstance(devices, list) and bool(devices)
+    errors: list[FieldError] = []
+    if isinstance(mounts, list) and mounts:
+        errors += _mount_errors(mounts, volumes, f"{path}.volumeMounts",
+                                device_paths(container) if has_devices else None)
+    if has_devices:
+        errors += volume_device_errors(container, volumes, f"{path}.volumeDevices")
+    return errors
+
+
+def _container_errors(container: Mapping[str, JSON], volumes: Mapping[str, dict[str, JSON]],
+                      path: str) -> list[FieldError]:
+    """``validateContainerCommon``. A check of a list or object field runs only when the field
+    is set (each gives [] without it: it reads only that field), and paths are built only for
+    a check that runs: a typical container sets a few of the dozen fields checked."""
+    errors = _container_head_errors(container, path)
+    ports = container.get("ports")
+    if isinstance(ports, list) and ports:
+        errors += _port_errors(ports, f"{path}.ports")
+    env = container.get("env")
+    if isinstance(env, list) and env:
+        errors += _env_errors(env, f"{path}.env")
+    errors += _container_volume_errors(container, volumes, path)
+    pull_policy = text_at(container, "imagePullPolicy")
+    if pull_policy not in PULL_POLICIES:
+        errors += enum_errors(f"{path}.imagePullPolicy", pull_policy, PULL_POLICIES)
+    resources = container.get("resources")
+    if isinstance(resources, dict) and resources:
+        errors += _resource_errors(resources, f"{path}.resources")
+    resize = container.get("resizePolicy")
+    if isinstance(resize, list) and resize:
+        errors += resize_policy_errors(container, f"{path}.resizePolicy")
+    if isinstance(container.get("securityContext"), dict):
+        errors += container_security_context_errors(container, f"{path}.securityContext")
     return errors
 
 
@@ -387,18 +443,21 @@ def _containers_errors(containers: list[JSON], volumes: Mapping[str, dict[str, J
 def validate_pod_spec(spec: Mapping[str, JSON], path: str) -> list[FieldError]:
     """``ValidatePodSpec``'s most-hit rules for the spec at ``path``."""
     volumes, errors = validate_volumes(_list(spec, "volumes"), f"{path}.volumes")
-    # Init containers are checked first; regular names must not repeat theirs (kube reports
-    # the clash on the init container, so collect regular names before).
-    regular = {text_at(c, "name") for c in _list(spec, "containers") if isinstance(c, dict)}
-    errors += _containers_errors(_list(spec, "initContainers"), volumes,
-                                 f"{path}.initContainers", set(regular), False)
+    init = _list(spec, "initContainers")
+    if init:
+        # Init containers are checked first; regular names must not repeat theirs (kube
+        # reports the clash on the init container, so collect regular names before).
+        regular = {text_at(c, "name") for c in _list(spec, "containers") if isinstance(c, dict)}
+        errors += _containers_errors(init, volumes, f"{path}.initContainers", regular, False)
     errors += _containers_errors(_list(spec, "containers"), volumes, f"{path}.containers",
                                  set(), True)
     # kube defaults these even when the spec is missing (kubewire's defaulting needs one)
-    errors += enum_errors(f"{path}.restartPolicy", text_at(spec, "restartPolicy") or "Always",
-                          RESTART_POLICIES)
-    errors += enum_errors(f"{path}.dnsPolicy", text_at(spec, "dnsPolicy") or "ClusterFirst",
-                          DNS_POLICIES)
+    restart_policy = text_at(spec, "restartPolicy") or "Always"
+    if restart_policy not in RESTART_POLICIES:
+        errors += enum_errors(f"{path}.restartPolicy", restart_policy, RESTART_POLICIES)
+    dns_policy = text_at(spec, "dnsPolicy") or "ClusterFirst"
+    if dns_policy not in DNS_POLICIES:
+        errors += enum_errors(f"{path}.dnsPolicy", dns_policy, DNS_POLICIES)
     errors += pod_spec_rules.after_dns_policy(spec, path)
     deadline = int_at(spec, "activeDeadlineSeconds")
     if deadline is not None and not 1 <= deadline <= _INT32_MAX:
