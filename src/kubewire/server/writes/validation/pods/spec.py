@@ -16,7 +16,7 @@ Pure: objects in, ``FieldError``s out.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from kubewire.json_types import JSON
 from kubewire.names import (
@@ -142,15 +142,16 @@ _SOURCE_REQUIRED: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
 
 
 def _empty(value: JSON) -> bool:
-    """A Go string, slice or pointer at its zero value."""
-    return value is None or value == "" or value == []
+    """A Go string, slice or pointer at its zero value (a JSON value equal to "" or [] is
+    falsy, so a truthy value is answered first)."""
+    return not value and (value is None or value == "" or value == [])
 
 
 def _key_to_path_errors(items: list[JSON], path: str) -> list[FieldError]:
     """``validateKeyToPath`` for each item: key and path required."""
     errors: list[FieldError] = []
     for i, item in enumerate(items):
-        if isinstance(item, dict):
+        if isinstance(item, dict) and (_empty(item.get("key")) or _empty(item.get("path"))):
             errors += [required(f"{path}[{i}].{key}") for key in ("key", "path")
                        if _empty(item.get(key))]
     return errors
@@ -170,39 +171,63 @@ def _downward_api_errors(items: list[JSON], path: str) -> list[FieldError]:
     return errors
 
 
-def _projected_ref_errors(source: Mapping[str, JSON], path: str, i: int) -> list[FieldError]:
-    """A projection's secret and configMap sources: a name, and keys and paths."""
+def _items_of(value: Mapping[str, JSON]) -> list[JSON]:
+    items = value.get("items")
+    return items if isinstance(items, list) else []
+
+
+def _projected_ref_errors(key: str, ref: JSON, path: str, i: int) -> list[FieldError]:
+    """A projection's secret or configMap (``key``): a name, and keys and paths."""
+    if not isinstance(ref, dict):
+        return []
     errors: list[FieldError] = []
-    for key in ("secret", "configMap"):
-        ref = source.get(key)
-        if isinstance(ref, dict):
-            if _empty(ref.get("name")):
-                errors.append(required(f"{path}.sources[{i}].{key}.name"))
-            items = ref.get("items")
-            if isinstance(items, list) and items:
-                errors += _key_to_path_errors(items, f"{path}.sources[{i}].{key}.items")
+    if _empty(ref.get("name")):
+        errors.append(required(f"{path}.sources[{i}].{key}.name"))
+    items = _items_of(ref)
+    if items:
+        errors += _key_to_path_errors(items, f"{path}.sources[{i}].{key}.items")
     return errors
+
+
+def _projected_downward_errors(_: str, downward: JSON, path: str, i: int) -> list[FieldError]:
+    items = _items_of(downward) if isinstance(downward, dict) else []
+    return _downward_api_errors(items, f"{path}.sources[{i}].downwardAPI") if items else []
+
+
+def _projected_token_errors(_: str, token: JSON, path: str, i: int) -> list[FieldError]:
+    if isinstance(token, dict) and _empty(token.get("path")):
+        return [required(f"{path}.path")]  # kube names the projection's path
+    return []
+
+
+def _projected_bundle_errors(_: str, bundle: JSON, path: str, i: int) -> list[FieldError]:
+    if isinstance(bundle, dict) and _empty(bundle.get("path")):
+        return [required(f"{path}.sources[{i}].clusterTrustBundle.path")]
+    return []
+
+
+# validateProjectionSources' checks per projection, in its order (a source with several
+# projections gets each one's errors in this order).
+_PROJECTIONS: dict[str, Callable[[str, JSON, str, int], list[FieldError]]] = {
+    "secret": _projected_ref_errors,
+    "configMap": _projected_ref_errors,
+    "downwardAPI": _projected_downward_errors,
+    "serviceAccountToken": _projected_token_errors,
+    "clusterTrustBundle": _projected_bundle_errors,
+}
 
 
 def _projection_errors(sources: list[JSON], path: str) -> list[FieldError]:
     """``validateProjectionSources``' required fields (paths are built only for an error:
-    every pod's token volume has three valid sources)."""
+    every pod's token volume has three valid sources, one projection each)."""
     errors: list[FieldError] = []
     for i, source in enumerate(sources):
         if not isinstance(source, dict):
             continue
-        errors += _projected_ref_errors(source, path, i)
-        downward = source.get("downwardAPI")
-        if isinstance(downward, dict):
-            items = downward.get("items")
-            if isinstance(items, list) and items:
-                errors += _downward_api_errors(items, f"{path}.sources[{i}].downwardAPI")
-        token = source.get("serviceAccountToken")
-        if isinstance(token, dict) and _empty(token.get("path")):
-            errors.append(required(f"{path}.path"))  # kube names the projection's path
-        bundle = source.get("clusterTrustBundle")
-        if isinstance(bundle, dict) and _empty(bundle.get("path")):
-            errors.append(required(f"{path}.sources[{i}].clusterTrustBundle.path"))
+        for key in source if len(source) == 1 else [k for k in _PROJECTIONS if k in source]:
+            check = _PROJECTIONS.get(key)
+            if check is not None:
+                errors += check(key, source[key], path, i)
     return errors
 
 
@@ -216,7 +241,11 @@ def _volume_source_errors(key: str, source: JSON, path: str) -> list[FieldError]
     for name, detail in fields:
         if _empty(source.get(name)):
             errors.append(required(f"{path}.{shown}.{name}", detail))
-    if key == "nfs" and not str(source.get("path") or "").startswith("/"):
+    if key == "projected":  # every pod's token volume
+        sources = source.get("sources")
+        if isinstance(sources, list) and sources:
+            errors += _projection_errors(sources, f"{path}.projected")
+    elif key == "nfs" and not str(source.get("path") or "").startswith("/"):
         errors.append(invalid(f"{path}.nfs.path", str(source.get("path") or ""),
                               "must be an absolute path"))
     elif key == "csi":
@@ -227,8 +256,6 @@ def _volume_source_errors(key: str, source: JSON, path: str) -> list[FieldError]
         errors += _key_to_path_errors(_list(source, "items"), f"{path}.{key}.items")
     elif key == "downwardAPI":
         errors += _downward_api_errors(_list(source, "items"), f"{path}.downwardAPI")
-    elif key == "projected":
-        errors += _projection_errors(_list(source, "sources"), f"{path}.projected")
     return errors
 
 
@@ -250,12 +277,13 @@ def validate_volumes(volumes: list[JSON],
             volume_errors.append(required(item, "must specify a volume type"))
         else:
             volume_errors += _volume_source_errors(found[0], volume[found[0]], item)
-            volume_errors += [forbidden(f"{item}.{key}", "may not specify more than 1 volume "
-                                        "type") for key in found[1:]]
+            if len(found) > 1:
+                volume_errors += [forbidden(f"{item}.{key}", "may not specify more than 1 "
+                                            "volume type") for key in found[1:]]
         name = text_at(volume, "name")
         if not name:
             volume_errors.append(required(f"{item}.name"))
-        else:
+        elif not dns1123_label_ok(name):
             volume_errors += dns_label_errors(f"{item}.name", name)
         if name in names:
             volume_errors.append(FieldError("FieldValueDuplicate", f"{item}.name", name))
