@@ -321,7 +321,9 @@ def _port_errors(ports: list[JSON], path: str) -> list[FieldError]:
         host_port = int_at(port, "hostPort") or 0
         if host_port:
             errors += port_number_errors(f"{item}.hostPort", host_port)
-        errors += enum_errors(f"{item}.protocol", text_at(port, "protocol"), PROTOCOLS)
+        protocol = text_at(port, "protocol")
+        if protocol not in PROTOCOLS:
+            errors += enum_errors(f"{item}.protocol", protocol, PROTOCOLS)
     return errors
 
 
@@ -336,7 +338,8 @@ def _env_errors(env: list[JSON], path: str) -> list[FieldError]:
         if not name:
             errors.append(required(name_path))
             errors.append(invalid(name_path, name, "environment variable name must be non-empty"))
-        elif any(ord(c) > 126 or ord(c) < 32 or c == "=" for c in name):
+        elif not (name.isascii() and name.isprintable()) or "=" in name:
+            # printable ASCII is exactly 32..126 (isprintable: no control character, no DEL)
             errors.append(invalid(name_path, name, ENV_NAME_ERROR))
         errors += value_from_errors(var, f"{path}[{i}].valueFrom")
     return errors
@@ -351,18 +354,21 @@ def _mount_errors(mounts: list[JSON], volumes: Mapping[str, JSON], path: str,
     for i, mount in enumerate(mounts):
         if not isinstance(mount, dict):
             continue
+        name, mount_path = text_at(mount, "name"), text_at(mount, "mountPath")
+        mount_paths_before = len(mount_paths)
+        mount_paths.add(mount_path)
+        if (name and name in volumes and mount_path and len(mount_paths) > mount_paths_before
+                and not devices):
+            continue  # the common case: no error, so no path to build
         item = f"{path}[{i}]"
-        name = text_at(mount, "name")
         if not name:
             errors.append(required(f"{item}.name"))
         if name not in volumes:
             errors.append(FieldError("FieldValueNotFound", f"{item}.name", name))
-        mount_path = text_at(mount, "mountPath")
         if not mount_path:
             errors.append(required(f"{item}.mountPath"))
-        if mount_path in mount_paths:
+        if len(mount_paths) == mount_paths_before:  # it was there already
             errors.append(invalid(f"{item}.mountPath", mount_path, "must be unique"))
-        mount_paths.add(mount_path)
         if devices:  # without devices, nothing to clash with
             errors += mount_device_errors(mount, devices, item)
     return errors
