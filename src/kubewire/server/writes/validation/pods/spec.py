@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 
+from kubewire.json_copy import copy_json
 from kubewire.json_types import JSON
 from kubewire.names import (
     dns1123_label_ok,
@@ -217,9 +218,26 @@ _PROJECTIONS: dict[str, Callable[[str, JSON, str, int], list[FieldError]]] = {
 }
 
 
+# A copy of the last projected sources found valid. Every pod's token volume projects the same
+# three sources (the ServiceAccount plugin's), so one C-level comparison answers them. Sound
+# because the checks read only what equal JSON shares: strings, presence and null, object and
+# list shapes, truthiness (True == 1 and 1 == 1.0 agree on all of those); the path appears
+# only in errors, and an equal list has the same errors, so none.
+_last_valid_projection: list[list[JSON]] = []
+
+
 def _projection_errors(sources: list[JSON], path: str) -> list[FieldError]:
     """``validateProjectionSources``' required fields (paths are built only for an error:
     every pod's token volume has three valid sources, one projection each)."""
+    if _last_valid_projection and sources == _last_valid_projection[0]:
+        return []
+    errors = _projection_source_errors(sources, path)
+    if not errors:
+        _last_valid_projection[:] = [copy_json(sources)]
+    return errors
+
+
+def _projection_source_errors(sources: list[JSON], path: str) -> list[FieldError]:
     errors: list[FieldError] = []
     for i, source in enumerate(sources):
         if not isinstance(source, dict):
