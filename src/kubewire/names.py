@@ -82,6 +82,20 @@ def is_dns1123_subdomain(value: str) -> list[str]:
     return errs
 
 
+def dns1123_label_ok(value: str) -> bool:
+    """``is_dns1123_label(value) == []`` without building messages (every write's names and
+    namespace are checked; nearly all pass). A match is ASCII, so ``len`` is Go's ``len``."""
+    return (len(value) <= DNS1123_LABEL_MAX_CHARS
+            and _DNS1123_LABEL_RE.fullmatch(value) is not None)
+
+
+def dns1123_subdomain_ok(value: str) -> bool:
+    """``is_dns1123_subdomain(value) == []`` without building messages (as
+    ``dns1123_label_ok``)."""
+    return (len(value) <= DNS1123_SUBDOMAIN_MAX_CHARS
+            and _DNS1123_SUBDOMAIN_RE.fullmatch(value) is not None)
+
+
 def is_dns1035_label(value: str) -> list[str]:
     """``IsDNS1035Label``: problems of ``value`` as a DNS-1035 label."""
     errs = ([max_len_error(DNS1035_LABEL_MAX_CHARS)]

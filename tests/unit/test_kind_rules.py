@@ -66,6 +66,36 @@ def test_template_spec_errors_carry_the_template_path() -> None:
                                 "a lowercase RFC 1123 label")
 
 
+@pytest.mark.parametrize(("name", "ok"), [
+    ("A_b", True), (" ~!", True), ("A=B", False), ("a\x7f", False), ("\x1f", False),
+    ("é", False), ("a\tb", False)])
+def test_env_names_are_printable_ascii_without_equals(name: str, ok: bool) -> None:
+    """IsRelaxedEnvVarName: 32..126 but '=' (DEL, controls and non-ASCII refused)."""
+    spec = _spec(containers=[{"name": "c", "image": "i", "terminationMessagePolicy": "File",
+                              "imagePullPolicy": "IfNotPresent", "env": [{"name": name}]}])
+    errors = [(e.type, e.field, e.value, e.detail) for e in validate_pod_spec(spec, "spec")]
+    assert errors == ([] if ok else [
+        ("FieldValueInvalid", "spec.containers[0].env[0].name", name, "a valid environment "
+         "variable name must consist only of printable ASCII characters other than '='")])
+
+
+def test_mount_errors_name_each_problem_of_each_mount() -> None:
+    """A mount of an unknown volume, a repeated path and empty fields: each is reported on
+    its own mount, in ValidateVolumeMounts' order."""
+    spec = _spec(volumes=[{"name": "v", "emptyDir": {}}], containers=[{
+        "name": "c", "image": "i", "terminationMessagePolicy": "File",
+        "imagePullPolicy": "IfNotPresent",
+        "volumeMounts": [{"name": "v", "mountPath": "/a"}, {"name": "w", "mountPath": "/a"},
+                         {"name": "", "mountPath": ""}, {"name": "v", "mountPath": "/b"}]}])
+    errors = [str(e) for e in validate_pod_spec(spec, "spec")]
+    assert errors == [
+        'spec.containers[0].volumeMounts[1].name: Not found: "w"',
+        'spec.containers[0].volumeMounts[1].mountPath: Invalid value: "/a": must be unique',
+        "spec.containers[0].volumeMounts[2].name: Required value",
+        'spec.containers[0].volumeMounts[2].name: Not found: ""',
+        "spec.containers[0].volumeMounts[2].mountPath: Required value"]
+
+
 def test_pod_update_allows_images_deadlines_and_added_tolerations() -> None:
     old = {"spec": _spec(activeDeadlineSeconds=60, tolerations=[{"key": "a"}])}
     new = {"spec": _spec(activeDeadlineSeconds=30, tolerations=[{"key": "a"}, {"key": "b"}])}

@@ -7,6 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kubewire.names import (
+    dns1123_label_ok,
+    dns1123_subdomain_ok,
     is_dns1035_label,
     is_dns1123_label,
     is_dns1123_subdomain,
@@ -75,3 +77,20 @@ def test_checks_never_raise(value: str) -> None:
     for check in (is_qualified_name, is_valid_label_value, is_dns1123_label,
                   is_dns1123_subdomain, is_dns1035_label, is_path_segment_name):
         assert all(isinstance(m, str) for m in check(value))
+
+
+_DNS_EDGES = ["", "a", "a-", "-a", "a.b", "A", "é", "a\u00e9", "a" * 63, "a" * 64, "a" * 253,
+              ".".join(["a" * 63] * 4), "a" * 254, "1", "a_b", "a..b", "a\n"]
+
+
+@pytest.mark.parametrize("value", _DNS_EDGES)
+def test_dns_ok_predicates_agree_with_the_checks_on_edges(value: str) -> None:
+    """The predicates every write's names take stand for "the check finds no problem"."""
+    assert dns1123_label_ok(value) == (is_dns1123_label(value) == [])
+    assert dns1123_subdomain_ok(value) == (is_dns1123_subdomain(value) == [])
+
+
+@given(st.text(alphabet="ab9-.Aé_", max_size=300))
+def test_dns_ok_predicates_agree_with_the_checks(value: str) -> None:
+    assert dns1123_label_ok(value) == (is_dns1123_label(value) == [])
+    assert dns1123_subdomain_ok(value) == (is_dns1123_subdomain(value) == [])

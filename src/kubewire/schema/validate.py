@@ -45,9 +45,9 @@ _DECLARED: dict[str, tuple[str, ...]] = {
 class SchemaNode:
     """A compiled schema node (structure resolved, facts flattened for fast walking)."""
 
-    __slots__ = ("declared", "default", "enum", "format", "has_default", "has_defaults",
-                 "has_zeros", "is_open", "items", "nullable", "plain", "props", "required",
-                 "type", "values", "zeros")
+    __slots__ = ("declared", "default", "default_props", "defaulted_props", "enum", "format",
+                 "has_default", "has_defaults", "has_zeros", "is_open", "items", "nullable",
+                 "plain", "props", "required", "type", "values", "zero_props", "zeros")
 
     def __init__(self) -> None:
         self.type = "any"
@@ -66,6 +66,13 @@ class SchemaNode:
         self.plain: frozenset[type] = frozenset()  # value types _check_type always accepts
         self.zeros: tuple[tuple[str, JSON], ...] = ()  # required scalars: (name, Go zero value)
         self.has_zeros = False  # ``zeros`` somewhere in this subtree
+        # The walks' plans (``_plan``, once the root is final): the properties whose subtree
+        # ``_zero_filled`` or ``_defaulted`` can change, so a walk visits only those keys of a
+        # value instead of every key; None where ``values`` can change some other key too, or
+        # where ``_plan`` did not run (the walks then visit every key, as they always could).
+        self.zero_props: dict[str, SchemaNode] | None = None
+        self.default_props: tuple[tuple[str, SchemaNode], ...] | None = None
+        self.defaulted_props: dict[str, SchemaNode] | None = None
 
 
 def _compile(node: TypeNode, memo: dict[str, SchemaNode]) -> SchemaNode:
@@ -119,6 +126,42 @@ def _strip_required(root: SchemaNode) -> None:
         stack.extend(c for c in (*node.props.values(), node.items, node.values) if c is not None)
 
 
+def _nodes(root: SchemaNode) -> list[SchemaNode]:
+    """Every node under ``root`` once (recursive types close cycles on shared nodes)."""
+    seen: set[int] = set()
+    out: list[SchemaNode] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        out.append(node)
+        stack.extend(c for c in (*node.props.values(), node.items, node.values) if c is not None)
+    return out
+
+
+def _plan(root: SchemaNode) -> SchemaNode:
+    """Set each node's walk plans from its final facts (``has_zeros`` and ``has_defaults`` are
+    settled only once the root is compiled and its ``required`` lists stripped; a recursive
+    type's node is completed after its descendants reached it)."""
+    for node in _nodes(root):
+        values = node.values
+        if values is not None and values.has_zeros and not values.is_open:
+            node.zero_props = None  # any key may be a zero-bearing map value
+        else:
+            node.zero_props = {key: child for key, child in node.props.items()
+                               if child.has_zeros and not child.is_open}
+        node.default_props = tuple((key, child) for key, child in node.props.items()
+                                   if child.has_default)
+        if values is not None and (values.has_default or values.has_defaults):
+            node.defaulted_props = None  # any key may be a map value to default
+        else:
+            node.defaulted_props = {key: child for key, child in node.props.items()
+                                    if child.has_defaults}
+    return root
+
+
 @cache
 def _root(api_version: str, kind: str) -> SchemaNode:
     root = _compile(type_for(api_version, kind), {})
@@ -128,7 +171,7 @@ def _root(api_version: str, kind: str) -> SchemaNode:
         children = [*root.props.values(), root.items, root.values]
         root.has_zeros = bool(root.zeros) or any(c is not None and c.has_zeros
                                                  for c in children)
-    return root
+    return _plan(root)
 
 
 @cache
@@ -136,7 +179,7 @@ def _root_unrequired(api_version: str, kind: str) -> SchemaNode:
     """``_root`` without ``required`` lists (built-in kinds: see the module docstring)."""
     root = _compile(type_for(api_version, kind), {})
     _strip_required(root)
-    return root
+    return _plan(root)
 
 
 def builtin_root(api_version: str, kind: str) -> SchemaNode:
@@ -295,9 +338,16 @@ def _zero_filled(node: SchemaNode, value: JSON) -> JSON:
         return value
     if isinstance(value, dict):
         return _zero_filled_map(node, value)
-    if isinstance(value, list) and node.items is not None and node.items.has_zeros:
-        items = [_zero_filled(node.items, v) for v in value]
-        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    items = node.items
+    if isinstance(value, list) and items is not None and items.has_zeros:
+        out: list[JSON] | None = None
+        for i, child in enumerate(value):
+            filled = _zero_filled(items, child)
+            if filled is not child:
+                if out is None:
+                    out = list(value)
+                out[i] = filled
+        return value if out is None else out
     return value
 
 
@@ -308,6 +358,29 @@ def _zero_filled_map(node: SchemaNode, value: dict[str, JSON]) -> dict[str, JSON
             if out is None:
                 out = dict(value)
             out[name] = zero
+    plan = node.zero_props
+    if plan is None:  # a map whose values take zeros: every key
+        return _zero_filled_keys(node, value, out)
+    # only the keys whose subtree can take a zero (each filled on its own, so in any order;
+    # each plan node has zeros and is not open, so a map child goes straight to the map walk)
+    for key in plan.keys() & value.keys():
+        child = value[key]
+        if isinstance(child, dict):
+            filled: JSON = _zero_filled_map(plan[key], child)
+        elif isinstance(child, list):
+            filled = _zero_filled(plan[key], child)
+        else:
+            continue
+        if filled is not child:
+            if out is None:
+                out = dict(value)
+            out[key] = filled
+    return value if out is None else out
+
+
+def _zero_filled_keys(node: SchemaNode, value: dict[str, JSON],
+                      out: dict[str, JSON] | None) -> dict[str, JSON]:
+    """``_zero_filled_map``'s walk over every key of ``value`` (``out``: its copy so far)."""
     for key, child in value.items():
         sub = node.props.get(key) or node.values
         if sub is not None and sub.has_zeros:
@@ -403,22 +476,40 @@ def _defaulted(node: SchemaNode, value: JSON) -> JSON:
     if not node.has_defaults:
         return value
     if isinstance(value, dict):
+        plan = node.defaulted_props
+        if plan is None or node.default_props is None:
+            return _defaulted_keys(node, value)
         out = dict(value)
-        for key, prop in node.props.items():
-            if prop.has_default and (key not in out or _is_null_to_default(prop, out[key])):
+        for key, prop in node.default_props:
+            if key not in out or _is_null_to_default(prop, out[key]):
                 out[key] = copy_json(prop.default)
-        for key, child in out.items():
-            sub = node.props.get(key) or node.values
-            if sub is not None:
-                if key not in node.props and _is_null_to_default(sub, child):
-                    child = copy_json(sub.default)
-                out[key] = _defaulted(sub, child)
+        # only the keys whose subtree has a default (each defaulted on its own, in any order)
+        for key in plan.keys() & out.keys():
+            out[key] = _defaulted(plan[key], out[key])
         return out
     if isinstance(value, list) and node.items is not None:
         items = node.items
+        if not items.has_default:  # no null item to default
+            return [_defaulted(items, v) for v in value]
         return [_defaulted(items, copy_json(items.default)
                            if _is_null_to_default(items, v) else v) for v in value]
     return value
+
+
+def _defaulted_keys(node: SchemaNode, value: dict[str, JSON]) -> dict[str, JSON]:
+    """``_defaulted`` of a map over every key (a map whose values have defaults, or a node
+    ``_plan`` did not see)."""
+    out = dict(value)
+    for key, prop in node.props.items():
+        if prop.has_default and (key not in out or _is_null_to_default(prop, out[key])):
+            out[key] = copy_json(prop.default)
+    for key, child in out.items():
+        sub = node.props.get(key) or node.values
+        if sub is not None:
+            if key not in node.props and _is_null_to_default(sub, child):
+                child = copy_json(sub.default)
+            out[key] = _defaulted(sub, child)
+    return out
 
 
 def apply_defaults(api_version: str, kind: str, obj: Mapping[str, JSON]) -> JSON:

@@ -15,11 +15,14 @@ with every kube-apiserver request, kubewire prints a fixed address.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 
 from kubewire.go_text import GoLiteral, go_quote, go_string_slice
 from kubewire.json_types import JSON
 from kubewire.names import (
+    dns1123_label_ok,
+    dns1123_subdomain_ok,
     is_dns1035_label,
     is_dns1123_label,
     is_dns1123_subdomain,
@@ -48,6 +51,12 @@ _NAME_CHECKS: dict[NameRule, Callable[[str], list[str]]] = {
     "dns1035": is_dns1035_label,
     "path": lambda _: [],
 }
+# The rules with a cheap test for a valid name: a valid DNS name also passes the path-segment
+# check (it has no '/' or '%' and is not '.' or '..'), so it has no problem at all.
+_NAME_OK: dict[NameRule, Callable[[str], bool]] = {
+    "subdomain": dns1123_subdomain_ok,
+    "label": dns1123_label_ok,
+}
 
 
 def name_problems(rule: NameRule, name: str, prefix: bool = False) -> list[str]:
@@ -56,11 +65,21 @@ def name_problems(rule: NameRule, name: str, prefix: bool = False) -> list[str]:
     The kind's rule runs first; only when it passes does the generic path-segment check of
     ``rest.BeforeCreate`` run (a second validation pass in kube, so never both).
     """
+    if prefix:  # a kind's generateName is the same on every create: its answer is kept
+        return list(_prefix_problems(rule, name))
+    ok = _NAME_OK.get(rule)
+    if ok is not None and ok(name):
+        return []
+    return _NAME_CHECKS[rule](name) or is_path_segment_name(name)
+
+
+@functools.lru_cache(maxsize=1024)
+def _prefix_problems(rule: NameRule, name: str) -> tuple[str, ...]:
+    """``name_problems`` of a generateName."""
     # generic.go maskTrailingDash: a generateName may end in '-' (a suffix follows). kube
     # slices off two characters, not one; reproduced because it decides which names pass.
-    checked = name[:-2] + "a" if prefix and len(name) > 1 and name.endswith("-") else name
-    problems = _NAME_CHECKS[rule](checked)
-    return problems or is_path_segment_name(name, prefix)
+    checked = name[:-2] + "a" if len(name) > 1 and name.endswith("-") else name
+    return tuple(_NAME_CHECKS[rule](checked) or is_path_segment_name(name, True))
 
 
 def validate_name(resource: Resource, name: str) -> list[FieldError]:
@@ -72,9 +91,9 @@ def validate_name(resource: Resource, name: str) -> list[FieldError]:
 
 def pod_name_warnings(name: str) -> list[str]:
     """Warning texts for a Pod whose name is not a DNS-1123 label (``WarningsOnCreate``)."""
-    problems = is_dns1123_label(name)
-    if not problems:
+    if dns1123_label_ok(name):
         return []
+    problems = is_dns1123_label(name)
     return ["metadata.name: this is used in the Pod's hostname, which can result in surprising "
             f"behavior; a DNS label is recommended: [{' '.join(problems)}]"]
 
@@ -109,10 +128,30 @@ def validate_labels(labels: Mapping[str, str], path: str = "metadata.labels") ->
     """``ValidateLabels``: each key a qualified name, each value a label value."""
     errors: list[FieldError] = []
     for key, value in labels.items():
-        errors += [invalid(path, key, m) for m in is_qualified_name(key)]
+        problems = _key_problems(key)
+        if problems:
+            errors += [invalid(path, key, m) for m in problems]
         if isinstance(value, str):
-            errors += [invalid(path, value, m) for m in is_valid_label_value(value)]
+            problems = _label_value_problems(value)
+            if problems:
+                errors += [invalid(path, value, m) for m in problems]
     return errors
+
+
+@functools.lru_cache(maxsize=4096)  # label and annotation keys repeat across objects
+def _key_problems(key: str) -> tuple[str, ...]:
+    return tuple(is_qualified_name(key))
+
+
+@functools.lru_cache(maxsize=4096)  # label values repeat across a kind's objects
+def _label_value_problems(value: str) -> tuple[str, ...]:
+    return tuple(is_valid_label_value(value))
+
+
+def _utf8_len(text: str) -> int:
+    """``len(text.encode())`` (raising as it does on a lone surrogate), without the copy when
+    ``text`` is ASCII (``isascii`` reads a flag)."""
+    return len(text) if text.isascii() else len(text.encode())
 
 
 def validate_annotations(annotations: Mapping[str, str],
@@ -121,8 +160,10 @@ def validate_annotations(annotations: Mapping[str, str],
     errors: list[FieldError] = []
     total = 0
     for key, value in annotations.items():
-        errors += [invalid(path, key, m) for m in is_qualified_name(key.lower())]
-        total += len(key.encode()) + len(str(value).encode())
+        problems = _key_problems(key.lower())
+        if problems:
+            errors += [invalid(path, key, m) for m in problems]
+        total += _utf8_len(key) + _utf8_len(str(value))
     if total > TOTAL_ANNOTATION_SIZE_MAX_BYTES:
         errors.append(FieldError("FieldValueTooLong", path, "",
                                  f"must have at most {TOTAL_ANNOTATION_SIZE_MAX_BYTES} bytes"))
@@ -198,8 +239,9 @@ def _validate_names(resource: Resource, meta: Mapping[str, JSON]) -> list[FieldE
     errors: list[FieldError] = []
     generate_name = meta.get("generateName") or ""
     if isinstance(generate_name, str) and generate_name:
-        errors += [invalid("metadata.generateName", generate_name, m)
-                   for m in name_problems(resource.name_rule, generate_name, prefix=True)]
+        problems = _prefix_problems(resource.name_rule, generate_name)
+        if problems:
+            errors += [invalid("metadata.generateName", generate_name, m) for m in problems]
     name = meta.get("name") or ""
     errors += validate_name(resource, name if isinstance(name, str) else "")
     return errors
@@ -213,6 +255,8 @@ def _validate_namespace(resource: Resource, meta: Mapping[str, JSON]) -> list[Fi
         return [forbidden("metadata.namespace", "not allowed on this type")] if namespace else []
     if not namespace:
         return [required("metadata.namespace")]
+    if dns1123_label_ok(namespace):
+        return []
     return [invalid("metadata.namespace", namespace, m) for m in is_dns1123_label(namespace)]
 
 

@@ -16,10 +16,16 @@ Pure: objects in, ``FieldError``s out.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
+from kubewire.json_copy import copy_json
 from kubewire.json_types import JSON
-from kubewire.names import is_dns1123_label, is_dns1123_subdomain, is_valid_port_name
+from kubewire.names import (
+    dns1123_label_ok,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_valid_port_name,
+)
 from kubewire.quantity import parse_quantity
 from kubewire.resources import Resource
 from kubewire.schema import type_for
@@ -71,12 +77,14 @@ def port_name_problems(name: str) -> list[str]:
 
 def enum_errors(path: str, value: str, supported: tuple[str, ...]) -> list[FieldError]:
     """The switch kube writes for a required enum: "" is Required, others NotSupported."""
-    if not value:
-        return [required(path)]
-    return [] if value in supported else [not_supported(path, value, supported)]
+    if value in supported:  # never "": every supported value is a word
+        return []
+    return [required(path)] if not value else [not_supported(path, value, supported)]
 
 
 def dns_label_errors(path: str, value: str) -> list[FieldError]:
+    if dns1123_label_ok(value):  # the common case, without building messages
+        return []
     return [invalid(path, value, m) for m in is_dns1123_label(value)]
 
 
@@ -97,6 +105,11 @@ _SOURCE_ORDER = ("emptyDir", "hostPath", "gitRepo", "gcePersistentDisk", "awsEla
                  "cinder", "cephfs", "quobyte", "downwardAPI", "fc", "flexVolume", "configMap",
                  "azureFile", "vsphereVolume", "photonPersistentDisk", "portworxVolume",
                  "azureDisk", "storageos", "projected", "scaleIO", "csi", "ephemeral", "image")
+_SOURCE_RANK = {key: rank for rank, key in enumerate(_SOURCE_ORDER)}
+
+
+def _source_rank(key: str) -> int:
+    return _SOURCE_RANK.get(key, len(_SOURCE_ORDER))
 # Each source's string or list fields kube requires (``field.Required(child, detail)`` when
 # empty): source -> (the path kube reports under, ((field, detail), ...)). kube reports
 # gcePersistentDisk under ``persistentDisk``.
@@ -130,15 +143,16 @@ _SOURCE_REQUIRED: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
 
 
 def _empty(value: JSON) -> bool:
-    """A Go string, slice or pointer at its zero value."""
-    return value is None or value == "" or value == []
+    """A Go string, slice or pointer at its zero value (a JSON value equal to "" or [] is
+    falsy, so a truthy value is answered first)."""
+    return not value and (value is None or value == "" or value == [])
 
 
 def _key_to_path_errors(items: list[JSON], path: str) -> list[FieldError]:
     """``validateKeyToPath`` for each item: key and path required."""
     errors: list[FieldError] = []
     for i, item in enumerate(items):
-        if isinstance(item, dict):
+        if isinstance(item, dict) and (_empty(item.get("key")) or _empty(item.get("path"))):
             errors += [required(f"{path}[{i}].{key}") for key in ("key", "path")
                        if _empty(item.get(key))]
     return errors
@@ -158,28 +172,80 @@ def _downward_api_errors(items: list[JSON], path: str) -> list[FieldError]:
     return errors
 
 
+def _items_of(value: Mapping[str, JSON]) -> list[JSON]:
+    items = value.get("items")
+    return items if isinstance(items, list) else []
+
+
+def _projected_ref_errors(key: str, ref: JSON, path: str, i: int) -> list[FieldError]:
+    """A projection's secret or configMap (``key``): a name, and keys and paths."""
+    if not isinstance(ref, dict):
+        return []
+    errors: list[FieldError] = []
+    if _empty(ref.get("name")):
+        errors.append(required(f"{path}.sources[{i}].{key}.name"))
+    items = _items_of(ref)
+    if items:
+        errors += _key_to_path_errors(items, f"{path}.sources[{i}].{key}.items")
+    return errors
+
+
+def _projected_downward_errors(_: str, downward: JSON, path: str, i: int) -> list[FieldError]:
+    items = _items_of(downward) if isinstance(downward, dict) else []
+    return _downward_api_errors(items, f"{path}.sources[{i}].downwardAPI") if items else []
+
+
+def _projected_token_errors(_: str, token: JSON, path: str, i: int) -> list[FieldError]:
+    if isinstance(token, dict) and _empty(token.get("path")):
+        return [required(f"{path}.path")]  # kube names the projection's path
+    return []
+
+
+def _projected_bundle_errors(_: str, bundle: JSON, path: str, i: int) -> list[FieldError]:
+    if isinstance(bundle, dict) and _empty(bundle.get("path")):
+        return [required(f"{path}.sources[{i}].clusterTrustBundle.path")]
+    return []
+
+
+# validateProjectionSources' checks per projection, in its order (a source with several
+# projections gets each one's errors in this order).
+_PROJECTIONS: dict[str, Callable[[str, JSON, str, int], list[FieldError]]] = {
+    "secret": _projected_ref_errors,
+    "configMap": _projected_ref_errors,
+    "downwardAPI": _projected_downward_errors,
+    "serviceAccountToken": _projected_token_errors,
+    "clusterTrustBundle": _projected_bundle_errors,
+}
+
+
+# A copy of the last projected sources found valid. Every pod's token volume projects the same
+# three sources (the ServiceAccount plugin's), so one C-level comparison answers them. Sound
+# because the checks read only what equal JSON shares: strings, presence and null, object and
+# list shapes, truthiness (True == 1 and 1 == 1.0 agree on all of those); the path appears
+# only in errors, and an equal list has the same errors, so none.
+_last_valid_projection: list[list[JSON]] = []
+
+
 def _projection_errors(sources: list[JSON], path: str) -> list[FieldError]:
-    """``validateProjectionSources``' required fields."""
+    """``validateProjectionSources``' required fields (paths are built only for an error:
+    every pod's token volume has three valid sources, one projection each)."""
+    if _last_valid_projection and sources == _last_valid_projection[0]:
+        return []
+    errors = _projection_source_errors(sources, path)
+    if not errors:
+        _last_valid_projection[:] = [copy_json(sources)]
+    return errors
+
+
+def _projection_source_errors(sources: list[JSON], path: str) -> list[FieldError]:
     errors: list[FieldError] = []
     for i, source in enumerate(sources):
         if not isinstance(source, dict):
             continue
-        item = f"{path}.sources[{i}]"
-        for key in ("secret", "configMap"):
-            ref = source.get(key)
-            if isinstance(ref, dict):
-                if _empty(ref.get("name")):
-                    errors.append(required(f"{item}.{key}.name"))
-                errors += _key_to_path_errors(_list(ref, "items"), f"{item}.{key}.items")
-        downward = source.get("downwardAPI")
-        if isinstance(downward, dict):
-            errors += _downward_api_errors(_list(downward, "items"), f"{item}.downwardAPI")
-        token = source.get("serviceAccountToken")
-        if isinstance(token, dict) and _empty(token.get("path")):
-            errors.append(required(f"{path}.path"))  # kube names the projection's path
-        bundle = source.get("clusterTrustBundle")
-        if isinstance(bundle, dict) and _empty(bundle.get("path")):
-            errors.append(required(f"{item}.clusterTrustBundle.path"))
+        for key in source if len(source) == 1 else [k for k in _PROJECTIONS if k in source]:
+            check = _PROJECTIONS.get(key)
+            if check is not None:
+                errors += check(key, source[key], path, i)
     return errors
 
 
@@ -193,7 +259,11 @@ def _volume_source_errors(key: str, source: JSON, path: str) -> list[FieldError]
     for name, detail in fields:
         if _empty(source.get(name)):
             errors.append(required(f"{path}.{shown}.{name}", detail))
-    if key == "nfs" and not str(source.get("path") or "").startswith("/"):
+    if key == "projected":  # every pod's token volume
+        sources = source.get("sources")
+        if isinstance(sources, list) and sources:
+            errors += _projection_errors(sources, f"{path}.projected")
+    elif key == "nfs" and not str(source.get("path") or "").startswith("/"):
         errors.append(invalid(f"{path}.nfs.path", str(source.get("path") or ""),
                               "must be an absolute path"))
     elif key == "csi":
@@ -204,8 +274,6 @@ def _volume_source_errors(key: str, source: JSON, path: str) -> list[FieldError]
         errors += _key_to_path_errors(_list(source, "items"), f"{path}.{key}.items")
     elif key == "downwardAPI":
         errors += _downward_api_errors(_list(source, "items"), f"{path}.downwardAPI")
-    elif key == "projected":
-        errors += _projection_errors(_list(source, "sources"), f"{path}.projected")
     return errors
 
 
@@ -220,19 +288,20 @@ def validate_volumes(volumes: list[JSON],
             continue
         item = f"{path}[{i}]"
         found = [key for key in volume if key in sources and volume[key] is not None]
-        found.sort(key=lambda k: _SOURCE_ORDER.index(k) if k in _SOURCE_ORDER
-                   else len(_SOURCE_ORDER))
+        if len(found) > 1:
+            found.sort(key=_source_rank)
         volume_errors: list[FieldError] = []
         if not found:
             volume_errors.append(required(item, "must specify a volume type"))
         else:
             volume_errors += _volume_source_errors(found[0], volume[found[0]], item)
-            volume_errors += [forbidden(f"{item}.{key}", "may not specify more than 1 volume "
-                                        "type") for key in found[1:]]
+            if len(found) > 1:
+                volume_errors += [forbidden(f"{item}.{key}", "may not specify more than 1 "
+                                            "volume type") for key in found[1:]]
         name = text_at(volume, "name")
         if not name:
             volume_errors.append(required(f"{item}.name"))
-        else:
+        elif not dns1123_label_ok(name):
             volume_errors += dns_label_errors(f"{item}.name", name)
         if name in names:
             volume_errors.append(FieldError("FieldValueDuplicate", f"{item}.name", name))
@@ -270,7 +339,9 @@ def _port_errors(ports: list[JSON], path: str) -> list[FieldError]:
         host_port = int_at(port, "hostPort") or 0
         if host_port:
             errors += port_number_errors(f"{item}.hostPort", host_port)
-        errors += enum_errors(f"{item}.protocol", text_at(port, "protocol"), PROTOCOLS)
+        protocol = text_at(port, "protocol")
+        if protocol not in PROTOCOLS:
+            errors += enum_errors(f"{item}.protocol", protocol, PROTOCOLS)
     return errors
 
 
@@ -285,7 +356,8 @@ def _env_errors(env: list[JSON], path: str) -> list[FieldError]:
         if not name:
             errors.append(required(name_path))
             errors.append(invalid(name_path, name, "environment variable name must be non-empty"))
-        elif any(ord(c) > 126 or ord(c) < 32 or c == "=" for c in name):
+        elif not (name.isascii() and name.isprintable()) or "=" in name:
+            # printable ASCII is exactly 32..126 (isprintable: no control character, no DEL)
             errors.append(invalid(name_path, name, ENV_NAME_ERROR))
         errors += value_from_errors(var, f"{path}[{i}].valueFrom")
     return errors
@@ -300,19 +372,23 @@ def _mount_errors(mounts: list[JSON], volumes: Mapping[str, JSON], path: str,
     for i, mount in enumerate(mounts):
         if not isinstance(mount, dict):
             continue
+        name, mount_path = text_at(mount, "name"), text_at(mount, "mountPath")
+        mount_paths_before = len(mount_paths)
+        mount_paths.add(mount_path)
+        if (name and name in volumes and mount_path and len(mount_paths) > mount_paths_before
+                and not devices):
+            continue  # the common case: no error, so no path to build
         item = f"{path}[{i}]"
-        name = text_at(mount, "name")
         if not name:
             errors.append(required(f"{item}.name"))
         if name not in volumes:
             errors.append(FieldError("FieldValueNotFound", f"{item}.name", name))
-        mount_path = text_at(mount, "mountPath")
         if not mount_path:
             errors.append(required(f"{item}.mountPath"))
-        if mount_path in mount_paths:
+        if len(mount_paths) == mount_paths_before:  # it was there already
             errors.append(invalid(f"{item}.mountPath", mount_path, "must be unique"))
-        mount_paths.add(mount_path)
-        errors += mount_device_errors(mount, devices or {}, item)
+        if devices:  # without devices, nothing to clash with
+            errors += mount_device_errors(mount, devices, item)
     return errors
 
 
@@ -335,30 +411,62 @@ def _resource_errors(resources: Mapping[str, JSON], path: str) -> list[FieldErro
     return errors
 
 
-def _container_errors(container: Mapping[str, JSON], volumes: Mapping[str, dict[str, JSON]],
-                      path: str) -> list[FieldError]:
-    """``validateContainerCommon``."""
+def _container_head_errors(container: Mapping[str, JSON], path: str) -> list[FieldError]:
+    """``validateContainerCommon``'s first checks: name, image, terminationMessagePolicy."""
     errors: list[FieldError] = []
     name = text_at(container, "name")
     if not name:
         errors.append(required(f"{path}.name"))
-    else:
+    elif not dns1123_label_ok(name):
         errors += dns_label_errors(f"{path}.name", name)
     if not text_at(container, "image"):
         errors.append(required(f"{path}.image"))
-    errors += enum_errors(f"{path}.terminationMessagePolicy",
-                          text_at(container, "terminationMessagePolicy"),
-                          TERMINATION_MESSAGE_POLICIES)
-    errors += _port_errors(_list(container, "ports"), f"{path}.ports")
-    errors += _env_errors(_list(container, "env"), f"{path}.env")
-    errors += _mount_errors(_list(container, "volumeMounts"), volumes, f"{path}.volumeMounts",
-                            device_paths(container))
-    errors += volume_device_errors(container, volumes, f"{path}.volumeDevices")
-    errors += enum_errors(f"{path}.imagePullPolicy", text_at(container, "imagePullPolicy"),
-                          PULL_POLICIES)
-    errors += _resource_errors(dict_at(container, "resources"), f"{path}.resources")
-    errors += resize_policy_errors(container, f"{path}.resizePolicy")
-    errors += container_security_context_errors(container, f"{path}.securityContext")
+    policy = text_at(container, "terminationMessagePolicy")
+    if policy not in TERMINATION_MESSAGE_POLICIES:
+        errors += enum_errors(f"{path}.terminationMessagePolicy", policy,
+                              TERMINATION_MESSAGE_POLICIES)
+    return errors
+
+
+def _container_volume_errors(container: Mapping[str, JSON],
+                             volumes: Mapping[str, dict[str, JSON]],
+                             path: str) -> list[FieldError]:
+    """The mounts (``ValidateVolumeMounts``), then the devices (``ValidateVolumeDevices``)."""
+    mounts, devices = container.get("volumeMounts"), container.get("volumeDevices")
+    has_devices = isinstance(devices, list) and bool(devices)
+    errors: list[FieldError] = []
+    if isinstance(mounts, list) and mounts:
+        errors += _mount_errors(mounts, volumes, f"{path}.volumeMounts",
+                                device_paths(container) if has_devices else None)
+    if has_devices:
+        errors += volume_device_errors(container, volumes, f"{path}.volumeDevices")
+    return errors
+
+
+def _container_errors(container: Mapping[str, JSON], volumes: Mapping[str, dict[str, JSON]],
+                      path: str) -> list[FieldError]:
+    """``validateContainerCommon``. A check of a list or object field runs only when the field
+    is set (each gives [] without it: it reads only that field), and paths are built only for
+    a check that runs: a typical container sets a few of the dozen fields checked."""
+    errors = _container_head_errors(container, path)
+    ports = container.get("ports")
+    if isinstance(ports, list) and ports:
+        errors += _port_errors(ports, f"{path}.ports")
+    env = container.get("env")
+    if isinstance(env, list) and env:
+        errors += _env_errors(env, f"{path}.env")
+    errors += _container_volume_errors(container, volumes, path)
+    pull_policy = text_at(container, "imagePullPolicy")
+    if pull_policy not in PULL_POLICIES:
+        errors += enum_errors(f"{path}.imagePullPolicy", pull_policy, PULL_POLICIES)
+    resources = container.get("resources")
+    if isinstance(resources, dict) and resources:
+        errors += _resource_errors(resources, f"{path}.resources")
+    resize = container.get("resizePolicy")
+    if isinstance(resize, list) and resize:
+        errors += resize_policy_errors(container, f"{path}.resizePolicy")
+    if isinstance(container.get("securityContext"), dict):
+        errors += container_security_context_errors(container, f"{path}.securityContext")
     return errors
 
 
@@ -387,18 +495,21 @@ def _containers_errors(containers: list[JSON], volumes: Mapping[str, dict[str, J
 def validate_pod_spec(spec: Mapping[str, JSON], path: str) -> list[FieldError]:
     """``ValidatePodSpec``'s most-hit rules for the spec at ``path``."""
     volumes, errors = validate_volumes(_list(spec, "volumes"), f"{path}.volumes")
-    # Init containers are checked first; regular names must not repeat theirs (kube reports
-    # the clash on the init container, so collect regular names before).
-    regular = {text_at(c, "name") for c in _list(spec, "containers") if isinstance(c, dict)}
-    errors += _containers_errors(_list(spec, "initContainers"), volumes,
-                                 f"{path}.initContainers", set(regular), False)
+    init = _list(spec, "initContainers")
+    if init:
+        # Init containers are checked first; regular names must not repeat theirs (kube
+        # reports the clash on the init container, so collect regular names before).
+        regular = {text_at(c, "name") for c in _list(spec, "containers") if isinstance(c, dict)}
+        errors += _containers_errors(init, volumes, f"{path}.initContainers", regular, False)
     errors += _containers_errors(_list(spec, "containers"), volumes, f"{path}.containers",
                                  set(), True)
     # kube defaults these even when the spec is missing (kubewire's defaulting needs one)
-    errors += enum_errors(f"{path}.restartPolicy", text_at(spec, "restartPolicy") or "Always",
-                          RESTART_POLICIES)
-    errors += enum_errors(f"{path}.dnsPolicy", text_at(spec, "dnsPolicy") or "ClusterFirst",
-                          DNS_POLICIES)
+    restart_policy = text_at(spec, "restartPolicy") or "Always"
+    if restart_policy not in RESTART_POLICIES:
+        errors += enum_errors(f"{path}.restartPolicy", restart_policy, RESTART_POLICIES)
+    dns_policy = text_at(spec, "dnsPolicy") or "ClusterFirst"
+    if dns_policy not in DNS_POLICIES:
+        errors += enum_errors(f"{path}.dnsPolicy", dns_policy, DNS_POLICIES)
     errors += pod_spec_rules.after_dns_policy(spec, path)
     deadline = int_at(spec, "activeDeadlineSeconds")
     if deadline is not None and not 1 <= deadline <= _INT32_MAX:
