@@ -115,15 +115,8 @@ def _compile(node: TypeNode, memo: dict[str, SchemaNode]) -> SchemaNode:
 
 def _strip_required(root: SchemaNode) -> None:
     """Drop every ``required`` list (and the zero values that follow them) under ``root``."""
-    seen: set[int] = set()
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
+    for node in _nodes(root):
         node.required, node.zeros, node.has_zeros = (), (), False
-        stack.extend(c for c in (*node.props.values(), node.items, node.values) if c is not None)
 
 
 def _nodes(root: SchemaNode) -> list[SchemaNode]:

@@ -197,13 +197,19 @@ def big_selector(size: int = SELECTOR_BYTES) -> str:
     return urllib.parse.quote_plus(f"app in ({','.join(values)})")
 
 
-async def selector(server: HostileServer, long: bool) -> Outcome:
+async def _selector_attack(server: HostileServer, long: bool, selector: str,
+                           good: Callable[[Answer], bool]) -> Outcome:
+    """GETs of the ConfigMaps with ``selector`` (URL-encoded) from 2 connections (10x10 long)."""
     connections, repeat = (10, 10) if long else (2, 1)
-    path = f"{CONFIGMAPS}?labelSelector={big_selector()}"
+    path = f"{CONFIGMAPS}?labelSelector={selector}"
     results, seconds = await exchanges(server, connections,
                                        [get_request(server, path, server.auth(ATTACKER))] * repeat)
-    return _outcome(results, seconds, connections,
-                    lambda a: a.status == 200 and _names(a) == ["cm-0"])
+    return _outcome(results, seconds, connections, good)
+
+
+async def selector(server: HostileServer, long: bool) -> Outcome:
+    return await _selector_attack(server, long, big_selector(),
+                                  lambda a: a.status == 200 and _names(a) == ["cm-0"])
 
 
 def selector_variants(size: int = SELECTOR_BYTES) -> dict[str, str]:
@@ -221,21 +227,13 @@ def selector_variants(size: int = SELECTOR_BYTES) -> dict[str, str]:
 
 
 async def selector_error(server: HostileServer, long: bool) -> Outcome:
-    connections, repeat = (10, 10) if long else (2, 1)
-    path = f"{CONFIGMAPS}?labelSelector={selector_variants()['error']}"
-    results, seconds = await exchanges(server, connections,
-                                       [get_request(server, path, server.auth(ATTACKER))] * repeat)
-    return _outcome(results, seconds, connections,
-                    lambda a: a.status == 400 and b"-bad-" in a.body)
+    return await _selector_attack(server, long, selector_variants()["error"],
+                                  lambda a: a.status == 400 and b"-bad-" in a.body)
 
 
 async def selector_requirements(server: HostileServer, long: bool) -> Outcome:
-    connections, repeat = (10, 10) if long else (2, 1)
-    path = f"{CONFIGMAPS}?labelSelector={selector_variants()['requirements']}"
-    results, seconds = await exchanges(server, connections,
-                                       [get_request(server, path, server.auth(ATTACKER))] * repeat)
-    return _outcome(results, seconds, connections,
-                    lambda a: a.status == 200 and _names(a) == [])
+    return await _selector_attack(server, long, selector_variants()["requirements"],
+                                  lambda a: a.status == 200 and _names(a) == [])
 
 
 def _names(answer: Answer) -> list[object]:
