@@ -8,13 +8,15 @@ per watcher. Every parse or construction failure raises ``SelectorError`` with k
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from itertools import filterfalse
 
 from kubewire.go_text import go_quote, int64_or_none
 from kubewire.json_types import JSON
-from kubewire.names import is_qualified_name, is_valid_label_value
+from kubewire.names import LABEL_VALUE_MAX_CHARS, is_qualified_name, is_valid_label_value
 from kubewire.selectors.errors import SelectorError
 
 
@@ -117,35 +119,78 @@ _VALID_VALUE = re.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 def new_requirement(key: str, op: Operator, values: Iterable[str], *, key_path: str = "key"
                     ) -> Requirement:
     """``labels.NewRequirement`` with a nil field path; raises SelectorError with kube's text."""
-    value_set = frozenset(values)
-    vals = tuple(sorted(value_set))  # kube validates the sorted list: the indexes in its errors
+    return _new_requirement(key, op, frozenset(values), None, key_path)
+
+
+def _new_requirement(key: str, op: Operator, value_set: frozenset[str],
+                     suspects: Iterable[str] | None, key_path: str = "key") -> Requirement:
+    """``new_requirement``, told which values may be invalid (all when None): every other
+    one is known to be empty or a valid label value."""
     errs: list[str] = []
     key_errs = is_qualified_name(key)
     if key_errs:
         errs.append(f"{key_path}: Invalid value: {go_quote(key)}: {'; '.join(key_errs)}")
-    if op in (Operator.IN, Operator.NOT_IN) and not vals:
+    if op in (Operator.IN, Operator.NOT_IN) and not value_set:
         errs.append("values: Invalid value: []string{}: for 'in', 'notin' operators, "
                     "values set can't be empty")
-    if op in (Operator.EXISTS, Operator.DOES_NOT_EXIST) and vals:
-        shown = ", ".join(go_quote(v) for v in vals)
+    if op in (Operator.EXISTS, Operator.DOES_NOT_EXIST) and value_set:
+        shown = ", ".join(go_quote(v) for v in sorted(value_set))
         errs.append(f"values: Invalid value: []string{{{shown}}}: values set must be empty for "
                     "exists and does not exist")
     if op in (Operator.GREATER_THAN, Operator.LESS_THAN):
         errs.extend(f"values[{i}]: Invalid value: {go_quote(v)}: for 'Gt', 'Lt' operators, the "
-                    "value must be an integer" for i, v in enumerate(vals)
+                    "value must be an integer" for i, v in enumerate(sorted(value_set))
                     if int64_or_none(v) is None)
-    valid = _VALID_VALUE.fullmatch
-    for i, v in enumerate(vals):
-        value_errs = [] if valid(v) else is_valid_label_value(v)
-        if value_errs:
-            errs.append(f"values[{i}][{key}]: Invalid value: {go_quote(v)}: "
-                        + "; ".join(value_errs))
+    errs.extend(_value_errors(key, value_set, suspects))
     if errs:
         unique = list(dict.fromkeys(errs))
         raise SelectorError(unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]")
-    requirement = Requirement(key, op, value_set)
-    object.__setattr__(requirement, "_sorted", vals)  # sorted already, for the checks
-    return requirement
+    return Requirement(key, op, value_set)  # sorts its values on first use, not here
+
+
+def _value_errors(key: str, value_set: frozenset[str], suspects: Iterable[str] | None
+                  ) -> list[str]:
+    """kube's ``values[i][key]`` messages for the invalid values, in the order of ``i``: the
+    index in the sorted list, which ``NewRequirement`` validates (``sets.List``).
+
+    Only the values ``_VALID_VALUE`` rejects are looked at one by one (a selector may hold tens
+    of thousands, and one bad one among them must not cost a sort and a Python loop over all):
+    a value's index is how many values sort before it.
+    """
+    known = suspects is not None
+    suspected = set(filterfalse(_VALID_VALUE.fullmatch, value_set) if suspects is None
+                    else suspects)  # "" passes is_valid_label_value below
+    problems = {v: errs for v in suspected if (errs := is_valid_label_value(v))}
+    if not problems:
+        return []
+    bad = sorted(problems)
+    if len(bad) > _COUNTED_INDEXES:
+        everything = sorted(value_set)
+        indexes = [bisect_left(everything, v) for v in bad]
+    else:
+        indexes = [_index(v, value_set, suspected) if known else
+                   len(list(filter(v.__gt__, value_set))) for v in bad]
+    return [f"values[{i}][{key}]: Invalid value: {go_quote(v)}: " + "; ".join(problems[v])
+            for i, v in zip(indexes, bad, strict=True)]
+
+
+def _index(bad: str, value_set: frozenset[str], suspected: set[str]) -> int:
+    """How many values sort before ``bad`` (its index in the sorted list), where every value
+    not ``suspected`` is empty or a valid label value, so starts with [0-9A-Za-z]: a bad value
+    that starts below "0" ("-x", ".x") follows at most the empty one, one above "z" follows
+    all of them, and neither needs a pass over the set."""
+    below = sum(1 for v in suspected if v < bad)
+    others = len(value_set) - len(suspected)
+    if bad[0] < "0":
+        return below + ("" in value_set and "" not in suspected)
+    if bad[0] > "z":
+        return below + others
+    return len(list(filter(bad.__gt__, value_set)))
+
+
+# Up to this many bad values, each one's index is counted (a pass over the set in C); beyond
+# it one sort of the set is cheaper.
+_COUNTED_INDEXES = 8
 
 
 _SPECIAL = frozenset("=!(),<>")
@@ -247,26 +292,58 @@ _VALID_LISTS = (re.compile(_LIST.format(ws="", value=_VALUE)),
                 re.compile(_LIST.format(ws=_WS, value=_VALUE)))
 
 
-def _bulk_values(text: str, pos: int) -> tuple[list[str], bool, int] | None:
-    """The entries of the value list that starts at ``pos`` (after "("), whether each is
-    empty or a valid label value, and the position after its ")"; None for any list that
-    is not commas between identifiers (read it token by token). Raises SelectorError for
-    Go's even run of commas before ")"."""
-    found = _VALID_LISTS[0].match(text, pos) or _VALID_LISTS[1].match(text, pos)
+def _bulk_values(text: str, pos: int) -> tuple[list[str], list[str], int] | None:
+    """The entries of the value list that starts at ``pos`` (after "("), those that may not
+    be empty or a valid label value (none when the list matched ``_VALID_LISTS``), and the
+    position after its ")"; None for any list that is not commas between identifiers (read
+    it token by token). Raises SelectorError for Go's even run of commas before ")"."""
+    found = _VALID_LISTS[0].match(text, pos)
     valid = found is not None
-    if found is None:
+    if found is None:  # whitespace, a bad value, or no list of identifiers at all
         found = _IDENTIFIER_LIST.match(text, pos)
         if found is None:
             return None
     end = found.end()
     listed = text[pos:end - 1]
+    spaced = any(space in listed for space in " \t\r\n")  # Go's isWhitespace, not str.strip's
+    if not valid and spaced:  # without whitespace the first pattern had the answer
+        valid = _VALID_LISTS[1].match(text, pos) is not None
     trailing_commas = listed.count(",", len(listed.rstrip(", \t\r\n")))
     if trailing_commas >= 2 and trailing_commas % 2 == 0:  # parseIdentifiersList's message
         raise SelectorError("found ')', expected: ',', or identifier")
     entries = listed.split(",")
-    if any(space in listed for space in " \t\r\n"):  # Go's isWhitespace, not str.strip's
+    if spaced:
         entries = [entry.strip(" \t\r\n") for entry in entries]
-    return entries, valid, end
+    return entries, [] if valid else _suspect_entries(listed if not spaced else ",".join(entries),
+                                                      entries), end
+
+
+# Where an entry of a comma-separated list of identifiers breaks IsValidLabelValue's pattern:
+# a character it does not allow, or "-", "_" or "." first or last (the list is searched with a
+# comma before and after it; ``str.find`` for the pairs, which is much faster than a regex
+# that stops at every comma). With the offset of the entry's character in each pair.
+_ODD_CHAR = re.compile(r"[^-A-Za-z0-9_.,]")
+_ODD_EDGES = tuple((pair, offset) for edge in "-_." for pair, offset in
+                   (("," + edge, 1), (edge + ",", 0)))
+
+
+def _suspect_entries(joined: str, entries: list[str]) -> list[str]:
+    """The entries (``joined`` with commas, no whitespace) that are not empty or a valid label
+    value, found by a search over the whole list: one bad value among tens of thousands must
+    not cost a regex call per value. Every invalid entry is among them."""
+    padded = f",{joined},"
+    found = set()
+    hits = [odd.start() for odd in _ODD_CHAR.finditer(padded)]
+    for edge, offset in _ODD_EDGES:
+        at = padded.find(edge)
+        while at >= 0:
+            hits.append(at + offset)
+            at = padded.find(edge, at + 1)
+    for at in hits:  # ``at`` is in the entry, which commas delimit
+        found.add(padded[padded.rfind(",", 0, at) + 1:padded.find(",", at)])
+    if max(map(len, entries)) > LABEL_VALUE_MAX_CHARS:
+        found.update(entry for entry in entries if len(entry) > LABEL_VALUE_MAX_CHARS)
+    return list(found)
 
 
 class _LabelParser:
@@ -304,9 +381,8 @@ class _LabelParser:
             if op is None:
                 raise SelectorError(f"found '{token[1]}', expected: in, notin, =, ==, !=, gt, lt")
             if op in (Operator.IN, Operator.NOT_IN):
-                values, valid = self.set_values()
-                if valid:  # each value checked, the key by key_and_operator: nothing can fail
-                    return Requirement(key, op, frozenset(values))
+                values, suspects = self.set_values()
+                return _new_requirement(key, op, frozenset(values), suspects)
             else:
                 values = self.exact_value()
         else:
@@ -328,26 +404,26 @@ class _LabelParser:
             op = Operator.EXISTS
         return literal, op
 
-    def set_values(self) -> tuple[list[str], bool]:
-        """``parseValues``: the values, and whether each is known to be a valid label value."""
+    def set_values(self) -> tuple[list[str], list[str] | None]:
+        """``parseValues``: the values, and those that may be invalid (None: any of them)."""
         kind, literal = self.take()
         if kind != "(":
             raise SelectorError(f"found '{literal}' expected: '('")
         if self.bulk:  # "(" ended the tokens scanned: the list starts at ``end``
             found = _bulk_values(self.text, self.end)
             if found is not None:
-                values, valid, self.end = found
-                return values, valid
+                values, suspects, self.end = found
+                return values, suspects
         kind, literal = self.peek()
         if kind == ")":
             self.take()
-            return [""], False
+            return [""], []
         if kind not in (_ID, ","):
             raise SelectorError(f"found '{literal}', expected: ',', ')' or identifier")
         values = self.identifiers()
         if self.take()[0] != ")":
             raise SelectorError(f"found '{literal}', expected: ')'")
-        return values, False
+        return values, None
 
     def identifiers(self) -> list[str]:
         """``parseIdentifiersList``, Go's loop; leaves the closing ")" to be taken."""
