@@ -286,42 +286,32 @@ def _lex(text: str, pos: int) -> tuple[list[Token], int]:
 # "", "()" is {""}), except that an even run of two or more commas before ")" is an error
 # ("(a,,)", "(,,)": a comma that follows a comma is consumed with it, and the loop then meets
 # ")" where it wants a value). Any other list (an operator, "(", a NUL, no ")") is read token
-# by token, which has kube's messages.
+# by token, which has kube's messages. The entries that are not valid label values are found
+# by ``_suspect_entries``, a search over the whole list.
 _WS = "[ \t\r\n]*+"
-_LIST = "{ws}(?:{value}{ws})?+(?:,{ws}(?:{value}{ws})?+)*+\\)"
-_IDENTIFIER_LIST = re.compile(_LIST.format(ws=_WS, value="[^ \t\r\n=!(),<>\0]++"))
-# ... and every entry empty or a valid label value (IsValidLabelValue, 63 characters at most):
-# such a set needs no more checks. Without whitespace (what a program sends) the pattern runs
-# about twice as fast, so that one is tried first.
-_VALUE = "[A-Za-z0-9][-A-Za-z0-9_.]{0,62}+(?<=[A-Za-z0-9])"
-_VALID_LISTS = (re.compile(_LIST.format(ws="", value=_VALUE)),
-                re.compile(_LIST.format(ws=_WS, value=_VALUE)))
+_IDENTIFIER = "[^ \t\r\n=!(),<>\0]++"  # scanIDOrKeyword's characters
+_IDENTIFIER_LIST = re.compile(
+    f"{_WS}(?:{_IDENTIFIER}{_WS})?+(?:,{_WS}(?:{_IDENTIFIER}{_WS})?+)*+\\)")
 
 
 def _bulk_values(text: str, pos: int) -> tuple[list[str], list[str], int] | None:
-    """The entries of the value list that starts at ``pos`` (after "("), those that may not
-    be empty or a valid label value (none when the list matched ``_VALID_LISTS``), and the
-    position after its ")"; None for any list that is not commas between identifiers (read
-    it token by token). Raises SelectorError for Go's even run of commas before ")"."""
-    found = _VALID_LISTS[0].match(text, pos)
-    valid = found is not None
-    if found is None:  # whitespace, a bad value, or no list of identifiers at all
-        found = _IDENTIFIER_LIST.match(text, pos)
-        if found is None:
-            return None
+    """The entries of the value list that starts at ``pos`` (after "("), those that are not
+    empty or a valid label value, and the position after its ")"; None for any list that is
+    not commas between identifiers (read it token by token). Raises SelectorError for Go's
+    even run of commas before ")"."""
+    found = _IDENTIFIER_LIST.match(text, pos)
+    if found is None:
+        return None
     end = found.end()
     listed = text[pos:end - 1]
     spaced = any(space in listed for space in " \t\r\n")  # Go's isWhitespace, not str.strip's
-    if not valid and spaced:  # without whitespace the first pattern had the answer
-        valid = _VALID_LISTS[1].match(text, pos) is not None
     trailing_commas = listed.count(",", len(listed.rstrip(", \t\r\n")))
     if trailing_commas >= 2 and trailing_commas % 2 == 0:  # parseIdentifiersList's message
         raise SelectorError("found ')', expected: ',', or identifier")
     entries = listed.split(",")
     if spaced:
         entries = [entry.strip(" \t\r\n") for entry in entries]
-    return entries, [] if valid else _suspect_entries(listed if not spaced else ",".join(entries),
-                                                      entries), end
+    return entries, _suspect_entries(",".join(entries) if spaced else listed, entries), end
 
 
 # Where an entry of a comma-separated list of identifiers breaks IsValidLabelValue's pattern:
@@ -526,14 +516,15 @@ def _read_to_end_in_bulk(parser: _LabelParser, out: list[Requirement]) -> bool:
 # --- requirements in bulk ----------------------------------------------------------------------
 # A selector of many requirements ("k0=v,k1=v,...", 20k of them in 200 KiB) read token by token
 # and validated one by one cost ~30 µs each. ``_REQUIREMENT`` matches one requirement of a
-# simple form whose key and values are all valid, so that nothing about it can fail, and its
-# comma (or the end): ``key``, ``!key``, ``key=value``, ``key==value``, ``key!=value`` (value
-# empty or a valid label value), ``key<n``, ``key>n`` (n of at most 18 digits: a valid label
-# value and an int64), ``key in (v1,...)``, ``key notin (...)`` (each entry a valid label
-# value), with Go's whitespace between tokens. Its key is IsQualifiedName's: a name of at most
-# 63 characters, after an optional DNS-1123 subdomain prefix of at most 253 and "/". Every
-# selector it reads, the parser reads the same way; anything else (an empty list entry, an
-# invalid key, a NUL...) is left to the parser, which has kube's messages.
+# simple form and its comma (or the end): ``key``, ``!key``, ``key=value``, ``key==value``,
+# ``key!=value`` (value empty or a valid label value), ``key<n``, ``key>n`` (n of at most 18
+# digits: a valid label value and an int64), ``key in (v1,...)``, ``key notin (...)`` (each
+# entry an identifier, none empty), with Go's whitespace between tokens. Its key is
+# IsQualifiedName's: a name of at most 63 characters, after an optional DNS-1123 subdomain
+# prefix of at most 253 and "/". So only a list's values can be invalid, and ``_listed``
+# checks them as the parser's ``_bulk_values`` and ``_new_requirement`` do, with the same
+# message. Every selector it reads, the parser reads the same way; anything else (an empty
+# list entry, an invalid key, a NUL...) is left to the parser, which has kube's messages.
 _NAME_OR_VALUE = "[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
 _DNS_LABEL = "[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
 _KEY = f"(?:(?=[-a-z0-9.]{{1,253}}/){_DNS_LABEL}(?:\\.{_DNS_LABEL})*/)?{_NAME_OR_VALUE}"
@@ -541,8 +532,8 @@ _INTEGER = f"(?={_WS}[0-9]{{1,18}}(?![-A-Za-z0-9_.]))"
 _REQUIREMENT = re.compile(
     f"{_WS}(!)?{_WS}({_KEY})"
     f"(?(1)|(?:{_WS}(==|!=|=|[<>]{_INTEGER}){_WS}({_NAME_OR_VALUE})?"
-    f"|[ \t\r\n]++(in|notin){_WS}\\(({_WS}{_NAME_OR_VALUE}{_WS}"
-    f"(?:,{_WS}{_NAME_OR_VALUE}{_WS})*+)\\))?)"
+    f"|[ \t\r\n]++(in|notin){_WS}\\(({_WS}{_IDENTIFIER}{_WS}"
+    f"(?:,{_WS}{_IDENTIFIER}{_WS})*+)\\))?)"
     f"{_WS}(?:,|\\Z)")
 _REQUIREMENTS = re.compile(f"(?:{_REQUIREMENT.pattern})*+")
 # The most common long form, ``key=value`` after ``key=value`` with no whitespace, is read
@@ -554,30 +545,41 @@ _FORMS = {("!", "", ""): Operator.DOES_NOT_EXIST, ("", "", ""): Operator.EXISTS,
           **{("", symbol, ""): _OPERATOR_TOKENS[symbol] for symbol in ("=", "==", "!=", "<", ">")},
           **{("", "", word): _OPERATOR_TOKENS[word] for word in ("in", "notin")}}
 _NO_VALUES: frozenset[str] = frozenset()
+_SPACE = re.compile("[ \t\r\n]")
+_SHORT_LIST = 1024
+_VALID_VALUES = re.compile(f"{_WS}{_NAME_OR_VALUE}{_WS}(?:,{_WS}{_NAME_OR_VALUE}{_WS})*+")
 
 
 def _bulk_requirements(text: str, pos: int, out: list[Requirement]) -> int | None:
     """Read the requirements ``_REQUIREMENT`` matches from ``pos`` (the start, or after a
     comma) into ``out``; None when they run to the end of the text, else where the first one
     it does not match starts (``pos`` if none). Two scans of the text in C, whatever the
-    number of requirements, and no per-requirement validation."""
+    number of requirements, and no per-requirement validation. Raises SelectorError, as the
+    parser would, for an invalid value in a list: the first error, as the requirements before
+    it are valid."""
     if _EQUALITIES.fullmatch(text, pos):  # "k0=v0,k1=v1,...": keys and values by str.split
         keys_and_values = text[pos:].replace(",", "=").split("=")
         out.extend(_requirements(keys_and_values[0::2], repeat(Operator.EQUALS),
                                  _one_value_sets(keys_and_values[1::2])))
         return None
-    end = _REQUIREMENTS.match(text, pos).end()  # type: ignore[union-attr]  # "*": always
-    if end == pos:
+    first = _REQUIREMENT.match(text, pos)
+    if first is None:
         return pos
-    found = _REQUIREMENT.findall(text, pos, end)  # the same matches, one after the other
+    end = first.end()
+    if end == len(text):  # one requirement (a 20k-value list, say): no second scan
+        found = [first.groups("")]
+    else:
+        end = _REQUIREMENTS.match(text, end).end()  # type: ignore[union-attr]  # "*": always
+        found = _REQUIREMENT.findall(text, pos, end)  # the same matches, one after the other
     bangs, keys, symbols, values, words, lists = zip(*found, strict=True)
     operators = map(_FORMS.__getitem__, zip(bangs, symbols, words, strict=True))
     if all(symbols):  # "=", "!=", ...: one value each
         value_sets = _one_value_sets(values)
     else:
-        value_sets = [frozenset((value,)) if symbol else _listed(listed) if word else _NO_VALUES
-                      for symbol, value, word, listed in zip(symbols, values, words, lists,
-                                                              strict=True)]
+        value_sets = [frozenset((value,)) if symbol else
+                      _listed(key, _OPERATOR_TOKENS[word], listed) if word else _NO_VALUES
+                      for key, symbol, value, word, listed in zip(keys, symbols, values, words,
+                                                                   lists, strict=True)]
     out.extend(_requirements(keys, operators, value_sets))
     return None if end == len(text) and text[end - 1] != "," else end
 
@@ -592,12 +594,23 @@ def _one_value_sets(values: Sequence[str]) -> Iterable[frozenset[str]]:
     return map(sets.__getitem__, values)
 
 
-def _listed(listed: str) -> frozenset[str]:
-    """The values between "(" and ")" that ``_REQUIREMENT`` matched: no entry is empty."""
+def _listed(key: str, op: Operator, listed: str) -> frozenset[str]:
+    """The values between "(" and ")" that ``_REQUIREMENT`` matched (none empty); raises
+    SelectorError with the parser's message when one is not a valid label value."""
     entries = listed.split(",")
-    if any(space in listed for space in " \t\r\n"):  # Go's isWhitespace, not str.strip's
+    spaced = _SPACE.search(listed) is not None  # Go's isWhitespace, not str.strip's
+    if spaced:
         entries = [entry.strip(" \t\r\n") for entry in entries]
-    return frozenset(entries)
+    value_set = frozenset(entries)
+    if len(listed) <= _SHORT_LIST and _VALID_VALUES.fullmatch(listed):
+        return value_set  # one call for a short list: the search below has a cost per call
+    suspects = _suspect_entries(",".join(entries) if spaced else listed, entries)
+    if suspects:
+        try:
+            _new_requirement(key, op, value_set, suspects)
+        except SelectorError as exc:
+            raise SelectorError(f"unable to parse requirement: {exc.message}") from None
+    return value_set
 
 
 _NEW = object.__new__
