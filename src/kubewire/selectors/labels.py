@@ -125,11 +125,13 @@ def new_requirement(key: str, op: Operator, values: Iterable[str], *, key_path: 
 
 
 def _new_requirement(key: str, op: Operator, value_set: frozenset[str],
-                     suspects: Iterable[str] | None, key_path: str = "key") -> Requirement:
+                     suspects: Iterable[str] | None, key_path: str | None) -> Requirement:
     """``new_requirement``, told which values may be invalid (all when None): every other
-    one is known to be empty or a valid label value."""
+    one is known to be empty or a valid label value. ``key_path`` names the key in its error,
+    None when the key is known valid (the parser checks it first, and ``is_qualified_name``'s
+    cache holds 4096 keys while a selector may hold 20k)."""
     errs: list[str] = []
-    key_errs = is_qualified_name(key)
+    key_errs = [] if key_path is None else is_qualified_name(key)
     if key_errs:
         errs.append(f"{key_path}: Invalid value: {go_quote(key)}: {'; '.join(key_errs)}")
     if op in (Operator.IN, Operator.NOT_IN) and not value_set:
@@ -290,8 +292,12 @@ def _lex(text: str, pos: int) -> tuple[list[Token], int]:
 # by ``_suspect_entries``, a search over the whole list.
 _WS = "[ \t\r\n]*+"
 _IDENTIFIER = "[^ \t\r\n=!(),<>\0]++"  # scanIDOrKeyword's characters
-_IDENTIFIER_LIST = re.compile(
-    f"{_WS}(?:{_IDENTIFIER}{_WS})?+(?:,{_WS}(?:{_IDENTIFIER}{_WS})?+)*+\\)")
+# A list without whitespace is any run of identifier characters and commas: one character-class
+# scan; with whitespace, identifiers between commas, whitespace around them.
+_LISTED = (f"(?:[^ \t\r\n=!()<>\0]*+(?=\\))"
+           f"|{_WS}(?:{_IDENTIFIER}{_WS})?+(?:,{_WS}(?:{_IDENTIFIER}{_WS})?+)*+)")
+_IDENTIFIER_LIST = re.compile(f"(?:{_LISTED})\\)")
+_SPACE = re.compile("[ \t\r\n]")
 
 
 def _bulk_values(text: str, pos: int) -> tuple[list[str], list[str], int] | None:
@@ -303,15 +309,23 @@ def _bulk_values(text: str, pos: int) -> tuple[list[str], list[str], int] | None
     if found is None:
         return None
     end = found.end()
-    listed = text[pos:end - 1]
-    spaced = any(space in listed for space in " \t\r\n")  # Go's isWhitespace, not str.strip's
+    return *_list_entries(text[pos:end - 1]), end
+
+
+def _list_entries(listed: str, *, check: bool = True) -> tuple[list[str], list[str]]:
+    """The entries of a list ``_IDENTIFIER_LIST`` matched (without its ")"), and those that are
+    not empty or a valid label value (not looked for unless ``check``). Raises SelectorError
+    for Go's even run of commas before ")"."""
     trailing_commas = listed.count(",", len(listed.rstrip(", \t\r\n")))
     if trailing_commas >= 2 and trailing_commas % 2 == 0:  # parseIdentifiersList's message
         raise SelectorError("found ')', expected: ',', or identifier")
     entries = listed.split(",")
+    spaced = any(space in listed for space in " \t\r\n")  # Go's isWhitespace, not str.strip's
     if spaced:
         entries = [entry.strip(" \t\r\n") for entry in entries]
-    return entries, _suspect_entries(",".join(entries) if spaced else listed, entries), end
+    if not check:
+        return entries, []
+    return entries, _suspect_entries(",".join(entries) if spaced else listed, entries)
 
 
 # Where an entry of a comma-separated list of identifiers breaks IsValidLabelValue's pattern:
@@ -380,12 +394,12 @@ class _LabelParser:
                 raise SelectorError(f"found '{token[1]}', expected: in, notin, =, ==, !=, gt, lt")
             if op in (Operator.IN, Operator.NOT_IN):
                 values, suspects = self.set_values()
-                return _new_requirement(key, op, frozenset(values), suspects)
+                return _new_requirement(key, op, frozenset(values), suspects, None)
             else:
                 values = self.exact_value()
         else:
             values = []
-        return new_requirement(key, op, values)
+        return _new_requirement(key, op, frozenset(values), None, None)
 
     def key_and_operator(self) -> tuple[str, Operator | None]:
         kind, literal = self.take()
@@ -528,12 +542,15 @@ def _read_to_end_in_bulk(parser: _LabelParser, out: list[Requirement]) -> bool:
 _NAME_OR_VALUE = "[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
 _DNS_LABEL = "[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
 _KEY = f"(?:(?=[-a-z0-9.]{{1,253}}/){_DNS_LABEL}(?:\\.{_DNS_LABEL})*/)?{_NAME_OR_VALUE}"
-_INTEGER = f"(?={_WS}[0-9]{{1,18}}(?![-A-Za-z0-9_.]))"
+# The lexer (``_lex``) consumes a NUL that directly follows an identifier, a keyword or a
+# symbol read by ``_scan_symbol`` ("!", "=", "==", "!=", "<", ">"), as Go's scanIDOrKeyword and
+# scanSpecialSymbol do; one anywhere else is the end of the input, which is the parser's
+# business. Hence ``_SWALLOWED`` after exactly those.
+_SWALLOWED = "\\0?"
 _REQUIREMENT = re.compile(
-    f"{_WS}(!)?{_WS}({_KEY})"
-    f"(?(1)|(?:{_WS}(==|!=|=|[<>]{_INTEGER}){_WS}({_NAME_OR_VALUE})?"
-    f"|[ \t\r\n]++(in|notin){_WS}\\(({_WS}{_IDENTIFIER}{_WS}"
-    f"(?:,{_WS}{_IDENTIFIER}{_WS})*+)\\))?)"
+    f"{_WS}(?:(!){_SWALLOWED})?{_WS}({_KEY}){_SWALLOWED}"
+    f"(?(1)|(?:{_WS}(==|!=|=|<|>){_SWALLOWED}{_WS}(?:({_NAME_OR_VALUE}){_SWALLOWED})?"
+    f"|[ \t\r\n]++(in|notin){_SWALLOWED}{_WS}\\(({_LISTED})\\))?)"
     f"{_WS}(?:,|\\Z)")
 _REQUIREMENTS = re.compile(f"(?:{_REQUIREMENT.pattern})*+")
 # The most common long form, ``key=value`` after ``key=value`` with no whitespace, is read
@@ -545,9 +562,9 @@ _FORMS = {("!", "", ""): Operator.DOES_NOT_EXIST, ("", "", ""): Operator.EXISTS,
           **{("", symbol, ""): _OPERATOR_TOKENS[symbol] for symbol in ("=", "==", "!=", "<", ">")},
           **{("", "", word): _OPERATOR_TOKENS[word] for word in ("in", "notin")}}
 _NO_VALUES: frozenset[str] = frozenset()
-_SPACE = re.compile("[ \t\r\n]")
 _SHORT_LIST = 1024
-_VALID_VALUES = re.compile(f"{_WS}{_NAME_OR_VALUE}{_WS}(?:,{_WS}{_NAME_OR_VALUE}{_WS})*+")
+_VALID_VALUES = re.compile(  # each entry empty or a valid label value
+    f"{_WS}(?:{_NAME_OR_VALUE}{_WS})?+(?:,{_WS}(?:{_NAME_OR_VALUE}{_WS})?+)*+")
 
 
 def _bulk_requirements(text: str, pos: int, out: list[Requirement]) -> int | None:
@@ -573,13 +590,10 @@ def _bulk_requirements(text: str, pos: int, out: list[Requirement]) -> int | Non
         found = _REQUIREMENT.findall(text, pos, end)  # the same matches, one after the other
     bangs, keys, symbols, values, words, lists = zip(*found, strict=True)
     operators = map(_FORMS.__getitem__, zip(bangs, symbols, words, strict=True))
-    if all(symbols):  # "=", "!=", ...: one value each
+    if all(symbols) and "<" not in symbols and ">" not in symbols:  # valid single values
         value_sets = _one_value_sets(values)
     else:
-        value_sets = [frozenset((value,)) if symbol else
-                      _listed(key, _OPERATOR_TOKENS[word], listed) if word else _NO_VALUES
-                      for key, symbol, value, word, listed in zip(keys, symbols, values, words,
-                                                                   lists, strict=True)]
+        value_sets = list(map(_value_set, keys, symbols, values, words, lists))
     out.extend(_requirements(keys, operators, value_sets))
     return None if end == len(text) and text[end - 1] != "," else end
 
@@ -594,22 +608,36 @@ def _one_value_sets(values: Sequence[str]) -> Iterable[frozenset[str]]:
     return map(sets.__getitem__, values)
 
 
-def _listed(key: str, op: Operator, listed: str) -> frozenset[str]:
-    """The values between "(" and ")" that ``_REQUIREMENT`` matched (none empty); raises
-    SelectorError with the parser's message when one is not a valid label value."""
-    entries = listed.split(",")
-    spaced = _SPACE.search(listed) is not None  # Go's isWhitespace, not str.strip's
-    if spaced:
-        entries = [entry.strip(" \t\r\n") for entry in entries]
-    value_set = frozenset(entries)
-    if len(listed) <= _SHORT_LIST and _VALID_VALUES.fullmatch(listed):
-        return value_set  # one call for a short list: the search below has a cost per call
-    suspects = _suspect_entries(",".join(entries) if spaced else listed, entries)
-    if suspects:
+def _value_set(key: str, symbol: str, value: str, word: str, listed: str) -> frozenset[str]:
+    """The values of a requirement ``_REQUIREMENT`` matched (its groups); raises SelectorError
+    with the parser's message where the parser would: a list entry that is not a valid label
+    value, Go's even run of commas before ")", a "<"/">" value that is not an int64."""
+    if word:
+        # A short list is checked by one regex call: the search for bad entries costs more.
+        check = len(listed) > _SHORT_LIST or not _VALID_VALUES.fullmatch(listed)
         try:
-            _new_requirement(key, op, value_set, suspects)
-        except SelectorError as exc:
+            entries, suspects = _list_entries(listed, check=check)
+        except SelectorError as exc:  # Go's even run of commas
             raise SelectorError(f"unable to parse requirement: {exc.message}") from None
+        return _checked(key, _OPERATOR_TOKENS[word], frozenset(entries), suspects)
+    if not symbol:
+        return _NO_VALUES
+    values = frozenset((value,))
+    if symbol in "<>" and int64_or_none(value) is None:  # NewRequirement's int64 check
+        return _checked(key, _OPERATOR_TOKENS[symbol], values, None)  # raises its message
+    return values
+
+
+def _checked(key: str, op: Operator, value_set: frozenset[str], suspects: list[str] | None
+             ) -> frozenset[str]:
+    """``value_set`` once ``_new_requirement`` has found nothing wrong (when anything can be):
+    the parser's message if it does."""
+    if suspects == [] and op in (Operator.IN, Operator.NOT_IN):
+        return value_set  # a valid key, a non-empty set of valid values
+    try:
+        _new_requirement(key, op, value_set, suspects, None)
+    except SelectorError as exc:
+        raise SelectorError(f"unable to parse requirement: {exc.message}") from None
     return value_set
 
 
