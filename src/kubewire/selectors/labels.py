@@ -326,34 +326,38 @@ def _list_entries(listed: str, *, check: bool = True) -> tuple[list[str], list[s
         entries = [entry.strip(" \t\r\n") for entry in entries]
     if not check:
         return entries, []
-    return entries, _suspect_entries(",".join(entries) if spaced else listed, entries)
+    return entries, _suspect_entries(",".join(entries) if spaced else listed)
 
 
-# Where an entry of a comma-separated list of identifiers breaks IsValidLabelValue's pattern:
-# a character it does not allow, or "-", "_" or "." first or last (the list is searched with a
-# comma before and after it; ``str.find`` for the pairs, which is much faster than a regex
-# that stops at every comma). With the offset of the entry's character in each pair.
-_ODD_CHAR = re.compile(r"[^-A-Za-z0-9_.,]")
-_ODD_EDGES = tuple((pair, offset) for edge in "-_." for pair, offset in
+# The entries of a comma-separated list (a comma added at its end) that IsValidLabelValue's
+# pattern and length allow, up to the first that it does not by its characters or length: one
+# character-class run per bad entry. "-", "_" or "." first or last is looked for with
+# ``str.find`` (a regex that stops at every comma is several times slower): the pairs, with
+# the offset of the entry's character in each.
+_PLAIN_ENTRIES = re.compile(f"(?:[-A-Za-z0-9_.]{{0,{LABEL_VALUE_MAX_CHARS}}}+,)*+")
+_ODD_EDGES = tuple((edge, pair, offset) for edge in "-_." for pair, offset in
                    (("," + edge, 1), (edge + ",", 0)))
 
 
-def _suspect_entries(joined: str, entries: list[str]) -> list[str]:
-    """The entries (``joined`` with commas, no whitespace) that are not empty or a valid label
-    value, found by a search over the whole list: one bad value among tens of thousands must
-    not cost a regex call per value. Every invalid entry is among them."""
+def _suspect_entries(joined: str) -> list[str]:
+    """The entries of ``joined`` (commas between them, no whitespace) that are not empty or
+    a valid label value, found by a few scans of the whole list: one bad value among tens of
+    thousands must not cost a regex call per value."""
     padded = f",{joined},"
     found = set()
-    hits = [odd.start() for odd in _ODD_CHAR.finditer(padded)]
-    for edge, offset in _ODD_EDGES:
-        at = padded.find(edge)
-        while at >= 0:
-            hits.append(at + offset)
-            at = padded.find(edge, at + 1)
-    for at in hits:  # ``at`` is in the entry, which commas delimit
-        found.add(padded[padded.rfind(",", 0, at) + 1:padded.find(",", at)])
-    if max(map(len, entries)) > LABEL_VALUE_MAX_CHARS:
-        found.update(entry for entry in entries if len(entry) > LABEL_VALUE_MAX_CHARS)
+    at, end = 1, len(padded)
+    while (at := _PLAIN_ENTRIES.match(padded, at).end()) < end:  # type: ignore[union-attr]
+        after = padded.find(",", at)  # ``at`` starts an entry with a bad character, or long
+        found.add(padded[at:after])
+        at = after + 1
+    for edge, pair, offset in _ODD_EDGES:
+        if edge not in padded:  # one memchr, and most lists have no "_" or "."
+            continue
+        at = padded.find(pair)
+        while at >= 0:  # the entry that holds ``at + offset``, which commas delimit
+            inside = at + offset
+            found.add(padded[padded.rfind(",", 0, inside) + 1:padded.find(",", inside)])
+            at = padded.find(pair, at + 1)
     return list(found)
 
 
