@@ -145,6 +145,7 @@ def test_the_bulk_reader_reads_the_simple_forms_and_stops_at_the_rest() -> None:
     end, read = read_in_bulk(simple)
     assert end is None and [r.key for r in read] == [*"acdfhijlo", "p/q"]
     assert read_in_bulk("k0=v,k1=v")[0] is None  # the str.split path
+    assert read_in_bulk("a in (x),!b,c=d,!e,f")[0] is None  # no stop after a "!key"
     # it stops where the parser must take over: after the comma before that requirement
     for text, stop in [("a=b,c=d,-e=f,g", 8), ("a=b,c=d,e=f,", 12), ("a=b, c d,e", 4),
                        ("x in (a),\0b", 9), ("-a,b", 0), ("", 0)]:
@@ -162,7 +163,8 @@ def test_the_parser_hands_back_to_the_bulk_reader() -> None:
             asked.append(self.end)
             return super().requirement()
 
-    text = "a=b,c in (x\0),d=e," + ",".join(f"k{i}=v" for i in range(100))
+    text = "a=b,c in (x\0),d=e," + ",".join(f"!k{i}" if i % 3 else f"k{i} in (v)"
+                                            for i in range(100))
     sel = _parse(Counting(text))
     assert len(sel.requirements) == 103 and len(asked) == 1
 

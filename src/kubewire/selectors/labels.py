@@ -298,7 +298,6 @@ _IDENTIFIER = "[^ \t\r\n=!(),<>\0]++"  # scanIDOrKeyword's characters
 _LISTED = (f"(?:[^ \t\r\n=!()<>\0]*+(?=\\))"
            f"|{_WS}(?:{_IDENTIFIER}{_WS})?+(?:,{_WS}(?:{_IDENTIFIER}{_WS})?+)*+)")
 _IDENTIFIER_LIST = re.compile(f"(?:{_LISTED})\\)")
-_SPACE = re.compile("[ \t\r\n]")
 
 
 def _bulk_values(text: str, pos: int) -> tuple[list[str], list[str], int] | None:
@@ -533,6 +532,7 @@ def _read_to_end_in_bulk(parser: _LabelParser, out: list[Requirement]) -> bool:
     parser.end = end
     return False
 
+
 # --- requirements in bulk ----------------------------------------------------------------------
 # A selector of many requirements ("k0=v,k1=v,...", 20k of them in 200 KiB) read token by token
 # and validated one by one cost ~30 µs each. ``requirement`` (``_BulkPatterns``) matches one
@@ -559,17 +559,20 @@ class _BulkPatterns(NamedTuple):
     """The bulk reader's patterns for one key pattern (a selector without "/" needs no
     prefix, and matching the prefix costs a third of the time)."""
 
-    requirement: re.Pattern[str]  # one requirement and its comma or the end; groups:
-    # "!", key, "=" or another symbol, its value, "in" or "notin", the list in "(...)"
+    requirement: re.Pattern[str]  # one requirement and its comma or the end; groups: the
+    # key after "!", or the key, "=" or another symbol, its value, "in" or "notin", the list
     requirements: re.Pattern[str]  # as many as follow
     equalities: re.Pattern[str]  # "key=value," as many as follow, no whitespace...
     last_equality: re.Pattern[str]  # ... and "key=value" at the end
 
 
 def _bulk_patterns(key: str) -> _BulkPatterns:
+    # Two key groups, not a conditional on "!": a group keeps its capture from an earlier
+    # repetition of ``requirements``, so a conditional would stop the run after each "!key".
     requirement = (
-        f"{_WS}(?:(!){_SWALLOWED})?{_WS}({key}){_SWALLOWED}"
-        f"(?(1)|(?:{_WS}(==|!=|=|<|>){_SWALLOWED}{_WS}(?:({_NAME_OR_VALUE}){_SWALLOWED})?+"
+        f"{_WS}(?:!{_SWALLOWED}{_WS}({key}){_SWALLOWED}"
+        f"|({key}){_SWALLOWED}"
+        f"(?:{_WS}(==|!=|=|<|>){_SWALLOWED}{_WS}(?:({_NAME_OR_VALUE}){_SWALLOWED})?+"
         f"|[ \t\r\n]++(in|notin){_SWALLOWED}{_WS}\\(({_LISTED})\\))?)"
         f"{_WS}(?:,|\\Z)")
     equality = f"{key}=(?:{_NAME_OR_VALUE})?+"
@@ -578,10 +581,11 @@ def _bulk_patterns(key: str) -> _BulkPatterns:
 
 
 _PREFIXED, _UNPREFIXED = _bulk_patterns(_PREFIXED_KEY), _bulk_patterns(_NAME_OR_VALUE)
-# (bang, operator, set operator) -> the Operator
-_FORMS = {("!", "", ""): Operator.DOES_NOT_EXIST, ("", "", ""): Operator.EXISTS,
-          **{("", symbol, ""): _OPERATOR_TOKENS[symbol] for symbol in ("=", "==", "!=", "<", ">")},
-          **{("", "", word): _OPERATOR_TOKENS[word] for word in ("in", "notin")}}
+# (after "!", operator, set operator) -> the Operator
+_FORMS = {(True, "", ""): Operator.DOES_NOT_EXIST, (False, "", ""): Operator.EXISTS,
+          **{(False, symbol, ""): _OPERATOR_TOKENS[symbol]
+             for symbol in ("=", "==", "!=", "<", ">")},
+          **{(False, "", word): _OPERATOR_TOKENS[word] for word in ("in", "notin")}}
 _NO_VALUES: frozenset[str] = frozenset()
 _SHORT_LIST = 1024
 _VALID_VALUES = re.compile(  # each entry empty or a valid label value
@@ -622,8 +626,9 @@ def _bulk_general(text: str, pos: int, out: list[Requirement], patterns: _BulkPa
     else:
         end = patterns.requirements.match(text, end).end()  # type: ignore[union-attr]  # "*"
         found = patterns.requirement.findall(text, pos, end)  # the same, one after another
-    bangs, keys, symbols, values, words, lists = zip(*found, strict=True)
-    operators = map(_FORMS.__getitem__, zip(bangs, symbols, words, strict=True))
+    negated, others, symbols, values, words, lists = zip(*found, strict=True)
+    keys = list(map(str.__add__, negated, others))  # one of the two is empty
+    operators = map(_FORMS.__getitem__, zip(map(bool, negated), symbols, words, strict=True))
     if all(symbols) and "<" not in symbols and ">" not in symbols:  # valid single values
         value_sets = _one_value_sets(values)
     else:
@@ -643,9 +648,9 @@ def _one_value_sets(values: Sequence[str]) -> Iterable[frozenset[str]]:
 
 
 def _value_set(key: str, symbol: str, value: str, word: str, listed: str) -> frozenset[str]:
-    """The values of a requirement ``_REQUIREMENT`` matched (its groups); raises SelectorError
-    with the parser's message where the parser would: a list entry that is not a valid label
-    value, Go's even run of commas before ")", a "<"/">" value that is not an int64."""
+    """The values of a requirement ``_BulkPatterns.requirement`` matched (its groups); raises
+    SelectorError with the parser's message where the parser would: a list entry that is not a
+    valid label value, Go's even run of commas before ")", a "<"/">" value not an int64."""
     if word:
         # A short list is checked by one regex call: the search for bad entries costs more.
         check = len(listed) > _SHORT_LIST or not _VALID_VALUES.fullmatch(listed)
