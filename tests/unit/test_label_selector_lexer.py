@@ -136,9 +136,9 @@ def test_any_value_list_parses_the_same_in_bulk(values: str, op: str) -> None:
 
 def test_bulk_reads_lists_with_and_without_whitespace() -> None:
     """The bulk path is the one taken (the tests above would pass without it)."""
-    assert _bulk_values("(a,b)", 1) == (["a", "b"], True, 5)
-    assert _bulk_values("( a ,\tb )", 1) == (["a", "b"], True, 9)
-    assert _bulk_values("(a,-b)", 1) == (["a", "-b"], False, 6)
+    assert _bulk_values("(a,b)", 1) == (["a", "b"], [], 5)
+    assert _bulk_values("( a ,\tb )", 1) == (["a", "b"], [], 9)
+    assert _bulk_values("(a,-b)", 1) == (["a", "-b"], ["-b"], 6)
     with pytest.raises(SelectorError, match="found '\\)', expected: ',', or identifier"):
         _bulk_values("(a, ,)", 1)
     assert _bulk_values("(a,=)", 1) is None
