@@ -64,6 +64,7 @@ from kubewire.storage.sqlite.writer_child import (
     VALUE,
     WRITE,
     FrameReader,
+    encode_value,
     error_from,
     frame,
     unpack,
@@ -152,7 +153,7 @@ class ProcessWriter:
             self._coerced[ident] = coerced
         expected = None if isinstance(op, Create) else op.expected_revision
         self._queue(frame([WRITE, ident, OP_KINDS[type(op)], op.key, expected,
-                           None if obj is None else _json.encode(obj)]))
+                           None if obj is None else encode_value(obj, _json.encode)]))
 
     def _queue(self, data: bytes) -> None:
         # One pipe write per loop turn, not per request: a write is a syscall (~10-20 µs on a
