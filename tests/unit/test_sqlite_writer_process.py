@@ -26,7 +26,7 @@ from kubewire.storage.base import (
     Update,
     ValueTooLargeError,
 )
-from kubewire.storage.sqlite.store import SQLiteStore
+from kubewire.storage.sqlite.store import MAX_PENDING_WRITES, SQLiteStore
 from kubewire.storage.sqlite.writer import copy_for_write, encode_at
 from kubewire.storage.sqlite.writer_child import (
     RESOURCE_VERSION_MARK,
@@ -133,7 +133,7 @@ def test_the_writer_process_commits_and_exits_when_its_server_is_killed(tmp_path
     server = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import asyncio, os, sys
         from kubewire.storage.base import Create
-        from kubewire.storage.sqlite.store import SQLiteStore
+        from kubewire.storage.sqlite.store import MAX_PENDING_WRITES, SQLiteStore
         async def main():
             store = SQLiteStore({str(tmp_path / "db")!r}, writer_process=True)
             await store.open()
@@ -203,10 +203,18 @@ async def test_a_stopped_writer_fails_pings_and_still_commits_what_callers_gave_
             assert not write.done()
             write.cancel()  # the caller gives up (a request deadline)
             assert not await store.ping(0.2)  # the same ping, still unanswered: at once
+            # the write still holds its place among MAX_PENDING_WRITES: the writer has it
+            with pytest.raises(asyncio.CancelledError):
+                await write
+            assert len(store._slots) == 1
+            assert store._pending is not None
+            assert store._pending._value == MAX_PENDING_WRITES - 1  # type: ignore[attr-defined]
         finally:
             os.kill(writer._process.pid, signal.SIGCONT)
         assert await store.ping(10)  # the outstanding ping is answered
         assert writer._pending == {}  # every request answered, none left behind
+        assert not store._slots  # and the write's place given back
+        assert store._pending._value == MAX_PENDING_WRITES  # type: ignore[attr-defined]
         record = await store.get("core/pods/ns/a")
         assert record is not None and record.revision == store.current_revision == 1
         assert (await store.write(Create("core/pods/ns/b", _pod("b")))).revision == 2
