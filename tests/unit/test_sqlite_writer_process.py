@@ -287,3 +287,17 @@ async def test_the_process_stores_tricky_values_as_the_thread_does(tmp_path: Pat
         finally:
             await store.close()
     assert answers[0] == answers[1]
+
+
+async def test_a_write_the_process_cannot_take_holds_no_place(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "db", durability="normal", writer_process=True)
+    await store.open()
+    try:
+        with pytest.raises(TypeError):  # not JSON: refused before it reaches the writer
+            await store.write(Create("core/pods/ns/a", {**_pod("a"), "spec": object()}))
+        assert not store._slots and store.writes_in_flight == 0
+        assert store._pending is not None
+        assert store._pending._value == MAX_PENDING_WRITES  # type: ignore[attr-defined]
+        assert (await store.write(Create("core/pods/ns/a", _pod("a")))).revision == 1
+    finally:
+        await store.close()

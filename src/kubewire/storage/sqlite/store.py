@@ -342,7 +342,14 @@ class SQLiteStore:
         self._slots.add(future)
         started = time.perf_counter()
         self._unpublished += 1  # before submit: a writer that cannot take it answers at once
-        writer.submit(WriteRequest(op, obj, future))
+        try:
+            writer.submit(WriteRequest(op, obj, future))
+        except BaseException:  # not queued (an object that cannot be encoded): no slot held
+            if future in self._slots:
+                self._slots.remove(future)
+                self._unpublished -= 1
+                pending.release()
+            raise
         try:
             # Not shielded: a caller that stops waiting cancels only ``future``, which the
             # writer does not read; the write commits and ``_deliver`` skips the answer (a
