@@ -7,7 +7,7 @@ whose ``SetEscapeHTML`` is on by default: ``<``, ``>`` and ``&`` are written ``\
 ``\\u2029``, wherever they occur in a string. ``GoJSONEncoder`` is msgspec's compact encoder
 followed by those escapes. By hand because msgspec has no such option; the characters can only
 occur inside JSON strings, so replacing their bytes is exact, and when none occurs (the common
-case) it costs five byte scans. (``go_print.go_json`` is the slower encoder for texts that
+case) it costs four byte scans. (``go_print.go_json`` is the slower encoder for texts that
 must also match Go's number and key-order rules.)
 """
 
@@ -18,15 +18,22 @@ from typing import Any, Literal
 
 import msgspec
 
-_GO_ESCAPES = ((b"&", b"\\u0026"), (b"<", b"\\u003c"), (b">", b"\\u003e"),
-               ("\u2028".encode(), b"\\u2028"), ("\u2029".encode(), b"\\u2029"))
+_HTML_ESCAPES = ((b"&", b"\\u0026"), (b"<", b"\\u003c"), (b">", b"\\u003e"))
+_LINE_ESCAPES = (("\u2028".encode(), b"\\u2028"), ("\u2029".encode(), b"\\u2029"))
+# The first byte of U+2028 and U+2029 in UTF-8: one byte is found by memchr, a three-byte
+# pattern by a slower search (~8x on a 2.5 KB object), so look for it first.
+_LINE_LEAD = b"\xe2"
 
 
 def go_escaped(data: bytes) -> bytes:
     """``data`` (JSON text) with Go's HTML and line-terminator escapes."""
-    for raw, escaped in _GO_ESCAPES:
+    for raw, escaped in _HTML_ESCAPES:
         if raw in data:
             data = data.replace(raw, escaped)
+    if _LINE_LEAD in data:
+        for raw, escaped in _LINE_ESCAPES:
+            if raw in data:
+                data = data.replace(raw, escaped)
     return data
 
 

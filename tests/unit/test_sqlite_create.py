@@ -26,9 +26,9 @@ def key(name: str) -> str:
     return f"core/pods/default/{name}"
 
 
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    store = SQLiteStore(tmp_path / "db", durability="normal")
+@pytest.fixture(params=[False, True], ids=["thread", "process"])
+async def store(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[SQLiteStore]:
+    store = SQLiteStore(tmp_path / "db", durability="normal", writer_process=request.param)
     store.max_value_bytes = LIMIT
     await store.open()
     try:

@@ -15,6 +15,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from kubewire.go_json_bytes import go_escaped
 from kubewire.storage.base import (
     Create,
     Delete,
@@ -25,8 +26,14 @@ from kubewire.storage.base import (
     Update,
     ValueTooLargeError,
 )
-from kubewire.storage.sqlite.store import SQLiteStore
-from kubewire.storage.sqlite.writer_child import FrameReader, frame
+from kubewire.storage.sqlite.store import MAX_PENDING_WRITES, SQLiteStore
+from kubewire.storage.sqlite.writer import copy_for_write, encode_at
+from kubewire.storage.sqlite.writer_child import (
+    RESOURCE_VERSION_MARK,
+    FrameReader,
+    encode_value,
+    frame,
+)
 from kubewire.storage.sqlite.writer_process import ProcessWriter
 
 
@@ -126,7 +133,7 @@ def test_the_writer_process_commits_and_exits_when_its_server_is_killed(tmp_path
     server = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import asyncio, os, sys
         from kubewire.storage.base import Create
-        from kubewire.storage.sqlite.store import SQLiteStore
+        from kubewire.storage.sqlite.store import MAX_PENDING_WRITES, SQLiteStore
         async def main():
             store = SQLiteStore({str(tmp_path / "db")!r}, writer_process=True)
             await store.open()
@@ -196,10 +203,18 @@ async def test_a_stopped_writer_fails_pings_and_still_commits_what_callers_gave_
             assert not write.done()
             write.cancel()  # the caller gives up (a request deadline)
             assert not await store.ping(0.2)  # the same ping, still unanswered: at once
+            # the write still holds its place among MAX_PENDING_WRITES: the writer has it
+            with pytest.raises(asyncio.CancelledError):
+                await write
+            assert len(store._slots) == 1
+            assert store._pending is not None
+            assert store._pending._value == MAX_PENDING_WRITES - 1  # type: ignore[attr-defined]
         finally:
             os.kill(writer._process.pid, signal.SIGCONT)
         assert await store.ping(10)  # the outstanding ping is answered
         assert writer._pending == {}  # every request answered, none left behind
+        assert not store._slots  # and the write's place given back
+        assert store._pending._value == MAX_PENDING_WRITES  # type: ignore[attr-defined]
         record = await store.get("core/pods/ns/a")
         assert record is not None and record.revision == store.current_revision == 1
         assert (await store.write(Create("core/pods/ns/b", _pod("b")))).revision == 2
@@ -222,3 +237,67 @@ async def test_a_writer_process_that_cannot_open_the_database_says_why_once(
     assert writer._process is not None and writer._process.poll() == 1  # exited, reaped
     assert capfd.readouterr().err == ""  # no traceback from the child
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []  # nor "exited"
+
+
+def _tricky_objects() -> list[dict[str, object]]:
+    """Values whose revision the server's encoding must place exactly (``encode_value``)."""
+    escaped = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "e", "namespace": "ns",
+                            "annotations": {"a": "<&>\u2028\u2029\x00é"}},
+               "spec": {"note": "</script>"}}
+    in_the_middle = {"kind": "Pod", "metadata": {"name": "m", "resourceVersion": "7",
+                                                 "namespace": "ns", "uid": "u"}, "apiVersion": "v1"}
+    mark_in_data = _pod("d", note=RESOURCE_VERSION_MARK)  # the mark's text twice: plain JSON
+    no_metadata = {"apiVersion": "v1", "kind": "Pod"}
+    return [escaped, in_the_middle, mark_in_data, no_metadata]
+
+
+@pytest.mark.parametrize("obj", _tricky_objects())
+def test_a_value_encoded_by_the_server_is_the_value_the_writer_would_encode(
+        obj: dict[str, object]) -> None:
+    before = msgspec.json.encode(obj)
+    encoded = encode_value(copy_for_write(obj), msgspec.json.encode)
+    assert msgspec.json.encode(obj) == before
+    # only where the mark's place is ambiguous does the writer get plain JSON
+    assert isinstance(encoded, bytes) == (msgspec.json.encode(RESOURCE_VERSION_MARK) in before)
+    for revision in (1, 42, 10**12):
+        expected = encode_at(copy_for_write(obj), revision)
+        if isinstance(encoded, bytes):
+            assert msgspec.json.decode(encoded) == obj
+            continue
+        data, start, end = encoded
+        assert go_escaped(data[:start] + str(revision).encode() + data[end:]) == expected
+
+
+async def test_the_process_stores_tricky_values_as_the_thread_does(tmp_path: Path) -> None:
+    answers = []
+    for name, in_process in (("thread", False), ("process", True)):
+        store = SQLiteStore(tmp_path / f"{name}.db", durability="normal",
+                            writer_process=in_process)
+        await store.open()
+        try:
+            seen = []
+            for i, obj in enumerate(_tricky_objects()):
+                created = await store.write(Create(f"core/pods/ns/{i}", obj))
+                updated = await store.write(Update(f"core/pods/ns/{i}", obj, created.revision))
+                for change in (created, updated):
+                    assert change.obj == msgspec.json.decode(change.value)
+                    seen.append((change.revision, change.value, change.prev_value))
+            answers.append(seen)
+        finally:
+            await store.close()
+    assert answers[0] == answers[1]
+
+
+async def test_a_write_the_process_cannot_take_holds_no_place(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "db", durability="normal", writer_process=True)
+    await store.open()
+    try:
+        with pytest.raises(TypeError):  # not JSON: refused before it reaches the writer
+            await store.write(Create("core/pods/ns/a", {**_pod("a"), "spec": object()}))
+        assert not store._slots and store.writes_in_flight == 0
+        assert store._pending is not None
+        assert store._pending._value == MAX_PENDING_WRITES  # type: ignore[attr-defined]
+        assert (await store.write(Create("core/pods/ns/a", _pod("a")))).revision == 1
+    finally:
+        await store.close()

@@ -796,8 +796,9 @@ class WatchCaches:
 
         - Answer first: the flush runs ``ANSWER_TURNS`` batches of loop callbacks after the
           delivery. The store resolves a batch's futures just before this feed; a writer
-          awaiting ``Store.write`` resumes in the second batch after it (the future's done
-          callback, then ``asyncio.shield``'s), ahead of the flush, and its handler runs on to
+          awaiting ``Store.write`` resumes in the first batch after it (the SQLite store's
+          ``write`` awaits its future) or the second (a store that shields the future: its
+          done callback, then ``asyncio.shield``'s), ahead of the flush, and its handler runs on to
           its answer in that step: the writers have answered before their watchers are written
           to. That is kube-apiserver's order too: its watch cache trails the commit.
           (tests/unit/test_watch_cache_streaming.py pins it.)

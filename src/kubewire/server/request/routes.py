@@ -45,8 +45,36 @@ def split_group_version(path: str) -> tuple[str, str, list[str]] | None:
     return None
 
 
+# Routes of recent paths, for the registry they were parsed with: a client asks the same paths
+# again and again (every create of a kind posts to one collection), and a route is immutable.
+# Only the server's current registry is kept (one swapped in for a CRD starts afresh); only
+# short paths, and at most _ROUTES_KEPT of them (then the table starts afresh).
+_ROUTES_KEPT = 4096
+_ROUTE_PATH_CHARS = 256
+_routes_registry: Registry | None = None
+_routes: dict[str, Route | GroupVersionPath | None] = {}
+
+
 def parse_route(registry: Registry, path: str) -> Route | GroupVersionPath | None:
     """The route a resource path addresses; None when the group/version is not served."""
+    global _routes_registry  # the table's owner, checked on every call
+    if registry is _routes_registry:
+        try:
+            return _routes[path]
+        except KeyError:
+            pass
+    else:
+        _routes_registry = registry
+        _routes.clear()
+    route = _parse_route(registry, path)
+    if len(path) <= _ROUTE_PATH_CHARS:
+        if len(_routes) >= _ROUTES_KEPT:
+            _routes.clear()
+        _routes[path] = route
+    return route
+
+
+def _parse_route(registry: Registry, path: str) -> Route | GroupVersionPath | None:
     gv = split_group_version(path)
     if gv is None:
         return None

@@ -169,6 +169,7 @@ class SQLiteStore:
         self._readers: _ReaderPool | None = None
         self._record: RevisionRecord | None = None
         self._pending: asyncio.Semaphore | None = None
+        self._slots: set[asyncio.Future[Any]] = set()  # the futures of writes holding a slot
         self._unpublished = 0  # writes submitted whose outcome has not come back
         self._ping: asyncio.Future[None] | None = None
         self._ping_sent_at = 0.0
@@ -291,7 +292,12 @@ class SQLiteStore:
         if changes:
             self._current_revision = changes[-1].revision
         self._unpublished = max(0, self._unpublished - len(outcomes))
+        slots = self._slots
         for future, outcome in outcomes:
+            if future in slots:  # a write's: its slot is free once the writer answered
+                slots.remove(future)
+                assert self._pending is not None
+                self._pending.release()
             if future.done():  # the caller cancelled its wait
                 continue
             if isinstance(outcome, BaseException):
@@ -330,22 +336,31 @@ class SQLiteStore:
             pending.release()
             raise
         future: asyncio.Future[Change] = asyncio.get_running_loop().create_future()
-        # The slot is the writer's until it answers, even if the caller stops waiting (a request
-        # timed out on a stalled writer): MAX_PENDING_WRITES bounds what a writer holds.
-        future.add_done_callback(self._write_answered)
+        # The slot is the writer's until it answers (``_deliver`` gives it back), even if the
+        # caller stops waiting (a request timed out on a stalled writer): MAX_PENDING_WRITES
+        # bounds what a writer holds.
+        self._slots.add(future)
         started = time.perf_counter()
         self._unpublished += 1  # before submit: a writer that cannot take it answers at once
-        writer.submit(WriteRequest(op, obj, future))
         try:
-            return await asyncio.shield(future)
+            writer.submit(WriteRequest(op, obj, future))
+        except BaseException:  # not queued (an object that cannot be encoded): no slot held
+            if future in self._slots:
+                self._slots.remove(future)
+                self._unpublished -= 1
+                pending.release()
+            raise
+        try:
+            # Not shielded: a caller that stops waiting cancels only ``future``, which the
+            # writer does not read; the write commits and ``_deliver`` skips the answer (a
+            # shield cost an extra future and two loop callbacks per write).
+            return await future
+        except asyncio.CancelledError:
+            _retrieve(future)  # an outcome that arrived just before is not "never retrieved"
+            raise
         finally:
             if self.on_request is not None:
                 self.on_request(OPERATIONS[type(op)], op.key, time.perf_counter() - started)
-
-    def _write_answered(self, future: asyncio.Future[Any]) -> None:
-        assert self._pending is not None
-        self._pending.release()
-        _retrieve(future)  # a caller that stopped waiting does not see its outcome
 
     async def ping(self, timeout_s: float) -> bool:
         """Whether the writer answers within ``timeout_s`` (the health check).

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from kubewire.go_json_bytes import GoJSONEncoder
+from kubewire.go_json_bytes import GoJSONEncoder, go_escaped
 from kubewire.storage.base import (
     Change,
     ChangeType,
@@ -66,11 +66,18 @@ _INSERT_CHANGE = ("INSERT INTO changes (revision, key, resource, type, value, pr
 
 @dataclass(slots=True)
 class WriteRequest:
-    """One write; ``obj`` is the store's private copy of ``op.obj`` (None for Delete)."""
+    """One write; ``obj`` is the store's private copy of ``op.obj`` (None for Delete).
+
+    ``encoded``, when set, is the object already encoded by the store (``writer_process``, with
+    msgspec, without Go's escapes) as ``(json, start, end)``: ``json[start:end]`` is the text of
+    ``metadata.resourceVersion``'s string, which the writer replaces with the revision's digits
+    (then escapes) instead of decoding and encoding the object again (``obj`` is then not read).
+    """
 
     op: Op
     obj: JSONObject | None
     future: asyncio.Future[Change]
+    encoded: tuple[bytes, int, int] | None = None
 
 
 @dataclass(slots=True)
@@ -287,14 +294,11 @@ class Writer:
         modifies the database, so a failure leaves the transaction as it was.
         """
         op = write.op
+        if isinstance(op, Create):
+            return self._create(write, op.key, revision, now)
         row = self._conn.execute("SELECT revision, value FROM objects WHERE key = ?",
                                  (op.key,)).fetchone()
         match op:
-            case Create():
-                if row is not None:
-                    raise KeyExistsError(op.key)
-                value = self._checked(op.key, _encode_obj(write, revision))
-                return self._put(op.key, (value, write.obj), None, (revision, now))
             case Update() | Delete():
                 if row is None:
                     raise KeyNotFoundError(op.key)
@@ -307,6 +311,30 @@ class Writer:
                 return self._put(op.key, (value, write.obj), (stored_rev, stored),
                                  (revision, now))
         raise TypeError(f"not a store operation: {op!r}")
+
+    def _create(self, write: WriteRequest, key: str, revision: int, now: float) -> Change:
+        """Insert the object row without looking it up first: the primary key's check is the
+        existence check, and a statement that fails a constraint is undone by itself (SQLite's
+        default ``ON CONFLICT ABORT``), leaving the transaction as it was."""
+        value = _encode_obj(write, revision)
+        if self.max_value_bytes and len(value) > self.max_value_bytes and self._exists(key):
+            raise KeyExistsError(key)  # as before: an existing key is reported first
+        self._checked(key, value)
+        try:
+            self._conn.execute("INSERT INTO objects (key, revision, value) VALUES (?, ?, ?)",
+                               (key, revision, value))
+        except sqlite3.IntegrityError:
+            if self._exists(key):
+                raise KeyExistsError(key) from None
+            raise
+        self._conn.execute(_INSERT_CHANGE, (revision, key, resource_of(key), ChangeType.ADDED,
+                                            value, None, None, now))
+        return Change(revision=revision, type=ChangeType.ADDED, key=key, value=value,
+                      prev_value=None, timestamp=now, obj=write.obj)
+
+    def _exists(self, key: str) -> bool:
+        return self._conn.execute("SELECT 1 FROM objects WHERE key = ?",
+                                  (key,)).fetchone() is not None
 
     def _checked(self, key: str, value: bytes) -> bytes:
         if self.max_value_bytes and len(value) > self.max_value_bytes:
@@ -363,6 +391,9 @@ class Writer:
 
 
 def _encode_obj(write: WriteRequest, revision: int) -> bytes:
+    if write.encoded is not None:
+        data, start, end = write.encoded
+        return go_escaped(b"%b%d%b" % (data[:start], revision, data[end:]))
     if write.obj is None:
         raise TypeError(f"{type(write.op).__name__} carries no object")
     return encode_at(write.obj, revision)

@@ -190,9 +190,56 @@ def request_from(message: list[Any], decode: Callable[[bytes], Any],
     _, ident, kind, key, expected, body = message
     if body is None:
         return WriteRequest(Delete(key, expected), None, tag(ident))
+    if isinstance(body, list):  # [json, start, end]: encoded by the server (encode_value)
+        data, start, end = body
+        op: Op = Create(key, _NOT_DECODED) if kind == 0 else Update(key, _NOT_DECODED, expected)
+        return WriteRequest(op, None, tag(ident), (data, start, end))
     obj: JSONObject = decode(body)
-    op: Op = Create(key, obj) if kind == 0 else Update(key, obj, expected)
+    op = Create(key, obj) if kind == 0 else Update(key, obj, expected)
     return WriteRequest(op, obj, tag(ident))
+
+
+# The op's object of a write that arrives encoded: the ``Writer`` reads only ``op``'s key and
+# expected revision, and splices the revision into the encoded value (``WriteRequest.encoded``).
+_NOT_DECODED: JSONObject = {}
+# ``metadata.resourceVersion`` while the server encodes a write's value: a string whose JSON
+# text marks where the writer puts the revision's digits (``encode_value``).
+RESOURCE_VERSION_MARK = "\x00kubewire:resourceVersion\x00"
+_MARK_JSON = msgspec.json.encode(RESOURCE_VERSION_MARK)
+
+
+def encode_value(obj: JSONObject, encode: Callable[[Any], bytes]) -> bytes | list[Any]:
+    """A write's value for the frame: ``[json, start, end]``, the object as ``encode`` (msgspec's
+    compact encoder) writes it, with ``json[start:end]`` standing for its revision's digits; or,
+    when that place cannot be told (the mark's JSON text occurs elsewhere too, or there is no
+    ``metadata`` object), the plain JSON, which the writer decodes, stamps and encodes
+    (``writer.encode_at``). The writer adds Go's escapes (``go_escaped``) after splicing.
+
+    Exact: ``encode_at`` assigns ``metadata.resourceVersion``, keeping the key's place or adding
+    it last, as assigning the mark does here; the digits' JSON text is themselves in quotes; and
+    Go's escapes apply to characters neither the mark's text nor digits hold. ``obj``'s
+    ``metadata.resourceVersion`` is left as it was. On the loop, this costs a scan of the text
+    (~0.6 µs for 2.5 KB) beyond the encoding; the writer saves a decode and an encoding.
+    """
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict):
+        return encode(obj)
+    previous = metadata.get("resourceVersion", _MISSING)
+    metadata["resourceVersion"] = RESOURCE_VERSION_MARK
+    try:
+        data = encode(obj)
+    finally:
+        if previous is _MISSING:
+            del metadata["resourceVersion"]
+        else:
+            metadata["resourceVersion"] = previous
+    if data.count(_MARK_JSON) != 1:
+        return encode(obj)
+    at = data.find(_MARK_JSON)
+    return [data, at + 1, at + len(_MARK_JSON) - 1]
+
+
+_MISSING = object()
 
 
 def serve_child(argv: Sequence[str]) -> int:
