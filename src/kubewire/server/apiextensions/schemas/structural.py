@@ -13,6 +13,12 @@ format kube-openapi checks (``crd_types``, ``crd_format``: the CRD form of
 dropped by ``formats.go`` ``StripUnsupportedFormatsPostProcess``), and whether a subtree holds
 any default (defaulting skips the rest). ``parse`` assumes ``schema_rules.schema_errors``
 returned no error for the schema.
+
+Measured speed, for a CRD's 30,000 nodes (the hostile-CRD bound): the nodes are a plain slots
+dataclass (a frozen one's ``__init__`` sets its 42 fields through ``object.__setattr__``,
+~8 µs a node against ~1), and within one ``parse`` a node whose values are all scalars is
+parsed once per distinct content (a schema's many ``{"type": "string"}`` leaves share one).
+Nothing changes a node once made.
 """
 
 from __future__ import annotations
@@ -34,9 +40,10 @@ SUPPORTED_FORMATS = frozenset({
 _PyType = type  # the class below has a field named ``type``
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class Structural:
-    """One schema node. ``raw`` is the node's JSON as given."""
+    """One schema node (never changed once made). ``raw`` is the node's JSON as given (for a
+    node of scalars only, the first of its equals in the schema)."""
 
     raw: Mapping[str, JSON]
     type: str = ""
@@ -105,10 +112,10 @@ def _float(value: JSON) -> float | None:
     return float(value)
 
 
-def _nodes(values: JSON) -> tuple[Structural, ...]:
+def _nodes(values: JSON, leaves: _Leaves) -> tuple[Structural, ...]:
     if not isinstance(values, list):
         return ()
-    return tuple(parse(v) for v in values if isinstance(v, dict))
+    return tuple(_parse(v, leaves) for v in values if isinstance(v, dict))
 
 
 _PLAIN = {"string": frozenset({str}), "object": frozenset({dict}), "array": frozenset({list}),
@@ -130,17 +137,37 @@ def _strings(values: JSON) -> tuple[str, ...]:
     return tuple(v for v in values if isinstance(v, str)) if isinstance(values, list) else ()
 
 
+_SCALARS = (str, int, float, bool, type(None))
+_Leaves = dict[tuple[tuple[str, _PyType, JSON], ...], "Structural"]
+
+
 def parse(schema: Mapping[str, JSON]) -> Structural:
     """The ``Structural`` tree of ``schema`` (an ``openAPIV3Schema`` or a node of one)."""
+    return _parse(schema, {})
+
+
+def _parse(schema: Mapping[str, JSON], leaves: _Leaves) -> Structural:
+    """``parse``; ``leaves``: the nodes of scalars only made so far in this schema, by their
+    content (each value's type in the key: ``True`` and ``1`` are equal in Python)."""
+    if all(isinstance(v, _SCALARS) for v in schema.values()):
+        key = tuple((k, v.__class__, v) for k, v in schema.items())
+        found = leaves.get(key)
+        if found is None:
+            found = leaves[key] = _node(schema, leaves)
+        return found
+    return _node(schema, leaves)
+
+
+def _node(schema: Mapping[str, JSON], leaves: _Leaves) -> Structural:
     props_raw = schema.get("properties")
-    properties = ({k: parse(v) for k, v in props_raw.items() if isinstance(v, dict)}
+    properties = ({k: _parse(v, leaves) for k, v in props_raw.items() if isinstance(v, dict)}
                   if isinstance(props_raw, dict) else {})
     items_raw = schema.get("items")
-    items = parse(items_raw) if isinstance(items_raw, dict) else None
+    items = _parse(items_raw, leaves) if isinstance(items_raw, dict) else None
     ap_raw = schema.get("additionalProperties")
     additional: Structural | bool | None
     if isinstance(ap_raw, dict):
-        additional = parse(ap_raw)
+        additional = _parse(ap_raw, leaves)
     elif isinstance(ap_raw, bool):
         additional = ap_raw
     else:
@@ -203,10 +230,10 @@ def parse(schema: Mapping[str, JSON]) -> Structural:
         map_type=map_type if isinstance(map_type, str) else None,
         validations=tuple(v for v in validations if isinstance(v, dict))
         if isinstance(validations, list) else (),
-        all_of=_nodes(schema.get("allOf")),
-        any_of=_nodes(schema.get("anyOf")),
-        one_of=_nodes(schema.get("oneOf")),
-        not_=parse(not_raw) if isinstance(not_raw, dict) else None,
+        all_of=_nodes(schema.get("allOf"), leaves),
+        any_of=_nodes(schema.get("anyOf"), leaves),
+        one_of=_nodes(schema.get("oneOf"), leaves),
+        not_=_parse(not_raw, leaves) if isinstance(not_raw, dict) else None,
         crd_types=crd_types,
         crd_format=crd_format,
         has_defaults=any(c.has_default or c.has_defaults for c in children),
