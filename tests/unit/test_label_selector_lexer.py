@@ -37,7 +37,8 @@ def tokens(text: str) -> list[Token]:
 
 
 def outcome(text: str, *, bulk: bool) -> object:
-    """What parsing gives: each requirement's key, operator and value set, or the message."""
+    """What parsing gives: the canonical form and each requirement's key, operator and values
+    (in the order after the sort), or the message."""
     try:
         sel = _parse(_LabelParser(text, bulk=bulk))
     except SelectorError as exc:
@@ -47,7 +48,7 @@ def outcome(text: str, *, bulk: bool) -> object:
 
 def assert_bulk_is_exact(text: str) -> object:
     found = outcome(text, bulk=True)
-    assert found == outcome(text, bulk=False)
+    assert found == outcome(text, bulk=False), repr(text)
     return found
 
 

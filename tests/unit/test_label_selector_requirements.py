@@ -33,6 +33,7 @@ from kubewire.selectors.labels import (
     new_requirement,
     parse_label_selector,
 )
+from tests.unit.test_label_selector_lexer import assert_bulk_is_exact
 
 VALUE_REGEX = ("(e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is "
                "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
@@ -41,22 +42,6 @@ VALUE_PART = ("a valid label must be an empty string or consist of alphanumeric 
 N63, N64 = "n" * 63, "n" * 64
 P253 = ".".join(["p" * 63] * 4)[:253]  # a DNS subdomain of exactly 253 characters
 P254 = P253 + "p"
-
-
-def outcome(text: str, *, bulk: bool) -> object:
-    """What parsing gives: the canonical form and each requirement's key, operator and values
-    (in the order after the sort), or the message."""
-    try:
-        sel = _parse(_LabelParser(text, bulk=bulk))
-    except SelectorError as exc:
-        return f"error {exc.message}"
-    return str(sel), [(r.key, r.operator, r.value_set, r.values) for r in sel.requirements]
-
-
-def assert_bulk_is_exact(text: str) -> object:
-    found = outcome(text, bulk=True)
-    assert found == outcome(text, bulk=False), repr(text)
-    return found
 
 
 def read_in_bulk(text: str) -> tuple[int | None, list[Requirement]]:
