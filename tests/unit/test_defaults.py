@@ -10,10 +10,15 @@ import pytest
 
 from kubewire.resources import REGISTRY, Resource
 from kubewire.schema import kinds
-from kubewire.schema.validate import SchemaNode, _defaulted, apply_defaults, builtin_root
+from kubewire.schema.validate import (
+    SchemaNode,
+    _defaulted,
+    apply_defaults,
+    builtin_root,
+    fill_defaults,
+)
 from kubewire.server.writes.defaults import (
     KIND_DEFAULTERS,
-    _schema_defaults,
     apply_kind_defaults,
     image_tag,
 )
@@ -452,7 +457,7 @@ def test_schema_defaults_in_place_match_apply_defaults(kind: Any) -> None:
         body = _exercising(root, 12, nulls)
         expected = apply_defaults(api_version, kind.kind, body)
         owned = copy.deepcopy(body)
-        _schema_defaults(root, owned)
+        fill_defaults(root, owned)
         # the same values in the same key order (kube writes Go's field order)
         assert json.dumps(owned) == json.dumps(expected)
 
@@ -481,7 +486,7 @@ def test_schema_defaults_of_map_values_and_list_items_match_apply_defaults() -> 
                                           "known": node()}, values=leaf)
     body = {"list": [None, {"x": 1}], "known": None, "other": None, "kept": {"y": 2}}
     owned = copy.deepcopy(body)
-    _schema_defaults(root, owned)
+    fill_defaults(root, owned)
     assert json.dumps(owned) == json.dumps(_defaulted(root, body))
     assert owned == {"list": [{"d": 1}, {"x": 1}], "known": None, "other": {"d": 1},
                      "kept": {"y": 2}}

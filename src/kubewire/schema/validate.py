@@ -505,6 +505,43 @@ def _defaulted_keys(node: SchemaNode, value: dict[str, JSON]) -> dict[str, JSON]
     return out
 
 
+def fill_defaults(node: SchemaNode, value: JSON) -> None:
+    """``_defaulted`` in place, on the caller's own copy of ``value``: the same values in the
+    same key order, without copying the containers on the way to a default (a write's body,
+    defaulted by ``server/writes/defaults.apply_kind_defaults``)."""
+    if not node.has_defaults:
+        return
+    if isinstance(value, dict):
+        plan = node.defaulted_props
+        if plan is None or node.default_props is None:
+            _fill_defaults_keys(node, value)
+            return
+        for key, prop in node.default_props:
+            if key not in value or _is_null_to_default(prop, value[key]):
+                value[key] = copy_json(prop.default)
+        for key in plan.keys() & value.keys():
+            fill_defaults(plan[key], value[key])
+    elif isinstance(value, list) and node.items is not None:
+        items = node.items
+        for index, child in enumerate(value):
+            if _is_null_to_default(items, child):
+                child = value[index] = copy_json(items.default)
+            fill_defaults(items, child)
+
+
+def _fill_defaults_keys(node: SchemaNode, value: dict[str, JSON]) -> None:
+    """``fill_defaults`` of a map over every key (``_defaulted_keys`` in place)."""
+    for key, prop in node.props.items():
+        if prop.has_default and (key not in value or _is_null_to_default(prop, value[key])):
+            value[key] = copy_json(prop.default)
+    for key, child in value.items():  # replacing values of existing keys only
+        sub = node.props.get(key) or node.values
+        if sub is not None:
+            if key not in node.props and _is_null_to_default(sub, child):
+                child = value[key] = copy_json(sub.default)
+            fill_defaults(sub, child)
+
+
 def apply_defaults(api_version: str, kind: str, obj: Mapping[str, JSON]) -> JSON:
     """``obj`` with the schema's ``default`` values filled in (a new object).
 
@@ -516,5 +553,6 @@ def apply_defaults(api_version: str, kind: str, obj: Mapping[str, JSON]) -> JSON
     return _defaulted(_root(api_version, kind), obj)
 
 
-__all__ = ["SchemaNode", "apply_defaults", "builtin_root", "check_object", "go_zero_fields",
-           "integer_range", "prune_unknown_fields", "unknown_fields", "validate_types"]
+__all__ = ["SchemaNode", "apply_defaults", "builtin_root", "check_object", "fill_defaults",
+           "go_zero_fields", "integer_range", "prune_unknown_fields", "unknown_fields",
+           "validate_types"]

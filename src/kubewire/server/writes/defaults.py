@@ -6,7 +6,7 @@ input is never touched. Defaulting twice gives the same object as defaulting onc
 
 Two layers, in this order (objects-and-clients.md §3):
 
-1. the OpenAPI ``default`` values of the kind's schema (``schema.validate.apply_defaults``:
+1. the OpenAPI ``default`` values of the kind's schema (``schema.validate.fill_defaults``:
    ``ContainerPort.protocol``, ``ServicePort.protocol``, the rbd/iscsi/azureDisk/scaleIO volume
    fields). A custom resource gets every default of its CRD version's structural schema here
    (``custom_resources.default``), as apiextensions does while decoding (and server-side apply's
@@ -27,8 +27,7 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import lru_cache
 from types import MappingProxyType
 
 from kubewire import hpa_conversion
@@ -36,7 +35,6 @@ from kubewire.json_copy import copy_json
 from kubewire.json_types import JSON
 from kubewire.resources import Resource
 from kubewire.schema import validate as schema_validate
-from kubewire.schema.validate import SchemaNode
 from kubewire.server.apiextensions.crd.crd_defaults import default_crd
 from kubewire.server.writes import custom_resources
 
@@ -760,76 +758,10 @@ def apply_kind_defaults(resource: Resource, obj: Mapping[str, JSON], *,
     except KeyError:  # a kind without a generated schema
         pass
     else:
-        _schema_defaults(schema, out)
+        schema_validate.fill_defaults(schema, out)  # on our own copy
     for defaulter in KIND_DEFAULTERS.get(resource.id, ()):
         defaulter(out)
     return out
-
-
-# --- the schema's defaults, in place ------------------------------------------------------------
-
-@dataclass(frozen=True, slots=True)
-class _DefaultsPlan:
-    """What structural defaulting visits in an object of one schema node: the properties
-    with a default of their own, the properties with a default below them, and the node's
-    additionalProperties and items when a default is below them."""
-
-    defaulted: tuple[tuple[str, SchemaNode], ...]
-    deeper: tuple[tuple[str, SchemaNode], ...]
-    values: SchemaNode | None
-    items: SchemaNode | None
-
-
-@cache  # per compiled node: schemas are compiled once per kind and kept
-def _plan(node: SchemaNode) -> _DefaultsPlan:
-    def below(child: SchemaNode | None) -> SchemaNode | None:
-        return child if child is not None and (child.has_default or child.has_defaults) \
-            else None
-
-    return _DefaultsPlan(
-        tuple((key, prop) for key, prop in node.props.items() if prop.has_default),
-        tuple((key, prop) for key, prop in node.props.items() if prop.has_defaults),
-        below(node.values), below(node.items))
-
-
-def _null_to_default(node: SchemaNode, value: JSON) -> bool:
-    return value is None and not node.nullable and node.has_default
-
-
-def _schema_defaults(node: SchemaNode, value: JSON) -> None:
-    """``schema_validate.apply_defaults`` (apiextensions structural defaulting) done in place
-    on the caller's own copy: the same values in the same key order, without copying every
-    container on the way to a default, and visiting only the properties a default is below
-    (a pod's ports and volume sources: ``_plan``)."""
-    if not node.has_defaults:
-        return
-    if isinstance(value, dict):
-        _object_defaults(node, value)
-    elif isinstance(value, list):
-        items = _plan(node).items
-        if items is not None:
-            for index, child in enumerate(value):
-                if _null_to_default(items, child):
-                    child = value[index] = copy_json(items.default)
-                _schema_defaults(items, child)
-
-
-def _object_defaults(node: SchemaNode, value: dict[str, JSON]) -> None:
-    plan = _plan(node)
-    for key, prop in plan.defaulted:  # a missing property, or a null one not nullable
-        if key not in value or _null_to_default(prop, value[key]):
-            value[key] = copy_json(prop.default)
-    for key, prop in plan.deeper:
-        if key in value:
-            _schema_defaults(prop, value[key])
-    values = plan.values
-    if values is not None:
-        props = node.props
-        for key, child in value.items():
-            if key not in props:
-                if _null_to_default(values, child):
-                    child = value[key] = copy_json(values.default)
-                _schema_defaults(values, child)
 
 
 __all__ = ["KIND_DEFAULTERS", "Defaulter", "apply_kind_defaults", "default_container",
