@@ -175,7 +175,6 @@ def _random_suffix(rng: random.Random) -> str:
     return "".join(chars)
 
 
-
 # --- create ---------------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
@@ -951,8 +950,7 @@ def _ordered(meta: dict[str, JSON]) -> dict[str, JSON]:
                 out[key] = value
     if not _META_FIELDS.issuperset(meta):
         for key, value in meta.items():
-            if key not in _META_FIELDS and not (key in _OMITTED_WHEN_EMPTY
-                                                and _is_empty(value)):
+            if key not in _META_FIELDS:  # _OMITTED_WHEN_EMPTY are ObjectMeta fields
                 out[key] = value
     return out
 

@@ -327,10 +327,7 @@ class Writer:
             if self._exists(key):
                 raise KeyExistsError(key) from None
             raise
-        self._conn.execute(_INSERT_CHANGE, (revision, key, resource_of(key), ChangeType.ADDED,
-                                            value, None, None, now))
-        return Change(revision=revision, type=ChangeType.ADDED, key=key, value=value,
-                      prev_value=None, timestamp=now, obj=write.obj)
+        return self._recorded(key, (value, write.obj), None, (revision, now))
 
     def _exists(self, key: str) -> bool:
         return self._conn.execute("SELECT 1 FROM objects WHERE key = ?",
@@ -345,10 +342,15 @@ class Writer:
              prev: tuple[int, bytes] | None, stamp: tuple[int, float]) -> Change:
         # ``new``: the encoded value and the object it encodes (the change's in-process hint:
         # the store's private copy, which nothing modifies after ``encode_at``).
+        self._conn.execute("INSERT OR REPLACE INTO objects (key, revision, value) VALUES (?, ?, ?)",
+                           (key, stamp[0], new[0]))
+        return self._recorded(key, new, prev, stamp)
+
+    def _recorded(self, key: str, new: tuple[bytes, JSONObject | None],
+                  prev: tuple[int, bytes] | None, stamp: tuple[int, float]) -> Change:
+        """The change row of an object row just written (``_put``'s arguments)."""
         value, obj = new
         revision, now = stamp
-        self._conn.execute("INSERT OR REPLACE INTO objects (key, revision, value) VALUES (?, ?, ?)",
-                           (key, revision, value))
         change_type = ChangeType.ADDED if prev is None else ChangeType.MODIFIED
         prev_rev, prev_value = prev if prev is not None else (None, None)
         self._conn.execute(_INSERT_CHANGE, (revision, key, resource_of(key), change_type, value,
