@@ -38,10 +38,16 @@ Guarantees:
   is not timed here;
 - after a connection's last answer (a refusal, a protocol error, ``Connection: close``) nothing
   more is parsed; what the client still sends is read and dropped up to ``_MAX_DRAIN_BYTES``
-  (Go's ``maxPostHandlerReadBytes``), then reading pauses and the kernel's flow control stops
-  the client; the close waits a moment (Go's ``closeWriteAndWait``), so a client that sent a
-  moderate body before reading is not reset under an unread answer, and one that sends on
-  costs no more than a paused connection;
+  (Go's ``maxPostHandlerReadBytes``), or not read at all when a refused request's
+  Content-Length announces that much still to come (Go's ``tooBig``), then reading pauses and
+  the kernel's flow control stops the client; the close waits a moment (Go's
+  ``closeWriteAndWait``), so a client that sent a moderate body before reading is not reset
+  under an unread answer, and one that sends on costs no more than a paused connection, and is
+  then cut off (a graceful TLS close would decrypt all it sends until its close_notify);
+- TLS connections come through ``listen.TLSListener``: their handshakes, and then their first
+  reads, are taken a few per loop turn (``listen.Pacer``), so that a burst of new connections
+  cannot hold the requests already being served; their plaintext is decrypted into one shared
+  buffer a slice at a time (``TLSConnection``);
 - a connection idle between requests is closed after ``Limits.keepalive_timeout_s``;
 - while a chunked stream is open, bytes the client sends are kept unparsed (reading pauses
   past ``_MAX_HELD_BYTES``) and parsed when the stream ends, as Go reads the next request only
@@ -81,6 +87,7 @@ from kubewire.server.wire.http_messages import (
     stream_head,
 )
 from kubewire.server.wire.http_parse import Closed, Refused, RequestParser, Upgraded
+from kubewire.server.wire.listen import PACED_PER_TURN, Pacer, TLSListener, bind_sockets
 from kubewire.server.wire.websocket import WebSocketStream
 from kubewire.status import StatusError
 
@@ -91,6 +98,7 @@ _MAX_HELD_BYTES = 64 * 1024  # client bytes kept during a stream before reading 
 # tiny pipelined requests queues at most ~230 of them before the queue bound is checked, and
 # a body waiting for the budget has at most this much of it parsed.
 _PARSE_SLICE_BYTES = 4096
+_BACKLOG = 2048  # the kernel's queue of connections not yet accepted
 _LINGER_S = 0.5  # Go's rstAvoidanceDelay: how long the close waits after the last answer
 # Go's maxPostHandlerReadBytes: how much input after the last answer is read and dropped before
 # reading pauses (net/http reads at most this much of an unread body, chunkWriter.writeHeader;
@@ -98,19 +106,31 @@ _LINGER_S = 0.5  # Go's rstAvoidanceDelay: how long the close waits after the la
 _MAX_DRAIN_BYTES = 256 * 1024
 
 
+def _tls_read_limit(transport: asyncio.BaseTransport, high: int | None) -> None:
+    """How much a TLS transport reads ahead into its own buffer while its reading is paused
+    (None: asyncio's default, 256 KiB); a plain transport has no such buffer."""
+    set_limits = getattr(transport, "set_read_buffer_limits", None)
+    if set_limits is not None:
+        set_limits(high=high)
+
+
 def _loop_time() -> float:
     return asyncio.get_running_loop().time()
 
 
-class HTTPConnection(asyncio.Protocol):
+class HTTPConnection(asyncio.BaseProtocol):
     """One client connection: feed its bytes to a ``RequestParser``, run the handler on each
-    request, write the answers in order."""
+    request, write the answers in order.
+
+    The interface of ``asyncio.Protocol`` without being one, so that ``TLSConnection`` can be a
+    buffered protocol to both loops (uvloop takes a ``Protocol`` with ``get_buffer`` for a plain
+    one; asyncio wants a ``BufferedProtocol``)."""
 
     # An idle watch is mostly this object: slots, and no parser or body while streaming.
-    __slots__ = ("_drained", "_feeding", "_held", "_input_closed", "_keep_alive", "_last_answer",
-                 "_limits", "_parser", "_pending", "_queued_body_bytes", "_reading_paused",
-                 "_reserved", "_server", "_stream", "_task", "_timer", "_transport",
-                 "_upgrade_tail", "_waiting_budget", "_write_timer", "write_paused")
+    __slots__ = ("_drain_limit", "_drained", "_feeding", "_held", "_input_closed", "_keep_alive",
+                 "_last_answer", "_limits", "_parser", "_pending", "_queued_body_bytes",
+                 "_reading_paused", "_reserved", "_server", "_stream", "_task", "_timer",
+                 "_transport", "_upgrade_tail", "_waiting_budget", "_write_timer", "write_paused")
 
     def __init__(self, server: HTTPServer) -> None:
         self._server = server
@@ -130,7 +150,8 @@ class HTTPConnection(asyncio.Protocol):
         self._upgrade_tail: bytes | None = None  # client bytes after an Upgrade request's head
         self._keep_alive = True
         self._input_closed = False  # nothing more the client sends is parsed
-        self._drained = 0  # bytes read and dropped since then (bounded by _MAX_DRAIN_BYTES)
+        self._drained = 0  # bytes read and dropped since then (bounded by _drain_limit)
+        self._drain_limit = _MAX_DRAIN_BYTES  # 0: a refused body too big to drain (Go's tooBig)
         self._last_answer: bytes | None = None  # the closing answer, once those ahead are out
         self._timer: asyncio.TimerHandle | None = None  # head, body, keep-alive or linger
         self._write_timer: asyncio.TimerHandle | None = None  # answers left unread too long
@@ -140,6 +161,8 @@ class HTTPConnection(asyncio.Protocol):
         return RequestParser(self, self, self._limits, self._server.head_check, _loop_time)
 
     # -- asyncio.Protocol ------------------------------------------------------------------
+    def eof_received(self) -> bool | None:
+        return None  # asyncio.Protocol's: the transport closes itself
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports implement the interface without subclassing asyncio.Transport
         self._transport = transport  # type: ignore[assignment]
@@ -259,7 +282,7 @@ class HTTPConnection(asyncio.Protocol):
             self._keep_alive = False
             self._parser = None
         elif isinstance(outcome, Refused):
-            self._answer_last(outcome.answer)
+            self._answer_last(outcome.answer, outcome.unread)
         else:
             assert isinstance(outcome, Closed)  # request_read closed the input already
         return False
@@ -303,10 +326,14 @@ class HTTPConnection(asyncio.Protocol):
         most ``maxPostHandlerReadBytes`` of an unread body, then closeWriteAndWait reads
         nothing), so a client pushing a large body costs no loop time until the close."""
         self._drained += size
-        if self._drained >= _MAX_DRAIN_BYTES and not self._reading_paused:
+        if self._drained >= self._drain_limit and not self._reading_paused:
             self._reading_paused = True
-            if self._transport is not None and not self._transport.is_closing():
-                self._transport.pause_reading()
+            transport = self._transport
+            if transport is not None and not transport.is_closing():
+                transport.pause_reading()
+                # TLS reads on into its own buffer (up to 256 KiB) while the application's
+                # reading is paused: for a connection never read again, not one byte more.
+                _tls_read_limit(transport, 0)
 
     def throttle_reading(self, seconds: float) -> None:
         """A WebSocket client over its budget: read nothing from it for ``seconds``."""
@@ -459,17 +486,26 @@ class HTTPConnection(asyncio.Protocol):
         self.write(render_response(response, head_only=head_only,
                                    accept_encoding=accept_encoding, closing=last))
 
-    def _answer_last(self, answer: bytes) -> None:
+    def _answer_last(self, answer: bytes, unread: int = -1) -> None:
         """End the connection with ``answer``, written after the answers to the requests read
         before it; the request being read is dropped (its body bytes given back), nothing more
-        is parsed, and what the client still sends is dropped (``_drop``) until the close."""
+        is parsed, and what the client still sends is dropped (``_drop``) until the close.
+        A body whose Content-Length announces ``_MAX_DRAIN_BYTES`` or more still to come
+        (``unread``) is not read at all: Go's ``tooBig`` (its server discards an unread body
+        only when less than ``maxPostHandlerReadBytes`` is left, else it closes), so a flood of
+        refused large bodies costs no reading, and no TLS decryption, past what came with the
+        head."""
         self._input_closed = True
         self._keep_alive = False
         self._parser = None  # with it the request being read, its head and body
         self._held = b""
         self._drop_reservation()
         self._cancel_timer()
-        self._resume_reading()
+        if unread >= _MAX_DRAIN_BYTES:
+            self._drain_limit = 0
+            self._drop(0)  # nothing is drained: reading pauses now
+        else:
+            self._resume_reading()
         if self._task is None and self._stream is None and not self._pending:
             self._write_last(answer)
         else:
@@ -485,7 +521,19 @@ class HTTPConnection(asyncio.Protocol):
             return
         if transport.can_write_eof():
             transport.write_eof()
-        self._arm_timer(_LINGER_S, self.close)
+        self._arm_timer(_LINGER_S, self._linger_ended)
+
+    def _linger_ended(self) -> None:
+        """The close after the last answer. A client still sending what is no longer read
+        (reading paused by ``_drop``) is cut off, as Go's close of the socket does: a graceful
+        close would have TLS read and decrypt everything it sends on until its close_notify
+        (uvloop's shutdown reads the peer's data into the void for up to 30 s), a flood of
+        refused bodies costing the loop its whole volume."""
+        self._timer = None
+        if self._reading_paused and self.buffered_bytes() == 0:
+            self.abort()
+        else:
+            self.close()
 
     def _body_timed_out(self) -> None:
         """kube's timeout filter: the handler was still reading the body at the deadline."""
@@ -574,6 +622,52 @@ class HTTPConnection(asyncio.Protocol):
             self._write_timer = None
 
 
+# Plaintext a TLS connection takes at once (``TLSConnection``): one buffer for all of them,
+# each read handed on (copied) before another connection's.
+_TLS_READ_BYTES = 64 * 1024
+_tls_read_view = memoryview(bytearray(_TLS_READ_BYTES))
+
+
+class TLSConnection(HTTPConnection, asyncio.BufferedProtocol):
+    """An ``HTTPConnection`` over TLS: its first request waits for its turn (``Pacer``), and
+    it takes its plaintext ``_TLS_READ_BYTES`` at a time, decrypted into one shared buffer.
+
+    As a plain protocol it would be handed everything that has arrived (up to the transport's
+    256 KiB), decrypted into a fresh 256 KiB ``bytes`` per TLS record read (an mmap, a resize
+    and an unmap each): a refused request's body, never to be read, decrypted whole. Given a
+    buffer, the transport decrypts what fits, hands it on, and decrypts more on the next loop
+    turn only if the connection still reads (Go's server likewise decrypts only the records
+    its reader asks for)."""
+
+    __slots__ = ()
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return _tls_read_view
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.data_received(bytes(_tls_read_view[:nbytes]))
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        """Handshake done: its input waits for its turn (``listen.Pacer``) before any of it is
+        read, the TLS transport's own buffer included."""
+        super().connection_made(transport)
+        self._reading_paused = True
+        transport.pause_reading()  # type: ignore[attr-defined]
+        _tls_read_limit(transport, 0)
+        pacer = self._server.pacer
+        if pacer is None:
+            self._first_read()
+        else:
+            pacer.enter(self._first_read)
+
+    def _first_read(self) -> None:
+        transport = self._transport
+        if transport is None or transport.is_closing() or self._input_closed:
+            return
+        _tls_read_limit(transport, None)
+        self._resume_reading()
+
+
 class HTTPServer:
     """Listens on a socket and serves ``handler``; ``close()`` ends streams and connections.
 
@@ -589,30 +683,43 @@ class HTTPServer:
         self.connections: set[HTTPConnection] = set()
         self.closing = False
         self._server: asyncio.Server | None = None
+        self._tls: TLSListener | None = None
+        self.pacer: Pacer | None = None  # new TLS connections' handshakes and first reads
 
     async def listen(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None,
                      *, reuse_port: bool = False) -> tuple[str, int]:
         """Listen on ``host:port``; ``reuse_port`` (``SO_REUSEPORT``) shares the port with the
-        other workers of ``serve --workers`` (the kernel spreads connections over them)."""
-        loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            lambda: HTTPConnection(self),
-            host, port, ssl=ssl_context, reuse_address=True, reuse_port=reuse_port or None,
-            backlog=2048)
-        sock = self._server.sockets[0].getsockname()
-        return str(sock[0]), int(sock[1])
+        other workers of ``serve --workers`` (the kernel spreads connections over them). TLS
+        connections are accepted a few per loop turn (``listen.TLSListener``)."""
+        if ssl_context is not None:
+            sockets = bind_sockets(host, port, reuse_port=reuse_port, backlog=_BACKLOG)
+            self.pacer = Pacer(PACED_PER_TURN)
+            self._tls = TLSListener(sockets, lambda: TLSConnection(self), ssl_context,
+                                    self.limits.header_timeout_s, self.pacer)
+        else:
+            loop = asyncio.get_running_loop()
+            self._server = await loop.create_server(
+                lambda: HTTPConnection(self),
+                host, port, reuse_address=True, reuse_port=reuse_port or None,
+                backlog=_BACKLOG)
+        return self.addresses()[0]
 
     def addresses(self) -> list[tuple[str, int]]:
         """Every (host, port) listened on: a name such as ``localhost`` may bind several."""
-        if self._server is None:
-            return []
-        return [(str(name[0]), int(name[1]))
-                for name in (sock.getsockname() for sock in self._server.sockets)]
+        if self._tls is not None:
+            names = [sock.getsockname() for sock in self._tls.sockets if sock.fileno() >= 0]
+        elif self._server is not None:
+            names = [sock.getsockname() for sock in self._server.sockets]
+        else:
+            names = []
+        return [(str(name[0]), int(name[1])) for name in names]
 
     async def close(self) -> None:
         self.closing = True
         if self._server is not None:
             self._server.close()
+        if self._tls is not None:
+            self._tls.close()
         for conn in list(self.connections):
             conn.shutdown()
         # Python 3.11's wait_closed does not wait for connections, and a TLS close needs a few

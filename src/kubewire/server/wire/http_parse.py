@@ -57,9 +57,12 @@ _NO_HEADERS: dict[str, str] = {}
 
 @dataclass(frozen=True, slots=True)
 class Refused:
-    """Answer ``answer`` and parse nothing more on this connection."""
+    """Answer ``answer`` and parse nothing more on this connection; ``unread`` is what the
+    refused request's Content-Length still announces (-1: unknown, chunked or none read yet),
+    which decides whether the rest is drained (``http.HTTPConnection._answer_last``)."""
 
     answer: bytes
+    unread: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,14 +209,14 @@ class RequestParser:
         if expect is not None and not expects_continue(expect):
             raise _Stop(Refused(expectation_failed_answer()))
         if has_body(request.headers):
+            length = request.headers.get("content-length", "")
+            size = int(length) if length.isdigit() else -1
             check = self._head_check
             refusal = None if check is None else check(request)
             if refusal is not None:
-                raise _Stop(Refused(render_response(refusal, closing=True)))
-            length = request.headers.get("content-length", "")
-            size = int(length) if length.isdigit() else -1
+                raise _Stop(Refused(render_response(refusal, closing=True), size))
             if size > self._limits.max_body_bytes:
-                raise _Stop(Refused(too_large_answer(self._limits)))
+                raise _Stop(Refused(too_large_answer(self._limits), size))
             self.reading_body = True
             self.body_left = size
             self._sink.body_expected(size, expect is not None and self.http_version == "1.1")
@@ -222,7 +225,8 @@ class RequestParser:
     def on_body(self, body: bytes) -> None:
         n = len(body)
         if self.body_bytes + n > self._limits.max_body_bytes:
-            raise _Stop(Refused(too_large_answer(self._limits)))
+            left = self.body_left - n if self.body_left >= 0 else -1
+            raise _Stop(Refused(too_large_answer(self._limits), left))
         self.body_bytes += n
         if self.body_left > 0:
             self.body_left -= n
