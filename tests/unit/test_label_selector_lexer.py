@@ -103,7 +103,9 @@ LONGEST, TOO_LONG = "v" * 63, "v" * 64
     ("a,=", "found '=', expected: ',', or identifier"),
     ("a,(", "found '(', expected: ',', or identifier"),
     ("=", "found '=', expected: ',', ')' or identifier"),
-    ("a,\0b", "found '', expected: ',', or identifier"),  # a NUL ends the input...
+    ("a,\0b", {"a", "b"}),  # the lexer swallows a NUL right after a symbol, "," too
+    ("a\0,b", {"a", "b"}),  # ... and after an identifier
+    ("a, \0b", "found '', expected: ',', or identifier"),  # else a NUL ends the input...
 ])
 def test_value_lists_parse_the_same_in_bulk(values: str, expected: set[str] | str) -> None:
     for op in ("in", "notin"):

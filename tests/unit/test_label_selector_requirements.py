@@ -97,6 +97,8 @@ def test_bulk_and_one_by_one_agree(text: str) -> None:
     ("a=,b!=,c==", ["a=", "b!=", "c=="]),
     ("x in (b, a , ,b),!y,z", ["x in (,a,b)", "!y", "z"]),
     ("a\0=b\0,c>\0" "5", ["a=b", "c>5"]),
+    ("a=b,\0c=d", ["a=b", "c=d"]),  # swallowed after ",": Go's scanSpecialSymbol reads it
+    ("a in (\0x),\0b", ["a in (x)", "b"]),
     (f"{P253}/n in (v)", [f"{P253}/n in (v)"]),
 ])
 def test_bulk_results(text: str, expected: list[str]) -> None:
@@ -111,6 +113,7 @@ def test_bulk_results(text: str, expected: list[str]) -> None:
     ("a=b,c>x", 'unable to parse requirement: values[0]: Invalid value: "x": for \'Gt\', '
                 "'Lt' operators, the value must be an integer"),
     ("a=b,", "found '', expected: identifier after ','"),
+    ("a=b, \0c=d", "found '', expected: identifier after ','"),  # a NUL after a space: the end
     ("a=b,-c", "unable to parse requirement: <nil>: Invalid value: \"-c\": name part must "
                "consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
                "an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex "
@@ -131,9 +134,10 @@ def test_the_bulk_reader_reads_the_simple_forms_and_stops_at_the_rest() -> None:
     assert end is None and [r.key for r in read] == [*"acdfhijlo", "p/q"]
     assert read_in_bulk("k0=v,k1=v")[0] is None  # the str.split path
     assert read_in_bulk("a in (x),!b,c=d,!e,f")[0] is None  # no stop after a "!key"
+    assert read_in_bulk("x in (a)\0,\0b=c,\0d")[0] is None  # NULs the lexer swallows
     # it stops where the parser must take over: after the comma before that requirement
     for text, stop in [("a=b,c=d,-e=f,g", 8), ("a=b,c=d,e=f,", 12), ("a=b, c d,e", 4),
-                       ("x in (a),\0b", 9), ("-a,b", 0), ("", 0)]:
+                       ("x in (a), \0b", 9), ("-a,b", 0), ("", 0)]:
         assert read_in_bulk(text)[0] == stop, text
 
 

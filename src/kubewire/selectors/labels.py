@@ -246,7 +246,8 @@ def _lex(text: str, pos: int) -> tuple[list[Token], int]:
     may read in bulk) or the end: the tokens, and where the next ones start.
 
     Go reads a NUL byte like the end of input, and its parser scans no further than the end:
-    after it the position is ``len(text)``, so every later token is the end too.
+    after it the position is ``len(text)``, so every later token is the end too; except that
+    the NUL right after an identifier or a symbol ends that token and is swallowed with it.
     """
     found = _BATCH_END.search(text, pos)
     stop = found.end() if found else len(text)
@@ -256,7 +257,8 @@ def _lex(text: str, pos: int) -> tuple[list[Token], int]:
                   for part in _PLAIN.findall(text, pos, stop)]
         if not tokens or tokens[-1][0] not in _BATCH_ENDS:
             tokens.append((_EOS, ""))
-        return tokens, stop
+            return tokens, stop
+        return tokens, stop + text.startswith("\0", stop)  # swallowed by the "(" or ","
     tokens = []
     end = len(text)
     simple = _SIMPLE_TOKEN.match
@@ -266,13 +268,13 @@ def _lex(text: str, pos: int) -> tuple[list[Token], int]:
         pos = found.end()
         symbol, literal = found.group(1, 2)
         if symbol:  # "(", ")" or ",": never the start of a longer symbol
+            pos += text.startswith("\0", pos)  # scanSpecialSymbol swallows a NUL after these too
             tokens.append((symbol, symbol))
             if symbol in _BATCH_ENDS:
                 return tokens, pos
             continue
         if literal:
-            if pos < end and text[pos] == "\0":
-                pos += 1  # scanIDOrKeyword swallows the NUL that ends an identifier
+            pos += text.startswith("\0", pos)  # scanIDOrKeyword swallows the NUL that ends it
             tokens.append((literal if literal in _KEYWORDS else _ID, literal))
             continue
         if pos >= end or text[pos] == "\0":
@@ -309,7 +311,7 @@ def _bulk_values(text: str, pos: int) -> tuple[list[str], list[str], int] | None
     if found is None:
         return None
     end = found.end()
-    return *_list_entries(text[pos:end - 1]), end
+    return *_list_entries(text[pos:end - 1]), end + text.startswith("\0", end)  # ")\0"
 
 
 def _list_entries(listed: str, *, check: bool = True) -> tuple[list[str], list[str]]:
@@ -550,9 +552,10 @@ _NAME_OR_VALUE = "[A-Za-z0-9][-A-Za-z0-9_.]{0,62}+(?<=[A-Za-z0-9])"  # ~2x the s
 _DNS_LABEL = "[a-z0-9][-a-z0-9]*+(?<=[a-z0-9])"
 _PREFIXED_KEY = f"(?:(?=[-a-z0-9.]{{1,253}}/){_DNS_LABEL}(?:\\.{_DNS_LABEL})*+/)?+{_NAME_OR_VALUE}"
 # The lexer (``_lex``) consumes a NUL that directly follows an identifier, a keyword or a
-# symbol read by ``_scan_symbol`` ("!", "=", "==", "!=", "<", ">"), as Go's scanIDOrKeyword and
+# symbol ("!", "=", "==", "!=", "<", ">", "(", ")", ","), as Go's scanIDOrKeyword and
 # scanSpecialSymbol do; one anywhere else is the end of the input, which is the parser's
-# business. Hence ``_SWALLOWED`` after exactly those.
+# business. Hence ``_SWALLOWED`` after exactly those (a list's "(" is followed by one only
+# where ``_LISTED`` does not match: the parser reads that list).
 _SWALLOWED = "\\0?"
 
 
@@ -574,8 +577,8 @@ def _bulk_patterns(key: str) -> _BulkPatterns:
         f"{_WS}(?:!{_SWALLOWED}{_WS}({key}){_SWALLOWED}"
         f"|({key}){_SWALLOWED}"
         f"(?:{_WS}(==|!=|=|<|>){_SWALLOWED}{_WS}(?:({_NAME_OR_VALUE}){_SWALLOWED})?+"
-        f"|[ \t\r\n]++(in|notin){_SWALLOWED}{_WS}\\(({_LISTED})\\))?)"
-        f"{_WS}(?:,|\\Z)")
+        f"|[ \t\r\n]++(in|notin){_SWALLOWED}{_WS}\\(({_LISTED})\\){_SWALLOWED})?)"
+        f"{_WS}(?:,{_SWALLOWED}|\\Z)")
     equality = f"{key}=(?:{_NAME_OR_VALUE})?+"
     return _BulkPatterns(re.compile(requirement), re.compile(f"(?:{requirement})*+"),
                          re.compile(f"(?:{equality},)*+"), re.compile(f"{equality}\\Z"))
@@ -606,11 +609,13 @@ def _bulk_requirements(text: str, pos: int, out: list[Requirement],
         equalities, end = text[pos:], len(text)
     else:
         equalities = text[pos:end - 1]  # without the comma after the last
+    if text.startswith("\0", end) and end > pos:
+        end += 1  # swallowed by the comma before it
     if end > pos:
         keys_and_values = equalities.replace(",", "=").split("=")
         out.extend(_requirements(keys_and_values[0::2], repeat(Operator.EQUALS),
                                  _one_value_sets(keys_and_values[1::2])))
-        if end == len(text) and text[-1] != ",":
+        if end == len(text) and not text.endswith((",", ",\0")):
             return None
     return _bulk_general(text, end, out, patterns)
 
@@ -635,7 +640,9 @@ def _bulk_general(text: str, pos: int, out: list[Requirement], patterns: _BulkPa
     else:
         value_sets = list(map(_value_set, keys, symbols, values, words, lists))
     out.extend(_requirements(keys, operators, value_sets))
-    return None if end == len(text) and text[end - 1] != "," else end
+    if end == len(text) and not text.endswith((",", ",\0")):
+        return None  # the end, not after a comma (the parser says what a trailing one is)
+    return end
 
 
 def _one_value_sets(values: Sequence[str]) -> Iterable[frozenset[str]]:
