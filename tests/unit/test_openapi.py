@@ -230,6 +230,16 @@ def test_encode_document_hashes_the_bytes() -> None:
     assert encoded.hash == hashlib.sha512(encoded.body).hexdigest().upper()
 
 
+def test_encode_document_escapes_as_gos_json_marshal() -> None:
+    """handler3 encodes a group-version's document with encoding/json's Marshal: "<", ">",
+    "&" and U+2028/U+2029 escaped, other text as it is; the hash is over those bytes."""
+    encoded = encode_document({"d": "<a> && b\u2028é"})
+    assert encoded.body == '{"d":"\\u003ca\\u003e \\u0026\\u0026 b\\u2028é"}'.encode()
+    assert encoded.hash == hashlib.sha512(encoded.body).hexdigest().upper()
+    served = documents_for(gateway_registry()).document("apis/gateway.networking.k8s.io/v1")
+    assert served is not None and b"<" not in served.body and b"\\u003c" in served.body
+
+
 def test_build_document_shape() -> None:
     doc = build_document(REGISTRY, "coordination.k8s.io", "v1")
     assert doc["openapi"] == "3.0.0"

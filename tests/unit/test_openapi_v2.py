@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kubewire.go_json_bytes import go_escaped
 from kubewire.resources import REGISTRY
 from kubewire.schema.openapi_operations import valid_operation_id
 from kubewire.server.discovery.openapi_v2 import (
@@ -78,6 +79,12 @@ def test_json_bytes_are_marshal_output_and_the_etag_is_their_sha512() -> None:
     assert SWAGGER.etag == hashlib.sha512(body).hexdigest().upper()
     assert len(body) < MAX_DOCUMENT_BYTES
     assert json.dumps(build_swagger(REGISTRY), separators=(",", ":")).encode() == body
+    # json.Marshal's HTML escapes, which handler.go's output and so its ETag have: the
+    # Gateway API's descriptions hold "<" and "&"
+    served = swagger_for(gateway_registry()).json.plain
+    plain = json.dumps(json.loads(served), separators=(",", ":")).encode()
+    assert b"<" in plain and b"&" in plain
+    assert go_escaped(plain) == served and b"<" not in served and b"\\u003c" in served
 
 
 # operationId, x-kubernetes-action per (path, method), from kube-apiserver v1.32's swagger.json

@@ -38,6 +38,7 @@ from weakref import WeakKeyDictionary
 
 import msgspec
 
+from kubewire.go_json_bytes import go_escaped
 from kubewire.json_types import JSON
 from kubewire.resources import Registry, Resource
 from kubewire.schema import kind_info, named_types
@@ -273,8 +274,9 @@ def build_document(registry: Registry, group: str, version: str) -> dict[str, JS
 
 
 def encode_document(document: Mapping[str, JSON]) -> OpenAPIDocument:
-    """Compact JSON with sorted keys, and its hash (kube-openapi ``computeETag``)."""
-    body = _encode(document)
+    """Compact JSON with sorted keys and Go's HTML escapes (handler3's ``json.Marshal``), and
+    its hash (kube-openapi ``computeETag``)."""
+    body = go_escaped(_encode(document))
     return OpenAPIDocument(body, hashlib.sha512(body).hexdigest().upper())
 
 

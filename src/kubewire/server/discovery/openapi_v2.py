@@ -64,6 +64,7 @@ from weakref import WeakKeyDictionary
 
 import msgspec
 
+from kubewire.go_json_bytes import go_escaped
 from kubewire.json_types import JSON
 from kubewire.resources import Registry, Resource
 from kubewire.schema import kind_info, named_types
@@ -314,7 +315,8 @@ class SwaggerDocument:
     @cached_property
     def json(self) -> _Body:
         self.last_modified = datetime.now(UTC).replace(microsecond=0)
-        return _bodies(msgspec.json.encode(self._document))
+        # kube-openapi's json.Marshal: Go's HTML escapes ("<" is "\\u003c")
+        return _bodies(go_escaped(msgspec.json.encode(self._document)))
 
     @cached_property
     def etag(self) -> str:
