@@ -274,11 +274,16 @@ async def test_orphan_pods_are_adopted_not_duplicated(
     assert pod["metadata"]["ownerReferences"] == [{
         "apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web",
         "uid": sts["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]
-    # once Running and Ready, the adopted pod gets the identity labels (kube's updateIdentity)
+    # once Running and Ready, the adopted pod gets the identity labels (kube's updateIdentity);
+    # the same sync then deletes it for the rolling update (an adopted pod has no revision
+    # label) and creates it again, labelled: between the two there is no web-0 to look at
     make_ready(server, "web-0")
-    labels = (await until(lambda: pods(server)["web-0"]["metadata"]["labels"].get(
-        "apps.kubernetes.io/pod-index") and pods(server)["web-0"], "identity"))[
-        "metadata"]["labels"]
+
+    def identity() -> Obj | None:
+        pod = pods(server).get("web-0")
+        return pod if pod and pod["metadata"]["labels"].get("apps.kubernetes.io/pod-index") \
+            else None
+    labels = (await until(identity, "identity"))["metadata"]["labels"]
     assert labels["statefulset.kubernetes.io/pod-name"] == "web-0"
     await controller.events.drain()
     await asyncio.sleep(0.3)
