@@ -38,6 +38,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubewire.listening import close_all, stream_sockets
+
 log = logging.getLogger("kubewire.workers")
 
 BACKOFF_FIRST_S = 0.5
@@ -67,28 +69,16 @@ def reserve_port(host: str, port: int) -> list[socket.socket]:
 
     Raises ``OSError`` (``EADDRINUSE``) if another process holds the port.
     """
-    infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
-                               flags=socket.AI_PASSIVE)
-    held: list[socket.socket] = []
-    seen: set[tuple[int, str]] = set()
+    made = stream_sockets(host, port)
     try:
-        for family, kind, proto, _, address in infos:
-            if (family, str(address[0])) in seen:
-                continue
-            seen.add((family, str(address[0])))
-            sock = socket.socket(family, kind, proto)
-            held.append(sock)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if family == socket.AF_INET6:
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-            chosen = int(held[0].getsockname()[1]) if len(held) > 1 else port
+        for i, (sock, address) in enumerate(made):
+            chosen = int(made[0][0].getsockname()[1]) if i else port
             sock.bind((address[0], chosen, *address[2:]))  # alone: fails if the port is taken
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)  # now open to workers
     except BaseException:
-        for sock in held:
-            sock.close()
+        close_all(made)
         raise
-    return held
+    return [sock for sock, _ in made]
 
 
 def die_with_parent(parent: int) -> bool:

@@ -37,6 +37,8 @@ import ssl
 from collections import deque
 from collections.abc import Callable
 
+from kubewire.listening import close_all, stream_sockets
+
 log = logging.getLogger(__name__)
 
 ACCEPT_PER_TURN = 16  # connections taken each time a listening socket is readable
@@ -50,30 +52,18 @@ def bind_sockets(host: str | None, port: int, *, reuse_port: bool,
                  backlog: int) -> list[socket.socket]:
     """Listening sockets for every address ``host`` resolves to (all interfaces for ``None``
     or ""), bound as ``asyncio``'s ``create_server`` binds them."""
-    infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
-                               flags=socket.AI_PASSIVE)
-    sockets: list[socket.socket] = []
-    seen: set[tuple[int, object]] = set()
+    made = stream_sockets(host, port)
     try:
-        for family, kind, proto, _, address in infos:
-            if (family, address) in seen:
-                continue
-            seen.add((family, address))
-            sock = socket.socket(family, kind, proto)
-            sockets.append(sock)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        for sock, address in made:
             if reuse_port:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-            if family == socket.AF_INET6 and hasattr(socket, "IPPROTO_IPV6"):
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             sock.bind(address)
             sock.listen(backlog)
             sock.setblocking(False)
     except BaseException:
-        for sock in sockets:
-            sock.close()
+        close_all(made)
         raise
-    return sockets
+    return [sock for sock, _ in made]
 
 
 class Pacer:
