@@ -163,6 +163,7 @@ class HTTPConnection(asyncio.BaseProtocol):
     # -- asyncio.Protocol ------------------------------------------------------------------
     def eof_received(self) -> bool | None:
         return None  # asyncio.Protocol's: the transport closes itself
+
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports implement the interface without subclassing asyncio.Transport
         self._transport = transport  # type: ignore[assignment]
