@@ -609,15 +609,20 @@ def _bulk_requirements(text: str, pos: int, out: list[Requirement],
         equalities, end = text[pos:], len(text)
     else:
         equalities = text[pos:end - 1]  # without the comma after the last
-    if text.startswith("\0", end) and end > pos:
-        end += 1  # swallowed by the comma before it
     if end > pos:
+        end += text.startswith("\0", end)  # swallowed by the comma before it
         keys_and_values = equalities.replace(",", "=").split("=")
         out.extend(_requirements(keys_and_values[0::2], repeat(Operator.EQUALS),
                                  _one_value_sets(keys_and_values[1::2])))
-        if end == len(text) and not text.endswith((",", ",\0")):
+        if _ran_to_end(text, end):
             return None
     return _bulk_general(text, end, out, patterns)
+
+
+def _ran_to_end(text: str, end: int) -> bool:
+    """Whether requirements read up to ``end`` are the whole selector: its end, and not after
+    a comma (the parser says what a trailing one is)."""
+    return end == len(text) and not text.endswith((",", ",\0"))
 
 
 def _bulk_general(text: str, pos: int, out: list[Requirement], patterns: _BulkPatterns
@@ -640,9 +645,7 @@ def _bulk_general(text: str, pos: int, out: list[Requirement], patterns: _BulkPa
     else:
         value_sets = list(map(_value_set, keys, symbols, values, words, lists))
     out.extend(_requirements(keys, operators, value_sets))
-    if end == len(text) and not text.endswith((",", ",\0")):
-        return None  # the end, not after a comma (the parser says what a trailing one is)
-    return end
+    return None if _ran_to_end(text, end) else end
 
 
 def _one_value_sets(values: Sequence[str]) -> Iterable[frozenset[str]]:

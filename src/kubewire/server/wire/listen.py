@@ -109,8 +109,8 @@ class _Waiting:
 
 class TLSListener:
     """Serves TLS on ``sockets``: each accepted connection gets ``factory()``'s protocol once
-    its handshake is done (``loop.connect_accepted_socket``), handshakes begun at most
-    ``HANDSHAKES_PER_TURN`` per loop turn."""
+    its handshake is done (``loop.connect_accepted_socket``), handshakes begun as ``pacer``
+    allows (``PACED_PER_TURN`` per loop turn)."""
 
     def __init__(self, sockets: list[socket.socket], factory: Callable[[], asyncio.BaseProtocol],
                  ssl_context: ssl.SSLContext, handshake_timeout_s: float,
