@@ -67,7 +67,7 @@ class SchemaNode:
         self.zeros: tuple[tuple[str, JSON], ...] = ()  # required scalars: (name, Go zero value)
         self.has_zeros = False  # ``zeros`` somewhere in this subtree
         # The walks' plans (``_plan``, once the root is final): the properties whose subtree
-        # ``_zero_filled`` or ``_defaulted`` can change, so a walk visits only those keys of a
+        # ``_zero_filled`` or ``fill_defaults`` can change, so a walk visits only those keys of a
         # value instead of every key; None where ``values`` can change some other key too, or
         # where ``_plan`` did not run (the walks then visit every key, as they always could).
         self.zero_props: dict[str, SchemaNode] | None = None
@@ -464,51 +464,13 @@ def _is_null_to_default(node: SchemaNode, value: JSON) -> bool:
     return value is None and not node.nullable and node.has_default
 
 
-def _defaulted(node: SchemaNode, value: JSON) -> JSON:
-    """apiextensions structural defaulting (``structuraldefaulting.Default``) on a copy."""
-    if not node.has_defaults:
-        return value
-    if isinstance(value, dict):
-        plan = node.defaulted_props
-        if plan is None or node.default_props is None:
-            return _defaulted_keys(node, value)
-        out = dict(value)
-        for key, prop in node.default_props:
-            if key not in out or _is_null_to_default(prop, out[key]):
-                out[key] = copy_json(prop.default)
-        # only the keys whose subtree has a default (each defaulted on its own, in any order)
-        for key in plan.keys() & out.keys():
-            out[key] = _defaulted(plan[key], out[key])
-        return out
-    if isinstance(value, list) and node.items is not None:
-        items = node.items
-        if not items.has_default:  # no null item to default
-            return [_defaulted(items, v) for v in value]
-        return [_defaulted(items, copy_json(items.default)
-                           if _is_null_to_default(items, v) else v) for v in value]
-    return value
-
-
-def _defaulted_keys(node: SchemaNode, value: dict[str, JSON]) -> dict[str, JSON]:
-    """``_defaulted`` of a map over every key (a map whose values have defaults, or a node
-    ``_plan`` did not see)."""
-    out = dict(value)
-    for key, prop in node.props.items():
-        if prop.has_default and (key not in out or _is_null_to_default(prop, out[key])):
-            out[key] = copy_json(prop.default)
-    for key, child in out.items():
-        sub = node.props.get(key) or node.values
-        if sub is not None:
-            if key not in node.props and _is_null_to_default(sub, child):
-                child = copy_json(sub.default)
-            out[key] = _defaulted(sub, child)
-    return out
-
-
 def fill_defaults(node: SchemaNode, value: JSON) -> None:
-    """``_defaulted`` in place, on the caller's own copy of ``value``: the same values in the
-    same key order, without copying the containers on the way to a default (a write's body,
-    defaulted by ``server/writes/defaults.apply_kind_defaults``)."""
+    """apiextensions structural defaulting (``structuraldefaulting.Default``) in place, on the
+    caller's own copy of ``value`` (a write's body, defaulted by
+    ``server/writes/defaults.apply_kind_defaults``): a default applies to a missing property
+    (or a null one that is not nullable) of an object that is present, and recursion continues
+    into defaulted values; only the keys whose subtree has a default are visited
+    (``defaulted_props``)."""
     if not node.has_defaults:
         return
     if isinstance(value, dict):
@@ -530,7 +492,8 @@ def fill_defaults(node: SchemaNode, value: JSON) -> None:
 
 
 def _fill_defaults_keys(node: SchemaNode, value: dict[str, JSON]) -> None:
-    """``fill_defaults`` of a map over every key (``_defaulted_keys`` in place)."""
+    """``fill_defaults`` of a map over every key (a map whose values have defaults, or a node
+    without a plan of its defaulted properties)."""
     for key, prop in node.props.items():
         if prop.has_default and (key not in value or _is_null_to_default(prop, value[key])):
             value[key] = copy_json(prop.default)
@@ -543,14 +506,11 @@ def _fill_defaults_keys(node: SchemaNode, value: dict[str, JSON]) -> None:
 
 
 def apply_defaults(api_version: str, kind: str, obj: Mapping[str, JSON]) -> JSON:
-    """``obj`` with the schema's ``default`` values filled in (a new object).
-
-    Follows apiextensions structural defaulting: a default applies to a missing property (or a
-    null one that is not nullable) of an object that is present, and recursion continues into
-    defaulted values. Containers along defaulted paths are copied; other subtrees are shared
-    with ``obj``, which is never modified.
-    """
-    return _defaulted(_root(api_version, kind), obj)
+    """A copy of ``obj`` with the schema's ``default`` values filled in (``fill_defaults``);
+    ``obj`` is not modified."""
+    out = copy_json(obj)
+    fill_defaults(_root(api_version, kind), out)
+    return out
 
 
 __all__ = ["SchemaNode", "apply_defaults", "builtin_root", "check_object", "fill_defaults",
