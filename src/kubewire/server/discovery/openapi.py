@@ -38,7 +38,7 @@ from weakref import WeakKeyDictionary
 
 import msgspec
 
-from kubewire.go_json_bytes import go_escaped
+from kubewire.go_json_bytes import GoJSONEncoder
 from kubewire.json_types import JSON
 from kubewire.resources import Registry, Resource
 from kubewire.schema import kind_info, named_types
@@ -111,7 +111,7 @@ _ITEM_METHODS = ("get", "put", "patch", "delete")
 # installer.go's verb per HTTP method of an item (or subresource) path
 _VERBS = {"get": "read", "put": "replace", "patch": "patch", "post": "create", "delete": "delete"}
 
-_encode = msgspec.json.Encoder(order="sorted").encode
+_encode = GoJSONEncoder(order="sorted").encode  # handler3's json.Marshal: Go's HTML escapes
 
 
 class OpenAPIResponse(NamedTuple):
@@ -276,7 +276,7 @@ def build_document(registry: Registry, group: str, version: str) -> dict[str, JS
 def encode_document(document: Mapping[str, JSON]) -> OpenAPIDocument:
     """Compact JSON with sorted keys and Go's HTML escapes (handler3's ``json.Marshal``), and
     its hash (kube-openapi ``computeETag``)."""
-    body = go_escaped(_encode(document))
+    body = _encode(document)
     return OpenAPIDocument(body, hashlib.sha512(body).hexdigest().upper())
 
 

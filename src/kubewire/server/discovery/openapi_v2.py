@@ -64,7 +64,7 @@ from weakref import WeakKeyDictionary
 
 import msgspec
 
-from kubewire.go_json_bytes import go_escaped
+from kubewire.go_json_bytes import GoJSONEncoder
 from kubewire.json_types import JSON
 from kubewire.resources import Registry, Resource
 from kubewire.schema import kind_info, named_types
@@ -289,6 +289,9 @@ def build_swagger(registry: Registry) -> dict[str, JSON]:
 
 # --- the encoded document ------------------------------------------------------------------------
 
+_encode = GoJSONEncoder().encode  # kube-openapi's json.Marshal: Go's HTML escapes
+
+
 class _Body(NamedTuple):
     plain: bytes
     gzipped: bytes
@@ -315,8 +318,7 @@ class SwaggerDocument:
     @cached_property
     def json(self) -> _Body:
         self.last_modified = datetime.now(UTC).replace(microsecond=0)
-        # kube-openapi's json.Marshal: Go's HTML escapes ("<" is "\\u003c")
-        return _bodies(go_escaped(msgspec.json.encode(self._document)))
+        return _bodies(_encode(self._document))
 
     @cached_property
     def etag(self) -> str:
