@@ -24,6 +24,7 @@ from kubewire.json_types import JSON
 from kubewire.quantity import quantity_error
 from kubewire.schema.go_types import GoType, go_type_of
 from kubewire.schema.go_values import RFC3339, RFC3339_MICRO, base64_error, time_error
+from kubewire.schema.msgspec_ready import ready
 
 _INT_BOUNDS = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1),
                "uint8": (0, 255)}
@@ -128,7 +129,7 @@ class _Builder:
 def _typed(api_version: str, kind: str) -> Any:
     """The msgspec type of ``kind``'s Go struct, or None (no schema, or a recursive type)."""
     try:
-        return _Builder().of(go_type_of(api_version, kind))
+        return ready(_Builder().of(go_type_of(api_version, kind)))
     except (KeyError, _Recursive):
         return None
 

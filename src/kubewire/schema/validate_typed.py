@@ -23,6 +23,7 @@ from typing import Annotated, Any
 import msgspec
 
 from kubewire.json_types import JSON
+from kubewire.schema.msgspec_ready import ready
 from kubewire.schema.validate import SchemaNode, builtin_root, integer_range
 
 
@@ -91,7 +92,7 @@ class _Builder:
 def _typed(api_version: str, kind: str) -> Any:
     """The msgspec type of ``kind``'s schema without ``required``, or None."""
     try:
-        return _Builder().of(builtin_root(api_version, kind))
+        return ready(_Builder().of(builtin_root(api_version, kind)))
     except (KeyError, _Unexpressed):
         return None
 
