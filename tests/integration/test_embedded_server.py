@@ -243,3 +243,19 @@ def test_advance_clock_moves_a_manual_clock_and_finishes_a_graceful_deletion() -
             server.advance_clock(-1)
     with kubewire.Server() as server, pytest.raises(ValueError, match="real time"):
         server.advance_clock(1)
+
+
+def test_a_stop_that_does_not_finish_says_where_the_thread_is(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    server = kubewire.Server().start()
+    loop = server._loop
+    assert loop is not None
+    release = threading.Event()
+    loop.call_soon_threadsafe(release.wait, 30)  # the server's loop, stuck in a callback
+    monkeypatch.setattr("kubewire.testing.server.START_TIMEOUT_S", 0.5)
+    with pytest.raises(RuntimeError, match="did not stop; it is at:") as stuck:
+        server.stop()
+    assert "_run_once" in str(stuck.value)  # the loop's frames, down to its callback
+    release.set()
+    server.stop()  # and a second stop finishes the job
+    assert server._thread is None

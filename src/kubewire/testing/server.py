@@ -24,8 +24,10 @@ import concurrent.futures
 import dataclasses
 import secrets
 import shutil
+import sys
 import tempfile
 import threading
+import traceback
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -49,6 +51,12 @@ FIELD_MANAGER = "kubewire-testing"
 ADMIN = "kubewire-admin"
 CRD_RESOURCE = "customresourcedefinitions.apiextensions.k8s.io"
 START_TIMEOUT_S = 30.0
+
+
+def _stack_of(thread: threading.Thread) -> str:
+    """Where ``thread`` is now (Python frames), for a stop that did not finish."""
+    frame = sys._current_frames().get(thread.ident or 0)
+    return "".join(traceback.format_stack(frame)) if frame is not None else "(gone)"
 
 
 class Server:
@@ -167,7 +175,8 @@ class Server:
         if self._thread is not None:
             self._thread.join(START_TIMEOUT_S)
             if self._thread.is_alive():
-                raise RuntimeError("the kubewire server thread did not stop")
+                raise RuntimeError("the kubewire server thread did not stop; it is at:\n"
+                                   + _stack_of(self._thread))
         self._thread = None
 
     def _run_thread(self, started: concurrent.futures.Future[None]) -> None:
