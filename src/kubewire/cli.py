@@ -38,6 +38,7 @@ from kubewire.server.access.authz import PolicyFileError
 from kubewire.server.access.user_bindings import ROLES as USER_ROLES
 from kubewire.server.allocation.rules import DEFAULT_SERVICE_CIDR
 from kubewire.server.daemon.lock import DataDirInUse, DataDirLock
+from kubewire.server.daemon.open_files import raise_open_file_limit
 from kubewire.server.observe.audit import PolicyError as AuditPolicyError
 from kubewire.storage.base import Retention, StorageError
 from kubewire.storage.cache import DEFAULT_RING_CAPACITY
@@ -2101,6 +2102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     who = "" if worker is None else f"worker {worker} pid {os.getpid()} "
     logging.basicConfig(level=getattr(args, "log_level", "INFO"),
                         format=f"%(asctime)s %(levelname)s {who}%(name)s: %(message)s")
+    if args.command in ("serve", "controller-manager"):  # long-running, as Go's: many sockets
+        raise_open_file_limit()
     try:
         if args.command == "serve":
             return run_server(args, argv)

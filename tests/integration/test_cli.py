@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import resource
 import select
 import signal
 import socket
@@ -49,11 +50,16 @@ def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
 class Server:
     """``kubewire serve`` in the foreground, plain HTTP on a free port unless told otherwise."""
 
-    def __init__(self, data_dir: Path, *args: str) -> None:
+    def __init__(self, data_dir: Path, *args: str,
+                 open_files: tuple[int, int] | None = None) -> None:
+        def limit() -> None:  # in the child, before it executes kubewire
+            if open_files is not None:
+                resource.setrlimit(resource.RLIMIT_NOFILE, open_files)
+
         self.proc = subprocess.Popen(
             [*KUBEWIRE, "serve", *API_ONLY, "--data-dir", str(data_dir), "--log-level", "WARNING",
              *(args or ("--port", "0", "--insecure-http"))],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=limit)
         self.ready = self._ready_line()
 
     def _ready_line(self) -> str:
@@ -208,6 +214,31 @@ def test_the_ready_line_names_the_address_actually_bound(
                          r"listening on 0\.0\.0\.0:(\d+)", server.ready)
     assert found, server.ready
     assert found[1] == found[2] != "0"
+
+
+def test_serve_raises_its_open_file_limit_as_go_does(tmp_path: Path,
+                                                     servers: list[Server]) -> None:
+    """Go programs (kube-apiserver among them) raise the soft RLIMIT_NOFILE to the hard limit
+    as they start; so does ``serve``, and it then holds more connections than it was given."""
+    soft, hard = 200, resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard < 1000:
+        pytest.skip(f"the hard open-file limit here is {hard}")
+    server = Server(tmp_path / "d", open_files=(soft, hard))
+    servers.append(server)
+    limits = Path(f"/proc/{server.proc.pid}/limits").read_text()
+    open_files = next(line for line in limits.splitlines() if line.startswith("Max open files"))
+    assert open_files.split()[3:5] == [str(hard), str(hard)]
+    host, port = server.url.removeprefix("http://").rsplit(":", 1)
+    connections = [socket.create_connection((host, int(port)), timeout=20)
+                   for _ in range(soft + 100)]
+    try:
+        for conn in connections:
+            conn.sendall(b"GET /readyz HTTP/1.1\r\nHost: kubewire\r\n\r\n")
+        answers = [conn.recv(64) for conn in connections]
+    finally:
+        for conn in connections:
+            conn.close()
+    assert all(a.startswith(b"HTTP/1.1 200 ") for a in answers), {a[:20] for a in answers}
 
 
 # --- serve --detach, stop --------------------------------------------------------------------
