@@ -43,6 +43,7 @@ unit: setup
 
 integration: setup
 	tools/ensure-etcd
+	tools/ensure-client-node
 	$(BIN)/pytest -q tests/integration
 
 # `make test` runs the unit, integration and benchmark-smoke suites on two workers, a file per
@@ -54,6 +55,7 @@ PARALLEL ?= -n 2 --dist loadfile
 test: setup lint
 	tools/ensure-kubectl
 	tools/ensure-etcd
+	tools/ensure-client-node
 	$(BIN)/pytest -q $(PARALLEL) --ignore=tests/reliability
 	$(BIN)/pytest -q tests/reliability
 	KUBEWIRE_TEST_STORAGE=etcd $(BIN)/pytest -q $(ETCD_SHORT)
