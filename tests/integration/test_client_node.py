@@ -3,7 +3,9 @@
 Each scenario is a script in ``client_node/`` written as a client-node user writes it (the
 ``CoreV1Api``/``CustomObjectsApi`` request objects of 1.x, ``Watch``, ``makeInformer``), run by
 Node.js over TLS with the admin's client certificate from the kubeconfig, or a bearer token;
-it prints one JSON line per step and the test reads them. ``tools/ensure-client-node`` installs
+it prints one JSON line per step and the test reads them. One scenario is driven from both
+sides: an informer whose resume meets 410 Gone (the server's faults, as docs/testing.md's
+recipe) must list again. ``tools/ensure-client-node`` installs
 Node.js and the client (``make test`` runs it); the scripts are fed on stdin from the install's
 directory, so their ``import`` finds it there.
 """
@@ -14,6 +16,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -94,3 +97,40 @@ def test_custom_objects_and_their_watch(server: kubewire.Server) -> None:
     assert any("too big" in cause for cause in steps["causes"]), steps["causes"]
     assert [tuple(event) for event in steps["seen"]] == [
         ("ADDED", "g1", 3), ("DELETED", "g1", 3)]
+
+
+def test_an_informer_lists_again_after_410_gone(server: kubewire.Server) -> None:
+    """docs/testing.md's recipe for a forced 410: the informer's resume must list again."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "default"},
+           "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+    server.apply_sync({**pod, "metadata": {**pod["metadata"], "name": "existing"}})
+    assert NODE is not None and INSTALLED, "tools/ensure-client-node did not run"
+    with subprocess.Popen([NODE, "--input-type=module", "-", str(server.kubeconfig)],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          cwd=INSTALL, text=True) as node:
+        assert node.stdin is not None and node.stdout is not None
+        node.stdin.write((SCRIPTS / "informer_relist.mjs").read_text())
+        node.stdin.close()
+        synced = json.loads(node.stdout.readline())
+        assert synced == {"synced": [["add", "existing"]]}
+        stall = server.faults.stall_streams(resource="pods", namespace="default")
+        server.apply_sync({**pod, "metadata": {**pod["metadata"], "name": "missed"}})
+        server.faults.expire_history()
+        assert server.faults.drop_watches(resource="pods", namespace="default") == 1
+        server.faults.clear(stall)
+        out = node.stdout.read()  # to the end: the script stops itself within 20 s
+        assert node.wait(RUN_S) == 0, node.stderr.read() if node.stderr else ""
+    steps = merged([json.loads(line) for line in out.splitlines() if line.strip()])
+    assert steps["events"] == [["add", "existing"], ["add", "missed"]]
+    assert steps["cached"] == ["existing", "missed"]
+    assert steps["errors"] == []  # client-node takes the 410 in its stride
+    # list, watch; the watch dropped; its resume met 410 Gone: list again, watch
+    # (a watch is recorded when it ends: the last one once the server saw the client go)
+    deadline = time.monotonic() + 10
+    while True:
+        record = [e.verb for e in server.requests(resource="pods")
+                  if e.verb in ("list", "watch")]
+        if len(record) >= 5 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert record == ["list", "watch", "watch", "list", "watch"], record
