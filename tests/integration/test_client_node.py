@@ -36,12 +36,17 @@ pytestmark = pytest.mark.skipif(
 RUN_S = 60.0
 
 
-def run_script(name: str, kubeconfig: Path) -> list[dict[str, Any]]:
-    """The JSON lines the script printed; a failed or hung run fails the test."""
+def node_argv(kubeconfig: Path, *args: str) -> list[str]:
+    """Node.js reading a module from stdin, resolved from the client's install."""
     assert NODE is not None and INSTALLED, "tools/ensure-client-node did not run"
-    done = subprocess.run([NODE, "--input-type=module", "-", str(kubeconfig)],
-                          input=(SCRIPTS / name).read_text(), capture_output=True, text=True,
-                          cwd=INSTALL, timeout=RUN_S, check=False)
+    return [NODE, "--input-type=module", "-", str(kubeconfig), *args]
+
+
+def run_script(name: str, kubeconfig: Path, *args: str) -> list[dict[str, Any]]:
+    """The JSON lines the script printed; a failed or hung run fails the test."""
+    done = subprocess.run(node_argv(kubeconfig, *args), input=(SCRIPTS / name).read_text(),
+                          capture_output=True, text=True, cwd=INSTALL, timeout=RUN_S,
+                          check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
 
@@ -81,8 +86,8 @@ def test_crud_and_a_watch_with_bookmarks(server: kubewire.Server, who: str) -> N
 
 
 def test_an_informer_lists_watches_and_caches(server: kubewire.Server) -> None:
-    steps = merged(run_script("informer.mjs", server.kubeconfig))
-    assert "error" not in steps, steps
+    steps = merged(run_script("informer.mjs", server.kubeconfig, "changes"))
+    assert steps["errors"] == [], steps
     # "before" is marked for deletion (grace 0), then deleted: an update, then a delete
     assert steps["events"] == [["add", "before"], ["add", "after"], ["update", "after"],
                                ["update", "before"], ["delete", "before"]]
@@ -101,28 +106,26 @@ def test_custom_objects_and_their_watch(server: kubewire.Server) -> None:
 
 def test_an_informer_lists_again_after_410_gone(server: kubewire.Server) -> None:
     """docs/testing.md's recipe for a forced 410: the informer's resume must list again."""
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "default"},
-           "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
-    server.apply_sync({**pod, "metadata": {**pod["metadata"], "name": "existing"}})
-    assert NODE is not None and INSTALLED, "tools/ensure-client-node did not run"
-    with subprocess.Popen([NODE, "--input-type=module", "-", str(server.kubeconfig)],
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          cwd=INSTALL, text=True) as node:
+    with subprocess.Popen(node_argv(server.kubeconfig, "relist"), stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=INSTALL,
+                          text=True) as node:
         assert node.stdin is not None and node.stdout is not None
-        node.stdin.write((SCRIPTS / "informer_relist.mjs").read_text())
+        node.stdin.write((SCRIPTS / "informer.mjs").read_text())
         node.stdin.close()
         synced = json.loads(node.stdout.readline())
-        assert synced == {"synced": [["add", "existing"]]}
+        assert synced == {"synced": [["add", "before"]]}
         stall = server.faults.stall_streams(resource="pods", namespace="default")
-        server.apply_sync({**pod, "metadata": {**pod["metadata"], "name": "missed"}})
+        server.apply_sync({"apiVersion": "v1", "kind": "Pod",
+                           "metadata": {"name": "missed", "namespace": "default"},
+                           "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
         server.faults.expire_history()
         assert server.faults.drop_watches(resource="pods", namespace="default") == 1
         server.faults.clear(stall)
         out = node.stdout.read()  # to the end: the script stops itself within 20 s
         assert node.wait(RUN_S) == 0, node.stderr.read() if node.stderr else ""
     steps = merged([json.loads(line) for line in out.splitlines() if line.strip()])
-    assert steps["events"] == [["add", "existing"], ["add", "missed"]]
-    assert steps["cached"] == ["existing", "missed"]
+    assert steps["events"] == [["add", "before"], ["add", "missed"]]
+    assert [name for name, _ in steps["cached"]] == ["before", "missed"]
     assert steps["errors"] == []  # client-node takes the 410 in its stride
     # list, watch; the watch dropped; its resume met 410 Gone: list again, watch
     # (a watch is recorded when it ends: the last one once the server saw the client go)
