@@ -47,3 +47,4 @@ for (let i = 0; i < 200 && !seen.some(([type]) => type === 'DELETED'); i++) {
 }
 say({ seen });
 request.abort();
+process.exit(0);

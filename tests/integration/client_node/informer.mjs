@@ -44,3 +44,4 @@ const cached = informer.list().map((p) => [p.metadata.name, p.metadata.labels ??
 say({ events, errors, cached });
 stopping = true;
 await informer.stop();
+process.exit(0); // an informer may still hold a watch it restarted as it stopped
