@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ import pytest
 
 import kubewire
 from tests.integration.custom_kinds import GIZMO_CRD
+from tests.integration.wire import wait_for
 
 SCRIPTS = Path(__file__).parent / "client_node"
 INSTALL = Path(__file__).parents[2] / ".cache" / "client-node"
@@ -134,12 +134,11 @@ def test_an_informer_lists_again_after_410_gone(server: kubewire.Server) -> None
     assert steps["errors"] == []  # client-node takes the 410 in its stride
     # list, watch; the watch dropped; its resume met 410 Gone: list again (then its next watch,
     # recorded when it ends, if the script's exit did not come before it was sent)
-    deadline = time.monotonic() + 10
-    while True:
+    def lists_and_watches() -> list[str] | None:
         record = [e.verb for e in server.requests(resource="pods")
                   if e.verb in ("list", "watch")]
-        if len(record) >= 4 or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
+        return record if len(record) >= 4 else None
+
+    record = wait_for(lists_and_watches, what="the informer's requests in the record")
     assert record[:4] == ["list", "watch", "watch", "list"], record
     assert set(record[4:]) <= {"watch"}, record
