@@ -2,8 +2,8 @@
 
 Dispatch: a write is answered before its watchers are written to; batches committed before a
 flush reach each live watcher in one write, flushes are paced by the previous flush's time (up
-to a bound), and a watcher that starts between a commit and the dispatch gets exactly the
-events after its start.
+to a bound), a request beginning while a flush is due waits for it, and a watcher that starts
+between a commit and the dispatch gets exactly the events after its start.
 Initial events: a ``sendInitialEvents`` watcher walks the cache by key; every object appears as
 it was at the snapshot revision, once, whatever changes while the walk is under way, and the
 changes after the snapshot follow in revision order.
@@ -264,6 +264,58 @@ async def test_a_cheap_flush_does_not_wait_for_writes_in_flight(store: SQLiteSto
         assert cost * cache_module.FLUSH_PAUSE_PER_COST < cache_module.MIN_HOLD_S
         await asyncio.sleep(0.01)  # past the pause
     writes_in_flight(store, 0)
+    await caches.stop()
+
+
+async def test_a_request_beginning_while_a_flush_is_due_waits_for_it(
+        store: SQLiteStore) -> None:
+    # The server awaits ``due_flush()`` as each request begins: the due flush goes out before
+    # that request's work, instead of after whatever the loop took up before it.
+    caches = await make_caches(store)
+    sink = Sink()
+    start = caches.revision
+    await caches.for_resource(PODS).watch(sink, everything(), WatchStart(revision=start))
+    assert caches.due_flush() is None  # nothing to flush
+    caches._on_changes([synthetic(start + 1, "a")])
+    due = caches.due_flush()
+    assert due is not None and caches.due_flush() is due  # one future for every request
+    assert sink.writes == []
+    await asyncio.wait_for(due, 1.0)
+    assert [e[1] for e in sink.events()] == ["a"]  # written before the request went on
+    assert caches.due_flush() is None
+    await caches.stop()
+
+
+async def test_a_flush_in_its_pause_does_not_hold_requests(store: SQLiteStore) -> None:
+    # The pause after a flush is what lets the loop serve new writes: a flush not yet due
+    # keeps nobody waiting.
+    caches = await first_flush(store, sink := SlowSink(0.02))
+    caches._on_changes([synthetic(caches.revision + 1, "b")])
+    assert caches.due_flush() is None  # within the 40 ms pause
+    await dispatched(caches)
+    assert [e[1] for e in sink.events()] == ["a", "b"]
+    await caches.stop()
+
+
+async def test_a_flush_that_waits_for_writes_in_flight_lets_requests_go(
+        store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A due flush that then waits for this process's writes in flight: the requests waiting
+    # for it go on at once (some of them may be what it waits for), not after the wait.
+    monkeypatch.setattr(cache_module, "MAX_FLUSH_GAP_S", 1.0)
+    caches = await first_flush(store, sink := SlowSink(0.05))
+    await asyncio.sleep(0.11)  # past the pause
+    writes_in_flight(store, 2)
+    start = caches.revision
+    caches._on_changes([synthetic(start + 1, "b")])
+    due = caches.due_flush()
+    assert due is not None
+    await asyncio.wait_for(due, 0.05)  # well within the wait for the writes (100 ms)
+    assert len(sink.writes) == 1  # "b" is held
+    assert caches.due_flush() is None  # and no one waits for a held flush
+    writes_in_flight(store, 0)
+    caches._on_changes([synthetic(start + 2, "c")])
+    await dispatched(caches)
+    assert [e[1] for e in sink.events()] == ["a", "b", "c"]
     await caches.stop()
 
 

@@ -210,6 +210,9 @@ class APIServer:
             self.auditor.close()  # after the streams ended: their last events are in
 
     async def handle(self, request: Request) -> Response | None:
+        due = self.ctx.caches.due_flush()
+        if due is not None:  # the watchers' due events go out before this request's work
+            await due
         started = time.perf_counter()
         assign_audit_id(request)
         info = RequestInfo()

@@ -645,6 +645,8 @@ class WatchCaches:
         # and whether ``_flush_handle`` is that wait's timer.
         self._hold_until: float | None = None
         self._holding = False
+        # Requests waiting to begin until the due flush has run (``due_flush``).
+        self._flush_waiter: asyncio.Future[None] | None = None
         # Fault hooks (server/faults; see the module docstring): unset unless a fault is on.
         self.on_watch: Callable[[WatchCache, Watcher], None] | None = None
         self.bookmark_gate: Callable[[WatchCache, Watcher, float], bool] | None = None
@@ -831,6 +833,31 @@ class WatchCaches:
         else:
             self._flush_handle = loop.call_soon(self._flush_after_turns, ANSWER_TURNS - 1)
 
+    def due_flush(self) -> asyncio.Future[None] | None:
+        """A future done once the pending flush has run, if that flush is due (its pause is
+        over and it is not waiting for writes in flight), for a request to await before it
+        begins; None when no flush is due.
+
+        Why: a due flush is a loop callback queued behind whatever the loop took up before
+        it, and one batch of callbacks can begin ten creates (~10 ms of work) when a flush to
+        100 watchers costs ~1 ms; under 1,000 creates/s that wait was most of the tail of the
+        write->watch lag (bench/FINDINGS.md, 2026-11-27). A request that waits for the flush
+        begins a batch or two later, after it; the writers still answer first, so the order
+        stays kube's (answer, then fan out). A flush that then decides to wait for writes in
+        flight lets the waiting requests go (``_hold_for_writes``): its pause is what lets
+        the loop serve new writes."""
+        if (self._flush_handle is None or self._holding
+                or time.monotonic() < self._next_flush_at):
+            return None
+        if self._flush_waiter is None:
+            self._flush_waiter = asyncio.get_running_loop().create_future()
+        return self._flush_waiter
+
+    def _release_waiting(self) -> None:
+        waiter, self._flush_waiter = self._flush_waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
     def _flush_after_turns(self, turns: int) -> None:
         if turns > 0:
             self._flush_handle = asyncio.get_running_loop().call_soon(
@@ -874,10 +901,13 @@ class WatchCaches:
         self._flush_handle = asyncio.get_running_loop().call_later(
             self._hold_until - now, self._scheduled_flush)
         self._holding = True
+        self._release_waiting()
         return True
 
     def flush(self) -> None:
         """Serve every live watcher the events committed since the last flush, now."""
+        if self._flush_waiter is not None:
+            self._release_waiting()  # the waiting requests' callbacks run after this flush
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
