@@ -51,6 +51,7 @@ from kubewire.server.faults.faults import Faults
 from kubewire.server.observe import httplog
 from kubewire.server.observe.health import ServerHealth
 from kubewire.server.observe.httplog import assign_audit_id
+from kubewire.server.observe.loop_slices import LoopSlices
 from kubewire.server.observe.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from kubewire.server.observe.per_request import Observer, RequestInfo, TooManyInFlight
 from kubewire.server.observe.request_record import RequestRecord, entry_of
@@ -145,6 +146,7 @@ class APIServer:
         if config.storage == "etcd":  # kube names the etcd cluster's storage "etcd-0"
             self.observer.storage_cluster_id = "etcd-0"
             self.observer.storage_db_sizes_of = lambda: getattr(store, "db_sizes", {})
+        self._slices = LoopSlices()
         self.requests = RequestRecord(config.request_record_capacity)  # one entry per request
         self.faults = Faults(self.ctx, self.health, self.observer.metrics.registry)
         self.ctx.faults = self.faults
@@ -210,6 +212,8 @@ class APIServer:
             self.auditor.close()  # after the streams ended: their last events are in
 
     async def handle(self, request: Request) -> Response | None:
+        while self._slices.full():  # this batch of callbacks has begun enough requests
+            await asyncio.sleep(0)
         due = self.ctx.caches.due_flush()
         if due is not None:  # the watchers' due events go out before this request's work
             await due

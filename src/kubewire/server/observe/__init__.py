@@ -1,6 +1,8 @@
 """What the server bounds and records about every request: in-flight limits, metrics, audit.
 
 ``per_request`` wraps each handler (max-in-flight limits with kube's 429, request metrics);
+``loop_slices`` has requests begin in slices of the loop's time, so I/O and timers are served
+between the requests of a burst;
 ``metrics`` renders them in the Prometheus text format, with ``runtime_metrics`` (process and
 Python); ``health`` answers ``/healthz``, ``/livez``, ``/readyz``; ``httplog`` logs each request
 and gives it its ``Audit-Id``; ``audit`` decides audit levels from a kube audit policy,

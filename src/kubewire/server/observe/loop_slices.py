@@ -1,0 +1,52 @@
+"""Requests begin in slices of the loop's time.
+
+Once the requests begun within one batch of ready loop callbacks have taken ``SLICE_S`` of
+wall time, the next ones wait for the next batch (``APIServer.handle`` yields a turn while
+``LoopSlices.full()``), after the loop has polled its sockets and run its timers. The loop
+runs every callback that was ready when a batch began before it looks at I/O again, so a burst
+of requests arriving together (64 creates, or ten after a moment the process waited for a
+core) was one batch: at ~0.5 ms each, commits delivered meanwhile, their writers' answers and
+the flush to watchers all waited for the whole burst. Sliced, they wait at most about one
+slice: under 1,000 creates/s with 100 watchers the flush's wait past its due time fell from a
+p99 of 6.6-8.4 ms to 3.8-4.1 ms, and the write->watch p99 with it (bench/FINDINGS.md,
+2026-11-27); the create-driven fan-out is unchanged.
+
+Written by hand: asyncio has no priority among ready callbacks and no hook at the start of a
+batch; a callback queued when a slice opens runs at the start of the next batch and closes it.
+A request that yields goes to the end of the ready queue, ahead of anything that arrives later.
+On uvloop (the server's loop) I/O callbacks run as it polls, so they wait at most one slice; on
+asyncio's own loop (an in-process ``kubewire.Server`` in a test's loop) they join the ready
+queue behind the requests that yielded, so at most two.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+SLICE_S = 0.004  # a few creates; a flush to 100 watchers costs ~1 ms
+
+
+class LoopSlices:
+    """``full()`` as each request begins; one per server (its loop)."""
+
+    __slots__ = ("_open", "_started")
+
+    def __init__(self) -> None:
+        self._open = False
+        self._started = 0.0
+
+    def full(self) -> bool:
+        """Whether this batch's requests have had their slice: a request told True yields a
+        turn (``await asyncio.sleep(0)``) and asks again. The first request of a batch opens
+        its slice and is never told to wait, so every request begins."""
+        now = time.monotonic()
+        if not self._open:
+            self._open = True
+            self._started = now
+            asyncio.get_running_loop().call_soon(self._close)
+            return False
+        return now - self._started > SLICE_S
+
+    def _close(self) -> None:
+        self._open = False

@@ -1,0 +1,86 @@
+"""Requests begin in slices of the loop's time (server/observe/loop_slices.py): a burst of
+requests that arrive together no longer keeps the loop from its sockets and timers until all
+of them have begun. Run on asyncio's loop and on uvloop (the server's)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections.abc import Callable
+
+import pytest
+import uvloop
+
+from kubewire.server.observe import loop_slices
+from kubewire.server.observe.loop_slices import LoopSlices
+
+LOOPS: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {
+    "asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
+
+
+def spin(seconds: float) -> None:
+    """Hold the loop ``seconds`` of CPU, as a create's handler does."""
+    until = time.thread_time() + seconds
+    while time.thread_time() < until:
+        pass
+
+
+async def burst(slices: LoopSlices, requests: int, work_s: float) -> list[str]:
+    """``requests`` begun together, each taking ``work_s`` of the loop once it begins; the
+    first makes a socket readable. Returns the order in which they ran and the socket's
+    reader did ("io")."""
+    order: list[str] = []
+    loop = asyncio.get_running_loop()
+    r, w = socket.socketpair()
+    r.setblocking(False)
+
+    def readable() -> None:
+        r.recv(16)
+        order.append("io")
+        loop.remove_reader(r)
+
+    loop.add_reader(r, readable)
+
+    async def request(i: int) -> None:
+        while slices.full():
+            await asyncio.sleep(0)
+        if i == 0:
+            w.send(b"x")  # a commit delivered, say: its callback waits for the loop's poll
+        spin(work_s)
+        order.append(str(i))
+
+    try:
+        await asyncio.gather(*(request(i) for i in range(requests)))
+        for _ in range(3):
+            await asyncio.sleep(0)
+    finally:
+        r.close()
+        w.close()
+    return order
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_io_is_served_between_the_requests_of_a_burst(loop_name: str) -> None:
+    # Ten requests of 2 ms each, a slice of 4 ms: the socket's callback runs after two or three
+    # of them on uvloop (its I/O callbacks run as it polls), after four or five on asyncio's
+    # loop (they join the ready queue behind the requests that yielded: two slices), not
+    # after all ten.
+    with asyncio.Runner(loop_factory=LOOPS[loop_name]) as runner:
+        order = runner.run(burst(LoopSlices(), 10, 0.002))
+    assert sorted(order) == sorted(["io", *map(str, range(10))])
+    assert order[0] == "0"  # the first request of a batch always begins
+    slices = 1 if loop_name == "uvloop" else 2
+    assert 1 <= order.index("io") <= slices * (1 + round(loop_slices.SLICE_S / 0.002))
+    assert [x for x in order if x != "io"] == [str(i) for i in range(10)]  # in arrival order
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_without_slices_a_burst_holds_the_loop(loop_name: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # The same burst with an unbounded slice: the loop polls only once all ten have run (what
+    # the slices are for; also shows that the test above can fail).
+    monkeypatch.setattr(loop_slices, "SLICE_S", 60.0)
+    with asyncio.Runner(loop_factory=LOOPS[loop_name]) as runner:
+        order = runner.run(burst(LoopSlices(), 10, 0.002))
+    assert order.index("io") == 10
