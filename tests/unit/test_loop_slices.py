@@ -26,6 +26,15 @@ def spin(seconds: float) -> None:
         pass
 
 
+async def begin(slices: LoopSlices) -> int:
+    """What ``APIServer.handle`` does before a request's work; the turns it waited."""
+    for turn in range(loop_slices.MAX_TURNS_WAITED):
+        if not slices.full():
+            return turn
+        await asyncio.sleep(0)
+    return loop_slices.MAX_TURNS_WAITED
+
+
 async def burst(slices: LoopSlices, requests: int, work_s: float) -> list[str]:
     """``requests`` begun together, each taking ``work_s`` of the loop once it begins; the
     first makes a socket readable. Returns the order in which they ran and the socket's
@@ -43,8 +52,7 @@ async def burst(slices: LoopSlices, requests: int, work_s: float) -> list[str]:
     loop.add_reader(r, readable)
 
     async def request(i: int) -> None:
-        while slices.full():
-            await asyncio.sleep(0)
+        await begin(slices)
         if i == 0:
             w.send(b"x")  # a commit delivered, say: its callback waits for the loop's poll
         spin(work_s)
@@ -84,3 +92,27 @@ def test_without_slices_a_burst_holds_the_loop(loop_name: str,
     with asyncio.Runner(loop_factory=LOOPS[loop_name]) as runner:
         order = runner.run(burst(LoopSlices(), 10, 0.002))
     assert order.index("io") == 10
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_a_flood_of_requests_waits_a_bounded_number_of_turns(loop_name: str) -> None:
+    # 200 requests of 1 ms arriving together are 50 slices: a request waits at most
+    # MAX_TURNS_WAITED turns (each a loop callback), then begins; all of them do, in order.
+    async def flood() -> list[int]:
+        slices = LoopSlices()
+        order: list[int] = []
+
+        async def request(i: int) -> int:
+            waited = await begin(slices)
+            spin(0.001)
+            order.append(i)
+            return waited
+
+        waits = await asyncio.gather(*(request(i) for i in range(200)))
+        assert order == list(range(200))
+        return waits
+
+    with asyncio.Runner(loop_factory=LOOPS[loop_name]) as runner:
+        waits = runner.run(flood())
+    assert max(waits) == loop_slices.MAX_TURNS_WAITED  # the slices did hold some back
+    assert sum(waits) <= 200 * loop_slices.MAX_TURNS_WAITED

@@ -7,9 +7,10 @@ runs every callback that was ready when a batch began before it looks at I/O aga
 of requests arriving together (64 creates, or ten after a moment the process waited for a
 core) was one batch: at ~0.5 ms each, commits delivered meanwhile, their writers' answers and
 the flush to watchers all waited for the whole burst. Sliced, they wait at most about one
-slice: under 1,000 creates/s with 100 watchers the flush's wait past its due time fell from a
-p99 of 6.6-8.4 ms to 3.8-4.1 ms, and the write->watch p99 with it (bench/FINDINGS.md,
-2026-11-27); the create-driven fan-out is unchanged.
+slice (in bursts of up to ``MAX_TURNS_WAITED`` slices; beyond, a request begins after that
+many turns whatever the slice): under 1,000 creates/s with 100 watchers the flush's wait past
+its due time fell from a p99 of 6.6-8.4 ms to 3.8-4.1 ms, and the write->watch p99 with it
+(bench/FINDINGS.md, 2026-11-27); the create-driven fan-out is unchanged.
 
 Written by hand: asyncio has no priority among ready callbacks and no hook at the start of a
 batch; a callback queued when a slice opens runs at the start of the next batch and closes it.
@@ -25,6 +26,10 @@ import asyncio
 import time
 
 SLICE_S = 0.004  # a few creates; a flush to 100 watchers costs ~1 ms
+# A request waits at most this many turns, then begins whatever the slice: each wait is a loop
+# callback, so a flood of n requests waiting together costs O(n) of them, not O(n^2) (n
+# requests of cost c make n*c/SLICE_S batches, each re-asking every request still waiting).
+MAX_TURNS_WAITED = 8
 
 
 class LoopSlices:
@@ -38,8 +43,8 @@ class LoopSlices:
 
     def full(self) -> bool:
         """Whether this batch's requests have had their slice: a request told True yields a
-        turn (``await asyncio.sleep(0)``) and asks again. The first request of a batch opens
-        its slice and is never told to wait, so every request begins."""
+        turn (``await asyncio.sleep(0)``) and asks again, ``MAX_TURNS_WAITED`` times at most.
+        The first request of a batch opens its slice and is never told to wait."""
         now = time.monotonic()
         if not self._open:
             self._open = True
