@@ -53,7 +53,7 @@ class LatencyOptions:
 
 default_options = LatencyOptions
 SMOKE = LatencyOptions(watchers=3, rate=200.0, writes=40, connections=4, reader_processes=1,
-                       repeats=1, warmup=0)
+                       repeats=1, warmup=1)
 
 
 class Rig:
