@@ -11,7 +11,7 @@ different connections). Also reported: arrival - request sent (end to end).
 kubewire runs ``--insecure-http --durability full``. The reference is the raw-socket server's
 ``POST /publish``: one pre-serialized line written to every watcher, then the answer.
 
-Each side first runs ``warmup`` unmeasured rounds: the first round after start-up read 1.5-3x
+Each side first runs ``warmup`` unmeasured rounds: the first round after start-up read 1.3-3x
 the later rounds' p99 in nearly every run (first-use costs in the server and in the rig's own
 processes; bench/FINDINGS.md, 2026-11-27), and the target is about a server under a steady
 load.

@@ -26,15 +26,6 @@ def spin(seconds: float) -> None:
         pass
 
 
-async def begin(slices: LoopSlices) -> int:
-    """What ``APIServer.handle`` does before a request's work; the turns it waited."""
-    for turn in range(loop_slices.MAX_TURNS_WAITED):
-        if not slices.full():
-            return turn
-        await asyncio.sleep(0)
-    return loop_slices.MAX_TURNS_WAITED
-
-
 async def burst(slices: LoopSlices, requests: int, work_s: float) -> list[str]:
     """``requests`` begun together, each taking ``work_s`` of the loop once it begins; the
     first makes a socket readable. Returns the order in which they ran and the socket's
@@ -52,7 +43,7 @@ async def burst(slices: LoopSlices, requests: int, work_s: float) -> list[str]:
     loop.add_reader(r, readable)
 
     async def request(i: int) -> None:
-        await begin(slices)
+        await slices.begin()
         if i == 0:
             w.send(b"x")  # a commit delivered, say: its callback waits for the loop's poll
         spin(work_s)
@@ -103,7 +94,7 @@ def test_a_flood_of_requests_waits_a_bounded_number_of_turns(loop_name: str) -> 
         order: list[int] = []
 
         async def request(i: int) -> int:
-            waited = await begin(slices)
+            waited = await slices.begin()
             spin(0.001)
             order.append(i)
             return waited

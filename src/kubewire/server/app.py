@@ -51,7 +51,7 @@ from kubewire.server.faults.faults import Faults
 from kubewire.server.observe import httplog
 from kubewire.server.observe.health import ServerHealth
 from kubewire.server.observe.httplog import assign_audit_id
-from kubewire.server.observe.loop_slices import MAX_TURNS_WAITED, LoopSlices
+from kubewire.server.observe.loop_slices import LoopSlices
 from kubewire.server.observe.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from kubewire.server.observe.per_request import Observer, RequestInfo, TooManyInFlight
 from kubewire.server.observe.request_record import RequestRecord, entry_of
@@ -212,10 +212,7 @@ class APIServer:
             self.auditor.close()  # after the streams ended: their last events are in
 
     async def handle(self, request: Request) -> Response | None:
-        for _ in range(MAX_TURNS_WAITED):  # this batch of callbacks has begun enough requests
-            if not self._slices.full():
-                break
-            await asyncio.sleep(0)
+        await self._slices.begin()  # after a turn if this batch has begun enough requests
         due = self.ctx.caches.due_flush()
         if due is not None:  # the watchers' due events go out before this request's work
             await due

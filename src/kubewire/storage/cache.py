@@ -906,8 +906,7 @@ class WatchCaches:
 
     def flush(self) -> None:
         """Serve every live watcher the events committed since the last flush, now."""
-        if self._flush_waiter is not None:
-            self._release_waiting()  # the waiting requests' callbacks run after this flush
+        self._release_waiting()  # the waiting requests' callbacks run after this flush
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None

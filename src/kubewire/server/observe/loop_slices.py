@@ -1,8 +1,8 @@
 """Requests begin in slices of the loop's time.
 
 Once the requests begun within one batch of ready loop callbacks have taken ``SLICE_S`` of
-wall time, the next ones wait for the next batch (``APIServer.handle`` yields a turn while
-``LoopSlices.full()``), after the loop has polled its sockets and run its timers. The loop
+wall time, the next ones wait for the next batch (``APIServer.handle`` awaits
+``LoopSlices.begin()``), after the loop has polled its sockets and run its timers. The loop
 runs every callback that was ready when a batch began before it looks at I/O again, so a burst
 of requests arriving together (64 creates, or ten after a moment the process waited for a
 core) was one batch: at ~0.5 ms each, commits delivered meanwhile, their writers' answers and
@@ -33,7 +33,7 @@ MAX_TURNS_WAITED = 8
 
 
 class LoopSlices:
-    """``full()`` as each request begins; one per server (its loop)."""
+    """``await begin()`` as each request begins; one per server (its loop)."""
 
     __slots__ = ("_open", "_started")
 
@@ -41,10 +41,19 @@ class LoopSlices:
         self._open = False
         self._started = 0.0
 
+    async def begin(self) -> int:
+        """Wait, if this batch's requests have had their slice, for a later batch: a turn at
+        a time (``await asyncio.sleep(0)``), ``MAX_TURNS_WAITED`` turns at most. Returns the
+        turns waited."""
+        for turn in range(MAX_TURNS_WAITED):
+            if not self.full():
+                return turn
+            await asyncio.sleep(0)
+        return MAX_TURNS_WAITED
+
     def full(self) -> bool:
-        """Whether this batch's requests have had their slice: a request told True yields a
-        turn (``await asyncio.sleep(0)``) and asks again, ``MAX_TURNS_WAITED`` times at most.
-        The first request of a batch opens its slice and is never told to wait."""
+        """Whether this batch's requests have had their slice. The first request of a batch
+        opens its slice and is never told so."""
         now = time.monotonic()
         if not self._open:
             self._open = True
