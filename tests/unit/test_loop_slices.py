@@ -107,3 +107,67 @@ def test_a_flood_of_requests_waits_a_bounded_number_of_turns(loop_name: str) -> 
         waits = runner.run(flood())
     assert max(waits) == loop_slices.MAX_TURNS_WAITED  # the slices did hold some back
     assert sum(waits) <= 200 * loop_slices.MAX_TURNS_WAITED
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_requests_released_by_the_gate_take_their_slices_again(loop_name: str) -> None:
+    # Ten requests begin in one batch (none has worked yet) and find the gate closed (the
+    # server's: a flush to watchers is due); its future releases all ten in one batch of
+    # callbacks. They take slices again: the socket made readable as the first one runs is
+    # served after two or three of them (uvloop; four or five on asyncio's loop), not after
+    # all ten as one convoy.
+    async def gated() -> tuple[list[str], list[int]]:
+        loop = asyncio.get_running_loop()
+        slices = LoopSlices()
+        gate: asyncio.Future[None] = loop.create_future()
+        order: list[str] = []
+        r, w = socket.socketpair()
+        r.setblocking(False)
+
+        def readable() -> None:
+            r.recv(16)
+            order.append("io")
+            loop.remove_reader(r)
+
+        loop.add_reader(r, readable)
+
+        async def request(i: int) -> int:
+            waited = await slices.begin(lambda: None if gate.done() else gate)
+            if i == 0:
+                w.send(b"x")
+            spin(0.002)
+            order.append(str(i))
+            return waited
+
+        try:
+            tasks = [loop.create_task(request(i)) for i in range(10)]
+            for _ in range(3):
+                await asyncio.sleep(0)
+            assert order == []  # all ten wait at the gate
+            gate.set_result(None)
+            waits = await asyncio.gather(*tasks)
+            for _ in range(3):
+                await asyncio.sleep(0)
+        finally:
+            r.close()
+            w.close()
+        return order, waits
+
+    with asyncio.Runner(loop_factory=LOOPS[loop_name]) as runner:
+        order, waits = runner.run(gated())
+    slices = 1 if loop_name == "uvloop" else 2
+    assert 1 <= order.index("io") <= slices * (1 + round(loop_slices.SLICE_S / 0.002))
+    assert [x for x in order if x != "io"] == [str(i) for i in range(10)]
+    assert max(waits) >= 1  # some waited for a slice after the gate
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_an_open_gate_is_not_waited_for(loop_name: str) -> None:
+    async def one() -> tuple[int, int]:
+        slices = LoopSlices()
+        calls = []
+        waited = await slices.begin(lambda: calls.append(1))  # returns None: open
+        return waited, len(calls)
+
+    with asyncio.Runner(loop_factory=LOOPS[loop_name]) as runner:
+        assert runner.run(one()) == (0, 1)

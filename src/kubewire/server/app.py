@@ -212,10 +212,9 @@ class APIServer:
             self.auditor.close()  # after the streams ended: their last events are in
 
     async def handle(self, request: Request) -> Response | None:
-        await self._slices.begin()  # after a turn if this batch has begun enough requests
-        due = self.ctx.caches.due_flush()
-        if due is not None:  # the watchers' due events go out before this request's work
-            await due
+        # After a turn if this batch has begun enough requests; after the watchers' due events
+        # have gone out, if a flush is due (the requests it held take their slices again).
+        await self._slices.begin(self.ctx.caches.due_flush)
         started = time.perf_counter()
         assign_audit_id(request)
         info = RequestInfo()
