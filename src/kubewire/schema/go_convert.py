@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from kubewire.go_text import go_json_kind
 from kubewire.json_types import JSON
 from kubewire.quantity import quantity_error
+from kubewire.schema.go_decode_typed import decodes_cleanly
 from kubewire.schema.go_types import GoType, go_type_of
 from kubewire.schema.go_values import (
     RFC3339,
@@ -151,7 +152,19 @@ def convert_error(api_version: str, kind: str, obj: Mapping[str, JSON]) -> str |
     """The error ``FromUnstructured`` gives for ``obj`` into ``kind``'s Go struct, or None.
 
     Raises KeyError for a kind without a schema. Custom kinds are not Go structs: do not ask.
+    Most objects convert: the typed decode (``go_decode_typed``, one C pass) says so first,
+    and only an object it does not accept is walked here. What JSON decoding accepts, this
+    conversion accepts too: the same fields by exact name, strings and booleans alike, an
+    integer field given an in-range integer (the conversion also takes integral floats and
+    truncates), the self-decoding types checked by the same functions.
     """
+    if decodes_cleanly(api_version, kind, obj):
+        return None
+    return walked_convert_error(api_version, kind, obj)
+
+
+def walked_convert_error(api_version: str, kind: str, obj: Mapping[str, JSON]) -> str | None:
+    """``convert_error`` found by the walk alone (what the typed decode must agree with)."""
     try:
         _convert(go_type_of(api_version, kind), dict(obj))
     except _Failed as failed:
@@ -159,4 +172,4 @@ def convert_error(api_version: str, kind: str, obj: Mapping[str, JSON]) -> str |
     return None
 
 
-__all__ = ["convert_error"]
+__all__ = ["convert_error", "walked_convert_error"]
