@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import pytest
 
 from kubewire.quantity import QUANTITY_FORMAT_WRONG
 from kubewire.schema.go_convert import convert_error, walked_convert_error
-from kubewire.schema.go_decode_typed import decodes_cleanly
-from tests.unit.test_go_decode_typed import SAMPLES, mutated
+from tests.unit.test_go_decode_typed import SAMPLES, check_typed_fast_path
 
 
 def _pod(**container: Any) -> dict[str, Any]:
@@ -59,18 +57,4 @@ def test_the_typed_decode_accepts_nothing_the_conversion_rejects(
         version_kind: tuple[str, str]) -> None:
     # convert_error answers None at once for what the typed decode accepts: each accepted
     # object must be one the map-to-struct walk accepts, and the answers must be the walk's.
-    api_version, kind = version_kind
-    obj = {"apiVersion": api_version, "kind": kind, **SAMPLES[version_kind]}
-    assert walked_convert_error(api_version, kind, obj) is None
-    rng = random.Random(f"convert {api_version}/{kind}")
-    accepted = rejected = 0
-    for _ in range(1500):
-        candidate = mutated(obj, rng)
-        walked = walked_convert_error(api_version, kind, candidate)
-        if decodes_cleanly(api_version, kind, candidate):
-            assert walked is None, candidate
-            accepted += 1
-        else:
-            rejected += walked is not None
-        assert convert_error(api_version, kind, candidate) == walked
-    assert accepted > 100 and rejected > 100  # both sides of the line were exercised
+    check_typed_fast_path(version_kind, walked_convert_error, convert_error, "convert ")

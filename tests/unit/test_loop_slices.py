@@ -5,9 +5,10 @@ of them have begun. Run on asyncio's loop and on uvloop (the server's)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 import uvloop
@@ -26,11 +27,10 @@ def spin(seconds: float) -> None:
         pass
 
 
-async def burst(slices: LoopSlices, requests: int, work_s: float) -> list[str]:
-    """``requests`` begun together, each taking ``work_s`` of the loop once it begins; the
-    first makes a socket readable. Returns the order in which they ran and the socket's
-    reader did ("io")."""
-    order: list[str] = []
+@contextlib.contextmanager
+def watched_socket(order: list[str]) -> Iterator[socket.socket]:
+    """A socket pair whose reading end, once readable, adds "io" to ``order`` (as a commit's
+    delivery waits for the loop's poll); yields the writing end."""
     loop = asyncio.get_running_loop()
     r, w = socket.socketpair()
     r.setblocking(False)
@@ -41,21 +41,29 @@ async def burst(slices: LoopSlices, requests: int, work_s: float) -> list[str]:
         loop.remove_reader(r)
 
     loop.add_reader(r, readable)
-
-    async def request(i: int) -> None:
-        await slices.begin()
-        if i == 0:
-            w.send(b"x")  # a commit delivered, say: its callback waits for the loop's poll
-        spin(work_s)
-        order.append(str(i))
-
     try:
-        await asyncio.gather(*(request(i) for i in range(requests)))
-        for _ in range(3):
-            await asyncio.sleep(0)
+        yield w
     finally:
         r.close()
         w.close()
+
+
+async def burst(slices: LoopSlices, requests: int, work_s: float) -> list[str]:
+    """``requests`` begun together, each taking ``work_s`` of the loop once it begins; the
+    first makes a socket readable. Returns the order in which they ran and the socket's
+    reader did ("io")."""
+    order: list[str] = []
+    with watched_socket(order) as w:
+        async def request(i: int) -> None:
+            await slices.begin()
+            if i == 0:
+                w.send(b"x")  # a commit delivered, say: its callback waits for the loop's poll
+            spin(work_s)
+            order.append(str(i))
+
+        await asyncio.gather(*(request(i) for i in range(requests)))
+        for _ in range(3):
+            await asyncio.sleep(0)
     return order
 
 
@@ -121,25 +129,15 @@ def test_requests_released_by_the_gate_take_their_slices_again(loop_name: str) -
         slices = LoopSlices()
         gate: asyncio.Future[None] = loop.create_future()
         order: list[str] = []
-        r, w = socket.socketpair()
-        r.setblocking(False)
+        with watched_socket(order) as w:
+            async def request(i: int) -> int:
+                waited = await slices.begin(lambda: None if gate.done() else gate)
+                if i == 0:
+                    w.send(b"x")
+                spin(0.002)
+                order.append(str(i))
+                return waited
 
-        def readable() -> None:
-            r.recv(16)
-            order.append("io")
-            loop.remove_reader(r)
-
-        loop.add_reader(r, readable)
-
-        async def request(i: int) -> int:
-            waited = await slices.begin(lambda: None if gate.done() else gate)
-            if i == 0:
-                w.send(b"x")
-            spin(0.002)
-            order.append(str(i))
-            return waited
-
-        try:
             tasks = [loop.create_task(request(i)) for i in range(10)]
             for _ in range(3):
                 await asyncio.sleep(0)
@@ -148,9 +146,6 @@ def test_requests_released_by_the_gate_take_their_slices_again(loop_name: str) -
             waits = await asyncio.gather(*tasks)
             for _ in range(3):
                 await asyncio.sleep(0)
-        finally:
-            r.close()
-            w.close()
         return order, waits
 
     with asyncio.Runner(loop_factory=LOOPS[loop_name]) as runner:
