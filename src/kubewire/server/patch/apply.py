@@ -26,13 +26,13 @@ Decoding the request body and the strict-YAML check live in ``apply_request``.
 
 from __future__ import annotations
 
-import copy
 import json
 from dataclasses import dataclass, replace
 from typing import Any
 
 from kubewire.go_print import go_json
 from kubewire.go_text import go_quote
+from kubewire.json_copy import copy_json
 from kubewire.json_types import JSON
 from kubewire.schema import TypeNode
 from kubewire.server.patch.field_paths import (
@@ -180,7 +180,7 @@ def _sync_last_applied(obj: dict[str, JSON], config: dict[str, JSON],
     if request.manager != KUBECTL_MANAGER or not isinstance(annotations, dict) \
             or not annotations.get(LAST_APPLIED_ANNOTATION):
         return obj
-    applied = copy.deepcopy(config)
+    applied = copy_json(config)
     applied_meta = applied.get("metadata")
     if isinstance(applied_meta, dict) and isinstance(applied_meta.get("annotations"), dict):
         applied_meta["annotations"].pop(LAST_APPLIED_ANNOTATION, None)
@@ -202,7 +202,7 @@ def _gvk_text(request: ApplyRequest) -> str:
 
 
 def _without_managed_fields(obj: dict[str, JSON]) -> dict[str, JSON]:
-    out = copy.deepcopy(obj)
+    out = copy_json(obj)
     meta = out.get("metadata")
     if isinstance(meta, dict):
         meta.pop("managedFields", None)
@@ -225,7 +225,10 @@ def merge(live: JSON, config: JSON, node: TypeNode | None) -> JSON:
     in the configuration leaves the field unset. Inputs are not mutated."""
     kind = node_kind(node, config)
     if isinstance(config, dict) and isinstance(live, dict) and kind in ("struct", "map"):
-        out = copy.deepcopy(live)
+        # live's fields in live's order: those the configuration names are merged below (or
+        # dropped), so only the others are copied
+        out = {name: value if name in config else copy_json(value)
+               for name, value in live.items()}
         for name, value in config.items():
             if value is None:
                 out.pop(name, None)
@@ -267,7 +270,7 @@ def _merge_lists(live: list[JSON], config: list[JSON], node: TypeNode,
                 li += 1
                 continue
         if li < len(lhs_order) and lhs_order[li] not in rhs:
-            out.append(copy.deepcopy(lhs[lhs_order[li]]))
+            out.append(copy_json(lhs[lhs_order[li]]))
             li += 1
             continue
         if ri < len(rhs_order):
@@ -288,7 +291,7 @@ def prune(obj: dict[str, JSON], stale: FieldSet, keep: FieldSet,
           schema: TypeNode | None) -> dict[str, JSON]:
     """Remove each stale path (with its subtree) unless something below it is kept; a map or
     list this leaves empty goes too, unless it is kept itself."""
-    out = copy.deepcopy(obj)
+    out = copy_json(obj)
     for path in sorted(stale, key=len):
         if any(len(k) > len(path) and k[:len(path)] == path for k in keep):
             continue
