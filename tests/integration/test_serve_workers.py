@@ -383,14 +383,21 @@ class Writing:
             thread.start()
 
     def _write(self, conn: http.client.HTTPSConnection, index: int) -> None:
-        for n in range(100_000):
-            name = f"w{index}-{n}"
-            try:
-                rv = create_cm(conn, name)
-            except (OSError, AssertionError, http.client.HTTPException, ssl.SSLError):
-                return
-            with self._lock:
-                self.acknowledged[name] = rv
+        # The connection is closed here as the thread ends: a server stopped between two
+        # writes is closed under the thread, whose next request reopens it (http.client's
+        # auto_open) to workers that have not yet noticed; left open, that socket was
+        # reported unclosed at some later test's garbage collection.
+        try:
+            for n in range(100_000):
+                name = f"w{index}-{n}"
+                try:
+                    rv = create_cm(conn, name)
+                except (OSError, AssertionError, http.client.HTTPException, ssl.SSLError):
+                    return
+                with self._lock:
+                    self.acknowledged[name] = rv
+        finally:
+            conn.close()
 
     def wait_for(self, count: int) -> None:
         deadline = time.monotonic() + WAIT_S
