@@ -383,10 +383,10 @@ class Writing:
             thread.start()
 
     def _write(self, conn: http.client.HTTPSConnection, index: int) -> None:
-        # The connection is closed here as the thread ends: a server stopped between two
-        # writes is closed under the thread, whose next request reopens it (http.client's
-        # auto_open) to workers that have not yet noticed; left open, that socket was
-        # reported unclosed at some later test's garbage collection.
+        # The connection is closed here as the thread ends: ``Workers.stop()`` may close it
+        # between two writes, and the thread's next request then reopens it (http.client's
+        # auto_open) to workers that have not exited yet; nothing else would close that
+        # socket (the likely source of an unclosed-socket warning at a later collection).
         try:
             for n in range(100_000):
                 name = f"w{index}-{n}"

@@ -50,9 +50,8 @@ class LoopSlices:
         a time (``await asyncio.sleep(0)``), ``MAX_TURNS_WAITED`` turns at most. Then, if
         ``gate()`` returns an awaitable (the server's: a flush to watchers that is due), wait
         for it and take a slice again: what releases the requests that waited for it releases
-        them all in one batch of callbacks, and they would otherwise run as one convoy (64
-        creates after a flush: ~30 ms of the loop, their writes reaching the store as one).
-        Returns the turns waited for slices."""
+        them all in one batch of callbacks, and they would otherwise run as one convoy (see
+        the module). Returns the turns waited for slices."""
         turns = await self._slice()
         if gate is not None:
             pending = gate()

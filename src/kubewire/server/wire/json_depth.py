@@ -14,6 +14,7 @@ from typing import Any
 # text instead of exhausting Python's recursion limit (a 500) several layers later.
 MAX_NESTING_DEPTH = 200
 EXCEEDED_MAX_DEPTH = "exceeded max depth"
+_CONTAINERS = (dict, list)
 
 
 def too_deep(value: Any, limit: int = MAX_NESTING_DEPTH) -> bool:
@@ -40,8 +41,6 @@ def _within(value: dict[str, Any] | list[Any], levels: int) -> bool:
             return False
     return True
 
-
-_CONTAINERS = (dict, list)
 
 
 def _too_deep_iteratively(value: Any, limit: int) -> bool:
